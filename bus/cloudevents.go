@@ -1,0 +1,156 @@
+package bus
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/cloudevents/sdk-go/v2/binding"
+	"github.com/cloudevents/sdk-go/v2/binding/format"
+	"github.com/cloudevents/sdk-go/v2/binding/spec"
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/types"
+	"github.com/nats-io/nats.go"
+)
+
+// CloudEvents binary mode over NATS: attributes and extensions travel as
+// lowercase "ce-" headers, datacontenttype as "content-type", and the data as
+// the message body (CloudEvents NATS protocol binding, v1.0.2).
+const (
+	ceHeaderPrefix    = "ce-"
+	headerContentType = "content-type"
+)
+
+var ceSpecs = spec.WithPrefix(ceHeaderPrefix)
+
+// EncodeEvent writes e into a NATS message in binary mode.
+func EncodeEvent(ctx context.Context, e *event.Event, subject string) (*nats.Msg, error) {
+	msg := nats.NewMsg(subject)
+	w := &natsBinaryWriter{msg: msg}
+	ctx = binding.WithForceBinary(ctx)
+	if _, err := binding.Write(ctx, binding.ToMessage(e), nil, w); err != nil {
+		return nil, fmt.Errorf("encode cloudevent %s: %w", e.ID(), err)
+	}
+	return msg, nil
+}
+
+// DecodeEvent reads a binary-mode (or structured JSON) CloudEvent from a NATS message.
+func DecodeEvent(ctx context.Context, msg *nats.Msg) (*event.Event, error) {
+	e, err := binding.ToEvent(ctx, newNATSMessage(msg))
+	if err != nil {
+		return nil, fmt.Errorf("decode cloudevent on %s: %w", msg.Subject, err)
+	}
+	return e, nil
+}
+
+type natsBinaryWriter struct{ msg *nats.Msg }
+
+func (w *natsBinaryWriter) Start(context.Context) error { return nil }
+func (w *natsBinaryWriter) End(context.Context) error   { return nil }
+
+func (w *natsBinaryWriter) SetData(data io.Reader) error {
+	b, err := io.ReadAll(data)
+	if err != nil {
+		return err
+	}
+	w.msg.Data = b
+	return nil
+}
+
+func (w *natsBinaryWriter) SetAttribute(attr spec.Attribute, value any) error {
+	s, err := types.Format(value)
+	if err != nil {
+		return err
+	}
+	if attr.Kind() == spec.DataContentType {
+		w.msg.Header.Set(headerContentType, s)
+		return nil
+	}
+	w.msg.Header.Set(ceHeaderPrefix+attr.Name(), s)
+	return nil
+}
+
+func (w *natsBinaryWriter) SetExtension(name string, value any) error {
+	s, err := types.Format(value)
+	if err != nil {
+		return err
+	}
+	w.msg.Header.Set(ceHeaderPrefix+name, s)
+	return nil
+}
+
+// natsMessage adapts a NATS message to the SDK's binding.MessageReader.
+type natsMessage struct {
+	msg     *nats.Msg
+	version spec.Version
+	format  format.Format
+}
+
+func newNATSMessage(msg *nats.Msg) *natsMessage {
+	m := &natsMessage{msg: msg}
+	if v := msg.Header.Get(ceSpecs.PrefixedSpecVersionName()); v != "" {
+		m.version = ceSpecs.Version(v)
+	} else {
+		m.format = format.Lookup(msg.Header.Get(headerContentType))
+	}
+	return m
+}
+
+func (m *natsMessage) ReadEncoding() binding.Encoding {
+	switch {
+	case m.version != nil:
+		return binding.EncodingBinary
+	case m.format != nil:
+		return binding.EncodingStructured
+	}
+	return binding.EncodingUnknown
+}
+
+func (m *natsMessage) ReadStructured(ctx context.Context, w binding.StructuredWriter) error {
+	if m.format == nil {
+		return binding.ErrNotStructured
+	}
+	return w.SetStructuredEvent(ctx, m.format, bytes.NewReader(m.msg.Data))
+}
+
+func (m *natsMessage) ReadBinary(_ context.Context, w binding.BinaryWriter) error {
+	if m.version == nil {
+		return binding.ErrNotBinary
+	}
+	for key, values := range m.msg.Header {
+		if len(values) == 0 {
+			continue
+		}
+		lower := strings.ToLower(key)
+		if lower == headerContentType {
+			if err := w.SetAttribute(m.version.AttributeFromKind(spec.DataContentType), values[0]); err != nil {
+				return err
+			}
+			continue
+		}
+		if !strings.HasPrefix(lower, ceHeaderPrefix) {
+			continue
+		}
+		var err error
+		if attr := m.version.Attribute(lower); attr != nil {
+			err = w.SetAttribute(attr, values[0])
+		} else {
+			err = w.SetExtension(strings.TrimPrefix(lower, ceHeaderPrefix), values[0])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(m.msg.Data) > 0 {
+		return w.SetData(bytes.NewReader(m.msg.Data))
+	}
+	return nil
+}
+
+func (m *natsMessage) Finish(error) error { return nil }
+
+// ErrNotEvent is returned for messages that carry no CloudEvent.
+var ErrNotEvent = errors.New("bus: message is not a cloudevent")

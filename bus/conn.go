@@ -1,0 +1,139 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+	"github.com/rs/zerolog"
+)
+
+// ConnConfig says how to reach NATS.
+type ConnConfig struct {
+	// Server, when set, connects in-process to this embedded server (no socket).
+	Server *Server
+	// URL is one or more comma-separated nats:// or ws:// URLs, used when Server is nil.
+	URL string
+	// User and Password authenticate a platform service on an external server.
+	User     string
+	Password string
+	// Nkey authenticates a platform service with a user nkey (the embedded server).
+	Nkey nkeys.KeyPair
+	// Token authenticates a runtime or consumer credential through the auth callout.
+	Token string
+	// InboxPrefix replaces _INBOX for replies; runtimes may only subscribe to their own.
+	InboxPrefix string
+	// Name identifies the connection in server monitoring.
+	Name string
+	// MaxReconnectWait caps the backoff between reconnect attempts. Default 2s.
+	MaxReconnectWait time.Duration
+	// Logger receives connection state changes.
+	Logger zerolog.Logger
+}
+
+// Conn is a NATS connection with its JetStream context.
+type Conn struct {
+	NC *nats.Conn
+	JS jetstream.JetStream
+}
+
+// Connect opens a connection that reconnects forever with jittered backoff.
+func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
+	if cfg.Server == nil && cfg.URL == "" {
+		return nil, errors.New("bus: either Server or URL is required")
+	}
+	maxWait := cfg.MaxReconnectWait
+	if maxWait == 0 {
+		maxWait = 2 * time.Second
+	}
+	log := cfg.Logger
+	opts := []nats.Option{
+		nats.Name(cfg.Name),
+		nats.MaxReconnects(-1),
+		nats.RetryOnFailedConnect(false),
+		nats.CustomReconnectDelay(backoff(maxWait)),
+		nats.PingInterval(20 * time.Second),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn().Err(err).Msg("nats disconnected")
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info().Str("server", nc.ConnectedUrlRedacted()).Msg("nats reconnected")
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			ev := log.Warn().Err(err)
+			if sub != nil {
+				ev = ev.Str("subject", sub.Subject)
+			}
+			ev.Msg("nats async error")
+		}),
+	}
+	if cfg.Server != nil {
+		opts = append(opts, nats.InProcessServer(cfg.Server.NATS()))
+	}
+	if cfg.User != "" {
+		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
+	}
+	if cfg.Nkey != nil {
+		pub, err := cfg.Nkey.PublicKey()
+		if err != nil {
+			return nil, fmt.Errorf("bus: service nkey: %w", err)
+		}
+		opts = append(opts, nats.Nkey(pub, cfg.Nkey.Sign))
+	}
+	if cfg.Token != "" {
+		opts = append(opts, nats.Token(cfg.Token))
+	}
+	if cfg.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(cfg.InboxPrefix))
+	}
+	url := cfg.URL
+	if cfg.Server != nil {
+		url = ""
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("bus: connect: %w", err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("bus: jetstream: %w", err)
+	}
+	return &Conn{NC: nc, JS: js}, nil
+}
+
+// Drain stops subscriptions, lets in-flight messages finish, flushes and closes.
+func (c *Conn) Drain(timeout time.Duration) {
+	if c == nil || c.NC == nil || c.NC.IsClosed() {
+		return
+	}
+	done := make(chan struct{})
+	c.NC.SetClosedHandler(func(*nats.Conn) { close(done) })
+	if err := c.NC.Drain(); err != nil {
+		c.NC.Close()
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		c.NC.Close()
+	}
+}
+
+// backoff returns a reconnect delay that doubles from 50ms up to max, with
+// jitter so many runtimes do not reconnect in lockstep after a platform restart.
+func backoff(max time.Duration) func(attempts int) time.Duration {
+	return func(attempts int) time.Duration {
+		d := 50 * time.Millisecond << min(attempts, 10)
+		if d > max || d <= 0 {
+			d = max
+		}
+		return d/2 + jitter(d/2)
+	}
+}

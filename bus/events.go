@@ -1,0 +1,102 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Event is a fact a service publishes. It becomes a CloudEvent 1.0 on
+// EventSubject(AgentID, Kind, Subject).
+type Event struct {
+	// Type is one of the mesh.Event* types.
+	Type string
+	// Kind is the kind of entity the event is about.
+	Kind mesh.EventKind
+	// AgentID owns the entity; it is a subject token so a consumer can be
+	// confined to one agent's events.
+	AgentID string
+	// Subject is the entity id (CloudEvent subject).
+	Subject string
+	// ID is the CloudEvent id and the JetStream dedupe id. Give a deterministic
+	// one (entity id + revision) where a retried publish must not duplicate.
+	ID string
+	// Sequence orders events of one entity (the record revision), carried in
+	// the CloudEvents "sequence" extension.
+	Sequence uint64
+	// Data is marshalled as JSON.
+	Data any
+	// Time defaults to now.
+	Time time.Time
+}
+
+// Publisher publishes events from one service.
+type Publisher struct {
+	js     jetstream.JetStream
+	source string
+}
+
+// NewPublisher returns a publisher whose events carry source "urn:a2amesh:<service>".
+func NewPublisher(js jetstream.JetStream, service string) *Publisher {
+	return &Publisher{js: js, source: "urn:a2amesh:" + service}
+}
+
+// Publish stores the event in the event stream and waits for the stream to
+// acknowledge it, so events published one after another are stored in order.
+func (p *Publisher) Publish(ctx context.Context, ev Event) error {
+	msg, err := p.encode(ctx, ev)
+	if err != nil {
+		return err
+	}
+	if _, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(msg.Header.Get(ceHeaderPrefix+"id"))); err != nil {
+		return fmt.Errorf("publish %s %s: %w", ev.Type, ev.Subject, err)
+	}
+	return nil
+}
+
+func (p *Publisher) encode(ctx context.Context, ev Event) (*nats.Msg, error) {
+	e := event.New()
+	if ev.ID == "" {
+		ev.ID = mesh.NewID()
+	}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	e.SetID(ev.ID)
+	e.SetType(ev.Type)
+	e.SetSource(p.source)
+	e.SetSubject(ev.Subject)
+	e.SetTime(ev.Time.UTC())
+	if ev.Sequence > 0 {
+		e.SetExtension("sequence", fmt.Sprintf("%020d", ev.Sequence))
+	}
+	if tp := TraceParent(ctx); tp != "" {
+		e.SetExtension("traceparent", tp)
+	}
+	e.SetExtension("agentid", ev.AgentID)
+	if err := e.SetData(event.ApplicationJSON, ev.Data); err != nil {
+		return nil, fmt.Errorf("event data %s: %w", ev.Type, err)
+	}
+	return EncodeEvent(ctx, &e, EventSubject(ev.AgentID, string(ev.Kind), ev.Subject))
+}
+
+type traceKey struct{}
+
+// WithTraceParent returns ctx carrying a W3C traceparent to stamp on events.
+func WithTraceParent(ctx context.Context, tp string) context.Context {
+	if tp == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, traceKey{}, tp)
+}
+
+// TraceParent returns the traceparent carried by ctx, or "".
+func TraceParent(ctx context.Context) string {
+	tp, _ := ctx.Value(traceKey{}).(string)
+	return tp
+}

@@ -1,0 +1,159 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// Mirror keeps an in-memory projection of every record of a bucket, fed by a
+// watch on the bucket. Each service builds the read models it needs (list
+// indexes, lease timers, credential caches) this way, from the bus alone.
+type Mirror[T, P any] struct {
+	mu      sync.RWMutex
+	items   map[string]mirrorEntry[P]
+	ready   chan struct{}
+	watcher jetstream.KeyWatcher
+	cfg     MirrorConfig[T, P]
+}
+
+type mirrorEntry[P any] struct {
+	val P
+	rev uint64
+}
+
+// MirrorConfig configures a Mirror.
+type MirrorConfig[T, P any] struct {
+	// Project turns a decoded record into what the mirror keeps. Returning
+	// false drops the key from the mirror.
+	Project func(key string, v *T, rev uint64) (P, bool)
+	// OnChange, if set, is called after each change from the watch, with the
+	// projection (nil when the key was deleted or dropped). It runs on the
+	// watch goroutine: keep it short.
+	OnChange func(key string, p *P)
+	Logger   zerolog.Logger
+}
+
+// StartMirror starts watching bucket. Use WaitReady before trusting its contents.
+func StartMirror[T, P any](ctx context.Context, js jetstream.JetStream, bucket string, cfg MirrorConfig[T, P]) (*Mirror[T, P], error) {
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("mirror %s: %w", bucket, err)
+	}
+	// The watch outlives the call that starts it.
+	w, err := kv.WatchAll(context.WithoutCancel(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("mirror %s: watch: %w", bucket, err)
+	}
+	m := &Mirror[T, P]{items: map[string]mirrorEntry[P]{}, ready: make(chan struct{}), watcher: w, cfg: cfg}
+	go m.run(bucket)
+	return m, nil
+}
+
+func (m *Mirror[T, P]) run(bucket string) {
+	readyOnce := sync.OnceFunc(func() { close(m.ready) })
+	defer readyOnce()
+	for e := range m.watcher.Updates() {
+		if e == nil {
+			// The watcher sends nil once it has delivered every current value.
+			readyOnce()
+			continue
+		}
+		m.apply(bucket, e)
+	}
+}
+
+func (m *Mirror[T, P]) apply(bucket string, e jetstream.KeyValueEntry) {
+	key := e.Key()
+	if e.Operation() != jetstream.KeyValuePut {
+		m.remove(key, e.Revision())
+		return
+	}
+	v := new(T)
+	if err := json.Unmarshal(e.Value(), v); err != nil {
+		m.cfg.Logger.Error().Err(err).Str("bucket", bucket).Str("key", key).Msg("undecodable record skipped")
+		return
+	}
+	m.Apply(key, v, e.Revision())
+}
+
+// Apply records a write this process just made, so its own reads see it
+// without waiting for the watch. Older revisions than the one held are ignored.
+func (m *Mirror[T, P]) Apply(key string, v *T, rev uint64) {
+	p, keep := m.cfg.Project(key, v, rev)
+	if !keep {
+		m.remove(key, rev)
+		return
+	}
+	m.mu.Lock()
+	if cur, ok := m.items[key]; ok && cur.rev >= rev {
+		m.mu.Unlock()
+		return
+	}
+	m.items[key] = mirrorEntry[P]{val: p, rev: rev}
+	m.mu.Unlock()
+	if m.cfg.OnChange != nil {
+		m.cfg.OnChange(key, &p)
+	}
+}
+
+func (m *Mirror[T, P]) remove(key string, rev uint64) {
+	m.mu.Lock()
+	cur, ok := m.items[key]
+	if !ok || cur.rev > rev {
+		m.mu.Unlock()
+		return
+	}
+	delete(m.items, key)
+	m.mu.Unlock()
+	if m.cfg.OnChange != nil {
+		m.cfg.OnChange(key, nil)
+	}
+}
+
+// WaitReady blocks until the initial contents are loaded or ctx ends.
+func (m *Mirror[T, P]) WaitReady(ctx context.Context) error {
+	select {
+	case <-m.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Get returns the projection of key.
+func (m *Mirror[T, P]) Get(key string) (P, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	e, ok := m.items[key]
+	return e.val, ok
+}
+
+// Len returns the number of keys held.
+func (m *Mirror[T, P]) Len() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.items)
+}
+
+// Range calls fn for every key until fn returns false. fn must not call back
+// into the mirror.
+func (m *Mirror[T, P]) Range(fn func(key string, p P) bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for k, e := range m.items {
+		if !fn(k, e.val) {
+			return
+		}
+	}
+}
+
+// Stop ends the watch.
+func (m *Mirror[T, P]) Stop() error { return m.watcher.Stop() }
+
+// Identity is a Project function that keeps the whole record.
+func Identity[T any](_ string, v *T, _ uint64) (*T, bool) { return v, true }

@@ -1,0 +1,156 @@
+package bus
+
+import "strings"
+
+// Streams, key-value buckets and object stores. Every name the services use is
+// defined here, once.
+const (
+	// QueueStream is the work-queue stream of pending task runs: one message per
+	// run attempt on QueueSubject(agent, run), one filtered durable consumer per agent.
+	QueueStream = "MESH_QUEUE"
+	// EventStream keeps every CloudEvent for the retention window.
+	EventStream = "MESH_EVENTS"
+
+	BucketAgents        = "mesh_agents"
+	BucketConversations = "mesh_conversations"
+	BucketRuns          = "mesh_runs"
+	BucketIdempotency   = "mesh_idempotency"
+	BucketPairing       = "mesh_pairing"
+	BucketRuntimes      = "mesh_runtimes"
+	BucketCredentials   = "mesh_credentials"
+	BucketPresence      = "mesh_presence"
+	BucketArtifactMeta  = "mesh_artifact_meta"
+	BucketConfig        = "mesh_config"
+
+	ObjectArtifacts = "mesh_artifacts"
+)
+
+// Keys of BucketConfig.
+const (
+	// ConfigOwnerTokenHash holds the hash of the owner credential.
+	ConfigOwnerTokenHash = "owner_token_hash"
+)
+
+// Subject roots.
+const (
+	subjQueue   = "mesh.queue"
+	subjEvents  = "mesh.evt"
+	subjRuntime = "mesh.rt"
+	subjService = "mesh.svc"
+)
+
+// QueueSubject is the subject of the pending-queue message of one run.
+func QueueSubject(agentID, runID string) string {
+	return subjQueue + "." + agentID + "." + runID
+}
+
+// QueueFilter is the filter of an agent's pending-queue consumer.
+func QueueFilter(agentID string) string { return subjQueue + "." + agentID + ".>" }
+
+// QueueStreamSubjects are the subjects QueueStream captures.
+func QueueStreamSubjects() []string { return []string{subjQueue + ".>"} }
+
+// QueueConsumer is the durable pull consumer of an agent's pending queue.
+func QueueConsumer(agentID string) string { return "agent_" + agentID }
+
+// EventSubject is the subject of an event about entity id of the given kind,
+// owned by agentID: mesh.evt.<agent>.<kind>.<id>.
+func EventSubject(agentID, kind, id string) string {
+	return subjEvents + "." + agentID + "." + kind + "." + id
+}
+
+// EventFilter builds an event subject filter; empty arguments match anything.
+func EventFilter(agentID, kind, id string) string {
+	return subjEvents + "." + orStar(agentID) + "." + orStar(kind) + "." + orStar(id)
+}
+
+// EventStreamSubjects are the subjects EventStream captures.
+func EventStreamSubjects() []string { return []string{subjEvents + ".>"} }
+
+// ParseEventSubject splits an event subject into agent, kind and id.
+func ParseEventSubject(subject string) (agentID, kind, id string, ok bool) {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 5 || parts[0]+"."+parts[1] != subjEvents {
+		return "", "", "", false
+	}
+	return parts[2], parts[3], parts[4], true
+}
+
+// Runtime operations: what a runtime (over NATS directly, or through the HTTP
+// gateway on its behalf) asks of the platform.
+const (
+	RuntimeOpHello     = "hello"
+	RuntimeOpHeartbeat = "heartbeat"
+	RuntimeOpPull      = "pull"
+	RuntimeOpClaim     = "claim"
+	RuntimeOpRenew     = "renew"
+	RuntimeOpProgress  = "progress"
+	RuntimeOpComplete  = "complete"
+	RuntimeOpFail      = "fail"
+	RuntimeOpRelease   = "release"
+)
+
+// RuntimeSubject is the subject of a runtime operation. The NATS server only
+// lets a runtime publish under its own agent and runtime id, so a service may
+// trust the ids it parses from this subject.
+func RuntimeSubject(agentID, runtimeID, op string) string {
+	return subjRuntime + "." + agentID + "." + runtimeID + "." + op
+}
+
+// RuntimeSubjectPattern matches op for every runtime.
+func RuntimeSubjectPattern(op string) string { return subjRuntime + ".*.*." + op }
+
+// RuntimeSubjectPrefix is everything one runtime may publish to.
+func RuntimeSubjectPrefix(agentID, runtimeID string) string {
+	return subjRuntime + "." + agentID + "." + runtimeID + ".>"
+}
+
+// ParseRuntimeSubject returns the agent and runtime ids of a runtime subject.
+func ParseRuntimeSubject(subject string) (agentID, runtimeID, op string, ok bool) {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 5 || parts[0]+"."+parts[1] != subjRuntime {
+		return "", "", "", false
+	}
+	return parts[2], parts[3], parts[4], true
+}
+
+// RuntimeInboxPrefix is the private reply-inbox prefix of a runtime connection.
+func RuntimeInboxPrefix(runtimeID string) string {
+	return "_INBOX_" + strings.ReplaceAll(runtimeID, "-", "")
+}
+
+// ServiceSubject is the subject of a platform-internal service operation.
+func ServiceSubject(service, op string) string { return subjService + "." + service + "." + op }
+
+// Service names.
+const (
+	ServiceAgents    = "agents"
+	ServicePairing   = "pairing"
+	ServiceRegistry  = "registry"
+	ServiceTaskQueue = "taskqueue"
+	ServiceArtifacts = "artifacts"
+	ServiceGateway   = "gateway"
+)
+
+// AuthCalloutSubject is where the NATS server asks who a connecting client is.
+const AuthCalloutSubject = "$SYS.REQ.USER.AUTH"
+
+func orStar(s string) string {
+	if s == "" {
+		return "*"
+	}
+	return s
+}
+
+// Keys of BucketRuntimes: a runtime record is stored under its id, and each
+// agent's active runtime id under ActiveRuntimeKey.
+const activeRuntimePrefix = "active."
+
+// ActiveRuntimeKey is the key holding the id of an agent's active runtime.
+func ActiveRuntimeKey(agentID string) string { return activeRuntimePrefix + agentID }
+
+// IsActiveRuntimeKey reports whether key is an ActiveRuntimeKey.
+func IsActiveRuntimeKey(key string) bool { return strings.HasPrefix(key, activeRuntimePrefix) }
+
+// AgentEventsFilter matches every event of one agent.
+func AgentEventsFilter(agentID string) string { return subjEvents + "." + agentID + ".>" }

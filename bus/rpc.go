@@ -1,0 +1,206 @@
+package bus
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/rs/zerolog"
+)
+
+// Headers used on service requests.
+const (
+	headerTraceParent = "traceparent"
+	headerErrorCode   = micro.ErrorCodeHeader
+)
+
+// DefaultCallTimeout bounds a service call whose context has no deadline.
+const DefaultCallTimeout = 10 * time.Second
+
+// Call sends req as JSON to a service subject and decodes the reply into resp
+// (which may be nil). A service error comes back as *mesh.Error; a missing
+// service as UNAVAILABLE.
+func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) error {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("call %s: encode: %w", subject, err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultCallTimeout)
+		defer cancel()
+	}
+	msg := nats.NewMsg(subject)
+	msg.Data = data
+	if tp := TraceParent(ctx); tp != "" {
+		msg.Header.Set(headerTraceParent, tp)
+	}
+	reply, err := nc.RequestMsgWithContext(ctx, msg)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return mesh.Errorf(mesh.CodeUnavailable, "no %s service is running", serviceOf(subject))
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return mesh.Errorf(mesh.CodeTimeout, "%s did not answer in time", serviceOf(subject))
+	case err != nil:
+		return fmt.Errorf("call %s: %w", subject, err)
+	}
+	if reply.Header.Get(headerErrorCode) != "" {
+		var e mesh.Error
+		if err := json.Unmarshal(reply.Data, &e); err != nil || e.Code == "" {
+			return mesh.Errorf(mesh.CodeInternal, "%s", reply.Header.Get(micro.ErrorHeader))
+		}
+		return &e
+	}
+	if resp == nil {
+		return nil
+	}
+	if err := json.Unmarshal(reply.Data, resp); err != nil {
+		return fmt.Errorf("call %s: decode reply: %w", subject, err)
+	}
+	return nil
+}
+
+func serviceOf(subject string) string {
+	if _, _, op, ok := ParseRuntimeSubject(subject); ok {
+		return "runtime " + op
+	}
+	return subject
+}
+
+// Request is one service request being handled.
+type Request struct {
+	// Subject the request arrived on; runtime subjects carry trusted ids.
+	Subject string
+	Data    []byte
+}
+
+// Decode unmarshals the request body into v, rejecting unknown fields, and
+// answers INVALID_REQUEST on malformed input.
+func (r *Request) Decode(v any) error {
+	if len(r.Data) == 0 {
+		return nil
+	}
+	if err := DecodeStrict(r.Data, v); err != nil {
+		return mesh.Errorf(mesh.CodeInvalidRequest, "malformed request: %v", err)
+	}
+	return nil
+}
+
+// DecodeStrict unmarshals JSON, rejecting unknown fields and trailing data.
+func DecodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("unexpected data after the JSON value")
+	}
+	return nil
+}
+
+// HandlerFunc handles a request and returns the reply body or an error.
+type HandlerFunc func(ctx context.Context, req *Request) (any, error)
+
+// Service is a NATS micro service whose handlers run concurrently.
+type Service struct {
+	svc     micro.Service
+	sem     chan struct{}
+	log     zerolog.Logger
+	timeout time.Duration
+	wg      sync.WaitGroup
+}
+
+// ServiceConfig configures a Service.
+type ServiceConfig struct {
+	Name        string
+	Version     string
+	Description string
+	// Concurrency bounds requests handled at once. Default 256.
+	Concurrency int
+	// Timeout bounds one handler. Default 60s (long enough for a long-poll pull).
+	Timeout time.Duration
+	Logger  zerolog.Logger
+}
+
+// NewService registers a micro service on nc.
+func NewService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
+	svc, err := micro.AddService(nc, micro.Config{
+		Name:        cfg.Name,
+		Version:     cfg.Version,
+		Description: cfg.Description,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("add service %s: %w", cfg.Name, err)
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 256
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 60 * time.Second
+	}
+	return &Service{svc: svc, sem: make(chan struct{}, cfg.Concurrency), log: cfg.Logger, timeout: cfg.Timeout}, nil
+}
+
+// Handle adds an endpoint on subject. Each request runs in its own goroutine,
+// so one slow request never holds up the others.
+func (s *Service) Handle(name, subject string, h HandlerFunc) error {
+	return s.svc.AddEndpoint(name, micro.HandlerFunc(func(r micro.Request) {
+		s.sem <- struct{}{}
+		s.wg.Add(1)
+		go func() {
+			defer func() { <-s.sem; s.wg.Done() }()
+			s.serve(name, r, h)
+		}()
+	}), micro.WithEndpointSubject(subject))
+}
+
+func (s *Service) serve(name string, r micro.Request, h HandlerFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	ctx = WithTraceParent(ctx, r.Headers().Get(headerTraceParent))
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error().Str("endpoint", name).Interface("panic", p).Bytes("stack", debug.Stack()).Msg("handler panicked")
+			respondError(r, mesh.Errorf(mesh.CodeInternal, "internal error"))
+		}
+	}()
+	resp, err := h(ctx, &Request{Subject: r.Subject(), Data: r.Data()})
+	if err != nil {
+		e := mesh.AsError(err)
+		if e.Code == mesh.CodeInternal {
+			s.log.Error().Err(err).Str("endpoint", name).Msg("request failed")
+		}
+		respondError(r, e)
+		return
+	}
+	if err := r.RespondJSON(resp); err != nil {
+		s.log.Warn().Err(err).Str("endpoint", name).Msg("reply failed")
+	}
+}
+
+func respondError(r micro.Request, e *mesh.Error) {
+	body, _ := json.Marshal(e)
+	_ = r.Error(string(e.Code), e.Message, body)
+}
+
+// Stop removes the service's endpoints, then waits up to grace for the requests
+// already being handled to finish.
+func (s *Service) Stop(grace time.Duration) error {
+	err := s.svc.Stop()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+	}
+	return err
+}

@@ -1,0 +1,154 @@
+package bus
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/rs/zerolog"
+)
+
+// ServerConfig configures the embedded NATS server that `a2a-platform up` runs.
+type ServerConfig struct {
+	// StoreDir is where JetStream keeps its files. Required.
+	StoreDir string
+	// Listen is host:port for TCP clients (runtimes, `serve` processes, consumers).
+	// Empty means in-process connections only.
+	Listen string
+	// WebSocketListen is host:port for NATS over WebSocket; empty disables it.
+	WebSocketListen string
+	// ServiceNkey is the public user nkey platform services authenticate with.
+	// It bypasses the auth callout; everyone else is authenticated by it.
+	ServiceNkey string
+	// AuthIssuer is the public account nkey whose signature the server accepts on
+	// auth callout responses. Empty disables the callout (services only).
+	AuthIssuer string
+	// MaxPayload is the largest message the server accepts. Default 4 MiB: a task
+	// run record holds its input and output, each limited to 1 MiB at the door.
+	MaxPayload int32
+	// Logger receives the server's own log lines at debug level and up.
+	Logger zerolog.Logger
+}
+
+// Server is a running embedded NATS server with JetStream.
+type Server struct {
+	ns        *server.Server
+	websocket bool
+}
+
+// StartServer starts an embedded NATS server with JetStream on local disk and
+// waits until it accepts connections.
+func StartServer(cfg ServerConfig) (*Server, error) {
+	if cfg.StoreDir == "" {
+		return nil, errors.New("bus: StoreDir is required")
+	}
+	opts := &server.Options{
+		ServerName:         "a2a-mesh",
+		JetStream:          true,
+		StoreDir:           cfg.StoreDir,
+		DontListen:         cfg.Listen == "",
+		MaxPayload:         cfg.MaxPayload,
+		NoSigs:             true,
+		JetStreamMaxMemory: 256 << 20,
+	}
+	if opts.MaxPayload == 0 {
+		opts.MaxPayload = 4 << 20
+	}
+	// -1 lifts the server's default cap of 1,000 consumers per stream: the
+	// pending queue has one durable consumer per agent.
+	opts.JetStreamLimits.DefaultMaxConsumers = -1
+	if cfg.Listen != "" {
+		host, port, err := splitHostPort(cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("bus: nats listen address: %w", err)
+		}
+		opts.Host, opts.Port = host, port
+	}
+	if cfg.WebSocketListen != "" {
+		host, port, err := splitHostPort(cfg.WebSocketListen)
+		if err != nil {
+			return nil, fmt.Errorf("bus: websocket listen address: %w", err)
+		}
+		opts.Websocket.Host, opts.Websocket.Port = host, port
+		// TLS is terminated in front of the platform (see deploy/); the token
+		// is the authentication either way.
+		opts.Websocket.NoTLS = true
+	}
+	if cfg.ServiceNkey != "" {
+		opts.Nkeys = []*server.NkeyUser{{Nkey: cfg.ServiceNkey}}
+	}
+	if cfg.AuthIssuer != "" {
+		opts.AuthCallout = &server.AuthCallout{
+			Issuer:    cfg.AuthIssuer,
+			Account:   server.DEFAULT_GLOBAL_ACCOUNT,
+			AuthUsers: []string{cfg.ServiceNkey},
+		}
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("bus: new nats server: %w", err)
+	}
+	ns.SetLoggerV2(serverLogger{cfg.Logger}, false, false, false)
+	ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		return nil, errors.New("bus: nats server did not become ready")
+	}
+	return &Server{ns: ns, websocket: cfg.WebSocketListen != ""}, nil
+}
+
+// NATS returns the underlying server, for in-process connections.
+func (s *Server) NATS() *server.Server { return s.ns }
+
+// ClientURL is the nats:// URL TCP clients use, or "" without a TCP listener.
+func (s *Server) ClientURL() string {
+	if s.ns.Addr() == nil {
+		return ""
+	}
+	return s.ns.ClientURL()
+}
+
+// WebSocketURL is the ws:// URL, or "" when WebSocket is off.
+func (s *Server) WebSocketURL() string {
+	if !s.websocket {
+		return ""
+	}
+	return s.ns.WebsocketURL()
+}
+
+// JetStreamEnabled reports whether JetStream is up.
+func (s *Server) JetStreamEnabled() bool { return s.ns.JetStreamEnabled() }
+
+// Shutdown stops the server; JetStream flushes its files first.
+func (s *Server) Shutdown() {
+	s.ns.Shutdown()
+	s.ns.WaitForShutdown()
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return "", 0, fmt.Errorf("port %q: %w", p, err)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	return host, port, nil
+}
+
+// serverLogger sends the NATS server's log lines to zerolog.
+type serverLogger struct{ l zerolog.Logger }
+
+func (s serverLogger) Noticef(format string, v ...any) { s.l.Debug().Msgf(format, v...) }
+func (s serverLogger) Warnf(format string, v ...any)   { s.l.Warn().Msgf(format, v...) }
+func (s serverLogger) Fatalf(format string, v ...any)  { s.l.Error().Msgf(format, v...) }
+func (s serverLogger) Errorf(format string, v ...any)  { s.l.Error().Msgf(format, v...) }
+func (s serverLogger) Debugf(format string, v ...any)  { s.l.Trace().Msgf(format, v...) }
+func (s serverLogger) Tracef(format string, v ...any)  { s.l.Trace().Msgf(format, v...) }

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/spf13/cobra"
+)
+
+// client returns an API client authenticated with the owner credential, found
+// in --owner-token-file, $A2A_MESH_OWNER_TOKEN, or <data-dir>/owner.token.
+func (g *globals) client() (*apiclient.Client, error) {
+	token := readSecretEnv("A2A_MESH_OWNER_TOKEN")
+	if token == "" {
+		path := g.ownerFile
+		if path == "" {
+			path = platform.OwnerTokenPath(g.dataDir)
+		}
+		t, err := platform.ReadOwnerToken(path)
+		if err != nil {
+			return nil, fmt.Errorf("owner credential: %w (start the platform with `a2a-platform up`, or pass --data-dir / --owner-token-file)", err)
+		}
+		token = t
+	}
+	return apiclient.New(g.apiBase, apiclient.WithOwnerToken(token), apiclient.WithUserAgent("a2a-platform"))
+}
+
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// call runs one API call and prints its answer.
+func (g *globals) call(ctx context.Context, method, path string, q url.Values, in any) error {
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, apiclient.DefaultTimeout)
+	defer cancel()
+	var out json.RawMessage
+	if _, err := c.Do(ctx, method, path, q, in, &out); err != nil {
+		return err
+	}
+	return printJSON(out)
+}
+
+func newAgents(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "agents", Short: "Create and list agent accounts"}
+	var name, description, instructions, instructionsFile string
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create an agent account",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if instructionsFile != "" {
+				b, err := os.ReadFile(instructionsFile)
+				if err != nil {
+					return err
+				}
+				instructions = string(b)
+			}
+			body := map[string]any{"name": name, "description": description, "instructions": instructions}
+			return g.call(cmd.Context(), http.MethodPost, "/agent-accounts", nil, body)
+		},
+	}
+	create.Flags().StringVar(&name, "name", "", "agent name (required)")
+	create.Flags().StringVar(&description, "description", "", "what the agent does")
+	create.Flags().StringVar(&instructions, "instructions", "", "business instructions handed to the agent host")
+	create.Flags().StringVar(&instructionsFile, "instructions-file", "", "read the instructions from a file")
+	_ = create.MarkFlagRequired("name")
+	list := &cobra.Command{
+		Use: "list", Short: "List agent accounts", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.call(cmd.Context(), http.MethodGet, "/agent-accounts", nil, nil)
+		},
+	}
+	runtimes := &cobra.Command{
+		Use: "runtimes <agent_id>", Short: "List an agent's runtimes and whether they are online", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.call(cmd.Context(), http.MethodGet, "/agent-accounts/"+url.PathEscape(args[0])+"/runtimes", nil, nil)
+		},
+	}
+	cmd.AddCommand(create, list, runtimes)
+	return cmd
+}
+
+func newPairingCode(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "pairing-code <agent_id>",
+		Short: "Issue a one-time pairing code for an agent",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			var code struct {
+				PairingToken string    `json:"pairing_token"`
+				ExpiresAt    time.Time `json:"expires_at"`
+			}
+			if _, err := c.Do(cmd.Context(), http.MethodPost, "/agent-accounts/"+url.PathEscape(args[0])+"/pairing-codes", nil, nil, &code); err != nil {
+				return err
+			}
+			if err := printJSON(code); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "\nOn the machine that runs the agent (before %s):\n  a2a-runtime pair %s --api-base %s\n  a2a-runtime start\n",
+				code.ExpiresAt.Local().Format(time.Kitchen), code.PairingToken, c.Base())
+			return nil
+		},
+	}
+}
+
+func newTasks(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "tasks", Short: "Create, inspect and cancel task runs"}
+	var agent, text, conversation, idemKey string
+	var timeout time.Duration
+	var wait bool
+	create := &cobra.Command{
+		Use: "create", Short: "Create a task run for an agent", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			body := map[string]any{"target_agent_id": agent, "input": map[string]any{"text": text}}
+			if conversation != "" {
+				body["conversation_id"] = conversation
+			}
+			if idemKey != "" {
+				body["idempotency_key"] = idemKey
+			}
+			if timeout > 0 {
+				body["timeout_seconds"] = int64(timeout.Seconds())
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			var run mesh.TaskRun
+			if _, err := c.Do(cmd.Context(), http.MethodPost, "/task-runs", nil, body, &run); err != nil {
+				return err
+			}
+			if wait {
+				done, err := waitRun(cmd.Context(), c, run.ID)
+				if err != nil {
+					return err
+				}
+				run = *done
+			}
+			return printJSON(run)
+		},
+	}
+	create.Flags().StringVar(&agent, "agent", "", "target agent id (required)")
+	create.Flags().StringVar(&text, "text", "", "the task text")
+	create.Flags().StringVar(&conversation, "conversation", "", "continue this conversation")
+	create.Flags().StringVar(&idemKey, "idempotency-key", "", "repeat-safe key: the same key returns the same run")
+	create.Flags().DurationVar(&timeout, "timeout", 0, "deadline for the whole run")
+	create.Flags().BoolVar(&wait, "wait", false, "wait until the run ends and print it then")
+	_ = create.MarkFlagRequired("agent")
+	get := &cobra.Command{
+		Use: "get <task_run_id>", Short: "Show a task run", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.call(cmd.Context(), http.MethodGet, "/task-runs/"+url.PathEscape(args[0]), nil, nil)
+		},
+	}
+	var status, cursor string
+	var limit int
+	list := &cobra.Command{
+		Use: "list", Short: "List task runs, newest first", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q := url.Values{}
+			setIf(q, "agent_id", agent)
+			setIf(q, "status", status)
+			setIf(q, "cursor", cursor)
+			if limit > 0 {
+				q.Set("limit", fmt.Sprint(limit))
+			}
+			return g.call(cmd.Context(), http.MethodGet, "/task-runs", q, nil)
+		},
+	}
+	list.Flags().StringVar(&agent, "agent", "", "only this agent's runs")
+	list.Flags().StringVar(&status, "status", "", "only runs in this status")
+	list.Flags().StringVar(&cursor, "cursor", "", "continue after this cursor (next_cursor of the previous page)")
+	list.Flags().IntVar(&limit, "limit", 0, "page size (default 50)")
+	var reason string
+	cancel := &cobra.Command{
+		Use: "cancel <task_run_id>", Short: "Cancel a task run", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.call(cmd.Context(), http.MethodPost, "/task-runs/"+url.PathEscape(args[0])+"/cancel", nil, map[string]any{"reason": reason})
+		},
+	}
+	cancel.Flags().StringVar(&reason, "reason", "", "why (recorded on the run)")
+	cmd.AddCommand(create, get, list, cancel)
+	return cmd
+}
+
+// waitRun follows the run's events until it ends.
+func waitRun(ctx context.Context, c *apiclient.Client, id string) (*mesh.TaskRun, error) {
+	var run mesh.TaskRun
+	for {
+		if _, err := c.Do(ctx, http.MethodGet, "/task-runs/"+url.PathEscape(id), nil, nil, &run); err != nil {
+			return nil, err
+		}
+		if run.Status.Terminal() || run.Status == mesh.StatusInputRequired {
+			return &run, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func setIf(q url.Values, k, v string) {
+	if v != "" {
+		q.Set(k, v)
+	}
+}

@@ -1,0 +1,57 @@
+// Command a2a-platform runs the A2A Mesh platform (`up`: everything in one
+// process around an embedded NATS server; `serve`: one service against an
+// external NATS) and administers it over its HTTP API.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRoot().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "a2a-platform:", err)
+		os.Exit(1)
+	}
+}
+
+// globals are the flags every verb shares.
+type globals struct {
+	dataDir   string
+	logLevel  string
+	apiBase   string
+	ownerFile string
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "a2a-platform",
+		Short:         "The A2A Mesh platform: agents, pairing, task runs and events on NATS JetStream",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	home, _ := os.UserHomeDir()
+	f := root.PersistentFlags()
+	f.StringVar(&g.dataDir, "data-dir", envOr("A2A_MESH_DATA_DIR", filepath.Join(home, ".a2a-mesh")), "data directory (JetStream files, owner credential) [A2A_MESH_DATA_DIR]")
+	f.StringVar(&g.logLevel, "log-level", envOr("A2A_MESH_LOG_LEVEL", "info"), "log level: trace, debug, info, warn, error [A2A_MESH_LOG_LEVEL]")
+	f.StringVar(&g.apiBase, "api-base", envOr("A2A_MESH_API_BASE", "http://127.0.0.1:3000"), "platform HTTP API for admin verbs [A2A_MESH_API_BASE]")
+	f.StringVar(&g.ownerFile, "owner-token-file", "", "owner credential file for admin verbs (default <data-dir>/owner.token)")
+	root.AddCommand(newUp(g), newServe(g), newAgents(g), newPairingCode(g), newTasks(g), newEvents(g))
+	return root
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

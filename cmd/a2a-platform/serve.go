@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/a2amesh/a2amesh/internal/logging"
+	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/spf13/cobra"
+)
+
+func newServe(g *globals) *cobra.Command {
+	var cfg platform.ServeConfig
+	cmd := &cobra.Command{
+		Use:       "serve <" + strings.Join(platform.Services, "|") + ">",
+		Short:     "Run one service against an external NATS server",
+		Long:      "Run one service against an external NATS server. The service password is read from A2A_MESH_NATS_PASSWORD so it never shows in a process listing.",
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: platform.Services,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			log, err := logging.New(logging.Config{Level: g.logLevel, Component: args[0]})
+			if err != nil {
+				return err
+			}
+			if cfg.NATSURL == "" {
+				return fmt.Errorf("--nats-url is required")
+			}
+			cfg.Service, cfg.Logger, cfg.DataDir = args[0], log, g.dataDir
+			cfg.NATSPassword = readSecretEnv("A2A_MESH_NATS_PASSWORD")
+			r, err := platform.Serve(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			ev := log.Info().Str("nats", cfg.NATSURL)
+			if addr := r.HTTPAddr(); addr != "" {
+				ev = ev.Str("http", "http://"+addr)
+			}
+			ev.Msg("service ready")
+			<-cmd.Context().Done()
+			r.Stop()
+			return nil
+		},
+	}
+	addPlatformFlags(cmd, &cfg.Config)
+	f := cmd.Flags()
+	f.StringVar(&cfg.NATSURL, "nats-url", "", "NATS server URL(s), comma-separated")
+	f.StringVar(&cfg.NATSUser, "nats-user", "mesh-service", "NATS user of platform services (an auth_callout auth_user)")
+	f.StringVar(&cfg.AuthIssuerSeedFile, "auth-issuer-seed-file", "", "pairing: account nkey seed of the server's auth_callout issuer")
+	f.StringVar(&cfg.OwnerTokenFile, "owner-token-file", "", "gateway: owner credential file whose hash the API accepts")
+	return cmd
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/logging"
+	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/spf13/cobra"
+)
+
+func newUp(g *globals) *cobra.Command {
+	var cfg platform.Config
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run the whole platform in one process on an embedded NATS server",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			start := time.Now()
+			log, err := logging.New(logging.Config{Level: g.logLevel, Component: "platform"})
+			if err != nil {
+				return err
+			}
+			cfg.DataDir, cfg.Logger = g.dataDir, log
+			p, err := platform.Up(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			log.Info().Str("http", "http://"+p.HTTPAddr()).Str("nats", p.NATSURL()).Str("websocket", p.WebSocketURL()).
+				Str("data_dir", cfg.DataDir).Dur("startup", time.Since(start)).Msg("platform ready")
+			<-cmd.Context().Done()
+			log.Info().Msg("shutting down")
+			p.Stop()
+			log.Info().Msg("stopped")
+			return nil
+		},
+	}
+	addPlatformFlags(cmd, &cfg)
+	f := cmd.Flags()
+	f.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", `NATS listen address for runtimes and "serve" processes ("off": in-process only)`)
+	f.StringVar(&cfg.NATSWebSocketListen, "nats-ws-listen", "", "NATS over WebSocket listen address (off unless given)")
+	return cmd
+}
+
+// addPlatformFlags adds the flags `up` and `serve` share.
+func addPlatformFlags(cmd *cobra.Command, cfg *platform.Config) {
+	f := cmd.Flags()
+	f.StringVar(&cfg.HTTPAddr, "http", "127.0.0.1:3000", "HTTP API listen address")
+	f.StringVar(&cfg.PublicURL, "public-url", "", "URL people and runtimes use to reach the HTTP API (default http://<--http>)")
+	f.StringVar(&cfg.NATSAdvertise, "nats-advertise", "", "NATS URL told to runtimes at pairing (default: the listen address)")
+	f.StringVar(&cfg.NATSWebSocketAdvertise, "nats-ws-advertise", "", "WebSocket URL told to runtimes at pairing")
+	f.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", 120*time.Second, "a runtime is offline after this long without a heartbeat")
+	f.DurationVar(&cfg.Lease, "lease", 60*time.Second, "a claimed task run is lost this long after its runtime stops renewing")
+	f.DurationVar(&cfg.PairingCodeTTL, "pairing-code-ttl", 10*time.Minute, "how long a pairing code stays valid")
+	f.DurationVar(&cfg.EventRetention, "event-retention", 7*24*time.Hour, "how long events are kept")
+	f.Int64Var(&cfg.MaxArtifactBytes, "max-artifact-bytes", 25<<20, "largest artifact accepted")
+	f.StringVar(&cfg.PlatformName, "platform-name", "A2A Mesh", "platform name passed to adapters")
+	f.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long a graceful stop may take")
+}
+
+// readSecretEnv reads a secret from an environment variable, so it never
+// appears in a process listing.
+func readSecretEnv(name string) string { return strings.TrimSpace(os.Getenv(name)) }

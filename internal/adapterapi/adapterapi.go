@@ -1,0 +1,212 @@
+// Package adapterapi is the local HTTP adapter contract V1 (seed 000) between
+// a2a-runtime and a local adapter: the POST /run-task request, the three
+// response shapes, artifact write requests, and GET /health. Both sides import
+// it, so the contract is written down once.
+package adapterapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Default local endpoint of the official runtime (seed 000).
+const DefaultEndpoint = "http://localhost:18789/run-task"
+
+// Platform identifies where a task came from. It is not a credential and not an
+// API base (seed 000 "Platform origin field").
+type Platform struct {
+	Name   string `json:"name"`
+	Origin string `json:"origin"`
+}
+
+// RunTaskRequest is the body of POST /run-task. It never carries the runtime
+// token or the platform API base.
+type RunTaskRequest struct {
+	TaskRunID        string          `json:"task_run_id"`
+	ConversationID   string          `json:"conversation_id"`
+	WorkspaceID      string          `json:"workspace_id"`
+	TaskType         string          `json:"task_type"`
+	Input            json.RawMessage `json:"input"`
+	InitiatorAgentID string          `json:"initiator_agent_id"`
+	TargetAgentID    string          `json:"target_agent_id"`
+	Platform         Platform        `json:"platform"`
+	// Instructions are the agent account's business instructions, when it has
+	// any (seed 001 §2.6); adapters hand them to the host as a system prompt.
+	// Old adapters ignore the field.
+	Instructions string `json:"instructions,omitempty"`
+}
+
+// InputText returns input.text, or "" when the input has none.
+func (r *RunTaskRequest) InputText() string {
+	var in struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(r.Input, &in)
+	return in.Text
+}
+
+// ArtifactWrite is one artifact write request an adapter returns in
+// output.artifacts (alias output.artifact_writes). The runtime materialises it
+// with its own credential; the adapter never calls the platform.
+type ArtifactWrite struct {
+	ArtifactType string   `json:"artifact_type,omitempty"`
+	Filename     string   `json:"filename"`
+	Title        string   `json:"title,omitempty"`
+	Summary      string   `json:"summary,omitempty"`
+	Keywords     []string `json:"keywords,omitempty"`
+	MimeType     string   `json:"mime_type,omitempty"`
+	// ContentText is the whole file body as text.
+	ContentText string `json:"content_text,omitempty"`
+	// ContentBase64 carries a binary body (an extension of V1; text adapters
+	// keep using content_text).
+	ContentBase64 string `json:"content_base64,omitempty"`
+}
+
+// SuccessResponse is the preferred explicit success envelope.
+type SuccessResponse struct {
+	Success bool           `json:"success"`
+	Output  map[string]any `json:"output"`
+}
+
+// FailureResponse is the explicit failure shape.
+type FailureResponse struct {
+	Success bool   `json:"success"`
+	Error   string `json:"error"`
+}
+
+// Health is the body of GET /health.
+type Health struct {
+	OK       bool   `json:"ok"`
+	Provider string `json:"provider,omitempty"`
+	Busy     bool   `json:"busy"`
+}
+
+// Kind classifies an adapter reply.
+type Kind int
+
+// Reply kinds (seed 000 "Successful Response" / "Failed Response").
+const (
+	KindSuccess Kind = iota + 1 // {"success": true, "output": {...}}
+	KindLegacy                  // any other JSON object: the whole object is the output
+	KindFailure                 // {"success": false, "error": "..."}
+)
+
+// Reply is a classified adapter reply.
+type Reply struct {
+	Kind Kind
+	// Output is what the runtime completes the run with (success and legacy).
+	Output map[string]any
+	// Error is the failure reason (failure).
+	Error string
+}
+
+// Errors for replies the runtime must fail the run on.
+var (
+	ErrNotJSON   = errors.New("adapter reply is not JSON")
+	ErrNotObject = errors.New("adapter reply is not a JSON object")
+)
+
+// ParseReply classifies a 2xx reply body. A body with "success": true must
+// carry an object "output"; "success": false is a failure whatever else it has.
+func ParseReply(body []byte) (*Reply, error) {
+	trimmed := bytes.TrimSpace(body)
+	if !json.Valid(trimmed) {
+		return nil, ErrNotJSON
+	}
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, ErrNotObject
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &obj); err != nil {
+		return nil, ErrNotObject
+	}
+	rawSuccess, hasSuccess := obj["success"]
+	var success bool
+	if hasSuccess && json.Unmarshal(rawSuccess, &success) != nil {
+		// "success" that is not a boolean is not the envelope: legacy output.
+		hasSuccess = false
+	}
+	switch {
+	case hasSuccess && !success:
+		return &Reply{Kind: KindFailure, Error: failureText(obj["error"])}, nil
+	case hasSuccess && success:
+		var out map[string]any
+		if raw, ok := obj["output"]; ok && string(raw) != "null" {
+			if err := json.Unmarshal(raw, &out); err != nil {
+				return nil, fmt.Errorf("adapter success envelope: output is not an object")
+			}
+		}
+		if out == nil {
+			out = map[string]any{}
+		}
+		return &Reply{Kind: KindSuccess, Output: out}, nil
+	}
+	var out map[string]any
+	_ = json.Unmarshal(trimmed, &out)
+	return &Reply{Kind: KindLegacy, Output: out}, nil
+}
+
+// failureText turns the failure "error" field into text: a string as is, an
+// object's "message", anything else as JSON.
+func failureText(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "adapter reported failure without a reason"
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var obj struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &obj) == nil && obj.Message != "" {
+		return obj.Message
+	}
+	return string(raw)
+}
+
+// ArtifactWrites extracts output.artifacts and output.artifact_writes.
+func ArtifactWrites(output map[string]any) ([]ArtifactWrite, error) {
+	var all []ArtifactWrite
+	for _, key := range []string{"artifacts", "artifact_writes"} {
+		raw, ok := output[key]
+		if !ok || raw == nil {
+			continue
+		}
+		b, err := json.Marshal(raw)
+		if err != nil {
+			return nil, err
+		}
+		var writes []ArtifactWrite
+		if err := json.Unmarshal(b, &writes); err != nil {
+			return nil, fmt.Errorf("output.%s is not a list of artifact write requests: %w", key, err)
+		}
+		all = append(all, writes...)
+	}
+	return all, nil
+}
+
+// Streaming replies (an extension of V1, compatible with plain adapters): a
+// runtime that sends "Accept: application/x-ndjson" may get a 200 response of
+// newline-delimited JSON objects: any number of progress lines, then exactly
+// one result line whose "result" is one of the reply shapes above. An adapter
+// that ignores Accept answers plain JSON, which the runtime also accepts.
+const MediaNDJSON = "application/x-ndjson"
+
+// Stream line types.
+const (
+	LineProgress = "progress"
+	LineResult   = "result"
+)
+
+// StreamLine is one line of a streaming reply.
+type StreamLine struct {
+	Type string `json:"type"`
+	// Message and Percent are set on progress lines.
+	Message string   `json:"message,omitempty"`
+	Percent *float64 `json:"percent,omitempty"`
+	// Result is set on the result line: a success, legacy or failure reply.
+	Result json.RawMessage `json:"result,omitempty"`
+}

@@ -1,0 +1,189 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// FileName is the ledger file inside the agent's log directory.
+const FileName = "execution-ledger.jsonl"
+
+// Modes: the ledger holds task ids and error messages of the user's agent.
+const (
+	fileMode = 0o600
+	dirMode  = 0o700
+)
+
+// DefaultDir is the log base directory under the user's home, ~/.a2a/logs.
+// Callers resolve home; the package reads no environment.
+func DefaultDir(home string) string {
+	return filepath.Join(home, ".a2a", "logs")
+}
+
+// Ledger appends to and reads one agent's ledger file. It is safe for
+// concurrent use by the goroutines of one process.
+type Ledger struct {
+	path      string
+	agentID   string
+	runtimeID string
+	secrets   [][]byte
+	now       func() time.Time
+
+	// mu serialises writes, and the outbox's read-check-write sequences.
+	mu sync.Mutex
+	f  *os.File
+	// torn is set when the file does not end in a newline (a crash or a
+	// failed write cut a line short); the next write starts a new line so
+	// that the torn fragment does not corrupt it.
+	torn bool
+}
+
+// New opens, creating when missing, the ledger of agentID under dir
+// (normally DefaultDir): dir/<agent_id>/execution-ledger.jsonl. runtimeID is
+// recorded on every entry that does not carry its own.
+func New(dir, agentID, runtimeID string, opts ...Option) (*Ledger, error) {
+	if err := validateAgentID(agentID); err != nil {
+		return nil, err
+	}
+	l := &Ledger{
+		path:      filepath.Join(dir, agentID, FileName),
+		agentID:   agentID,
+		runtimeID: runtimeID,
+		now:       time.Now,
+	}
+	for _, opt := range opts {
+		opt(l)
+	}
+	if err := os.MkdirAll(filepath.Dir(l.path), dirMode); err != nil {
+		return nil, fmt.Errorf("create ledger directory: %w", err)
+	}
+	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, fileMode)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	torn, err := endsTorn(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("check end of ledger %s: %w", l.path, err)
+	}
+	l.f, l.torn = f, torn
+	return l, nil
+}
+
+// validateAgentID keeps the agent id a single path element, so a hostile or
+// mistaken id cannot place the ledger outside dir.
+func validateAgentID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: empty", ErrInvalidAgentID)
+	case strings.ContainsAny(id, `/\`+"\x00"), strings.Contains(id, ".."), id == ".":
+		return fmt.Errorf("%w: %q is not a single path element", ErrInvalidAgentID, id)
+	}
+	return nil
+}
+
+func endsTorn(f *os.File) (bool, error) {
+	info, err := f.Stat()
+	if err != nil || info.Size() == 0 {
+		return false, err
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, info.Size()-1); err != nil && err != io.EOF {
+		return false, err
+	}
+	return last[0] != '\n', nil
+}
+
+// Path is the ledger file's path.
+func (l *Ledger) Path() string {
+	return l.path
+}
+
+// Append writes e as one line. TS, AgentID and RuntimeID are filled in when
+// empty. Outbox events are refused here: they go through AppendPending,
+// MarkDelivered and MarkAbandoned. Append does not sync; a crash may lose the
+// last lines, which only the outbox cannot afford.
+func (l *Ledger) Append(e Entry) error {
+	if e.Event == "" {
+		return errorf("entry has no event")
+	}
+	if e.Event.outboxEvent() {
+		return errorf("event %s is written by the outbox methods", e.Event)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.write(e, false)
+}
+
+// Close closes the file. Appends after Close fail with ErrClosed.
+func (l *Ledger) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	if err != nil {
+		return fmt.Errorf("close ledger %s: %w", l.path, err)
+	}
+	return nil
+}
+
+// write appends e as one line with a single write call, so concurrent
+// appenders (O_APPEND) never interleave within a line. l.mu must be held.
+func (l *Ledger) write(e Entry, sync bool) error {
+	if l.f == nil {
+		return ErrClosed
+	}
+	if e.TS.IsZero() {
+		e.TS = l.now()
+	}
+	e.TS = e.TS.UTC()
+	if e.AgentID == "" {
+		e.AgentID = l.agentID
+	}
+	if e.RuntimeID == "" {
+		e.RuntimeID = l.runtimeID
+	}
+	line, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encode ledger entry %s: %w", e.Event, err)
+	}
+	if l.containsSecret(line) {
+		return fmt.Errorf("append %s to ledger: %w", e.Event, ErrSecret)
+	}
+	buf := make([]byte, 0, len(line)+2)
+	if l.torn {
+		buf = append(buf, '\n')
+	}
+	buf = append(append(buf, line...), '\n')
+	if _, err := l.f.Write(buf); err != nil {
+		// Part of the line may be on disk; start the next one afresh.
+		l.torn = true
+		return fmt.Errorf("append %s to ledger %s: %w", e.Event, l.path, err)
+	}
+	l.torn = false
+	if sync {
+		if err := l.f.Sync(); err != nil {
+			return fmt.Errorf("sync ledger %s: %w", l.path, err)
+		}
+	}
+	return nil
+}
+
+func (l *Ledger) containsSecret(line []byte) bool {
+	for _, s := range l.secrets {
+		if bytes.Contains(line, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,85 @@
+// Package platform assembles A2A Mesh's services into a running platform:
+// Up runs every service around an embedded NATS server (the one-command
+// default), Serve runs one service against an external NATS deployment.
+package platform
+
+import (
+	"net/url"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Config configures a platform. Zero values take the documented defaults.
+type Config struct {
+	// DataDir holds JetStream's files and the owner credential. Required.
+	DataDir string
+	// HTTPAddr is where the HTTP API listens. Default 127.0.0.1:3000.
+	HTTPAddr string
+	// PublicURL is how people and runtimes reach the HTTP API; it is printed
+	// in instructions and its host is the platform origin passed to adapters.
+	// Default http://<HTTPAddr>.
+	PublicURL string
+	// NATSListen exposes the embedded NATS server to runtimes and `serve`
+	// processes. Default 127.0.0.1:4222; "off" keeps it in-process only.
+	NATSListen string
+	// NATSWebSocketListen exposes NATS over WebSocket; empty disables it.
+	NATSWebSocketListen string
+	// NATSAdvertise and NATSWebSocketAdvertise override the URLs runtimes are
+	// told at pairing (needed when listening on 0.0.0.0 or behind a proxy).
+	NATSAdvertise          string
+	NATSWebSocketAdvertise string
+	// HeartbeatTimeout: a runtime is offline after this long without a
+	// heartbeat. Default 120s (seed 001 §4.2).
+	HeartbeatTimeout time.Duration
+	// Lease: a claimed run fails (or is retried) this long after its runtime
+	// stops renewing. Default 60s.
+	Lease time.Duration
+	// PairingCodeTTL: how long a pairing code stays valid. Default 10 minutes.
+	PairingCodeTTL time.Duration
+	// EventRetention: how long events are kept. Default 7 days.
+	EventRetention time.Duration
+	// MaxArtifactBytes bounds one artifact. Default 25 MiB.
+	MaxArtifactBytes int64
+	// PlatformName is told to adapters in every task (seed 000). Default "A2A Mesh".
+	PlatformName string
+	// ShutdownGrace bounds a graceful stop. Default 10s.
+	ShutdownGrace time.Duration
+	Logger        zerolog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = "127.0.0.1:3000"
+	}
+	if c.PublicURL == "" {
+		c.PublicURL = "http://" + c.HTTPAddr
+	}
+	if c.NATSListen == "" {
+		c.NATSListen = "127.0.0.1:4222"
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = 120 * time.Second
+	}
+	if c.Lease == 0 {
+		c.Lease = 60 * time.Second
+	}
+	if c.PairingCodeTTL == 0 {
+		c.PairingCodeTTL = 10 * time.Minute
+	}
+	if c.PlatformName == "" {
+		c.PlatformName = "A2A Mesh"
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = 10 * time.Second
+	}
+}
+
+// origin is the host of the public URL: the platform origin of seed 000.
+func (c *Config) origin() string {
+	u, err := url.Parse(c.PublicURL)
+	if err != nil || u.Host == "" {
+		return c.PublicURL
+	}
+	return u.Host
+}

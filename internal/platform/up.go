@@ -1,0 +1,197 @@
+package platform
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/secret"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/agents"
+	"github.com/a2amesh/a2amesh/services/artifacts"
+	"github.com/a2amesh/a2amesh/services/gateway"
+	"github.com/a2amesh/a2amesh/services/pairing"
+	"github.com/a2amesh/a2amesh/services/registry"
+	"github.com/a2amesh/a2amesh/services/taskqueue"
+	"github.com/nats-io/nkeys"
+)
+
+// stopper is a started service.
+type stopper interface{ Stop(grace time.Duration) }
+
+// Platform is a running platform.
+type Platform struct {
+	cfg      Config
+	server   *bus.Server
+	conn     *bus.Conn
+	services []stopper
+	gateway  *gateway.Gateway
+}
+
+// Up starts an embedded NATS server with JetStream in cfg.DataDir and every
+// service around it, and returns once the HTTP API accepts requests.
+func Up(ctx context.Context, cfg Config) (*Platform, error) {
+	cfg.defaults()
+	if cfg.DataDir == "" {
+		return nil, fmt.Errorf("platform: a data dir is required")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("platform: data dir: %w", err)
+	}
+	ownerToken, created, err := LoadOrCreateOwnerToken(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("platform: owner credential: %w", err)
+	}
+	// The callout issuer and the services' key live only as long as this
+	// process: nothing outside it needs them.
+	issuer, err := nkeys.CreateAccount()
+	if err != nil {
+		return nil, fmt.Errorf("platform: auth issuer key: %w", err)
+	}
+	issuerPub, _ := issuer.PublicKey()
+	serviceKey, err := nkeys.CreateUser()
+	if err != nil {
+		return nil, fmt.Errorf("platform: service key: %w", err)
+	}
+	servicePub, _ := serviceKey.PublicKey()
+	natsListen := cfg.NATSListen
+	if natsListen == "off" {
+		natsListen = ""
+	}
+	p := &Platform{cfg: cfg}
+	p.server, err = bus.StartServer(bus.ServerConfig{
+		StoreDir:        filepath.Join(cfg.DataDir, "jetstream"),
+		Listen:          natsListen,
+		WebSocketListen: cfg.NATSWebSocketListen,
+		ServiceNkey:     servicePub,
+		AuthIssuer:      issuerPub,
+		Logger:          cfg.Logger.With().Str("service", "nats").Logger(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.conn, err = bus.Connect(ctx, bus.ConnConfig{
+		Server: p.server, Nkey: serviceKey, Name: "a2a-platform",
+		Logger: cfg.Logger,
+	})
+	if err != nil {
+		p.server.Shutdown()
+		return nil, err
+	}
+	if err := p.start(ctx, issuer, ownerToken); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	if created {
+		cfg.Logger.Info().Str("path", OwnerTokenPath(cfg.DataDir)).Msg("created the owner credential; admin commands read it from this file")
+	} else {
+		cfg.Logger.Info().Str("path", OwnerTokenPath(cfg.DataDir)).Msg("owner credential")
+	}
+	return p, nil
+}
+
+func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken string) error {
+	cfg := p.cfg
+	if err := bus.Provision(ctx, p.conn.JS, bus.ProvisionConfig{
+		EventRetention: cfg.EventRetention, MaxArtifactBytes: cfg.MaxArtifactBytes,
+	}); err != nil {
+		return err
+	}
+	if err := StoreOwnerTokenHash(ctx, p.conn, ownerToken); err != nil {
+		return err
+	}
+	natsURL, wsURL := cfg.NATSAdvertise, cfg.NATSWebSocketAdvertise
+	if natsURL == "" {
+		natsURL = p.server.ClientURL()
+	}
+	if wsURL == "" {
+		wsURL = p.server.WebSocketURL()
+	}
+	log := cfg.Logger
+	services := []struct {
+		name string
+		svc  interface {
+			stopper
+			Start(context.Context) error
+		}
+	}{
+		{"agents", agents.New(agents.Config{Conn: p.conn, Logger: log.With().Str("service", "agents").Logger()})},
+		{"pairing", pairing.New(pairing.Config{
+			Conn: p.conn, Logger: log.With().Str("service", "pairing").Logger(),
+			CodeTTL: cfg.PairingCodeTTL, HeartbeatTimeout: cfg.HeartbeatTimeout, Lease: cfg.Lease,
+			NATSURL: natsURL, NATSWebSocketURL: wsURL, AuthIssuer: issuer,
+			Platform: meshapi.PlatformInfo{Name: cfg.PlatformName, Origin: cfg.origin()},
+		})},
+		{"registry", registry.New(registry.Config{
+			Conn: p.conn, Logger: log.With().Str("service", "registry").Logger(), HeartbeatTimeout: cfg.HeartbeatTimeout,
+		})},
+		{"taskqueue", taskqueue.New(taskqueue.Config{
+			Conn: p.conn, Logger: log.With().Str("service", "taskqueue").Logger(),
+			Lease: cfg.Lease, HeartbeatTimeout: cfg.HeartbeatTimeout,
+		})},
+		{"artifacts", artifacts.New(artifacts.Config{
+			Conn: p.conn, Logger: log.With().Str("service", "artifacts").Logger(), MaxBytes: cfg.MaxArtifactBytes,
+		})},
+	}
+	for _, s := range services {
+		if err := s.svc.Start(ctx); err != nil {
+			return fmt.Errorf("start %s: %w", s.name, err)
+		}
+		p.services = append(p.services, s.svc)
+	}
+	p.gateway = gateway.New(gateway.Config{
+		Conn: p.conn, Logger: log.With().Str("service", "gateway").Logger(),
+		Addr: cfg.HTTPAddr, MaxArtifactBytes: cfg.MaxArtifactBytes,
+	})
+	if err := p.gateway.Start(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// HTTPAddr is the address the HTTP API listens on.
+func (p *Platform) HTTPAddr() string { return p.gateway.Addr() }
+
+// NATSURL is the nats:// URL of the embedded server ("" when not listening).
+func (p *Platform) NATSURL() string { return p.server.ClientURL() }
+
+// WebSocketURL is the ws:// URL of the embedded server ("" when off).
+func (p *Platform) WebSocketURL() string { return p.server.WebSocketURL() }
+
+// Conn is the platform's own bus connection (for tests and embedding).
+func (p *Platform) Conn() *bus.Conn { return p.conn }
+
+// Stop shuts down gracefully: the HTTP API stops taking requests, services
+// finish what they are doing, the connection drains, and JetStream flushes
+// its files as the server stops.
+func (p *Platform) Stop() {
+	grace := p.cfg.ShutdownGrace
+	if p.gateway != nil {
+		p.gateway.Stop(grace)
+	}
+	for i := len(p.services) - 1; i >= 0; i-- {
+		p.services[i].Stop(grace)
+	}
+	if p.conn != nil {
+		p.conn.Drain(grace)
+	}
+	if p.server != nil {
+		p.server.Shutdown()
+	}
+}
+
+// StoreOwnerTokenHash records the hash of the owner credential where the
+// gateway looks for it.
+func StoreOwnerTokenHash(ctx context.Context, conn *bus.Conn, token string) error {
+	kv, err := conn.JS.KeyValue(ctx, bus.BucketConfig)
+	if err != nil {
+		return fmt.Errorf("config bucket: %w", err)
+	}
+	if _, err := kv.Put(ctx, bus.ConfigOwnerTokenHash, []byte(secret.Hash(token))); err != nil {
+		return fmt.Errorf("store owner credential hash: %w", err)
+	}
+	return nil
+}

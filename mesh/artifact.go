@@ -1,0 +1,70 @@
+package mesh
+
+import (
+	"strings"
+	"time"
+)
+
+// Artifact is the metadata of a file-type deliverable of a task run. Its content
+// lives in the artifact object store under ArtifactID.
+type Artifact struct {
+	ID             string    `json:"artifact_id"`
+	TaskRunID      string    `json:"task_run_id"`
+	AgentID        string    `json:"agent_id"`
+	ConversationID string    `json:"conversation_id,omitempty"`
+	WorkspaceID    string    `json:"workspace_id,omitempty"`
+	ArtifactType   string    `json:"artifact_type,omitempty"`
+	Filename       string    `json:"filename"`
+	Title          string    `json:"title,omitempty"`
+	Summary        string    `json:"summary,omitempty"`
+	Keywords       []string  `json:"keywords,omitempty"`
+	MimeType       string    `json:"mime_type"`
+	Size           int64     `json:"size"`
+	SHA256         string    `json:"sha256"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// Ref returns the reference stored on the run and returned to the runtime.
+func (a *Artifact) Ref() ArtifactRef {
+	return ArtifactRef{
+		ArtifactID:   a.ID,
+		Filename:     a.Filename,
+		ArtifactType: a.ArtifactType,
+		Title:        a.Title,
+		MimeType:     a.MimeType,
+		Size:         a.Size,
+		CreatedAt:    a.CreatedAt,
+	}
+}
+
+// NormalizeFilename cleans an artifact filename into a relative, slash-separated
+// path. Absolute paths, ".." segments, backslashes, control characters and
+// empty names are refused: a filename never escapes the run's workspace.
+func NormalizeFilename(name string) (string, error) {
+	if name == "" || len(name) > 512 {
+		return "", Errorf(CodeInvalidRequest, "filename must be 1-512 bytes")
+	}
+	if strings.HasPrefix(name, "/") || strings.Contains(name, `\`) || (len(name) > 1 && name[1] == ':') {
+		return "", Errorf(CodeInvalidRequest, "filename %q must be a relative path", name)
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return "", Errorf(CodeInvalidRequest, "filename contains a control character")
+		}
+	}
+	parts := strings.Split(name, "/")
+	clean := parts[:0]
+	for _, p := range parts {
+		switch p {
+		case "", ".":
+			continue
+		case "..":
+			return "", Errorf(CodeInvalidRequest, "filename %q must not contain '..'", name)
+		}
+		clean = append(clean, p)
+	}
+	if len(clean) == 0 {
+		return "", Errorf(CodeInvalidRequest, "filename %q names no file", name)
+	}
+	return strings.Join(clean, "/"), nil
+}

@@ -1,0 +1,93 @@
+package mesh
+
+// EventTypePrefix is the reverse-DNS prefix of every CloudEvent type A2A Mesh emits.
+const EventTypePrefix = "dev.a2amesh."
+
+// EventKind is the kind of entity an event is about; it is a token of the
+// event's bus subject so consumers filter on it.
+type EventKind string
+
+// Event kinds.
+const (
+	KindAgent       EventKind = "agent"
+	KindPairingCode EventKind = "pairing_code"
+	KindRuntime     EventKind = "runtime"
+	KindTaskRun     EventKind = "task_run"
+	KindArtifact    EventKind = "artifact"
+)
+
+// Event types. The CloudEvent subject is the id of the entity (agent, runtime,
+// task run, artifact, pairing code id).
+const (
+	EventAgentCreated = EventTypePrefix + "agent.created"
+	EventAgentUpdated = EventTypePrefix + "agent.updated"
+
+	EventPairingCodeIssued   = EventTypePrefix + "pairing_code.issued"
+	EventPairingCodeRedeemed = EventTypePrefix + "pairing_code.redeemed"
+	EventPairingCodeExpired  = EventTypePrefix + "pairing_code.expired"
+
+	EventRuntimeAttached = EventTypePrefix + "runtime.attached"
+	EventRuntimeOnline   = EventTypePrefix + "runtime.online"
+	EventRuntimeOffline  = EventTypePrefix + "runtime.offline"
+	EventRuntimeRevoked  = EventTypePrefix + "runtime.revoked"
+
+	EventTaskRunCreated       = EventTypePrefix + "task_run.created"
+	EventTaskRunClaimed       = EventTypePrefix + "task_run.claimed"
+	EventTaskRunProgress      = EventTypePrefix + "task_run.progress"
+	EventTaskRunInputRequired = EventTypePrefix + "task_run.input_required"
+	EventTaskRunRequeued      = EventTypePrefix + "task_run.requeued"
+	EventTaskRunCompleted     = EventTypePrefix + "task_run.completed"
+	EventTaskRunFailed        = EventTypePrefix + "task_run.failed"
+	EventTaskRunCanceled      = EventTypePrefix + "task_run.canceled"
+
+	EventArtifactCreated = EventTypePrefix + "artifact.created"
+)
+
+// EventType describes one entry of the event catalog.
+type EventType struct {
+	Type        string
+	Kind        EventKind
+	Description string
+}
+
+// EventCatalog lists every event type A2A Mesh emits. Docs and schemas are
+// checked against it so they cannot drift from the code.
+var EventCatalog = []EventType{
+	{EventAgentCreated, KindAgent, "An agent account was created. Data: the agent."},
+	{EventAgentUpdated, KindAgent, "An agent account was edited. Data: the agent."},
+	{EventPairingCodeIssued, KindPairingCode, "A one-time pairing code was issued for an agent. Data: code id, agent id, expiry (never the code)."},
+	{EventPairingCodeRedeemed, KindPairingCode, "A pairing code was redeemed by a runtime. Data: code id, agent id, runtime id."},
+	{EventPairingCodeExpired, KindPairingCode, "A pairing code expired unused. Data: code id, agent id."},
+	{EventRuntimeAttached, KindRuntime, "A runtime attached to an agent with a pairing code. Data: the runtime view."},
+	{EventRuntimeOnline, KindRuntime, "A runtime's heartbeats started (or resumed). Data: the runtime view."},
+	{EventRuntimeOffline, KindRuntime, "A runtime's heartbeats stopped for longer than its timeout. Data: the runtime view."},
+	{EventRuntimeRevoked, KindRuntime, "A runtime's credential was revoked or replaced by a re-pair. Data: the runtime view."},
+	{EventTaskRunCreated, KindTaskRun, "A task run was created (pending). Data: the task run."},
+	{EventTaskRunClaimed, KindTaskRun, "A runtime claimed a task run (running). Data: the task run."},
+	{EventTaskRunProgress, KindTaskRun, "A runtime reported progress. Data: the task run with its latest progress."},
+	{EventTaskRunInputRequired, KindTaskRun, "The agent ended its turn asking for more input. Data: the task run."},
+	{EventTaskRunRequeued, KindTaskRun, "A lease expired and the run went back to pending for another attempt. Data: the task run."},
+	{EventTaskRunCompleted, KindTaskRun, "A task run completed. Data: the task run with its output."},
+	{EventTaskRunFailed, KindTaskRun, "A task run failed. Data: the task run with its error."},
+	{EventTaskRunCanceled, KindTaskRun, "A task run was canceled. Data: the task run."},
+	{EventArtifactCreated, KindArtifact, "An artifact was stored for a task run. Data: the artifact metadata."},
+}
+
+// TaskRunEventType returns the event type announcing that a run entered status s.
+func TaskRunEventType(s Status) string {
+	switch s {
+	case StatusPending:
+		return EventTaskRunCreated
+	case StatusRunning:
+		return EventTaskRunClaimed
+	case StatusInputRequired:
+		return EventTaskRunInputRequired
+	case StatusCompleted:
+		return EventTaskRunCompleted
+	case StatusFailed:
+		return EventTaskRunFailed
+	case StatusCanceled:
+		return EventTaskRunCanceled
+	}
+	return ""
+}

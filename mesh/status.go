@@ -1,0 +1,56 @@
+package mesh
+
+// Status is the state of a task run.
+type Status string
+
+// Task-run states. The names follow seed 001; input-required is the multi-turn
+// state of the A2A standard.
+const (
+	StatusPending       Status = "pending"
+	StatusRunning       Status = "running"
+	StatusInputRequired Status = "input-required"
+	StatusCompleted     Status = "completed"
+	StatusFailed        Status = "failed"
+	StatusCanceled      Status = "canceled"
+)
+
+// transitions is the one place the task-run state machine is written down.
+var transitions = map[Status][]Status{
+	// A pending run may be claimed, canceled, or failed by the platform
+	// (deadline passed, no attempts left).
+	StatusPending: {StatusRunning, StatusCanceled, StatusFailed},
+	// A running run ends, asks for input, or goes back to pending when its lease
+	// expires and its retry policy allows another attempt.
+	StatusRunning: {StatusCompleted, StatusFailed, StatusCanceled, StatusInputRequired, StatusPending},
+	// A run waiting for input continues (back to the queue) or ends.
+	StatusInputRequired: {StatusPending, StatusCanceled, StatusFailed},
+}
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusPending, StatusRunning, StatusInputRequired, StatusCompleted, StatusFailed, StatusCanceled:
+		return true
+	}
+	return false
+}
+
+// Terminal reports whether no transition leaves s.
+func (s Status) Terminal() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusCanceled
+}
+
+// CanTransition reports whether the state machine allows from -> to.
+func CanTransition(from, to Status) bool {
+	for _, next := range transitions[from] {
+		if next == to {
+			return true
+		}
+	}
+	return false
+}
+
+// AllStatuses lists every status, in lifecycle order.
+func AllStatuses() []Status {
+	return []Status{StatusPending, StatusRunning, StatusInputRequired, StatusCompleted, StatusFailed, StatusCanceled}
+}

@@ -1,0 +1,41 @@
+package meshapi
+
+import "github.com/a2amesh/a2amesh/mesh"
+
+// Agent operations (service "agents").
+const (
+	OpAgentCreate = "create"
+	OpAgentGet    = "get"
+	OpAgentList   = "list"
+	OpAgentUpdate = "update"
+)
+
+// CreateAgentRequest creates an agent account.
+type CreateAgentRequest struct {
+	Name         string       `json:"name"`
+	Description  string       `json:"description,omitempty"`
+	Instructions string       `json:"instructions,omitempty"`
+	Skills       []mesh.Skill `json:"skills,omitempty"`
+}
+
+// UpdateAgentRequest edits an agent; nil fields stay as they are.
+type UpdateAgentRequest struct {
+	AgentID      string        `json:"agent_id"`
+	Name         *string       `json:"name,omitempty"`
+	Description  *string       `json:"description,omitempty"`
+	Instructions *string       `json:"instructions,omitempty"`
+	Skills       *[]mesh.Skill `json:"skills,omitempty"`
+}
+
+// GetAgentRequest names an agent.
+type GetAgentRequest struct {
+	AgentID string `json:"agent_id"`
+}
+
+// ListAgentsRequest lists agents, oldest first.
+type ListAgentsRequest struct{}
+
+// AgentList is a list of agents.
+type AgentList struct {
+	Agents []mesh.Agent `json:"agents"`
+}

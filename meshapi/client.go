@@ -1,0 +1,230 @@
+package meshapi
+
+import (
+	"context"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/nats-io/nats.go"
+)
+
+// Client calls the platform's services over the bus.
+type Client struct {
+	nc *nats.Conn
+}
+
+// NewClient returns a client on nc.
+func NewClient(nc *nats.Conn) *Client { return &Client{nc: nc} }
+
+func (c *Client) call(ctx context.Context, service, op string, req, resp any) error {
+	return bus.Call(ctx, c.nc, bus.ServiceSubject(service, op), req, resp)
+}
+
+// CreateAgent creates an agent account.
+func (c *Client) CreateAgent(ctx context.Context, req CreateAgentRequest) (*mesh.Agent, error) {
+	var a mesh.Agent
+	return &a, c.call(ctx, bus.ServiceAgents, OpAgentCreate, req, &a)
+}
+
+// GetAgent returns an agent account.
+func (c *Client) GetAgent(ctx context.Context, agentID string) (*mesh.Agent, error) {
+	var a mesh.Agent
+	return &a, c.call(ctx, bus.ServiceAgents, OpAgentGet, GetAgentRequest{AgentID: agentID}, &a)
+}
+
+// ListAgents lists agent accounts.
+func (c *Client) ListAgents(ctx context.Context) (*AgentList, error) {
+	var l AgentList
+	return &l, c.call(ctx, bus.ServiceAgents, OpAgentList, ListAgentsRequest{}, &l)
+}
+
+// UpdateAgent edits an agent account.
+func (c *Client) UpdateAgent(ctx context.Context, req UpdateAgentRequest) (*mesh.Agent, error) {
+	var a mesh.Agent
+	return &a, c.call(ctx, bus.ServiceAgents, OpAgentUpdate, req, &a)
+}
+
+// IssuePairingCode issues a one-time pairing code.
+func (c *Client) IssuePairingCode(ctx context.Context, req IssuePairingCodeRequest) (*PairingCode, error) {
+	var p PairingCode
+	return &p, c.call(ctx, bus.ServicePairing, OpPairingIssue, req, &p)
+}
+
+// Attach redeems a pairing code for a runtime credential.
+func (c *Client) Attach(ctx context.Context, req AttachRequest) (*AttachResponse, error) {
+	var r AttachResponse
+	return &r, c.call(ctx, bus.ServicePairing, OpPairingAttach, req, &r)
+}
+
+// RevokeRuntime revokes a runtime's credential.
+func (c *Client) RevokeRuntime(ctx context.Context, req RevokeRuntimeRequest) (*mesh.Runtime, error) {
+	var r mesh.Runtime
+	return &r, c.call(ctx, bus.ServicePairing, OpPairingRevoke, req, &r)
+}
+
+// Authenticate resolves a runtime credential hash to its runtime.
+func (c *Client) Authenticate(ctx context.Context, tokenHash string) (*Identity, error) {
+	var id Identity
+	return &id, c.call(ctx, bus.ServicePairing, OpPairingAuthenticate, AuthenticateRequest{TokenHash: tokenHash}, &id)
+}
+
+// ListRuntimes lists an agent's runtimes with their presence.
+func (c *Client) ListRuntimes(ctx context.Context, agentID string) (*RuntimeList, error) {
+	var l RuntimeList
+	return &l, c.call(ctx, bus.ServiceRegistry, OpRegistryList, ListRuntimesRequest{AgentID: agentID}, &l)
+}
+
+// CreateTaskRun creates a task run.
+func (c *Client) CreateTaskRun(ctx context.Context, req CreateTaskRunRequest) (*CreateTaskRunResponse, error) {
+	var r CreateTaskRunResponse
+	return &r, c.call(ctx, bus.ServiceTaskQueue, OpTaskCreate, req, &r)
+}
+
+// GetTaskRun returns a task run.
+func (c *Client) GetTaskRun(ctx context.Context, taskRunID string) (*mesh.TaskRun, error) {
+	var r TaskRunReply
+	if err := c.call(ctx, bus.ServiceTaskQueue, OpTaskGet, GetTaskRunRequest{TaskRunID: taskRunID}, &r); err != nil {
+		return nil, err
+	}
+	return &r.TaskRun, nil
+}
+
+// ListTaskRuns pages task runs, newest first.
+func (c *Client) ListTaskRuns(ctx context.Context, req ListTaskRunsRequest) (*TaskRunList, error) {
+	var l TaskRunList
+	return &l, c.call(ctx, bus.ServiceTaskQueue, OpTaskList, req, &l)
+}
+
+// CancelTaskRun cancels a task run.
+func (c *Client) CancelTaskRun(ctx context.Context, req CancelTaskRunRequest) (*mesh.TaskRun, error) {
+	var r TaskRunReply
+	if err := c.call(ctx, bus.ServiceTaskQueue, OpTaskCancel, req, &r); err != nil {
+		return nil, err
+	}
+	return &r.TaskRun, nil
+}
+
+// AttachArtifact records an artifact on a running run.
+func (c *Client) AttachArtifact(ctx context.Context, req AttachArtifactRequest) (*mesh.TaskRun, error) {
+	var r TaskRunReply
+	if err := c.call(ctx, bus.ServiceTaskQueue, OpTaskAttachArtifact, req, &r); err != nil {
+		return nil, err
+	}
+	return &r.TaskRun, nil
+}
+
+// CreateConversation starts a conversation and its workspace.
+func (c *Client) CreateConversation(ctx context.Context, req CreateConversationRequest) (*mesh.Conversation, error) {
+	var conv mesh.Conversation
+	return &conv, c.call(ctx, bus.ServiceTaskQueue, OpConversationCreate, req, &conv)
+}
+
+// GetConversation returns a conversation.
+func (c *Client) GetConversation(ctx context.Context, conversationID string) (*mesh.Conversation, error) {
+	var conv mesh.Conversation
+	return &conv, c.call(ctx, bus.ServiceTaskQueue, OpConversationGet, GetConversationRequest{ConversationID: conversationID}, &conv)
+}
+
+// CommitArtifact registers stored artifact content.
+func (c *Client) CommitArtifact(ctx context.Context, req CommitArtifactRequest) (*mesh.Artifact, error) {
+	var a mesh.Artifact
+	return &a, c.call(ctx, bus.ServiceArtifacts, OpArtifactCommit, req, &a)
+}
+
+// GetArtifact returns artifact metadata.
+func (c *Client) GetArtifact(ctx context.Context, artifactID string) (*mesh.Artifact, error) {
+	var a mesh.Artifact
+	return &a, c.call(ctx, bus.ServiceArtifacts, OpArtifactGet, GetArtifactRequest{ArtifactID: artifactID}, &a)
+}
+
+// ListArtifacts lists a run's artifacts.
+func (c *Client) ListArtifacts(ctx context.Context, taskRunID string) (*ArtifactList, error) {
+	var l ArtifactList
+	return &l, c.call(ctx, bus.ServiceArtifacts, OpArtifactList, ListArtifactsRequest{TaskRunID: taskRunID}, &l)
+}
+
+// Runtime returns a client that speaks for one runtime. Over a runtime's own
+// NATS connection the server only lets it use its own ids; the gateway uses it
+// on behalf of runtimes it has authenticated.
+func (c *Client) Runtime(agentID, runtimeID string) *RuntimeClient {
+	return &RuntimeClient{nc: c.nc, agentID: agentID, runtimeID: runtimeID}
+}
+
+// RuntimeClient sends runtime operations for one runtime.
+type RuntimeClient struct {
+	nc        *nats.Conn
+	agentID   string
+	runtimeID string
+}
+
+func (c *RuntimeClient) call(ctx context.Context, op string, req, resp any) error {
+	return bus.Call(ctx, c.nc, bus.RuntimeSubject(c.agentID, c.runtimeID, op), req, resp)
+}
+
+// Hello announces the runtime and returns its queue consumer and timings.
+func (c *RuntimeClient) Hello(ctx context.Context) (*HelloResponse, error) {
+	var r HelloResponse
+	return &r, c.call(ctx, bus.RuntimeOpHello, struct{}{}, &r)
+}
+
+// Heartbeat marks the runtime online and renews the leases of its running runs.
+func (c *RuntimeClient) Heartbeat(ctx context.Context, req HeartbeatRequest) (*HeartbeatResponse, error) {
+	var r HeartbeatResponse
+	return &r, c.call(ctx, bus.RuntimeOpHeartbeat, req, &r)
+}
+
+// Pull claims the next pending run, waiting up to req.Wait.
+func (c *RuntimeClient) Pull(ctx context.Context, req PullRequest) (*mesh.TaskRun, error) {
+	var r PullResponse
+	if err := c.call(ctx, bus.RuntimeOpPull, req, &r); err != nil {
+		return nil, err
+	}
+	return r.TaskRun, nil
+}
+
+// Claim claims the run of a fetched queue message.
+func (c *RuntimeClient) Claim(ctx context.Context, req ClaimRequest) (*mesh.TaskRun, error) {
+	var r TaskRunReply
+	if err := c.call(ctx, bus.RuntimeOpClaim, req, &r); err != nil {
+		return nil, err
+	}
+	return &r.TaskRun, nil
+}
+
+// Release gives back a claimed run that never started.
+func (c *RuntimeClient) Release(ctx context.Context, req ReleaseRequest) error {
+	return c.call(ctx, bus.RuntimeOpRelease, req, nil)
+}
+
+// Renew extends the leases of running runs.
+func (c *RuntimeClient) Renew(ctx context.Context, req RenewRequest) (*RenewResponse, error) {
+	var r RenewResponse
+	return &r, c.call(ctx, bus.RuntimeOpRenew, req, &r)
+}
+
+// Progress reports progress on a run.
+func (c *RuntimeClient) Progress(ctx context.Context, req ProgressRequest) (*mesh.TaskRun, error) {
+	var r TaskRunReply
+	if err := c.call(ctx, bus.RuntimeOpProgress, req, &r); err != nil {
+		return nil, err
+	}
+	return &r.TaskRun, nil
+}
+
+// Complete ends a run with its output.
+func (c *RuntimeClient) Complete(ctx context.Context, req CompleteRequest) (*mesh.TaskRun, error) {
+	var r TaskRunReply
+	if err := c.call(ctx, bus.RuntimeOpComplete, req, &r); err != nil {
+		return nil, err
+	}
+	return &r.TaskRun, nil
+}
+
+// Fail ends a run as failed.
+func (c *RuntimeClient) Fail(ctx context.Context, req FailRequest) (*mesh.TaskRun, error) {
+	var r TaskRunReply
+	if err := c.call(ctx, bus.RuntimeOpFail, req, &r); err != nil {
+		return nil, err
+	}
+	return &r.TaskRun, nil
+}

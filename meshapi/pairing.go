@@ -1,0 +1,87 @@
+package meshapi
+
+import (
+	"time"
+
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// Pairing operations (service "pairing").
+const (
+	OpPairingIssue        = "issue"
+	OpPairingAttach       = "attach"
+	OpPairingRevoke       = "revoke"
+	OpPairingAuthenticate = "authenticate"
+)
+
+// IssuePairingCodeRequest asks for a one-time pairing code for an agent.
+type IssuePairingCodeRequest struct {
+	AgentID string `json:"agent_id"`
+	// TTL overrides the platform's default code lifetime when shorter.
+	TTL time.Duration `json:"ttl,omitempty"`
+}
+
+// PairingCode is a freshly issued code. The code is shown to the person once;
+// the platform keeps only its hash.
+type PairingCode struct {
+	PairingToken string    `json:"pairing_token"`
+	CodeID       string    `json:"code_id"`
+	AgentID      string    `json:"agent_id"`
+	ExpiresAt    time.Time `json:"expires_at"`
+}
+
+// AttachRequest redeems a pairing code (seed 001 §4.1).
+type AttachRequest struct {
+	PairingToken  string             `json:"pairing_token"`
+	DeviceName    string             `json:"device_name,omitempty"`
+	LocalExecutor mesh.LocalExecutor `json:"local_executor"`
+	// RuntimeID re-attaches an existing runtime of the same agent (a re-pair
+	// that keeps the runtime's identity); unknown or foreign ids are ignored.
+	RuntimeID string `json:"runtime_id,omitempty"`
+}
+
+// NATSConnection tells a runtime how to reach the bus directly.
+type NATSConnection struct {
+	URL         string `json:"url,omitempty"`
+	WSURL       string `json:"ws_url,omitempty"`
+	InboxPrefix string `json:"inbox_prefix"`
+	Stream      string `json:"stream"`
+	Consumer    string `json:"consumer"`
+}
+
+// PlatformInfo is the public origin identifier passed on to adapters (seed 000).
+type PlatformInfo struct {
+	Name   string `json:"name"`
+	Origin string `json:"origin"`
+}
+
+// AttachResponse carries the long-lived runtime credential. It is returned once
+// and must only ever be written to the runtime's profile.
+type AttachResponse struct {
+	AgentID            string         `json:"agent_id"`
+	RuntimeID          string         `json:"runtime_id"`
+	RuntimeToken       string         `json:"runtime_token"`
+	HeartbeatTimeoutMS int64          `json:"heartbeat_timeout_ms"`
+	LeaseMS            int64          `json:"lease_ms"`
+	NATS               NATSConnection `json:"nats"`
+	Platform           PlatformInfo   `json:"platform"`
+}
+
+// RevokeRuntimeRequest revokes a runtime's credential.
+type RevokeRuntimeRequest struct {
+	RuntimeID string `json:"runtime_id"`
+	// AgentID, when set, must own the runtime (a runtime unpairing itself).
+	AgentID string `json:"agent_id,omitempty"`
+}
+
+// AuthenticateRequest resolves a runtime credential by its hash; the credential
+// itself never travels on the bus.
+type AuthenticateRequest struct {
+	TokenHash string `json:"token_hash"`
+}
+
+// Identity is who a credential belongs to.
+type Identity struct {
+	AgentID   string `json:"agent_id"`
+	RuntimeID string `json:"runtime_id"`
+}

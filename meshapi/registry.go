@@ -1,0 +1,37 @@
+package meshapi
+
+import (
+	"time"
+
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// Registry operations (service "registry").
+const (
+	OpRegistryList = "list"
+)
+
+// HeartbeatRequest is a runtime's heartbeat (seed 001 §4.2). The runtime is
+// identified by the subject it arrives on.
+type HeartbeatRequest struct {
+	// RunningTaskRunIDs lists the runs the runtime is working on; their leases
+	// are renewed.
+	RunningTaskRunIDs []string `json:"running_task_run_ids,omitempty"`
+}
+
+// HeartbeatResponse acknowledges a heartbeat.
+type HeartbeatResponse struct {
+	Status             mesh.Presence `json:"status"`
+	HeartbeatTimeoutMS int64         `json:"heartbeat_timeout_ms"`
+	ServerTime         time.Time     `json:"server_time"`
+}
+
+// ListRuntimesRequest lists an agent's runtimes.
+type ListRuntimesRequest struct {
+	AgentID string `json:"agent_id"`
+}
+
+// RuntimeList is an agent's runtimes, the active one first.
+type RuntimeList struct {
+	Runtimes []mesh.RuntimeView `json:"runtimes"`
+}

@@ -1,0 +1,102 @@
+package meshapi
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// Task-run operations for people and front doors (service "taskqueue").
+const (
+	OpTaskCreate         = "create"
+	OpTaskGet            = "get"
+	OpTaskList           = "list"
+	OpTaskCancel         = "cancel"
+	OpTaskAttachArtifact = "attach_artifact"
+	OpConversationCreate = "conversation_create"
+	OpConversationGet    = "conversation_get"
+)
+
+// Limits on task-run creation.
+const (
+	MaxAttemptsLimit = 10
+	DefaultListLimit = 50
+	MaxListLimit     = 500
+)
+
+// CreateTaskRunRequest creates a task run for an agent.
+type CreateTaskRunRequest struct {
+	TargetAgentID string          `json:"target_agent_id"`
+	Input         json.RawMessage `json:"input"`
+	// ConversationID continues a conversation; empty starts a new one.
+	ConversationID   string `json:"conversation_id,omitempty"`
+	TaskType         string `json:"task_type,omitempty"`
+	InitiatorAgentID string `json:"initiator_agent_id,omitempty"`
+	// IdempotencyKey makes a repeated create return the first run.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// MaxAttempts is how many claims a run may have when leases expire.
+	// Default 1: a lost runtime fails the run with RUNTIME_LOST.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Deadline bounds the run; TimeoutSeconds is the same relative to now.
+	Deadline       *time.Time     `json:"deadline,omitempty"`
+	TimeoutSeconds int64          `json:"timeout_seconds,omitempty"`
+	Metadata       map[string]any `json:"metadata,omitempty"`
+}
+
+// CreateTaskRunResponse is the run; Created is false when an idempotency key
+// returned an existing run.
+type CreateTaskRunResponse struct {
+	TaskRun mesh.TaskRun `json:"task_run"`
+	Created bool         `json:"created"`
+}
+
+// GetTaskRunRequest names a run.
+type GetTaskRunRequest struct {
+	TaskRunID string `json:"task_run_id"`
+}
+
+// ListTaskRunsRequest filters and pages runs, newest first.
+type ListTaskRunsRequest struct {
+	AgentID string      `json:"agent_id,omitempty"`
+	Status  mesh.Status `json:"status,omitempty"`
+	Limit   int         `json:"limit,omitempty"`
+	// Cursor continues after the last run of the previous page.
+	Cursor string `json:"cursor,omitempty"`
+	// Offset skips matches instead of a cursor (the seed 002 executions API).
+	Offset int `json:"offset,omitempty"`
+	// WithTotal counts every match (costs a full scan).
+	WithTotal bool `json:"with_total,omitempty"`
+}
+
+// TaskRunList is one page of runs.
+type TaskRunList struct {
+	TaskRuns   []mesh.TaskRun `json:"task_runs"`
+	NextCursor string         `json:"next_cursor,omitempty"`
+	Total      *int           `json:"total,omitempty"`
+}
+
+// CancelTaskRunRequest cancels a pending or running run.
+type CancelTaskRunRequest struct {
+	TaskRunID string `json:"task_run_id"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// AttachArtifactRequest records an artifact on the run a runtime is working on.
+type AttachArtifactRequest struct {
+	TaskRunID string           `json:"task_run_id"`
+	AgentID   string           `json:"agent_id"`
+	RuntimeID string           `json:"runtime_id"`
+	Attempt   int              `json:"attempt,omitempty"`
+	Artifact  mesh.ArtifactRef `json:"artifact"`
+}
+
+// CreateConversationRequest starts a conversation and its workspace.
+type CreateConversationRequest struct {
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// GetConversationRequest names a conversation.
+type GetConversationRequest struct {
+	ConversationID string `json:"conversation_id"`
+}

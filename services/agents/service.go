@@ -1,0 +1,229 @@
+// Package agents is the agent-account service: create, read, list and edit the
+// long-lived agent identities that runtimes attach to (seed 001 §2.1).
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/rs/zerolog"
+)
+
+// Limits on agent fields.
+const (
+	maxNameLen         = 200
+	maxDescriptionLen  = 4000
+	maxInstructionsLen = 64 << 10
+	maxSkills          = 100
+)
+
+// Config configures the service.
+type Config struct {
+	Conn   *bus.Conn
+	Logger zerolog.Logger
+}
+
+// Service serves agent accounts on the bus.
+type Service struct {
+	cfg    Config
+	agents *bus.Records[mesh.Agent]
+	mirror *bus.Mirror[mesh.Agent, *mesh.Agent]
+	events *bus.Publisher
+	svc    *bus.Service
+}
+
+// New returns a service; Start runs it.
+func New(cfg Config) *Service { return &Service{cfg: cfg} }
+
+// Start binds to the bus and starts answering.
+func (s *Service) Start(ctx context.Context) error {
+	js := s.cfg.Conn.JS
+	var err error
+	if s.agents, err = bus.OpenRecords[mesh.Agent](ctx, js, bus.BucketAgents); err != nil {
+		return err
+	}
+	s.mirror, err = bus.StartMirror(ctx, js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, *mesh.Agent]{
+		Project: func(_ string, a *mesh.Agent, rev uint64) (*mesh.Agent, bool) { a.Revision = rev; return a, true },
+		Logger:  s.cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.mirror.WaitReady(ctx); err != nil {
+		return fmt.Errorf("agents: load: %w", err)
+	}
+	s.events = bus.NewPublisher(js, bus.ServiceAgents)
+	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
+		Name: "agents", Version: "1.0.0", Description: "agent accounts", Logger: s.cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	for op, h := range map[string]bus.HandlerFunc{
+		meshapi.OpAgentCreate: s.create,
+		meshapi.OpAgentGet:    s.get,
+		meshapi.OpAgentList:   s.list,
+		meshapi.OpAgentUpdate: s.update,
+	} {
+		if err := s.svc.Handle(op, bus.ServiceSubject(bus.ServiceAgents, op), h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stop stops answering and waits up to grace for requests in flight.
+func (s *Service) Stop(grace time.Duration) {
+	if s.svc != nil {
+		_ = s.svc.Stop(grace)
+	}
+	if s.mirror != nil {
+		_ = s.mirror.Stop()
+	}
+}
+
+func (s *Service) create(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.CreateAgentRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	a := &mesh.Agent{
+		ID:           mesh.NewID(),
+		Name:         strings.TrimSpace(in.Name),
+		Description:  in.Description,
+		Instructions: in.Instructions,
+		Skills:       in.Skills,
+		CreatedAt:    now,
+		UpdatedAt:    now,
+	}
+	if err := validate(a); err != nil {
+		return nil, err
+	}
+	rev, err := s.agents.Create(ctx, a.ID, a)
+	if err != nil {
+		return nil, fmt.Errorf("create agent: %w", err)
+	}
+	a.Revision = rev
+	s.mirror.Apply(a.ID, a, rev)
+	s.publish(ctx, mesh.EventAgentCreated, a)
+	return a, nil
+}
+
+func (s *Service) get(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.GetAgentRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	return s.lookup(ctx, in.AgentID)
+}
+
+// lookup answers from the mirror and falls back to the bucket, so an agent
+// created through another instance a moment ago is still found.
+func (s *Service) lookup(ctx context.Context, id string) (*mesh.Agent, error) {
+	if !mesh.ValidID(id) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "agent %q not found", id)
+	}
+	if a, ok := s.mirror.Get(id); ok {
+		return a, nil
+	}
+	a, rev, err := s.agents.Get(ctx, id)
+	if errors.Is(err, mesh.ErrNotFound) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "agent %s not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.Revision = rev
+	return a, nil
+}
+
+func (s *Service) list(_ context.Context, req *bus.Request) (any, error) {
+	var in meshapi.ListAgentsRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	out := meshapi.AgentList{Agents: []mesh.Agent{}}
+	s.mirror.Range(func(_ string, a *mesh.Agent) bool {
+		out.Agents = append(out.Agents, *a)
+		return true
+	})
+	sort.Slice(out.Agents, func(i, j int) bool { return out.Agents[i].ID < out.Agents[j].ID })
+	return out, nil
+}
+
+func (s *Service) update(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.UpdateAgentRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if _, err := s.lookup(ctx, in.AgentID); err != nil {
+		return nil, err
+	}
+	a, rev, err := s.agents.Modify(ctx, in.AgentID, func(a *mesh.Agent) error {
+		if in.Name != nil {
+			a.Name = strings.TrimSpace(*in.Name)
+		}
+		if in.Description != nil {
+			a.Description = *in.Description
+		}
+		if in.Instructions != nil {
+			a.Instructions = *in.Instructions
+		}
+		if in.Skills != nil {
+			a.Skills = *in.Skills
+		}
+		a.UpdatedAt = time.Now().UTC()
+		return validate(a)
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.Revision = rev
+	s.mirror.Apply(a.ID, a, rev)
+	s.publish(ctx, mesh.EventAgentUpdated, a)
+	return a, nil
+}
+
+func (s *Service) publish(ctx context.Context, typ string, a *mesh.Agent) {
+	err := s.events.Publish(ctx, bus.Event{
+		Type: typ, Kind: mesh.KindAgent, AgentID: a.ID, Subject: a.ID,
+		ID: fmt.Sprintf("%s.%d", a.ID, a.Revision), Sequence: a.Revision, Data: a,
+	})
+	if err != nil {
+		s.cfg.Logger.Error().Err(err).Str("agent_id", a.ID).Msg("agent event not published")
+	}
+}
+
+func validate(a *mesh.Agent) error {
+	switch {
+	case a.Name == "":
+		return mesh.Errorf(mesh.CodeInvalidRequest, "name is required")
+	case len(a.Name) > maxNameLen:
+		return mesh.Errorf(mesh.CodeInvalidRequest, "name is longer than %d characters", maxNameLen)
+	case len(a.Description) > maxDescriptionLen:
+		return mesh.Errorf(mesh.CodeInvalidRequest, "description is longer than %d characters", maxDescriptionLen)
+	case len(a.Instructions) > maxInstructionsLen:
+		return mesh.Errorf(mesh.CodeInvalidRequest, "instructions are longer than %d bytes", maxInstructionsLen)
+	case len(a.Skills) > maxSkills:
+		return mesh.Errorf(mesh.CodeInvalidRequest, "more than %d skills", maxSkills)
+	}
+	seen := map[string]bool{}
+	for i, sk := range a.Skills {
+		if strings.TrimSpace(sk.ID) == "" || strings.TrimSpace(sk.Name) == "" {
+			return mesh.Errorf(mesh.CodeInvalidRequest, "skills[%d] needs an id and a name", i)
+		}
+		if seen[sk.ID] {
+			return mesh.Errorf(mesh.CodeInvalidRequest, "skill id %q appears twice", sk.ID)
+		}
+		seen[sk.ID] = true
+	}
+	return nil
+}

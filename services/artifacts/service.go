@@ -1,0 +1,201 @@
+// Package artifacts is the artifact service: it registers artifact content
+// that a front door stored in the artifact object store for a running task
+// run, attaches a reference to the run (through the task queue, on the bus),
+// and answers metadata queries. Content is read straight from the object store.
+package artifacts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// Config configures the service.
+type Config struct {
+	Conn   *bus.Conn
+	Logger zerolog.Logger
+	// MaxBytes bounds one artifact. Default 25 MiB.
+	MaxBytes int64
+}
+
+// Service is the artifact service.
+type Service struct {
+	cfg     Config
+	meta    *bus.Records[mesh.Artifact]
+	marks   *bus.Records[struct{}]
+	objects jetstream.ObjectStore
+	client  *meshapi.Client
+	events  *bus.Publisher
+	svc     *bus.Service
+}
+
+// New returns a service; Start runs it.
+func New(cfg Config) *Service {
+	if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = bus.DefaultMaxArtifactBytes
+	}
+	return &Service{cfg: cfg}
+}
+
+// Metadata keys: the artifact under metaKey, and an empty marker under
+// runKey so a run's artifacts can be listed by key prefix.
+func metaKey(artifactID string) string       { return "a." + artifactID }
+func runKey(runID, artifactID string) string { return "r." + runID + "." + artifactID }
+func runPrefix(runID string) string          { return "r." + runID + ".*" }
+
+// Start binds to the bus and starts answering.
+func (s *Service) Start(ctx context.Context) error {
+	js := s.cfg.Conn.JS
+	var err error
+	if s.meta, err = bus.OpenRecords[mesh.Artifact](ctx, js, bus.BucketArtifactMeta); err != nil {
+		return err
+	}
+	if s.marks, err = bus.OpenRecords[struct{}](ctx, js, bus.BucketArtifactMeta); err != nil {
+		return err
+	}
+	if s.objects, err = js.ObjectStore(ctx, bus.ObjectArtifacts); err != nil {
+		return fmt.Errorf("artifacts: object store: %w", err)
+	}
+	s.client = meshapi.NewClient(s.cfg.Conn.NC)
+	s.events = bus.NewPublisher(js, bus.ServiceArtifacts)
+	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
+		Name: "artifacts", Version: "1.0.0", Description: "task-run artifacts", Logger: s.cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	for op, h := range map[string]bus.HandlerFunc{
+		meshapi.OpArtifactCommit: s.handleCommit,
+		meshapi.OpArtifactGet:    s.handleGet,
+		meshapi.OpArtifactList:   s.handleList,
+	} {
+		if err := s.svc.Handle(op, bus.ServiceSubject(bus.ServiceArtifacts, op), h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stop stops answering and waits up to grace for requests in flight.
+func (s *Service) Stop(grace time.Duration) {
+	if s.svc != nil {
+		_ = s.svc.Stop(grace)
+	}
+}
+
+func (s *Service) handleCommit(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.CommitArtifactRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	a, err := s.commit(ctx, &in)
+	if err != nil {
+		// Content without metadata would never be reachable: remove it.
+		if mesh.ValidID(in.Artifact.ID) {
+			_ = s.objects.Delete(context.WithoutCancel(ctx), in.Artifact.ID)
+		}
+		return nil, err
+	}
+	return a, nil
+}
+
+func (s *Service) commit(ctx context.Context, in *meshapi.CommitArtifactRequest) (*mesh.Artifact, error) {
+	a := in.Artifact
+	if !mesh.ValidID(a.ID) || !mesh.ValidID(a.TaskRunID) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "artifact_id and task_run_id are required")
+	}
+	name, err := mesh.NormalizeFilename(a.Filename)
+	if err != nil {
+		return nil, err
+	}
+	a.Filename = name
+	info, err := s.objects.GetInfo(ctx, a.ID)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "artifact content was not stored")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("artifact info %s: %w", a.ID, err)
+	}
+	if int64(info.Size) > s.cfg.MaxBytes {
+		return nil, mesh.Errorf(mesh.CodePayloadTooLarge, "artifact is larger than %d bytes", s.cfg.MaxBytes)
+	}
+	a.Size = int64(info.Size)
+	a.AgentID = in.AgentID
+	a.CreatedAt = time.Now().UTC()
+	run, err := s.client.AttachArtifact(ctx, meshapi.AttachArtifactRequest{
+		TaskRunID: a.TaskRunID, AgentID: in.AgentID, RuntimeID: in.RuntimeID, Attempt: in.Attempt, Artifact: a.Ref(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.ConversationID, a.WorkspaceID = run.ConversationID, run.WorkspaceID
+	if _, err := s.meta.Put(ctx, metaKey(a.ID), &a); err != nil {
+		return nil, err
+	}
+	if _, err := s.marks.Put(ctx, runKey(a.TaskRunID, a.ID), &struct{}{}); err != nil {
+		return nil, err
+	}
+	err = s.events.Publish(ctx, bus.Event{
+		Type: mesh.EventArtifactCreated, Kind: mesh.KindArtifact, AgentID: a.AgentID, Subject: a.ID,
+		ID: a.ID + ".created", Data: a,
+	})
+	if err != nil {
+		s.cfg.Logger.Error().Err(err).Str("artifact_id", a.ID).Msg("artifact event not published")
+	}
+	return &a, nil
+}
+
+func (s *Service) handleGet(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.GetArtifactRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	return s.get(ctx, in.ArtifactID)
+}
+
+func (s *Service) get(ctx context.Context, id string) (*mesh.Artifact, error) {
+	if !mesh.ValidID(id) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "artifact %q not found", id)
+	}
+	a, _, err := s.meta.Get(ctx, metaKey(id))
+	if errors.Is(err, mesh.ErrNotFound) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "artifact %s not found", id)
+	}
+	return a, err
+}
+
+func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.ListArtifactsRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if !mesh.ValidID(in.TaskRunID) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "task run %q not found", in.TaskRunID)
+	}
+	out := meshapi.ArtifactList{Artifacts: []mesh.Artifact{}}
+	lister, err := s.meta.KV().ListKeysFiltered(ctx, runPrefix(in.TaskRunID))
+	if err != nil {
+		return nil, fmt.Errorf("list artifacts of %s: %w", in.TaskRunID, err)
+	}
+	var ids []string
+	for key := range lister.Keys() {
+		ids = append(ids, key[strings.LastIndexByte(key, '.')+1:])
+	}
+	for _, id := range ids {
+		a, err := s.get(ctx, id)
+		if err != nil {
+			continue
+		}
+		out.Artifacts = append(out.Artifacts, *a)
+	}
+	sortByID(out.Artifacts)
+	return out, nil
+}

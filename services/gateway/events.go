@@ -1,0 +1,216 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// eventFilter is what GET /events streams.
+type eventFilter struct {
+	agentID   string
+	taskRunID string
+	types     map[string]bool
+}
+
+func (f *eventFilter) subjects() []string {
+	if f.taskRunID != "" {
+		// A run's artifacts are events of kind artifact; they are matched on
+		// their task_run_id below.
+		return []string{
+			bus.EventFilter(f.agentID, string(mesh.KindTaskRun), f.taskRunID),
+			bus.EventFilter(f.agentID, string(mesh.KindArtifact), ""),
+		}
+	}
+	if f.agentID != "" {
+		return []string{bus.AgentEventsFilter(f.agentID)}
+	}
+	return bus.EventStreamSubjects()
+}
+
+func (f *eventFilter) match(typ string, data []byte) bool {
+	if len(f.types) > 0 && !f.types[typ] {
+		return false
+	}
+	if f.taskRunID != "" && strings.HasPrefix(typ, mesh.EventTypePrefix+string(mesh.KindArtifact)+".") {
+		var a struct {
+			TaskRunID string `json:"task_run_id"`
+		}
+		_ = json.Unmarshal(data, &a)
+		return a.TaskRunID == f.taskRunID
+	}
+	return true
+}
+
+func parseEventFilter(r *http.Request) (*eventFilter, error) {
+	q := r.URL.Query()
+	f := &eventFilter{agentID: q.Get("agent_id"), taskRunID: q.Get("task_run_id"), types: map[string]bool{}}
+	if f.agentID != "" && !mesh.ValidID(f.agentID) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "agent_id is not a valid id")
+	}
+	if f.taskRunID != "" && !mesh.ValidID(f.taskRunID) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "task_run_id is not a valid id")
+	}
+	for _, t := range q["type"] {
+		for _, one := range strings.Split(t, ",") {
+			one = strings.TrimSpace(one)
+			if one == "" {
+				continue
+			}
+			if !strings.HasPrefix(one, mesh.EventTypePrefix) {
+				one = mesh.EventTypePrefix + one
+			}
+			if !knownEventType(one) {
+				return nil, mesh.Errorf(mesh.CodeInvalidRequest, "unknown event type %q", one)
+			}
+			f.types[one] = true
+		}
+	}
+	return f, nil
+}
+
+func knownEventType(t string) bool {
+	for _, e := range mesh.EventCatalog {
+		if e.Type == t {
+			return true
+		}
+	}
+	return false
+}
+
+// startPosition reads where a stream starts: after Last-Event-ID (a stream
+// sequence) when reconnecting, at ?since= (RFC 3339 time or a duration ago),
+// or with new events only.
+func startPosition(r *http.Request) (jetstream.OrderedConsumerConfig, error) {
+	var cfg jetstream.OrderedConsumerConfig
+	last := r.Header.Get("Last-Event-ID")
+	if last == "" {
+		last = r.URL.Query().Get("last_event_id")
+	}
+	if last != "" {
+		seq, err := strconv.ParseUint(last, 10, 64)
+		if err != nil {
+			return cfg, mesh.Errorf(mesh.CodeInvalidRequest, "Last-Event-ID must be an event id from this stream")
+		}
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = seq + 1
+		return cfg, nil
+	}
+	if since := r.URL.Query().Get("since"); since != "" {
+		t, err := time.Parse(time.RFC3339, since)
+		if err != nil {
+			d, derr := time.ParseDuration(since)
+			if derr != nil || d < 0 {
+				return cfg, mesh.Errorf(mesh.CodeInvalidRequest, "since must be an RFC 3339 time or a duration like 10m")
+			}
+			t = time.Now().Add(-d)
+		}
+		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
+		cfg.OptStartTime = &t
+		return cfg, nil
+	}
+	cfg.DeliverPolicy = jetstream.DeliverNewPolicy
+	return cfg, nil
+}
+
+// streamEvents serves GET /events: matching CloudEvents as Server-Sent Events
+// (structured JSON, one per event, "id:" the stream sequence for resuming).
+func (g *Gateway) streamEvents(w http.ResponseWriter, r *http.Request) {
+	f, err := parseEventFilter(r)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	cfg, err := startPosition(r)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	cfg.FilterSubjects = f.subjects()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	cons, err := g.js.OrderedConsumer(ctx, bus.EventStream, cfg)
+	if err != nil {
+		g.writeError(w, r, fmt.Errorf("event consumer: %w", err))
+		return
+	}
+	msgs, err := cons.Messages()
+	if err != nil {
+		g.writeError(w, r, fmt.Errorf("event consumer: %w", err))
+		return
+	}
+	defer msgs.Stop()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	fmt.Fprint(w, "retry: 2000\n: connected\n\n")
+	_ = rc.Flush()
+
+	next := make(chan jetstream.Msg)
+	go func() {
+		defer close(next)
+		for {
+			m, err := msgs.Next()
+			if err != nil {
+				return
+			}
+			select {
+			case next <- m:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	ping := time.NewTicker(g.cfg.SSEHeartbeat)
+	defer ping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.closing:
+			return
+		case <-ping.C:
+			fmt.Fprint(w, ": ping\n\n")
+			if rc.Flush() != nil {
+				return
+			}
+		case m, ok := <-next:
+			if !ok {
+				return
+			}
+			if err := writeSSE(w, r, m, f); err != nil {
+				return
+			}
+			if rc.Flush() != nil {
+				return
+			}
+		}
+	}
+}
+
+func writeSSE(w http.ResponseWriter, r *http.Request, m jetstream.Msg, f *eventFilter) error {
+	meta, err := m.Metadata()
+	if err != nil {
+		return nil
+	}
+	e, err := bus.DecodeEvent(r.Context(), natsMsg(m))
+	if err != nil || !f.match(e.Type(), e.Data()) {
+		return nil
+	}
+	body, err := json.Marshal(e)
+	if err != nil {
+		return nil
+	}
+	_, err = fmt.Fprintf(w, "id: %d\ndata: %s\n\n", meta.Sequence.Stream, body)
+	return err
+}

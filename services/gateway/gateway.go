@@ -1,0 +1,194 @@
+// Package gateway is the platform's HTTP front door: the REST API for people
+// (agents, pairing codes, conversations, task runs, artifacts, events) and for
+// runtimes (seed 001's attach / heartbeat / pull / progress / complete / fail /
+// artifacts). Every route translates to service calls on the bus; the gateway
+// holds no state of its own, so any number of copies can run.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// Config configures the gateway. Zero values take the documented defaults.
+type Config struct {
+	Conn   *bus.Conn
+	Logger zerolog.Logger
+	// Addr is the listen address. Default 127.0.0.1:3000 (seed 000's local API base).
+	Addr string
+	// MaxBodyBytes bounds request bodies other than artifact uploads. Default 1 MiB.
+	MaxBodyBytes int64
+	// MaxArtifactBytes bounds one artifact's content. Default 25 MiB.
+	MaxArtifactBytes int64
+	// MaxPullWait caps a long-poll pull. Default 30s.
+	MaxPullWait time.Duration
+	// SSEHeartbeat is the interval of keep-alive comments on event streams.
+	// Default 15s, below common proxy idle timeouts.
+	SSEHeartbeat time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:3000"
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.MaxArtifactBytes == 0 {
+		c.MaxArtifactBytes = bus.DefaultMaxArtifactBytes
+	}
+	if c.MaxPullWait == 0 {
+		c.MaxPullWait = 30 * time.Second
+	}
+	if c.SSEHeartbeat == 0 {
+		c.SSEHeartbeat = 15 * time.Second
+	}
+}
+
+// Gateway is the HTTP front door.
+type Gateway struct {
+	cfg     Config
+	log     zerolog.Logger
+	client  *meshapi.Client
+	js      jetstream.JetStream
+	objects jetstream.ObjectStore
+	owner   *ownerAuth
+	srv     *http.Server
+	ln      net.Listener
+	closing chan struct{}
+	once    sync.Once
+}
+
+// New returns a gateway; Start serves it.
+func New(cfg Config) *Gateway {
+	cfg.defaults()
+	return &Gateway{cfg: cfg, log: cfg.Logger, closing: make(chan struct{})}
+}
+
+// Start binds the listener and serves in the background.
+func (g *Gateway) Start(ctx context.Context) error {
+	g.client = meshapi.NewClient(g.cfg.Conn.NC)
+	g.js = g.cfg.Conn.JS
+	var err error
+	if g.objects, err = g.js.ObjectStore(ctx, bus.ObjectArtifacts); err != nil {
+		return fmt.Errorf("gateway: artifact store: %w", err)
+	}
+	if g.owner, err = newOwnerAuth(ctx, g.js, g.log); err != nil {
+		return err
+	}
+	g.ln, err = net.Listen("tcp", g.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("gateway: listen %s: %w", g.cfg.Addr, err)
+	}
+	g.srv = &http.Server{
+		Handler:           g.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          nil,
+	}
+	go func() {
+		if err := g.srv.Serve(g.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			g.log.Error().Err(err).Msg("http server stopped")
+		}
+	}()
+	return nil
+}
+
+// Addr is the address the gateway listens on (useful with port 0).
+func (g *Gateway) Addr() string { return g.ln.Addr().String() }
+
+// Stop stops taking requests, ends event streams and long polls, and waits up
+// to grace for requests in flight.
+func (g *Gateway) Stop(grace time.Duration) {
+	g.once.Do(func() { close(g.closing) })
+	if g.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		_ = g.srv.Shutdown(ctx)
+	}
+	if g.owner != nil {
+		g.owner.stop()
+	}
+}
+
+// Handler returns the gateway's routes.
+func (g *Gateway) Handler() http.Handler {
+	mux := http.NewServeMux()
+	// Health.
+	mux.HandleFunc("GET /healthz", g.healthz)
+	mux.HandleFunc("GET /readyz", g.readyz)
+
+	// People (owner credential).
+	g.people(mux, "POST /agent-accounts", g.createAgent)
+	g.people(mux, "GET /agent-accounts", g.listAgents)
+	g.people(mux, "GET /agent-accounts/{agentId}", g.getAgent)
+	g.people(mux, "PATCH /agent-accounts/{agentId}", g.updateAgent)
+	g.people(mux, "POST /agent-accounts/{agentId}/pairing-codes", g.issuePairingCode)
+	g.people(mux, "GET /agent-accounts/{agentId}/runtimes", g.listRuntimes)
+	g.people(mux, "POST /agent-runtimes/{runtimeId}/revoke", g.revokeRuntime)
+	g.people(mux, "POST /conversations", g.createConversation)
+	g.people(mux, "GET /conversations/{conversationId}", g.getConversation)
+	g.people(mux, "POST /task-runs", g.createTaskRun)
+	g.people(mux, "GET /task-runs", g.listTaskRuns)
+	g.people(mux, "GET /task-runs/{taskRunId}", g.getTaskRun)
+	g.people(mux, "POST /task-runs/{taskRunId}/cancel", g.cancelTaskRun)
+	g.people(mux, "GET /task-runs/{taskRunId}/artifacts", g.listArtifacts)
+	g.people(mux, "GET /artifacts/{artifactId}", g.getArtifact)
+	g.people(mux, "GET /artifacts/{artifactId}/content", g.downloadArtifact)
+	g.people(mux, "GET /events", g.streamEvents)
+
+	// Runtimes (seed 001 REST contract; X-Runtime-Token).
+	mux.HandleFunc("POST /agent-runtimes/runtime/attach-via-pairing", g.attach)
+	g.runtime(mux, "POST /agent-runtimes/runtime/heartbeat", g.heartbeat)
+	g.runtime(mux, "POST /agent-runtimes/runtime/revoke", g.revokeSelf)
+	g.runtime(mux, "POST /agent-accounts/{agentId}/task-runs/pull", g.pull)
+	g.runtime(mux, "POST /task-runs/{taskRunId}/progress", g.progress)
+	g.runtime(mux, "POST /task-runs/{taskRunId}/renew", g.renew)
+	g.runtime(mux, "POST /task-runs/{taskRunId}/complete", g.complete)
+	g.runtime(mux, "POST /task-runs/{taskRunId}/fail", g.fail)
+	g.runtime(mux, "POST /task-runs/{taskRunId}/artifacts", g.uploadArtifact)
+
+	return g.middleware(g.fallback(mux))
+}
+
+// fallback turns the mux's plain-text 404 and 405 answers into JSON errors.
+func (g *Gateway) fallback(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			// Serve through the mux so it fills in the path values.
+			mux.ServeHTTP(w, r)
+			return
+		}
+		rec := &statusProbe{header: http.Header{}}
+		h.ServeHTTP(rec, r)
+		switch rec.status {
+		case http.StatusMethodNotAllowed:
+			w.Header().Set("Allow", rec.header.Get("Allow"))
+			g.writeError(w, r, mesh.Errorf(mesh.CodeMethodNotAllowed, "method %s is not allowed on %s", r.Method, r.URL.Path))
+		default:
+			g.writeError(w, r, mesh.Errorf(mesh.CodeNotFound, "no route for %s %s", r.Method, r.URL.Path))
+		}
+	})
+}
+
+// statusProbe captures what the mux would answer without writing it.
+type statusProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *statusProbe) Header() http.Header         { return p.header }
+func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *statusProbe) WriteHeader(status int)      { p.status = status }

@@ -1,0 +1,177 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+func (g *Gateway) createAgent(w http.ResponseWriter, r *http.Request) {
+	var in meshapi.CreateAgentRequest
+	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	a, err := g.client.CreateAgent(r.Context(), in)
+	g.reply(w, r, http.StatusCreated, a, err)
+}
+
+func (g *Gateway) listAgents(w http.ResponseWriter, r *http.Request) {
+	l, err := g.client.ListAgents(r.Context())
+	g.reply(w, r, http.StatusOK, l, err)
+}
+
+func (g *Gateway) getAgent(w http.ResponseWriter, r *http.Request) {
+	a, err := g.client.GetAgent(r.Context(), r.PathValue("agentId"))
+	g.reply(w, r, http.StatusOK, a, err)
+}
+
+func (g *Gateway) updateAgent(w http.ResponseWriter, r *http.Request) {
+	in := meshapi.UpdateAgentRequest{}
+	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	in.AgentID = r.PathValue("agentId")
+	a, err := g.client.UpdateAgent(r.Context(), in)
+	g.reply(w, r, http.StatusOK, a, err)
+}
+
+// pairingCodeRequest is the optional body of POST .../pairing-codes.
+type pairingCodeRequest struct {
+	// TTLSeconds shortens the code's lifetime below the platform default.
+	TTLSeconds int64 `json:"ttl_seconds,omitempty"`
+}
+
+func (g *Gateway) issuePairingCode(w http.ResponseWriter, r *http.Request) {
+	var in pairingCodeRequest
+	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	if in.TTLSeconds < 0 {
+		g.writeError(w, r, mesh.Errorf(mesh.CodeInvalidRequest, "ttl_seconds must be positive"))
+		return
+	}
+	code, err := g.client.IssuePairingCode(r.Context(), meshapi.IssuePairingCodeRequest{
+		AgentID: r.PathValue("agentId"), TTL: time.Duration(in.TTLSeconds) * time.Second,
+	})
+	if err == nil {
+		// The code is a credential until redeemed: never cache it anywhere.
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	g.reply(w, r, http.StatusCreated, code, err)
+}
+
+func (g *Gateway) listRuntimes(w http.ResponseWriter, r *http.Request) {
+	agentID := r.PathValue("agentId")
+	if _, err := g.client.GetAgent(r.Context(), agentID); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	l, err := g.client.ListRuntimes(r.Context(), agentID)
+	g.reply(w, r, http.StatusOK, l, err)
+}
+
+func (g *Gateway) revokeRuntime(w http.ResponseWriter, r *http.Request) {
+	rt, err := g.client.RevokeRuntime(r.Context(), meshapi.RevokeRuntimeRequest{RuntimeID: r.PathValue("runtimeId")})
+	g.reply(w, r, http.StatusOK, rt, err)
+}
+
+func (g *Gateway) createConversation(w http.ResponseWriter, r *http.Request) {
+	var in meshapi.CreateConversationRequest
+	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	c, err := g.client.CreateConversation(r.Context(), in)
+	g.reply(w, r, http.StatusCreated, c, err)
+}
+
+func (g *Gateway) getConversation(w http.ResponseWriter, r *http.Request) {
+	c, err := g.client.GetConversation(r.Context(), r.PathValue("conversationId"))
+	g.reply(w, r, http.StatusOK, c, err)
+}
+
+func (g *Gateway) createTaskRun(w http.ResponseWriter, r *http.Request) {
+	var in meshapi.CreateTaskRunRequest
+	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	if len(in.Input) == 0 {
+		g.writeError(w, r, mesh.Errorf(mesh.CodeInvalidRequest, "input is required, e.g. {\"text\": \"...\"}"))
+		return
+	}
+	if key := r.Header.Get("Idempotency-Key"); key != "" && in.IdempotencyKey == "" {
+		in.IdempotencyKey = key
+	}
+	res, err := g.client.CreateTaskRun(r.Context(), in)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	status := http.StatusCreated
+	if !res.Created {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, res.TaskRun)
+}
+
+func (g *Gateway) getTaskRun(w http.ResponseWriter, r *http.Request) {
+	run, err := g.client.GetTaskRun(r.Context(), r.PathValue("taskRunId"))
+	g.reply(w, r, http.StatusOK, run, err)
+}
+
+func (g *Gateway) listTaskRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	req := meshapi.ListTaskRunsRequest{
+		AgentID: q.Get("agent_id"),
+		Status:  mesh.Status(q.Get("status")),
+		Cursor:  q.Get("cursor"),
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			g.writeError(w, r, mesh.Errorf(mesh.CodeInvalidRequest, "limit must be a number"))
+			return
+		}
+		req.Limit = n
+	}
+	l, err := g.client.ListTaskRuns(r.Context(), req)
+	g.reply(w, r, http.StatusOK, l, err)
+}
+
+// cancelRequest is the optional body of POST /task-runs/{id}/cancel.
+type cancelRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+func (g *Gateway) cancelTaskRun(w http.ResponseWriter, r *http.Request) {
+	var in cancelRequest
+	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	run, err := g.client.CancelTaskRun(r.Context(), meshapi.CancelTaskRunRequest{TaskRunID: r.PathValue("taskRunId"), Reason: in.Reason})
+	g.reply(w, r, http.StatusOK, run, err)
+}
+
+// reply writes v with status, or the error.
+func (g *Gateway) reply(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, status, v)
+}
+
+// rawObject reports whether raw holds a JSON object.
+func rawObject(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &m) == nil
+}

@@ -1,0 +1,206 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// The runtime-facing REST contract of seed 001 §4. Bodies are read leniently
+// so runtimes of other versions keep working.
+
+func (g *Gateway) attach(w http.ResponseWriter, r *http.Request) {
+	var in meshapi.AttachRequest
+	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, lenient, &in); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	res, err := g.client.Attach(r.Context(), in)
+	if err == nil {
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	g.reply(w, r, http.StatusOK, res, err)
+}
+
+// heartbeatRequest is seed 001's heartbeat body, plus the runs being worked on.
+type heartbeatRequest struct {
+	AgentID           string   `json:"agent_id"`
+	RunningTaskRunIDs []string `json:"running_task_run_ids,omitempty"`
+}
+
+func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
+	id := runtimeOf(r)
+	var in heartbeatRequest
+	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, lenient, &in); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	if in.AgentID != "" {
+		if err := sameAgent(id, in.AgentID); err != nil {
+			g.writeError(w, r, err)
+			return
+		}
+	}
+	res, err := g.client.Runtime(id.AgentID, id.RuntimeID).Heartbeat(r.Context(), meshapi.HeartbeatRequest{RunningTaskRunIDs: in.RunningTaskRunIDs})
+	g.reply(w, r, http.StatusOK, res, err)
+}
+
+func (g *Gateway) revokeSelf(w http.ResponseWriter, r *http.Request) {
+	id := runtimeOf(r)
+	rt, err := g.client.RevokeRuntime(r.Context(), meshapi.RevokeRuntimeRequest{RuntimeID: id.RuntimeID, AgentID: id.AgentID})
+	g.reply(w, r, http.StatusOK, rt, err)
+}
+
+func (g *Gateway) pull(w http.ResponseWriter, r *http.Request) {
+	id := runtimeOf(r)
+	if err := sameAgent(id, r.PathValue("agentId")); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	wait, err := parseWait(r.URL.Query().Get("wait"), g.cfg.MaxPullWait)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	// Stop waiting when the platform shuts down or the runtime goes away.
+	ctx, cancel := context.WithTimeout(r.Context(), wait+10*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-g.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	rc := g.client.Runtime(id.AgentID, id.RuntimeID)
+	run, err := rc.Pull(ctx, meshapi.PullRequest{Wait: wait})
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	if run == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if r.Context().Err() != nil {
+		// The runtime left while the claim was made: give the run back rather
+		// than let it wait for its lease to expire.
+		release, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = rc.Release(release, meshapi.ReleaseRequest{TaskRunID: run.ID, Attempt: run.Attempt})
+		return
+	}
+	writeJSON(w, http.StatusOK, run)
+}
+
+// parseWait reads ?wait= as a Go duration ("30s") or whole seconds ("30").
+func parseWait(v string, max time.Duration) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		n, nerr := strconv.Atoi(strings.TrimSpace(v))
+		if nerr != nil {
+			return 0, mesh.Errorf(mesh.CodeInvalidRequest, "wait must be a duration like 30s")
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d < 0 {
+		return 0, mesh.Errorf(mesh.CodeInvalidRequest, "wait must not be negative")
+	}
+	return min(d, max), nil
+}
+
+// reportRequest is the body of progress, complete, fail and renew reports.
+// Attempt is optional: simple runtimes omit it and report on whatever attempt
+// they hold.
+type reportRequest struct {
+	Attempt int             `json:"attempt,omitempty"`
+	Message string          `json:"message,omitempty"`
+	Percent *float64        `json:"percent,omitempty"`
+	Output  json.RawMessage `json:"output,omitempty"`
+}
+
+func (g *Gateway) readReport(w http.ResponseWriter, r *http.Request) (*reportRequest, bool) {
+	var in reportRequest
+	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, lenient, &in); err != nil {
+		g.writeError(w, r, err)
+		return nil, false
+	}
+	return &in, true
+}
+
+func (g *Gateway) progress(w http.ResponseWriter, r *http.Request) {
+	in, ok := g.readReport(w, r)
+	if !ok {
+		return
+	}
+	id := runtimeOf(r)
+	run, err := g.client.Runtime(id.AgentID, id.RuntimeID).Progress(r.Context(), meshapi.ProgressRequest{
+		TaskRunID: r.PathValue("taskRunId"), Attempt: in.Attempt, Message: in.Message, Percent: in.Percent,
+	})
+	g.reply(w, r, http.StatusOK, run, err)
+}
+
+func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) {
+	in, ok := g.readReport(w, r)
+	if !ok {
+		return
+	}
+	id := runtimeOf(r)
+	run, err := g.client.Runtime(id.AgentID, id.RuntimeID).Complete(r.Context(), meshapi.CompleteRequest{
+		TaskRunID: r.PathValue("taskRunId"), Attempt: in.Attempt, Output: in.Output,
+	})
+	g.reply(w, r, http.StatusOK, run, err)
+}
+
+func (g *Gateway) fail(w http.ResponseWriter, r *http.Request) {
+	in, ok := g.readReport(w, r)
+	if !ok {
+		return
+	}
+	if len(in.Output) == 0 || !rawObject(in.Output) {
+		g.writeError(w, r, mesh.Errorf(mesh.CodeInvalidRequest, "body must be {\"output\": {\"error\": \"...\"}}"))
+		return
+	}
+	id := runtimeOf(r)
+	run, err := g.client.Runtime(id.AgentID, id.RuntimeID).Fail(r.Context(), meshapi.FailRequest{
+		TaskRunID: r.PathValue("taskRunId"), Attempt: in.Attempt, Output: in.Output,
+	})
+	g.reply(w, r, http.StatusOK, run, err)
+}
+
+func (g *Gateway) renew(w http.ResponseWriter, r *http.Request) {
+	if _, ok := g.readReport(w, r); !ok {
+		return
+	}
+	id := runtimeOf(r)
+	runID := r.PathValue("taskRunId")
+	res, err := g.client.Runtime(id.AgentID, id.RuntimeID).Renew(r.Context(), meshapi.RenewRequest{TaskRunIDs: []string{runID}})
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	if len(res.Renewed) == 0 {
+		run, err := g.client.GetTaskRun(r.Context(), runID)
+		if err == nil {
+			err = sameAgent(id, run.TargetAgentID)
+		}
+		if err != nil {
+			g.writeError(w, r, err)
+			return
+		}
+		e := mesh.Errorf(mesh.CodeStaleAttempt, "this runtime no longer holds task run %s", runID)
+		e.Status = run.Status
+		g.writeError(w, r, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}

@@ -1,0 +1,231 @@
+// Package registry is the runtime registry: it answers runtime heartbeats,
+// keeps each runtime's presence (online while heartbeats arrive within the
+// runtime's timeout, offline after), and lists an agent's runtimes with the
+// fields people see (seed 001 §6).
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/runtimedir"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/rs/zerolog"
+)
+
+// Config configures the service. Zero values take the documented defaults.
+type Config struct {
+	Conn   *bus.Conn
+	Logger zerolog.Logger
+	// HeartbeatTimeout is how long a runtime stays online without a heartbeat.
+	// Default 120s (seed 001 §4.2).
+	HeartbeatTimeout time.Duration
+	// SweepInterval is how often timed-out runtimes are looked for. Default:
+	// a twentieth of HeartbeatTimeout, at most 1s.
+	SweepInterval time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = 120 * time.Second
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = min(c.HeartbeatTimeout/20, time.Second)
+	}
+}
+
+// Service is the registry.
+type Service struct {
+	cfg      Config
+	presence *bus.Records[mesh.RuntimePresence]
+	dir      *runtimedir.Directory
+	events   *bus.Publisher
+	svc      *bus.Service
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// New returns a service; Start runs it.
+func New(cfg Config) *Service {
+	cfg.defaults()
+	return &Service{cfg: cfg, stop: make(chan struct{})}
+}
+
+// Start binds to the bus and starts answering.
+func (s *Service) Start(ctx context.Context) error {
+	js := s.cfg.Conn.JS
+	var err error
+	if s.presence, err = bus.OpenRecords[mesh.RuntimePresence](ctx, js, bus.BucketPresence); err != nil {
+		return err
+	}
+	if s.dir, err = runtimedir.Open(ctx, js, runtimedir.Options{Logger: s.cfg.Logger}); err != nil {
+		return err
+	}
+	s.events = bus.NewPublisher(js, bus.ServiceRegistry)
+	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
+		Name: "registry", Version: "1.0.0", Description: "runtime presence", Logger: s.cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.svc.Handle("heartbeat", bus.RuntimeSubjectPattern(bus.RuntimeOpHeartbeat), s.handleHeartbeat); err != nil {
+		return err
+	}
+	if err := s.svc.Handle(meshapi.OpRegistryList, bus.ServiceSubject(bus.ServiceRegistry, meshapi.OpRegistryList), s.handleList); err != nil {
+		return err
+	}
+	s.wg.Add(1)
+	go s.sweepLoop()
+	return nil
+}
+
+// Stop stops answering and waits up to grace for requests in flight.
+func (s *Service) Stop(grace time.Duration) {
+	if s.svc != nil {
+		_ = s.svc.Stop(grace)
+	}
+	close(s.stop)
+	s.wg.Wait()
+	if s.dir != nil {
+		s.dir.Close()
+	}
+}
+
+func (s *Service) handleHeartbeat(ctx context.Context, req *bus.Request) (any, error) {
+	agentID, runtimeID, _, ok := bus.ParseRuntimeSubject(req.Subject)
+	if !ok || !mesh.ValidID(agentID) || !mesh.ValidID(runtimeID) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "malformed runtime subject")
+	}
+	var in meshapi.HeartbeatRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if err := s.dir.Check(ctx, agentID, runtimeID, false); err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	p := &mesh.RuntimePresence{
+		RuntimeID: runtimeID, AgentID: agentID, Status: mesh.PresenceOnline,
+		LastHeartbeatAt: &now, HeartbeatTimeoutMS: s.cfg.HeartbeatTimeout.Milliseconds(),
+	}
+	cameOnline := false
+	_, rev, err := s.presence.Modify(ctx, runtimeID, func(cur *mesh.RuntimePresence) error {
+		cameOnline = cur.Status != mesh.PresenceOnline
+		*cur = *p
+		return nil
+	})
+	if errors.Is(err, mesh.ErrNotFound) {
+		rev, err = s.presence.Create(ctx, runtimeID, p)
+		cameOnline = true
+		if errors.Is(err, mesh.ErrConflict) {
+			// A concurrent first heartbeat created it; this one is just as good.
+			err, cameOnline = nil, false
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.Revision = rev
+	if cameOnline {
+		s.publishPresence(ctx, mesh.EventRuntimeOnline, p)
+	}
+	return meshapi.HeartbeatResponse{Status: mesh.PresenceOnline, HeartbeatTimeoutMS: p.HeartbeatTimeoutMS, ServerTime: now}, nil
+}
+
+func (s *Service) sweepLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.sweep(time.Now())
+		}
+	}
+}
+
+// sweep marks offline every runtime whose last heartbeat is older than its timeout.
+func (s *Service) sweep(now time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, p := range s.dir.OnlinePresences() {
+		if p.LastHeartbeatAt == nil || now.Sub(*p.LastHeartbeatAt) <= time.Duration(p.HeartbeatTimeoutMS)*time.Millisecond {
+			continue
+		}
+		went := false
+		cur, rev, err := s.presence.Modify(ctx, p.RuntimeID, func(cur *mesh.RuntimePresence) error {
+			timeout := time.Duration(cur.HeartbeatTimeoutMS) * time.Millisecond
+			if cur.Status != mesh.PresenceOnline || cur.LastHeartbeatAt == nil || time.Since(*cur.LastHeartbeatAt) <= timeout {
+				return bus.ErrSkip
+			}
+			cur.Status = mesh.PresenceOffline
+			went = true
+			return nil
+		})
+		if err != nil {
+			s.cfg.Logger.Warn().Err(err).Str("runtime_id", p.RuntimeID).Msg("presence not updated")
+			continue
+		}
+		if went {
+			cur.Revision = rev
+			s.publishPresence(ctx, mesh.EventRuntimeOffline, cur)
+		}
+	}
+}
+
+func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.ListRuntimesRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if !mesh.ValidID(in.AgentID) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "agent %q not found", in.AgentID)
+	}
+	out := meshapi.RuntimeList{Runtimes: []mesh.RuntimeView{}}
+	for _, rt := range s.dir.AgentRuntimes(in.AgentID) {
+		out.Runtimes = append(out.Runtimes, s.view(rt))
+	}
+	sort.SliceStable(out.Runtimes, func(i, j int) bool {
+		return out.Runtimes[i].State == mesh.RuntimeActive && out.Runtimes[j].State != mesh.RuntimeActive
+	})
+	return out, nil
+}
+
+// view joins a runtime with its presence. Only an active runtime can be online.
+func (s *Service) view(rt *mesh.Runtime) mesh.RuntimeView {
+	v := mesh.RuntimeView{
+		RuntimeID: rt.ID, AgentID: rt.AgentID, DeviceName: rt.DeviceName,
+		HostType: rt.LocalExecutor.Type, HostLabel: mesh.HostLabel(rt.LocalExecutor.Type),
+		State: rt.State, Status: mesh.PresenceOffline, AttachedAt: rt.AttachedAt,
+	}
+	if p, ok := s.dir.Presence(rt.ID); ok {
+		v.LastHeartbeatAt = p.LastHeartbeatAt
+		if rt.State == mesh.RuntimeActive {
+			v.Status = p.Status
+		}
+	}
+	return v
+}
+
+func (s *Service) publishPresence(ctx context.Context, typ string, p *mesh.RuntimePresence) {
+	view := mesh.RuntimeView{RuntimeID: p.RuntimeID, AgentID: p.AgentID, Status: p.Status, LastHeartbeatAt: p.LastHeartbeatAt}
+	if rt, err := s.dir.Runtime(ctx, p.RuntimeID); err == nil {
+		view = s.view(rt)
+		view.Status = p.Status
+	}
+	err := s.events.Publish(ctx, bus.Event{
+		Type: typ, Kind: mesh.KindRuntime, AgentID: p.AgentID, Subject: p.RuntimeID,
+		ID: fmt.Sprintf("%s.presence.%d", p.RuntimeID, p.Revision), Sequence: p.Revision, Data: view,
+	})
+	if err != nil {
+		s.cfg.Logger.Error().Err(err).Str("runtime_id", p.RuntimeID).Msg("presence event not published")
+	}
+}

@@ -1,0 +1,55 @@
+package taskqueue
+
+import (
+	"context"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+const maxReasonLen = 1000
+
+func (s *Service) handleCancel(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.CancelTaskRunRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if len(in.Reason) > maxReasonLen {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "reason is longer than %d characters", maxReasonLen)
+	}
+	run, err := s.cancel(ctx, in.TaskRunID, in.Reason)
+	if err != nil {
+		return nil, err
+	}
+	return meshapi.TaskRunReply{TaskRun: *run}, nil
+}
+
+// cancel ends a run that has not ended. The canceled event reaches the runtime
+// working on it over the bus, which aborts its adapter request.
+func (s *Service) cancel(ctx context.Context, runID, reason string) (*mesh.TaskRun, error) {
+	if reason == "" {
+		reason = "canceled by request"
+	}
+	var wasPending bool
+	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
+		if r.Status.Terminal() {
+			return "", conflict(r, "task run %s is already %s", r.ID, r.Status)
+		}
+		wasPending = r.Status == mesh.StatusPending
+		now := time.Now().UTC()
+		r.Status = mesh.StatusCanceled
+		r.Error = &mesh.RunError{Code: mesh.ReasonCanceled, Message: reason}
+		r.EndedAt = &now
+		r.LeaseExpiresAt = nil
+		return mesh.EventTaskRunCanceled, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if wasPending {
+		s.dequeue(ctx, run)
+	}
+	return run, nil
+}

@@ -1,0 +1,221 @@
+package taskqueue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// runtimeOf parses the trusted agent and runtime ids from a runtime subject.
+func runtimeOf(req *bus.Request) (agentID, runtimeID string, err error) {
+	agentID, runtimeID, _, ok := bus.ParseRuntimeSubject(req.Subject)
+	if !ok || !mesh.ValidID(agentID) || !mesh.ValidID(runtimeID) {
+		return "", "", mesh.Errorf(mesh.CodeInvalidRequest, "malformed runtime subject")
+	}
+	return agentID, runtimeID, nil
+}
+
+func (s *Service) handleHello(ctx context.Context, req *bus.Request) (any, error) {
+	agentID, runtimeID, err := runtimeOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
+		return nil, err
+	}
+	if _, err := s.consumer(ctx, agentID); err != nil {
+		return nil, err
+	}
+	resp := meshapi.HelloResponse{
+		AgentID:            agentID,
+		RuntimeID:          runtimeID,
+		Stream:             bus.QueueStream,
+		Consumer:           bus.QueueConsumer(agentID),
+		LeaseMS:            s.cfg.Lease.Milliseconds(),
+		HeartbeatTimeoutMS: s.cfg.HeartbeatTimeout.Milliseconds(),
+	}
+	if a, ok := s.agents.Get(agentID); ok {
+		resp.Instructions = a.Instructions
+	}
+	return resp, nil
+}
+
+func (s *Service) handleClaim(ctx context.Context, req *bus.Request) (any, error) {
+	agentID, runtimeID, err := runtimeOf(req)
+	if err != nil {
+		return nil, err
+	}
+	var in meshapi.ClaimRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	run, err := s.claim(ctx, agentID, runtimeID, in.TaskRunID, in.Attempt)
+	if err != nil {
+		return nil, err
+	}
+	return meshapi.TaskRunReply{TaskRun: *run}, nil
+}
+
+// claim moves a pending run to running for runtimeID. attempt is the attempt
+// the queue message was for; a message for an older attempt is stale. A
+// repeated claim of the same attempt by the same runtime returns the run, so a
+// runtime whose claim reply was lost may simply ask again.
+func (s *Service) claim(ctx context.Context, agentID, runtimeID, runID string, attempt int) (*mesh.TaskRun, error) {
+	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
+		return nil, err
+	}
+	return s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
+		if r.TargetAgentID != agentID {
+			return "", mesh.Errorf(mesh.CodeForbidden, "task run %s belongs to another agent", r.ID)
+		}
+		if r.Status == mesh.StatusRunning && r.RuntimeID == runtimeID && r.Attempt == attempt {
+			return "", errUnchanged
+		}
+		if r.Status != mesh.StatusPending {
+			return "", conflict(r, "task run %s is %s, not pending", r.ID, r.Status)
+		}
+		if attempt != 0 && attempt != r.Attempt+1 {
+			e := mesh.Errorf(mesh.CodeStaleAttempt, "queue message for attempt %d is stale (next attempt is %d)", attempt, r.Attempt+1)
+			e.Status = r.Status
+			return "", e
+		}
+		now := time.Now().UTC()
+		r.Status = mesh.StatusRunning
+		r.RuntimeID = runtimeID
+		r.Attempt++
+		r.LeaseExpiresAt = s.leaseFromNow()
+		r.ClaimedAt = &now
+		r.Progress = nil
+		return mesh.EventTaskRunClaimed, nil
+	})
+}
+
+// unclaimable reports whether a claim error means the queue message will
+// never be claimable (so it should be terminated, not redelivered).
+func unclaimable(err error) bool {
+	var e *mesh.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Code {
+	case mesh.CodeInvalidTransition, mesh.CodeStaleAttempt, mesh.CodeNotFound:
+		return true
+	}
+	return false
+}
+
+func (s *Service) handlePull(ctx context.Context, req *bus.Request) (any, error) {
+	agentID, runtimeID, err := runtimeOf(req)
+	if err != nil {
+		return nil, err
+	}
+	var in meshapi.PullRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if in.Wait < 0 || in.Wait > s.cfg.MaxPullWait {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "wait must be between 0 and %s", s.cfg.MaxPullWait)
+	}
+	run, err := s.pull(ctx, agentID, runtimeID, in.Wait)
+	if err != nil {
+		return nil, err
+	}
+	return meshapi.PullResponse{TaskRun: run}, nil
+}
+
+// pull claims the next pending run of the agent on behalf of a runtime that
+// does not fetch from JetStream itself (the HTTP transport), waiting up to
+// wait for one to arrive. It returns nil when none did.
+func (s *Service) pull(ctx context.Context, agentID, runtimeID string, wait time.Duration) (*mesh.TaskRun, error) {
+	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
+		return nil, err
+	}
+	cons, err := s.consumer(ctx, agentID)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		remaining := time.Until(deadline)
+		var batch jetstream.MessageBatch
+		if remaining < 100*time.Millisecond {
+			batch, err = cons.FetchNoWait(1)
+		} else {
+			batch, err = cons.Fetch(1, jetstream.FetchMaxWait(remaining))
+		}
+		if err != nil {
+			return nil, err
+		}
+		got := false
+		for msg := range batch.Messages() {
+			got = true
+			run, err := s.claimMessage(ctx, agentID, runtimeID, msg)
+			if err != nil || run != nil {
+				return run, err
+			}
+		}
+		if !got && (remaining < 100*time.Millisecond || ctx.Err() != nil) {
+			return nil, nil
+		}
+	}
+}
+
+// claimMessage claims the run of a fetched queue message and settles the
+// message: acked on success, terminated when it can never be claimed, offered
+// again otherwise. It returns nil, nil for a message that was skipped.
+func (s *Service) claimMessage(ctx context.Context, agentID, runtimeID string, msg jetstream.Msg) (*mesh.TaskRun, error) {
+	var qm meshapi.QueueMessage
+	if err := json.Unmarshal(msg.Data(), &qm); err != nil {
+		_ = msg.Term()
+		return nil, nil
+	}
+	run, err := s.claim(ctx, agentID, runtimeID, qm.TaskRunID, qm.Attempt)
+	switch {
+	case err == nil:
+		// The record is the truth; a failed ack only means the message is
+		// offered again later and refused then.
+		_ = msg.DoubleAck(ctx)
+		return run, nil
+	case unclaimable(err):
+		_ = msg.Term()
+		return nil, nil
+	default:
+		_ = msg.Nak()
+		return nil, err
+	}
+}
+
+func (s *Service) handleRelease(ctx context.Context, req *bus.Request) (any, error) {
+	agentID, runtimeID, err := runtimeOf(req)
+	if err != nil {
+		return nil, err
+	}
+	var in meshapi.ReleaseRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	run, err := s.transition(ctx, in.TaskRunID, func(r *mesh.TaskRun) (string, error) {
+		if err := checkHeld(r, agentID, runtimeID, in.Attempt); err != nil {
+			return "", err
+		}
+		r.Status = mesh.StatusPending
+		r.RuntimeID = ""
+		r.Attempt--
+		r.LeaseExpiresAt = nil
+		r.ClaimedAt = nil
+		return mesh.EventTaskRunRequeued, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.enqueue(ctx, run); err != nil {
+		s.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("re-enqueue failed; repair will retry")
+	}
+	return meshapi.TaskRunReply{TaskRun: *run}, nil
+}

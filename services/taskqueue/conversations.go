@@ -1,0 +1,52 @@
+package taskqueue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+func (s *Service) handleConversationCreate(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.CreateConversationRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if meta, _ := json.Marshal(in.Metadata); len(meta) > maxMetadataBytes {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "metadata is larger than %d bytes", maxMetadataBytes)
+	}
+	return s.createConversation(ctx, in.Metadata)
+}
+
+func (s *Service) handleConversationGet(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.GetConversationRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	return s.getConversation(ctx, in.ConversationID)
+}
+
+// createConversation starts a conversation with its own workspace: the
+// context boundary of seed 001 §10.
+func (s *Service) createConversation(ctx context.Context, meta map[string]any) (*mesh.Conversation, error) {
+	conv := &mesh.Conversation{ID: mesh.NewID(), WorkspaceID: mesh.NewID(), CreatedAt: time.Now().UTC(), Metadata: meta}
+	if _, err := s.convs.Create(ctx, conv.ID, conv); err != nil {
+		return nil, err
+	}
+	return conv, nil
+}
+
+func (s *Service) getConversation(ctx context.Context, id string) (*mesh.Conversation, error) {
+	if !mesh.ValidID(id) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "conversation %q not found", id)
+	}
+	conv, _, err := s.convs.Get(ctx, id)
+	if errors.Is(err, mesh.ErrNotFound) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "conversation %s not found", id)
+	}
+	return conv, err
+}

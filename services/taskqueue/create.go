@@ -1,0 +1,220 @@
+package taskqueue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/secret"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// Limits on task-run creation.
+const (
+	maxIdempotencyKeyLen = 255
+	maxMetadataBytes     = 16 << 10
+	// staleIdempotency is how long a claimed idempotency key may point at a run
+	// that was never written (its creator died) before another create takes it over.
+	staleIdempotency = 10 * time.Second
+)
+
+var taskTypePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+
+// idempotencyRecord maps an idempotency key to the run it created.
+type idempotencyRecord struct {
+	TaskRunID string    `json:"task_run_id"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func (s *Service) handleCreate(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.CreateTaskRunRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	return s.create(ctx, &in)
+}
+
+func (s *Service) create(ctx context.Context, in *meshapi.CreateTaskRunRequest) (*meshapi.CreateTaskRunResponse, error) {
+	run, err := s.newRun(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	if in.IdempotencyKey != "" {
+		existing, err := s.claimIdempotencyKey(ctx, in, run.ID)
+		if err != nil {
+			return nil, err
+		}
+		if existing != nil {
+			return &meshapi.CreateTaskRunResponse{TaskRun: *existing}, nil
+		}
+	}
+	if run.ConversationID == "" {
+		conv, err := s.createConversation(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		run.ConversationID, run.WorkspaceID = conv.ID, conv.WorkspaceID
+	}
+	unlock := s.locks.lock(run.ID)
+	defer unlock()
+	rev, err := s.runs.Create(ctx, run.ID, run)
+	if err != nil {
+		return nil, fmt.Errorf("create task run: %w", err)
+	}
+	run.Revision = rev
+	s.runView.Apply(run.ID, run, rev)
+	s.publishRun(ctx, mesh.EventTaskRunCreated, run)
+	// A failed enqueue leaves a pending run without a queue message; the
+	// repair loop finds and re-queues it, so the create still succeeds.
+	if err := s.enqueue(ctx, run); err != nil {
+		s.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("enqueue failed; repair will retry")
+	}
+	return &meshapi.CreateTaskRunResponse{TaskRun: *run, Created: true}, nil
+}
+
+// newRun validates a create request and builds the pending run.
+func (s *Service) newRun(ctx context.Context, in *meshapi.CreateTaskRunRequest) (*mesh.TaskRun, error) {
+	if err := s.checkAgent(ctx, in.TargetAgentID, "target_agent_id"); err != nil {
+		return nil, err
+	}
+	if in.InitiatorAgentID != "" {
+		if err := s.checkAgent(ctx, in.InitiatorAgentID, "initiator_agent_id"); err != nil {
+			return nil, err
+		}
+	}
+	if !isJSONObject(in.Input) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "input must be a JSON object, e.g. {\"text\": \"...\"}")
+	}
+	if in.TaskType == "" {
+		in.TaskType = "chat"
+	}
+	if !taskTypePattern.MatchString(in.TaskType) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "task_type must be 1-64 lowercase letters, digits, '_', '.' or '-'")
+	}
+	if len(in.IdempotencyKey) > maxIdempotencyKeyLen {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "idempotency_key is longer than %d characters", maxIdempotencyKeyLen)
+	}
+	if in.MaxAttempts == 0 {
+		in.MaxAttempts = 1
+	}
+	if in.MaxAttempts < 1 || in.MaxAttempts > meshapi.MaxAttemptsLimit {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "max_attempts must be between 1 and %d", meshapi.MaxAttemptsLimit)
+	}
+	if meta, _ := json.Marshal(in.Metadata); len(meta) > maxMetadataBytes {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "metadata is larger than %d bytes", maxMetadataBytes)
+	}
+	now := time.Now().UTC()
+	run := &mesh.TaskRun{
+		ID:               mesh.NewID(),
+		TaskType:         in.TaskType,
+		Input:            in.Input,
+		InitiatorAgentID: in.InitiatorAgentID,
+		TargetAgentID:    in.TargetAgentID,
+		Status:           mesh.StatusPending,
+		MaxAttempts:      in.MaxAttempts,
+		IdempotencyKey:   in.IdempotencyKey,
+		Metadata:         in.Metadata,
+		CreatedAt:        now,
+		UpdatedAt:        now,
+	}
+	switch {
+	case in.Deadline != nil && in.TimeoutSeconds != 0:
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "give deadline or timeout_seconds, not both")
+	case in.Deadline != nil:
+		if !in.Deadline.After(now) {
+			return nil, mesh.Errorf(mesh.CodeInvalidRequest, "deadline is in the past")
+		}
+		d := in.Deadline.UTC()
+		run.Deadline = &d
+	case in.TimeoutSeconds < 0:
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "timeout_seconds must be positive")
+	case in.TimeoutSeconds > 0:
+		d := now.Add(time.Duration(in.TimeoutSeconds) * time.Second)
+		run.Deadline = &d
+	}
+	if in.ConversationID != "" {
+		conv, err := s.getConversation(ctx, in.ConversationID)
+		if err != nil {
+			return nil, err
+		}
+		run.ConversationID, run.WorkspaceID = conv.ID, conv.WorkspaceID
+	}
+	return run, nil
+}
+
+func (s *Service) checkAgent(ctx context.Context, id, field string) error {
+	if id == "" {
+		return mesh.Errorf(mesh.CodeInvalidRequest, "%s is required", field)
+	}
+	if !mesh.ValidID(id) {
+		return mesh.Errorf(mesh.CodeNotFound, "%s: agent %q not found", field, id)
+	}
+	if _, ok := s.agents.Get(id); ok {
+		return nil
+	}
+	if _, _, err := s.agentStore.Get(ctx, id); errors.Is(err, mesh.ErrNotFound) {
+		return mesh.Errorf(mesh.CodeNotFound, "%s: agent %s not found", field, id)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// claimIdempotencyKey records that key creates runID. If the key was already
+// used, it returns the run it created instead.
+func (s *Service) claimIdempotencyKey(ctx context.Context, in *meshapi.CreateTaskRunRequest, runID string) (*mesh.TaskRun, error) {
+	// Keys are scoped to the target agent and hashed: bucket keys have a
+	// restricted alphabet, and callers' keys may carry anything.
+	key := secret.Hash(in.TargetAgentID + "\x00" + in.IdempotencyKey)
+	rec := &idempotencyRecord{TaskRunID: runID, CreatedAt: time.Now().UTC()}
+	deadline := time.Now().Add(staleIdempotency + 2*time.Second)
+	for {
+		_, err := s.idem.Create(ctx, key, rec)
+		if err == nil {
+			return nil, nil
+		}
+		if !errors.Is(err, mesh.ErrConflict) {
+			return nil, err
+		}
+		prev, rev, err := s.idem.Get(ctx, key)
+		if errors.Is(err, mesh.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		run, runRev, err := s.runs.Get(ctx, prev.TaskRunID)
+		if err == nil {
+			run.Revision = runRev
+			return run, nil
+		}
+		if !errors.Is(err, mesh.ErrNotFound) {
+			return nil, err
+		}
+		// The first create is still writing its run, or died before it did.
+		if time.Since(prev.CreatedAt) > staleIdempotency {
+			if _, err := s.idem.Update(ctx, key, rec, rev); err == nil {
+				return nil, nil
+			}
+			continue
+		}
+		if time.Now().After(deadline) {
+			return nil, mesh.Errorf(mesh.CodeConflict, "a task run with this idempotency key is still being created")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func isJSONObject(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &m) == nil
+}

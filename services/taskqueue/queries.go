@@ -1,0 +1,78 @@
+package taskqueue
+
+import (
+	"context"
+	"errors"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+func (s *Service) handleGet(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.GetTaskRunRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	run, err := s.getRun(ctx, in.TaskRunID)
+	if err != nil {
+		return nil, err
+	}
+	return meshapi.TaskRunReply{TaskRun: *run}, nil
+}
+
+func (s *Service) getRun(ctx context.Context, id string) (*mesh.TaskRun, error) {
+	if !mesh.ValidID(id) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "task run %q not found", id)
+	}
+	run, rev, err := s.runs.Get(ctx, id)
+	if errors.Is(err, mesh.ErrNotFound) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "task run %s not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	run.Revision = rev
+	return run, nil
+}
+
+func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.ListTaskRunsRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	switch {
+	case in.Limit == 0:
+		in.Limit = meshapi.DefaultListLimit
+	case in.Limit < 0 || in.Limit > meshapi.MaxListLimit:
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "limit must be between 1 and %d", meshapi.MaxListLimit)
+	}
+	if in.Offset < 0 {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "offset must not be negative")
+	}
+	if in.Status != "" && !in.Status.Valid() {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "unknown status %q", in.Status)
+	}
+	if in.Cursor != "" && !mesh.ValidID(in.Cursor) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "malformed cursor")
+	}
+	ids, more, total := s.index.page(filter{agentID: in.AgentID, status: in.Status}, in.Cursor, in.Offset, in.Limit, in.WithTotal)
+	out := meshapi.TaskRunList{TaskRuns: make([]mesh.TaskRun, 0, len(ids))}
+	for _, id := range ids {
+		run, err := s.getRun(ctx, id)
+		if errors.Is(err, mesh.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out.TaskRuns = append(out.TaskRuns, *run)
+	}
+	if more && len(ids) > 0 {
+		out.NextCursor = ids[len(ids)-1]
+	}
+	if in.WithTotal {
+		out.Total = &total
+	}
+	return out, nil
+}

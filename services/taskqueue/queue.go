@@ -1,0 +1,77 @@
+package taskqueue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// enqueue publishes the queue message of a pending run's next attempt. The
+// message id includes the record revision, so a retried enqueue of the same
+// state is dropped by JetStream while a later re-queue is not.
+func (s *Service) enqueue(ctx context.Context, run *mesh.TaskRun) error {
+	if _, err := s.consumer(ctx, run.TargetAgentID); err != nil {
+		return err
+	}
+	body, _ := json.Marshal(meshapi.QueueMessage{TaskRunID: run.ID, Attempt: run.Attempt + 1})
+	msgID := fmt.Sprintf("%s.%d.%d", run.ID, run.Attempt+1, run.Revision)
+	_, err := s.js.Publish(ctx, bus.QueueSubject(run.TargetAgentID, run.ID), body, jetstream.WithMsgID(msgID))
+	if err != nil {
+		return fmt.Errorf("enqueue task run %s: %w", run.ID, err)
+	}
+	return nil
+}
+
+// dequeue removes a run's queue messages (a canceled or failed pending run).
+// Best effort: a message left behind is refused at claim and terminated.
+func (s *Service) dequeue(ctx context.Context, run *mesh.TaskRun) {
+	err := s.queue.Purge(ctx, jetstream.WithPurgeSubject(bus.QueueSubject(run.TargetAgentID, run.ID)))
+	if err != nil {
+		s.cfg.Logger.Debug().Err(err).Str("task_run_id", run.ID).Msg("queue purge failed")
+	}
+}
+
+// queued reports whether a run has a message in the queue (delivered and not
+// yet acknowledged counts).
+func (s *Service) queued(ctx context.Context, run *mesh.TaskRun) (bool, error) {
+	_, err := s.queue.GetLastMsgForSubject(ctx, bus.QueueSubject(run.TargetAgentID, run.ID))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// consumer returns the agent's durable pull consumer, creating it on first use.
+func (s *Service) consumer(ctx context.Context, agentID string) (jetstream.Consumer, error) {
+	s.consumersMu.Lock()
+	c, ok := s.consumers[agentID]
+	s.consumersMu.Unlock()
+	if ok {
+		return c, nil
+	}
+	c, err := s.js.CreateOrUpdateConsumer(ctx, bus.QueueStream, jetstream.ConsumerConfig{
+		Durable:       bus.QueueConsumer(agentID),
+		Description:   "pending task runs of agent " + agentID,
+		FilterSubject: bus.QueueFilter(agentID),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       s.cfg.AckWait,
+		MaxDeliver:    -1,
+		// A runtime pulls one message per free slot; a generous bound only
+		// stops a misbehaving client from hoarding the queue.
+		MaxAckPending: 1000,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue consumer for agent %s: %w", agentID, err)
+	}
+	s.consumersMu.Lock()
+	s.consumers[agentID] = c
+	s.consumersMu.Unlock()
+	return c, nil
+}

@@ -1,0 +1,108 @@
+package taskqueue
+
+import (
+	"context"
+	"time"
+
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// The reaper guarantees that every run ends (design §3 "No orphans"): a
+// running run whose lease expired goes back to pending while its attempts
+// allow, and otherwise fails with RUNTIME_LOST; any run past its deadline
+// fails with DEADLINE_EXCEEDED.
+
+func (s *Service) reapLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.ReapInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.reap(time.Now())
+		}
+	}
+}
+
+// reap handles every run whose lease or deadline has passed at now.
+func (s *Service) reap(now time.Time) {
+	// Leases that ran out while the platform itself was down could not have
+	// been renewed; they get one lease period from start-up before they count.
+	grace := s.startedAt.Add(s.cfg.Lease)
+	for _, r := range s.index.activeRuns() {
+		switch {
+		case !r.deadline.IsZero() && now.After(r.deadline):
+			s.expire(r.id, mesh.ReasonDeadlineExceeded, "the task run passed its deadline")
+		case r.status == mesh.StatusRunning && !r.lease.IsZero() && now.After(r.lease) && now.After(grace):
+			s.loseLease(r.id)
+		}
+	}
+}
+
+// expire fails a run that is past its deadline.
+func (s *Service) expire(runID, code, message string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wasPending bool
+	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
+		if r.Status.Terminal() || r.Deadline == nil || time.Now().Before(*r.Deadline) {
+			return "", errUnchanged
+		}
+		wasPending = r.Status == mesh.StatusPending
+		now := time.Now().UTC()
+		r.Status = mesh.StatusFailed
+		r.Error = &mesh.RunError{Code: code, Message: message}
+		r.EndedAt = &now
+		r.LeaseExpiresAt = nil
+		return mesh.EventTaskRunFailed, nil
+	})
+	if err != nil {
+		s.cfg.Logger.Warn().Err(err).Str("task_run_id", runID).Msg("deadline not enforced; will retry")
+		return
+	}
+	if wasPending {
+		s.dequeue(ctx, run)
+	}
+}
+
+// loseLease ends or re-queues a running run whose runtime stopped renewing.
+func (s *Service) loseLease(runID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	requeued := false
+	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
+		if r.Status != mesh.StatusRunning || r.LeaseExpiresAt == nil || time.Now().Before(*r.LeaseExpiresAt) {
+			return "", errUnchanged
+		}
+		lostRuntime := r.RuntimeID
+		r.LeaseExpiresAt = nil
+		if r.Attempt < r.MaxAttempts {
+			requeued = true
+			r.Status = mesh.StatusPending
+			r.RuntimeID = ""
+			r.ClaimedAt = nil
+			r.Progress = nil
+			return mesh.EventTaskRunRequeued, nil
+		}
+		now := time.Now().UTC()
+		r.Status = mesh.StatusFailed
+		r.EndedAt = &now
+		r.Error = &mesh.RunError{
+			Code:    mesh.ReasonRuntimeLost,
+			Message: "the runtime stopped renewing its lease (killed, offline, or network lost)",
+			Details: map[string]any{"runtime_id": lostRuntime, "attempt": r.Attempt},
+		}
+		return mesh.EventTaskRunFailed, nil
+	})
+	if err != nil {
+		s.cfg.Logger.Warn().Err(err).Str("task_run_id", runID).Msg("lease expiry not handled; will retry")
+		return
+	}
+	if requeued {
+		if err := s.enqueue(ctx, run); err != nil {
+			s.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("re-enqueue failed; repair will retry")
+		}
+	}
+}

@@ -1,0 +1,254 @@
+package taskqueue
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/nats-io/nats.go"
+)
+
+const maxProgressMessage = 16 << 10
+
+var errorCodePattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
+
+func (s *Service) handleProgress(ctx context.Context, req *bus.Request) (any, error) {
+	agentID, runtimeID, err := runtimeOf(req)
+	if err != nil {
+		return nil, err
+	}
+	var in meshapi.ProgressRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if len(in.Message) > maxProgressMessage {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "progress message is longer than %d bytes", maxProgressMessage)
+	}
+	if in.Percent != nil && (*in.Percent < 0 || *in.Percent > 100) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "percent must be between 0 and 100")
+	}
+	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
+		return nil, err
+	}
+	run, err := s.transition(ctx, in.TaskRunID, func(r *mesh.TaskRun) (string, error) {
+		if err := checkHeld(r, agentID, runtimeID, in.Attempt); err != nil {
+			return "", err
+		}
+		r.Progress = &mesh.Progress{Message: in.Message, Percent: in.Percent, UpdatedAt: time.Now().UTC()}
+		r.LeaseExpiresAt = s.leaseFromNow()
+		return mesh.EventTaskRunProgress, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return meshapi.TaskRunReply{TaskRun: *run}, nil
+}
+
+func (s *Service) handleComplete(ctx context.Context, req *bus.Request) (any, error) {
+	agentID, runtimeID, err := runtimeOf(req)
+	if err != nil {
+		return nil, err
+	}
+	var in meshapi.CompleteRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if len(in.Output) == 0 || string(in.Output) == "null" {
+		in.Output = json.RawMessage(`{}`)
+	}
+	if !isJSONObject(in.Output) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "output must be a JSON object")
+	}
+	return s.end(ctx, agentID, runtimeID, in.TaskRunID, in.Attempt, mesh.StatusCompleted, in.Output, nil)
+}
+
+func (s *Service) handleFail(ctx context.Context, req *bus.Request) (any, error) {
+	agentID, runtimeID, err := runtimeOf(req)
+	if err != nil {
+		return nil, err
+	}
+	var in meshapi.FailRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	runErr, err := failure(in.Output)
+	if err != nil {
+		return nil, err
+	}
+	return s.end(ctx, agentID, runtimeID, in.TaskRunID, in.Attempt, mesh.StatusFailed, in.Output, runErr)
+}
+
+// failure reads the error of a fail report: output.error as text or an object
+// with a message, and an optional machine code in output.code / output.error_code.
+func failure(output json.RawMessage) (*mesh.RunError, error) {
+	var out struct {
+		Error     json.RawMessage `json:"error"`
+		Code      string          `json:"code"`
+		ErrorCode string          `json:"error_code"`
+	}
+	if !isJSONObject(output) || json.Unmarshal(output, &out) != nil {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "output must be a JSON object with an \"error\"")
+	}
+	re := &mesh.RunError{Code: mesh.ReasonTaskFailed}
+	var text string
+	var obj struct {
+		Message string `json:"message"`
+		Code    string `json:"code"`
+	}
+	switch {
+	case json.Unmarshal(out.Error, &text) == nil && text != "":
+		re.Message = text
+	case json.Unmarshal(out.Error, &obj) == nil && obj.Message != "":
+		re.Message = obj.Message
+		if obj.Code != "" {
+			out.Code = obj.Code
+		}
+	default:
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "output.error must be a non-empty string or an object with a message")
+	}
+	for _, c := range []string{out.Code, out.ErrorCode} {
+		if c != "" {
+			if !errorCodePattern.MatchString(c) {
+				return nil, mesh.Errorf(mesh.CodeInvalidRequest, "error code must be UPPER_SNAKE_CASE, at most 64 characters")
+			}
+			re.Code = c
+		}
+	}
+	return re, nil
+}
+
+// end completes or fails the run a runtime holds. Repeating the same report
+// for the same attempt is answered with the run as it is.
+func (s *Service) end(ctx context.Context, agentID, runtimeID, runID string, attempt int, to mesh.Status, output json.RawMessage, runErr *mesh.RunError) (any, error) {
+	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
+		return nil, err
+	}
+	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
+		if r.Status == to && r.TargetAgentID == agentID && holds(r, runtimeID, attempt) {
+			return "", errUnchanged
+		}
+		if err := checkHeld(r, agentID, runtimeID, attempt); err != nil {
+			return "", err
+		}
+		now := time.Now().UTC()
+		r.Status = to
+		r.Output = output
+		r.Error = runErr
+		r.EndedAt = &now
+		r.LeaseExpiresAt = nil
+		return mesh.TaskRunEventType(to), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return meshapi.TaskRunReply{TaskRun: *run}, nil
+}
+
+func (s *Service) handleRenew(ctx context.Context, req *bus.Request) (any, error) {
+	agentID, runtimeID, err := runtimeOf(req)
+	if err != nil {
+		return nil, err
+	}
+	var in meshapi.RenewRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if len(in.TaskRunIDs) > 1000 {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "at most 1000 task runs per renewal")
+	}
+	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
+		return nil, err
+	}
+	return s.renew(ctx, agentID, runtimeID, in.TaskRunIDs), nil
+}
+
+// renew extends the leases of the given runs that the runtime still holds.
+func (s *Service) renew(ctx context.Context, agentID, runtimeID string, ids []string) *meshapi.RenewResponse {
+	resp := &meshapi.RenewResponse{Renewed: []string{}}
+	lease := s.leaseFromNow()
+	for _, id := range ids {
+		_, err := s.transition(ctx, id, func(r *mesh.TaskRun) (string, error) {
+			if err := checkHeld(r, agentID, runtimeID, 0); err != nil {
+				return "", err
+			}
+			r.LeaseExpiresAt = lease
+			return "", nil
+		})
+		if err != nil {
+			resp.Lost = append(resp.Lost, id)
+			continue
+		}
+		resp.Renewed = append(resp.Renewed, id)
+	}
+	resp.LeaseExpiresAt = *lease
+	return resp
+}
+
+// onHeartbeat renews the leases of every run the heartbeating runtime holds.
+// The registry answers the heartbeat itself.
+func (s *Service) onHeartbeat(msg *nats.Msg) {
+	agentID, runtimeID, _, ok := bus.ParseRuntimeSubject(msg.Subject)
+	if !ok {
+		return
+	}
+	var hb meshapi.HeartbeatRequest
+	_ = json.Unmarshal(msg.Data, &hb)
+	ids := s.index.runningBy(runtimeID)
+	for _, id := range hb.RunningTaskRunIDs {
+		if mesh.ValidID(id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
+		return
+	}
+	s.renew(ctx, agentID, runtimeID, dedupe(ids))
+}
+
+func dedupe(ids []string) []string {
+	seen := make(map[string]bool, len(ids))
+	out := ids[:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (s *Service) handleAttachArtifact(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.AttachArtifactRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if err := s.runtimes.Check(ctx, in.AgentID, in.RuntimeID, false); err != nil {
+		return nil, err
+	}
+	run, err := s.transition(ctx, in.TaskRunID, func(r *mesh.TaskRun) (string, error) {
+		if err := checkHeld(r, in.AgentID, in.RuntimeID, in.Attempt); err != nil {
+			return "", err
+		}
+		for _, a := range r.Artifacts {
+			if a.ArtifactID == in.Artifact.ArtifactID {
+				return "", errUnchanged
+			}
+		}
+		r.Artifacts = append(r.Artifacts, in.Artifact)
+		r.LeaseExpiresAt = s.leaseFromNow()
+		return "", nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return meshapi.TaskRunReply{TaskRun: *run}, nil
+}

@@ -1,0 +1,233 @@
+// Package taskqueue is the task-run service: it creates runs, queues them on
+// JetStream for their agent's runtime, lets that runtime claim, renew, report
+// progress on and end them, and guarantees that every run ends (the reaper).
+//
+// The run record in the runs bucket is the system of record; every transition
+// is a compare-and-set on its revision (see transition.go). The work-queue
+// message of a run only says "there is something to claim": a stale ack or a
+// duplicate message can never change a run, because claims are checked
+// against the record.
+package taskqueue
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/runtimedir"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// Config configures the service. Zero values take the documented defaults.
+type Config struct {
+	Conn   *bus.Conn
+	Logger zerolog.Logger
+	// Lease is how long a claim stays valid without renewal. Default 60s: a
+	// runtime renews at a third of it, so two renewals may be lost in a row.
+	Lease time.Duration
+	// HeartbeatTimeout is told to runtimes in hello. Default 120s (seed 001 §4.2).
+	HeartbeatTimeout time.Duration
+	// AckWait is how long a fetched queue message may stay unacknowledged before
+	// JetStream offers it again. Default 30s.
+	AckWait time.Duration
+	// ReapInterval is how often expired leases and deadlines are looked for.
+	// Default: a tenth of Lease, at most 1s.
+	ReapInterval time.Duration
+	// RepairInterval is how often recently changed pending runs are checked for
+	// a lost queue message. Default 30s.
+	RepairInterval time.Duration
+	// MaxPullWait caps a long-poll pull. Default 55s.
+	MaxPullWait time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.Lease == 0 {
+		c.Lease = 60 * time.Second
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = 120 * time.Second
+	}
+	if c.AckWait == 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.ReapInterval == 0 {
+		c.ReapInterval = min(c.Lease/10, time.Second)
+	}
+	if c.RepairInterval == 0 {
+		c.RepairInterval = 30 * time.Second
+	}
+	if c.MaxPullWait == 0 {
+		c.MaxPullWait = 55 * time.Second
+	}
+}
+
+// Service is the task-run service.
+type Service struct {
+	cfg   Config
+	js    jetstream.JetStream
+	runs  *bus.Records[mesh.TaskRun]
+	convs *bus.Records[mesh.Conversation]
+	idem  *bus.Records[idempotencyRecord]
+	// agentStore confirms agents the agents view has not seen yet.
+	agentStore *bus.Records[mesh.Agent]
+	queue      jetstream.Stream
+
+	index    *index
+	runView  *bus.Mirror[mesh.TaskRun, *summary]
+	agents   *bus.Mirror[mesh.Agent, *mesh.Agent]
+	runtimes *runtimedir.Directory
+
+	events *bus.Publisher
+	svc    *bus.Service
+	hbSub  *nats.Subscription
+	locks  stripedLocks
+
+	consumersMu sync.Mutex
+	consumers   map[string]jetstream.Consumer
+
+	startedAt time.Time
+	stop      chan struct{}
+	wg        sync.WaitGroup
+}
+
+// New returns a service; Start runs it.
+func New(cfg Config) *Service {
+	cfg.defaults()
+	return &Service{cfg: cfg, consumers: map[string]jetstream.Consumer{}, stop: make(chan struct{})}
+}
+
+// Start loads the run index, starts answering on the bus and starts the reaper
+// and the queue repair.
+func (s *Service) Start(ctx context.Context) error {
+	s.startedAt = time.Now()
+	s.js = s.cfg.Conn.JS
+	if err := s.open(ctx); err != nil {
+		return err
+	}
+	s.events = bus.NewPublisher(s.js, bus.ServiceTaskQueue)
+	if err := s.serve(); err != nil {
+		return err
+	}
+	s.wg.Add(2)
+	go s.reapLoop()
+	go s.repairLoop()
+	return nil
+}
+
+func (s *Service) open(ctx context.Context) error {
+	var err error
+	if s.runs, err = bus.OpenRecords[mesh.TaskRun](ctx, s.js, bus.BucketRuns); err != nil {
+		return err
+	}
+	if s.convs, err = bus.OpenRecords[mesh.Conversation](ctx, s.js, bus.BucketConversations); err != nil {
+		return err
+	}
+	if s.idem, err = bus.OpenRecords[idempotencyRecord](ctx, s.js, bus.BucketIdempotency); err != nil {
+		return err
+	}
+	if s.agentStore, err = bus.OpenRecords[mesh.Agent](ctx, s.js, bus.BucketAgents); err != nil {
+		return err
+	}
+	if s.queue, err = s.js.Stream(ctx, bus.QueueStream); err != nil {
+		return fmt.Errorf("taskqueue: queue stream: %w", err)
+	}
+	s.index = newIndex()
+	s.runView, err = bus.StartMirror(ctx, s.js, bus.BucketRuns, bus.MirrorConfig[mesh.TaskRun, *summary]{
+		Project:  func(_ string, r *mesh.TaskRun, rev uint64) (*summary, bool) { return summarize(r, rev), true },
+		OnChange: s.index.onChange,
+		Logger:   s.cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	s.agents, err = bus.StartMirror(ctx, s.js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, *mesh.Agent]{
+		Project: bus.Identity[mesh.Agent],
+		Logger:  s.cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	if s.runtimes, err = runtimedir.Open(ctx, s.js, runtimedir.Options{Logger: s.cfg.Logger}); err != nil {
+		return err
+	}
+	for _, m := range []interface{ WaitReady(context.Context) error }{s.runView, s.agents} {
+		if err := m.WaitReady(ctx); err != nil {
+			return fmt.Errorf("taskqueue: load: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s *Service) serve() error {
+	var err error
+	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
+		Name: "taskqueue", Version: "1.0.0", Description: "task runs", Logger: s.cfg.Logger,
+		Timeout: s.cfg.MaxPullWait + 5*time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	endpoints := map[string]bus.HandlerFunc{
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskCreate):         s.handleCreate,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskGet):            s.handleGet,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskList):           s.handleList,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskCancel):         s.handleCancel,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskAttachArtifact): s.handleAttachArtifact,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpConversationCreate): s.handleConversationCreate,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpConversationGet):    s.handleConversationGet,
+		bus.RuntimeSubjectPattern(bus.RuntimeOpHello):                          s.handleHello,
+		bus.RuntimeSubjectPattern(bus.RuntimeOpPull):                           s.handlePull,
+		bus.RuntimeSubjectPattern(bus.RuntimeOpClaim):                          s.handleClaim,
+		bus.RuntimeSubjectPattern(bus.RuntimeOpRelease):                        s.handleRelease,
+		bus.RuntimeSubjectPattern(bus.RuntimeOpRenew):                          s.handleRenew,
+		bus.RuntimeSubjectPattern(bus.RuntimeOpProgress):                       s.handleProgress,
+		bus.RuntimeSubjectPattern(bus.RuntimeOpComplete):                       s.handleComplete,
+		bus.RuntimeSubjectPattern(bus.RuntimeOpFail):                           s.handleFail,
+	}
+	for subject, h := range endpoints {
+		if err := s.svc.Handle(endpointName(subject), subject, h); err != nil {
+			return err
+		}
+	}
+	// Heartbeats are answered by the registry; the task queue listens in its
+	// own queue group only to renew the leases of the runtime's running runs.
+	s.hbSub, err = s.cfg.Conn.NC.QueueSubscribe(bus.RuntimeSubjectPattern(bus.RuntimeOpHeartbeat), "taskqueue-leases", s.onHeartbeat)
+	if err != nil {
+		return fmt.Errorf("taskqueue: heartbeat subscription: %w", err)
+	}
+	return nil
+}
+
+// Stop stops answering, waits up to grace for requests in flight, and stops
+// the background loops.
+func (s *Service) Stop(grace time.Duration) {
+	if s.hbSub != nil {
+		_ = s.hbSub.Unsubscribe()
+	}
+	if s.svc != nil {
+		_ = s.svc.Stop(grace)
+	}
+	close(s.stop)
+	s.wg.Wait()
+	for _, m := range []interface{ Stop() error }{s.runView, s.agents} {
+		if m != nil {
+			_ = m.Stop()
+		}
+	}
+	if s.runtimes != nil {
+		s.runtimes.Close()
+	}
+}
+
+func endpointName(subject string) string {
+	if _, _, op, ok := bus.ParseRuntimeSubject(subject); ok {
+		return "runtime_" + op
+	}
+	return subject[len("mesh.svc.taskqueue."):]
+}

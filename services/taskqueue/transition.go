@@ -1,0 +1,118 @@
+package taskqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// errUnchanged, returned by a mutation, means the run is already in the state
+// asked for (a repeated report): the current run is returned, nothing written.
+var errUnchanged = errors.New("taskqueue: unchanged")
+
+// mutation checks a run and changes it in place, returning the event type that
+// announces the change ("" for none). It may run more than once, on a fresh
+// copy each time, when another writer changed the run in between.
+type mutation func(r *mesh.TaskRun) (eventType string, err error)
+
+// transition applies m to the run with compare-and-set, publishes the event it
+// names, and returns the run as stored. It is the only way runs change.
+func (s *Service) transition(ctx context.Context, runID string, m mutation) (*mesh.TaskRun, error) {
+	if !mesh.ValidID(runID) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "task run %q not found", runID)
+	}
+	unlock := s.locks.lock(runID)
+	defer unlock()
+	for attempt := 0; ; attempt++ {
+		run, rev, err := s.runs.Get(ctx, runID)
+		if errors.Is(err, mesh.ErrNotFound) {
+			return nil, mesh.Errorf(mesh.CodeNotFound, "task run %s not found", runID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		run.Revision = rev
+		eventType, err := m(run)
+		if errors.Is(err, errUnchanged) {
+			return run, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		run.UpdatedAt = time.Now().UTC()
+		next, err := s.runs.Update(ctx, runID, run, rev)
+		if errors.Is(err, mesh.ErrConflict) && attempt < 20 {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("update task run %s: %w", runID, err)
+		}
+		run.Revision = next
+		s.runView.Apply(runID, run, next)
+		if eventType != "" {
+			s.publishRun(ctx, eventType, run)
+		}
+		return run, nil
+	}
+}
+
+// publishRun announces a run's change. The change is already stored, so a
+// failure to publish is retried a few times and then logged.
+func (s *Service) publishRun(ctx context.Context, eventType string, run *mesh.TaskRun) {
+	ev := bus.Event{
+		Type:     eventType,
+		Kind:     mesh.KindTaskRun,
+		AgentID:  run.TargetAgentID,
+		Subject:  run.ID,
+		ID:       fmt.Sprintf("%s.%d", run.ID, run.Revision),
+		Sequence: run.Revision,
+		Data:     run,
+		Time:     run.UpdatedAt,
+	}
+	var err error
+	for try := 0; try < 3; try++ {
+		if err = s.events.Publish(context.WithoutCancel(ctx), ev); err == nil {
+			return
+		}
+		time.Sleep(time.Duration(try+1) * 50 * time.Millisecond)
+	}
+	s.cfg.Logger.Error().Err(err).Str("task_run_id", run.ID).Str("type", eventType).Msg("task run event not published")
+}
+
+// conflict is the 409 answer for a transition the state machine does not allow.
+func conflict(run *mesh.TaskRun, format string, args ...any) error {
+	e := mesh.Errorf(mesh.CodeInvalidTransition, format, args...)
+	e.Status = run.Status
+	return e
+}
+
+// holds reports whether runtimeID holds the given attempt of run (attempt 0
+// means "whatever attempt it holds", for simple HTTP runtimes).
+func holds(run *mesh.TaskRun, runtimeID string, attempt int) bool {
+	return run.RuntimeID == runtimeID && (attempt == 0 || attempt == run.Attempt)
+}
+
+// checkHeld explains why a runtime may not report on run.
+func checkHeld(run *mesh.TaskRun, agentID, runtimeID string, attempt int) error {
+	if run.TargetAgentID != agentID {
+		return mesh.Errorf(mesh.CodeForbidden, "task run %s belongs to another agent", run.ID)
+	}
+	if run.Status == mesh.StatusRunning && !holds(run, runtimeID, attempt) {
+		e := mesh.Errorf(mesh.CodeStaleAttempt, "task run %s attempt %d is not held by this runtime (current attempt %d)", run.ID, attempt, run.Attempt)
+		e.Status = run.Status
+		return e
+	}
+	if run.Status != mesh.StatusRunning {
+		return conflict(run, "task run %s is %s", run.ID, run.Status)
+	}
+	return nil
+}
+
+func (s *Service) leaseFromNow() *time.Time {
+	t := time.Now().UTC().Add(s.cfg.Lease)
+	return &t
+}
