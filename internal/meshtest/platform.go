@@ -1,0 +1,278 @@
+// Package meshtest holds test fixtures shared by A2A Mesh's test suites: a
+// real platform on an embedded NATS server in a temporary data dir, with
+// captured logs, and helpers that drive its HTTP API.
+package meshtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/rs/zerolog"
+)
+
+// Options tune a test platform. Zero values take short test timings.
+type Options struct {
+	// DataDir reuses a data dir (for restart tests); default a fresh temp dir.
+	DataDir string
+	// HTTPAddr and NATSListen default to random loopback ports.
+	HTTPAddr   string
+	NATSListen string
+	// WebSocket enables NATS over WebSocket on a random loopback port.
+	WebSocket        bool
+	HeartbeatTimeout time.Duration
+	Lease            time.Duration
+	PairingCodeTTL   time.Duration
+	MaxArtifactBytes int64
+	// Logs receives the platform's logs as well as the fixture's buffer.
+	Logs *Logs
+}
+
+// Platform is a running test platform.
+type Platform struct {
+	*platform.Platform
+	DataDir    string
+	APIBase    string
+	OwnerToken string
+	Logs       *Logs
+	t          testing.TB
+	stopOnce   sync.Once
+}
+
+// StartPlatform starts a platform with every service, stopped when the test ends.
+func StartPlatform(t testing.TB, o Options) *Platform {
+	t.Helper()
+	if o.DataDir == "" {
+		o.DataDir = t.TempDir()
+	}
+	if o.HTTPAddr == "" {
+		o.HTTPAddr = "127.0.0.1:0"
+	}
+	if o.NATSListen == "" {
+		o.NATSListen = "127.0.0.1:0"
+	}
+	if o.HeartbeatTimeout == 0 {
+		o.HeartbeatTimeout = 3 * time.Second
+	}
+	if o.Lease == 0 {
+		o.Lease = 2 * time.Second
+	}
+	if o.Logs == nil {
+		o.Logs = &Logs{}
+	}
+	cfg := platform.Config{
+		DataDir:          o.DataDir,
+		HTTPAddr:         o.HTTPAddr,
+		NATSListen:       o.NATSListen,
+		HeartbeatTimeout: o.HeartbeatTimeout,
+		Lease:            o.Lease,
+		PairingCodeTTL:   o.PairingCodeTTL,
+		MaxArtifactBytes: o.MaxArtifactBytes,
+		ShutdownGrace:    2 * time.Second,
+		Logger:           zerolog.New(o.Logs).Level(zerolog.DebugLevel).With().Timestamp().Logger(),
+	}
+	if o.WebSocket {
+		cfg.NATSWebSocketListen = "127.0.0.1:0"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := platform.Up(ctx, cfg)
+	if err != nil {
+		t.Fatalf("start platform: %v", err)
+	}
+	token, err := platform.ReadOwnerToken(platform.OwnerTokenPath(o.DataDir))
+	if err != nil {
+		p.Stop()
+		t.Fatalf("owner token: %v", err)
+	}
+	tp := &Platform{Platform: p, DataDir: o.DataDir, APIBase: "http://" + p.HTTPAddr(), OwnerToken: token, Logs: o.Logs, t: t}
+	t.Cleanup(tp.Stop)
+	return tp
+}
+
+// Stop stops the platform (idempotent).
+func (p *Platform) Stop() { p.stopOnce.Do(p.Platform.Stop) }
+
+// Owner returns an API client with the owner credential.
+func (p *Platform) Owner() *apiclient.Client {
+	c, err := apiclient.New(p.APIBase, apiclient.WithOwnerToken(p.OwnerToken))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return c
+}
+
+// Runtime returns an API client with a runtime credential.
+func (p *Platform) Runtime(token string) *apiclient.Client {
+	c, err := apiclient.New(p.APIBase, apiclient.WithRuntimeToken(token))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return c
+}
+
+// Do sends an owner request and decodes the answer, failing the test on error.
+func (p *Platform) Do(method, path string, in, out any) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := p.Owner().Do(ctx, method, path, nil, in, out); err != nil {
+		p.t.Fatalf("%s %s: %v", method, path, err)
+	}
+}
+
+// CreateAgent creates an agent and returns it.
+func (p *Platform) CreateAgent(name string) mesh.Agent {
+	p.t.Helper()
+	var a mesh.Agent
+	p.Do(http.MethodPost, "/agent-accounts", map[string]any{"name": name}, &a)
+	return a
+}
+
+// PairingCode issues a pairing code for an agent.
+func (p *Platform) PairingCode(agentID string) string {
+	p.t.Helper()
+	var code struct {
+		PairingToken string `json:"pairing_token"`
+	}
+	p.Do(http.MethodPost, "/agent-accounts/"+agentID+"/pairing-codes", nil, &code)
+	return code.PairingToken
+}
+
+// Attached is the answer of attach-via-pairing.
+type Attached struct {
+	AgentID            string `json:"agent_id"`
+	RuntimeID          string `json:"runtime_id"`
+	RuntimeToken       string `json:"runtime_token"`
+	HeartbeatTimeoutMS int64  `json:"heartbeat_timeout_ms"`
+	NATS               struct {
+		URL         string `json:"url"`
+		WSURL       string `json:"ws_url"`
+		InboxPrefix string `json:"inbox_prefix"`
+		Stream      string `json:"stream"`
+		Consumer    string `json:"consumer"`
+	} `json:"nats"`
+}
+
+// Attach redeems a fresh pairing code for agentID over HTTP.
+func (p *Platform) Attach(agentID string) Attached {
+	p.t.Helper()
+	var a Attached
+	body := map[string]any{"pairing_token": p.PairingCode(agentID), "device_name": "test-device", "local_executor": map[string]any{"type": "custom"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, _ := apiclient.New(p.APIBase)
+	if _, err := c.Do(ctx, http.MethodPost, "/agent-runtimes/runtime/attach-via-pairing", nil, body, &a); err != nil {
+		p.t.Fatalf("attach: %v", err)
+	}
+	return a
+}
+
+// CreateTask creates a task run with input text for agentID.
+func (p *Platform) CreateTask(agentID, text string) mesh.TaskRun {
+	p.t.Helper()
+	var run mesh.TaskRun
+	p.Do(http.MethodPost, "/task-runs", map[string]any{"target_agent_id": agentID, "input": map[string]any{"text": text}}, &run)
+	return run
+}
+
+// GetTask reads a task run.
+func (p *Platform) GetTask(id string) mesh.TaskRun {
+	p.t.Helper()
+	var run mesh.TaskRun
+	p.Do(http.MethodGet, "/task-runs/"+id, nil, &run)
+	return run
+}
+
+// WaitTask polls a task run until cond holds or the deadline passes.
+func (p *Platform) WaitTask(id string, timeout time.Duration, cond func(mesh.TaskRun) bool) mesh.TaskRun {
+	p.t.Helper()
+	var run mesh.TaskRun
+	Eventually(p.t, timeout, func() bool {
+		run = p.GetTask(id)
+		return cond(run)
+	}, func() string { return fmt.Sprintf("task run %s never matched; last status %s, error %+v", id, run.Status, run.Error) })
+	return run
+}
+
+// StatusIs matches a run in one of the given statuses.
+func StatusIs(statuses ...mesh.Status) func(mesh.TaskRun) bool {
+	return func(r mesh.TaskRun) bool {
+		for _, s := range statuses {
+			if r.Status == s {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// Eventually polls cond every 10ms until it holds, failing the test with
+// describe() after timeout. It is the suite's only way to wait for a state.
+func Eventually(t testing.TB, timeout time.Duration, cond func() bool, describe func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s: %s", timeout, describe())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Logs is a concurrency-safe log sink that tests search for leaked secrets.
+type Logs struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write implements io.Writer.
+func (l *Logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (l *Logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// AssertNoSecrets fails the test if any secret appears in any of the texts.
+func AssertNoSecrets(t testing.TB, secrets []string, texts map[string]string) {
+	t.Helper()
+	for _, s := range secrets {
+		if len(s) < 8 {
+			t.Fatalf("secret %q is too short to search for", s)
+		}
+		for name, text := range texts {
+			if strings.Contains(text, s) {
+				t.Errorf("a secret (%s…) appears in %s", s[:6], name)
+			}
+		}
+	}
+}
+
+// ReadFile returns a file's content or "" (for scanning files that may not exist).
+func ReadFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+// JSON marshals v for assertions and messages.
+func JSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
