@@ -203,8 +203,9 @@ func newTasks(g *globals) *cobra.Command {
 
 // waitRun follows the run's events until it ends.
 func waitRun(ctx context.Context, c *apiclient.Client, id string) (*mesh.TaskRun, error) {
-	var run mesh.TaskRun
 	for {
+		// A fresh value each time: decoding leaves fields the answer omits untouched.
+		var run mesh.TaskRun
 		if _, err := c.Do(ctx, http.MethodGet, "/task-runs/"+url.PathEscape(id), nil, nil, &run); err != nil {
 			return nil, err
 		}

@@ -34,7 +34,7 @@ func newEvents(g *globals) *cobra.Command {
 			for _, t := range types {
 				q.Add("type", t)
 			}
-			return c.StreamEvents(cmd.Context(), q, func(ev apiclient.Event) error {
+			return c.StreamEvents(cmd.Context(), apiclient.PathEvents, q, func(ev apiclient.Event) error {
 				if output == "pretty" {
 					var buf bytes.Buffer
 					if json.Indent(&buf, ev.Data, "", "  ") == nil {

@@ -18,14 +18,23 @@ type Event struct {
 	Data []byte
 }
 
-// StreamEvents follows GET /events with the given filters, calling fn for each
-// event, and reconnects with Last-Event-ID (so nothing is missed or repeated)
-// until ctx ends or fn returns an error.
-func (c *Client) StreamEvents(ctx context.Context, query url.Values, fn func(Event) error) error {
+// Event stream paths.
+const (
+	// PathEvents streams every event the owner may see.
+	PathEvents = "/events"
+	// PathRuntimeEvents streams the calling runtime's own agent's events.
+	PathRuntimeEvents = "/agent-runtimes/runtime/events"
+)
+
+// StreamEvents follows an event stream (PathEvents or PathRuntimeEvents) with
+// the given filters, calling fn for each event, and reconnects with
+// Last-Event-ID (so nothing is missed or repeated) until ctx ends or fn
+// returns an error.
+func (c *Client) StreamEvents(ctx context.Context, path string, query url.Values, fn func(Event) error) error {
 	lastID := ""
 	backoff := 250 * time.Millisecond
 	for {
-		err := c.streamOnce(ctx, query, &lastID, fn)
+		err := c.streamOnce(ctx, path, query, &lastID, fn)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -49,9 +58,9 @@ type fnError struct{ err error }
 
 func (e fnError) Error() string { return e.err.Error() }
 
-func (c *Client) streamOnce(ctx context.Context, query url.Values, lastID *string, fn func(Event) error) error {
+func (c *Client) streamOnce(ctx context.Context, path string, query url.Values, lastID *string, fn func(Event) error) error {
 	u := *c.base
-	u.Path = strings.TrimRight(u.Path, "/") + "/events"
+	u.Path = strings.TrimRight(u.Path, "/") + path
 	u.RawQuery = query.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {

@@ -43,6 +43,9 @@ type Profile struct {
 	PairedAt   time.Time           `json:"paired_at,omitzero"`
 	Platform   adapterapi.Platform `json:"platform,omitzero"`
 	NATS       NATS                `json:"nats,omitzero"`
+	// LeaseMS is how long a claimed run stays the runtime's without renewal;
+	// the runtime renews at a third of it.
+	LeaseMS int64 `json:"lease_ms,omitempty"`
 
 	// extra keeps fields this version does not know, so rewriting a file a
 	// newer runtime wrote does not drop them.

@@ -129,6 +129,28 @@ func (g *Gateway) streamEvents(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
+	g.serveEvents(w, r, f)
+}
+
+// streamRuntimeEvents serves GET /agent-runtimes/runtime/events: the same
+// stream confined to the calling runtime's own agent (cancellations reach an
+// HTTP runtime this way).
+func (g *Gateway) streamRuntimeEvents(w http.ResponseWriter, r *http.Request) {
+	f, err := parseEventFilter(r)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	id := runtimeOf(r)
+	if f.agentID != "" && f.agentID != id.AgentID {
+		g.writeError(w, r, mesh.Errorf(mesh.CodeForbidden, "a runtime may only follow its own agent's events"))
+		return
+	}
+	f.agentID = id.AgentID
+	g.serveEvents(w, r, f)
+}
+
+func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, f *eventFilter) {
 	cfg, err := startPosition(r)
 	if err != nil {
 		g.writeError(w, r, err)

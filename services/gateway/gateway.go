@@ -150,11 +150,14 @@ func (g *Gateway) Handler() http.Handler {
 
 	// Runtimes (seed 001 REST contract; X-Runtime-Token).
 	mux.HandleFunc("POST /agent-runtimes/runtime/attach-via-pairing", g.attach)
+	g.runtime(mux, "POST /agent-runtimes/runtime/hello", g.hello)
 	g.runtime(mux, "POST /agent-runtimes/runtime/heartbeat", g.heartbeat)
 	g.runtime(mux, "POST /agent-runtimes/runtime/revoke", g.revokeSelf)
+	g.runtime(mux, "GET /agent-runtimes/runtime/events", g.streamRuntimeEvents)
 	g.runtime(mux, "POST /agent-accounts/{agentId}/task-runs/pull", g.pull)
 	g.runtime(mux, "POST /task-runs/{taskRunId}/progress", g.progress)
 	g.runtime(mux, "POST /task-runs/{taskRunId}/renew", g.renew)
+	g.runtime(mux, "POST /task-runs/{taskRunId}/release", g.release)
 	g.runtime(mux, "POST /task-runs/{taskRunId}/complete", g.complete)
 	g.runtime(mux, "POST /task-runs/{taskRunId}/fail", g.fail)
 	g.runtime(mux, "POST /task-runs/{taskRunId}/artifacts", g.uploadArtifact)

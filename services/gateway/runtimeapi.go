@@ -28,6 +28,14 @@ func (g *Gateway) attach(w http.ResponseWriter, r *http.Request) {
 	g.reply(w, r, http.StatusOK, res, err)
 }
 
+// hello tells a runtime its agent's instructions and the platform's timings,
+// and confirms its credential without changing anything.
+func (g *Gateway) hello(w http.ResponseWriter, r *http.Request) {
+	id := runtimeOf(r)
+	res, err := g.client.Runtime(id.AgentID, id.RuntimeID).Hello(r.Context())
+	g.reply(w, r, http.StatusOK, res, err)
+}
+
 // heartbeatRequest is seed 001's heartbeat body, plus the runs being worked on.
 type heartbeatRequest struct {
 	AgentID           string   `json:"agent_id"`
@@ -203,4 +211,20 @@ func (g *Gateway) renew(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// release gives back a claimed run the runtime never started (it was
+// shutting down when the claim arrived); the attempt does not count.
+func (g *Gateway) release(w http.ResponseWriter, r *http.Request) {
+	in, ok := g.readReport(w, r)
+	if !ok {
+		return
+	}
+	id := runtimeOf(r)
+	err := g.client.Runtime(id.AgentID, id.RuntimeID).Release(r.Context(), meshapi.ReleaseRequest{TaskRunID: r.PathValue("taskRunId"), Attempt: in.Attempt})
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

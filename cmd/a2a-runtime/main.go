@@ -1,0 +1,82 @@
+// Command a2a-runtime connects an agent on this machine to an A2A Mesh
+// platform: it pairs once with a one-time code, then connects outbound,
+// claims the agent's task runs and hands each to the local adapter.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/a2amesh/a2amesh/internal/connector"
+	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/spf13/cobra"
+)
+
+// Exit codes.
+const (
+	exitError  = 1
+	exitReauth = 3
+)
+
+func main() {
+	err := newRoot().Execute()
+	if err == nil {
+		return
+	}
+	fmt.Fprintln(os.Stderr, "a2a-runtime:", err)
+	if errors.Is(err, connector.ErrReauth) {
+		os.Exit(exitReauth)
+	}
+	os.Exit(exitError)
+}
+
+type globals struct {
+	config   string
+	logLevel string
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "a2a-runtime",
+		Short:         "Connect an agent on this machine to an A2A Mesh platform",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	f := root.PersistentFlags()
+	f.StringVar(&g.config, "config", "", "profile file (default ~/.a2a/runtime.json)")
+	f.StringVar(&g.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	root.AddCommand(newPair(g), newStart(g), newStatus(g), newProfiles(g), newUnpair(g), newService(g), newEvents(g))
+	return root
+}
+
+// home is the user's home directory ($HOME is honoured).
+func home() string {
+	if h := os.Getenv("HOME"); h != "" {
+		return h
+	}
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+func (g *globals) store() *profile.Store {
+	path := g.config
+	if path == "" {
+		path = profile.DefaultPath(home())
+	}
+	return profile.NewStore(path)
+}
+
+// resolve finds the profile to use (seed 000: --profile, then active_profile,
+// then the only one) and explains what to do when there is none.
+func (g *globals) resolve(explicit string) (profile.Profile, error) {
+	p, err := g.store().Resolve(explicit)
+	if errors.Is(err, profile.ErrNoProfiles) {
+		return p, fmt.Errorf("no local A2A connection profile found in %s: generate a pairing code for this agent on the platform and run: a2a-runtime pair <PAIRING_CODE> --api-base <PLATFORM_URL>", g.store().Path())
+	}
+	return p, err
+}
+
+func ledgerDir() string { return filepath.Join(home(), ".a2a", "logs") }

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+
+	"github.com/a2amesh/a2amesh/internal/connector"
+	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/spf13/cobra"
+)
+
+// envPairingCode carries the code when it must not appear in a process listing.
+const envPairingCode = "A2A_PAIRING_CODE"
+
+var executorTypes = []string{"claude_cli", "hermes", "openclaw", "cursor", "codex", "gemini", "custom"}
+
+func newPair(g *globals) *cobra.Command {
+	var req connector.PairRequest
+	cmd := &cobra.Command{
+		Use:   "pair <PAIRING_CODE|->",
+		Short: "Pair this machine with an agent using a one-time pairing code",
+		Long: "Pair this machine with an agent using a one-time pairing code generated on the platform for that agent.\n" +
+			"Use - to read the code from standard input, or set " + envPairingCode + ", to keep it out of process listings.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			code, err := pairingCode(args)
+			if err != nil {
+				return err
+			}
+			if !validExecutor(req.LocalExecutor.Type) {
+				return fmt.Errorf("--local-executor-type must be one of %s", strings.Join(executorTypes, ", "))
+			}
+			if req.DeviceName == "" {
+				req.DeviceName, _ = os.Hostname()
+			}
+			req.Code = code
+			p, err := connector.Pair(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			store := g.store()
+			if err := store.Put(p); err != nil {
+				return err
+			}
+			fmt.Printf("Paired.\n  agent id:      %s\n  runtime id:    %s\n  profile:       %s (active)\n  api base:      %s\n  local adapter: %s\n  profile file:  %s\nStart it with: a2a-runtime start\n",
+				p.AgentID, p.RuntimeID, p.Name(), p.APIBase, p.LocalAgentEndpoint, store.Path())
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.APIBase, "api-base", "http://127.0.0.1:3000", "the platform's API base URL (where the pairing code was generated)")
+	f.StringVar(&req.LocalAgentEndpoint, "local-agent-endpoint", profile.DefaultLocalAgentEndpoint, "the local adapter's run-task URL")
+	f.StringVar(&req.LocalExecutor.Type, "local-executor-type", "custom", "agent host type: "+strings.Join(executorTypes, "|"))
+	f.StringVar(&req.LocalExecutor.Ref, "local-executor-ref", "", "agent host reference name")
+	f.StringVar(&req.LocalExecutor.Workspace, "workspace", "", "agent host workspace directory")
+	f.StringVar(&req.LocalExecutor.Cwd, "cwd", "", "agent host working directory")
+	f.StringVar(&req.LocalExecutor.InstructionFile, "instruction-file", "", "agent host instruction file")
+	f.StringVar(&req.DeviceName, "device-name", "", "name shown on the platform (default: hostname)")
+	return cmd
+}
+
+// pairingCode takes the code from the environment, standard input ("-"), or
+// the argument. A code given as an argument is moved into the environment and
+// the process re-executes itself without it, so it is visible in a process
+// listing for an instant at most.
+func pairingCode(args []string) (string, error) {
+	if code := strings.TrimSpace(os.Getenv(envPairingCode)); code != "" {
+		return code, nil
+	}
+	if len(args) == 0 {
+		return "", fmt.Errorf("give the pairing code as an argument, as - (read from standard input), or in %s", envPairingCode)
+	}
+	if args[0] == "-" {
+		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+		if strings.TrimSpace(line) == "" {
+			return "", fmt.Errorf("no pairing code on standard input: %v", err)
+		}
+		return strings.TrimSpace(line), nil
+	}
+	self, err := os.Executable()
+	if err == nil {
+		argv := make([]string, 0, len(os.Args))
+		for _, a := range os.Args {
+			if a != args[0] {
+				argv = append(argv, a)
+			}
+		}
+		env := append(os.Environ(), envPairingCode+"="+args[0])
+		if _, lookErr := exec.LookPath(self); lookErr == nil || strings.Contains(self, "/") {
+			_ = syscall.Exec(self, argv, env)
+		}
+	}
+	// Re-executing failed: carry on with the argument.
+	return strings.TrimSpace(args[0]), nil
+}
+
+func validExecutor(t string) bool {
+	for _, e := range executorTypes {
+		if t == e {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/adapterclient"
+	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/connector"
+	"github.com/a2amesh/a2amesh/internal/ledger"
+	"github.com/a2amesh/a2amesh/internal/logging"
+	"github.com/spf13/cobra"
+)
+
+func newStart(g *globals) *cobra.Command {
+	var (
+		profileName, apiBase, transport, natsURL string
+		concurrency                              int
+		taskTimeout, drainGrace                  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "Connect to the platform and work on this agent's task runs until stopped",
+		Long: "Connect outbound to the platform and work on this agent's task runs until stopped.\n" +
+			"SIGTERM or Ctrl-C stops claiming and lets running tasks finish (up to --drain-grace); a second Ctrl-C stops at once.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := logging.New(logging.Config{Level: g.logLevel, Component: "runtime"})
+			if err != nil {
+				return err
+			}
+			p, err := g.resolve(profileName)
+			if err != nil {
+				return err
+			}
+			if apiBase != "" {
+				p.APIBase = apiBase
+			}
+			log = log.With().Str("agent_id", p.AgentID).Str("runtime_id", p.RuntimeID).Logger()
+			api, err := apiclient.New(p.APIBase, apiclient.WithRuntimeToken(p.RuntimeToken), apiclient.WithUserAgent("a2a-runtime"))
+			if err != nil {
+				return err
+			}
+			adapter, err := adapterclient.New(p.LocalAgentEndpoint)
+			if err != nil {
+				return err
+			}
+			led, err := ledger.New(ledgerDir(), p.AgentID, p.RuntimeID, ledger.WithSecrets(p.RuntimeToken))
+			if err != nil {
+				return err
+			}
+			defer led.Close()
+
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			tr, hello, err := connector.Dial(ctx, connector.DialConfig{Profile: p, Mode: transport, NATSURL: natsURL, API: api, Logger: log})
+			if err != nil {
+				return reauthHint(err)
+			}
+			defer tr.Close()
+			hctx, hcancel := context.WithTimeout(ctx, 2*time.Second)
+			if h, err := adapter.Health(hctx); err != nil {
+				log.Warn().Err(err).Str("endpoint", adapter.Endpoint()).Msg("local adapter is not answering yet; tasks fail until it does")
+			} else {
+				log.Info().Str("provider", h.Provider).Str("endpoint", adapter.Endpoint()).Msg("local adapter healthy")
+			}
+			hcancel()
+
+			store := g.store()
+			c := connector.New(connector.Config{
+				AgentID: p.AgentID, RuntimeID: p.RuntimeID, Transport: tr, Adapter: adapter,
+				Artifacts: connector.HTTPArtifacts{API: api}, Ledger: led, Platform: p.Platform,
+				Instructions: hello.Instructions, Concurrency: concurrency, TaskTimeout: taskTimeout,
+				DrainGrace:        drainGrace,
+				HeartbeatInterval: time.Duration(max(hello.HeartbeatTimeoutMS, 3000)) * time.Millisecond / 3,
+				RenewInterval:     time.Duration(max(hello.LeaseMS, 1500)) * time.Millisecond / 3,
+				OnHeartbeat: func(at time.Time) {
+					if err := store.RecordHeartbeat(p.Name(), at); err != nil {
+						log.Debug().Err(err).Msg("last heartbeat not recorded in the profile")
+					}
+				},
+				Logger: log,
+			})
+			// A second interrupt during the drain stops at once.
+			go func() {
+				<-ctx.Done()
+				again := make(chan os.Signal, 1)
+				signal.Notify(again, os.Interrupt)
+				<-again
+				log.Warn().Msg("second interrupt: stopping now")
+				c.StopNow()
+			}()
+			log.Info().Str("transport", tr.Name()).Int("concurrency", max(concurrency, 1)).Msg("runtime started")
+			if err := c.Run(ctx); err != nil {
+				return err
+			}
+			log.Info().Msg("runtime stopped")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&profileName, "profile", "", "profile to use (agent_id/runtime_id); default the active one")
+	f.StringVar(&apiBase, "api-base", "", "override the platform API base stored in the profile")
+	f.StringVar(&transport, "transport", connector.ModeAuto, "auto (NATS as advertised, HTTP when it is unreachable), nats or http")
+	f.StringVar(&natsURL, "nats-url", "", "override the NATS URL advertised at pairing (nats:// or ws://)")
+	f.IntVar(&concurrency, "concurrency", 1, "task runs worked on at once")
+	f.DurationVar(&taskTimeout, "task-timeout", 10*time.Minute, "longest one adapter call may take")
+	f.DurationVar(&drainGrace, "drain-grace", 30*time.Second, "on stop, how long running tasks may finish")
+	return cmd
+}
+
+// reauthHint turns a refused credential into plain instructions (seed 001 §4.7).
+func reauthHint(err error) error {
+	if connector.IsAuthError(err) {
+		return fmt.Errorf("%w (%v); generate a new pairing code for this same agent on the platform and run a2a-runtime pair again: do not create a new agent", connector.ErrReauth, err)
+	}
+	return err
+}

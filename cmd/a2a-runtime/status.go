@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/adapterclient"
+	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/connector"
+	"github.com/a2amesh/a2amesh/internal/ledger"
+	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/spf13/cobra"
+)
+
+// statusReport is what `a2a-runtime status` shows. It never holds the token.
+type statusReport struct {
+	Profile       profile.Public `json:"profile"`
+	APIBase       string         `json:"api_base"`
+	Endpoint      string         `json:"local_agent_endpoint"`
+	Executor      string         `json:"local_executor_type"`
+	Platform      string         `json:"platform_connection"`
+	PlatformError string         `json:"platform_error,omitempty"`
+	LastHeartbeat *time.Time     `json:"last_heartbeat_at,omitempty"`
+	Adapter       string         `json:"adapter"`
+	AdapterError  string         `json:"adapter_error,omitempty"`
+	LedgerPath    string         `json:"ledger_path"`
+	LedgerBacklog int            `json:"ledger_backlog"`
+}
+
+func newStatus(g *globals) *cobra.Command {
+	var profileName, apiBase string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the profile in use, the platform connection and the local adapter",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := g.resolve(profileName)
+			if err != nil {
+				return err
+			}
+			if apiBase != "" {
+				p.APIBase = apiBase
+			}
+			r := gatherStatus(cmd.Context(), p)
+			if asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(r)
+			}
+			printStatus(r)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&profileName, "profile", "", "profile to show (agent_id/runtime_id)")
+	cmd.Flags().StringVar(&apiBase, "api-base", "", "override the stored platform API base")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
+	return cmd
+}
+
+func gatherStatus(ctx context.Context, p profile.Profile) statusReport {
+	r := statusReport{
+		Profile: p.Public(), APIBase: p.APIBase, Endpoint: p.LocalAgentEndpoint, Executor: p.LocalExecutor.Type,
+		Platform: "connected", Adapter: "healthy",
+	}
+	if !p.LastHeartbeatAt.IsZero() {
+		t := p.LastHeartbeatAt
+		r.LastHeartbeat = &t
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if api, err := apiclient.New(p.APIBase, apiclient.WithRuntimeToken(p.RuntimeToken)); err != nil {
+		r.Platform, r.PlatformError = "misconfigured", err.Error()
+	} else if _, err := connector.HTTPHello(ctx, api); err != nil {
+		r.Platform, r.PlatformError = "unreachable", err.Error()
+		if connector.IsAuthError(err) {
+			r.Platform = "credential refused: pair the same agent again"
+		}
+	}
+	if a, err := adapterclient.New(p.LocalAgentEndpoint); err != nil {
+		r.Adapter, r.AdapterError = "misconfigured", err.Error()
+	} else if h, err := a.Health(ctx); err != nil {
+		r.Adapter, r.AdapterError = "unreachable", err.Error()
+	} else if h.Busy {
+		r.Adapter = "healthy (busy)"
+	}
+	if led, err := ledger.New(ledgerDir(), p.AgentID, p.RuntimeID); err == nil {
+		r.LedgerPath = led.Path()
+		r.LedgerBacklog, _ = led.Backlog()
+		_ = led.Close()
+	}
+	return r
+}
+
+func printStatus(r statusReport) {
+	fmt.Printf("profile:         %s\n", r.Profile.Name)
+	fmt.Printf("agent id:        %s\n", r.Profile.AgentID)
+	fmt.Printf("runtime id:      %s\n", r.Profile.RuntimeID)
+	fmt.Printf("api base:        %s\n", r.APIBase)
+	fmt.Printf("platform:        %s\n", withDetail(r.Platform, r.PlatformError))
+	if r.LastHeartbeat != nil {
+		fmt.Printf("last heartbeat:  %s (%s ago)\n", r.LastHeartbeat.Local().Format(time.RFC3339), time.Since(*r.LastHeartbeat).Round(time.Second))
+	} else {
+		fmt.Printf("last heartbeat:  never\n")
+	}
+	fmt.Printf("local executor:  %s\n", r.Executor)
+	fmt.Printf("local adapter:   %s at %s\n", withDetail(r.Adapter, r.AdapterError), r.Endpoint)
+	fmt.Printf("ledger:          %s (%d reports waiting to be re-sent)\n", r.LedgerPath, r.LedgerBacklog)
+}
+
+func withDetail(state, detail string) string {
+	if detail == "" {
+		return state
+	}
+	return state + " (" + detail + ")"
+}

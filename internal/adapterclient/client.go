@@ -1,0 +1,196 @@
+// Package adapterclient is the runtime's side of the local HTTP adapter
+// contract (seed 000): it posts a task to the adapter, follows progress when
+// the adapter streams it, and turns every way the call can go wrong into a
+// Failure with a distinct code, so the run is failed with a clear reason.
+package adapterclient
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/adapterapi"
+)
+
+// Failure codes the runtime reports when the adapter call itself fails.
+const (
+	CodeUnreachable     = "ADAPTER_UNREACHABLE"
+	CodeConnectionLost  = "ADAPTER_CONNECTION_LOST"
+	CodeTimeout         = "ADAPTER_TIMEOUT"
+	CodeHTTPStatus      = "ADAPTER_HTTP_ERROR"
+	CodeInvalidJSON     = "ADAPTER_INVALID_JSON"
+	CodeInvalidResponse = "ADAPTER_INVALID_RESPONSE"
+	CodeCanceled        = "ADAPTER_CANCELED"
+)
+
+// maxReplyBytes bounds an adapter reply: it may carry artifact contents.
+const maxReplyBytes = 64 << 20
+
+// Failure is an adapter call that did not produce a reply.
+type Failure struct {
+	Code    string
+	Message string
+}
+
+func (f *Failure) Error() string { return f.Code + ": " + f.Message }
+
+// Client calls one local adapter.
+type Client struct {
+	endpoint string
+	http     *http.Client
+}
+
+// New returns a client for the adapter's run-task endpoint.
+func New(endpoint string) (*Client, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("local agent endpoint %q must be an http URL like %s", endpoint, adapterapi.DefaultEndpoint)
+	}
+	transport := &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: 0, // a task may take minutes before its first byte
+	}
+	return &Client{endpoint: endpoint, http: &http.Client{Transport: transport}}, nil
+}
+
+// Endpoint returns the run-task URL.
+func (c *Client) Endpoint() string { return c.endpoint }
+
+// Run posts a task and returns the classified reply. onProgress receives the
+// progress lines of a streaming adapter as they arrive. ctx ending aborts the
+// request, which tells the adapter to stop the host process.
+func (c *Client) Run(ctx context.Context, req *adapterapi.RunTaskRequest, onProgress func(adapterapi.StreamLine)) (*adapterapi.Reply, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encode run-task request: %w", err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", adapterapi.MediaNDJSON+", application/json")
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		return nil, c.transportFailure(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
+		return nil, &Failure{Code: CodeHTTPStatus, Message: fmt.Sprintf("local adapter answered HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(snippet)))}
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), adapterapi.MediaNDJSON) {
+		return c.readStream(ctx, resp.Body, onProgress)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes+1))
+	if err != nil {
+		return nil, c.transportFailure(ctx, err)
+	}
+	if len(data) > maxReplyBytes {
+		return nil, &Failure{Code: CodeInvalidResponse, Message: fmt.Sprintf("local adapter reply is larger than %d bytes", maxReplyBytes)}
+	}
+	return parse(data)
+}
+
+// readStream reads progress lines and the final result line.
+func (c *Client) readStream(ctx context.Context, body io.Reader, onProgress func(adapterapi.StreamLine)) (*adapterapi.Reply, error) {
+	sc := bufio.NewScanner(io.LimitReader(body, maxReplyBytes))
+	sc.Buffer(make([]byte, 64<<10), maxReplyBytes)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var sl adapterapi.StreamLine
+		if err := json.Unmarshal(line, &sl); err != nil {
+			return nil, &Failure{Code: CodeInvalidJSON, Message: "local adapter sent a stream line that is not JSON"}
+		}
+		switch sl.Type {
+		case adapterapi.LineProgress:
+			if onProgress != nil {
+				onProgress(sl)
+			}
+		case adapterapi.LineResult:
+			return parse(sl.Result)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, c.transportFailure(ctx, err)
+	}
+	if ctx.Err() != nil {
+		return nil, c.transportFailure(ctx, ctx.Err())
+	}
+	return nil, &Failure{Code: CodeConnectionLost, Message: "local adapter ended its stream without a result"}
+}
+
+func parse(data []byte) (*adapterapi.Reply, error) {
+	reply, err := adapterapi.ParseReply(data)
+	switch {
+	case errors.Is(err, adapterapi.ErrNotJSON):
+		return nil, &Failure{Code: CodeInvalidJSON, Message: "local adapter reply is not JSON"}
+	case errors.Is(err, adapterapi.ErrNotObject):
+		return nil, &Failure{Code: CodeInvalidResponse, Message: "local adapter reply is not a JSON object"}
+	case err != nil:
+		return nil, &Failure{Code: CodeInvalidResponse, Message: err.Error()}
+	}
+	return reply, nil
+}
+
+// transportFailure names what went wrong with the connection itself.
+func (c *Client) transportFailure(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &Failure{Code: CodeTimeout, Message: "local adapter did not answer before the task timeout"}
+	case ctx.Err() != nil:
+		return &Failure{Code: CodeCanceled, Message: "the adapter request was aborted"}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return &Failure{Code: CodeUnreachable, Message: fmt.Sprintf("cannot reach the local adapter at %s (connection refused): is a2a-adapter running?", c.endpoint)}
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return &Failure{Code: CodeConnectionLost, Message: "the local adapter closed the connection before answering (did it crash?)"}
+	}
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	if errors.As(err, &dnsErr) || (errors.As(err, &opErr) && opErr.Op == "dial") {
+		return &Failure{Code: CodeUnreachable, Message: fmt.Sprintf("cannot reach the local adapter at %s: %v", c.endpoint, err)}
+	}
+	return &Failure{Code: CodeConnectionLost, Message: fmt.Sprintf("local adapter connection failed: %v", err)}
+}
+
+// Health asks the adapter's GET /health (next to the run-task path).
+func (c *Client) Health(ctx context.Context) (*adapterapi.Health, error) {
+	u, _ := url.Parse(c.endpoint)
+	u.Path = strings.TrimSuffix(u.Path, "/run-task") + "/health"
+	if !strings.HasPrefix(u.Path, "/") {
+		u.Path = "/" + u.Path
+	}
+	u.RawQuery = ""
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, c.transportFailure(ctx, err)
+	}
+	defer resp.Body.Close()
+	var h adapterapi.Health
+	if resp.StatusCode != http.StatusOK {
+		return nil, &Failure{Code: CodeHTTPStatus, Message: fmt.Sprintf("GET %s answered HTTP %d", u, resp.StatusCode)}
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&h); err != nil {
+		return nil, &Failure{Code: CodeInvalidJSON, Message: "health answer is not JSON"}
+	}
+	return &h, nil
+}

@@ -1,0 +1,278 @@
+// Package connector is the runtime's engine (seed 001 §2.3): it keeps the
+// runtime online with heartbeats, claims its agent's task runs over a
+// Transport, hands each to the local adapter, renews leases while the adapter
+// works, reports progress and the result, and never loses a result: a report
+// the platform cannot take goes to the ledger's outbox and is re-sent later.
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/adapterclient"
+	"github.com/a2amesh/a2amesh/internal/ledger"
+	"github.com/rs/zerolog"
+)
+
+// Config configures a Connector. Zero values take the documented defaults.
+type Config struct {
+	AgentID   string
+	RuntimeID string
+	Transport Transport
+	Adapter   *adapterclient.Client
+	// Artifacts materialises artifact write requests with the runtime's credential.
+	Artifacts ArtifactWriter
+	Ledger    *ledger.Ledger
+	// Platform is passed to the adapter in every task (seed 000).
+	Platform adapterapi.Platform
+	// Instructions are the agent's business instructions, passed to the adapter.
+	Instructions string
+	// Concurrency is how many runs are worked on at once. Default 1 (an
+	// adapter runs one task at a time, seed 001 §2.5).
+	Concurrency int
+	// TaskTimeout bounds one adapter call. Default 10 minutes.
+	TaskTimeout time.Duration
+	// DrainGrace is how long a stopping runtime lets running tasks finish
+	// before failing them. Default 30s.
+	DrainGrace time.Duration
+	// HeartbeatInterval defaults to a third of the heartbeat timeout (120s).
+	HeartbeatInterval time.Duration
+	// RenewInterval defaults to a third of the lease (60s).
+	RenewInterval time.Duration
+	// OnHeartbeat is called after each accepted heartbeat (to record it in the profile).
+	OnHeartbeat func(at time.Time)
+	Logger      zerolog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.Concurrency <= 0 {
+		c.Concurrency = 1
+	}
+	if c.TaskTimeout == 0 {
+		c.TaskTimeout = 10 * time.Minute
+	}
+	if c.DrainGrace == 0 {
+		c.DrainGrace = 30 * time.Second
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = 40 * time.Second
+	}
+	if c.RenewInterval == 0 {
+		c.RenewInterval = 20 * time.Second
+	}
+}
+
+// ErrReauth is returned by Run when the platform refused the runtime's
+// credential: the same agent must be paired again (seed 001 §4.7).
+var ErrReauth = errors.New("the platform refused this runtime's credential")
+
+// Connector runs one runtime.
+type Connector struct {
+	cfg Config
+	log zerolog.Logger
+
+	mu      sync.Mutex
+	running map[string]*task
+
+	execCtx    context.Context
+	execCancel context.CancelFunc
+	fatalOnce  sync.Once
+	fatalErr   error
+	fatal      chan struct{}
+	outboxKick chan struct{}
+	stopNow    chan struct{}
+	stopOnce   sync.Once
+}
+
+// task is a run being worked on.
+type task struct {
+	id      string
+	attempt int
+	cancel  context.CancelCauseFunc
+}
+
+// Cancellation causes, which decide whether the run is still reported.
+var (
+	errCanceledOnPlatform = errors.New("the task run was canceled on the platform")
+	errLeaseLost          = errors.New("the platform no longer assigns this task run to this runtime")
+	errShutdown           = errors.New("the runtime stopped before the task finished")
+	errReauth             = errors.New("the runtime's credential was refused")
+)
+
+// New returns a connector.
+func New(cfg Config) *Connector {
+	cfg.defaults()
+	return &Connector{
+		cfg: cfg, log: cfg.Logger, running: map[string]*task{},
+		fatal: make(chan struct{}), outboxKick: make(chan struct{}, 1), stopNow: make(chan struct{}),
+	}
+}
+
+// StopNow ends a drain at once: running tasks are aborted and failed.
+func (c *Connector) StopNow() { c.stopOnce.Do(func() { close(c.stopNow) }) }
+
+// Run works until ctx ends (then drains) or the credential is refused
+// (then returns an error wrapping ErrReauth).
+func (c *Connector) Run(ctx context.Context) error {
+	c.execCtx, c.execCancel = context.WithCancel(context.WithoutCancel(ctx))
+	defer c.execCancel()
+	c.record(ledger.Entry{Event: ledger.EventRuntimeStarted, Message: "transport " + c.cfg.Transport.Name()})
+	defer c.record(ledger.Entry{Event: ledger.EventRuntimeStopped})
+
+	if err := c.heartbeat(ctx); err != nil && IsAuthError(err) {
+		c.fail(err)
+	}
+	claimCtx, stopClaiming := context.WithCancel(ctx)
+	defer stopClaiming()
+	var loops, workers sync.WaitGroup
+	// The loops keep running while tasks drain: leases stay renewed and
+	// cancellations still arrive until the last task has ended.
+	for _, loop := range []func(context.Context){c.heartbeatLoop, c.renewLoop, c.cancelLoop, c.outboxLoop} {
+		loops.Add(1)
+		go func() { defer loops.Done(); loop(c.execCtx) }()
+	}
+	for i := 0; i < c.cfg.Concurrency; i++ {
+		workers.Add(1)
+		go func() { defer workers.Done(); c.work(claimCtx) }()
+	}
+	select {
+	case <-ctx.Done():
+		c.log.Info().Msg("stopping: no new task runs are claimed; running ones may finish")
+	case <-c.fatal:
+	}
+	stopClaiming()
+	c.drain(&workers)
+	c.execCancel()
+	loops.Wait()
+	if c.fatalErr != nil {
+		return c.fatalErr
+	}
+	return nil
+}
+
+// drain waits for running tasks up to the grace period (or StopNow), then
+// aborts what is left; aborted runs are failed with the reason.
+func (c *Connector) drain(workers *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() { workers.Wait(); close(done) }()
+	if n := c.runningCount(); n > 0 && c.fatalErr == nil {
+		c.log.Info().Int("running", n).Dur("grace", c.cfg.DrainGrace).Msg("waiting for running tasks")
+	}
+	timer := time.NewTimer(c.cfg.DrainGrace)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return
+	case <-timer.C:
+	case <-c.stopNow:
+	case <-c.fatal:
+	}
+	cause := errShutdown
+	if c.fatalErr != nil {
+		cause = errReauth
+	}
+	c.mu.Lock()
+	for _, t := range c.running {
+		t.cancel(cause)
+	}
+	c.mu.Unlock()
+	<-done
+}
+
+// fail records a refused credential and stops the runtime.
+func (c *Connector) fail(err error) {
+	c.fatalOnce.Do(func() {
+		c.fatalErr = fmt.Errorf("%w (%v); generate a new pairing code for this same agent on the platform and run a2a-runtime pair again: do not create a new agent", ErrReauth, err)
+		c.record(ledger.Entry{Event: ledger.EventAuthRejected, Message: err.Error()})
+		close(c.fatal)
+	})
+}
+
+func (c *Connector) work(ctx context.Context) {
+	backoff := 500 * time.Millisecond
+	for ctx.Err() == nil {
+		run, err := c.cfg.Transport.Next(ctx)
+		switch {
+		case err != nil && IsAuthError(err):
+			c.fail(err)
+			return
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			c.log.Warn().Err(err).Dur("retry_in", backoff).Msg("cannot claim work; retrying")
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(bus.Jitter(backoff, 0.2)):
+			}
+			backoff = min(backoff*2, 15*time.Second)
+			continue
+		case run == nil:
+			continue
+		}
+		backoff = 500 * time.Millisecond
+		if ctx.Err() != nil {
+			// Claimed while stopping: give it back rather than start it.
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = c.cfg.Transport.Release(rctx, run)
+			cancel()
+			return
+		}
+		c.execute(run)
+	}
+}
+
+func (c *Connector) track(t *task) {
+	c.mu.Lock()
+	c.running[t.id] = t
+	c.mu.Unlock()
+}
+
+func (c *Connector) untrack(id string) {
+	c.mu.Lock()
+	delete(c.running, id)
+	c.mu.Unlock()
+}
+
+func (c *Connector) runningIDs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]string, 0, len(c.running))
+	for id := range c.running {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func (c *Connector) runningCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.running)
+}
+
+func (c *Connector) cancelRun(id string, cause error) bool {
+	c.mu.Lock()
+	t, ok := c.running[id]
+	c.mu.Unlock()
+	if ok {
+		t.cancel(cause)
+	}
+	return ok
+}
+
+// record appends to the ledger; a ledger that cannot be written is logged,
+// never fatal for the task.
+func (c *Connector) record(e ledger.Entry) {
+	if c.cfg.Ledger == nil {
+		return
+	}
+	if err := c.cfg.Ledger.Append(e); err != nil {
+		c.log.Warn().Err(err).Str("event", string(e.Event)).Msg("ledger entry not written")
+	}
+}

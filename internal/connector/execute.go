@@ -1,0 +1,212 @@
+package connector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/adapterclient"
+	"github.com/a2amesh/a2amesh/internal/ledger"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// Failure codes the runtime itself reports.
+const (
+	CodeArtifactWriteFailed = "ARTIFACT_WRITE_FAILED"
+	CodeRuntimeShutdown     = "RUNTIME_SHUTDOWN"
+	CodeAdapterFailure      = "ADAPTER_REPORTED_FAILURE"
+)
+
+// execute works on one claimed run from dispatch to report.
+func (c *Connector) execute(run *mesh.TaskRun) {
+	ctx, cancel := context.WithCancelCause(c.execCtx)
+	defer cancel(nil)
+	t := &task{id: run.ID, attempt: run.Attempt, cancel: cancel}
+	c.track(t)
+	defer c.untrack(run.ID)
+	log := c.log.With().Str("task_run_id", run.ID).Int("attempt", run.Attempt).Logger()
+	c.record(ledger.Entry{Event: ledger.EventTaskPulled, TaskRunID: run.ID, Attempt: run.Attempt, Status: string(run.Status)})
+
+	progress := newProgressSender(c, run)
+	progress.send("dispatched to the local agent", nil)
+	c.record(ledger.Entry{Event: ledger.EventTaskStarted, TaskRunID: run.ID, Attempt: run.Attempt})
+	log.Info().Msg("task started")
+
+	tctx, tcancel := context.WithTimeout(ctx, c.cfg.TaskTimeout)
+	defer tcancel()
+	reply, err := c.cfg.Adapter.Run(tctx, c.request(run), func(l adapterapi.StreamLine) {
+		progress.send(l.Message, l.Percent)
+	})
+	progress.close()
+
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		c.stopped(run, cause)
+		return
+	}
+	var failure *adapterclient.Failure
+	switch {
+	case errors.As(err, &failure):
+		c.failRun(run, failure.Code, failure.Message)
+	case err != nil:
+		c.failRun(run, adapterclient.CodeConnectionLost, err.Error())
+	case reply.Kind == adapterapi.KindFailure:
+		c.failRun(run, CodeAdapterFailure, reply.Error)
+	default:
+		c.completeRun(ctx, run, reply.Output)
+	}
+}
+
+// request builds seed 000's run-task body. It never carries the runtime
+// token or the platform's API base.
+func (c *Connector) request(run *mesh.TaskRun) *adapterapi.RunTaskRequest {
+	input := run.Input
+	if len(input) == 0 {
+		input = json.RawMessage(`{}`)
+	}
+	return &adapterapi.RunTaskRequest{
+		TaskRunID:        run.ID,
+		ConversationID:   run.ConversationID,
+		WorkspaceID:      run.WorkspaceID,
+		TaskType:         run.TaskType,
+		Input:            input,
+		InitiatorAgentID: run.InitiatorAgentID,
+		TargetAgentID:    run.TargetAgentID,
+		Platform:         c.cfg.Platform,
+		Instructions:     c.cfg.Instructions,
+	}
+}
+
+// stopped handles a run whose work was cut short. Canceled and reassigned
+// runs are not reported (the platform already ended them); a run cut short by
+// the runtime stopping is failed with the reason.
+func (c *Connector) stopped(run *mesh.TaskRun, cause error) {
+	switch {
+	case errors.Is(cause, errShutdown):
+		c.failRun(run, CodeRuntimeShutdown, cause.Error())
+	case errors.Is(cause, errReauth):
+		c.record(ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: run.ID, Attempt: run.Attempt, ErrorCode: "RUNTIME_UNAUTHORIZED", Message: cause.Error()})
+	default:
+		c.record(ledger.Entry{Event: ledger.EventTaskCanceled, TaskRunID: run.ID, Attempt: run.Attempt, Message: cause.Error()})
+		c.log.Info().Str("task_run_id", run.ID).Str("reason", cause.Error()).Msg("task stopped")
+	}
+}
+
+func (c *Connector) failRun(run *mesh.TaskRun, code, message string) {
+	out, _ := json.Marshal(map[string]any{"error": message, "code": code})
+	c.record(ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: run.ID, Attempt: run.Attempt, ErrorCode: code, Message: message})
+	c.log.Info().Str("task_run_id", run.ID).Str("code", code).Msg("task failed")
+	c.deliver(ledger.ReportFail, run, meshapi.FailRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out})
+}
+
+func (c *Connector) completeRun(ctx context.Context, run *mesh.TaskRun, output map[string]any) {
+	writes, err := adapterapi.ArtifactWrites(output)
+	if err != nil {
+		c.failRun(run, CodeArtifactWriteFailed, err.Error())
+		return
+	}
+	refs := make([]map[string]any, 0, len(writes))
+	for i, w := range writes {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		ref, err := c.cfg.Artifacts.Write(actx, run.ID, run.Attempt, w)
+		cancel()
+		if err != nil {
+			// Seed 000 step 6: any failed write fails the run; it is not completed.
+			c.failRun(run, CodeArtifactWriteFailed, "artifact "+describe(w, i)+" could not be stored: "+err.Error())
+			return
+		}
+		c.record(ledger.Entry{Event: ledger.EventArtifactWritten, TaskRunID: run.ID, Attempt: run.Attempt, Message: w.Filename})
+		refs = append(refs, ref)
+	}
+	out, err := json.Marshal(cleanOutput(output, refs))
+	if err != nil {
+		c.failRun(run, adapterclient.CodeInvalidResponse, "output cannot be encoded: "+err.Error())
+		return
+	}
+	c.record(ledger.Entry{Event: ledger.EventTaskCompleted, TaskRunID: run.ID, Attempt: run.Attempt})
+	c.log.Info().Str("task_run_id", run.ID).Int("artifacts", len(refs)).Msg("task completed")
+	c.deliver(ledger.ReportComplete, run, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out})
+}
+
+func describe(w adapterapi.ArtifactWrite, i int) string {
+	if w.Filename != "" {
+		return w.Filename
+	}
+	return "#" + strconv.Itoa(i+1)
+}
+
+// cleanOutput applies seed 000 steps 3-4: the artifact write requests and
+// every content_text leave the output, and artifact_ref parts are appended to
+// output.parts.
+func cleanOutput(output map[string]any, refs []map[string]any) map[string]any {
+	delete(output, "artifacts")
+	delete(output, "artifact_writes")
+	stripContentText(output)
+	if len(refs) > 0 {
+		parts, _ := output["parts"].([]any)
+		for _, r := range refs {
+			parts = append(parts, r)
+		}
+		output["parts"] = parts
+	}
+	return output
+}
+
+func stripContentText(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		delete(x, "content_text")
+		for _, child := range x {
+			stripContentText(child)
+		}
+	case []any:
+		for _, child := range x {
+			stripContentText(child)
+		}
+	}
+}
+
+// progressSender reports progress in order without holding up the task: a
+// slow platform drops progress (it is non-fatal, seed 001 §4.4), never the task.
+type progressSender struct {
+	c    *Connector
+	run  *mesh.TaskRun
+	ch   chan meshapi.ProgressRequest
+	done chan struct{}
+}
+
+func newProgressSender(c *Connector, run *mesh.TaskRun) *progressSender {
+	p := &progressSender{c: c, run: run, ch: make(chan meshapi.ProgressRequest, 32), done: make(chan struct{})}
+	go p.loop()
+	return p
+}
+
+func (p *progressSender) send(message string, percent *float64) {
+	select {
+	case p.ch <- meshapi.ProgressRequest{TaskRunID: p.run.ID, Attempt: p.run.Attempt, Message: message, Percent: percent}:
+	default:
+	}
+}
+
+func (p *progressSender) loop() {
+	defer close(p.done)
+	for req := range p.ch {
+		ctx, cancel := context.WithTimeout(p.c.execCtx, 5*time.Second)
+		if err := p.c.cfg.Transport.Progress(ctx, req); err != nil {
+			p.c.log.Debug().Err(err).Str("task_run_id", req.TaskRunID).Msg("progress not reported")
+		}
+		cancel()
+	}
+}
+
+// close waits until queued progress is sent, so it precedes the result.
+func (p *progressSender) close() {
+	close(p.ch)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+	}
+}

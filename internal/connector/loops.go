@@ -1,0 +1,95 @@
+package connector
+
+import (
+	"context"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/ledger"
+)
+
+// heartbeat sends one heartbeat with the runs being worked on.
+func (c *Connector) heartbeat(ctx context.Context) error {
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := c.cfg.Transport.Heartbeat(hctx, c.runningIDs())
+	if err == nil && c.cfg.OnHeartbeat != nil {
+		c.cfg.OnHeartbeat(time.Now().UTC())
+	}
+	return err
+}
+
+func (c *Connector) heartbeatLoop(ctx context.Context) {
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(bus.Jitter(c.cfg.HeartbeatInterval, 0.1)):
+		}
+		err := c.heartbeat(ctx)
+		switch {
+		case err == nil:
+			if failing {
+				c.log.Info().Msg("platform reachable again; heartbeats resumed")
+			}
+			failing = false
+		case IsAuthError(err):
+			c.fail(err)
+			return
+		case ctx.Err() != nil:
+			return
+		default:
+			if !failing {
+				c.log.Warn().Err(err).Msg("heartbeat failed; retrying")
+				c.record(ledger.Entry{Event: ledger.EventHeartbeatFailed, Message: err.Error()})
+			}
+			failing = true
+		}
+	}
+}
+
+// renewLoop keeps the leases of running runs and stops work on runs the
+// platform no longer assigns to this runtime.
+func (c *Connector) renewLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(bus.Jitter(c.cfg.RenewInterval, 0.1)):
+		}
+		ids := c.runningIDs()
+		if len(ids) == 0 {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		lost, err := c.cfg.Transport.Renew(rctx, ids)
+		cancel()
+		if err != nil {
+			if IsAuthError(err) {
+				c.fail(err)
+				return
+			}
+			c.log.Warn().Err(err).Msg("lease renewal failed; retrying")
+		}
+		for _, id := range lost {
+			if c.cancelRun(id, errLeaseLost) {
+				c.log.Warn().Str("task_run_id", id).Msg("task run no longer assigned to this runtime; stopping it")
+			}
+		}
+	}
+}
+
+// cancelLoop aborts runs canceled on the platform.
+func (c *Connector) cancelLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-c.cfg.Transport.Canceled():
+			if c.cancelRun(id, errCanceledOnPlatform) {
+				c.log.Info().Str("task_run_id", id).Msg("task run canceled on the platform; stopping it")
+			}
+		}
+	}
+}

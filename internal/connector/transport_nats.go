@@ -1,0 +1,192 @@
+package connector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// NATSConfig configures the NATS transport.
+type NATSConfig struct {
+	// URL is the nats:// or ws:// URL the platform advertised.
+	URL       string
+	Token     string
+	AgentID   string
+	RuntimeID string
+	// InboxPrefix is the runtime's private reply inbox (its NATS permissions
+	// allow no other).
+	InboxPrefix string
+	// ClaimWait is how long one fetch waits for a pending run. Default 25s.
+	ClaimWait time.Duration
+	// ConnectTimeout bounds the first connection. Default 5s.
+	ConnectTimeout time.Duration
+	Logger         zerolog.Logger
+}
+
+type natsTransport struct {
+	cfg      NATSConfig
+	conn     *bus.Conn
+	rc       *meshapi.RuntimeClient
+	consumer jetstream.Consumer
+	canceled chan string
+	sub      *nats.Subscription
+	hello    *meshapi.HelloResponse
+}
+
+// DialNATS connects to the platform's NATS with the runtime credential and
+// binds to the agent's queue consumer. The NATS server admits the connection
+// only with a valid credential and confines it to this agent's subjects.
+func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloResponse, error) {
+	if cfg.ClaimWait == 0 {
+		cfg.ClaimWait = 25 * time.Second
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 5 * time.Second
+	}
+	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+	conn, err := bus.Connect(cctx, bus.ConnConfig{
+		URL: cfg.URL, Token: cfg.Token, InboxPrefix: cfg.InboxPrefix,
+		Name: "a2a-runtime " + cfg.RuntimeID, MaxReconnectWait: 5 * time.Second, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to %s: %w", cfg.URL, err)
+	}
+	t := &natsTransport{cfg: cfg, conn: conn, canceled: make(chan string, 64)}
+	t.rc = meshapi.NewClient(conn.NC).Runtime(cfg.AgentID, cfg.RuntimeID)
+	if t.hello, err = t.rc.Hello(cctx); err != nil {
+		conn.NC.Close()
+		return nil, nil, err
+	}
+	if t.consumer, err = conn.JS.Consumer(cctx, t.hello.Stream, t.hello.Consumer); err != nil {
+		conn.NC.Close()
+		return nil, nil, fmt.Errorf("bind queue consumer: %w", err)
+	}
+	// Cancellations are task_run events of this agent; the subscription is
+	// core NATS, so it costs nothing while idle.
+	t.sub, err = conn.NC.Subscribe(bus.EventFilter(cfg.AgentID, string(mesh.KindTaskRun), ""), t.onRunEvent)
+	if err != nil {
+		conn.NC.Close()
+		return nil, nil, fmt.Errorf("subscribe to cancellations: %w", err)
+	}
+	return t, t.hello, nil
+}
+
+func (t *natsTransport) Name() string { return "nats" }
+
+func (t *natsTransport) onRunEvent(msg *nats.Msg) {
+	if msg.Header.Get("ce-type") != mesh.EventTaskRunCanceled {
+		return
+	}
+	_, _, id, ok := bus.ParseEventSubject(msg.Subject)
+	if !ok {
+		return
+	}
+	select {
+	case t.canceled <- id:
+	default:
+		// A full channel only delays a cancellation until the next renewal
+		// reports the run lost.
+	}
+}
+
+func (t *natsTransport) Canceled() <-chan string { return t.canceled }
+
+func (t *natsTransport) Heartbeat(ctx context.Context, running []string) error {
+	_, err := t.rc.Heartbeat(ctx, meshapi.HeartbeatRequest{RunningTaskRunIDs: running})
+	return err
+}
+
+func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
+	wctx, cancel := context.WithTimeout(ctx, t.cfg.ClaimWait)
+	defer cancel()
+	batch, err := t.consumer.Fetch(1, jetstream.FetchContext(wctx))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("fetch from queue: %w", err)
+	}
+	for msg := range batch.Messages() {
+		run, err := t.claim(ctx, msg)
+		if err != nil || run != nil {
+			return run, err
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+		return nil, fmt.Errorf("fetch from queue: %w", err)
+	}
+	return nil, nil
+}
+
+// claim turns a queue message into a claimed run and settles the message.
+func (t *natsTransport) claim(ctx context.Context, msg jetstream.Msg) (*mesh.TaskRun, error) {
+	var qm meshapi.QueueMessage
+	if err := json.Unmarshal(msg.Data(), &qm); err != nil {
+		_ = msg.Term()
+		return nil, nil
+	}
+	// The claim must not be abandoned half-way by a drain: a claimed run is
+	// then released properly by the caller.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	run, err := t.rc.Claim(cctx, meshapi.ClaimRequest{TaskRunID: qm.TaskRunID, Attempt: qm.Attempt})
+	var e *mesh.Error
+	switch {
+	case err == nil:
+		_ = msg.DoubleAck(cctx)
+		return run, nil
+	case errors.As(err, &e) && (e.Code == mesh.CodeInvalidTransition || e.Code == mesh.CodeStaleAttempt || e.Code == mesh.CodeNotFound):
+		_ = msg.Term()
+		return nil, nil
+	default:
+		_ = msg.Nak()
+		return nil, err
+	}
+}
+
+func (t *natsTransport) Release(ctx context.Context, run *mesh.TaskRun) error {
+	return t.rc.Release(ctx, meshapi.ReleaseRequest{TaskRunID: run.ID, Attempt: run.Attempt})
+}
+
+func (t *natsTransport) Renew(ctx context.Context, ids []string) ([]string, error) {
+	res, err := t.rc.Renew(ctx, meshapi.RenewRequest{TaskRunIDs: ids})
+	if err != nil {
+		return nil, err
+	}
+	return res.Lost, nil
+}
+
+func (t *natsTransport) Progress(ctx context.Context, req meshapi.ProgressRequest) error {
+	_, err := t.rc.Progress(ctx, req)
+	return err
+}
+
+func (t *natsTransport) Complete(ctx context.Context, req meshapi.CompleteRequest) error {
+	_, err := t.rc.Complete(ctx, req)
+	return err
+}
+
+func (t *natsTransport) Fail(ctx context.Context, req meshapi.FailRequest) error {
+	_, err := t.rc.Fail(ctx, req)
+	return err
+}
+
+func (t *natsTransport) Close() {
+	if t.sub != nil {
+		_ = t.sub.Unsubscribe()
+	}
+	t.conn.Drain(2 * time.Second)
+}
