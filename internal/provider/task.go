@@ -1,0 +1,195 @@
+package provider
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/a2amesh/a2amesh/internal/adapterapi"
+)
+
+// Names inside a conversation directory. They start with a dot so that a
+// host listing its working directory sees them as housekeeping.
+const (
+	runsDirName          = ".a2a-runs"
+	outputsDirName       = "outputs"
+	taskFileName         = "task.json"
+	instructionsFileName = "instructions.md"
+)
+
+// maxEnvValue bounds what is passed through an environment variable. Linux
+// refuses to start a process with any single environment string over 128 KiB,
+// so larger values travel only in files (A2A_TASK_FILE, A2A_INSTRUCTIONS_FILE).
+const maxEnvValue = 64 << 10
+
+// Task is one run-task request prepared for a provider.
+type Task struct {
+	// Request is the decoded request.
+	Request adapterapi.RunTaskRequest
+	// RawRequest is the request body as received, so that fields this adapter
+	// does not know yet still reach hosts that read the whole request.
+	RawRequest []byte
+	// Text is input.text, decoded once for providers on the hot path.
+	Text string
+	// Instructions are the instruction file's text followed by the request's
+	// instructions, separated by a blank line; empty when there are none.
+	Instructions string
+	// Workdir is the conversation's own directory. It outlives the task run
+	// so a host can keep context within a conversation, and it is never
+	// shared between conversations (seed 001 §10: the conversation is the
+	// context boundary).
+	Workdir string
+	// RunDir holds the files of this task run only; PrepareDirs empties it
+	// and RemoveRunDir deletes it.
+	RunDir string
+	// OutputDir is where the host writes deliverables; every file in it
+	// becomes an artifact write request. It is inside RunDir.
+	OutputDir string
+}
+
+// NewTask prepares req for a provider. It only names the task's directories
+// under root and creates nothing, so providers that need no files pay
+// nothing. raw is the request body as received; instructions is the
+// adapter's instruction file text.
+func NewTask(req adapterapi.RunTaskRequest, raw []byte, root, instructions string) *Task {
+	conv := conversationDirName(req.ConversationID, req.TaskRunID)
+	workdir := filepath.Join(root, conv)
+	runDir := filepath.Join(workdir, runsDirName, safeName(req.TaskRunID, "_"))
+	return &Task{
+		Request:      req,
+		RawRequest:   raw,
+		Text:         req.InputText(),
+		Instructions: joinInstructions(instructions, req.Instructions),
+		Workdir:      workdir,
+		RunDir:       runDir,
+		OutputDir:    filepath.Join(runDir, outputsDirName),
+	}
+}
+
+// PrepareDirs creates the conversation directory, if needed, and a fresh run
+// directory holding task.json, instructions.md (when there are instructions)
+// and an empty output directory. Everything is private to the user (0700,
+// files 0600): tasks carry other people's requests.
+func (t *Task) PrepareDirs() error {
+	if err := os.MkdirAll(t.Workdir, 0o700); err != nil {
+		return fmt.Errorf("create conversation directory: %w", err)
+	}
+	// A retried task run reuses its id; stale outputs must not be delivered
+	// again.
+	if err := os.RemoveAll(t.RunDir); err != nil {
+		return fmt.Errorf("clear run directory: %w", err)
+	}
+	if err := os.MkdirAll(t.OutputDir, 0o700); err != nil {
+		return fmt.Errorf("create output directory: %w", err)
+	}
+	if err := os.WriteFile(t.taskFile(), t.RawRequest, 0o600); err != nil {
+		return fmt.Errorf("write task file: %w", err)
+	}
+	if t.Instructions != "" {
+		if err := os.WriteFile(t.instructionsFile(), []byte(t.Instructions), 0o600); err != nil {
+			return fmt.Errorf("write instructions file: %w", err)
+		}
+	}
+	return nil
+}
+
+// RemoveRunDir deletes the run directory once the outputs are in the reply,
+// and the directory of runs when no other run is left in it. The
+// conversation directory stays.
+func (t *Task) RemoveRunDir() error {
+	if err := os.RemoveAll(t.RunDir); err != nil {
+		return fmt.Errorf("remove run directory: %w", err)
+	}
+	_ = os.Remove(filepath.Dir(t.RunDir)) // fails, as it should, when not empty
+	return nil
+}
+
+// Env returns the A2A_ environment variables describing t to a host process:
+// A2A_TASK_RUN_ID, A2A_CONVERSATION_ID, A2A_OUTPUT_DIR, A2A_TASK_FILE (the
+// request JSON), A2A_TASK_JSON (the same, when it fits in the environment),
+// and, when there are instructions, A2A_INSTRUCTIONS_FILE and
+// A2A_INSTRUCTIONS (when it fits). It assumes PrepareDirs has run.
+func (t *Task) Env() []string {
+	env := make([]string, 0, 7)
+	env = appendEnv(env, "A2A_TASK_RUN_ID", t.Request.TaskRunID)
+	env = appendEnv(env, "A2A_CONVERSATION_ID", t.Request.ConversationID)
+	env = appendEnv(env, "A2A_OUTPUT_DIR", t.OutputDir)
+	env = appendEnv(env, "A2A_TASK_FILE", t.taskFile())
+	env = appendEnv(env, "A2A_TASK_JSON", string(t.RawRequest))
+	if t.Instructions != "" {
+		env = appendEnv(env, "A2A_INSTRUCTIONS_FILE", t.instructionsFile())
+		env = appendEnv(env, "A2A_INSTRUCTIONS", t.Instructions)
+	}
+	return env
+}
+
+func (t *Task) taskFile() string         { return filepath.Join(t.RunDir, taskFileName) }
+func (t *Task) instructionsFile() string { return filepath.Join(t.RunDir, instructionsFileName) }
+
+// appendEnv leaves out values a process cannot be started with: empty ones,
+// ones with a NUL byte, and ones over maxEnvValue (those are in files).
+func appendEnv(env []string, name, value string) []string {
+	if value == "" || len(value) > maxEnvValue || strings.IndexByte(value, 0) >= 0 {
+		return env
+	}
+	return append(env, name+"="+value)
+}
+
+func joinInstructions(file, request string) string {
+	file, request = strings.TrimSpace(file), strings.TrimSpace(request)
+	switch {
+	case file == "":
+		return request
+	case request == "":
+		return file
+	}
+	return file + "\n\n" + request
+}
+
+// conversationDirName names the directory of a conversation. A request
+// without a conversation gets a directory of its own task run, so it shares
+// context with nothing.
+func conversationDirName(conversationID, taskRunID string) string {
+	if conversationID == "" {
+		return "_r" + hashName(taskRunID)
+	}
+	return safeName(conversationID, "_c")
+}
+
+// safeName returns id itself when it is a harmless single path element, and
+// otherwise hashedPrefix followed by a hash of id. Direct names use only
+// [a-z0-9._-], start with a letter or digit and never contain "..": no path
+// separators, no "." or "..", no hidden files, and no two ids that differ only
+// in case, which would share a directory on case-insensitive file systems
+// (macOS). Hashed names start with "_", which direct names cannot, so the
+// mapping stays one to one and two conversations never share a directory.
+func safeName(id, hashedPrefix string) string {
+	if isSafeName(id) {
+		return id
+	}
+	return hashedPrefix + hashName(id)
+}
+
+func isSafeName(id string) bool {
+	if id == "" || len(id) > 100 || strings.Contains(id, "..") {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case (c == '.' || c == '_' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func hashName(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:16])
+}
