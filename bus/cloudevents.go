@@ -150,6 +150,43 @@ func (m *natsMessage) ReadBinary(_ context.Context, w binding.BinaryWriter) erro
 	return nil
 }
 
+// GetAttribute and GetExtension make natsMessage a binding.MessageMetadataReader,
+// which the SDK's binary decoding asserts its message to be (it panics otherwise).
+func (m *natsMessage) GetAttribute(k spec.Kind) (spec.Attribute, any) {
+	if m.version == nil {
+		return nil, nil
+	}
+	attr := m.version.AttributeFromKind(k)
+	if attr == nil {
+		return nil, nil
+	}
+	name := ceHeaderPrefix + attr.Name()
+	if k == spec.DataContentType {
+		name = headerContentType
+	}
+	if v, ok := m.header(name); ok {
+		return attr, v
+	}
+	return attr, nil
+}
+
+func (m *natsMessage) GetExtension(name string) any {
+	if v, ok := m.header(ceHeaderPrefix + strings.ToLower(name)); ok {
+		return v
+	}
+	return nil
+}
+
+// header returns the first value of a header, whatever the case of its key.
+func (m *natsMessage) header(lowerKey string) (string, bool) {
+	for key, values := range m.msg.Header {
+		if len(values) > 0 && strings.ToLower(key) == lowerKey {
+			return values[0], true
+		}
+	}
+	return "", false
+}
+
 func (m *natsMessage) Finish(error) error { return nil }
 
 // ErrNotEvent is returned for messages that carry no CloudEvent.

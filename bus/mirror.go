@@ -73,6 +73,13 @@ func (m *Mirror[T, P]) apply(bucket string, e jetstream.KeyValueEntry) {
 		m.remove(key, e.Revision())
 		return
 	}
+	// This process's own writes were applied already; do not decode them again.
+	m.mu.RLock()
+	cur, held := m.items[key]
+	m.mu.RUnlock()
+	if held && cur.rev >= e.Revision() {
+		return
+	}
 	v := new(T)
 	if err := json.Unmarshal(e.Value(), v); err != nil {
 		m.cfg.Logger.Error().Err(err).Str("bucket", bucket).Str("key", key).Msg("undecodable record skipped")

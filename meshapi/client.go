@@ -203,28 +203,28 @@ func (c *RuntimeClient) Renew(ctx context.Context, req RenewRequest) (*RenewResp
 }
 
 // Progress reports progress on a run.
-func (c *RuntimeClient) Progress(ctx context.Context, req ProgressRequest) (*mesh.TaskRun, error) {
-	var r TaskRunReply
+func (c *RuntimeClient) Progress(ctx context.Context, req ProgressRequest) (*ReportAck, error) {
+	var r ReportAck
 	if err := c.call(ctx, bus.RuntimeOpProgress, req, &r); err != nil {
 		return nil, err
 	}
-	return &r.TaskRun, nil
+	return &r, nil
 }
 
 // Complete ends a run with its output.
-func (c *RuntimeClient) Complete(ctx context.Context, req CompleteRequest) (*mesh.TaskRun, error) {
-	var r TaskRunReply
+func (c *RuntimeClient) Complete(ctx context.Context, req CompleteRequest) (*ReportAck, error) {
+	var r ReportAck
 	if err := c.call(ctx, bus.RuntimeOpComplete, req, &r); err != nil {
 		return nil, err
 	}
-	return &r.TaskRun, nil
+	return &r, nil
 }
 
 // Fail ends a run as failed.
-func (c *RuntimeClient) Fail(ctx context.Context, req FailRequest) (*mesh.TaskRun, error) {
-	var r TaskRunReply
+func (c *RuntimeClient) Fail(ctx context.Context, req FailRequest) (*ReportAck, error) {
+	var r ReportAck
 	if err := c.call(ctx, bus.RuntimeOpFail, req, &r); err != nil {
 		return nil, err
 	}
-	return &r.TaskRun, nil
+	return &r, nil
 }

@@ -88,6 +88,19 @@ type FailRequest struct {
 	Output    json.RawMessage `json:"output"`
 }
 
+// ReportAck acknowledges a runtime's progress, complete or fail report.
+type ReportAck struct {
+	TaskRunID string      `json:"task_run_id"`
+	Status    mesh.Status `json:"status"`
+	Attempt   int         `json:"attempt"`
+	Revision  uint64      `json:"revision"`
+}
+
+// AckOf acknowledges a report on run.
+func AckOf(run *mesh.TaskRun) ReportAck {
+	return ReportAck{TaskRunID: run.ID, Status: run.Status, Attempt: run.Attempt, Revision: run.Revision}
+}
+
 // TaskRunReply is a run after an operation.
 type TaskRunReply struct {
 	TaskRun mesh.TaskRun `json:"task_run"`

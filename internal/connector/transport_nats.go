@@ -146,7 +146,7 @@ func (t *natsTransport) claim(ctx context.Context, msg jetstream.Msg) (*mesh.Tas
 	var e *mesh.Error
 	switch {
 	case err == nil:
-		_ = msg.DoubleAck(cctx)
+		_ = msg.Ack()
 		return run, nil
 	case errors.As(err, &e) && (e.Code == mesh.CodeInvalidTransition || e.Code == mesh.CodeStaleAttempt || e.Code == mesh.CodeNotFound):
 		_ = msg.Term()

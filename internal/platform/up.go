@@ -27,8 +27,11 @@ type Platform struct {
 	cfg      Config
 	server   *bus.Server
 	conn     *bus.Conn
+	conns    []*bus.Conn
 	services []stopper
 	gateway  *gateway.Gateway
+	// serviceKey authenticates each service's own connection.
+	serviceKey nkeys.KeyPair
 }
 
 // Up starts an embedded NATS server with JetStream in cfg.DataDir and every
@@ -61,7 +64,7 @@ func Up(ctx context.Context, cfg Config) (*Platform, error) {
 	if natsListen == "off" {
 		natsListen = ""
 	}
-	p := &Platform{cfg: cfg}
+	p := &Platform{cfg: cfg, serviceKey: serviceKey}
 	p.server, err = bus.StartServer(bus.ServerConfig{
 		StoreDir:        filepath.Join(cfg.DataDir, "jetstream"),
 		Listen:          natsListen,
@@ -111,6 +114,17 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 		wsURL = p.server.WebSocketURL()
 	}
 	log := cfg.Logger
+	// Each service has its own connection, as it would in its own process: one
+	// connection's lock and flusher would otherwise serialise them all.
+	conns := map[string]*bus.Conn{}
+	for _, name := range Services {
+		c, err := bus.Connect(ctx, bus.ConnConfig{Server: p.server, Nkey: p.serviceKey, Name: "a2a-platform " + name, Logger: log})
+		if err != nil {
+			return err
+		}
+		conns[name] = c
+		p.conns = append(p.conns, c)
+	}
 	services := []struct {
 		name string
 		svc  interface {
@@ -118,22 +132,22 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 			Start(context.Context) error
 		}
 	}{
-		{"agents", agents.New(agents.Config{Conn: p.conn, Logger: log.With().Str("service", "agents").Logger()})},
+		{"agents", agents.New(agents.Config{Conn: conns["agents"], Logger: log.With().Str("service", "agents").Logger()})},
 		{"pairing", pairing.New(pairing.Config{
-			Conn: p.conn, Logger: log.With().Str("service", "pairing").Logger(),
+			Conn: conns["pairing"], Logger: log.With().Str("service", "pairing").Logger(),
 			CodeTTL: cfg.PairingCodeTTL, HeartbeatTimeout: cfg.HeartbeatTimeout, Lease: cfg.Lease,
 			NATSURL: natsURL, NATSWebSocketURL: wsURL, AuthIssuer: issuer,
 			Platform: meshapi.PlatformInfo{Name: cfg.PlatformName, Origin: cfg.origin()},
 		})},
 		{"registry", registry.New(registry.Config{
-			Conn: p.conn, Logger: log.With().Str("service", "registry").Logger(), HeartbeatTimeout: cfg.HeartbeatTimeout,
+			Conn: conns["registry"], Logger: log.With().Str("service", "registry").Logger(), HeartbeatTimeout: cfg.HeartbeatTimeout,
 		})},
 		{"taskqueue", taskqueue.New(taskqueue.Config{
-			Conn: p.conn, Logger: log.With().Str("service", "taskqueue").Logger(),
+			Conn: conns["taskqueue"], Logger: log.With().Str("service", "taskqueue").Logger(),
 			Lease: cfg.Lease, HeartbeatTimeout: cfg.HeartbeatTimeout,
 		})},
 		{"artifacts", artifacts.New(artifacts.Config{
-			Conn: p.conn, Logger: log.With().Str("service", "artifacts").Logger(), MaxBytes: cfg.MaxArtifactBytes,
+			Conn: conns["artifacts"], Logger: log.With().Str("service", "artifacts").Logger(), MaxBytes: cfg.MaxArtifactBytes,
 		})},
 	}
 	for _, s := range services {
@@ -143,7 +157,7 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 		p.services = append(p.services, s.svc)
 	}
 	p.gateway = gateway.New(gateway.Config{
-		Conn: p.conn, Logger: log.With().Str("service", "gateway").Logger(),
+		Conn: conns["gateway"], Logger: log.With().Str("service", "gateway").Logger(),
 		Addr: cfg.HTTPAddr, MaxArtifactBytes: cfg.MaxArtifactBytes,
 	})
 	if err := p.gateway.Start(ctx); err != nil {
@@ -174,6 +188,9 @@ func (p *Platform) Stop() {
 	}
 	for i := len(p.services) - 1; i >= 0; i-- {
 		p.services[i].Stop(grace)
+	}
+	for _, c := range p.conns {
+		c.Drain(grace)
 	}
 	if p.conn != nil {
 		p.conn.Drain(grace)

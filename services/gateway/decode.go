@@ -64,7 +64,8 @@ func decodeJSON(body []byte, mode decodeMode, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return mesh.Errorf(mesh.CodeInvalidRequest, "malformed JSON body: %s", jsonProblem(err))
 	}
-	if dec.More() {
+	// dec.More() would miss a stray "}" or "]": only the end of input may follow.
+	if _, err := dec.Token(); err != io.EOF {
 		return mesh.Errorf(mesh.CodeInvalidRequest, "malformed JSON body: unexpected data after the object")
 	}
 	return nil

@@ -151,10 +151,10 @@ func (g *Gateway) progress(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := runtimeOf(r)
-	run, err := g.client.Runtime(id.AgentID, id.RuntimeID).Progress(r.Context(), meshapi.ProgressRequest{
+	_, err := g.client.Runtime(id.AgentID, id.RuntimeID).Progress(r.Context(), meshapi.ProgressRequest{
 		TaskRunID: r.PathValue("taskRunId"), Attempt: in.Attempt, Message: in.Message, Percent: in.Percent,
 	})
-	g.reply(w, r, http.StatusOK, run, err)
+	g.replyRun(w, r, r.PathValue("taskRunId"), err)
 }
 
 func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) {
@@ -163,10 +163,10 @@ func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := runtimeOf(r)
-	run, err := g.client.Runtime(id.AgentID, id.RuntimeID).Complete(r.Context(), meshapi.CompleteRequest{
+	_, err := g.client.Runtime(id.AgentID, id.RuntimeID).Complete(r.Context(), meshapi.CompleteRequest{
 		TaskRunID: r.PathValue("taskRunId"), Attempt: in.Attempt, Output: in.Output,
 	})
-	g.reply(w, r, http.StatusOK, run, err)
+	g.replyRun(w, r, r.PathValue("taskRunId"), err)
 }
 
 func (g *Gateway) fail(w http.ResponseWriter, r *http.Request) {
@@ -179,10 +179,10 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := runtimeOf(r)
-	run, err := g.client.Runtime(id.AgentID, id.RuntimeID).Fail(r.Context(), meshapi.FailRequest{
+	_, err := g.client.Runtime(id.AgentID, id.RuntimeID).Fail(r.Context(), meshapi.FailRequest{
 		TaskRunID: r.PathValue("taskRunId"), Attempt: in.Attempt, Output: in.Output,
 	})
-	g.reply(w, r, http.StatusOK, run, err)
+	g.replyRun(w, r, r.PathValue("taskRunId"), err)
 }
 
 func (g *Gateway) renew(w http.ResponseWriter, r *http.Request) {
@@ -227,4 +227,14 @@ func (g *Gateway) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// replyRun answers a runtime's report with the run as it now is.
+func (g *Gateway) replyRun(w http.ResponseWriter, r *http.Request, runID string, err error) {
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	run, err := g.client.GetTaskRun(r.Context(), runID)
+	g.reply(w, r, http.StatusOK, run, err)
 }

@@ -180,7 +180,7 @@ func (s *Service) claimMessage(ctx context.Context, agentID, runtimeID string, m
 	case err == nil:
 		// The record is the truth; a failed ack only means the message is
 		// offered again later and refused then.
-		_ = msg.DoubleAck(ctx)
+		_ = msg.Ack()
 		return run, nil
 	case unclaimable(err):
 		_ = msg.Term()

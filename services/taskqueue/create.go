@@ -67,6 +67,7 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 		return nil, fmt.Errorf("create task run: %w", err)
 	}
 	run.Revision = rev
+	s.recent.put(run, rev)
 	s.runView.Apply(run.ID, run, rev)
 	s.publishRun(ctx, mesh.EventTaskRunCreated, run)
 	// A failed enqueue leaves a pending run without a queue message; the

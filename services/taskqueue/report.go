@@ -45,7 +45,7 @@ func (s *Service) handleProgress(ctx context.Context, req *bus.Request) (any, er
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run}, nil
+	return meshapi.AckOf(run), nil
 }
 
 func (s *Service) handleComplete(ctx context.Context, req *bus.Request) (any, error) {
@@ -145,7 +145,7 @@ func (s *Service) end(ctx context.Context, agentID, runtimeID, runID string, att
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run}, nil
+	return meshapi.AckOf(run), nil
 }
 
 func (s *Service) handleRenew(ctx context.Context, req *bus.Request) (any, error) {

@@ -87,6 +87,7 @@ type Service struct {
 	svc    *bus.Service
 	hbSub  *nats.Subscription
 	locks  stripedLocks
+	recent *recentRuns
 
 	consumersMu sync.Mutex
 	consumers   map[string]jetstream.Consumer
@@ -99,7 +100,7 @@ type Service struct {
 // New returns a service; Start runs it.
 func New(cfg Config) *Service {
 	cfg.defaults()
-	return &Service{cfg: cfg, consumers: map[string]jetstream.Consumer{}, stop: make(chan struct{})}
+	return &Service{cfg: cfg, consumers: map[string]jetstream.Consumer{}, recent: newRecentRuns(), stop: make(chan struct{})}
 }
 
 // Start loads the run index, starts answering on the bus and starts the reaper

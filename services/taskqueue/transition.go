@@ -28,15 +28,23 @@ func (s *Service) transition(ctx context.Context, runID string, m mutation) (*me
 	unlock := s.locks.lock(runID)
 	defer unlock()
 	for attempt := 0; ; attempt++ {
-		run, rev, err := s.runs.Get(ctx, runID)
-		if errors.Is(err, mesh.ErrNotFound) {
-			return nil, mesh.Errorf(mesh.CodeNotFound, "task run %s not found", runID)
-		}
-		if err != nil {
-			return nil, err
+		run, rev, cached := s.recent.get(runID)
+		if !cached || attempt > 0 {
+			var err error
+			if run, rev, err = s.runs.Get(ctx, runID); errors.Is(err, mesh.ErrNotFound) {
+				return nil, mesh.Errorf(mesh.CodeNotFound, "task run %s not found", runID)
+			} else if err != nil {
+				return nil, err
+			}
+			cached = false
 		}
 		run.Revision = rev
 		eventType, err := m(run)
+		if err != nil && cached {
+			// Refusals are decided on a fresh read, never on a cached copy.
+			s.recent.drop(runID)
+			continue
+		}
 		if errors.Is(err, errUnchanged) {
 			return run, nil
 		}
@@ -46,12 +54,14 @@ func (s *Service) transition(ctx context.Context, runID string, m mutation) (*me
 		run.UpdatedAt = time.Now().UTC()
 		next, err := s.runs.Update(ctx, runID, run, rev)
 		if errors.Is(err, mesh.ErrConflict) && attempt < 20 {
+			s.recent.drop(runID)
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("update task run %s: %w", runID, err)
 		}
 		run.Revision = next
+		s.recent.put(run, next)
 		s.runView.Apply(runID, run, next)
 		if eventType != "" {
 			s.publishRun(ctx, eventType, run)

@@ -1,0 +1,41 @@
+# A2A Mesh. `make run` starts the platform on its embedded NATS; `make test`
+# runs the whole test suite. Both work on a fresh machine with Go installed.
+
+GO       ?= go
+BIN      ?= bin
+FUZZTIME ?= 15s
+BENCHTIME ?= 2s
+
+.PHONY: run build test lint fuzz bench bench-go clean
+
+run: ## run the whole platform in one process (embedded NATS, JetStream on local disk)
+	$(GO) run ./cmd/a2a-platform up
+
+build: ## build the three binaries into ./bin
+	$(GO) build -trimpath -o $(BIN)/ ./cmd/a2a-platform ./cmd/a2a-runtime ./cmd/a2a-adapter
+
+test: ## run every test with the race detector
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+lint: ## gofmt and go vet
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+fuzz: ## run every fuzz target for FUZZTIME each
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$target"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+bench: build ## measure the platform and the runtime end to end (see docs/benchmarks.md)
+	$(BIN)/a2a-platform bench
+	$(MAKE) bench-go
+
+bench-go: ## Go benchmarks of the hot paths
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./...
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/bench"
+	"github.com/spf13/cobra"
+)
+
+func newBench() *cobra.Command {
+	var cfg bench.Config
+	var asJSON bool
+	var cpuProfile string
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure this machine: task-run cycle vs raw JetStream, end-to-end throughput and latency, process footprint",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Progress = func(s string) { fmt.Fprintln(os.Stderr, "bench:", s) }
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
+			r, err := bench.Run(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				fmt.Println(r.JSON())
+				return nil
+			}
+			fmt.Print(r.Markdown())
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&cfg.Window, "window", 10*time.Second, "length of each throughput phase")
+	f.IntVar(&cfg.Samples, "samples", 500, "one-at-a-time tasks for idle dispatch latency")
+	f.IntVar(&cfg.Agents, "agents", 8, "agents (one runtime each) for the multi-runtime phases")
+	f.DurationVar(&cfg.Idle, "idle", 10*time.Second, "idle window for process footprint")
+	f.StringVar(&cfg.BinDir, "bin-dir", "", "directory holding the three binaries (default: this executable's)")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the in-process phases to this file")
+	f.StringVar(&cfg.Only, "only", "", "run only this phase: cycle, e2e or processes")
+	return cmd
+}

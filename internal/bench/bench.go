@@ -1,0 +1,241 @@
+// Package bench measures A2A Mesh on the machine it runs on: the task-run
+// cycle through the services next to the raw JetStream operations it performs
+// (measured in the same run), end-to-end throughput and dispatch latency with
+// real runtimes and echo adapters over loopback, and the idle footprint and
+// start-up time of the platform and runtime processes.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/rs/zerolog"
+)
+
+// Config sizes a bench run. Zero values take the defaults.
+type Config struct {
+	// Window is how long each throughput phase runs. Default 10s.
+	Window time.Duration
+	// Samples is the number of one-at-a-time tasks for idle dispatch latency. Default 500.
+	Samples int
+	// Agents is the number of agents (one runtime each) of the cycle and the
+	// multi-runtime end-to-end phase. Default 8.
+	Agents int
+	// BinDir holds a2a-platform, a2a-runtime and a2a-adapter for the process
+	// measurements. Default: the directory of the running executable.
+	BinDir string
+	// Idle is how long processes sit idle before their footprint is read. Default 10s.
+	Idle time.Duration
+	// Only runs one phase: "cycle", "e2e" or "processes" (default all).
+	Only string
+	// Progress receives one line per phase.
+	Progress func(string)
+}
+
+func (c *Config) defaults() {
+	if c.Window == 0 {
+		c.Window = 10 * time.Second
+	}
+	if c.Samples == 0 {
+		c.Samples = 500
+	}
+	if c.Agents == 0 {
+		c.Agents = 8
+	}
+	if c.Idle == 0 {
+		c.Idle = 10 * time.Second
+	}
+	if c.BinDir == "" {
+		if exe, err := os.Executable(); err == nil {
+			c.BinDir = filepath.Dir(exe)
+		}
+	}
+	if c.Progress == nil {
+		c.Progress = func(string) {}
+	}
+}
+
+// Report is the outcome of a bench run.
+type Report struct {
+	Machine  Machine       `json:"machine"`
+	Cycle    CycleReport   `json:"cycle"`
+	E2E      []E2EReport   `json:"end_to_end"`
+	Idle     Summary       `json:"idle_dispatch_latency"`
+	Process  ProcessReport `json:"processes"`
+	Duration string        `json:"duration"`
+}
+
+// Machine describes where the numbers come from.
+type Machine struct {
+	Cores int    `json:"cores"`
+	CPU   string `json:"cpu"`
+	OS    string `json:"os"`
+	Go    string `json:"go"`
+}
+
+// CycleReport compares create -> claim -> complete through the services with
+// the raw JetStream operations it performs.
+type CycleReport struct {
+	Agents            int     `json:"agents"`
+	RawRunsPerSec     float64 `json:"raw_runs_per_sec"`
+	RawClaim          Summary `json:"raw_claim_latency"`
+	ServiceRunsPerSec float64 `json:"service_runs_per_sec"`
+	ServiceClaim      Summary `json:"service_claim_latency"`
+	Ratio             float64 `json:"service_to_raw_ratio"`
+}
+
+// E2EReport is end-to-end throughput with real runtimes and echo adapters.
+type E2EReport struct {
+	Runtimes   int     `json:"runtimes"`
+	RunsPerSec float64 `json:"runs_per_sec"`
+	Dispatch   Summary `json:"dispatch_latency"`
+	EndToEnd   Summary `json:"create_to_completed_latency"`
+}
+
+// ProcessReport is the footprint of the programs as real processes.
+type ProcessReport struct {
+	PlatformReadyEmptyMs    float64 `json:"platform_ready_empty_ms"`
+	PlatformReadyExistingMs float64 `json:"platform_ready_existing_ms"`
+	PlatformIdleRSSMB       float64 `json:"platform_idle_rss_mb"`
+	RuntimeIdleRSSMB        float64 `json:"runtime_idle_rss_mb"`
+	RuntimeIdleCPUPercent   float64 `json:"runtime_idle_cpu_percent"`
+	RuntimeIdleSeconds      float64 `json:"runtime_idle_seconds"`
+}
+
+// Run measures everything. It only listens on and connects to loopback.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg.defaults()
+	began := time.Now()
+	dir, err := os.MkdirTemp("", "a2a-mesh-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	r := &Report{Machine: machine()}
+
+	phase := func(name string) bool { return cfg.Only == "" || cfg.Only == name }
+	if phase("cycle") {
+		cfg.Progress("cycle: raw JetStream operations")
+		if err := r.measureRaw(ctx, dir, cfg); err != nil {
+			return nil, fmt.Errorf("raw cycle: %w", err)
+		}
+		cfg.Progress("cycle: through the services")
+		if err := r.measureService(ctx, dir, cfg); err != nil {
+			return nil, fmt.Errorf("service cycle: %w", err)
+		}
+	}
+	if phase("e2e") {
+		for _, n := range []int{1, cfg.Agents} {
+			cfg.Progress(fmt.Sprintf("end to end: %d runtime(s)", n))
+			if err := r.measureE2E(ctx, dir, n, cfg); err != nil {
+				return nil, fmt.Errorf("end to end with %d runtimes: %w", n, err)
+			}
+		}
+	}
+	if phase("processes") {
+		cfg.Progress("processes: start-up and idle footprint")
+		if err := r.measureProcesses(ctx, dir, cfg); err != nil {
+			return nil, fmt.Errorf("processes: %w", err)
+		}
+	}
+	r.Duration = time.Since(began).Round(time.Second).String()
+	return r, nil
+}
+
+func (r *Report) measureRaw(ctx context.Context, dir string, cfg Config) error {
+	s, err := bus.StartServer(bus.ServerConfig{StoreDir: filepath.Join(dir, "raw"), Listen: "127.0.0.1:0"})
+	if err != nil {
+		return err
+	}
+	defer s.Shutdown()
+	conn, err := bus.Connect(ctx, bus.ConnConfig{Server: s})
+	if err != nil {
+		return err
+	}
+	defer conn.Drain(time.Second)
+	rconn, err := bus.Connect(ctx, bus.ConnConfig{URL: s.ClientURL()})
+	if err != nil {
+		return err
+	}
+	defer rconn.Drain(time.Second)
+	if err := bus.Provision(ctx, conn.JS, bus.ProvisionConfig{}); err != nil {
+		return err
+	}
+	rps, claim, err := rawCycle(ctx, conn, rconn, cfg.Agents, cfg.Window)
+	if err != nil {
+		return err
+	}
+	r.Cycle.Agents, r.Cycle.RawRunsPerSec, r.Cycle.RawClaim = cfg.Agents, rps, claim
+	return nil
+}
+
+func startPlatform(ctx context.Context, dir string) (*platform.Platform, error) {
+	return platform.Up(ctx, platform.Config{
+		DataDir: dir, HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", Logger: zerolog.Nop(),
+		ShutdownGrace: 2 * time.Second,
+	})
+}
+
+func (r *Report) measureService(ctx context.Context, dir string, cfg Config) error {
+	p, err := startPlatform(ctx, filepath.Join(dir, "service"))
+	if err != nil {
+		return err
+	}
+	defer p.Stop()
+	ids, err := attachRuntimes(ctx, p, cfg.Agents)
+	if err != nil {
+		return err
+	}
+	rps, claim, err := serviceCycle(ctx, p, ids, cfg.Window)
+	if err != nil {
+		return err
+	}
+	r.Cycle.ServiceRunsPerSec, r.Cycle.ServiceClaim = rps, claim
+	if r.Cycle.RawRunsPerSec > 0 {
+		r.Cycle.Ratio = rps / r.Cycle.RawRunsPerSec
+	}
+	return nil
+}
+
+func (r *Report) measureE2E(ctx context.Context, dir string, runtimes int, cfg Config) error {
+	p, err := startPlatform(ctx, filepath.Join(dir, fmt.Sprintf("e2e-%d", runtimes)))
+	if err != nil {
+		return err
+	}
+	defer p.Stop()
+	rig, err := newE2ERig(ctx, p, runtimes, filepath.Join(dir, fmt.Sprintf("work-%d", runtimes)))
+	if err != nil {
+		return err
+	}
+	defer rig.close()
+	if runtimes == 1 {
+		if err := rig.sequential(ctx, cfg.Samples); err != nil {
+			return err
+		}
+		r.Idle = rig.dispatch.summary()
+		rig.dispatch, rig.endToEnd = &latencies{}, &latencies{}
+	}
+	rps := rig.saturate(ctx, cfg.Window, 2)
+	r.E2E = append(r.E2E, E2EReport{Runtimes: runtimes, RunsPerSec: rps, Dispatch: rig.dispatch.summary(), EndToEnd: rig.endToEnd.summary()})
+	return nil
+}
+
+func machine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				m.CPU = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	return m
+}

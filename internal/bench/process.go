@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// procStats reads resident memory (bytes) and CPU time (user+system) of a
+// process from /proc (Linux).
+func procStats(pid int) (rss int64, cpu time.Duration, err error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			rss = kb << 10
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return rss, 0, err
+	}
+	// Fields after the command name (which may hold spaces) start after ')'.
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+	if len(fields) > 12 {
+		utime, _ := strconv.ParseInt(fields[11], 10, 64)
+		stime, _ := strconv.ParseInt(fields[12], 10, 64)
+		cpu = time.Duration(utime+stime) * time.Second / 100 // USER_HZ is 100 on Linux
+	}
+	return rss, cpu, nil
+}
+
+// child is a started program whose output is kept in a file.
+type child struct {
+	cmd *exec.Cmd
+	log string
+}
+
+func startChild(dir, name string, env []string, args ...string) (*child, error) {
+	logPath := filepath.Join(dir, filepath.Base(name)+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	go func() { _ = cmd.Wait(); f.Close() }()
+	return &child{cmd: cmd, log: logPath}, nil
+}
+
+func (c *child) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if c.cmd.ProcessState != nil || syscall.Kill(c.cmd.Process.Pid, 0) != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// waitReady polls GET /readyz until it answers 200 and returns how long that took since start.
+func waitReady(ctx context.Context, base string, start time.Time) (time.Duration, error) {
+	client := &http.Client{Timeout: time.Second}
+	for ctx.Err() == nil {
+		resp, err := client.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Since(start), nil
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("%s never became ready", base)
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}

@@ -1,0 +1,54 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+)
+
+type readiness struct {
+	Ready  bool              `json:"ready"`
+	Checks map[string]string `json:"checks"`
+}
+
+// TestHealth_LiveAndReadyWithoutCredentials: probes need no credential, and
+// readiness reports each check.
+func TestHealth_LiveAndReadyWithoutCredentials(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, meshtest.Options{})
+	var live struct {
+		OK bool `json:"ok"`
+	}
+	p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/healthz"}).Expect(t, http.StatusOK).Decode(t, &live)
+	if !live.OK {
+		t.Fatal("/healthz did not say ok")
+	}
+	var ready readiness
+	p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/readyz"}).Expect(t, http.StatusOK).Decode(t, &ready)
+	if !ready.Ready || ready.Checks["nats"] != "ok" || ready.Checks["jetstream"] != "ok" {
+		t.Fatalf("/readyz: %+v, want ready with nats and jetstream ok", ready)
+	}
+}
+
+// TestHealth_ReadyzFailsWhenAStreamIsMissing shows readiness really checks
+// the bus: with the event stream gone it answers 503 and says which check failed.
+func TestHealth_ReadyzFailsWhenAStreamIsMissing(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, meshtest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Conn().JS.DeleteStream(ctx, bus.EventStream); err != nil {
+		t.Fatal(err)
+	}
+	var ready readiness
+	p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/readyz"}).Expect(t, http.StatusServiceUnavailable).Decode(t, &ready)
+	if ready.Ready || ready.Checks["nats"] != "ok" || !strings.Contains(ready.Checks["jetstream"], bus.EventStream) {
+		t.Fatalf("/readyz without the event stream: %+v", ready)
+	}
+	p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/healthz"}).Expect(t, http.StatusOK)
+}
