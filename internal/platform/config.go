@@ -39,6 +39,9 @@ type Config struct {
 	PairingCodeTTL time.Duration
 	// EventRetention: how long events are kept. Default 7 days.
 	EventRetention time.Duration
+	// Replicas of every stream, bucket and object store: 1 on one server, 3 on
+	// a cluster. Default 1.
+	Replicas int
 	// MaxArtifactBytes bounds one artifact. Default 25 MiB.
 	MaxArtifactBytes int64
 	// PlatformName is told to adapters in every task (seed 000). Default "A2A Mesh".

@@ -57,7 +57,7 @@ func Serve(ctx context.Context, cfg ServeConfig) (*Running, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := bus.Provision(ctx, conn.JS, bus.ProvisionConfig{EventRetention: cfg.EventRetention, MaxArtifactBytes: cfg.MaxArtifactBytes}); err != nil {
+	if err := bus.Provision(ctx, conn.JS, bus.ProvisionConfig{Replicas: cfg.Replicas, EventRetention: cfg.EventRetention, MaxArtifactBytes: cfg.MaxArtifactBytes}); err != nil {
 		conn.Drain(cfg.ShutdownGrace)
 		return nil, err
 	}

@@ -99,7 +99,7 @@ func Up(ctx context.Context, cfg Config) (*Platform, error) {
 func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken string) error {
 	cfg := p.cfg
 	if err := bus.Provision(ctx, p.conn.JS, bus.ProvisionConfig{
-		EventRetention: cfg.EventRetention, MaxArtifactBytes: cfg.MaxArtifactBytes,
+		Replicas: cfg.Replicas, EventRetention: cfg.EventRetention, MaxArtifactBytes: cfg.MaxArtifactBytes,
 	}); err != nil {
 		return err
 	}
