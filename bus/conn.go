@@ -31,6 +31,12 @@ type ConnConfig struct {
 	Name string
 	// MaxReconnectWait caps the backoff between reconnect attempts. Default 2s.
 	MaxReconnectWait time.Duration
+	// FailWhileDisconnected makes publishes and requests fail at once while
+	// the connection is down, instead of waiting in a buffer until it is
+	// back or their deadline passes. Runtimes set it: they retry on their
+	// own schedule and must move an undelivered report to their durable
+	// outbox without first holding it in memory for a whole request timeout.
+	FailWhileDisconnected bool
 	// Logger receives connection state changes.
 	Logger zerolog.Logger
 }
@@ -91,6 +97,9 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 	}
 	if cfg.InboxPrefix != "" {
 		opts = append(opts, nats.CustomInboxPrefix(cfg.InboxPrefix))
+	}
+	if cfg.FailWhileDisconnected {
+		opts = append(opts, nats.ReconnectBufSize(-1))
 	}
 	url := cfg.URL
 	if cfg.Server != nil {

@@ -114,6 +114,7 @@ type HandlerFunc func(ctx context.Context, req *Request) (any, error)
 
 // Service is a NATS micro service whose handlers run concurrently.
 type Service struct {
+	nc      *nats.Conn
 	svc     micro.Service
 	sem     chan struct{}
 	log     zerolog.Logger
@@ -149,7 +150,7 @@ func NewService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 60 * time.Second
 	}
-	return &Service{svc: svc, sem: make(chan struct{}, cfg.Concurrency), log: cfg.Logger, timeout: cfg.Timeout}, nil
+	return &Service{nc: nc, svc: svc, sem: make(chan struct{}, cfg.Concurrency), log: cfg.Logger, timeout: cfg.Timeout}, nil
 }
 
 // Handle adds an endpoint on subject. Each request runs in its own goroutine,
@@ -172,7 +173,7 @@ func (s *Service) serve(name string, r micro.Request, h HandlerFunc) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error().Str("endpoint", name).Interface("panic", p).Bytes("stack", debug.Stack()).Msg("handler panicked")
-			respondError(r, mesh.Errorf(mesh.CodeInternal, "internal error"))
+			s.respondError(r, mesh.Errorf(mesh.CodeInternal, "internal error"))
 		}
 	}()
 	resp, err := h(ctx, &Request{Subject: r.Subject(), Data: r.Data()})
@@ -181,17 +182,38 @@ func (s *Service) serve(name string, r micro.Request, h HandlerFunc) {
 		if e.Code == mesh.CodeInternal {
 			s.log.Error().Err(err).Str("endpoint", name).Msg("request failed")
 		}
-		respondError(r, e)
+		s.respondError(r, e)
 		return
 	}
-	if err := r.RespondJSON(resp); err != nil {
+	body, err := json.Marshal(resp)
+	if err != nil {
+		s.log.Error().Err(err).Str("endpoint", name).Msg("reply not encodable")
+		s.respondError(r, mesh.Errorf(mesh.CodeInternal, "internal error"))
+		return
+	}
+	if err := s.reply(r, &nats.Msg{Data: body}); err != nil {
 		s.log.Warn().Err(err).Str("endpoint", name).Msg("reply failed")
 	}
 }
 
-func respondError(r micro.Request, e *mesh.Error) {
+func (s *Service) respondError(r micro.Request, e *mesh.Error) {
 	body, _ := json.Marshal(e)
-	_ = r.Error(string(e.Code), e.Message, body)
+	msg := &nats.Msg{Header: nats.Header{}, Data: body}
+	msg.Header.Set(micro.ErrorHeader, e.Message)
+	msg.Header.Set(micro.ErrorCodeHeader, string(e.Code))
+	_ = s.reply(r, msg)
+}
+
+// reply answers a request through the connection. micro's own Respond and
+// Error record their outcome on the request, which micro reads as soon as
+// the endpoint handler returns — and here the handler returns at once while
+// the request is served on its own goroutine, so answering through them races.
+func (s *Service) reply(r micro.Request, msg *nats.Msg) error {
+	if r.Reply() == "" {
+		return nats.ErrMsgNoReply
+	}
+	msg.Subject = r.Reply()
+	return s.nc.PublishMsg(msg)
 }
 
 // Stop removes the service's endpoints, then waits up to grace for the requests

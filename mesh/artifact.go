@@ -66,5 +66,10 @@ func NormalizeFilename(name string) (string, error) {
 	if len(clean) == 0 {
 		return "", Errorf(CodeInvalidRequest, "filename %q names no file", name)
 	}
-	return strings.Join(clean, "/"), nil
+	out := strings.Join(clean, "/")
+	// Dropping a leading "./" can bring a drive letter to the front ("./C:x").
+	if len(out) > 1 && out[1] == ':' {
+		return "", Errorf(CodeInvalidRequest, "filename %q must be a relative path", name)
+	}
+	return out, nil
 }

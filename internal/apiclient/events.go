@@ -29,12 +29,16 @@ const (
 // StreamEvents follows an event stream (PathEvents or PathRuntimeEvents) with
 // the given filters, calling fn for each event, and reconnects with
 // Last-Event-ID (so nothing is missed or repeated) until ctx ends or fn
-// returns an error.
+// returns an error. A stream that ends before it delivered any event resumes
+// from the platform's time when it first opened (the HTTP Date of its
+// answer), so events published while no stream was open are not missed
+// either; at worst those of the second before it opened come again.
 func (c *Client) StreamEvents(ctx context.Context, path string, query url.Values, fn func(Event) error) error {
-	lastID := ""
-	backoff := 250 * time.Millisecond
+	var st streamState
+	backoff := minStreamBackoff
 	for {
-		err := c.streamOnce(ctx, path, query, &lastID, fn)
+		st.connected = false
+		err := c.streamOnce(ctx, path, query, &st, fn)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -45,6 +49,11 @@ func (c *Client) StreamEvents(ctx context.Context, path string, query url.Values
 		if s := StatusOf(err); s >= 400 && s < 500 {
 			return err
 		}
+		if st.connected {
+			// A stream that was up is retried promptly: the backoff is for
+			// a platform that does not answer.
+			backoff = minStreamBackoff
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -54,22 +63,44 @@ func (c *Client) StreamEvents(ctx context.Context, path string, query url.Values
 	}
 }
 
+// minStreamBackoff is the first wait before reconnecting an event stream.
+const minStreamBackoff = 250 * time.Millisecond
+
+// streamState is what a reconnection resumes from.
+type streamState struct {
+	// lastID is the id of the last event delivered.
+	lastID string
+	// opened is the platform's time when the first stream opened; zero
+	// until then.
+	opened time.Time
+	// connected says whether the latest attempt got a stream.
+	connected bool
+}
+
 type fnError struct{ err error }
 
 func (e fnError) Error() string { return e.err.Error() }
 
-func (c *Client) streamOnce(ctx context.Context, path string, query url.Values, lastID *string, fn func(Event) error) error {
+func (c *Client) streamOnce(ctx context.Context, path string, query url.Values, st *streamState, fn func(Event) error) error {
 	u := *c.base
 	u.Path = strings.TrimRight(u.Path, "/") + path
-	u.RawQuery = query.Encode()
+	q := query
+	if st.lastID == "" && !st.opened.IsZero() && query.Get("since") == "" {
+		q = url.Values{}
+		for k, v := range query {
+			q[k] = v
+		}
+		q.Set("since", st.opened.UTC().Format(time.RFC3339))
+	}
+	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("User-Agent", c.agent)
-	if *lastID != "" {
-		req.Header.Set("Last-Event-ID", *lastID)
+	if st.lastID != "" {
+		req.Header.Set("Last-Event-ID", st.lastID)
 	}
 	c.auth(req.Header)
 	resp, err := c.http.Do(req)
@@ -80,9 +111,16 @@ func (c *Client) streamOnce(ctx context.Context, path string, query url.Values, 
 	if resp.StatusCode != http.StatusOK {
 		return decodeError(resp)
 	}
+	st.connected = true
+	if st.opened.IsZero() {
+		st.opened = time.Now()
+		if d, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
+			st.opened = d
+		}
+	}
 	return readSSE(resp.Body, func(ev Event) error {
 		if ev.ID != "" {
-			*lastID = ev.ID
+			st.lastID = ev.ID
 		}
 		if err := fn(ev); err != nil {
 			return fnError{err}

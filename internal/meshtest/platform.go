@@ -8,8 +8,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -100,8 +103,14 @@ func StartPlatform(t testing.TB, o Options) *Platform {
 	return tp
 }
 
-// Stop stops the platform (idempotent).
-func (p *Platform) Stop() { p.stopOnce.Do(p.Platform.Stop) }
+// Stop stops the platform (idempotent). A Remote fixture has nothing to stop.
+func (p *Platform) Stop() {
+	p.stopOnce.Do(func() {
+		if p.Platform != nil {
+			p.Platform.Stop()
+		}
+	})
+}
 
 // Owner returns an API client with the owner credential.
 func (p *Platform) Owner() *apiclient.Client {
@@ -201,7 +210,9 @@ func (p *Platform) WaitTask(id string, timeout time.Duration, cond func(mesh.Tas
 	Eventually(p.t, timeout, func() bool {
 		run = p.GetTask(id)
 		return cond(run)
-	}, func() string { return fmt.Sprintf("task run %s never matched; last status %s, error %+v", id, run.Status, run.Error) })
+	}, func() string {
+		return fmt.Sprintf("task run %s never matched; last status %s, error %+v", id, run.Status, run.Error)
+	})
 	return run
 }
 
@@ -275,4 +286,29 @@ func ReadFile(path string) string {
 func JSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// Files returns the content of every regular file under dir, keyed by path,
+// for scans of what the platform wrote to disk. Paths in skip are left out.
+func Files(t testing.TB, dir string, skip ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() || slices.Contains(skip, path) {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		out[path] = string(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read files under %s: %v", dir, err)
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -31,6 +32,10 @@ type ServeConfig struct {
 	// listed in the server's auth_callout auth_users (see deploy/nats).
 	NATSUser     string
 	NATSPassword string
+	// NATSNkeySeedFile holds the user nkey seed of platform services, for a
+	// server that lists services by nkey (as `up` does). When set, NATSUser
+	// and NATSPassword are not used.
+	NATSNkeySeedFile string
 	// AuthIssuerSeedFile holds the account nkey seed whose public key is the
 	// server's auth_callout issuer (pairing only).
 	AuthIssuerSeedFile string
@@ -50,10 +55,17 @@ type Running struct {
 // Serve starts one service against an external NATS server.
 func Serve(ctx context.Context, cfg ServeConfig) (*Running, error) {
 	cfg.defaults()
-	conn, err := bus.Connect(ctx, bus.ConnConfig{
-		URL: cfg.NATSURL, User: cfg.NATSUser, Password: cfg.NATSPassword,
-		Name: "a2a-platform " + cfg.Service, Logger: cfg.Logger,
-	})
+	cc := bus.ConnConfig{URL: cfg.NATSURL, Name: "a2a-platform " + cfg.Service, Logger: cfg.Logger}
+	if cfg.NATSNkeySeedFile != "" {
+		kp, err := readSeed(cfg.NATSNkeySeedFile, "service nkey seed")
+		if err != nil {
+			return nil, err
+		}
+		cc.Nkey = kp
+	} else {
+		cc.User, cc.Password = cfg.NATSUser, cfg.NATSPassword
+	}
+	conn, err := bus.Connect(ctx, cc)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +78,28 @@ func Serve(ctx context.Context, cfg ServeConfig) (*Running, error) {
 		conn.Drain(cfg.ShutdownGrace)
 		return nil, err
 	}
+	if err := flushAll(ctx, []*bus.Conn{conn}); err != nil {
+		r.Stop()
+		return nil, err
+	}
 	return r, nil
+}
+
+// flushAll waits until the server has read everything sent on each
+// connection: a service's subscriptions exist on the server only from then
+// on, and until then a request to it finds no responder.
+func flushAll(ctx context.Context, conns []*bus.Conn) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
+	for _, c := range conns {
+		if err := c.NC.FlushWithContext(ctx); err != nil {
+			return fmt.Errorf("flush %s: %w", c.NC.Opts.Name, err)
+		}
+	}
+	return nil
 }
 
 func (r *Running) start(ctx context.Context) error {
@@ -140,13 +173,18 @@ func readIssuer(path string) (nkeys.KeyPair, error) {
 	if path == "" {
 		return nil, fmt.Errorf("pairing needs --auth-issuer-seed-file: the account seed whose public key the NATS server's auth_callout trusts")
 	}
+	return readSeed(path, "auth issuer seed")
+}
+
+// readSeed reads an nkey seed file.
+func readSeed(path, what string) (nkeys.KeyPair, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read auth issuer seed: %w", err)
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
 	kp, err := nkeys.FromSeed([]byte(strings.TrimSpace(string(b))))
 	if err != nil {
-		return nil, fmt.Errorf("auth issuer seed in %s: %w", path, err)
+		return nil, fmt.Errorf("%s in %s: %w", what, path, err)
 	}
 	return kp, nil
 }

@@ -156,6 +156,9 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 		}
 		p.services = append(p.services, s.svc)
 	}
+	if err := flushAll(ctx, p.conns); err != nil {
+		return err
+	}
 	p.gateway = gateway.New(gateway.Config{
 		Conn: conns["gateway"], Logger: log.With().Str("service", "gateway").Logger(),
 		Addr: cfg.HTTPAddr, MaxArtifactBytes: cfg.MaxArtifactBytes,

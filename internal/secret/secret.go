@@ -56,7 +56,9 @@ func NormalizePairingCode(code string) string {
 		b.WriteRune(r)
 	}
 	s := b.String()
-	if len(s) != 20 {
+	// Issued codes are ASCII; grouping by bytes would split a multi-byte
+	// character of anything else.
+	if len(s) != 20 || strings.IndexFunc(s, func(r rune) bool { return r >= 0x80 }) >= 0 {
 		return s
 	}
 	return s[0:5] + "-" + s[5:10] + "-" + s[10:15] + "-" + s[15:20]

@@ -202,6 +202,7 @@ func TestAuth_PeopleRoutesNeedTheOwnerCredential(t *testing.T) {
 		}
 	}
 	// Nothing was done on behalf of the refused callers.
+	f.p.Heartbeat(t, f.rt.RuntimeToken) // still the agent's runtime
 	if v := f.p.RuntimeView(t, f.agent.ID, f.rt.RuntimeID); v.State != mesh.RuntimeActive {
 		t.Fatalf("runtime is %s after refused revokes", v.State)
 	}

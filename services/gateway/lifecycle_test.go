@@ -23,7 +23,7 @@ func TestLifecycle_AttachHeartbeatPullProgressComplete(t *testing.T) {
 	}
 
 	// Not online before the first heartbeat, online after it.
-	if v := p.RuntimeView(t, agent.ID, rt.RuntimeID); v.Status != mesh.PresenceOffline || v.State != mesh.RuntimeActive {
+	if v := p.WaitRuntimeView(t, agent.ID, rt.RuntimeID, meshtest.Listed); v.Status != mesh.PresenceOffline || v.State != mesh.RuntimeActive {
 		t.Fatalf("before heartbeat: status %s state %s, want offline active", v.Status, v.State)
 	}
 	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/agent-runtimes/runtime/heartbeat", RuntimeToken: rt.RuntimeToken,

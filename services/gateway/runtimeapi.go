@@ -76,8 +76,11 @@ func (g *Gateway) pull(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	// Stop waiting when the platform shuts down or the runtime goes away.
-	ctx, cancel := context.WithTimeout(r.Context(), wait+10*time.Second)
+	// Stop waiting when the platform shuts down, but not when the runtime
+	// goes away: the taskqueue's wait goes on regardless and may still claim
+	// a run for it, which must then be given back below rather than be left
+	// running until its lease expires.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), wait+10*time.Second)
 	defer cancel()
 	go func() {
 		select {

@@ -191,7 +191,7 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 	}
 	out := meshapi.RuntimeList{Runtimes: []mesh.RuntimeView{}}
 	for _, rt := range s.dir.AgentRuntimes(in.AgentID) {
-		out.Runtimes = append(out.Runtimes, s.view(rt))
+		out.Runtimes = append(out.Runtimes, s.view(rt, s.currentPresence(ctx, rt.ID)))
 	}
 	sort.SliceStable(out.Runtimes, func(i, j int) bool {
 		return out.Runtimes[i].State == mesh.RuntimeActive && out.Runtimes[j].State != mesh.RuntimeActive
@@ -199,14 +199,29 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 	return out, nil
 }
 
-// view joins a runtime with its presence. Only an active runtime can be online.
-func (s *Service) view(rt *mesh.Runtime) mesh.RuntimeView {
+// currentPresence reads a runtime's presence from the registry's own bucket:
+// the directory's view of it trails the registry's writes by a moment, and a
+// runtime whose heartbeat was just answered must be listed online.
+func (s *Service) currentPresence(ctx context.Context, runtimeID string) *mesh.RuntimePresence {
+	p, _, err := s.presence.Get(ctx, runtimeID)
+	if err == nil {
+		return p
+	}
+	if p, ok := s.dir.Presence(runtimeID); ok && !errors.Is(err, mesh.ErrNotFound) {
+		return p
+	}
+	return nil
+}
+
+// view joins a runtime with its presence (nil: never heartbeated). Only an
+// active runtime can be online.
+func (s *Service) view(rt *mesh.Runtime, p *mesh.RuntimePresence) mesh.RuntimeView {
 	v := mesh.RuntimeView{
 		RuntimeID: rt.ID, AgentID: rt.AgentID, DeviceName: rt.DeviceName,
 		HostType: rt.LocalExecutor.Type, HostLabel: mesh.HostLabel(rt.LocalExecutor.Type),
 		State: rt.State, Status: mesh.PresenceOffline, AttachedAt: rt.AttachedAt,
 	}
-	if p, ok := s.dir.Presence(rt.ID); ok {
+	if p != nil {
 		v.LastHeartbeatAt = p.LastHeartbeatAt
 		if rt.State == mesh.RuntimeActive {
 			v.Status = p.Status
@@ -218,7 +233,7 @@ func (s *Service) view(rt *mesh.Runtime) mesh.RuntimeView {
 func (s *Service) publishPresence(ctx context.Context, typ string, p *mesh.RuntimePresence) {
 	view := mesh.RuntimeView{RuntimeID: p.RuntimeID, AgentID: p.AgentID, Status: p.Status, LastHeartbeatAt: p.LastHeartbeatAt}
 	if rt, err := s.dir.Runtime(ctx, p.RuntimeID); err == nil {
-		view = s.view(rt)
+		view = s.view(rt, p)
 		view.Status = p.Status
 	}
 	err := s.events.Publish(ctx, bus.Event{

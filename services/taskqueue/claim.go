@@ -129,6 +129,12 @@ func (s *Service) handlePull(ctx context.Context, req *bus.Request) (any, error)
 	return meshapi.PullResponse{TaskRun: run}, nil
 }
 
+// minFetchWait is the shortest a pull waits on the queue. A request that does
+// not wait at all is answered from the consumer's count of pending messages,
+// which JetStream updates a moment after it acknowledges a publish, so a run
+// created just before would be missed.
+const minFetchWait = 100 * time.Millisecond
+
 // pull claims the next pending run of the agent on behalf of a runtime that
 // does not fetch from JetStream itself (the HTTP transport), waiting up to
 // wait for one to arrive. It returns nil when none did.
@@ -143,12 +149,7 @@ func (s *Service) pull(ctx context.Context, agentID, runtimeID string, wait time
 	deadline := time.Now().Add(wait)
 	for {
 		remaining := time.Until(deadline)
-		var batch jetstream.MessageBatch
-		if remaining < 100*time.Millisecond {
-			batch, err = cons.FetchNoWait(1)
-		} else {
-			batch, err = cons.Fetch(1, jetstream.FetchMaxWait(remaining))
-		}
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(max(remaining, minFetchWait)))
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +161,7 @@ func (s *Service) pull(ctx context.Context, agentID, runtimeID string, wait time
 				return run, err
 			}
 		}
-		if !got && (remaining < 100*time.Millisecond || ctx.Err() != nil) {
+		if !got && (remaining < minFetchWait || ctx.Err() != nil) {
 			return nil, nil
 		}
 	}

@@ -124,3 +124,25 @@ func TestPull_RuntimeThatNeverHeartbeatedIsOffline(t *testing.T) {
 		t.Fatalf("pulled %s after the heartbeat, want %s", got.ID, run.ID)
 	}
 }
+
+// TestPull_RunCreatedJustBeforeAPullWithoutWaitIsHandedOut: a pull that does
+// not wait still sees a run whose creation was already answered. (JetStream
+// tells a consumer about a new message a moment after acknowledging its
+// publish; under load a no-wait pull used to miss such a run now and then.)
+func TestPull_RunCreatedJustBeforeAPullWithoutWaitIsHandedOut(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, meshtest.Options{HeartbeatTimeout: time.Minute})
+	agent := p.CreateAgent("quick")
+	rt := p.OnlineRuntime(t, agent.ID)
+	for i := range 200 {
+		run := p.CreateTask(agent.ID, "now")
+		got := p.Pull(t, agent.ID, rt.RuntimeToken, "")
+		if got.Status != http.StatusOK {
+			t.Fatalf("pull %d right after a create: HTTP %d", i, got.Status)
+		}
+		if pulled := got.Run(t); pulled.ID != run.ID {
+			t.Fatalf("pull %d got %s, want %s", i, pulled.ID, run.ID)
+		}
+		p.Report(t, run.ID, "complete", rt.RuntimeToken, nil).Expect(t, http.StatusOK)
+	}
+}

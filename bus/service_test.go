@@ -1,0 +1,94 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// TestService_AnswersConcurrentRequestsWithValuesAndErrors: handlers run on
+// their own goroutines; replies and error answers (code, message, status)
+// reach each caller intact — and, under -race, without racing micro's own
+// bookkeeping of the request.
+func TestService_AnswersConcurrentRequestsWithValuesAndErrors(t *testing.T) {
+	srv, err := StartServer(ServerConfig{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	conn, err := Connect(context.Background(), ConnConfig{Server: srv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.NC.Close() })
+	svc, err := NewService(conn.NC, ServiceConfig{Name: "echo", Version: "1.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(time.Second) })
+	type echo struct {
+		N int `json:"n"`
+	}
+	err = svc.Handle("echo", "test.echo", func(_ context.Context, req *Request) (any, error) {
+		var in echo
+		if err := req.Decode(&in); err != nil {
+			return nil, err
+		}
+		switch in.N % 3 {
+		case 1:
+			e := mesh.Errorf(mesh.CodeInvalidTransition, "no %d", in.N)
+			e.Status = mesh.StatusCompleted
+			return nil, e
+		case 2:
+			if in.N%2 == 0 {
+				panic("handler bug")
+			}
+			return nil, errors.New("secret internals")
+		}
+		return in, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var wg sync.WaitGroup
+	for n := range 3000 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var out echo
+			err := Call(ctx, conn.NC, "test.echo", echo{N: n}, &out)
+			var e *mesh.Error
+			switch {
+			case n%3 == 0:
+				if err != nil || out.N != n {
+					t.Errorf("request %d: %+v, %v", n, out, err)
+				}
+			case n%3 == 1:
+				if !errors.As(err, &e) || e.Code != mesh.CodeInvalidTransition || e.Message != fmt.Sprintf("no %d", n) || e.Status != mesh.StatusCompleted {
+					t.Errorf("request %d: %#v", n, err)
+				}
+			default:
+				if !errors.As(err, &e) || e.Code != mesh.CodeInternal || e.Message != "internal error" {
+					t.Errorf("request %d: %#v, want a generic INTERNAL", n, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+
+	var out echo
+	if err := Call(context.Background(), conn.NC, "test.echo", map[string]any{"n": 1, "extra": true}, &out); !errors.Is(err, mesh.ErrInvalidRequest) {
+		t.Errorf("unknown field: %v, want INVALID_REQUEST", err)
+	}
+	if err := Call(context.Background(), conn.NC, "test.nobody", echo{}, &out); !errors.Is(err, &mesh.Error{Code: mesh.CodeUnavailable}) {
+		t.Errorf("no responder: %v, want UNAVAILABLE", err)
+	}
+}

@@ -1,0 +1,92 @@
+package registry_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// TestPresence_RuntimeWithoutHeartbeatsGoesOffline: after HeartbeatTimeout
+// without a heartbeat a runtime is offline, announced by runtime.offline, and
+// given no work until it heartbeats again (seed 001 §4.2).
+func TestPresence_RuntimeWithoutHeartbeatsGoesOffline(t *testing.T) {
+	t.Parallel()
+	const timeout = time.Second
+	p := meshtest.StartPlatform(t, meshtest.Options{HeartbeatTimeout: timeout})
+	agent := p.CreateAgent("flaky")
+	events := p.StreamEvents(t, url.Values{"agent_id": {agent.ID}, "type": {"runtime.online,runtime.offline"}})
+	rt := p.Attach(agent.ID)
+	if v := p.WaitRuntimeView(t, agent.ID, rt.RuntimeID, meshtest.Listed); v.Status != mesh.PresenceOffline {
+		t.Fatalf("a runtime that never heartbeated is %s", v.Status)
+	}
+
+	p.Heartbeat(t, rt.RuntimeToken)
+	beat := time.Now()
+	online := p.RuntimeView(t, agent.ID, rt.RuntimeID)
+	if online.Status != mesh.PresenceOnline {
+		t.Fatalf("after a heartbeat the runtime is %s", online.Status)
+	}
+	if ev := events.Next(t, 5*time.Second); ev.Type != mesh.EventRuntimeOnline || ev.Subject != rt.RuntimeID {
+		t.Fatalf("first presence event: %s about %s", ev.Type, ev.Subject)
+	}
+
+	var offline mesh.RuntimeView
+	meshtest.Eventually(t, timeout+3*time.Second, func() bool {
+		offline = p.RuntimeView(t, agent.ID, rt.RuntimeID)
+		return offline.Status == mesh.PresenceOffline
+	}, func() string { return "the silent runtime stayed online" })
+	if went := time.Since(beat); went < timeout {
+		t.Fatalf("offline %s after the last heartbeat, before the %s timeout", went, timeout)
+	}
+	if offline.State != mesh.RuntimeActive || offline.LastHeartbeatAt == nil {
+		t.Fatalf("offline runtime view: %+v, want still active with its last heartbeat time", offline)
+	}
+	ev := events.Next(t, 5*time.Second)
+	var data mesh.RuntimeView
+	if err := json.Unmarshal(ev.Data, &data); err != nil || ev.Type != mesh.EventRuntimeOffline || data.RuntimeID != rt.RuntimeID || data.Status != mesh.PresenceOffline {
+		t.Fatalf("presence event after the timeout: %s %s (%v)", ev.Type, ev.Data, err)
+	}
+
+	p.CreateTask(agent.ID, "for later")
+	p.Pull(t, agent.ID, rt.RuntimeToken, "").ExpectError(t, http.StatusConflict, mesh.CodeRuntimeOffline)
+
+	// A heartbeat brings it back, with a new online event; the token still works.
+	p.Heartbeat(t, rt.RuntimeToken)
+	if ev := events.Next(t, 5*time.Second); ev.Type != mesh.EventRuntimeOnline {
+		t.Fatalf("after the runtime came back: %s", ev.Type)
+	}
+	p.PullRun(t, agent.ID, rt.RuntimeToken)
+}
+
+// TestPresence_HeartbeatsKeepARuntimeOnline: heartbeats within the timeout
+// keep presence; only one online event is emitted for a run of heartbeats.
+func TestPresence_HeartbeatsKeepARuntimeOnline(t *testing.T) {
+	t.Parallel()
+	const timeout = time.Second
+	p := meshtest.StartPlatform(t, meshtest.Options{HeartbeatTimeout: timeout})
+	agent := p.CreateAgent("steady")
+	events := p.StreamEvents(t, url.Values{"agent_id": {agent.ID}, "type": {"runtime.online,runtime.offline"}})
+	rt := p.Attach(agent.ID)
+	p.WaitRuntimeView(t, agent.ID, rt.RuntimeID, meshtest.Listed)
+	// Heartbeat at a third of the timeout for three timeouts: staying online
+	// over that window is what is being shown.
+	tick := time.NewTicker(timeout / 3)
+	defer tick.Stop()
+	until := time.Now().Add(3 * timeout)
+	for p.Heartbeat(t, rt.RuntimeToken); time.Now().Before(until); p.Heartbeat(t, rt.RuntimeToken) {
+		if v := p.RuntimeView(t, agent.ID, rt.RuntimeID); v.Status != mesh.PresenceOnline {
+			t.Fatalf("runtime went %s while heartbeating", v.Status)
+		}
+		<-tick.C
+	}
+	// Once heartbeats stop, the one offline event follows the one online event.
+	evs := events.Until(t, timeout+3*time.Second, meshtest.TypeIs("runtime.offline", rt.RuntimeID))
+	if len(evs) != 2 || evs[0].Type != mesh.EventRuntimeOnline {
+		t.Fatalf("presence events: %d (%s first), want one online then one offline", len(evs), evs[0].Type)
+	}
+}
