@@ -18,7 +18,12 @@ type Mirror[T, P any] struct {
 	items   map[string]mirrorEntry[P]
 	ready   chan struct{}
 	watcher jetstream.KeyWatcher
+	stream  jetstream.Stream
 	cfg     MirrorConfig[T, P]
+	// seen is the highest bucket revision the watch has delivered; changed
+	// is closed (and replaced) whenever it grows, for Sync.
+	seen    uint64
+	changed chan struct{}
 }
 
 type mirrorEntry[P any] struct {
@@ -49,7 +54,12 @@ func StartMirror[T, P any](ctx context.Context, js jetstream.JetStream, bucket s
 	if err != nil {
 		return nil, fmt.Errorf("mirror %s: watch: %w", bucket, err)
 	}
-	m := &Mirror[T, P]{items: map[string]mirrorEntry[P]{}, ready: make(chan struct{}), watcher: w, cfg: cfg}
+	stream, err := js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		_ = w.Stop()
+		return nil, fmt.Errorf("mirror %s: %w", bucket, err)
+	}
+	m := &Mirror[T, P]{items: map[string]mirrorEntry[P]{}, ready: make(chan struct{}), watcher: w, stream: stream, cfg: cfg, changed: make(chan struct{})}
 	go m.run(bucket)
 	return m, nil
 }
@@ -64,6 +74,44 @@ func (m *Mirror[T, P]) run(bucket string) {
 			continue
 		}
 		m.apply(bucket, e)
+		m.advance(e.Revision())
+	}
+}
+
+func (m *Mirror[T, P]) advance(rev uint64) {
+	m.mu.Lock()
+	if rev <= m.seen {
+		m.mu.Unlock()
+		return
+	}
+	m.seen = rev
+	ch := m.changed
+	m.changed = make(chan struct{})
+	m.mu.Unlock()
+	close(ch)
+}
+
+// Sync waits until the mirror holds every write the bucket had stored when
+// Sync was called, so an answer built from the mirror reflects writes other
+// services (or instances) acknowledged before the question was asked.
+func (m *Mirror[T, P]) Sync(ctx context.Context) error {
+	info, err := m.stream.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("mirror sync: %w", err)
+	}
+	target := info.State.LastSeq
+	for {
+		m.mu.RLock()
+		seen, ch := m.seen, m.changed
+		m.mu.RUnlock()
+		if seen >= target {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 

@@ -154,3 +154,8 @@ func IsActiveRuntimeKey(key string) bool { return strings.HasPrefix(key, activeR
 
 // AgentEventsFilter matches every event of one agent.
 func AgentEventsFilter(agentID string) string { return subjEvents + "." + agentID + ".>" }
+
+// RuntimeUserName is the name the auth callout gives a runtime's NATS user
+// (the connection's authorised user in the server's monitoring); the platform
+// finds a revoked runtime's connections by it.
+func RuntimeUserName(runtimeID string) string { return "runtime " + runtimeID }

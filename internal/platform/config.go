@@ -49,6 +49,8 @@ type Config struct {
 	// ShutdownGrace bounds a graceful stop. Default 10s.
 	ShutdownGrace time.Duration
 	Logger        zerolog.Logger
+
+	publicURLSet bool
 }
 
 func (c *Config) defaults() {
@@ -57,6 +59,8 @@ func (c *Config) defaults() {
 	}
 	if c.PublicURL == "" {
 		c.PublicURL = "http://" + c.HTTPAddr
+	} else {
+		c.publicURLSet = true
 	}
 	if c.NATSListen == "" {
 		c.NATSListen = "127.0.0.1:4222"

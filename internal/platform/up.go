@@ -3,6 +3,7 @@ package platform
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -30,6 +31,7 @@ type Platform struct {
 	conns    []*bus.Conn
 	services []stopper
 	gateway  *gateway.Gateway
+	ln       net.Listener
 	// serviceKey authenticates each service's own connection.
 	serviceKey nkeys.KeyPair
 }
@@ -106,6 +108,20 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 	if err := StoreOwnerTokenHash(ctx, p.conn, ownerToken); err != nil {
 		return err
 	}
+	if _, err := kickRevoked(p.conn.NC, p.server.NATS(), cfg.Logger); err != nil {
+		return err
+	}
+	// Bind the HTTP API first, so the origin told to adapters is the real
+	// address even when the configured port is 0.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+	}
+	p.ln = ln
+	if !cfg.publicURLSet {
+		cfg.PublicURL = "http://" + ln.Addr().String()
+		p.cfg.PublicURL = cfg.PublicURL
+	}
 	natsURL, wsURL := cfg.NATSAdvertise, cfg.NATSWebSocketAdvertise
 	if natsURL == "" {
 		natsURL = p.server.ClientURL()
@@ -161,7 +177,7 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 	}
 	p.gateway = gateway.New(gateway.Config{
 		Conn: conns["gateway"], Logger: log.With().Str("service", "gateway").Logger(),
-		Addr: cfg.HTTPAddr, MaxArtifactBytes: cfg.MaxArtifactBytes,
+		Listener: ln, MaxArtifactBytes: cfg.MaxArtifactBytes,
 	})
 	if err := p.gateway.Start(ctx); err != nil {
 		return err
@@ -188,6 +204,10 @@ func (p *Platform) Stop() {
 	grace := p.cfg.ShutdownGrace
 	if p.gateway != nil {
 		p.gateway.Stop(grace)
+	}
+	if p.ln != nil {
+		// Closed already when the gateway served it; not when start-up failed.
+		_ = p.ln.Close()
 	}
 	for i := len(p.services) - 1; i >= 0; i-- {
 		p.services[i].Stop(grace)

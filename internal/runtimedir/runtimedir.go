@@ -131,7 +131,11 @@ func (d *Directory) Presence(runtimeID string) (*mesh.RuntimePresence, bool) {
 	return d.presence.Get(runtimeID)
 }
 
-// AgentRuntimes lists an agent's runtimes from the view, newest first.
+// Sync waits until the runtime view holds every write already stored.
+func (d *Directory) Sync(ctx context.Context) error { return d.runtimes.Sync(ctx) }
+
+// AgentRuntimes lists an agent's runtimes from the view, newest first. Call
+// Sync first when the answer must include writes made a moment ago.
 func (d *Directory) AgentRuntimes(agentID string) []*mesh.Runtime {
 	var out []*mesh.Runtime
 	d.runtimes.Range(func(_ string, r *mesh.Runtime) bool {

@@ -145,9 +145,13 @@ func (s *Service) lookup(ctx context.Context, id string) (*mesh.Agent, error) {
 	return a, nil
 }
 
-func (s *Service) list(_ context.Context, req *bus.Request) (any, error) {
+func (s *Service) list(ctx context.Context, req *bus.Request) (any, error) {
 	var in meshapi.ListAgentsRequest
 	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	// Agents created through another instance a moment ago are listed too.
+	if err := s.mirror.Sync(ctx); err != nil {
 		return nil, err
 	}
 	out := meshapi.AgentList{Agents: []mesh.Agent{}}

@@ -27,6 +27,8 @@ type Config struct {
 	Logger zerolog.Logger
 	// Addr is the listen address. Default 127.0.0.1:3000 (seed 000's local API base).
 	Addr string
+	// Listener, when set, is used instead of listening on Addr.
+	Listener net.Listener
 	// MaxBodyBytes bounds request bodies other than artifact uploads. Default 1 MiB.
 	MaxBodyBytes int64
 	// MaxArtifactBytes bounds one artifact's content. Default 25 MiB.
@@ -87,9 +89,11 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if g.owner, err = newOwnerAuth(ctx, g.js, g.log); err != nil {
 		return err
 	}
-	g.ln, err = net.Listen("tcp", g.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("gateway: listen %s: %w", g.cfg.Addr, err)
+	g.ln = g.cfg.Listener
+	if g.ln == nil {
+		if g.ln, err = net.Listen("tcp", g.cfg.Addr); err != nil {
+			return fmt.Errorf("gateway: listen %s: %w", g.cfg.Addr, err)
+		}
 	}
 	g.srv = &http.Server{
 		Handler:           g.Handler(),

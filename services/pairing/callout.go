@@ -30,7 +30,7 @@ func (s *Service) onAuthRequest(msg *nats.Msg) {
 		return
 	}
 	uc := jwt.NewUserClaims(req.UserNkey)
-	uc.Name = "runtime " + id.RuntimeID
+	uc.Name = bus.RuntimeUserName(id.RuntimeID)
 	uc.Audience = server.DEFAULT_GLOBAL_ACCOUNT
 	uc.Expires = time.Now().Add(s.cfg.UserJWTTTL).Unix()
 	runtimePermissions(&uc.Permissions, id)

@@ -40,7 +40,8 @@ type Config struct {
 	AuthIssuer nkeys.KeyPair
 	// UserJWTTTL bounds one runtime connection's authorisation; a connection
 	// re-authenticates (and a revoked credential is refused) when it expires.
-	// Default 1 hour.
+	// The embedded server also drops a revoked runtime's connections at once.
+	// Default 15 minutes.
 	UserJWTTTL time.Duration
 	// SweepInterval is how often expired pairing codes are removed. Default 30s.
 	SweepInterval time.Duration
@@ -57,7 +58,7 @@ func (c *Config) defaults() {
 		c.Lease = 60 * time.Second
 	}
 	if c.UserJWTTTL == 0 {
-		c.UserJWTTTL = time.Hour
+		c.UserJWTTTL = 15 * time.Minute
 	}
 	if c.SweepInterval == 0 {
 		c.SweepInterval = 30 * time.Second

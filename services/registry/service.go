@@ -189,6 +189,9 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 	if !mesh.ValidID(in.AgentID) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "agent %q not found", in.AgentID)
 	}
+	if err := s.dir.Sync(ctx); err != nil {
+		return nil, err
+	}
 	out := meshapi.RuntimeList{Runtimes: []mesh.RuntimeView{}}
 	for _, rt := range s.dir.AgentRuntimes(in.AgentID) {
 		out.Runtimes = append(out.Runtimes, s.view(rt, s.currentPresence(ctx, rt.ID)))

@@ -25,10 +25,30 @@ const (
 
 var taskTypePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 
-// idempotencyRecord maps an idempotency key to the run it created.
+// idempotencyRecord maps an idempotency key to the run it created, with a
+// fingerprint of the request, so a key reused for a different request is refused.
 type idempotencyRecord struct {
-	TaskRunID string    `json:"task_run_id"`
-	CreatedAt time.Time `json:"created_at"`
+	TaskRunID   string    `json:"task_run_id"`
+	Fingerprint string    `json:"fingerprint"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// fingerprint identifies what a create request asks for (after defaults), so
+// a retry with the same key matches and a different request does not.
+func fingerprint(in *meshapi.CreateTaskRunRequest) string {
+	var input any
+	_ = json.Unmarshal(in.Input, &input)
+	b, _ := json.Marshal(struct {
+		Input          any            `json:"input"`
+		Conversation   string         `json:"conversation_id"`
+		TaskType       string         `json:"task_type"`
+		Initiator      string         `json:"initiator_agent_id"`
+		MaxAttempts    int            `json:"max_attempts"`
+		Deadline       *time.Time     `json:"deadline"`
+		TimeoutSeconds int64          `json:"timeout_seconds"`
+		Metadata       map[string]any `json:"metadata"`
+	}{input, in.ConversationID, in.TaskType, in.InitiatorAgentID, in.MaxAttempts, in.Deadline, in.TimeoutSeconds, in.Metadata})
+	return secret.Hash(string(b))
 }
 
 func (s *Service) handleCreate(ctx context.Context, req *bus.Request) (any, error) {
@@ -172,7 +192,7 @@ func (s *Service) claimIdempotencyKey(ctx context.Context, in *meshapi.CreateTas
 	// Keys are scoped to the target agent and hashed: bucket keys have a
 	// restricted alphabet, and callers' keys may carry anything.
 	key := secret.Hash(in.TargetAgentID + "\x00" + in.IdempotencyKey)
-	rec := &idempotencyRecord{TaskRunID: runID, CreatedAt: time.Now().UTC()}
+	rec := &idempotencyRecord{TaskRunID: runID, Fingerprint: fingerprint(in), CreatedAt: time.Now().UTC()}
 	deadline := time.Now().Add(staleIdempotency + 2*time.Second)
 	for {
 		_, err := s.idem.Create(ctx, key, rec)
@@ -188,6 +208,9 @@ func (s *Service) claimIdempotencyKey(ctx context.Context, in *meshapi.CreateTas
 		}
 		if err != nil {
 			return nil, err
+		}
+		if prev.Fingerprint != "" && prev.Fingerprint != rec.Fingerprint {
+			return nil, mesh.Errorf(mesh.CodeIdempotencyReplay, "idempotency key %q was already used for a different request to this agent", in.IdempotencyKey)
 		}
 		run, runRev, err := s.runs.Get(ctx, prev.TaskRunID)
 		if err == nil {

@@ -41,10 +41,15 @@ func TestCreate_IdempotencyKeyReturnsTheSameRun(t *testing.T) {
 		t.Fatalf("repeated header key gave %s, want %s", got.ID, viaHeader.ID)
 	}
 	// The body field and the header name the same key.
-	if got := p.CreateTaskWith(t, map[string]any{"target_agent_id": agent.ID, "input": map[string]any{}, "idempotency_key": "order-43"}).
-		Expect(t, http.StatusOK).Run(t); got.ID != viaHeader.ID {
+	sameAsHeader := body(agent.ID)
+	sameAsHeader["idempotency_key"] = "order-43"
+	if got := p.CreateTaskWith(t, sameAsHeader).Expect(t, http.StatusOK).Run(t); got.ID != viaHeader.ID {
 		t.Fatalf("body key after header key gave %s, want %s", got.ID, viaHeader.ID)
 	}
+	// The same key for a different request is refused, not answered with a
+	// run the caller did not ask for.
+	p.CreateTaskWith(t, map[string]any{"target_agent_id": agent.ID, "input": map[string]any{"text": "another"}, "idempotency_key": "order-43"}).
+		ExpectError(t, http.StatusConflict, mesh.CodeIdempotencyReplay)
 	// Another agent's run with the same key is another run.
 	otherRun := header(body(other.ID), "order-42").Expect(t, http.StatusCreated).Run(t)
 	if otherRun.ID == first.ID || otherRun.TargetAgentID != other.ID {

@@ -56,6 +56,10 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 	if in.Cursor != "" && !mesh.ValidID(in.Cursor) {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "malformed cursor")
 	}
+	// Runs written by another instance a moment ago are listed too.
+	if err := s.runView.Sync(ctx); err != nil {
+		return nil, err
+	}
 	ids, more, total := s.index.page(filter{agentID: in.AgentID, status: in.Status}, in.Cursor, in.Offset, in.Limit, in.WithTotal)
 	out := meshapi.TaskRunList{TaskRuns: make([]mesh.TaskRun, 0, len(ids))}
 	for _, id := range ids {

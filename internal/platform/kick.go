@@ -1,0 +1,36 @@
+package platform
+
+import (
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+)
+
+// kickRevoked disconnects a runtime's NATS connections as soon as its
+// credential is revoked or replaced. Requests from such a connection are
+// refused anyway; dropping it also stops it receiving queue messages and its
+// agent's events. Only the process that embeds the server can do this; with an
+// external server a connection lasts until its authorisation expires.
+func kickRevoked(nc *nats.Conn, ns *server.Server, log zerolog.Logger) (*nats.Subscription, error) {
+	return nc.Subscribe(bus.EventFilter("", string(mesh.KindRuntime), ""), func(m *nats.Msg) {
+		if m.Header.Get("ce-type") != mesh.EventRuntimeRevoked {
+			return
+		}
+		_, _, runtimeID, ok := bus.ParseEventSubject(m.Subject)
+		if !ok {
+			return
+		}
+		connz, err := ns.Connz(&server.ConnzOptions{Limit: 1 << 20, Username: true})
+		if err != nil {
+			return
+		}
+		for _, c := range connz.Conns {
+			if c.AuthorizedUser == bus.RuntimeUserName(runtimeID) {
+				_ = ns.DisconnectClientByID(c.Cid)
+				log.Info().Str("runtime_id", runtimeID).Msg("disconnected a revoked runtime")
+			}
+		}
+	})
+}
