@@ -37,6 +37,12 @@ type ConnConfig struct {
 	// own schedule and must move an undelivered report to their durable
 	// outbox without first holding it in memory for a whole request timeout.
 	FailWhileDisconnected bool
+	// RetryRefusedAuth keeps reconnecting after the server refused the
+	// credential twice in a row, where NATS would otherwise close the
+	// connection for good: an auth service that is still starting refuses
+	// valid credentials too. The caller then finds out by other means
+	// whether its credential was revoked.
+	RetryRefusedAuth bool
 	// Logger receives connection state changes.
 	Logger zerolog.Logger
 }
@@ -100,6 +106,9 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 	}
 	if cfg.FailWhileDisconnected {
 		opts = append(opts, nats.ReconnectBufSize(-1))
+	}
+	if cfg.RetryRefusedAuth {
+		opts = append(opts, nats.IgnoreAuthErrorAbort())
 	}
 	url := cfg.URL
 	if cfg.Server != nil {

@@ -14,9 +14,12 @@ const (
 // HeartbeatRequest is a runtime's heartbeat (seed 001 §4.2). The runtime is
 // identified by the subject it arrives on.
 type HeartbeatRequest struct {
-	// RunningTaskRunIDs lists the runs the runtime is working on; their leases
-	// are renewed.
-	RunningTaskRunIDs []string `json:"running_task_run_ids,omitempty"`
+	// RunningTaskRunIDs lists the runs the runtime still holds (working on
+	// them or owing their report); their leases are renewed, and only
+	// theirs: a run the runtime holds but does not list belonged to an
+	// earlier process of it and is left to expire. Nil (null, or the field
+	// absent, as in seed 001's heartbeat) renews every run the runtime holds.
+	RunningTaskRunIDs []string `json:"running_task_run_ids"`
 }
 
 // HeartbeatResponse acknowledges a heartbeat.

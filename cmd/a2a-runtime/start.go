@@ -83,6 +83,10 @@ func newStart(g *globals) *cobra.Command {
 						log.Debug().Err(err).Msg("last heartbeat not recorded in the profile")
 					}
 				},
+				CheckCredential: func(ctx context.Context) error {
+					_, err := connector.HTTPHello(ctx, api)
+					return err
+				},
 				Logger: log,
 			})
 			// A second interrupt during the drain stops at once.

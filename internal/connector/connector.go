@@ -46,7 +46,13 @@ type Config struct {
 	RenewInterval time.Duration
 	// OnHeartbeat is called after each accepted heartbeat (to record it in the profile).
 	OnHeartbeat func(at time.Time)
-	Logger      zerolog.Logger
+	// CheckCredential asks the platform, over its REST API, whether it still
+	// accepts the runtime's credential. It is called when a heartbeat fails
+	// for another reason: a NATS server that refuses a revoked credential
+	// only drops the connection, and an error from it then is not an answer.
+	// Nil skips the check.
+	CheckCredential func(ctx context.Context) error
+	Logger          zerolog.Logger
 }
 
 func (c *Config) defaults() {
@@ -78,6 +84,9 @@ type Connector struct {
 
 	mu      sync.Mutex
 	running map[string]*task
+	// owed are the runs whose report waits in the outbox: the runtime still
+	// holds them, so their leases are renewed with the running ones.
+	owed map[string]bool
 
 	execCtx    context.Context
 	execCancel context.CancelFunc
@@ -108,7 +117,7 @@ var (
 func New(cfg Config) *Connector {
 	cfg.defaults()
 	return &Connector{
-		cfg: cfg, log: cfg.Logger, running: map[string]*task{},
+		cfg: cfg, log: cfg.Logger, running: map[string]*task{}, owed: map[string]bool{},
 		fatal: make(chan struct{}), outboxKick: make(chan struct{}, 1), stopNow: make(chan struct{}),
 	}
 }
@@ -142,10 +151,12 @@ func (c *Connector) Run(ctx context.Context) error {
 	}
 	select {
 	case <-ctx.Done():
-		c.log.Info().Msg("stopping: no new task runs are claimed; running ones may finish")
 	case <-c.fatal:
 	}
 	stopClaiming()
+	if c.fatalErr == nil {
+		c.log.Info().Msg("stopping: no new task runs are claimed; running ones may finish")
+	}
 	c.drain(&workers)
 	c.execCancel()
 	loops.Wait()
@@ -248,6 +259,36 @@ func (c *Connector) runningIDs() []string {
 		ids = append(ids, id)
 	}
 	return ids
+}
+
+// heldIDs are the runs whose leases the runtime keeps: those it works on and
+// those whose report it owes. Never nil: the platform renews exactly these.
+func (c *Connector) heldIDs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]string, 0, len(c.running)+len(c.owed))
+	for id := range c.running {
+		ids = append(ids, id)
+	}
+	for id := range c.owed {
+		if c.running[id] == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// owe marks runs as owed (their report is in the outbox) or settled.
+func (c *Connector) owe(owed bool, ids ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if owed {
+			c.owed[id] = true
+		} else {
+			delete(c.owed, id)
+		}
+	}
 }
 
 func (c *Connector) runningCount() int {

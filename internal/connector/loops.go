@@ -12,7 +12,7 @@ import (
 func (c *Connector) heartbeat(ctx context.Context) error {
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	err := c.cfg.Transport.Heartbeat(hctx, c.runningIDs())
+	err := c.cfg.Transport.Heartbeat(hctx, c.heldIDs())
 	if err == nil && c.cfg.OnHeartbeat != nil {
 		c.cfg.OnHeartbeat(time.Now().UTC())
 	}
@@ -45,12 +45,27 @@ func (c *Connector) heartbeatLoop(ctx context.Context) {
 				c.record(ledger.Entry{Event: ledger.EventHeartbeatFailed, Message: err.Error()})
 			}
 			failing = true
+			if err := c.checkCredential(ctx); IsAuthError(err) {
+				c.fail(err)
+				return
+			}
 		}
 	}
 }
 
-// renewLoop keeps the leases of running runs and stops work on runs the
-// platform no longer assigns to this runtime.
+// checkCredential asks the platform whether it still accepts the credential
+// (nil when it does, or when it cannot be asked).
+func (c *Connector) checkCredential(ctx context.Context) error {
+	if c.cfg.CheckCredential == nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return c.cfg.CheckCredential(cctx)
+}
+
+// renewLoop keeps the leases of the runs the runtime holds and stops work on
+// runs the platform no longer assigns to this runtime.
 func (c *Connector) renewLoop(ctx context.Context) {
 	for {
 		select {
@@ -58,7 +73,7 @@ func (c *Connector) renewLoop(ctx context.Context) {
 			return
 		case <-time.After(bus.Jitter(c.cfg.RenewInterval, 0.1)):
 		}
-		ids := c.runningIDs()
+		ids := c.heldIDs()
 		if len(ids) == 0 {
 			continue
 		}

@@ -44,6 +44,7 @@ func (c *Connector) deliver(kind ledger.ReportKind, run *mesh.TaskRun, req any) 
 		c.log.Error().Err(err).Str("task_run_id", run.ID).Msg("report could not be kept in the outbox")
 		return
 	}
+	c.owe(true, run.ID)
 	select {
 	case c.outboxKick <- struct{}{}:
 	default:
@@ -94,21 +95,26 @@ func (c *Connector) flushOutbox() int {
 	}
 	remaining := 0
 	for _, rep := range pending {
+		// Reports left by an earlier process are owed by this one.
+		c.owe(true, rep.TaskRunID)
 		req, err := decodeReport(rep)
 		if err != nil {
 			_ = c.cfg.Ledger.MarkAbandoned(rep.ID, err.Error())
+			c.owe(false, rep.TaskRunID)
 			continue
 		}
 		err = c.send(rep.Kind, req)
 		switch {
 		case err == nil:
 			_ = c.cfg.Ledger.MarkDelivered(rep.ID)
+			c.owe(false, rep.TaskRunID)
 			c.log.Info().Str("task_run_id", rep.TaskRunID).Msg("kept report delivered")
 		case IsAuthError(err):
 			c.fail(err)
 			return len(pending)
 		case isFinalAnswer(err):
 			_ = c.cfg.Ledger.MarkAbandoned(rep.ID, err.Error())
+			c.owe(false, rep.TaskRunID)
 			c.log.Warn().Err(err).Str("task_run_id", rep.TaskRunID).Msg("kept report refused: the run ended otherwise")
 		default:
 			remaining++

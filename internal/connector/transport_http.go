@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
@@ -73,7 +75,9 @@ func (t *httpTransport) Heartbeat(ctx context.Context, running []string) error {
 func (t *httpTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 	q := url.Values{"wait": {t.cfg.PullWait.String()}}
 	var run mesh.TaskRun
-	status, err := t.cfg.API.Do(ctx, http.MethodPost, "/agent-accounts/"+url.PathEscape(t.cfg.AgentID)+"/task-runs/pull", q, nil, &run)
+	pctx, done := pullContext(ctx)
+	defer done()
+	status, err := t.cfg.API.Do(pctx, http.MethodPost, "/agent-accounts/"+url.PathEscape(t.cfg.AgentID)+"/task-runs/pull", q, nil, &run)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -84,6 +88,32 @@ func (t *httpTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 		return nil, nil
 	}
 	return &run, nil
+}
+
+// pullContext is the context of one long-poll pull: it ends with ctx only
+// while the platform has not started to answer. An answer carrying a run
+// means the run is claimed for this runtime; cutting it off half-read would
+// leave the run claimed by nobody until its lease ran out, so it is read to
+// the end and the caller, stopping, releases the run. done releases it.
+func pullContext(ctx context.Context) (pctx context.Context, done func()) {
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var mu sync.Mutex
+	answered := false
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !answered {
+			cancel()
+		}
+	})
+	traced := httptrace.WithClientTrace(pctx, &httptrace.ClientTrace{
+		GotFirstResponseByte: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			answered = pctx.Err() == nil
+		},
+	})
+	return traced, func() { stop(); cancel() }
 }
 
 func (t *httpTransport) Release(ctx context.Context, run *mesh.TaskRun) error {

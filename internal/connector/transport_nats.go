@@ -56,8 +56,8 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	defer cancel()
 	conn, err := bus.Connect(cctx, bus.ConnConfig{
 		URL: cfg.URL, Token: cfg.Token, InboxPrefix: cfg.InboxPrefix,
-		Name: "a2a-runtime " + cfg.RuntimeID, MaxReconnectWait: 5 * time.Second, FailWhileDisconnected: true,
-		Logger: cfg.Logger,
+		Name: "a2a-runtime " + cfg.RuntimeID, MaxReconnectWait: 5 * time.Second,
+		FailWhileDisconnected: true, RetryRefusedAuth: true, Logger: cfg.Logger,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s: %w", cfg.URL, err)

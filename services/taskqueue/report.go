@@ -188,19 +188,31 @@ func (s *Service) renew(ctx context.Context, agentID, runtimeID string, ids []st
 	return resp
 }
 
-// onHeartbeat renews the leases of every run the heartbeating runtime holds.
-// The registry answers the heartbeat itself.
+// onHeartbeat renews the leases of the runs the heartbeating runtime lists,
+// or of every run it holds when it lists none. The registry answers the
+// heartbeat itself.
 func (s *Service) onHeartbeat(msg *nats.Msg) {
 	agentID, runtimeID, _, ok := bus.ParseRuntimeSubject(msg.Subject)
 	if !ok {
 		return
 	}
-	var hb meshapi.HeartbeatRequest
+	var hb struct {
+		RunningTaskRunIDs *[]string `json:"running_task_run_ids"`
+	}
 	_ = json.Unmarshal(msg.Data, &hb)
-	ids := s.index.runningBy(runtimeID)
-	for _, id := range hb.RunningTaskRunIDs {
-		if mesh.ValidID(id) {
-			ids = append(ids, id)
+	var ids []string
+	if hb.RunningTaskRunIDs == nil {
+		// A runtime that does not say what it holds (seed 001's heartbeat is
+		// just its agent id) keeps every run it holds.
+		ids = s.index.runningBy(runtimeID)
+	} else {
+		// One that does keeps only those: a run it holds without listing it
+		// was claimed by an earlier process of the same runtime, killed and
+		// started again, and must end when its lease does (no orphan).
+		for _, id := range *hb.RunningTaskRunIDs {
+			if mesh.ValidID(id) {
+				ids = append(ids, id)
+			}
 		}
 	}
 	if len(ids) == 0 {

@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// longHost is a fake agent CLI that works until it is stopped. It records
+// its pid and its child's in pidDir/<task_run_id>; the child, as background
+// commands of a non-interactive shell do, ignores SIGINT, so stopping it
+// takes the adapter's SIGKILL. Both end by themselves once pidDir is removed
+// at the end of the test, so a failed test leaves nothing running.
+func longHost(t *testing.T, pidDir string) string {
+	return script(t, `
+( while [ -d '`+pidDir+`' ]; do sleep 0.1; done ) &
+echo $$ $! > '`+pidDir+`'/"$A2A_TASK_RUN_ID"
+wait
+`)
+}
+
+// hostPids waits until the long host of a run has recorded its pids.
+func hostPids(t *testing.T, pidDir string, run mesh.TaskRun) []int {
+	t.Helper()
+	return readPids(t, filepath.Join(pidDir, run.ID), 2)
+}
+
+// Seed 001 §9 "No orphan": a runtime killed with SIGKILL mid-task cannot
+// report; the platform fails the run with RUNTIME_LOST once the lease runs
+// out, and the adapter, seeing the request dropped, stops the host.
+func TestNoOrphan_RuntimeKilledMidTaskFailsRunWithRuntimeLostAndStopsHost(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{})
+	pidDir := t.TempDir()
+	c := l.connect(p, l.startAdapter("command", longHost(t, pidDir)).Endpoint)
+	run := c.task("long job")
+	waitStatus(t, p.Platform, run.ID, mesh.StatusRunning, waitStart)
+	pids := hostPids(t, pidDir, run)
+
+	c.rt.kill()
+	killed := time.Now()
+	// The lease runs from the last renewal, a third of a lease before the
+	// kill at most; the reaper looks every tenth of a lease.
+	ended := waitEnded(t, p.Platform, run.ID, mesh.StatusFailed, testLease+3*time.Second)
+	wantError(t, ended, mesh.ReasonRuntimeLost, "")
+	t.Logf("run failed %s after the runtime was killed (lease %s)", time.Since(killed).Round(10*time.Millisecond), testLease)
+	if ended.Error.Details["runtime_id"] != c.RuntimeID {
+		t.Errorf("RUNTIME_LOST details %v do not name runtime %s", ended.Error.Details, c.RuntimeID)
+	}
+	// The adapter saw the request drop and stopped the host (0.5s kill grace).
+	waitGone(t, pids, 5*time.Second)
+}
+
+// Seed 001 §9 "No orphan": an adapter killed with SIGKILL mid-task fails the
+// run with an adapter connection error, and the runtime goes on working.
+func TestNoOrphan_AdapterKilledMidTaskFailsRunWithConnectionError(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{})
+	pidDir := t.TempDir()
+	ad := l.startAdapter("command", longHost(t, pidDir))
+	c := l.connect(p, ad.Endpoint)
+	run := c.task("long job")
+	waitStatus(t, p.Platform, run.ID, mesh.StatusRunning, waitStart)
+	hostPids(t, pidDir, run)
+
+	ad.kill()
+	ended := waitEnded(t, p.Platform, run.ID, mesh.StatusFailed, waitStart)
+	if code := ended.Error.Code; code != "ADAPTER_CONNECTION_LOST" && code != "ADAPTER_UNREACHABLE" {
+		t.Errorf("run failed with %s (%s), want ADAPTER_CONNECTION_LOST or ADAPTER_UNREACHABLE", code, ended.Error.Message)
+	}
+	if !c.rt.running() {
+		t.Fatalf("the runtime exited when its adapter died: %s", c.rt.exitText())
+	}
+	// With the adapter still gone, the next run fails at once as unreachable.
+	next := waitEnded(t, p.Platform, c.task("next").ID, mesh.StatusFailed, waitStart)
+	wantError(t, next, "ADAPTER_UNREACHABLE", strings.TrimSuffix(ad.Endpoint, "/run-task"))
+}
+
+// A runtime killed mid-task and started again at once (as a service manager
+// does) is the same runtime to the platform, but the new process knows
+// nothing of the old one's run: that run must still end, failed with
+// RUNTIME_LOST, rather than be kept running by the new process's heartbeats.
+func TestNoOrphan_RunOfKilledRuntimeEndsEvenWhenRuntimeRestartsAtOnce(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{})
+	pidDir := t.TempDir()
+	c := l.connect(p, l.startAdapter("command", longHost(t, pidDir)).Endpoint)
+	run := c.task("long job")
+	waitStatus(t, p.Platform, run.ID, mesh.StatusRunning, waitStart)
+	hostPids(t, pidDir, run)
+
+	c.rt.kill()
+	c.m.startRuntime()
+	ended := waitEnded(t, p.Platform, run.ID, mesh.StatusFailed, waitLost)
+	wantError(t, ended, mesh.ReasonRuntimeLost, "")
+	if v := p.RuntimeView(t, c.AgentID, c.RuntimeID); v.Status != mesh.PresenceOnline {
+		t.Errorf("the restarted runtime is %s", v.Status)
+	}
+}

@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// transportOf is the transport the runtime says it started with.
+func transportOf(t *testing.T, rt *proc) string {
+	t.Helper()
+	line := rt.logLine("runtime started")
+	if line == nil {
+		t.Fatalf("the runtime never logged that it started:\n%s", rt.output())
+	}
+	s, _ := line["transport"].(string)
+	return s
+}
+
+// The REST transport of seed 001 does the whole happy path on its own.
+func TestTransport_HTTPCompletesTheHappyPath(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{})
+	c := l.connect(p, l.startAdapter("echo").Endpoint, "--transport", "http")
+	if got := transportOf(t, c.rt); got != "http" {
+		t.Fatalf("transport %q, want http", got)
+	}
+	done := waitEnded(t, p.Platform, c.task("over http").ID, mesh.StatusCompleted, waitStart)
+	if outputOf(t, done)["text"] != "over http" {
+		t.Errorf("output %s", done.Output)
+	}
+	if started := c.m.ledger(c.AgentID)[0]; started.Event != "runtime_started" || !strings.Contains(started.Message, "http") {
+		t.Errorf("first ledger entry %+v, want runtime_started over http", started)
+	}
+}
+
+// In auto mode a NATS URL that cannot be reached — given on the command
+// line or stored in the profile — makes the runtime work over HTTP.
+func TestTransport_AutoFallsBackToHTTPWhenNATSIsUnreachable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		profile bool
+	}{
+		{"nats-url flag", false},
+		{"profile nats url", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			l := newLab(t)
+			p := l.startPlatform(platformOptions{})
+			ad := l.startAdapter("echo")
+			agent := p.CreateAgent("fallback")
+			m := l.newMachine()
+			pr := m.pair(p.Platform, agent.ID, ad.Endpoint)
+			bad := "nats://" + closedPort(t)
+			args := []string{"--transport", "auto"}
+			if tc.profile {
+				m.editProfileFile(func(f map[string]any) {
+					prof := f["profiles"].(map[string]any)[pr.Name()].(map[string]any)
+					prof["nats"].(map[string]any)["url"] = bad
+				})
+			} else {
+				args = append(args, "--nats-url", bad)
+			}
+			rt := m.startRuntime(args...)
+			if got := transportOf(t, rt); got != "http" {
+				t.Fatalf("transport %q, want the http fallback", got)
+			}
+			if !strings.Contains(rt.output(), "NATS unreachable; using the HTTP transport") {
+				t.Errorf("the runtime did not say why it fell back:\n%s", rt.output())
+			}
+			waitOnline(t, p.Platform, agent.ID, pr.RuntimeID)
+			done := waitEnded(t, p.Platform, p.CreateTask(agent.ID, "fallback").ID, mesh.StatusCompleted, waitStart)
+			if outputOf(t, done)["text"] != "fallback" {
+				t.Errorf("output %s", done.Output)
+			}
+		})
+	}
+}
+
+// --transport nats does not fall back: with NATS unreachable the runtime
+// stops with an error that names NATS (not a request to pair again).
+func TestTransport_NATSOnlyStopsWhenNATSIsUnreachable(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{})
+	agent := p.CreateAgent("nats-only")
+	m := l.newMachine()
+	m.pair(p.Platform, agent.ID, "http://127.0.0.1:18792/run-task")
+	rt := m.spawnRuntime("--transport", "nats", "--nats-url", "nats://"+closedPort(t))
+	if code := rt.waitExit(t, waitStart); code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if out := rt.stderr.String(); !strings.Contains(out, "nats") || strings.Contains(out, "pair again") {
+		t.Errorf("stderr does not explain the NATS failure:\n%s", out)
+	}
+}
+
+// NATS over WebSocket carries the whole happy path.
+func TestTransport_WebSocketCompletesTheHappyPath(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{webSocket: true})
+	if !strings.HasPrefix(p.WSURL, "ws://127.0.0.1:") {
+		t.Fatalf("the platform has no loopback WebSocket URL: %q", p.WSURL)
+	}
+	c := l.connect(p, l.startAdapter("echo").Endpoint, "--transport", "nats", "--nats-url", p.WSURL)
+	if got := transportOf(t, c.rt); got != "nats" {
+		t.Fatalf("transport %q, want nats", got)
+	}
+	if line := c.rt.logLine("connected"); line == nil || line["url"] != p.WSURL {
+		t.Errorf("the runtime did not connect to %s: %v", p.WSURL, line)
+	}
+	done := waitEnded(t, p.Platform, c.task("over websocket").ID, mesh.StatusCompleted, waitStart)
+	if outputOf(t, done)["text"] != "over websocket" {
+		t.Errorf("output %s", done.Output)
+	}
+}
