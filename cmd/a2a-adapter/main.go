@@ -4,6 +4,8 @@
 //
 //	a2a-adapter --provider echo
 //	a2a-adapter --provider command -- ./my-agent.sh --flag
+//	a2a-adapter --provider claude --permission-mode acceptEdits
+//	a2a-adapter doctor --provider codex
 package main
 
 import (
@@ -45,16 +47,20 @@ type options struct {
 	allowRemote     bool
 	authTokenFile   string
 	logLevel        string
+	host            hostOptions
 }
 
 func newRootCommand() *cobra.Command {
 	var o options
 	cmd := &cobra.Command{
-		Use:   "a2a-adapter --provider echo|command [flags] [-- command args...]",
+		Use:   "a2a-adapter --provider " + strings.Join(allProviders, "|") + " [flags] [-- command args...]",
 		Short: "Run tasks handed over by a2a-runtime on a local agent host",
 		Long: "a2a-adapter serves GET /health and POST /run-task on loopback for a2a-runtime\n" +
 			"and runs one task at a time on the chosen provider. With --provider command,\n" +
-			"the command after -- runs once per task: task text on stdin, stdout as the answer.",
+			"the command after -- runs once per task: task text on stdin, stdout as the answer.\n" +
+			"The providers claude, codex, gemini, cursor and hermes run that agent host's CLI\n" +
+			"headless in each conversation's own directory; openclaw sends tasks to the local\n" +
+			"OpenClaw gateway. Check a host first with: a2a-adapter doctor --provider <name>.",
 		SilenceUsage: true,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
@@ -63,14 +69,19 @@ func newRootCommand() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkHostFlags(cmd, o.provider); err != nil {
+				return err
+			}
 			return run(o, args, cmd.OutOrStdout())
 		},
 	}
+	cmd.AddCommand(newDoctorCommand())
+	cmd.CompletionOptions.DisableDefaultCmd = true
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see a2a-adapter --help)", err)
 	})
 	f := cmd.Flags()
-	f.StringVar(&o.provider, "provider", "", "provider that runs tasks: echo or command (required)")
+	f.StringVar(&o.provider, "provider", "", "provider that runs tasks: "+strings.Join(allProviders, ", ")+" (required)")
 	f.StringVar(&o.listen, "listen", adapter.DefaultListen, "address to listen on; loopback unless --allow-remote")
 	f.StringVar(&o.instructionFile, "instruction-file", "", "file whose text is given to every task as instructions")
 	f.StringVar(&o.workdir, "workdir", defaultWorkdir(), "root of the per-conversation working directories")
@@ -81,6 +92,7 @@ func newRootCommand() *cobra.Command {
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "permit a non-loopback --listen address (requires --auth-token-file)")
 	f.StringVar(&o.authTokenFile, "auth-token-file", "", "file holding the bearer token every request but /health must carry")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn or error")
+	o.host.addFlags(f)
 	return cmd
 }
 
@@ -161,28 +173,6 @@ func (o options) serverConfig(argv []string) (adapter.Config, error) {
 		return cfg, errors.New("--auth-token-file is empty")
 	}
 	return cfg, nil
-}
-
-func newProvider(o options, argv []string) (provider.Provider, error) {
-	switch o.provider {
-	case "echo":
-		if len(argv) > 0 {
-			return nil, errors.New("a command after -- is only for --provider command")
-		}
-		return provider.Echo{}, nil
-	case "command":
-		if len(argv) == 0 {
-			return nil, errors.New("--provider command needs the command after --, e.g. a2a-adapter --provider command -- ./agent.sh")
-		}
-		return provider.NewCommand(provider.CommandConfig{
-			Argv:      argv,
-			Env:       os.Environ(),
-			KillGrace: o.killGrace,
-		})
-	case "":
-		return nil, errors.New("--provider is required (echo or command)")
-	}
-	return nil, fmt.Errorf("unknown --provider %q (use echo or command)", o.provider)
 }
 
 // readTextFile returns the trimmed text of path, or "" when path is empty.

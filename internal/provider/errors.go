@@ -13,6 +13,17 @@ var (
 	// ErrArtifactTooLarge is returned by CollectArtifacts for a file over
 	// the size cap.
 	ErrArtifactTooLarge = errors.New("too large")
+	// ErrHostNotFound is returned by a host provider's constructor when the
+	// host's executable is not installed, so the adapter refuses to start
+	// rather than fail every task.
+	ErrHostNotFound = errors.New("agent host not found")
+	// ErrMissingCredential is returned by a host provider's constructor when
+	// a credential the host cannot work without is not set. Its message names
+	// the environment variable, never a value.
+	ErrMissingCredential = errors.New("missing credential")
+	// ErrPromptTooLong fails a task whose prompt must travel on a host's
+	// command line and does not fit there.
+	ErrPromptTooLong = errors.New("prompt too long for the command line")
 )
 
 // ExitError reports a host process that exited unsuccessfully on its own.

@@ -1,13 +1,19 @@
 // Package provider runs one task on a local agent host. A Provider is the only
-// thing that knows how a given host (an echo, an arbitrary command, and later
-// Claude Code, Codex, Gemini CLI, Cursor, Hermes or OpenClaw) is driven; the
-// adapter's HTTP server knows nothing about hosts.
+// thing that knows how a given host is driven: an echo, an arbitrary command,
+// or an agent host (Claude Code, Codex, Gemini CLI, Cursor Agent, Hermes,
+// OpenClaw). The adapter's HTTP server knows nothing about hosts.
 //
-// Each provider is one file. What several providers need lives beside them:
-// the task and its directories (task.go), running a host process in its own
-// process group and stopping the whole group (process.go), turning files a
-// host wrote into artifact write requests (outputs.go) and reading progress
-// lines (progress.go).
+// Each provider is one file, and each host provider's file says which
+// documented behaviour of its host it relies on. What several providers need
+// lives beside them: the task and its directories (task.go), running a host
+// process in its own process group and stopping the whole group
+// (process.go), turning files a host wrote into artifact write requests
+// (outputs.go), reading progress lines (progress.go), reading JSONL and
+// Server-Sent Event streams (stream.go), what CLI hosts share (host.go),
+// describing tool calls (describe.go), the OpenAI-compatible chat endpoint
+// of HTTP hosts (chatcompletions.go), keeping secrets out of replies
+// (secrets.go), remembering host sessions per conversation (sessions.go),
+// and checking a host's installation (doctor.go).
 package provider
 
 import "context"

@@ -1,0 +1,237 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// maxErrorBody bounds how much of an error answer is read and quoted.
+const maxErrorBody = 4 << 10
+
+// chatCall is one request to an agent server's OpenAI-compatible chat
+// completions endpoint (POST /v1/chat/completions), the interface the
+// OpenClaw gateway and the Hermes API server both offer. It asks for a
+// streamed answer: Server-Sent Events whose data is a chat.completion.chunk
+// (choices[0].delta.content), ended by "data: [DONE]". A server that answers
+// with one JSON completion instead (choices[0].message.content) works too.
+type chatCall struct {
+	// server names the server in error messages: "the OpenClaw gateway".
+	server string
+	// url is the endpoint.
+	url string
+	// token is sent as "Authorization: Bearer"; tokenEnv names the variable
+	// it came from, for the message when the server refuses it.
+	token, tokenEnv string
+	// notFound explains a 404: usually the endpoint is disabled.
+	notFound string
+	header   http.Header
+	body     map[string]any
+	client   *http.Client
+}
+
+// chatAnswer is a finished chat completion.
+type chatAnswer struct {
+	text   string
+	model  string
+	usage  map[string]any
+	header http.Header
+}
+
+// chatChunk is a chat.completion.chunk or, without streaming, a
+// chat.completion.
+type chatChunk struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Delta struct {
+			Content string `json:"content"`
+		} `json:"delta"`
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	} `json:"choices"`
+	Usage map[string]any  `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// do sends the request and reads the answer. onDelta gets each piece of
+// streamed text; onEvent gets the data of named events, which servers use
+// for their own progress (Hermes's hermes.tool.progress).
+func (c chatCall) do(ctx context.Context, onDelta func(string), onEvent func(name string, data []byte)) (*chatAnswer, error) {
+	body, err := json.Marshal(c.body)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.server, err)
+	}
+	for k, v := range c.header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream, application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	client := c.client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", c.server, ctx.Err())
+		}
+		return nil, fmt.Errorf("%s is not reachable at %s: %w", c.server, c.url, unwrapURLError(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return nil, c.statusError(resp)
+	}
+	answer := &chatAnswer{header: resp.Header}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		return answer, c.readCompletion(resp.Body, answer)
+	}
+	err = c.readStream(resp.Body, answer, onDelta, onEvent)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%s: %w", c.server, ctx.Err())
+	}
+	return answer, err
+}
+
+func (c chatCall) readCompletion(r io.Reader, answer *chatAnswer) error {
+	var done chatChunk
+	if err := json.NewDecoder(io.LimitReader(r, maxEventLine)).Decode(&done); err != nil {
+		return fmt.Errorf("%s answered with neither an event stream nor a chat completion: %w", c.server, err)
+	}
+	if msg := errorMessage(done.Error); msg != "" {
+		return fmt.Errorf("%s reported an error: %s", c.server, msg)
+	}
+	if len(done.Choices) == 0 {
+		return fmt.Errorf("%s answered with a chat completion without choices", c.server)
+	}
+	answer.text, answer.model, answer.usage = done.Choices[0].Message.Content, done.Model, done.Usage
+	return nil
+}
+
+func (c chatCall) readStream(r io.Reader, answer *chatAnswer, onDelta func(string), onEvent func(string, []byte)) error {
+	var text strings.Builder
+	finished := false
+	err := readSSE(r, func(ev sseEvent) error {
+		if ev.Event != "" && ev.Event != "message" {
+			if onEvent != nil {
+				onEvent(ev.Event, []byte(ev.Data))
+			}
+			return nil
+		}
+		if strings.TrimSpace(ev.Data) == "[DONE]" {
+			finished = true
+			return io.EOF
+		}
+		var chunk chatChunk
+		if err := json.Unmarshal([]byte(ev.Data), &chunk); err != nil {
+			return fmt.Errorf("%s sent an event that is not a chat completion chunk: %s", c.server, quoteShort(ev.Data))
+		}
+		if msg := errorMessage(chunk.Error); msg != "" {
+			return fmt.Errorf("%s reported an error: %s", c.server, msg)
+		}
+		if chunk.Model != "" {
+			answer.model = chunk.Model
+		}
+		if chunk.Usage != nil {
+			answer.usage = chunk.Usage
+		}
+		if len(chunk.Choices) > 0 && chunk.Choices[0].Delta.Content != "" {
+			text.WriteString(chunk.Choices[0].Delta.Content)
+			if onDelta != nil {
+				onDelta(chunk.Choices[0].Delta.Content)
+			}
+		}
+		return nil
+	})
+	answer.text = text.String()
+	switch {
+	case errors.Is(err, io.EOF) && finished:
+		return nil
+	case err != nil && !errors.Is(err, io.EOF):
+		if strings.HasPrefix(err.Error(), c.server) {
+			return err
+		}
+		return fmt.Errorf("%s: reading the answer: %w", c.server, err)
+	case !finished:
+		return fmt.Errorf("%s: %w (no [DONE])", c.server, errStreamIncomplete)
+	}
+	return nil
+}
+
+// statusError explains an unsuccessful answer, quoting the server's own
+// message.
+func (c chatCall) statusError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var body struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	detail := ""
+	if json.Unmarshal(b, &body) == nil {
+		detail = firstNonEmpty(errorMessage(body.Error), body.Message)
+	}
+	if detail == "" {
+		detail = oneLine(string(b), 300)
+	}
+	status := fmt.Sprintf("HTTP %d", resp.StatusCode)
+	var msg string
+	switch resp.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		msg = fmt.Sprintf("%s refused the credential (%s); check %s", c.server, status, c.tokenEnv)
+	case http.StatusNotFound, http.StatusMethodNotAllowed:
+		msg = fmt.Sprintf("%s has no chat completions endpoint at %s (%s)", c.server, c.url, status)
+		if c.notFound != "" {
+			msg += "; " + c.notFound
+		}
+	case http.StatusTooManyRequests:
+		msg = fmt.Sprintf("%s is busy (%s)", c.server, status)
+	default:
+		msg = fmt.Sprintf("%s answered %s", c.server, status)
+	}
+	if detail != "" {
+		msg += ": " + detail
+	}
+	return errors.New(msg)
+}
+
+// errorMessage reads an OpenAI-style error: {"message": ...} or a string.
+func errorMessage(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var obj struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+	}
+	if json.Unmarshal(raw, &obj) == nil && (obj.Message != "" || obj.Type != "") {
+		return firstNonEmpty(obj.Message, obj.Type)
+	}
+	return oneLine(string(raw), 300)
+}
+
+// unwrapURLError drops net/http's "Post <url>:" prefix, already said.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

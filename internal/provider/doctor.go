@@ -1,0 +1,232 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Check statuses.
+const (
+	// CheckOK means the check passed.
+	CheckOK = "ok"
+	// CheckWarn means the host may work, but something deserves a look.
+	CheckWarn = "warn"
+	// CheckFail means the host cannot run tasks until the fix is done.
+	CheckFail = "fail"
+)
+
+// Check is one finding of a2a-adapter doctor.
+type Check struct {
+	// Name says what was checked: "binary", "version", "credentials", "gateway".
+	Name string
+	// Status is CheckOK, CheckWarn or CheckFail.
+	Status string
+	// Detail says what was found. It never holds a secret's value.
+	Detail string
+	// Fix says what to do, for a warning or a failure.
+	Fix string
+}
+
+// DoctorOptions say where a host is and what environment it gets: the same
+// values the adapter would start the provider with.
+type DoctorOptions struct {
+	// Binary overrides the host's executable (--host-binary).
+	Binary string
+	// Env is the environment the host would get; credentials are looked up
+	// in it.
+	Env []string
+	// Home is the user's home directory, where saved sign-ins live.
+	Home string
+	// GatewayURL is the OpenClaw gateway (--gateway-url).
+	GatewayURL string
+	// HermesAPIURL is the Hermes API server (--hermes-api-url), when used.
+	HermesAPIURL string
+	// HTTPClient probes HTTP hosts. Default: a client with a short timeout.
+	HTTPClient *http.Client
+}
+
+// doctorTimeout bounds each probe: a host that does not answer its
+// --version within it is not going to run tasks either.
+const doctorTimeout = 10 * time.Second
+
+// hostSpecs are the CLI hosts doctor knows, by provider name.
+var hostSpecs = map[string]hostSpec{
+	claudeHost.name: claudeHost,
+	codexHost.name:  codexHost,
+	geminiHost.name: geminiHost,
+	cursorHost.name: cursorHost,
+	hermesHost.name: hermesHost,
+}
+
+// Doctor checks that provider's host can run tasks: that its executable is
+// installed and answers --version, that its credentials are there, and for
+// hosts reached over HTTP that the server answers and accepts the key. It
+// returns an error only for a provider it does not know.
+func Doctor(ctx context.Context, provider string, o DoctorOptions) ([]Check, error) {
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: doctorTimeout}
+	}
+	switch provider {
+	case "openclaw":
+		return doctorOpenClaw(ctx, o), nil
+	case "hermes":
+		if o.HermesAPIURL != "" {
+			return doctorHermesAPI(ctx, o), nil
+		}
+	}
+	spec, ok := hostSpecs[provider]
+	if !ok {
+		return nil, fmt.Errorf("doctor knows the agent host providers claude, codex, gemini, cursor, hermes and openclaw, not %q", provider)
+	}
+	return append(binaryChecks(ctx, spec, o), credentialCheck(spec, o)), nil
+}
+
+// binaryChecks finds the executable and asks for its version.
+func binaryChecks(ctx context.Context, spec hostSpec, o DoctorOptions) []Check {
+	binary := o.Binary
+	if binary == "" {
+		binary = spec.binary
+	}
+	path, err := findHost(spec, binary)
+	if err != nil {
+		return []Check{{Name: "binary", Status: CheckFail, Detail: binary + " is not on PATH",
+			Fix: spec.install + ", or pass --host-binary with its path"}}
+	}
+	checks := []Check{{Name: "binary", Status: CheckOK, Detail: path}}
+	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "--version")
+	cmd.Env = o.Env
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	version := firstLine(string(out))
+	redact := newRedactor(o.Env)
+	if err != nil {
+		checks = append(checks, Check{Name: "version", Status: CheckFail,
+			Detail: redact.text(oneLine(fmt.Sprintf("%s --version failed: %v %s", binary, err, version), 300)),
+			Fix:    "reinstall " + spec.product + " (" + spec.install + ")"})
+		return checks
+	}
+	if version == "" {
+		version = "(no version printed)"
+	}
+	return append(checks, Check{Name: "version", Status: CheckOK, Detail: redact.text(version)})
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	line, _, _ := strings.Cut(s, "\n")
+	return oneLine(line, 200)
+}
+
+// credentialCheck looks for the host's key variables and saved sign-in.
+// Hosts that can use a sign-in only warn without a key, explaining both ways.
+func credentialCheck(spec hostSpec, o DoctorOptions) Check {
+	for _, k := range spec.keys {
+		if lookupEnv(o.Env, k) != "" {
+			return Check{Name: "credentials", Status: CheckOK, Detail: k + " is set"}
+		}
+	}
+	saved := ""
+	for _, f := range spec.loginFiles {
+		if o.Home == "" {
+			break
+		}
+		if _, err := os.Stat(filepath.Join(o.Home, f)); err == nil {
+			saved = "~/" + f
+			break
+		}
+	}
+	var detail, fix string
+	if len(spec.keys) > 0 {
+		detail = "none of " + strings.Join(spec.keys, ", ") + " is set"
+		fix = "set " + spec.keys[0] + " in the adapter's environment, " + spec.login
+	} else {
+		detail = "no credential variable"
+		fix = spec.login
+	}
+	if saved != "" {
+		return Check{Name: "credentials", Status: CheckOK, Detail: detail + "; saved credentials were found at " + saved}
+	}
+	return Check{Name: "credentials", Status: CheckWarn, Detail: detail + " and no saved credentials were found (a sign-in may be in the system keychain)", Fix: fix}
+}
+
+// lookupEnv returns the value of name in env, the last one winning as for
+// a process.
+func lookupEnv(env []string, name string) string {
+	value := ""
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			value = v
+		}
+	}
+	return value
+}
+
+// doctorOpenClaw checks the token and asks the gateway for its models,
+// which it serves only when its OpenAI-compatible endpoints are enabled.
+func doctorOpenClaw(ctx context.Context, o DoctorOptions) []Check {
+	var checks []Check
+	if path, err := exec.LookPath("openclaw"); err == nil {
+		checks = append(checks, Check{Name: "binary", Status: CheckOK, Detail: path})
+	} else {
+		checks = append(checks, Check{Name: "binary", Status: CheckWarn, Detail: "openclaw is not on PATH",
+			Fix: "fine if the gateway runs elsewhere; otherwise install OpenClaw (`npm install -g openclaw`) and start it with `openclaw gateway`"})
+	}
+	token := firstNonEmpty(lookupEnv(o.Env, OpenClawTokenEnv), lookupEnv(o.Env, OpenClawPasswordEnv))
+	if token == "" {
+		return append(checks, Check{Name: "credentials", Status: CheckFail, Detail: OpenClawTokenEnv + " is not set",
+			Fix: "set " + OpenClawTokenEnv + " to the gateway token (gateway.auth.token in the OpenClaw config), or " + OpenClawPasswordEnv + " in password mode"})
+	}
+	checks = append(checks, Check{Name: "credentials", Status: CheckOK, Detail: "the gateway token is set"})
+	gateway := strings.TrimRight(firstNonEmpty(o.GatewayURL, DefaultOpenClawGateway), "/")
+	return append(checks, probeModels(ctx, o.HTTPClient, "gateway", gateway, token, OpenClawTokenEnv,
+		"start the gateway with `openclaw gateway`, or pass --gateway-url",
+		"enable gateway.http.endpoints.chatCompletions.enabled: true in the OpenClaw config"))
+}
+
+// doctorHermesAPI checks the Hermes API server's key and asks it for its
+// models.
+func doctorHermesAPI(ctx context.Context, o DoctorOptions) []Check {
+	token := lookupEnv(o.Env, HermesAPIKeyEnv)
+	if token == "" {
+		return []Check{{Name: "credentials", Status: CheckFail, Detail: HermesAPIKeyEnv + " is not set",
+			Fix: "set " + HermesAPIKeyEnv + " to the key in ~/.hermes/.env (API_SERVER_KEY)"}}
+	}
+	return []Check{
+		{Name: "credentials", Status: CheckOK, Detail: HermesAPIKeyEnv + " is set"},
+		probeModels(ctx, o.HTTPClient, "api server", strings.TrimRight(o.HermesAPIURL, "/"), token, HermesAPIKeyEnv,
+			"start it with API_SERVER_ENABLED=true `hermes gateway`, or fix --hermes-api-url", "is API_SERVER_ENABLED=true set?"),
+	}
+}
+
+// probeModels sends GET <base>/v1/models with the bearer token.
+func probeModels(ctx context.Context, client *http.Client, name, base, token, tokenEnv, unreachable, notFound string) Check {
+	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
+	if err != nil {
+		return Check{Name: name, Status: CheckFail, Detail: err.Error(), Fix: "pass a URL like http://127.0.0.1:18789"}
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return Check{Name: name, Status: CheckFail, Detail: "not reachable at " + base + ": " + unwrapURLError(err).Error(), Fix: unreachable}
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		return Check{Name: name, Status: CheckOK, Detail: base + " answers and accepts the key"}
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return Check{Name: name, Status: CheckFail, Detail: fmt.Sprintf("%s refused the key (HTTP %d)", base, resp.StatusCode), Fix: "check " + tokenEnv}
+	case resp.StatusCode == http.StatusNotFound:
+		return Check{Name: name, Status: CheckFail, Detail: base + " has no OpenAI-compatible endpoints (HTTP 404)", Fix: notFound}
+	}
+	return Check{Name: name, Status: CheckFail, Detail: fmt.Sprintf("%s answered HTTP %d", base, resp.StatusCode)}
+}

@@ -1,0 +1,182 @@
+package provider
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// The OpenClaw gateway's OpenAI-compatible HTTP endpoint, as documented in
+// OpenClaw's gateway reference (gateway/openai-http-api):
+//
+//	POST <gateway>/v1/chat/completions
+//	Authorization: Bearer <gateway.auth.token>      (OPENCLAW_GATEWAY_TOKEN)
+//	x-openclaw-agent-id: <agentId>
+//	{"model": "openclaw/<agentId>", "stream": true, "messages": [...], "user": <session key>}
+//
+// The endpoint is disabled by default (gateway.http.endpoints.chatCompletions.enabled)
+// and shares the gateway's port (18789 by default). A request runs as a
+// normal gateway agent run. The agent is chosen by the model field, and by
+// the x-openclaw-agent-id header for gateways that predate that form. Each
+// request is a new session unless it carries an OpenAI "user" string, from
+// which the gateway derives a stable session key: that is how a conversation
+// resumes its session when sessions persist. With stream true the answer is
+// Server-Sent Events of chat.completion.chunk objects ending with
+// "data: [DONE]". The gateway accepts the shared secret of either auth mode
+// as the bearer token, so OPENCLAW_GATEWAY_PASSWORD serves in password mode.
+const (
+	// OpenClawTokenEnv holds the gateway token (gateway.auth.token).
+	OpenClawTokenEnv = "OPENCLAW_GATEWAY_TOKEN"
+	// OpenClawPasswordEnv holds the gateway password, in password mode.
+	OpenClawPasswordEnv = "OPENCLAW_GATEWAY_PASSWORD"
+	// DefaultOpenClawGateway is the gateway's default local address.
+	DefaultOpenClawGateway = "http://127.0.0.1:18789"
+	// DefaultOpenClawAgent is the id of OpenClaw's default agent.
+	DefaultOpenClawAgent = "main"
+)
+
+// OpenClawConfig configures the OpenClaw provider.
+type OpenClawConfig struct {
+	// GatewayURL is the gateway's base URL. Default DefaultOpenClawGateway.
+	GatewayURL string
+	// Token is the gateway's shared secret, from OPENCLAW_GATEWAY_TOKEN (or
+	// OPENCLAW_GATEWAY_PASSWORD). Required. It is sent only in the
+	// Authorization header.
+	Token string
+	// AgentID is the gateway agent that runs the tasks. Default
+	// DefaultOpenClawAgent.
+	AgentID string
+	// Model, when set, overrides the agent's model (x-openclaw-model).
+	Model string
+	// Sessions, when set, keeps one gateway session per conversation; nil
+	// runs every task in a new session.
+	Sessions *SessionStore
+	// MaxArtifactBytes caps each file in the output directory. Default
+	// DefaultMaxArtifactBytes.
+	MaxArtifactBytes int64
+	// HTTPClient sends the requests. Default http.DefaultClient; the task's
+	// context bounds every request.
+	HTTPClient *http.Client
+}
+
+// OpenClaw sends each task to an agent of the local OpenClaw gateway and
+// streams its answer back as progress.
+type OpenClaw struct {
+	cfg    OpenClawConfig
+	redact redactor
+}
+
+// NewOpenClaw checks cfg. It refuses to start without the gateway token,
+// naming the variable it comes from.
+func NewOpenClaw(cfg OpenClawConfig) (*OpenClaw, error) {
+	if cfg.Token == "" {
+		return nil, fmt.Errorf("%w: set %s to the OpenClaw gateway token (gateway.auth.token; %s in password mode)", ErrMissingCredential, OpenClawTokenEnv, OpenClawPasswordEnv)
+	}
+	if cfg.GatewayURL == "" {
+		cfg.GatewayURL = DefaultOpenClawGateway
+	}
+	cfg.GatewayURL = strings.TrimRight(cfg.GatewayURL, "/")
+	if !strings.HasPrefix(cfg.GatewayURL, "http://") && !strings.HasPrefix(cfg.GatewayURL, "https://") {
+		return nil, fmt.Errorf("OpenClaw gateway URL %q must start with http:// or https://", cfg.GatewayURL)
+	}
+	if cfg.AgentID == "" {
+		cfg.AgentID = DefaultOpenClawAgent
+	}
+	if cfg.MaxArtifactBytes <= 0 {
+		cfg.MaxArtifactBytes = DefaultMaxArtifactBytes
+	}
+	return &OpenClaw{cfg: cfg, redact: newRedactor(nil, cfg.Token)}, nil
+}
+
+// Name returns "openclaw".
+func (o *OpenClaw) Name() string { return "openclaw" }
+
+// Run sends t to the gateway and returns when the answer is complete or ctx
+// ends; ending ctx closes the request.
+func (o *OpenClaw) Run(ctx context.Context, t *Task, progress func(Progress)) (*Result, error) {
+	res, err := o.run(ctx, t, newReporter(progress, o.redact))
+	return res, o.redact.err(err)
+}
+
+func (o *OpenClaw) run(ctx context.Context, t *Task, report func(string)) (*Result, error) {
+	if err := t.PrepareDirs(); err != nil {
+		return nil, err
+	}
+	defer func() { _ = t.RemoveRunDir() }()
+	session, resumed, err := chatSession(o.cfg.Sessions, t)
+	if err != nil {
+		return nil, err
+	}
+	body := map[string]any{
+		"model":  "openclaw/" + o.cfg.AgentID,
+		"stream": true,
+		"messages": []map[string]string{
+			{"role": "system", "content": systemText(t)},
+			{"role": "user", "content": t.Text},
+		},
+	}
+	if session != "" {
+		body["user"] = session
+	}
+	header := http.Header{"X-Openclaw-Agent-Id": {o.cfg.AgentID}}
+	if o.cfg.Model != "" {
+		header.Set("X-Openclaw-Model", o.cfg.Model)
+	}
+	call := chatCall{
+		server:   "the OpenClaw gateway",
+		url:      o.cfg.GatewayURL + "/v1/chat/completions",
+		token:    o.cfg.Token,
+		tokenEnv: OpenClawTokenEnv,
+		notFound: "enable it with gateway.http.endpoints.chatCompletions.enabled: true in the OpenClaw config",
+		header:   header,
+		body:     body,
+		client:   o.cfg.HTTPClient,
+	}
+	report("sent to OpenClaw agent " + o.cfg.AgentID)
+	text := newTextProgress(report)
+	answer, err := call.do(ctx, text.add, nil)
+	if err != nil {
+		if resumed {
+			forgetSession(o.cfg.Sessions, t, session)
+		}
+		return nil, err
+	}
+	if err := rememberSession(o.cfg.Sessions, t, session); err != nil {
+		return nil, err
+	}
+	meta := map[string]any{"host": "openclaw", "agent_id": o.cfg.AgentID}
+	if answer.model != "" {
+		meta["model"] = answer.model
+	}
+	if answer.usage != nil {
+		meta["usage"] = answer.usage
+	}
+	if session != "" {
+		meta["session_id"] = session
+	}
+	if resumed {
+		meta["resumed"] = true
+	}
+	return buildResult(t, strings.TrimSpace(answer.text), meta, o.cfg.MaxArtifactBytes, o.redact)
+}
+
+// chatSession returns the session key a chat request carries: the one
+// remembered for t's conversation, a new one when sessions persist, or ""
+// for a stateless request. resumed says whether the key was remembered.
+func chatSession(s *SessionStore, t *Task) (key string, resumed bool, err error) {
+	if s == nil || t.Request.ConversationID == "" {
+		return "", false, nil
+	}
+	key, err = s.Get(t.Request.ConversationID)
+	if err != nil || key != "" {
+		return key, key != "", err
+	}
+	// A random key, not one derived from the conversation id, so that a
+	// forgotten session is never silently picked up again.
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "a2a-" + hex.EncodeToString(b), false, nil
+}
