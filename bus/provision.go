@@ -82,6 +82,11 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 		{Bucket: BucketPresence, Description: "runtime heartbeats and presence"},
 		{Bucket: BucketArtifactMeta, Description: "artifact metadata"},
 		{Bucket: BucketConfig, Description: "platform settings (credential hashes)"},
+		{Bucket: BucketConsumers, Description: "event consumer credentials, by id and by hash"},
+		{Bucket: BucketWebhooks, Description: "webhook subscriptions"},
+		// Dead letters are kept for the event retention window, like the
+		// events they carry.
+		{Bucket: BucketDeliveries, Description: "webhook deliveries that failed at least once, and dead letters", TTL: cfg.EventRetention},
 	}
 	for _, kc := range buckets {
 		kc.Storage = jetstream.FileStorage
@@ -106,7 +111,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 
 // Provisioned reports whether every stream exists, for readiness checks.
 func Provisioned(ctx context.Context, js jetstream.JetStream) error {
-	for _, name := range []string{QueueStream, EventStream, "KV_" + BucketRuns, "KV_" + BucketAgents, "OBJ_" + ObjectArtifacts} {
+	for _, name := range []string{QueueStream, EventStream, "KV_" + BucketRuns, "KV_" + BucketAgents, "KV_" + BucketWebhooks, "OBJ_" + ObjectArtifacts} {
 		if _, err := js.Stream(ctx, name); err != nil {
 			return fmt.Errorf("stream %s: %w", name, err)
 		}

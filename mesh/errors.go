@@ -29,6 +29,10 @@ const (
 	CodeMethodNotAllowed  Code = "METHOD_NOT_ALLOWED"
 	CodeTimeout           Code = "TIMEOUT"
 	CodeIdempotencyReplay Code = "IDEMPOTENCY_KEY_REUSED"
+	// CodeTargetNotAllowed refuses a webhook URL that reaches an internal
+	// address (loopback, private, link-local…) on a platform that does not
+	// allow private webhook targets.
+	CodeTargetNotAllowed Code = "TARGET_NOT_ALLOWED"
 )
 
 // Reasons recorded in a failed run's error.code by the platform itself.

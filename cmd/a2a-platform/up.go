@@ -57,6 +57,7 @@ func addPlatformFlags(cmd *cobra.Command, cfg *platform.Config) {
 	f.Int64Var(&cfg.MaxArtifactBytes, "max-artifact-bytes", 25<<20, "largest artifact accepted")
 	f.StringVar(&cfg.PlatformName, "platform-name", "A2A Mesh", "platform name passed to adapters")
 	f.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long a graceful stop may take")
+	f.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs reach loopback, private and link-local addresses (off: such targets are refused)")
 }
 
 // readSecretEnv reads a secret from an environment variable, so it never

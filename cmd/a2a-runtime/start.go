@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -13,12 +14,15 @@ import (
 	"github.com/a2amesh/a2amesh/internal/connector"
 	"github.com/a2amesh/a2amesh/internal/ledger"
 	"github.com/a2amesh/a2amesh/internal/logging"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 )
 
 func newStart(g *globals) *cobra.Command {
 	var (
 		profileName, apiBase, transport, natsURL string
+		statusListen                             string
 		concurrency                              int
 		taskTimeout, drainGrace                  time.Duration
 	)
@@ -70,6 +74,19 @@ func newStart(g *globals) *cobra.Command {
 			}
 			hcancel()
 
+			var metrics *connector.Metrics
+			if statusListen != "" {
+				reg := prometheus.NewRegistry()
+				reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+				metrics = connector.NewMetrics(reg, led)
+				health, _ := json.Marshal(map[string]any{"ok": true, "agent_id": p.AgentID, "runtime_id": p.RuntimeID, "transport": tr.Name()})
+				status, err := connector.ServeStatus(statusListen, reg, func() []byte { return health })
+				if err != nil {
+					return fmt.Errorf("status port: %w", err)
+				}
+				defer status.Close()
+				log.Info().Str("status", "http://"+status.Addr()).Msg("status port: /metrics and /healthz")
+			}
 			store := g.store()
 			c := connector.New(connector.Config{
 				AgentID: p.AgentID, RuntimeID: p.RuntimeID, Transport: tr, Adapter: adapter,
@@ -87,7 +104,8 @@ func newStart(g *globals) *cobra.Command {
 					_, err := connector.HTTPHello(ctx, api)
 					return err
 				},
-				Logger: log,
+				Metrics: metrics,
+				Logger:  log,
 			})
 			// A second interrupt during the drain stops at once.
 			go func() {
@@ -114,6 +132,7 @@ func newStart(g *globals) *cobra.Command {
 	f.IntVar(&concurrency, "concurrency", 1, "task runs worked on at once")
 	f.DurationVar(&taskTimeout, "task-timeout", 10*time.Minute, "longest one adapter call may take")
 	f.DurationVar(&drainGrace, "drain-grace", 30*time.Second, "on stop, how long running tasks may finish")
+	f.StringVar(&statusListen, "status-listen", "", "serve /metrics and /healthz on this local address, e.g. 127.0.0.1:9464 (off unless given: the runtime opens no port by default)")
 	return cmd
 }
 

@@ -33,8 +33,13 @@ type Config struct {
 	BinDir string
 	// Idle is how long processes sit idle before their footprint is read. Default 10s.
 	Idle time.Duration
-	// Only runs one phase: "cycle", "e2e" or "processes" (default all).
+	// Only runs one phase: "cycle", "e2e", "fanout" or "processes" (default all).
 	Only string
+	// FanoutRuns, FanoutSubscribers and FanoutWebhooks size the fan-out
+	// phase. Defaults 1,000 runs, 100 SSE subscribers, 10 webhook endpoints.
+	FanoutRuns        int
+	FanoutSubscribers int
+	FanoutWebhooks    int
 	// Progress receives one line per phase.
 	Progress func(string)
 }
@@ -57,6 +62,15 @@ func (c *Config) defaults() {
 			c.BinDir = filepath.Dir(exe)
 		}
 	}
+	if c.FanoutRuns == 0 {
+		c.FanoutRuns = 1000
+	}
+	if c.FanoutSubscribers == 0 {
+		c.FanoutSubscribers = 100
+	}
+	if c.FanoutWebhooks == 0 {
+		c.FanoutWebhooks = 10
+	}
 	if c.Progress == nil {
 		c.Progress = func(string) {}
 	}
@@ -69,6 +83,7 @@ type Report struct {
 	E2E      []E2EReport   `json:"end_to_end"`
 	Idle     Summary       `json:"idle_dispatch_latency"`
 	Process  ProcessReport `json:"processes"`
+	Fanout   *FanoutReport `json:"fanout,omitempty"`
 	Duration string        `json:"duration"`
 }
 
@@ -137,6 +152,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if err := r.measureE2E(ctx, dir, n, cfg); err != nil {
 				return nil, fmt.Errorf("end to end with %d runtimes: %w", n, err)
 			}
+		}
+	}
+	if phase("fanout") {
+		cfg.Progress(fmt.Sprintf("fan-out: %d runs to %d SSE subscribers and %d webhooks", cfg.FanoutRuns, cfg.FanoutSubscribers, cfg.FanoutWebhooks))
+		if err := r.measureFanout(ctx, dir, cfg); err != nil {
+			return nil, fmt.Errorf("fan-out: %w", err)
 		}
 	}
 	if phase("processes") {

@@ -10,6 +10,20 @@ func (r *Report) Markdown() string {
 	var b strings.Builder
 	m := r.Machine
 	fmt.Fprintf(&b, "Machine: %d cores (%s), %s, %s. Run took %s.\n\n", m.Cores, m.CPU, m.OS, m.Go, r.Duration)
+	if f := r.Fanout; f != nil {
+		fmt.Fprintf(&b, "### Event fan-out: %d task runs (%d events each) to %d SSE subscribers and %d webhook endpoints\n\n", f.Runs, f.Events/max(f.Runs, 1), f.SSESubscribers, f.WebhookEndpoints)
+		b.WriteString("| channel | deliveries | deliveries/s | latency p50 | p99 | max |\n|---|---|---|---|---|---|\n")
+		for _, ch := range []struct {
+			name string
+			c    Channel
+		}{{fmt.Sprintf("SSE (`GET /events`, %d clients)", f.SSESubscribers), f.SSE}, {fmt.Sprintf("webhooks (%d endpoints)", f.WebhookEndpoints), f.Webhooks}} {
+			fmt.Fprintf(&b, "| %s | %d | %.0f | %.2f ms | %.2f ms | %.2f ms |\n", ch.name, ch.c.Latency.Count, ch.c.DeliveriesPerSec, ch.c.Latency.P50Ms, ch.c.Latency.P99Ms, ch.c.Latency.MaxMs)
+		}
+		fmt.Fprintf(&b, "\nTask runs completed at %.0f runs/s meanwhile. Latency is the event's `time` to its arrival at the consumer.\n\n", f.RunsPerSec)
+		if r.Cycle.Agents == 0 && len(r.E2E) == 0 && r.Process.PlatformReadyEmptyMs == 0 {
+			return b.String()
+		}
+	}
 	c := r.Cycle
 	fmt.Fprintf(&b, "### Task-run cycle (create -> claim -> complete), %d agents\n\n", c.Agents)
 	b.WriteString("| path | runs/s | claim latency p50 | p99 |\n|---|---|---|---|\n")

@@ -52,7 +52,9 @@ type Config struct {
 	// only drops the connection, and an error from it then is not an answer.
 	// Nil skips the check.
 	CheckCredential func(ctx context.Context) error
-	Logger          zerolog.Logger
+	// Metrics records what the runtime does; nil records nothing.
+	Metrics *Metrics
+	Logger  zerolog.Logger
 }
 
 func (c *Config) defaults() {

@@ -35,12 +35,15 @@ func (c *Connector) execute(run *mesh.TaskRun) {
 	progress.send("dispatched to the local agent", nil)
 	c.record(ledger.Entry{Event: ledger.EventTaskStarted, TaskRunID: run.ID, Attempt: run.Attempt})
 	log.Info().Msg("task started")
+	c.cfg.Metrics.taskStarted()
 
 	tctx, tcancel := context.WithTimeout(ctx, c.cfg.TaskTimeout)
 	defer tcancel()
+	began := time.Now()
 	reply, err := c.cfg.Adapter.Run(tctx, c.request(run), func(l adapterapi.StreamLine) {
 		progress.send(l.Message, l.Percent)
 	})
+	c.cfg.Metrics.adapterCall(time.Since(began))
 	progress.close()
 
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
@@ -99,6 +102,7 @@ func (c *Connector) failRun(run *mesh.TaskRun, code, message string) {
 	out, _ := json.Marshal(map[string]any{"error": message, "code": code})
 	c.record(ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: run.ID, Attempt: run.Attempt, ErrorCode: code, Message: message})
 	c.log.Info().Str("task_run_id", run.ID).Str("code", code).Msg("task failed")
+	c.cfg.Metrics.taskEnded(false)
 	c.deliver(ledger.ReportFail, run, meshapi.FailRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out})
 }
 
@@ -128,6 +132,7 @@ func (c *Connector) completeRun(ctx context.Context, run *mesh.TaskRun, output m
 	}
 	c.record(ledger.Entry{Event: ledger.EventTaskCompleted, TaskRunID: run.ID, Attempt: run.Attempt})
 	c.log.Info().Str("task_run_id", run.ID).Int("artifacts", len(refs)).Msg("task completed")
+	c.cfg.Metrics.taskEnded(true)
 	c.deliver(ledger.ReportComplete, run, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out})
 }
 

@@ -40,6 +40,7 @@ func (c *Connector) heartbeatLoop(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		default:
+			c.cfg.Metrics.heartbeatFailed()
 			if !failing {
 				c.log.Warn().Err(err).Msg("heartbeat failed; retrying")
 				c.record(ledger.Entry{Event: ledger.EventHeartbeatFailed, Message: err.Error()})

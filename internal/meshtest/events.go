@@ -42,6 +42,13 @@ type EventStream struct {
 // published from then on is delivered. The stream closes when the test ends.
 func (p *Platform) StreamEvents(t testing.TB, query url.Values) *EventStream {
 	t.Helper()
+	return p.StreamEventsFrom(t, query, "")
+}
+
+// StreamEventsFrom is StreamEvents resuming after the event with SSE id
+// lastEventID (sent as Last-Event-ID), as a reconnecting client does.
+func (p *Platform) StreamEventsFrom(t testing.TB, query url.Values, lastEventID string) *EventStream {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.APIBase+"/events?"+query.Encode(), nil)
 	if err != nil {
@@ -50,6 +57,9 @@ func (p *Platform) StreamEvents(t testing.TB, query url.Values) *EventStream {
 	}
 	req.Header.Set("Authorization", "Bearer "+p.OwnerToken)
 	req.Header.Set("Accept", "text/event-stream")
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		cancel()

@@ -39,6 +39,13 @@ type Options struct {
 	MaxArtifactBytes int64
 	// Logs receives the platform's logs as well as the fixture's buffer.
 	Logs *Logs
+	// AllowPrivateWebhooks lets webhooks reach the test's loopback receivers.
+	AllowPrivateWebhooks bool
+	// Webhook delivery timings (zero: the service's defaults).
+	WebhookAttemptTimeout time.Duration
+	WebhookRetryMin       time.Duration
+	WebhookRetryMax       time.Duration
+	WebhookRetryFor       time.Duration
 }
 
 // Platform is a running test platform.
@@ -82,7 +89,13 @@ func StartPlatform(t testing.TB, o Options) *Platform {
 		PairingCodeTTL:   o.PairingCodeTTL,
 		MaxArtifactBytes: o.MaxArtifactBytes,
 		ShutdownGrace:    2 * time.Second,
-		Logger:           zerolog.New(o.Logs).Level(zerolog.DebugLevel).With().Timestamp().Logger(),
+
+		AllowPrivateWebhooks:  o.AllowPrivateWebhooks,
+		WebhookAttemptTimeout: o.WebhookAttemptTimeout,
+		WebhookRetryMin:       o.WebhookRetryMin,
+		WebhookRetryMax:       o.WebhookRetryMax,
+		WebhookRetryFor:       o.WebhookRetryFor,
+		Logger:                zerolog.New(o.Logs).Level(zerolog.DebugLevel).With().Timestamp().Logger(),
 	}
 	if o.WebSocket {
 		cfg.NATSWebSocketListen = "127.0.0.1:0"
@@ -103,10 +116,12 @@ func StartPlatform(t testing.TB, o Options) *Platform {
 	return tp
 }
 
-// Stop stops the platform (idempotent). A Remote fixture has nothing to stop.
+// Stop stops the platform (idempotent), after checking every event it stored
+// against the published schemas. A Remote fixture has nothing to stop.
 func (p *Platform) Stop() {
 	p.stopOnce.Do(func() {
 		if p.Platform != nil {
+			p.ValidateStoredEvents(p.t)
 			p.Platform.Stop()
 		}
 	})

@@ -48,7 +48,17 @@ type Config struct {
 	PlatformName string
 	// ShutdownGrace bounds a graceful stop. Default 10s.
 	ShutdownGrace time.Duration
-	Logger        zerolog.Logger
+	// AllowPrivateWebhooks lets webhook URLs reach loopback, private and
+	// link-local addresses. Off by default, so a webhook cannot be used to
+	// probe the network the platform runs in.
+	AllowPrivateWebhooks bool
+	// Webhook delivery timings; zero values take the webhooks service's
+	// defaults (10s per attempt, retries from 5s doubling to 1h, for 24h).
+	WebhookAttemptTimeout time.Duration
+	WebhookRetryMin       time.Duration
+	WebhookRetryMax       time.Duration
+	WebhookRetryFor       time.Duration
+	Logger                zerolog.Logger
 
 	publicURLSet bool
 }

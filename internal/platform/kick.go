@@ -1,6 +1,8 @@
 package platform
 
 import (
+	"strings"
+
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/nats-io/nats-server/v2/server"
@@ -30,6 +32,29 @@ func kickRevoked(nc *nats.Conn, ns *server.Server, log zerolog.Logger) (*nats.Su
 			if c.AuthorizedUser == bus.RuntimeUserName(runtimeID) {
 				_ = ns.DisconnectClientByID(c.Cid)
 				log.Info().Str("runtime_id", runtimeID).Msg("disconnected a revoked runtime")
+			}
+		}
+	})
+}
+
+// kickDeletedConsumers disconnects an event consumer credential's NATS
+// connections as soon as the credential is deleted, as kickRevoked does for
+// runtimes: until it re-authenticates, a connection keeps the permissions it
+// was admitted with.
+func kickDeletedConsumers(nc *nats.Conn, ns *server.Server, log zerolog.Logger) (*nats.Subscription, error) {
+	return nc.Subscribe(bus.ConsumerRevokedPattern(), func(m *nats.Msg) {
+		id := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+		if !mesh.ValidID(id) {
+			return
+		}
+		connz, err := ns.Connz(&server.ConnzOptions{Limit: 1 << 20, Username: true})
+		if err != nil {
+			return
+		}
+		for _, c := range connz.Conns {
+			if c.AuthorizedUser == bus.ConsumerUserName(id) {
+				_ = ns.DisconnectClientByID(c.Cid)
+				log.Info().Str("consumer_id", id).Msg("disconnected a deleted event consumer")
 			}
 		}
 	})

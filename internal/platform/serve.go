@@ -3,6 +3,8 @@ package platform
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -15,11 +17,32 @@ import (
 	"github.com/a2amesh/a2amesh/services/pairing"
 	"github.com/a2amesh/a2amesh/services/registry"
 	"github.com/a2amesh/a2amesh/services/taskqueue"
+	"github.com/a2amesh/a2amesh/services/webhooks"
 	"github.com/nats-io/nkeys"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
 )
 
+// NewMetricsRegistry returns the one Prometheus registry of a platform
+// process, with the Go runtime and process collectors.
+func NewMetricsRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// webhooksConfig is the webhooks service's configuration from the platform's.
+func (c *Config) webhooksConfig(conn *bus.Conn, log zerolog.Logger, reg prometheus.Registerer) webhooks.Config {
+	return webhooks.Config{
+		Conn: conn, Logger: log, AllowPrivate: c.AllowPrivateWebhooks, Metrics: reg,
+		AttemptTimeout: c.WebhookAttemptTimeout, RetryMin: c.WebhookRetryMin, RetryMax: c.WebhookRetryMax, RetryFor: c.WebhookRetryFor,
+	}
+}
+
 // Services lists what `serve` can run.
-var Services = []string{"agents", "pairing", "registry", "taskqueue", "artifacts", "gateway"}
+var Services = []string{"agents", "pairing", "registry", "taskqueue", "artifacts", "webhooks", "gateway"}
 
 // ServeConfig configures one service process against an external NATS.
 type ServeConfig struct {
@@ -42,14 +65,21 @@ type ServeConfig struct {
 	// OwnerTokenFile, for the gateway, publishes the hash of this owner
 	// credential (otherwise a previously stored one is used).
 	OwnerTokenFile string
+	// MetricsListen, when set, serves this process's Prometheus metrics at
+	// http://<MetricsListen>/metrics. Off by default; the gateway also
+	// serves them on its own HTTP address.
+	MetricsListen string
 }
 
 // Running is a started service process.
 type Running struct {
-	conn *bus.Conn
-	svc  stopper
-	gw   *gateway.Gateway
-	cfg  ServeConfig
+	conn    *bus.Conn
+	svc     stopper
+	gw      *gateway.Gateway
+	cfg     ServeConfig
+	metrics *prometheus.Registry
+	msrv    *http.Server
+	mln     net.Listener
 }
 
 // Serve starts one service against an external NATS server.
@@ -73,9 +103,13 @@ func Serve(ctx context.Context, cfg ServeConfig) (*Running, error) {
 		conn.Drain(cfg.ShutdownGrace)
 		return nil, err
 	}
-	r := &Running{conn: conn, cfg: cfg}
+	r := &Running{conn: conn, cfg: cfg, metrics: NewMetricsRegistry()}
 	if err := r.start(ctx); err != nil {
 		conn.Drain(cfg.ShutdownGrace)
+		return nil, err
+	}
+	if err := r.serveMetrics(); err != nil {
+		r.Stop()
 		return nil, err
 	}
 	if err := flushAll(ctx, []*bus.Conn{conn}); err != nil {
@@ -105,13 +139,14 @@ func flushAll(ctx context.Context, conns []*bus.Conn) error {
 func (r *Running) start(ctx context.Context) error {
 	cfg, conn := r.cfg, r.conn
 	log := cfg.Logger.With().Str("service", cfg.Service).Logger()
+	reg := r.metrics
 	var svc interface {
 		stopper
 		Start(context.Context) error
 	}
 	switch cfg.Service {
 	case "agents":
-		svc = agents.New(agents.Config{Conn: conn, Logger: log})
+		svc = agents.New(agents.Config{Conn: conn, Logger: log, Metrics: reg})
 	case "pairing":
 		issuer, err := readIssuer(cfg.AuthIssuerSeedFile)
 		if err != nil {
@@ -120,14 +155,16 @@ func (r *Running) start(ctx context.Context) error {
 		svc = pairing.New(pairing.Config{
 			Conn: conn, Logger: log, CodeTTL: cfg.PairingCodeTTL, HeartbeatTimeout: cfg.HeartbeatTimeout,
 			Lease: cfg.Lease, NATSURL: cfg.NATSAdvertise, NATSWebSocketURL: cfg.NATSWebSocketAdvertise,
-			AuthIssuer: issuer, Platform: meshapi.PlatformInfo{Name: cfg.PlatformName, Origin: cfg.origin()},
+			AuthIssuer: issuer, Platform: meshapi.PlatformInfo{Name: cfg.PlatformName, Origin: cfg.origin()}, Metrics: reg,
 		})
 	case "registry":
-		svc = registry.New(registry.Config{Conn: conn, Logger: log, HeartbeatTimeout: cfg.HeartbeatTimeout})
+		svc = registry.New(registry.Config{Conn: conn, Logger: log, HeartbeatTimeout: cfg.HeartbeatTimeout, Metrics: reg})
 	case "taskqueue":
-		svc = taskqueue.New(taskqueue.Config{Conn: conn, Logger: log, Lease: cfg.Lease, HeartbeatTimeout: cfg.HeartbeatTimeout})
+		svc = taskqueue.New(taskqueue.Config{Conn: conn, Logger: log, Lease: cfg.Lease, HeartbeatTimeout: cfg.HeartbeatTimeout, Metrics: reg})
 	case "artifacts":
-		svc = artifacts.New(artifacts.Config{Conn: conn, Logger: log, MaxBytes: cfg.MaxArtifactBytes})
+		svc = artifacts.New(artifacts.Config{Conn: conn, Logger: log, MaxBytes: cfg.MaxArtifactBytes, Metrics: reg})
+	case "webhooks":
+		svc = webhooks.New(cfg.webhooksConfig(conn, log, reg))
 	case "gateway":
 		if cfg.OwnerTokenFile != "" {
 			token, err := ReadOwnerToken(cfg.OwnerTokenFile)
@@ -138,7 +175,10 @@ func (r *Running) start(ctx context.Context) error {
 				return err
 			}
 		}
-		r.gw = gateway.New(gateway.Config{Conn: conn, Logger: log, Addr: cfg.HTTPAddr, MaxArtifactBytes: cfg.MaxArtifactBytes})
+		r.gw = gateway.New(gateway.Config{
+			Conn: conn, Logger: log, Addr: cfg.HTTPAddr, MaxArtifactBytes: cfg.MaxArtifactBytes,
+			Metrics: reg, Gatherer: reg,
+		})
 		return r.gw.Start(ctx)
 	default:
 		return fmt.Errorf("unknown service %q (one of %s)", cfg.Service, strings.Join(Services, ", "))
@@ -158,8 +198,36 @@ func (r *Running) HTTPAddr() string {
 	return r.gw.Addr()
 }
 
+// serveMetrics serves the process's metrics on MetricsListen, when set.
+func (r *Running) serveMetrics() error {
+	if r.cfg.MetricsListen == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", r.cfg.MetricsListen)
+	if err != nil {
+		return fmt.Errorf("metrics listen %s: %w", r.cfg.MetricsListen, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(r.metrics, promhttp.HandlerOpts{}))
+	r.mln = ln
+	r.msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = r.msrv.Serve(ln) }()
+	return nil
+}
+
+// MetricsAddr is the address metrics are served on ("" when off).
+func (r *Running) MetricsAddr() string {
+	if r.mln == nil {
+		return ""
+	}
+	return r.mln.Addr().String()
+}
+
 // Stop stops the service and drains its connection.
 func (r *Running) Stop() {
+	if r.msrv != nil {
+		_ = r.msrv.Close()
+	}
 	if r.gw != nil {
 		r.gw.Stop(r.cfg.ShutdownGrace)
 	}

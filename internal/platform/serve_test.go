@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,6 +76,9 @@ func TestServe_ServicesStartedOneByOneMeetOnlyOnTheBus(t *testing.T) {
 		defer cancel()
 		cfg := base
 		cfg.Service = service
+		if service == "taskqueue" {
+			cfg.MetricsListen = "127.0.0.1:0"
+		}
 		r, err := platform.Serve(ctx, cfg)
 		if err != nil {
 			t.Fatalf("serve %s: %v\n%s", service, err, logs.String())
@@ -126,6 +130,17 @@ func TestServe_ServicesStartedOneByOneMeetOnlyOnTheBus(t *testing.T) {
 	evs := events.Until(t, 10*time.Second, meshtest.TypeIs("task_run.completed", run.ID))
 	if len(evs) != 5 {
 		t.Fatalf("events of the run: %d, want created, claimed, progress, artifact.created, completed", len(evs))
+	}
+	// Each serve process exposes its own metrics when asked (--metrics-listen).
+	if running["agents"].MetricsAddr() != "" {
+		t.Fatal("a process serves metrics without --metrics-listen")
+	}
+	metrics := meshtest.Remote(t, "http://"+running["taskqueue"].MetricsAddr(), "").Send(t, meshtest.Request{Method: http.MethodGet, Path: "/metrics"}).Expect(t, http.StatusOK)
+	for _, line := range []string{`a2amesh_task_runs{status="completed"} 1`, `a2amesh_claim_latency_seconds_count 1`,
+		`a2amesh_events_published_total{service="taskqueue",type="dev.a2amesh.task_run.completed"} 1`} {
+		if !strings.Contains(string(metrics.Body), line+"\n") {
+			t.Errorf("taskqueue metrics lack %q", line)
+		}
 	}
 
 	// The callout, answered by the pairing service's own connection, admits

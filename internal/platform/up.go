@@ -17,7 +17,9 @@ import (
 	"github.com/a2amesh/a2amesh/services/pairing"
 	"github.com/a2amesh/a2amesh/services/registry"
 	"github.com/a2amesh/a2amesh/services/taskqueue"
+	"github.com/a2amesh/a2amesh/services/webhooks"
 	"github.com/nats-io/nkeys"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // stopper is a started service.
@@ -32,6 +34,7 @@ type Platform struct {
 	services []stopper
 	gateway  *gateway.Gateway
 	ln       net.Listener
+	metrics  *prometheus.Registry
 	// serviceKey authenticates each service's own connection.
 	serviceKey nkeys.KeyPair
 }
@@ -66,7 +69,7 @@ func Up(ctx context.Context, cfg Config) (*Platform, error) {
 	if natsListen == "off" {
 		natsListen = ""
 	}
-	p := &Platform{cfg: cfg, serviceKey: serviceKey}
+	p := &Platform{cfg: cfg, serviceKey: serviceKey, metrics: NewMetricsRegistry()}
 	p.server, err = bus.StartServer(bus.ServerConfig{
 		StoreDir:        filepath.Join(cfg.DataDir, "jetstream"),
 		Listen:          natsListen,
@@ -111,6 +114,9 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 	if _, err := kickRevoked(p.conn.NC, p.server.NATS(), cfg.Logger); err != nil {
 		return err
 	}
+	if _, err := kickDeletedConsumers(p.conn.NC, p.server.NATS(), cfg.Logger); err != nil {
+		return err
+	}
 	// Bind the HTTP API first, so the origin told to adapters is the real
 	// address even when the configured port is 0.
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
@@ -130,6 +136,7 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 		wsURL = p.server.WebSocketURL()
 	}
 	log := cfg.Logger
+	reg := p.metrics
 	// Each service has its own connection, as it would in its own process: one
 	// connection's lock and flusher would otherwise serialise them all.
 	conns := map[string]*bus.Conn{}
@@ -148,23 +155,26 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 			Start(context.Context) error
 		}
 	}{
-		{"agents", agents.New(agents.Config{Conn: conns["agents"], Logger: log.With().Str("service", "agents").Logger()})},
+		{"agents", agents.New(agents.Config{Conn: conns["agents"], Logger: log.With().Str("service", "agents").Logger(), Metrics: reg})},
 		{"pairing", pairing.New(pairing.Config{
 			Conn: conns["pairing"], Logger: log.With().Str("service", "pairing").Logger(),
 			CodeTTL: cfg.PairingCodeTTL, HeartbeatTimeout: cfg.HeartbeatTimeout, Lease: cfg.Lease,
 			NATSURL: natsURL, NATSWebSocketURL: wsURL, AuthIssuer: issuer,
-			Platform: meshapi.PlatformInfo{Name: cfg.PlatformName, Origin: cfg.origin()},
+			Platform: meshapi.PlatformInfo{Name: cfg.PlatformName, Origin: cfg.origin()}, Metrics: reg,
 		})},
 		{"registry", registry.New(registry.Config{
 			Conn: conns["registry"], Logger: log.With().Str("service", "registry").Logger(), HeartbeatTimeout: cfg.HeartbeatTimeout,
+			Metrics: reg,
 		})},
 		{"taskqueue", taskqueue.New(taskqueue.Config{
 			Conn: conns["taskqueue"], Logger: log.With().Str("service", "taskqueue").Logger(),
-			Lease: cfg.Lease, HeartbeatTimeout: cfg.HeartbeatTimeout,
+			Lease: cfg.Lease, HeartbeatTimeout: cfg.HeartbeatTimeout, Metrics: reg,
 		})},
 		{"artifacts", artifacts.New(artifacts.Config{
 			Conn: conns["artifacts"], Logger: log.With().Str("service", "artifacts").Logger(), MaxBytes: cfg.MaxArtifactBytes,
+			Metrics: reg,
 		})},
+		{"webhooks", webhooks.New(cfg.webhooksConfig(conns["webhooks"], log.With().Str("service", "webhooks").Logger(), reg))},
 	}
 	for _, s := range services {
 		if err := s.svc.Start(ctx); err != nil {
@@ -177,7 +187,7 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 	}
 	p.gateway = gateway.New(gateway.Config{
 		Conn: conns["gateway"], Logger: log.With().Str("service", "gateway").Logger(),
-		Listener: ln, MaxArtifactBytes: cfg.MaxArtifactBytes,
+		Listener: ln, MaxArtifactBytes: cfg.MaxArtifactBytes, Metrics: reg, Gatherer: reg,
 	})
 	if err := p.gateway.Start(ctx); err != nil {
 		return err
@@ -193,6 +203,9 @@ func (p *Platform) NATSURL() string { return p.server.ClientURL() }
 
 // WebSocketURL is the ws:// URL of the embedded server ("" when off).
 func (p *Platform) WebSocketURL() string { return p.server.WebSocketURL() }
+
+// Metrics is the platform's Prometheus registry (what GET /metrics serves).
+func (p *Platform) Metrics() *prometheus.Registry { return p.metrics }
 
 // Conn is the platform's own bus connection (for tests and embedding).
 func (p *Platform) Conn() *bus.Conn { return p.conn }

@@ -13,6 +13,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -28,6 +29,8 @@ const (
 type Config struct {
 	Conn   *bus.Conn
 	Logger zerolog.Logger
+	// Metrics receives the service's metrics; nil records none.
+	Metrics prometheus.Registerer
 }
 
 // Service serves agent accounts on the bus.
@@ -59,7 +62,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.mirror.WaitReady(ctx); err != nil {
 		return fmt.Errorf("agents: load: %w", err)
 	}
-	s.events = bus.NewPublisher(js, bus.ServiceAgents)
+	s.events = bus.NewPublisher(js, bus.ServiceAgents).Instrument(s.cfg.Metrics)
 	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
 		Name: "agents", Version: "1.0.0", Description: "agent accounts", Logger: s.cfg.Logger,
 	})

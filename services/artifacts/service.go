@@ -15,6 +15,7 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -24,6 +25,8 @@ type Config struct {
 	Logger zerolog.Logger
 	// MaxBytes bounds one artifact. Default 25 MiB.
 	MaxBytes int64
+	// Metrics receives the service's metrics; nil records none.
+	Metrics prometheus.Registerer
 }
 
 // Service is the artifact service.
@@ -65,7 +68,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("artifacts: object store: %w", err)
 	}
 	s.client = meshapi.NewClient(s.cfg.Conn.NC)
-	s.events = bus.NewPublisher(js, bus.ServiceArtifacts)
+	s.events = bus.NewPublisher(js, bus.ServiceArtifacts).Instrument(s.cfg.Metrics)
 	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
 		Name: "artifacts", Version: "1.0.0", Description: "task-run artifacts", Logger: s.cfg.Logger,
 	})

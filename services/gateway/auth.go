@@ -92,6 +92,7 @@ func bearer(r *http.Request) (string, bool) {
 
 // people registers a route that needs the owner credential.
 func (g *Gateway) people(mux *http.ServeMux, pattern string, h http.HandlerFunc) {
+	g.routes = append(g.routes, pattern)
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := g.owner.check(r); err != nil {
 			g.writeError(w, r, err)
@@ -109,6 +110,7 @@ type runtimeKey struct{}
 // runtime registers a route that needs a runtime credential; the handler finds
 // the authenticated runtime with runtimeOf.
 func (g *Gateway) runtime(mux *http.ServeMux, pattern string, h http.HandlerFunc) {
+	g.routes = append(g.routes, pattern)
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		token := strings.TrimSpace(r.Header.Get(HeaderRuntimeToken))
 		if token == "" {

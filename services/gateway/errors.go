@@ -22,7 +22,7 @@ type errorDetail struct {
 // httpStatus is the one mapping from error codes to HTTP statuses.
 func httpStatus(code mesh.Code) int {
 	switch code {
-	case mesh.CodeInvalidRequest:
+	case mesh.CodeInvalidRequest, mesh.CodeTargetNotAllowed:
 		return http.StatusBadRequest
 	case mesh.CodeUnauthorized, mesh.CodeInvalidPairing, mesh.CodeRuntimeRevoked:
 		// 401 tells a runtime to pair the same agent again (seed 001 §4.7).

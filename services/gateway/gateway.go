@@ -18,6 +18,7 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -38,6 +39,11 @@ type Config struct {
 	// SSEHeartbeat is the interval of keep-alive comments on event streams.
 	// Default 15s, below common proxy idle timeouts.
 	SSEHeartbeat time.Duration
+	// Metrics receives the gateway's HTTP metrics; nil records none.
+	Metrics prometheus.Registerer
+	// Gatherer is what GET /metrics serves (the process's registry); nil
+	// answers 404 there.
+	Gatherer prometheus.Gatherer
 }
 
 func (c *Config) defaults() {
@@ -70,12 +76,14 @@ type Gateway struct {
 	ln      net.Listener
 	closing chan struct{}
 	once    sync.Once
+	metrics *httpMetrics
+	routes  []string
 }
 
 // New returns a gateway; Start serves it.
 func New(cfg Config) *Gateway {
 	cfg.defaults()
-	return &Gateway{cfg: cfg, log: cfg.Logger, closing: make(chan struct{})}
+	return &Gateway{cfg: cfg, log: cfg.Logger, closing: make(chan struct{}), metrics: newHTTPMetrics(cfg.Metrics)}
 }
 
 // Start binds the listener and serves in the background.
@@ -126,12 +134,28 @@ func (g *Gateway) Stop(grace time.Duration) {
 	}
 }
 
+// Routes lists the patterns of every route the gateway serves, in the
+// ServeMux syntax ("POST /task-runs/{taskRunId}/complete"). The OpenAPI
+// document is checked against it.
+func (g *Gateway) Routes() []string {
+	g.routes = nil
+	g.Handler()
+	return append([]string(nil), g.routes...)
+}
+
+// handle registers an open route (no credential).
+func (g *Gateway) handle(mux *http.ServeMux, pattern string, h http.Handler) {
+	g.routes = append(g.routes, pattern)
+	mux.Handle(pattern, h)
+}
+
 // Handler returns the gateway's routes.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
-	// Health.
-	mux.HandleFunc("GET /healthz", g.healthz)
-	mux.HandleFunc("GET /readyz", g.readyz)
+	// Health and metrics (no credential: see docs/operations.md).
+	g.handle(mux, "GET /healthz", http.HandlerFunc(g.healthz))
+	g.handle(mux, "GET /readyz", http.HandlerFunc(g.readyz))
+	g.handle(mux, "GET /metrics", g.metricsHandler())
 
 	// People (owner credential).
 	g.people(mux, "POST /agent-accounts", g.createAgent)
@@ -151,9 +175,18 @@ func (g *Gateway) Handler() http.Handler {
 	g.people(mux, "GET /artifacts/{artifactId}", g.getArtifact)
 	g.people(mux, "GET /artifacts/{artifactId}/content", g.downloadArtifact)
 	g.people(mux, "GET /events", g.streamEvents)
+	g.people(mux, "POST /webhooks", g.createWebhook)
+	g.people(mux, "GET /webhooks", g.listWebhooks)
+	g.people(mux, "GET /webhooks/{webhookId}", g.getWebhook)
+	g.people(mux, "DELETE /webhooks/{webhookId}", g.deleteWebhook)
+	g.people(mux, "GET /webhooks/{webhookId}/deliveries", g.listDeliveries)
+	g.people(mux, "POST /webhooks/{webhookId}/deliveries/{deliveryId}/redrive", g.redriveDelivery)
+	g.people(mux, "POST /consumers", g.createConsumer)
+	g.people(mux, "GET /consumers", g.listConsumers)
+	g.people(mux, "DELETE /consumers/{consumerId}", g.deleteConsumer)
 
 	// Runtimes (seed 001 REST contract; X-Runtime-Token).
-	mux.HandleFunc("POST /agent-runtimes/runtime/attach-via-pairing", g.attach)
+	g.handle(mux, "POST /agent-runtimes/runtime/attach-via-pairing", http.HandlerFunc(g.attach))
 	g.runtime(mux, "POST /agent-runtimes/runtime/hello", g.hello)
 	g.runtime(mux, "POST /agent-runtimes/runtime/heartbeat", g.heartbeat)
 	g.runtime(mux, "POST /agent-runtimes/runtime/revoke", g.revokeSelf)
@@ -173,6 +206,7 @@ func (g *Gateway) Handler() http.Handler {
 func (g *Gateway) fallback(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, pattern := mux.Handler(r)
+		setRoute(r, pattern)
 		if pattern != "" {
 			// Serve through the mux so it fills in the path values.
 			mux.ServeHTTP(w, r)

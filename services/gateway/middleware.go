@@ -19,6 +19,7 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		r, route := withRouteHolder(r)
 		defer func() {
 			if p := recover(); p != nil {
 				g.log.Error().Interface("panic", p).Bytes("stack", debug.Stack()).Str("path", r.URL.Path).Msg("handler panicked")
@@ -26,6 +27,7 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 					g.writeError(rw, r, mesh.Errorf(mesh.CodeInternal, "internal error"))
 				}
 			}
+			g.metrics.observe(*route, rw.status, time.Since(start))
 			g.log.Debug().Str("method", r.Method).Str("path", r.URL.Path).Int("status", rw.status).
 				Dur("duration", time.Since(start)).Msg("http request")
 		}()

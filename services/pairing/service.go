@@ -16,6 +16,7 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -45,6 +46,8 @@ type Config struct {
 	UserJWTTTL time.Duration
 	// SweepInterval is how often expired pairing codes are removed. Default 30s.
 	SweepInterval time.Duration
+	// Metrics receives the service's metrics; nil records none.
+	Metrics prometheus.Registerer
 }
 
 func (c *Config) defaults() {
@@ -101,11 +104,13 @@ type Service struct {
 	runtimes *bus.Records[runtimeRecord]
 	active   *bus.Records[activeRecord]
 	agents   *bus.Records[mesh.Agent]
-	events   *bus.Publisher
-	svc      *bus.Service
-	authSub  *nats.Subscription
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	// consumers holds event consumer credentials.
+	consumers *bus.Records[consumerRecord]
+	events    *bus.Publisher
+	svc       *bus.Service
+	authSub   *nats.Subscription
+	stop      chan struct{}
+	wg        sync.WaitGroup
 }
 
 // New returns a service; Start runs it.
@@ -133,7 +138,10 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.agents, err = bus.OpenRecords[mesh.Agent](ctx, js, bus.BucketAgents); err != nil {
 		return err
 	}
-	s.events = bus.NewPublisher(js, bus.ServicePairing)
+	if s.consumers, err = bus.OpenRecords[consumerRecord](ctx, js, bus.BucketConsumers); err != nil {
+		return err
+	}
+	s.events = bus.NewPublisher(js, bus.ServicePairing).Instrument(s.cfg.Metrics)
 	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
 		Name: "pairing", Version: "1.0.0", Description: "pairing codes and runtime credentials", Logger: s.cfg.Logger,
 	})
@@ -145,6 +153,9 @@ func (s *Service) Start(ctx context.Context) error {
 		meshapi.OpPairingAttach:       s.handleAttach,
 		meshapi.OpPairingRevoke:       s.handleRevoke,
 		meshapi.OpPairingAuthenticate: s.handleAuthenticate,
+		meshapi.OpConsumerCreate:      s.handleConsumerCreate,
+		meshapi.OpConsumerList:        s.handleConsumerList,
+		meshapi.OpConsumerDelete:      s.handleConsumerDelete,
 	} {
 		if err := s.svc.Handle(op, bus.ServiceSubject(bus.ServicePairing, op), h); err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/runtimedir"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -29,6 +30,8 @@ type Config struct {
 	// SweepInterval is how often timed-out runtimes are looked for. Default:
 	// a twentieth of HeartbeatTimeout, at most 1s.
 	SweepInterval time.Duration
+	// Metrics receives the service's metrics; nil records none.
+	Metrics prometheus.Registerer
 }
 
 func (c *Config) defaults() {
@@ -67,7 +70,15 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.dir, err = runtimedir.Open(ctx, js, runtimedir.Options{Logger: s.cfg.Logger}); err != nil {
 		return err
 	}
-	s.events = bus.NewPublisher(js, bus.ServiceRegistry)
+	s.events = bus.NewPublisher(js, bus.ServiceRegistry).Instrument(s.cfg.Metrics)
+	if s.cfg.Metrics != nil {
+		// Counted from the presence directory when scraped, so every
+		// registry instance reports the same number.
+		bus.RegisterOrExisting(s.cfg.Metrics, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "a2amesh_runtimes_online",
+			Help: "Runtimes whose heartbeats arrive within their timeout.",
+		}, func() float64 { return float64(len(s.dir.OnlinePresences())) }))
+	}
 	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
 		Name: "registry", Version: "1.0.0", Description: "runtime presence", Logger: s.cfg.Logger,
 	})

@@ -70,7 +70,10 @@ func (s *Service) claim(ctx context.Context, agentID, runtimeID, runID string, a
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
 		return nil, err
 	}
-	return s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
+	claimed := false
+	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
+		// The mutation may run again on a fresh copy: only its last run counts.
+		claimed = false
 		if r.TargetAgentID != agentID {
 			return "", mesh.Errorf(mesh.CodeForbidden, "task run %s belongs to another agent", r.ID)
 		}
@@ -92,8 +95,13 @@ func (s *Service) claim(ctx context.Context, agentID, runtimeID, runID string, a
 		r.LeaseExpiresAt = s.leaseFromNow()
 		r.ClaimedAt = &now
 		r.Progress = nil
+		claimed = true
 		return mesh.EventTaskRunClaimed, nil
 	})
+	if err == nil && claimed && s.claimLatency != nil {
+		s.claimLatency.Observe(run.ClaimedAt.Sub(run.CreatedAt).Seconds())
+	}
+	return run, err
 }
 
 // unclaimable reports whether a claim error means the queue message will

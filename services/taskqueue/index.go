@@ -45,10 +45,23 @@ type index struct {
 	byID   map[string]*summary
 	order  []*summary // ascending id, which is ascending creation time
 	active map[string]*summary
+	// byStatus counts runs per status, for metrics.
+	byStatus map[mesh.Status]int
 }
 
 func newIndex() *index {
-	return &index{byID: map[string]*summary{}, active: map[string]*summary{}}
+	return &index{byID: map[string]*summary{}, active: map[string]*summary{}, byStatus: map[mesh.Status]int{}}
+}
+
+// countByStatus copies the number of runs in each status.
+func (ix *index) countByStatus() map[mesh.Status]int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	out := make(map[mesh.Status]int, len(ix.byStatus))
+	for st, n := range ix.byStatus {
+		out[st] = n
+	}
+	return out
 }
 
 // onChange applies a change from the runs bucket (or this process's own write).
@@ -58,6 +71,7 @@ func (ix *index) onChange(id string, p **summary) {
 	old, had := ix.byID[id]
 	if p == nil {
 		if had {
+			ix.byStatus[old.status]--
 			delete(ix.byID, id)
 			delete(ix.active, id)
 			ix.removeOrdered(id)
@@ -69,6 +83,10 @@ func (ix *index) onChange(id string, p **summary) {
 		return
 	}
 	ix.byID[id] = s
+	if had {
+		ix.byStatus[old.status]--
+	}
+	ix.byStatus[s.status]++
 	if had {
 		ix.order[ix.position(id)] = s
 	} else {

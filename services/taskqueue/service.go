@@ -21,6 +21,7 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -44,6 +45,8 @@ type Config struct {
 	RepairInterval time.Duration
 	// MaxPullWait caps a long-poll pull. Default 55s.
 	MaxPullWait time.Duration
+	// Metrics receives the service's metrics; nil records none.
+	Metrics prometheus.Registerer
 }
 
 func (c *Config) defaults() {
@@ -92,6 +95,9 @@ type Service struct {
 	consumersMu sync.Mutex
 	consumers   map[string]jetstream.Consumer
 
+	// claimLatency observes claim time minus creation time (nil: no metrics).
+	claimLatency prometheus.Observer
+
 	startedAt time.Time
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -111,7 +117,8 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.open(ctx); err != nil {
 		return err
 	}
-	s.events = bus.NewPublisher(s.js, bus.ServiceTaskQueue)
+	s.events = bus.NewPublisher(s.js, bus.ServiceTaskQueue).Instrument(s.cfg.Metrics)
+	s.registerMetrics()
 	if err := s.serve(); err != nil {
 		return err
 	}

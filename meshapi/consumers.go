@@ -1,0 +1,68 @@
+package meshapi
+
+import "time"
+
+// Event consumer credential operations (service "pairing", which answers the
+// NATS auth callout and so decides what a credential may read).
+const (
+	OpConsumerCreate = "consumer_create"
+	OpConsumerList   = "consumer_list"
+	OpConsumerDelete = "consumer_delete"
+)
+
+// CreateConsumerRequest asks for a NATS credential that may read events.
+type CreateConsumerRequest struct {
+	// Name labels the credential for people (e.g. "billing").
+	Name string `json:"name"`
+	// AgentID confines the credential to one agent's events; empty allows
+	// every agent's.
+	AgentID string `json:"agent_id,omitempty"`
+	// Types narrows the credential to the kinds of these event types (the
+	// subject carries the kind, so the server enforces kinds; a consumer
+	// filters the types within a kind on the ce-type header). Empty allows
+	// every kind.
+	Types []string `json:"types,omitempty"`
+}
+
+// Consumer is an event consumer credential as listed: never the credential.
+type Consumer struct {
+	ConsumerID string   `json:"consumer_id"`
+	Name       string   `json:"name"`
+	AgentID    string   `json:"agent_id,omitempty"`
+	Types      []string `json:"types,omitempty"`
+	// Subjects are the event subjects the credential may subscribe to and
+	// create JetStream consumers on.
+	Subjects []string `json:"subjects"`
+	// DurableName is the JetStream consumer name its durable consumer must
+	// have; ordered consumers use it as their name prefix.
+	DurableName string `json:"durable_name"`
+	// InboxPrefix is the reply-inbox prefix its connections must use for
+	// JetStream API calls (nats --inbox-prefix).
+	InboxPrefix string    `json:"inbox_prefix"`
+	Stream      string    `json:"stream"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// CreateConsumerResponse carries the credential, shown once.
+type CreateConsumerResponse struct {
+	Consumer
+	// Credential authenticates a NATS connection (as its token). The
+	// platform keeps only its hash.
+	Credential string `json:"credential"`
+	// NATSURL is where to connect ("" when the platform's NATS is not
+	// reachable from outside).
+	NATSURL string `json:"nats_url"`
+}
+
+// ConsumerList lists consumer credentials, oldest first.
+type ConsumerList struct {
+	Consumers []Consumer `json:"consumers"`
+}
+
+// ListConsumersRequest lists every consumer credential.
+type ListConsumersRequest struct{}
+
+// DeleteConsumerRequest revokes a consumer credential.
+type DeleteConsumerRequest struct {
+	ConsumerID string `json:"consumer_id"`
+}

@@ -1,0 +1,115 @@
+package meshapi
+
+import "time"
+
+// Webhook operations (service "webhooks").
+const (
+	OpWebhookCreate     = "create"
+	OpWebhookList       = "list"
+	OpWebhookGet        = "get"
+	OpWebhookDelete     = "delete"
+	OpWebhookDeliveries = "deliveries"
+	OpWebhookRedrive    = "redrive"
+)
+
+// CreateWebhookRequest subscribes an HTTP endpoint to events.
+type CreateWebhookRequest struct {
+	// URL receives the deliveries (http or https).
+	URL string `json:"url"`
+	// Secret signs every delivery. At least 16 bytes; empty generates one,
+	// returned once in the answer.
+	Secret string `json:"secret,omitempty"`
+	// AgentID, TaskRunID and Types narrow what is delivered, like the
+	// filters of GET /events.
+	AgentID   string   `json:"agent_id,omitempty"`
+	TaskRunID string   `json:"task_run_id,omitempty"`
+	Types     []string `json:"types,omitempty"`
+}
+
+// Webhook is a subscription as listed: the secret only as a hint.
+type Webhook struct {
+	WebhookID string   `json:"webhook_id"`
+	URL       string   `json:"url"`
+	AgentID   string   `json:"agent_id,omitempty"`
+	TaskRunID string   `json:"task_run_id,omitempty"`
+	Types     []string `json:"types,omitempty"`
+	// SecretHint is the secret masked to its last four characters.
+	SecretHint string    `json:"secret_hint"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// CreateWebhookResponse is the new subscription, with its secret (shown once).
+type CreateWebhookResponse struct {
+	Webhook
+	Secret string `json:"secret"`
+}
+
+// WebhookList lists subscriptions, oldest first.
+type WebhookList struct {
+	Webhooks []Webhook `json:"webhooks"`
+}
+
+// ListWebhooksRequest lists every subscription.
+type ListWebhooksRequest struct{}
+
+// WebhookRequest names one subscription.
+type WebhookRequest struct {
+	WebhookID string `json:"webhook_id"`
+}
+
+// Delivery states.
+const (
+	// DeliveryRetrying: at least one attempt failed; more follow with backoff.
+	DeliveryRetrying = "retrying"
+	// DeliveryDead: attempts failed for the whole retry window; the event is
+	// dead-lettered until redriven.
+	DeliveryDead = "dead"
+	// DeliveryDelivered: an attempt succeeded after earlier ones failed (or a
+	// redrive did).
+	DeliveryDelivered = "delivered"
+)
+
+// Delivery is one event's delivery to one webhook, recorded once an
+// attempt has failed: deliveries that succeed at the first attempt leave no
+// record.
+type Delivery struct {
+	// DeliveryID is the event's position in the event stream.
+	DeliveryID string `json:"delivery_id"`
+	WebhookID  string `json:"webhook_id"`
+	EventID    string `json:"event_id"`
+	EventType  string `json:"event_type"`
+	Subject    string `json:"subject"`
+	State      string `json:"state"`
+	// Attempts are the most recent attempts, oldest first.
+	Attempts       []DeliveryAttempt `json:"attempts"`
+	AttemptCount   int               `json:"attempt_count"`
+	FirstAttemptAt time.Time         `json:"first_attempt_at"`
+	NextAttemptAt  *time.Time        `json:"next_attempt_at,omitempty"`
+	UpdatedAt      time.Time         `json:"updated_at"`
+}
+
+// DeliveryAttempt is one HTTP attempt.
+type DeliveryAttempt struct {
+	At         time.Time `json:"at"`
+	StatusCode int       `json:"status_code,omitempty"`
+	LatencyMS  float64   `json:"latency_ms"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// ListDeliveriesRequest lists a webhook's recorded deliveries.
+type ListDeliveriesRequest struct {
+	WebhookID string `json:"webhook_id"`
+	// State keeps one state only (retrying, dead, delivered).
+	State string `json:"state,omitempty"`
+}
+
+// DeliveryList lists deliveries, oldest event first.
+type DeliveryList struct {
+	Deliveries []Delivery `json:"deliveries"`
+}
+
+// RedriveRequest sends a recorded delivery again, once, now.
+type RedriveRequest struct {
+	WebhookID  string `json:"webhook_id"`
+	DeliveryID string `json:"delivery_id"`
+}

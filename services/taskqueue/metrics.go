@@ -1,0 +1,36 @@
+package taskqueue
+
+import (
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// registerMetrics exposes the task runs by status (from the index, so every
+// instance reports the whole platform) and the claim latency histogram.
+func (s *Service) registerMetrics() {
+	reg := s.cfg.Metrics
+	if reg == nil {
+		return
+	}
+	bus.RegisterOrExisting[prometheus.Collector](reg, &statusCollector{ix: s.index})
+	s.claimLatency = bus.RegisterOrExisting(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "a2amesh_claim_latency_seconds",
+		Help:    "Time from a task run's creation to its claim by a runtime.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
+	}))
+}
+
+var runsDesc = prometheus.NewDesc("a2amesh_task_runs", "Task runs known to the platform, by status.", []string{"status"}, nil)
+
+// statusCollector reads the index's counts at scrape time.
+type statusCollector struct{ ix *index }
+
+func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- runsDesc }
+
+func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := c.ix.countByStatus()
+	for _, st := range mesh.AllStatuses() {
+		ch <- prometheus.MustNewConstMetric(runsDesc, prometheus.GaugeValue, float64(counts[st]), string(st))
+	}
+}

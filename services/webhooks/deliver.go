@@ -1,0 +1,330 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// keptAttempts is how many recent attempts a delivery record keeps.
+const keptAttempts = 10
+
+// worker delivers one subscription's events, one at a time.
+type worker struct {
+	sub    *subscription
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (w *worker) close() {
+	w.cancel()
+	<-w.done
+}
+
+func (s *Service) startWorker(sub *subscription) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.stop:
+		return
+	default:
+	}
+	if _, ok := s.workers[sub.ID]; ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &worker{sub: sub, cancel: cancel, done: make(chan struct{})}
+	s.workers[sub.ID] = w
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(w.done)
+		s.run(ctx, sub)
+	}()
+}
+
+func (s *Service) stopWorker(id string) {
+	s.mu.Lock()
+	w, ok := s.workers[id]
+	delete(s.workers, id)
+	s.mu.Unlock()
+	if ok {
+		w.close()
+	}
+}
+
+// run feeds one subscription's endpoint until ctx ends, reconnecting to its
+// consumer when the bus comes and goes.
+func (s *Service) run(ctx context.Context, sub *subscription) {
+	for ctx.Err() == nil {
+		err := s.consume(ctx, sub)
+		if ctx.Err() != nil || errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return
+		}
+		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook consumer interrupted; resuming")
+		select {
+		case <-ctx.Done():
+		case <-time.After(bus.Jitter(time.Second, 0.5)):
+		}
+	}
+}
+
+func (s *Service) consume(ctx context.Context, sub *subscription) error {
+	cons, err := s.js.Consumer(ctx, bus.EventStream, bus.WebhookConsumer(sub.ID))
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1))
+	if err != nil {
+		return err
+	}
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-ctx.Done():
+			it.Stop()
+		case <-stopped:
+			it.Stop()
+		}
+	}()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			return err
+		}
+		s.handle(ctx, sub, msg)
+	}
+}
+
+// handle delivers one event and settles its message: acked when delivered
+// (or not for this subscription), offered again after a backoff when the
+// attempt failed, terminated once it is dead-lettered.
+func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		_ = msg.Term()
+		return
+	}
+	e, err := bus.DecodeEvent(ctx, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()})
+	if err != nil || !matches(sub, e.Type(), e.Data()) {
+		_ = msg.Ack()
+		return
+	}
+	body, err := json.Marshal(e)
+	if err != nil {
+		_ = msg.Term()
+		return
+	}
+	seq := meta.Sequence.Stream
+	attempt := s.attempt(ctx, sub, e.ID(), body)
+	if ctx.Err() != nil {
+		// Stopping: the attempt was cut short by us, not by the endpoint.
+		// The event is offered again once a worker runs.
+		_ = msg.Nak()
+		return
+	}
+	if attempt.Error == "" {
+		s.metrics.delivered.Inc()
+		if meta.NumDelivered > 1 {
+			s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), attempt, meshapi.DeliveryDelivered, nil)
+		}
+		_ = msg.Ack()
+		return
+	}
+	s.metrics.failed.Inc()
+	rec := s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), attempt, meshapi.DeliveryRetrying, nil)
+	first := attempt.At
+	if rec != nil {
+		first = rec.FirstAttemptAt
+	}
+	delay := s.backoff(int(meta.NumDelivered))
+	if time.Since(first)+delay > s.cfg.RetryFor {
+		s.metrics.dead.Inc()
+		s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), nil, meshapi.DeliveryDead, nil)
+		_ = msg.Term()
+		return
+	}
+	next := time.Now().Add(delay).UTC()
+	s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), nil, meshapi.DeliveryRetrying, &next)
+	_ = msg.NakWithDelay(delay)
+}
+
+// matches applies the filters the consumer's subjects cannot express.
+func matches(sub *subscription, eventType string, data []byte) bool {
+	if len(sub.Types) > 0 && !slices.Contains(sub.Types, eventType) {
+		return false
+	}
+	if sub.TaskRunID != "" && strings.HasPrefix(eventType, mesh.EventTypePrefix+string(mesh.KindArtifact)+".") {
+		var a struct {
+			TaskRunID string `json:"task_run_id"`
+		}
+		_ = json.Unmarshal(data, &a)
+		return a.TaskRunID == sub.TaskRunID
+	}
+	return true
+}
+
+// backoff is the delay before attempt n+1: RetryMin doubled for each failed
+// attempt, capped at RetryMax, with jitter so retries of many events do not
+// arrive in lockstep.
+func (s *Service) backoff(failed int) time.Duration {
+	d := s.cfg.RetryMin
+	for i := 1; i < failed && d < s.cfg.RetryMax; i++ {
+		d *= 2
+	}
+	d = min(d, s.cfg.RetryMax)
+	return bus.Jitter(d, 0.25)
+}
+
+// attempt sends one delivery and says how it went; a 2xx answer is success.
+func (s *Service) attempt(ctx context.Context, sub *subscription, eventID string, body []byte) *meshapi.DeliveryAttempt {
+	actx, cancel := context.WithTimeout(ctx, s.cfg.AttemptTimeout)
+	defer cancel()
+	start := time.Now()
+	a := &meshapi.DeliveryAttempt{At: start.UTC()}
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, sub.URL, bytes.NewReader(body))
+	if err != nil {
+		a.Error = "invalid request"
+		return a
+	}
+	ts := start.Unix()
+	req.Header.Set("Content-Type", ContentType)
+	req.Header.Set("User-Agent", "a2a-mesh-webhooks/1")
+	req.Header.Set(HeaderID, eventID)
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
+	req.Header.Set(HeaderSignature, Sign(sub.Secret, eventID, ts, body))
+	resp, err := s.client.Do(req)
+	a.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
+	s.metrics.latency.Observe(time.Since(start).Seconds())
+	if err != nil {
+		a.Error = attemptError(err)
+		return a
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	a.StatusCode = resp.StatusCode
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		a.Error = "HTTP " + strconv.Itoa(resp.StatusCode)
+	}
+	return a
+}
+
+// attemptError describes a failed attempt without echoing anything the
+// endpoint sent.
+func attemptError(err error) string {
+	switch {
+	case errors.Is(err, errPrivateTarget):
+		return "target address is not public"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timed out"
+	}
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			return inner.Error()
+		}
+	}
+	return err.Error()
+}
+
+// record writes what happened to one event's delivery: the attempt (if any),
+// its state and when it is tried next. It returns the record as stored, or
+// nil when it could not be written (the delivery itself goes on).
+func (s *Service) record(ctx context.Context, sub *subscription, seq uint64, eventID, eventType, subject string, a *meshapi.DeliveryAttempt, state string, next *time.Time) *meshapi.Delivery {
+	key := sub.ID + "." + strconv.FormatUint(seq, 10)
+	now := time.Now().UTC()
+	apply := func(d *meshapi.Delivery) {
+		if a != nil {
+			d.Attempts = append(d.Attempts, *a)
+			if len(d.Attempts) > keptAttempts {
+				d.Attempts = d.Attempts[len(d.Attempts)-keptAttempts:]
+			}
+			d.AttemptCount++
+		}
+		d.State, d.NextAttemptAt, d.UpdatedAt = state, next, now
+	}
+	wctx := context.WithoutCancel(ctx)
+	d, _, err := s.deliveries.Modify(wctx, key, func(d *meshapi.Delivery) error {
+		apply(d)
+		return nil
+	})
+	if errors.Is(err, mesh.ErrNotFound) {
+		d = &meshapi.Delivery{
+			DeliveryID: strconv.FormatUint(seq, 10), WebhookID: sub.ID, EventID: eventID, EventType: eventType,
+			Subject: subject, Attempts: []meshapi.DeliveryAttempt{}, FirstAttemptAt: now,
+		}
+		if a != nil {
+			d.FirstAttemptAt = a.At
+		}
+		apply(d)
+		_, err = s.deliveries.Create(wctx, key, d)
+	}
+	if err != nil {
+		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Uint64("sequence", seq).Msg("delivery record not written")
+		return nil
+	}
+	return d
+}
+
+// redrive sends a recorded delivery once more, now, and records the attempt.
+func (s *Service) redrive(ctx context.Context, sub *subscription, deliveryID string) (*meshapi.Delivery, error) {
+	seq, err := strconv.ParseUint(deliveryID, 10, 64)
+	if err != nil {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "delivery %q not found", deliveryID)
+	}
+	key := sub.ID + "." + deliveryID
+	d, _, err := s.deliveries.Get(ctx, key)
+	if errors.Is(err, mesh.ErrNotFound) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "delivery %s not found", deliveryID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.stream.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "event %s is past the retention window", d.EventID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read event %d: %w", seq, err)
+	}
+	e, err := bus.DecodeEvent(ctx, &nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data})
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	a := s.attempt(ctx, sub, e.ID(), body)
+	state := d.State
+	if a.Error == "" {
+		state = meshapi.DeliveryDelivered
+		s.metrics.delivered.Inc()
+	} else {
+		s.metrics.failed.Inc()
+	}
+	if state == meshapi.DeliveryRetrying {
+		// The consumer still retries this one on its own schedule.
+		return s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), a, state, d.NextAttemptAt), nil
+	}
+	out := s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), a, state, nil)
+	if out == nil {
+		return nil, fmt.Errorf("delivery record not written")
+	}
+	return out, nil
+}

@@ -1,0 +1,419 @@
+// Package webhooks is the webhook delivery service: people subscribe HTTP
+// endpoints to events, and each subscription gets its own durable consumer of
+// the event stream and its own delivery worker, so one slow or failing
+// endpoint never delays another. Deliveries are structured-mode CloudEvents,
+// signed, retried with exponential backoff and jitter for up to a day, then
+// dead-lettered where people can see and redrive them. Every piece of
+// delivery state is on the bus (the consumer's acknowledgements, the
+// subscription and delivery records), so a restart loses nothing.
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/secret"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// Config configures the service. Zero values take the documented defaults.
+type Config struct {
+	Conn   *bus.Conn
+	Logger zerolog.Logger
+	// AllowPrivate lets webhooks reach loopback, private and link-local
+	// addresses. Off by default: a webhook URL must not become a way into
+	// the platform's own network.
+	AllowPrivate bool
+	// AttemptTimeout bounds one delivery attempt. Default 10s.
+	AttemptTimeout time.Duration
+	// RetryMin is the delay before the first retry; each retry doubles it,
+	// with jitter, up to RetryMax. Defaults 5s and 1h.
+	RetryMin time.Duration
+	RetryMax time.Duration
+	// RetryFor is how long an event is retried before it is dead-lettered.
+	// Default 24h.
+	RetryFor time.Duration
+	// Metrics receives the service's metrics; nil records none.
+	Metrics prometheus.Registerer
+}
+
+func (c *Config) defaults() {
+	if c.AttemptTimeout == 0 {
+		c.AttemptTimeout = 10 * time.Second
+	}
+	if c.RetryMin == 0 {
+		c.RetryMin = 5 * time.Second
+	}
+	if c.RetryMax == 0 {
+		c.RetryMax = time.Hour
+	}
+	if c.RetryFor == 0 {
+		c.RetryFor = 24 * time.Hour
+	}
+}
+
+// subscription is a webhook as stored. The secret is kept (it must sign) but
+// never returned after creation.
+type subscription struct {
+	ID        string    `json:"webhook_id"`
+	URL       string    `json:"url"`
+	Secret    string    `json:"secret"`
+	AgentID   string    `json:"agent_id,omitempty"`
+	TaskRunID string    `json:"task_run_id,omitempty"`
+	Types     []string  `json:"types,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func (s *subscription) view() meshapi.Webhook {
+	return meshapi.Webhook{
+		WebhookID: s.ID, URL: s.URL, AgentID: s.AgentID, TaskRunID: s.TaskRunID, Types: s.Types,
+		SecretHint: hint(s.Secret), CreatedAt: s.CreatedAt,
+	}
+}
+
+// hint masks a secret down to its last four characters.
+func hint(secret string) string {
+	if len(secret) <= 8 {
+		return "****"
+	}
+	return "****" + secret[len(secret)-4:]
+}
+
+// subjects are the event subjects a subscription's consumer reads; a run's
+// artifacts are events of kind artifact, matched on their task_run_id later.
+func (s *subscription) subjects() []string {
+	if s.TaskRunID != "" {
+		return []string{
+			bus.EventFilter(s.AgentID, string(mesh.KindTaskRun), s.TaskRunID),
+			bus.EventFilter(s.AgentID, string(mesh.KindArtifact), ""),
+		}
+	}
+	if s.AgentID != "" {
+		return []string{bus.AgentEventsFilter(s.AgentID)}
+	}
+	return bus.EventStreamSubjects()
+}
+
+// Service is the webhook delivery service.
+type Service struct {
+	cfg        Config
+	js         jetstream.JetStream
+	stream     jetstream.Stream
+	subs       *bus.Records[subscription]
+	deliveries *bus.Records[meshapi.Delivery]
+	svc        *bus.Service
+	watcher    jetstream.KeyWatcher
+	client     *http.Client
+	metrics    *metrics
+
+	mu      sync.Mutex
+	workers map[string]*worker
+	wg      sync.WaitGroup
+	stop    chan struct{}
+}
+
+// New returns a service; Start runs it.
+func New(cfg Config) *Service {
+	cfg.defaults()
+	return &Service{cfg: cfg, workers: map[string]*worker{}, stop: make(chan struct{}), metrics: newMetrics(cfg.Metrics)}
+}
+
+// Start answers on the bus and starts a delivery worker for every subscription.
+func (s *Service) Start(ctx context.Context) error {
+	s.js = s.cfg.Conn.JS
+	s.client = newHTTPClient(s.cfg.AllowPrivate)
+	var err error
+	if s.stream, err = s.js.Stream(ctx, bus.EventStream); err != nil {
+		return fmt.Errorf("webhooks: event stream: %w", err)
+	}
+	if s.subs, err = bus.OpenRecords[subscription](ctx, s.js, bus.BucketWebhooks); err != nil {
+		return err
+	}
+	if s.deliveries, err = bus.OpenRecords[meshapi.Delivery](ctx, s.js, bus.BucketDeliveries); err != nil {
+		return err
+	}
+	if err := s.watch(ctx); err != nil {
+		return err
+	}
+	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
+		Name: "webhooks", Version: "1.0.0", Description: "webhook subscriptions and deliveries", Logger: s.cfg.Logger,
+		Timeout: s.cfg.AttemptTimeout + 10*time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	for op, h := range map[string]bus.HandlerFunc{
+		meshapi.OpWebhookCreate:     s.handleCreate,
+		meshapi.OpWebhookList:       s.handleList,
+		meshapi.OpWebhookGet:        s.handleGet,
+		meshapi.OpWebhookDelete:     s.handleDelete,
+		meshapi.OpWebhookDeliveries: s.handleDeliveries,
+		meshapi.OpWebhookRedrive:    s.handleRedrive,
+	} {
+		if err := s.svc.Handle(op, bus.ServiceSubject(bus.ServiceWebhooks, op), h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// watch follows the subscriptions bucket: a worker runs for each
+// subscription as long as it exists, whichever instance created it.
+func (s *Service) watch(ctx context.Context) error {
+	w, err := s.subs.KV().WatchAll(context.WithoutCancel(ctx))
+	if err != nil {
+		return fmt.Errorf("webhooks: watch subscriptions: %w", err)
+	}
+	s.watcher = w
+	ready := make(chan struct{})
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		once := sync.OnceFunc(func() { close(ready) })
+		defer once()
+		for e := range w.Updates() {
+			if e == nil {
+				once()
+				continue
+			}
+			if e.Operation() != jetstream.KeyValuePut {
+				s.stopWorker(e.Key())
+				continue
+			}
+			sub, _, err := s.subs.Get(context.Background(), e.Key())
+			if err != nil {
+				continue
+			}
+			s.startWorker(sub)
+		}
+	}()
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stop stops answering, aborts attempts in flight (their events are offered
+// again after a restart) and stops every worker.
+func (s *Service) Stop(grace time.Duration) {
+	if s.svc != nil {
+		_ = s.svc.Stop(grace)
+	}
+	close(s.stop)
+	if s.watcher != nil {
+		_ = s.watcher.Stop()
+	}
+	s.mu.Lock()
+	for id, w := range s.workers {
+		w.close()
+		delete(s.workers, id)
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+func (s *Service) handleCreate(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.CreateWebhookRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	sub, err := s.validate(ctx, &in)
+	if err != nil {
+		return nil, err
+	}
+	// The consumer is created before the answer, so every event stored after
+	// the subscription was confirmed is delivered.
+	_, err = s.js.CreateOrUpdateConsumer(ctx, bus.EventStream, jetstream.ConsumerConfig{
+		Durable:        bus.WebhookConsumer(sub.ID),
+		Description:    "webhook " + sub.URL,
+		FilterSubjects: sub.subjects(),
+		DeliverPolicy:  jetstream.DeliverNewPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        s.cfg.AttemptTimeout + 20*time.Second,
+		// One event in flight per endpoint: events of a run arrive in order,
+		// and a failing endpoint holds up only itself.
+		MaxAckPending: 1,
+		MaxDeliver:    -1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("webhook consumer: %w", err)
+	}
+	if _, err := s.subs.Create(ctx, sub.ID, sub); err != nil {
+		_ = s.js.DeleteConsumer(context.WithoutCancel(ctx), bus.EventStream, bus.WebhookConsumer(sub.ID))
+		return nil, err
+	}
+	s.startWorker(sub)
+	return meshapi.CreateWebhookResponse{Webhook: sub.view(), Secret: sub.Secret}, nil
+}
+
+const minSecretLen = 16
+
+func (s *Service) validate(ctx context.Context, in *meshapi.CreateWebhookRequest) (*subscription, error) {
+	u, err := checkURL(ctx, strings.TrimSpace(in.URL), s.cfg.AllowPrivate)
+	if err != nil {
+		return nil, err
+	}
+	sub := &subscription{ID: mesh.NewID(), URL: u.String(), Secret: in.Secret, CreatedAt: time.Now().UTC()}
+	switch {
+	case sub.Secret == "":
+		sub.Secret = secret.NewToken("whsec_")
+	case len(sub.Secret) < minSecretLen || len(sub.Secret) > 512:
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "secret must be %d to 512 bytes (or left out to have one generated)", minSecretLen)
+	}
+	if in.AgentID != "" && !mesh.ValidID(in.AgentID) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "agent_id is not a valid id")
+	}
+	if in.TaskRunID != "" && !mesh.ValidID(in.TaskRunID) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "task_run_id is not a valid id")
+	}
+	sub.AgentID, sub.TaskRunID = in.AgentID, in.TaskRunID
+	for _, t := range in.Types {
+		full := strings.TrimSpace(t)
+		if !strings.HasPrefix(full, mesh.EventTypePrefix) {
+			full = mesh.EventTypePrefix + full
+		}
+		if !known(full) {
+			return nil, mesh.Errorf(mesh.CodeInvalidRequest, "unknown event type %q", t)
+		}
+		if !slices.Contains(sub.Types, full) {
+			sub.Types = append(sub.Types, full)
+		}
+	}
+	return sub, nil
+}
+
+func known(eventType string) bool {
+	for _, e := range mesh.EventCatalog {
+		if e.Type == eventType {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.ListWebhooksRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	keys, err := s.subs.KV().ListKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := meshapi.WebhookList{Webhooks: []meshapi.Webhook{}}
+	for key := range keys.Keys() {
+		sub, _, err := s.subs.Get(ctx, key)
+		if err != nil {
+			continue
+		}
+		out.Webhooks = append(out.Webhooks, sub.view())
+	}
+	sort.Slice(out.Webhooks, func(i, j int) bool { return out.Webhooks[i].WebhookID < out.Webhooks[j].WebhookID })
+	return out, nil
+}
+
+func (s *Service) get(ctx context.Context, id string) (*subscription, error) {
+	if !mesh.ValidID(id) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "webhook %q not found", id)
+	}
+	sub, _, err := s.subs.Get(ctx, id)
+	if errors.Is(err, mesh.ErrNotFound) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "webhook %s not found", id)
+	}
+	return sub, err
+}
+
+func (s *Service) handleGet(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.WebhookRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	sub, err := s.get(ctx, in.WebhookID)
+	if err != nil {
+		return nil, err
+	}
+	return sub.view(), nil
+}
+
+func (s *Service) handleDelete(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.WebhookRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	sub, err := s.get(ctx, in.WebhookID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.subs.Delete(ctx, sub.ID, 0); err != nil {
+		return nil, err
+	}
+	s.stopWorker(sub.ID)
+	if err := s.js.DeleteConsumer(ctx, bus.EventStream, bus.WebhookConsumer(sub.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook consumer not deleted")
+	}
+	if keys, err := s.deliveries.KV().ListKeysFiltered(ctx, sub.ID+".*"); err == nil {
+		for key := range keys.Keys() {
+			_ = s.deliveries.Delete(ctx, key, 0)
+		}
+	}
+	return struct{}{}, nil
+}
+
+func (s *Service) handleDeliveries(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.ListDeliveriesRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	switch in.State {
+	case "", meshapi.DeliveryRetrying, meshapi.DeliveryDead, meshapi.DeliveryDelivered:
+	default:
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "state must be retrying, dead or delivered")
+	}
+	sub, err := s.get(ctx, in.WebhookID)
+	if err != nil {
+		return nil, err
+	}
+	out := meshapi.DeliveryList{Deliveries: []meshapi.Delivery{}}
+	keys, err := s.deliveries.KV().ListKeysFiltered(ctx, sub.ID+".*")
+	if err != nil {
+		return nil, err
+	}
+	for key := range keys.Keys() {
+		d, _, err := s.deliveries.Get(ctx, key)
+		if err != nil || (in.State != "" && d.State != in.State) {
+			continue
+		}
+		out.Deliveries = append(out.Deliveries, *d)
+	}
+	sort.Slice(out.Deliveries, func(i, j int) bool {
+		a, b := out.Deliveries[i].DeliveryID, out.Deliveries[j].DeliveryID
+		return len(a) < len(b) || (len(a) == len(b) && a < b)
+	})
+	return out, nil
+}
+
+func (s *Service) handleRedrive(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.RedriveRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	sub, err := s.get(ctx, in.WebhookID)
+	if err != nil {
+		return nil, err
+	}
+	return s.redrive(ctx, sub, in.DeliveryID)
+}
