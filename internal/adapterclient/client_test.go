@@ -1,0 +1,209 @@
+package adapterclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/adapterclient"
+)
+
+func request() *adapterapi.RunTaskRequest {
+	return &adapterapi.RunTaskRequest{
+		TaskRunID: "run-1", ConversationID: "conv-1", WorkspaceID: "ws-1", TaskType: "chat",
+		Input: json.RawMessage(`{"text":"hi"}`), TargetAgentID: "agent-1",
+		Platform: adapterapi.Platform{Name: "A2A Mesh", Origin: "mesh.example"},
+	}
+}
+
+func serve(t *testing.T, h http.HandlerFunc) *adapterclient.Client {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c, err := adapterclient.New(srv.URL + "/run-task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestRun_ClassifiesEveryReplyShape(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name     string
+		status   int
+		body     string
+		wantKind adapterapi.Kind
+		wantCode string
+	}{
+		{"success envelope", 200, `{"success":true,"output":{"text":"ok"}}`, adapterapi.KindSuccess, ""},
+		{"legacy output", 200, `{"text":"ok"}`, adapterapi.KindLegacy, ""},
+		{"explicit failure", 200, `{"success":false,"error":"nope"}`, adapterapi.KindFailure, ""},
+		{"non-2xx", 500, `{"success":true}`, 0, adapterclient.CodeHTTPStatus},
+		{"not JSON", 200, `hello`, 0, adapterclient.CodeInvalidJSON},
+		{"JSON array", 200, `[1,2]`, 0, adapterclient.CodeInvalidResponse},
+		{"JSON number", 200, `42`, 0, adapterclient.CodeInvalidResponse},
+		{"success without object output", 200, `{"success":true,"output":"text"}`, 0, adapterclient.CodeInvalidResponse},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := serve(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				fmt.Fprint(w, tc.body)
+			})
+			reply, err := c.Run(context.Background(), request(), nil)
+			if tc.wantCode != "" {
+				var f *adapterclient.Failure
+				if !errors.As(err, &f) || f.Code != tc.wantCode {
+					t.Fatalf("error %v, want failure %s", err, tc.wantCode)
+				}
+				return
+			}
+			if err != nil || reply.Kind != tc.wantKind {
+				t.Fatalf("reply %+v, err %v, want kind %d", reply, err, tc.wantKind)
+			}
+		})
+	}
+}
+
+func TestRun_SendsTheSeed000BodyAndAsksForStreaming(t *testing.T) {
+	t.Parallel()
+	got := make(chan map[string]any, 1)
+	c := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if !strings.Contains(r.Header.Get("Accept"), adapterapi.MediaNDJSON) || r.Header.Get("Content-Type") != "application/json" {
+			http.Error(w, "bad headers", 400)
+			return
+		}
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		got <- body
+		fmt.Fprint(w, `{"success":true,"output":{}}`)
+	})
+	if _, err := c.Run(context.Background(), request(), nil); err != nil {
+		t.Fatal(err)
+	}
+	body := <-got
+	for _, field := range []string{"task_run_id", "conversation_id", "workspace_id", "task_type", "input", "initiator_agent_id", "target_agent_id", "platform"} {
+		if _, ok := body[field]; !ok {
+			t.Errorf("request lacks %s", field)
+		}
+	}
+	for _, field := range []string{"runtime_token", "api_base"} {
+		if _, ok := body[field]; ok {
+			t.Errorf("request carries %s", field)
+		}
+	}
+}
+
+func TestRun_StreamsProgressBeforeTheResult(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	c := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", adapterapi.MediaNDJSON)
+		fmt.Fprintln(w, `{"type":"progress","message":"reading","percent":10}`)
+		w.(http.Flusher).Flush()
+		<-release
+		fmt.Fprintln(w, `{"type":"result","result":{"success":true,"output":{"text":"done"}}}`)
+	})
+	progress := make(chan adapterapi.StreamLine, 4)
+	done := make(chan *adapterapi.Reply, 1)
+	go func() {
+		reply, _ := c.Run(context.Background(), request(), func(l adapterapi.StreamLine) { progress <- l })
+		done <- reply
+	}()
+	select {
+	case l := <-progress:
+		if l.Message != "reading" || l.Percent == nil || *l.Percent != 10 {
+			t.Fatalf("progress line %+v", l)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no progress arrived while the task was running")
+	}
+	select {
+	case <-done:
+		t.Fatal("the result arrived before the adapter sent it")
+	default:
+	}
+	close(release)
+	if reply := <-done; reply == nil || reply.Output["text"] != "done" {
+		t.Fatalf("reply %+v", reply)
+	}
+}
+
+func TestRun_StreamWithoutResultIsAConnectionLoss(t *testing.T) {
+	t.Parallel()
+	c := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", adapterapi.MediaNDJSON)
+		fmt.Fprintln(w, `{"type":"progress","message":"x"}`)
+	})
+	_, err := c.Run(context.Background(), request(), nil)
+	var f *adapterclient.Failure
+	if !errors.As(err, &f) || f.Code != adapterclient.CodeConnectionLost {
+		t.Fatalf("error %v, want %s", err, adapterclient.CodeConnectionLost)
+	}
+}
+
+func TestRun_UnreachableAndTimeoutHaveTheirOwnCodes(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c, _ := adapterclient.New("http://" + addr + "/run-task")
+	_, err = c.Run(context.Background(), request(), nil)
+	var f *adapterclient.Failure
+	if !errors.As(err, &f) || f.Code != adapterclient.CodeUnreachable {
+		t.Fatalf("closed port: %v, want %s", err, adapterclient.CodeUnreachable)
+	}
+
+	hang := make(chan struct{})
+	defer close(hang)
+	slow := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = slow.Run(ctx, request(), nil)
+	if !errors.As(err, &f) || f.Code != adapterclient.CodeTimeout {
+		t.Fatalf("hanging adapter: %v, want %s", err, adapterclient.CodeTimeout)
+	}
+}
+
+func TestHealth_ReadsNextToTheRunTaskPath(t *testing.T) {
+	t.Parallel()
+	c := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/health" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, `{"ok":true,"provider":"echo","busy":true}`)
+	})
+	h, err := c.Health(context.Background())
+	if err != nil || !h.OK || h.Provider != "echo" || !h.Busy {
+		t.Fatalf("health %+v, err %v", h, err)
+	}
+}
+
+func TestNew_RefusesNonHTTPEndpoints(t *testing.T) {
+	t.Parallel()
+	for _, e := range []string{"", "localhost:18789", "ftp://x/run-task", "http://"} {
+		if _, err := adapterclient.New(e); err == nil {
+			t.Errorf("endpoint %q accepted", e)
+		}
+	}
+}

@@ -1,0 +1,55 @@
+package bench_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/bench"
+)
+
+// The bench phases are exercised briefly so they keep working; the numbers
+// themselves are measured by `a2a-platform bench`, not asserted here.
+func TestBench_PhasesRunAndReport(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		only  string
+		check func(*bench.Report) string
+	}{
+		{"cycle", func(r *bench.Report) string {
+			if r.Cycle.RawRunsPerSec <= 0 || r.Cycle.ServiceRunsPerSec <= 0 || r.Cycle.ServiceClaim.Count == 0 {
+				return "cycle measured nothing"
+			}
+			return ""
+		}},
+		{"e2e", func(r *bench.Report) string {
+			if len(r.E2E) != 2 || r.E2E[0].RunsPerSec <= 0 || r.E2E[1].RunsPerSec <= 0 || r.Idle.Count != 10 {
+				return "end to end measured nothing"
+			}
+			return ""
+		}},
+		{"fanout", func(r *bench.Report) string {
+			if !strings.Contains(r.Markdown(), "SSE") {
+				return "fan-out missing from the report"
+			}
+			return ""
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.only, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			r, err := bench.Run(ctx, bench.Config{
+				Only: tc.only, Window: 500 * time.Millisecond, Samples: 10, Agents: 2,
+				FanoutRuns: 20, FanoutSubscribers: 3, FanoutWebhooks: 2,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if problem := tc.check(r); problem != "" {
+				t.Fatalf("%s:\n%s", problem, r.Markdown())
+			}
+		})
+	}
+}
