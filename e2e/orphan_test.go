@@ -66,9 +66,12 @@ func TestNoOrphan_AdapterKilledMidTaskFailsRunWithConnectionError(t *testing.T) 
 	c := l.connect(p, ad.Endpoint)
 	run := c.task("long job")
 	waitStatus(t, p.Platform, run.ID, mesh.StatusRunning, waitStart)
-	hostPids(t, pidDir, run)
+	pids := hostPids(t, pidDir, run)
 
 	ad.kill()
+	// The kernel kills the host process when its adapter dies (Linux
+	// parent-death signal), so it does not run on unattended.
+	waitGone(t, pids[:1], 5*time.Second)
 	ended := waitEnded(t, p.Platform, run.ID, mesh.StatusFailed, waitStart)
 	if code := ended.Error.Code; code != "ADAPTER_CONNECTION_LOST" && code != "ADAPTER_UNREACHABLE" {
 		t.Errorf("run failed with %s (%s), want ADAPTER_CONNECTION_LOST or ADAPTER_UNREACHABLE", code, ended.Error.Message)

@@ -90,7 +90,7 @@ func RunProcess(ctx context.Context, p Process) error {
 		// A group of its own lets one signal reach everything the host
 		// starts, and keeps a Ctrl-C meant for the adapter from reaching
 		// the host directly.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: hostProcAttr(),
 	}
 	err = cmd.Start()
 	pipes.closeChildEnds()
