@@ -32,6 +32,16 @@ const (
 	// BucketDeliveries holds the webhook deliveries that failed at least once:
 	// their attempts, and the dead letters.
 	BucketDeliveries = "mesh_webhook_deliveries"
+	// BucketA2ATasks holds what the A2A standard knows of a task and a task
+	// run does not (message history with ids and roles, the caller, push
+	// configurations), written only by the gateway's A2A door.
+	BucketA2ATasks = "mesh_a2a_tasks"
+	// BucketA2AKeys holds per-agent A2A API keys (by id, and their hashes),
+	// owned by the pairing service.
+	BucketA2AKeys = "mesh_a2a_keys"
+	// BucketWebSessions holds the web page's sign-in codes and sessions, by
+	// hash, owned by the gateway.
+	BucketWebSessions = "mesh_web_sessions"
 
 	ObjectArtifacts = "mesh_artifacts"
 )
@@ -40,6 +50,9 @@ const (
 const (
 	// ConfigOwnerTokenHash holds the hash of the owner credential.
 	ConfigOwnerTokenHash = "owner_token_hash"
+	// ConfigA2AJWTSecret holds the key that signs the platform's A2A bearer
+	// JWTs (agent-to-agent calls made on an agent's behalf). Generated once.
+	ConfigA2AJWTSecret = "a2a_jwt_secret"
 )
 
 // Subject roots.

@@ -87,6 +87,10 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 		// Dead letters are kept for the event retention window, like the
 		// events they carry.
 		{Bucket: BucketDeliveries, Description: "webhook deliveries that failed at least once, and dead letters", TTL: cfg.EventRetention},
+		{Bucket: BucketA2ATasks, Description: "A2A task data a task run does not hold: history, caller, push configurations"},
+		{Bucket: BucketA2AKeys, Description: "per-agent A2A API keys, by id and by hash"},
+		// No sign-in session outlives a week; expired ones are dropped unread.
+		{Bucket: BucketWebSessions, Description: "web sign-in codes and sessions, by hash", TTL: 7 * 24 * time.Hour},
 	}
 	for _, kc := range buckets {
 		kc.Storage = jetstream.FileStorage

@@ -265,6 +265,9 @@ type platformOptions struct {
 	heartbeatTimeout time.Duration
 	maxArtifactBytes int64
 	webSocket        bool
+	// allowPrivateWebhooks lets webhooks and A2A push notifications reach
+	// the test's loopback receivers.
+	allowPrivateWebhooks bool
 }
 
 // platform is `a2a-platform up` running as its own process. Its HTTP calls
@@ -307,6 +310,9 @@ func (p *platform) boot() {
 		"--shutdown-grace", "2s", "--log-level", "debug"}
 	if p.wsAddr != "" {
 		args = append(args, "--nats-ws-listen", p.wsAddr)
+	}
+	if p.opts.allowPrivateWebhooks {
+		args = append(args, "--allow-private-webhooks")
 	}
 	if p.opts.maxArtifactBytes > 0 {
 		args = append(args, "--max-artifact-bytes", strconv.FormatInt(p.opts.maxArtifactBytes, 10))

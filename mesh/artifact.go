@@ -5,11 +5,21 @@ import (
 	"time"
 )
 
-// Artifact is the metadata of a file-type deliverable of a task run. Its content
-// lives in the artifact object store under ArtifactID.
+// Artifact roles. An artifact is a run's output unless it was given to the
+// agent as part of a conversation input (an A2A file part).
+const (
+	ArtifactRoleOutput = ""
+	ArtifactRoleInput  = "input"
+)
+
+// Artifact is the metadata of a file: a deliverable of a task run, or a file
+// given to an agent with a conversation input (Role input, no TaskRunID: it
+// is stored before the run that reads it exists). Its content lives in the
+// artifact object store under ArtifactID.
 type Artifact struct {
 	ID             string    `json:"artifact_id"`
-	TaskRunID      string    `json:"task_run_id"`
+	TaskRunID      string    `json:"task_run_id,omitempty"`
+	Role           string    `json:"role,omitempty"`
 	AgentID        string    `json:"agent_id"`
 	ConversationID string    `json:"conversation_id,omitempty"`
 	WorkspaceID    string    `json:"workspace_id,omitempty"`

@@ -14,6 +14,7 @@ const (
 	KindRuntime     EventKind = "runtime"
 	KindTaskRun     EventKind = "task_run"
 	KindArtifact    EventKind = "artifact"
+	KindWebhook     EventKind = "webhook"
 )
 
 // Event types. The CloudEvent subject is the id of the entity (agent, runtime,
@@ -41,6 +42,8 @@ const (
 	EventTaskRunCanceled      = EventTypePrefix + "task_run.canceled"
 
 	EventArtifactCreated = EventTypePrefix + "artifact.created"
+
+	EventWebhookDeliveryFailed = EventTypePrefix + "webhook.delivery_failed"
 )
 
 // EventType describes one entry of the event catalog.
@@ -66,11 +69,12 @@ var EventCatalog = []EventType{
 	{EventTaskRunClaimed, KindTaskRun, "A runtime claimed a task run (running). Data: the task run."},
 	{EventTaskRunProgress, KindTaskRun, "A runtime reported progress. Data: the task run with its latest progress."},
 	{EventTaskRunInputRequired, KindTaskRun, "The agent ended its turn asking for more input. Data: the task run."},
-	{EventTaskRunRequeued, KindTaskRun, "A lease expired and the run went back to pending for another attempt. Data: the task run."},
+	{EventTaskRunRequeued, KindTaskRun, "The run went back to pending: a lease expired with attempts left, a claim was released, or the caller answered an input request (the new turn's input is in the run). Data: the task run."},
 	{EventTaskRunCompleted, KindTaskRun, "A task run completed. Data: the task run with its output."},
 	{EventTaskRunFailed, KindTaskRun, "A task run failed. Data: the task run with its error."},
 	{EventTaskRunCanceled, KindTaskRun, "A task run was canceled. Data: the task run."},
 	{EventArtifactCreated, KindArtifact, "An artifact was stored for a task run. Data: the artifact metadata."},
+	{EventWebhookDeliveryFailed, KindWebhook, "A webhook (or A2A push notification) delivery gave up after its retry window and was dead-lettered. Data: the delivery, never the URL's secrets."},
 }
 
 // TaskRunEventType returns the event type announcing that a run entered status s.

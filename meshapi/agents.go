@@ -16,6 +16,8 @@ type CreateAgentRequest struct {
 	Description  string       `json:"description,omitempty"`
 	Instructions string       `json:"instructions,omitempty"`
 	Skills       []mesh.Skill `json:"skills,omitempty"`
+	// Public opens the agent's A2A door to callers without a credential.
+	Public bool `json:"public,omitempty"`
 }
 
 // UpdateAgentRequest edits an agent; nil fields stay as they are.
@@ -25,6 +27,7 @@ type UpdateAgentRequest struct {
 	Description  *string       `json:"description,omitempty"`
 	Instructions *string       `json:"instructions,omitempty"`
 	Skills       *[]mesh.Skill `json:"skills,omitempty"`
+	Public       *bool         `json:"public,omitempty"`
 }
 
 // GetAgentRequest names an agent.

@@ -4,9 +4,10 @@ import "github.com/a2amesh/a2amesh/mesh"
 
 // Artifact operations (service "artifacts").
 const (
-	OpArtifactCommit = "commit"
-	OpArtifactGet    = "get"
-	OpArtifactList   = "list"
+	OpArtifactCommit      = "commit"
+	OpArtifactCommitInput = "commit_input"
+	OpArtifactGet         = "get"
+	OpArtifactList        = "list"
 )
 
 // CommitArtifactRequest registers content already written to the artifact
@@ -16,6 +17,15 @@ type CommitArtifactRequest struct {
 	RuntimeID string        `json:"runtime_id"`
 	Attempt   int           `json:"attempt,omitempty"`
 	Artifact  mesh.Artifact `json:"artifact"`
+}
+
+// CommitInputRequest registers content a front door already wrote to the
+// artifact object store under Artifact.ID as a file given to AgentID in a
+// conversation's input (an A2A file part): no run owns it yet.
+type CommitInputRequest struct {
+	AgentID        string        `json:"agent_id"`
+	ConversationID string        `json:"conversation_id"`
+	Artifact       mesh.Artifact `json:"artifact"`
 }
 
 // GetArtifactRequest names an artifact.

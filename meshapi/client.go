@@ -280,3 +280,41 @@ func (c *Client) RedriveDelivery(ctx context.Context, req RedriveRequest) (*Deli
 	var d Delivery
 	return &d, c.call(ctx, bus.ServiceWebhooks, OpWebhookRedrive, req, &d)
 }
+
+// ContinueTaskRun answers a run waiting for input with its next turn's input.
+func (c *Client) ContinueTaskRun(ctx context.Context, req ContinueTaskRunRequest) (*mesh.TaskRun, error) {
+	var r TaskRunReply
+	if err := c.call(ctx, bus.ServiceTaskQueue, OpTaskContinue, req, &r); err != nil {
+		return nil, err
+	}
+	return &r.TaskRun, nil
+}
+
+// CommitInputArtifact registers stored content as a file of a conversation's input.
+func (c *Client) CommitInputArtifact(ctx context.Context, req CommitInputRequest) (*mesh.Artifact, error) {
+	var a mesh.Artifact
+	return &a, c.call(ctx, bus.ServiceArtifacts, OpArtifactCommitInput, req, &a)
+}
+
+// CreateA2AKey issues an A2A API key for an agent.
+func (c *Client) CreateA2AKey(ctx context.Context, req CreateA2AKeyRequest) (*CreateA2AKeyResponse, error) {
+	var r CreateA2AKeyResponse
+	return &r, c.call(ctx, bus.ServicePairing, OpA2AKeyCreate, req, &r)
+}
+
+// ListA2AKeys lists an agent's A2A API keys.
+func (c *Client) ListA2AKeys(ctx context.Context, agentID string) (*A2AKeyList, error) {
+	var l A2AKeyList
+	return &l, c.call(ctx, bus.ServicePairing, OpA2AKeyList, ListA2AKeysRequest{AgentID: agentID}, &l)
+}
+
+// RevokeA2AKey revokes one of an agent's A2A API keys.
+func (c *Client) RevokeA2AKey(ctx context.Context, req RevokeA2AKeyRequest) error {
+	return c.call(ctx, bus.ServicePairing, OpA2AKeyRevoke, req, nil)
+}
+
+// AuthenticateA2AKey resolves an A2A API key hash to its key.
+func (c *Client) AuthenticateA2AKey(ctx context.Context, keyHash string) (*A2AKey, error) {
+	var k A2AKey
+	return &k, c.call(ctx, bus.ServicePairing, OpA2AKeyAuthenticate, AuthenticateA2AKeyRequest{KeyHash: keyHash}, &k)
+}

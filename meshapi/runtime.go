@@ -74,11 +74,15 @@ type ProgressRequest struct {
 	Percent   *float64 `json:"percent,omitempty"`
 }
 
-// CompleteRequest ends a run with its output.
+// CompleteRequest ends a run's turn with its output.
 type CompleteRequest struct {
 	TaskRunID string          `json:"task_run_id"`
 	Attempt   int             `json:"attempt,omitempty"`
 	Output    json.RawMessage `json:"output"`
+	// InputRequired ends the turn asking the caller for more input (the
+	// question is in output.text): the run moves to input-required instead
+	// of completed, and a caller's answer continues it (OpTaskContinue).
+	InputRequired bool `json:"input_required,omitempty"`
 }
 
 // FailRequest ends a run as failed; Output carries at least "error".

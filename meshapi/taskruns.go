@@ -13,6 +13,7 @@ const (
 	OpTaskGet            = "get"
 	OpTaskList           = "list"
 	OpTaskCancel         = "cancel"
+	OpTaskContinue       = "continue"
 	OpTaskAttachArtifact = "attach_artifact"
 	OpConversationCreate = "conversation_create"
 	OpConversationGet    = "conversation_get"
@@ -58,9 +59,11 @@ type GetTaskRunRequest struct {
 
 // ListTaskRunsRequest filters and pages runs, newest first.
 type ListTaskRunsRequest struct {
-	AgentID string      `json:"agent_id,omitempty"`
-	Status  mesh.Status `json:"status,omitempty"`
-	Limit   int         `json:"limit,omitempty"`
+	AgentID string `json:"agent_id,omitempty"`
+	// ConversationID keeps the runs of one conversation.
+	ConversationID string      `json:"conversation_id,omitempty"`
+	Status         mesh.Status `json:"status,omitempty"`
+	Limit          int         `json:"limit,omitempty"`
 	// Cursor continues after the last run of the previous page.
 	Cursor string `json:"cursor,omitempty"`
 	// Offset skips matches instead of a cursor (the seed 002 executions API).
@@ -80,6 +83,14 @@ type TaskRunList struct {
 type CancelTaskRunRequest struct {
 	TaskRunID string `json:"task_run_id"`
 	Reason    string `json:"reason,omitempty"`
+}
+
+// ContinueTaskRunRequest answers a run waiting in input-required: the run
+// goes back to pending with Input as its new turn's input and is queued for
+// its agent's runtime again.
+type ContinueTaskRunRequest struct {
+	TaskRunID string          `json:"task_run_id"`
+	Input     json.RawMessage `json:"input"`
 }
 
 // AttachArtifactRequest records an artifact on the run a runtime is working on.

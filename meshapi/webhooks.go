@@ -12,6 +12,19 @@ const (
 	OpWebhookRedrive    = "redrive"
 )
 
+// Webhook delivery formats.
+const (
+	// WebhookFormatCloudEvents posts each event as a structured CloudEvent
+	// (the default).
+	WebhookFormatCloudEvents = "cloudevents"
+	// WebhookFormatA2A posts A2A 1.0 push notifications: a StreamResponse
+	// holding the task, with Authorization: <scheme> <credentials>.
+	WebhookFormatA2A = "a2a"
+	// WebhookFormatA2AV03 posts A2A 0.3 push notifications: the task, with
+	// X-A2A-Notification-Token.
+	WebhookFormatA2AV03 = "a2a-0.3"
+)
+
 // CreateWebhookRequest subscribes an HTTP endpoint to events.
 type CreateWebhookRequest struct {
 	// URL receives the deliveries (http or https).
@@ -24,6 +37,20 @@ type CreateWebhookRequest struct {
 	AgentID   string   `json:"agent_id,omitempty"`
 	TaskRunID string   `json:"task_run_id,omitempty"`
 	Types     []string `json:"types,omitempty"`
+	// Format is how events are posted (default cloudevents). The A2A formats
+	// need TaskRunID: they push one task's state changes.
+	Format string `json:"format,omitempty"`
+	// Token is sent as X-A2A-Notification-Token (A2A formats), so the
+	// receiver knows the notification is for its task.
+	Token string `json:"token,omitempty"`
+	// AuthScheme and AuthCredentials are sent as Authorization: <scheme>
+	// <credentials> (A2A 1.0 push authentication).
+	AuthScheme      string `json:"auth_scheme,omitempty"`
+	AuthCredentials string `json:"auth_credentials,omitempty"`
+	// Since delivers the matching events stored from this time on (a push
+	// configuration given with the message that created its task sees the
+	// task from its start); nil delivers events stored after the answer.
+	Since *time.Time `json:"since,omitempty"`
 }
 
 // Webhook is a subscription as listed: the secret only as a hint.
@@ -33,6 +60,7 @@ type Webhook struct {
 	AgentID   string   `json:"agent_id,omitempty"`
 	TaskRunID string   `json:"task_run_id,omitempty"`
 	Types     []string `json:"types,omitempty"`
+	Format    string   `json:"format,omitempty"`
 	// SecretHint is the secret masked to its last four characters.
 	SecretHint string    `json:"secret_hint"`
 	CreatedAt  time.Time `json:"created_at"`

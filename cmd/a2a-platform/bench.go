@@ -51,7 +51,7 @@ func newBench() *cobra.Command {
 	f.StringVar(&cfg.BinDir, "bin-dir", "", "directory holding the three binaries (default: this executable's)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the in-process phases to this file")
-	f.StringVar(&cfg.Only, "only", "", "run only this phase: cycle, e2e, fanout or processes")
+	f.StringVar(&cfg.Only, "only", "", "run only this phase: cycle, e2e, fanout, a2a or processes")
 	f.IntVar(&cfg.FanoutRuns, "fanout-runs", 1000, "fan-out phase: task runs completed")
 	f.IntVar(&cfg.FanoutSubscribers, "fanout-sse", 100, "fan-out phase: SSE subscribers")
 	f.IntVar(&cfg.FanoutWebhooks, "fanout-webhooks", 10, "fan-out phase: webhook endpoints")

@@ -45,7 +45,7 @@ func newRoot() *cobra.Command {
 	f.StringVar(&g.logLevel, "log-level", envOr("A2A_MESH_LOG_LEVEL", "info"), "log level: trace, debug, info, warn, error [A2A_MESH_LOG_LEVEL]")
 	f.StringVar(&g.apiBase, "api-base", envOr("A2A_MESH_API_BASE", "http://127.0.0.1:3000"), "platform HTTP API for admin verbs [A2A_MESH_API_BASE]")
 	f.StringVar(&g.ownerFile, "owner-token-file", "", "owner credential file for admin verbs (default <data-dir>/owner.token)")
-	root.AddCommand(newUp(g), newServe(g), newAgents(g), newPairingCode(g), newTasks(g), newEvents(g), newConsumers(g), newWebhooks(g), newBench())
+	root.AddCommand(newUp(g), newServe(g), newAgents(g), newPairingCode(g), newTasks(g), newEvents(g), newConsumers(g), newWebhooks(g), newLogin(g), newBench())
 	return root
 }
 

@@ -58,6 +58,12 @@ func addPlatformFlags(cmd *cobra.Command, cfg *platform.Config) {
 	f.StringVar(&cfg.PlatformName, "platform-name", "A2A Mesh", "platform name passed to adapters")
 	f.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long a graceful stop may take")
 	f.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs reach loopback, private and link-local addresses (off: such targets are refused)")
+	f.IntVar(&cfg.A2ARateLimitPerMinute, "a2a-rate-limit-per-minute", 60, "A2A requests each caller may make to each agent per minute (per gateway process)")
+	f.StringVar(&cfg.A2AJWKSURL, "a2a-jwks-url", "", "JWKS of an identity provider whose bearer tokens A2A callers may use (with --a2a-jwt-issuer and --a2a-jwt-audience)")
+	f.StringVar(&cfg.A2AJWTIssuer, "a2a-jwt-issuer", "", "issuer (iss) the identity provider's tokens must carry")
+	f.StringVar(&cfg.A2AJWTAudience, "a2a-jwt-audience", "", "audience (aud) the identity provider's tokens must carry")
+	f.BoolVar(&cfg.A2ADisablePush, "a2a-disable-push", false, "turn A2A push notifications off (agent cards say so)")
+	f.DurationVar(&cfg.A2ABlockingWait, "a2a-blocking-wait", 60*time.Second, "longest a blocking A2A message/send waits for its task to end before answering it as it is")
 }
 
 // readSecretEnv reads a secret from an environment variable, so it never

@@ -10,8 +10,9 @@ import (
 )
 
 // MaxRequestBytes caps a run-task body. Inputs are copied from the
-// platform's input snapshot and are small; the cap is far above them.
-const MaxRequestBytes = 8 << 20
+// platform's input snapshot; the files of an input come inline (base64, up
+// to 20 MiB together), which the cap leaves room for.
+const MaxRequestBytes = 32 << 20
 
 var errBodyTooLarge = fmt.Errorf("request body larger than %d bytes", MaxRequestBytes)
 

@@ -210,3 +210,33 @@ type StreamLine struct {
 	// Result is set on the result line: a success, legacy or failure reply.
 	Result json.RawMessage `json:"result,omitempty"`
 }
+
+// Attachment is a file given to the agent with a task's input, in
+// input.attachments (an addition to V1 for A2A file parts). The platform
+// stores an uploaded file and names it by ArtifactID; the runtime fetches it
+// with its own credential and passes the bytes inline as ContentBase64, so
+// the adapter never calls the platform. A file the caller left elsewhere
+// comes as URI only.
+type Attachment struct {
+	Name          string `json:"name,omitempty"`
+	MimeType      string `json:"mime_type,omitempty"`
+	Size          int64  `json:"size,omitempty"`
+	ArtifactID    string `json:"artifact_id,omitempty"`
+	URI           string `json:"uri,omitempty"`
+	ContentBase64 string `json:"content_base64,omitempty"`
+}
+
+// InputRequiredKey is the output field with which an adapter ends a turn
+// asking the caller for more input (the question goes in output.text):
+// {"success": true, "output": {"text": "Which city?", "input_required": true}}.
+// The run then waits in input-required, and the caller's answer comes back
+// as a new turn of the same task run, with the earlier turns in input.history.
+const InputRequiredKey = "input_required"
+
+// HistoryTurn is one earlier turn of a continued task, in input.history, so
+// an adapter without memory of its own sees the conversation so far.
+type HistoryTurn struct {
+	// Role is "user" or "agent".
+	Role string `json:"role"`
+	Text string `json:"text"`
+}

@@ -33,7 +33,7 @@ type Config struct {
 	BinDir string
 	// Idle is how long processes sit idle before their footprint is read. Default 10s.
 	Idle time.Duration
-	// Only runs one phase: "cycle", "e2e", "fanout" or "processes" (default all).
+	// Only runs one phase: "cycle", "e2e", "fanout", "a2a" or "processes" (default all).
 	Only string
 	// FanoutRuns, FanoutSubscribers and FanoutWebhooks size the fan-out
 	// phase. Defaults 1,000 runs, 100 SSE subscribers, 10 webhook endpoints.
@@ -84,6 +84,7 @@ type Report struct {
 	Idle     Summary       `json:"idle_dispatch_latency"`
 	Process  ProcessReport `json:"processes"`
 	Fanout   *FanoutReport `json:"fanout,omitempty"`
+	A2A      *A2AReport    `json:"a2a,omitempty"`
 	Duration string        `json:"duration"`
 }
 
@@ -158,6 +159,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Progress(fmt.Sprintf("fan-out: %d runs to %d SSE subscribers and %d webhooks", cfg.FanoutRuns, cfg.FanoutSubscribers, cfg.FanoutWebhooks))
 		if err := r.measureFanout(ctx, dir, cfg); err != nil {
 			return nil, fmt.Errorf("fan-out: %w", err)
+		}
+	}
+	if phase("a2a") {
+		cfg.Progress("a2a: blocking message/send over JSON-RPC to an echo agent")
+		if err := r.measureA2A(ctx, dir, cfg); err != nil {
+			return nil, fmt.Errorf("a2a: %w", err)
 		}
 	}
 	if phase("processes") {

@@ -29,6 +29,12 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 			}
 			return ""
 		}},
+		{"a2a", func(r *bench.Report) string {
+			if r.A2A == nil || r.A2A.Sequential.Count != 10 || r.A2A.RequestsSec <= 0 || !strings.Contains(r.Markdown(), "message/send") {
+				return "a2a measured nothing"
+			}
+			return ""
+		}},
 		{"fanout", func(r *bench.Report) string {
 			if !strings.Contains(r.Markdown(), "SSE") {
 				return "fan-out missing from the report"

@@ -24,6 +24,19 @@ func (r *Report) Markdown() string {
 			return b.String()
 		}
 	}
+	if a := r.A2A; a != nil {
+		b.WriteString("### A2A `message/send` (blocking, JSON-RPC 1.0, official Go client, echo agent)\n\n")
+		b.WriteString("| clients | requests/s | latency p50 | p90 | p99 | max |\n|---|---|---|---|---|---|\n")
+		seq := a.Sequential
+		if seq.Count > 0 {
+			fmt.Fprintf(&b, "| 1 (one request at a time, n=%d) | %.0f | %.2f ms | %.2f ms | %.2f ms | %.2f ms |\n", seq.Count, a.SequentialPerSec, seq.P50Ms, seq.P90Ms, seq.P99Ms, seq.MaxMs)
+		}
+		fmt.Fprintf(&b, "| %d (concurrent, n=%d) | %.0f | %.2f ms | %.2f ms | %.2f ms | %.2f ms |\n", a.Clients, a.Concurrent.Count, a.RequestsSec, a.Concurrent.P50Ms, a.Concurrent.P90Ms, a.Concurrent.P99Ms, a.Concurrent.MaxMs)
+		b.WriteString("\nLatency is the client's: request sent -> completed task decoded, through the door, a task run, a runtime claim, the echo adapter and the completion event.\n\n")
+		if r.Cycle.Agents == 0 && len(r.E2E) == 0 && r.Process.PlatformReadyEmptyMs == 0 {
+			return b.String()
+		}
+	}
 	c := r.Cycle
 	fmt.Fprintf(&b, "### Task-run cycle (create -> claim -> complete), %d agents\n\n", c.Agents)
 	b.WriteString("| path | runs/s | claim latency p50 | p99 |\n|---|---|---|---|\n")

@@ -2,6 +2,8 @@ package connector
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 
@@ -40,4 +42,23 @@ func (h HTTPArtifacts) Write(ctx context.Context, runID string, attempt int, w a
 		return nil, err
 	}
 	return res.ArtifactRef, nil
+}
+
+// ReadAttachment implements AttachmentReader: GET
+// /agent-runtimes/runtime/artifacts/{id}/content, which serves only files of
+// the runtime's own agent.
+func (h HTTPArtifacts) ReadAttachment(ctx context.Context, artifactID string) ([]byte, error) {
+	resp, err := h.API.Send(ctx, http.MethodGet, "/agent-runtimes/runtime/artifacts/"+url.PathEscape(artifactID)+"/content", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAttachmentBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxAttachmentBytes {
+		return nil, fmt.Errorf("attachment %s is larger than %d bytes", artifactID, maxAttachmentBytes)
+	}
+	return b, nil
 }

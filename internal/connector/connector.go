@@ -27,7 +27,10 @@ type Config struct {
 	Adapter   *adapterclient.Client
 	// Artifacts materialises artifact write requests with the runtime's credential.
 	Artifacts ArtifactWriter
-	Ledger    *ledger.Ledger
+	// Attachments fetches the files stored for a task's input, which are
+	// passed inline to the adapter. Nil passes attachments as they are.
+	Attachments AttachmentReader
+	Ledger      *ledger.Ledger
 	// Platform is passed to the adapter in every task (seed 000).
 	Platform adapterapi.Platform
 	// Instructions are the agent's business instructions, passed to the adapter.

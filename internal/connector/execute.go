@@ -39,8 +39,14 @@ func (c *Connector) execute(run *mesh.TaskRun) {
 
 	tctx, tcancel := context.WithTimeout(ctx, c.cfg.TaskTimeout)
 	defer tcancel()
+	req, err := c.request(tctx, run)
+	if err != nil {
+		progress.close()
+		c.failRun(run, CodeAttachmentUnavailable, err.Error())
+		return
+	}
 	began := time.Now()
-	reply, err := c.cfg.Adapter.Run(tctx, c.request(run), func(l adapterapi.StreamLine) {
+	reply, err := c.cfg.Adapter.Run(tctx, req, func(l adapterapi.StreamLine) {
 		progress.send(l.Message, l.Percent)
 	})
 	c.cfg.Metrics.adapterCall(time.Since(began))
@@ -63,12 +69,17 @@ func (c *Connector) execute(run *mesh.TaskRun) {
 	}
 }
 
-// request builds seed 000's run-task body. It never carries the runtime
-// token or the platform's API base.
-func (c *Connector) request(run *mesh.TaskRun) *adapterapi.RunTaskRequest {
+// request builds seed 000's run-task body, with the input's stored
+// attachments fetched and inline. It never carries the runtime token or the
+// platform's API base.
+func (c *Connector) request(ctx context.Context, run *mesh.TaskRun) (*adapterapi.RunTaskRequest, error) {
 	input := run.Input
 	if len(input) == 0 {
 		input = json.RawMessage(`{}`)
+	}
+	input, err := c.withAttachments(ctx, run, input)
+	if err != nil {
+		return nil, err
 	}
 	return &adapterapi.RunTaskRequest{
 		TaskRunID:        run.ID,
@@ -80,7 +91,7 @@ func (c *Connector) request(run *mesh.TaskRun) *adapterapi.RunTaskRequest {
 		TargetAgentID:    run.TargetAgentID,
 		Platform:         c.cfg.Platform,
 		Instructions:     c.cfg.Instructions,
-	}
+	}, nil
 }
 
 // stopped handles a run whose work was cut short. Canceled and reassigned
@@ -125,15 +136,19 @@ func (c *Connector) completeRun(ctx context.Context, run *mesh.TaskRun, output m
 		c.record(ledger.Entry{Event: ledger.EventArtifactWritten, TaskRunID: run.ID, Attempt: run.Attempt, Message: w.Filename})
 		refs = append(refs, ref)
 	}
+	// An adapter that ends its turn with a question says so in the output;
+	// the platform learns it from the report, so it leaves the output.
+	inputRequired, _ := output[adapterapi.InputRequiredKey].(bool)
+	delete(output, adapterapi.InputRequiredKey)
 	out, err := json.Marshal(cleanOutput(output, refs))
 	if err != nil {
 		c.failRun(run, adapterclient.CodeInvalidResponse, "output cannot be encoded: "+err.Error())
 		return
 	}
 	c.record(ledger.Entry{Event: ledger.EventTaskCompleted, TaskRunID: run.ID, Attempt: run.Attempt})
-	c.log.Info().Str("task_run_id", run.ID).Int("artifacts", len(refs)).Msg("task completed")
+	c.log.Info().Str("task_run_id", run.ID).Int("artifacts", len(refs)).Bool("input_required", inputRequired).Msg("task completed")
 	c.cfg.Metrics.taskEnded(true)
-	c.deliver(ledger.ReportComplete, run, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out})
+	c.deliver(ledger.ReportComplete, run, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out, InputRequired: inputRequired})
 }
 
 func describe(w adapterapi.ArtifactWrite, i int) string {

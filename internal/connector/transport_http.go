@@ -149,7 +149,11 @@ func (t *httpTransport) Progress(ctx context.Context, req meshapi.ProgressReques
 }
 
 func (t *httpTransport) Complete(ctx context.Context, req meshapi.CompleteRequest) error {
-	return t.report(ctx, req.TaskRunID, "complete", map[string]any{"attempt": req.Attempt, "output": req.Output})
+	body := map[string]any{"attempt": req.Attempt, "output": req.Output}
+	if req.InputRequired {
+		body["input_required"] = true
+	}
+	return t.report(ctx, req.TaskRunID, "complete", body)
 }
 
 func (t *httpTransport) Fail(ctx context.Context, req meshapi.FailRequest) error {

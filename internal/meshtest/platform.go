@@ -46,6 +46,15 @@ type Options struct {
 	WebhookRetryMin       time.Duration
 	WebhookRetryMax       time.Duration
 	WebhookRetryFor       time.Duration
+	// A2A door settings. The rate limit defaults to 6000 a minute here, so
+	// only tests of the limit meet it.
+	A2ARateLimitPerMinute int
+	A2AJWKSURL            string
+	A2AJWTIssuer          string
+	A2AJWTAudience        string
+	A2ADisablePush        bool
+	A2AOfflineWait        time.Duration
+	A2ABlockingWait       time.Duration
 }
 
 // Platform is a running test platform.
@@ -80,6 +89,9 @@ func StartPlatform(t testing.TB, o Options) *Platform {
 	if o.Logs == nil {
 		o.Logs = &Logs{}
 	}
+	if o.A2ARateLimitPerMinute == 0 {
+		o.A2ARateLimitPerMinute = 6000
+	}
 	cfg := platform.Config{
 		DataDir:          o.DataDir,
 		HTTPAddr:         o.HTTPAddr,
@@ -95,6 +107,13 @@ func StartPlatform(t testing.TB, o Options) *Platform {
 		WebhookRetryMin:       o.WebhookRetryMin,
 		WebhookRetryMax:       o.WebhookRetryMax,
 		WebhookRetryFor:       o.WebhookRetryFor,
+		A2ARateLimitPerMinute: o.A2ARateLimitPerMinute,
+		A2AJWKSURL:            o.A2AJWKSURL,
+		A2AJWTIssuer:          o.A2AJWTIssuer,
+		A2AJWTAudience:        o.A2AJWTAudience,
+		A2ADisablePush:        o.A2ADisablePush,
+		A2AOfflineWait:        o.A2AOfflineWait,
+		A2ABlockingWait:       o.A2ABlockingWait,
 		Logger:                zerolog.New(o.Logs).Level(zerolog.DebugLevel).With().Timestamp().Logger(),
 	}
 	if o.WebSocket {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 )
 
 // Config configures a platform. Zero values take the documented defaults.
@@ -58,6 +60,15 @@ type Config struct {
 	WebhookRetryMin       time.Duration
 	WebhookRetryMax       time.Duration
 	WebhookRetryFor       time.Duration
+	// A2A settings of every agent's A2A door; zero values take the door's
+	// defaults (see a2aserver.Config).
+	A2ARateLimitPerMinute int
+	A2AJWKSURL            string
+	A2AJWTIssuer          string
+	A2AJWTAudience        string
+	A2ADisablePush        bool
+	A2ABlockingWait       time.Duration
+	A2AOfflineWait        time.Duration
 	Logger                zerolog.Logger
 
 	publicURLSet bool
@@ -89,6 +100,20 @@ func (c *Config) defaults() {
 	}
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = 10 * time.Second
+	}
+}
+
+// Version is the platform's version, which agent cards show. Builds set it
+// with -ldflags "-X github.com/a2amesh/a2amesh/internal/platform.Version=...".
+var Version = "0.5.0-dev"
+
+// a2aConfig is the A2A door's configuration from the platform's; the
+// gateway fills in the rest.
+func (c *Config) a2aConfig() a2aserver.Config {
+	return a2aserver.Config{
+		Version: Version, RateLimitPerMinute: c.A2ARateLimitPerMinute, NoPush: c.A2ADisablePush,
+		JWKSURL: c.A2AJWKSURL, JWTIssuer: c.A2AJWTIssuer, JWTAudience: c.A2AJWTAudience,
+		BlockingWait: c.A2ABlockingWait, OfflineWait: c.A2AOfflineWait,
 	}
 }
 

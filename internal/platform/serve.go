@@ -36,7 +36,7 @@ func NewMetricsRegistry() *prometheus.Registry {
 // webhooksConfig is the webhooks service's configuration from the platform's.
 func (c *Config) webhooksConfig(conn *bus.Conn, log zerolog.Logger, reg prometheus.Registerer) webhooks.Config {
 	return webhooks.Config{
-		Conn: conn, Logger: log, AllowPrivate: c.AllowPrivateWebhooks, Metrics: reg,
+		Conn: conn, Logger: log, AllowPrivate: c.AllowPrivateWebhooks, Metrics: reg, PublicURL: c.PublicURL,
 		AttemptTimeout: c.WebhookAttemptTimeout, RetryMin: c.WebhookRetryMin, RetryMax: c.WebhookRetryMax, RetryFor: c.WebhookRetryFor,
 	}
 }
@@ -175,10 +175,15 @@ func (r *Running) start(ctx context.Context) error {
 				return err
 			}
 		}
-		r.gw = gateway.New(gateway.Config{
+		gc := gateway.Config{
 			Conn: conn, Logger: log, Addr: cfg.HTTPAddr, MaxArtifactBytes: cfg.MaxArtifactBytes,
-			Metrics: reg, Gatherer: reg,
-		})
+			Metrics: reg, Gatherer: reg, A2A: cfg.a2aConfig(),
+		}
+		if cfg.publicURLSet {
+			// Otherwise the gateway uses the address it listens on.
+			gc.PublicURL = cfg.PublicURL
+		}
+		r.gw = gateway.New(gc)
 		return r.gw.Start(ctx)
 	default:
 		return fmt.Errorf("unknown service %q (one of %s)", cfg.Service, strings.Join(Services, ", "))

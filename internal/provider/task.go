@@ -2,7 +2,9 @@ package provider
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 const (
 	runsDirName          = ".a2a-runs"
 	outputsDirName       = "outputs"
+	attachmentsDirName   = "attachments"
 	taskFileName         = "task.json"
 	instructionsFileName = "instructions.md"
 )
@@ -93,8 +96,57 @@ func (t *Task) PrepareDirs() error {
 			return fmt.Errorf("write instructions file: %w", err)
 		}
 	}
+	return t.writeAttachments()
+}
+
+// writeAttachments writes the files that came inline with the task's input
+// (input.attachments with content_base64) into the run directory's
+// attachments folder, each under its own (cleaned) name.
+func (t *Task) writeAttachments() error {
+	var in struct {
+		Attachments []adapterapi.Attachment `json:"attachments"`
+	}
+	if json.Unmarshal(t.Request.Input, &in) != nil || len(in.Attachments) == 0 {
+		return nil
+	}
+	dir := t.AttachmentsDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create attachments directory: %w", err)
+	}
+	used := map[string]bool{}
+	for i, a := range in.Attachments {
+		if a.ContentBase64 == "" {
+			continue
+		}
+		b, err := base64.StdEncoding.DecodeString(a.ContentBase64)
+		if err != nil {
+			return fmt.Errorf("attachment %d is not valid base64", i+1)
+		}
+		name := attachmentName(a.Name, i, used)
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			return fmt.Errorf("write attachment %s: %w", name, err)
+		}
+	}
 	return nil
 }
+
+// attachmentName is a file name inside the attachments folder: the
+// attachment's base name when it is a harmless one, made unique.
+func attachmentName(name string, i int, used map[string]bool) string {
+	base := filepath.Base(strings.ReplaceAll(name, `\`, "/"))
+	if base == "." || base == "/" || base == "" || strings.HasPrefix(base, ".") || strings.ContainsAny(base, "/\x00") {
+		base = fmt.Sprintf("attachment-%d", i+1)
+	}
+	out := base
+	for n := 2; used[out]; n++ {
+		out = fmt.Sprintf("%d-%s", n, base)
+	}
+	used[out] = true
+	return out
+}
+
+// AttachmentsDir is where the task's input files are (A2A_ATTACHMENTS_DIR).
+func (t *Task) AttachmentsDir() string { return filepath.Join(t.RunDir, attachmentsDirName) }
 
 // RemoveRunDir deletes the run directory once the outputs are in the reply,
 // and the directory of runs when no other run is left in it. The
@@ -110,13 +162,17 @@ func (t *Task) RemoveRunDir() error {
 // Env returns the A2A_ environment variables describing t to a host process:
 // A2A_TASK_RUN_ID, A2A_CONVERSATION_ID, A2A_OUTPUT_DIR, A2A_TASK_FILE (the
 // request JSON), A2A_TASK_JSON (the same, when it fits in the environment),
-// and, when there are instructions, A2A_INSTRUCTIONS_FILE and
-// A2A_INSTRUCTIONS (when it fits). It assumes PrepareDirs has run.
+// A2A_ATTACHMENTS_DIR when the input came with files, and, when there are
+// instructions, A2A_INSTRUCTIONS_FILE and A2A_INSTRUCTIONS (when it fits). It
+// assumes PrepareDirs has run.
 func (t *Task) Env() []string {
 	env := make([]string, 0, 7)
 	env = appendEnv(env, "A2A_TASK_RUN_ID", t.Request.TaskRunID)
 	env = appendEnv(env, "A2A_CONVERSATION_ID", t.Request.ConversationID)
 	env = appendEnv(env, "A2A_OUTPUT_DIR", t.OutputDir)
+	if _, err := os.Stat(t.AttachmentsDir()); err == nil {
+		env = appendEnv(env, "A2A_ATTACHMENTS_DIR", t.AttachmentsDir())
+	}
 	env = appendEnv(env, "A2A_TASK_FILE", t.taskFile())
 	env = appendEnv(env, "A2A_TASK_JSON", string(t.RawRequest))
 	if t.Instructions != "" {

@@ -21,6 +21,10 @@ const (
 	PrefixOwner    = "a2aown_"
 	PrefixConsumer = "a2acon_"
 	PrefixAPIKey   = "a2akey_"
+	// PrefixSignIn marks the one-time code of a web sign-in link, and
+	// PrefixWebSession a web sign-in session (the browser's cookie).
+	PrefixSignIn     = "a2alogin_"
+	PrefixWebSession = "a2aweb_"
 )
 
 // NewToken returns prefix followed by 256 random bits, base64url encoded.

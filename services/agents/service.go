@@ -104,6 +104,7 @@ func (s *Service) create(ctx context.Context, req *bus.Request) (any, error) {
 		Description:  in.Description,
 		Instructions: in.Instructions,
 		Skills:       in.Skills,
+		Public:       in.Public,
 		CreatedAt:    now,
 		UpdatedAt:    now,
 	}
@@ -186,6 +187,9 @@ func (s *Service) update(ctx context.Context, req *bus.Request) (any, error) {
 		}
 		if in.Skills != nil {
 			a.Skills = *in.Skills
+		}
+		if in.Public != nil {
+			a.Public = *in.Public
 		}
 		a.UpdatedAt = time.Now().UTC()
 		return validate(a)

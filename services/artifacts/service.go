@@ -76,9 +76,10 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	for op, h := range map[string]bus.HandlerFunc{
-		meshapi.OpArtifactCommit: s.handleCommit,
-		meshapi.OpArtifactGet:    s.handleGet,
-		meshapi.OpArtifactList:   s.handleList,
+		meshapi.OpArtifactCommit:      s.handleCommit,
+		meshapi.OpArtifactCommitInput: s.handleCommitInput,
+		meshapi.OpArtifactGet:         s.handleGet,
+		meshapi.OpArtifactList:        s.handleList,
 	} {
 		if err := s.svc.Handle(op, bus.ServiceSubject(bus.ServiceArtifacts, op), h); err != nil {
 			return err
@@ -152,6 +153,62 @@ func (s *Service) commit(ctx context.Context, in *meshapi.CommitArtifactRequest)
 	})
 	if err != nil {
 		s.cfg.Logger.Error().Err(err).Str("artifact_id", a.ID).Msg("artifact event not published")
+	}
+	return &a, nil
+}
+
+func (s *Service) handleCommitInput(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.CommitInputRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	a, err := s.commitInput(ctx, &in)
+	if err != nil {
+		if mesh.ValidID(in.Artifact.ID) {
+			_ = s.objects.Delete(context.WithoutCancel(ctx), in.Artifact.ID)
+		}
+		return nil, err
+	}
+	return a, nil
+}
+
+// commitInput registers a file given to an agent with a conversation's input
+// (an A2A file part). It belongs to the conversation and its target agent,
+// not to a run: the run that reads it is created after it, with its id in
+// input.attachments. It is not announced as artifact.created, which tells
+// of a run's outputs.
+func (s *Service) commitInput(ctx context.Context, in *meshapi.CommitInputRequest) (*mesh.Artifact, error) {
+	a := in.Artifact
+	if !mesh.ValidID(a.ID) || !mesh.ValidID(in.AgentID) || !mesh.ValidID(in.ConversationID) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "artifact_id, agent_id and conversation_id are required")
+	}
+	name, err := mesh.NormalizeFilename(a.Filename)
+	if err != nil {
+		return nil, err
+	}
+	conv, err := s.client.GetConversation(ctx, in.ConversationID)
+	if err != nil {
+		return nil, err
+	}
+	info, err := s.objects.GetInfo(ctx, a.ID)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "artifact content was not stored")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("artifact info %s: %w", a.ID, err)
+	}
+	if int64(info.Size) > s.cfg.MaxBytes {
+		return nil, mesh.Errorf(mesh.CodePayloadTooLarge, "artifact is larger than %d bytes", s.cfg.MaxBytes)
+	}
+	a.Filename = name
+	a.TaskRunID = ""
+	a.Role = mesh.ArtifactRoleInput
+	a.Size = int64(info.Size)
+	a.AgentID = in.AgentID
+	a.ConversationID, a.WorkspaceID = conv.ID, conv.WorkspaceID
+	a.CreatedAt = time.Now().UTC()
+	if _, err := s.meta.Create(ctx, metaKey(a.ID), &a); err != nil {
+		return nil, err
 	}
 	return &a, nil
 }

@@ -90,8 +90,32 @@ func bearer(r *http.Request) (string, bool) {
 	return strings.TrimSpace(token), true
 }
 
-// people registers a route that needs the owner credential.
+// people registers a route for people: the owner credential, or a web
+// sign-in session (see checkSession).
 func (g *Gateway) people(mux *http.ServeMux, pattern string, h http.HandlerFunc) {
+	g.routes = append(g.routes, pattern)
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		authed, err := g.checkPerson(r)
+		if err != nil {
+			g.writeError(w, r, err)
+			return
+		}
+		h(w, authed)
+	})
+}
+
+// checkPerson admits the owner credential or, when the request has no
+// Authorization header, a sign-in session cookie.
+func (g *Gateway) checkPerson(r *http.Request) (*http.Request, error) {
+	if id := g.sessionCookieValue(r); id != "" && r.Header.Get("Authorization") == "" {
+		return g.checkSession(r, id)
+	}
+	return r, g.owner.check(r)
+}
+
+// ownerOnly registers a route that needs the owner credential itself; a
+// sign-in session is not enough.
+func (g *Gateway) ownerOnly(mux *http.ServeMux, pattern string, h http.HandlerFunc) {
 	g.routes = append(g.routes, pattern)
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := g.owner.check(r); err != nil {

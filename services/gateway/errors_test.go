@@ -296,7 +296,7 @@ func TestBadInput_UnknownIDsAre404(t *testing.T) {
 func TestRouting_UnknownRoutesAndWrongMethodsAnswerJSON(t *testing.T) {
 	t.Parallel()
 	f := newRouteFixture(t)
-	for _, path := range []string{"/", "/nope", "/task-runs/" + f.running.ID + "/explode", "/agent-accounts/" + f.agent.ID + "/x/y", "/v1/task-runs"} {
+	for _, path := range []string{"/nope", "/task-runs/" + f.running.ID + "/explode", "/agent-accounts/" + f.agent.ID + "/x/y", "/v1/task-runs"} {
 		for _, owner := range []bool{false, true} {
 			e := f.p.Send(t, meshtest.Request{Method: http.MethodGet, Path: path, Owner: owner}).ExpectError(t, http.StatusNotFound, mesh.CodeNotFound)
 			if !strings.Contains(e.Error.Message, "no route") {

@@ -1,8 +1,9 @@
 // Package gateway is the platform's HTTP front door: the REST API for people
 // (agents, pairing codes, conversations, task runs, artifacts, events) and for
 // runtimes (seed 001's attach / heartbeat / pull / progress / complete / fail /
-// artifacts). Every route translates to service calls on the bus; the gateway
-// holds no state of its own, so any number of copies can run.
+// artifacts), and the web page people use (web/, signed in with sessions kept
+// on the bus: webroutes.go). Every route translates to service calls on the
+// bus; the gateway holds no state of its own, so any number of copies can run.
 package gateway
 
 import (
@@ -11,12 +12,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -44,6 +47,21 @@ type Config struct {
 	// Gatherer is what GET /metrics serves (the process's registry); nil
 	// answers 404 there.
 	Gatherer prometheus.Gatherer
+	// PublicURL is how people reach the gateway: the base of sign-in links
+	// and the API base the web page puts in connection instructions. An
+	// https URL makes the sign-in cookie Secure. Default http://<listen address>.
+	PublicURL string
+	// SignInLinkTTL is how long a sign-in link works. Default 2 minutes.
+	SignInLinkTTL time.Duration
+	// SessionIdle ends a web sign-in session unused for this long. Default 12h.
+	SessionIdle time.Duration
+	// SessionMaxAge ends a web sign-in session this long after sign-in,
+	// however much it is used. Default 7 days (the sessions bucket keeps
+	// nothing longer).
+	SessionMaxAge time.Duration
+	// A2A configures every agent's A2A door (a2a.go); the gateway fills in
+	// the bus, the public URL and the owner check.
+	A2A a2aserver.Config
 }
 
 func (c *Config) defaults() {
@@ -62,6 +80,15 @@ func (c *Config) defaults() {
 	if c.SSEHeartbeat == 0 {
 		c.SSEHeartbeat = 15 * time.Second
 	}
+	if c.SignInLinkTTL == 0 {
+		c.SignInLinkTTL = 2 * time.Minute
+	}
+	if c.SessionIdle == 0 {
+		c.SessionIdle = 12 * time.Hour
+	}
+	if c.SessionMaxAge == 0 {
+		c.SessionMaxAge = 7 * 24 * time.Hour
+	}
 }
 
 // Gateway is the HTTP front door.
@@ -78,6 +105,13 @@ type Gateway struct {
 	once    sync.Once
 	metrics *httpMetrics
 	routes  []string
+	// Web sign-in (webroutes.go).
+	sessions      *webSessions
+	publicURL     string
+	secureCookies bool
+	crossOrigin   *http.CrossOriginProtection
+	// a2a is every agent's A2A door (a2a.go).
+	a2a *a2aserver.Server
 }
 
 // New returns a gateway; Start serves it.
@@ -97,11 +131,20 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if g.owner, err = newOwnerAuth(ctx, g.js, g.log); err != nil {
 		return err
 	}
+	if g.sessions, err = openWebSessions(ctx, g.js, g.cfg.SessionIdle, g.cfg.SessionMaxAge); err != nil {
+		return err
+	}
 	g.ln = g.cfg.Listener
 	if g.ln == nil {
 		if g.ln, err = net.Listen("tcp", g.cfg.Addr); err != nil {
 			return fmt.Errorf("gateway: listen %s: %w", g.cfg.Addr, err)
 		}
+	}
+	if err := g.usePublicURL(); err != nil {
+		return err
+	}
+	if err := g.startA2A(ctx); err != nil {
+		return err
 	}
 	g.srv = &http.Server{
 		Handler:           g.Handler(),
@@ -132,6 +175,7 @@ func (g *Gateway) Stop(grace time.Duration) {
 	if g.owner != nil {
 		g.owner.stop()
 	}
+	g.stopA2A()
 }
 
 // Routes lists the patterns of every route the gateway serves, in the
@@ -145,7 +189,8 @@ func (g *Gateway) Routes() []string {
 
 // handle registers an open route (no credential).
 func (g *Gateway) handle(mux *http.ServeMux, pattern string, h http.Handler) {
-	g.routes = append(g.routes, pattern)
+	// "GET /{$}" (the root only) is "GET /" to the OpenAPI document.
+	g.routes = append(g.routes, strings.TrimSuffix(pattern, "{$}"))
 	mux.Handle(pattern, h)
 }
 
@@ -198,6 +243,12 @@ func (g *Gateway) Handler() http.Handler {
 	g.runtime(mux, "POST /task-runs/{taskRunId}/complete", g.complete)
 	g.runtime(mux, "POST /task-runs/{taskRunId}/fail", g.fail)
 	g.runtime(mux, "POST /task-runs/{taskRunId}/artifacts", g.uploadArtifact)
+
+	// The web page and sign-in (webroutes.go).
+	g.webRoutes(mux)
+
+	// Every agent's A2A door (a2a.go).
+	g.a2aRoutes(mux)
 
 	return g.middleware(g.fallback(mux))
 }

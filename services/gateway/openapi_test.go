@@ -109,6 +109,9 @@ func (o *openAPI) check(method, path string, resp *meshtest.Response) {
 		if len(bytes.TrimSpace(resp.Body)) != 0 {
 			o.t.Fatalf("%s %s %d: the document says no body, got %s", method, op.path, resp.Status, resp.Body)
 		}
+	case media["text/event-stream"] && ct == "text/event-stream":
+		// A route answering JSON or an event stream (the A2A door's
+		// subscribe and JSON-RPC routes) answered the stream.
 	case media["application/json"]:
 		if ct != "application/json" {
 			o.t.Fatalf("%s %s %d: Content-Type %q, want application/json", method, op.path, resp.Status, ct)
@@ -210,6 +213,18 @@ func TestOpenAPI_EveryRouteAnswersAsDocumented(t *testing.T) {
 	call(meshtest.Request{Method: http.MethodGet, Path: "/readyz"})
 	call(meshtest.Request{Method: http.MethodGet, Path: "/metrics"})
 
+	// The web page and its sign-in (websession_test.go).
+	for _, path := range []string{"/", "/agents/" + mesh.NewID(), "/tasks", "/tasks/" + mesh.NewID(), "/integrations", "/assets/app.js", "/assets/style.css", "/assets/icon.svg"} {
+		call(meshtest.Request{Method: http.MethodGet, Path: path})
+	}
+	var link struct {
+		URL string `json:"url"`
+	}
+	owner(http.MethodPost, "/web/login-links", map[string]any{"ttl_seconds": 60}).Decode(t, &link)
+	web := signInAt(t, p, link.URL, func(resp *meshtest.Response) { o.check(http.MethodGet, strings.TrimPrefix(link.URL, p.APIBase), resp) })
+	call(meshtest.Request{Method: http.MethodGet, Path: "/web/session", Header: web.header(false)})
+	call(meshtest.Request{Method: http.MethodPost, Path: "/web/logout", Header: web.header(true)})
+
 	var agent mesh.Agent
 	owner(http.MethodPost, "/agent-accounts", map[string]any{"name": "documented", "skills": []map[string]any{{"id": "s", "name": "S"}}}).Decode(t, &agent)
 	owner(http.MethodGet, "/agent-accounts", nil)
@@ -298,6 +313,7 @@ func TestOpenAPI_EveryRouteAnswersAsDocumented(t *testing.T) {
 	owner(http.MethodPost, "/consumers", map[string]any{"name": "documented", "agent_id": agent.ID}).Decode(t, &con)
 	owner(http.MethodGet, "/consumers", nil)
 	owner(http.MethodDelete, "/consumers/"+con.ConsumerID, nil)
+	driveA2ARoutes(t, o, p, agent.ID, tok, pull, recv.URL)
 	runtime(http.MethodPost, "/agent-runtimes/runtime/revoke", tok, nil)
 
 	for key, op := range o.ops {

@@ -137,6 +137,8 @@ type reportRequest struct {
 	Message string          `json:"message,omitempty"`
 	Percent *float64        `json:"percent,omitempty"`
 	Output  json.RawMessage `json:"output,omitempty"`
+	// InputRequired (complete only) ends the turn asking for more input.
+	InputRequired bool `json:"input_required,omitempty"`
 }
 
 func (g *Gateway) readReport(w http.ResponseWriter, r *http.Request) (*reportRequest, bool) {
@@ -167,7 +169,7 @@ func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) {
 	}
 	id := runtimeOf(r)
 	_, err := g.client.Runtime(id.AgentID, id.RuntimeID).Complete(r.Context(), meshapi.CompleteRequest{
-		TaskRunID: r.PathValue("taskRunId"), Attempt: in.Attempt, Output: in.Output,
+		TaskRunID: r.PathValue("taskRunId"), Attempt: in.Attempt, Output: in.Output, InputRequired: in.InputRequired,
 	})
 	g.replyRun(w, r, r.PathValue("taskRunId"), err)
 }

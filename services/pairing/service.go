@@ -106,11 +106,13 @@ type Service struct {
 	agents   *bus.Records[mesh.Agent]
 	// consumers holds event consumer credentials.
 	consumers *bus.Records[consumerRecord]
-	events    *bus.Publisher
-	svc       *bus.Service
-	authSub   *nats.Subscription
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	// a2aKeys holds A2A API keys.
+	a2aKeys *bus.Records[a2aKeyRecord]
+	events  *bus.Publisher
+	svc     *bus.Service
+	authSub *nats.Subscription
+	stop    chan struct{}
+	wg      sync.WaitGroup
 }
 
 // New returns a service; Start runs it.
@@ -141,6 +143,9 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.consumers, err = bus.OpenRecords[consumerRecord](ctx, js, bus.BucketConsumers); err != nil {
 		return err
 	}
+	if s.a2aKeys, err = bus.OpenRecords[a2aKeyRecord](ctx, js, bus.BucketA2AKeys); err != nil {
+		return err
+	}
 	s.events = bus.NewPublisher(js, bus.ServicePairing).Instrument(s.cfg.Metrics)
 	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
 		Name: "pairing", Version: "1.0.0", Description: "pairing codes and runtime credentials", Logger: s.cfg.Logger,
@@ -156,6 +161,10 @@ func (s *Service) Start(ctx context.Context) error {
 		meshapi.OpConsumerCreate:      s.handleConsumerCreate,
 		meshapi.OpConsumerList:        s.handleConsumerList,
 		meshapi.OpConsumerDelete:      s.handleConsumerDelete,
+		meshapi.OpA2AKeyCreate:        s.handleA2AKeyCreate,
+		meshapi.OpA2AKeyList:          s.handleA2AKeyList,
+		meshapi.OpA2AKeyRevoke:        s.handleA2AKeyRevoke,
+		meshapi.OpA2AKeyAuthenticate:  s.handleA2AKeyAuthenticate,
 	} {
 		if err := s.svc.Handle(op, bus.ServiceSubject(bus.ServicePairing, op), h); err != nil {
 			return err

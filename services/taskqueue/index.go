@@ -11,21 +11,22 @@ import (
 // summary is what the index keeps of a run: enough to filter, page, and find
 // expired leases and deadlines without reading records.
 type summary struct {
-	id          string
-	agentID     string
-	runtimeID   string
-	status      mesh.Status
-	attempt     int
-	maxAttempts int
-	lease       time.Time
-	deadline    time.Time
-	updatedAt   time.Time
-	rev         uint64
+	id             string
+	agentID        string
+	conversationID string
+	runtimeID      string
+	status         mesh.Status
+	attempt        int
+	maxAttempts    int
+	lease          time.Time
+	deadline       time.Time
+	updatedAt      time.Time
+	rev            uint64
 }
 
 func summarize(r *mesh.TaskRun, rev uint64) *summary {
 	s := &summary{
-		id: r.ID, agentID: r.TargetAgentID, runtimeID: r.RuntimeID, status: r.Status,
+		id: r.ID, agentID: r.TargetAgentID, conversationID: r.ConversationID, runtimeID: r.RuntimeID, status: r.Status,
 		attempt: r.Attempt, maxAttempts: r.MaxAttempts, updatedAt: r.UpdatedAt, rev: rev,
 	}
 	if r.LeaseExpiresAt != nil {
@@ -124,12 +125,14 @@ func (ix *index) removeOrdered(id string) {
 
 // filter selects runs for a page.
 type filter struct {
-	agentID string
-	status  mesh.Status
+	agentID        string
+	conversationID string
+	status         mesh.Status
 }
 
 func (f filter) match(s *summary) bool {
-	return (f.agentID == "" || s.agentID == f.agentID) && (f.status == "" || s.status == f.status)
+	return (f.agentID == "" || s.agentID == f.agentID) && (f.status == "" || s.status == f.status) &&
+		(f.conversationID == "" || s.conversationID == f.conversationID)
 }
 
 // page returns up to limit ids matching f, newest first, strictly older than

@@ -53,6 +53,9 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 	if in.Status != "" && !in.Status.Valid() {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "unknown status %q", in.Status)
 	}
+	if in.ConversationID != "" && !mesh.ValidID(in.ConversationID) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "conversation_id is not a valid id")
+	}
 	if in.Cursor != "" && !mesh.ValidID(in.Cursor) {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "malformed cursor")
 	}
@@ -60,7 +63,7 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 	if err := s.runView.Sync(ctx); err != nil {
 		return nil, err
 	}
-	ids, more, total := s.index.page(filter{agentID: in.AgentID, status: in.Status}, in.Cursor, in.Offset, in.Limit, in.WithTotal)
+	ids, more, total := s.index.page(filter{agentID: in.AgentID, conversationID: in.ConversationID, status: in.Status}, in.Cursor, in.Offset, in.Limit, in.WithTotal)
 	out := meshapi.TaskRunList{TaskRuns: make([]mesh.TaskRun, 0, len(ids))}
 	for _, id := range ids {
 		run, err := s.getRun(ctx, id)

@@ -63,7 +63,13 @@ func (s *Service) handleComplete(ctx context.Context, req *bus.Request) (any, er
 	if !isJSONObject(in.Output) {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "output must be a JSON object")
 	}
-	return s.end(ctx, agentID, runtimeID, in.TaskRunID, in.Attempt, mesh.StatusCompleted, in.Output, nil)
+	to := mesh.StatusCompleted
+	if in.InputRequired {
+		// The agent ended its turn with a question: the run waits for the
+		// caller's answer (OpTaskContinue) instead of ending.
+		to = mesh.StatusInputRequired
+	}
+	return s.end(ctx, agentID, runtimeID, in.TaskRunID, in.Attempt, to, in.Output, nil)
 }
 
 func (s *Service) handleFail(ctx context.Context, req *bus.Request) (any, error) {
@@ -121,8 +127,9 @@ func failure(output json.RawMessage) (*mesh.RunError, error) {
 	return re, nil
 }
 
-// end completes or fails the run a runtime holds. Repeating the same report
-// for the same attempt is answered with the run as it is.
+// end completes or fails the run a runtime holds, or ends its turn asking for
+// input. Repeating the same report for the same attempt is answered with the
+// run as it is.
 func (s *Service) end(ctx context.Context, agentID, runtimeID, runID string, attempt int, to mesh.Status, output json.RawMessage, runErr *mesh.RunError) (any, error) {
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
 		return nil, err
@@ -138,7 +145,9 @@ func (s *Service) end(ctx context.Context, agentID, runtimeID, runID string, att
 		r.Status = to
 		r.Output = output
 		r.Error = runErr
-		r.EndedAt = &now
+		if to.Terminal() {
+			r.EndedAt = &now
+		}
 		r.LeaseExpiresAt = nil
 		return mesh.TaskRunEventType(to), nil
 	})

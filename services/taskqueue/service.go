@@ -186,6 +186,7 @@ func (s *Service) serve() error {
 		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskGet):            s.handleGet,
 		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskList):           s.handleList,
 		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskCancel):         s.handleCancel,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskContinue):       s.handleContinue,
 		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskAttachArtifact): s.handleAttachArtifact,
 		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpConversationCreate): s.handleConversationCreate,
 		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpConversationGet):    s.handleConversationGet,

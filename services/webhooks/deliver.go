@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
+
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -125,13 +127,14 @@ func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.M
 		_ = msg.Ack()
 		return
 	}
-	body, err := json.Marshal(e)
+	d, err := s.payload(sub, e)
 	if err != nil {
+		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Str("event_id", e.ID()).Msg("event cannot be delivered in the webhook's format")
 		_ = msg.Term()
 		return
 	}
 	seq := meta.Sequence.Stream
-	attempt := s.attempt(ctx, sub, e.ID(), body)
+	attempt := s.attempt(ctx, sub, e.ID(), d)
 	if ctx.Err() != nil {
 		// Stopping: the attempt was cut short by us, not by the endpoint.
 		// The event is offered again once a worker runs.
@@ -144,6 +147,12 @@ func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.M
 			s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), attempt, meshapi.DeliveryDelivered, nil)
 		}
 		_ = msg.Ack()
+		if retiring(sub, e.Type()) {
+			// The task ended and its end was pushed: nothing more will come,
+			// so the subscription and its consumer go (not from this worker's
+			// goroutine, which stopping the worker waits for).
+			go s.retire(sub.ID)
+		}
 		return
 	}
 	s.metrics.failed.Inc()
@@ -155,7 +164,8 @@ func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.M
 	delay := s.backoff(int(meta.NumDelivered))
 	if time.Since(first)+delay > s.cfg.RetryFor {
 		s.metrics.dead.Inc()
-		s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), nil, meshapi.DeliveryDead, nil)
+		dead := s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), nil, meshapi.DeliveryDead, nil)
+		s.announceDead(ctx, sub, seq, e, attempt, dead)
 		_ = msg.Term()
 		return
 	}
@@ -192,22 +202,26 @@ func (s *Service) backoff(failed int) time.Duration {
 }
 
 // attempt sends one delivery and says how it went; a 2xx answer is success.
-func (s *Service) attempt(ctx context.Context, sub *subscription, eventID string, body []byte) *meshapi.DeliveryAttempt {
+// Every format is signed the same way, so any receiver may check it.
+func (s *Service) attempt(ctx context.Context, sub *subscription, eventID string, d *delivery) *meshapi.DeliveryAttempt {
 	actx, cancel := context.WithTimeout(ctx, s.cfg.AttemptTimeout)
 	defer cancel()
 	start := time.Now()
 	a := &meshapi.DeliveryAttempt{At: start.UTC()}
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, sub.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, sub.URL, bytes.NewReader(d.body))
 	if err != nil {
 		a.Error = "invalid request"
 		return a
 	}
 	ts := start.Unix()
-	req.Header.Set("Content-Type", ContentType)
+	for k, v := range d.header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", d.contentType)
 	req.Header.Set("User-Agent", "a2a-mesh-webhooks/1")
 	req.Header.Set(HeaderID, eventID)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
-	req.Header.Set(HeaderSignature, Sign(sub.Secret, eventID, ts, body))
+	req.Header.Set(HeaderSignature, Sign(sub.Secret, eventID, ts, d.body))
 	resp, err := s.client.Do(req)
 	a.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
 	s.metrics.latency.Observe(time.Since(start).Seconds())
@@ -306,7 +320,7 @@ func (s *Service) redrive(ctx context.Context, sub *subscription, deliveryID str
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(e)
+	body, err := s.payload(sub, e)
 	if err != nil {
 		return nil, err
 	}
@@ -327,4 +341,68 @@ func (s *Service) redrive(ctx context.Context, sub *subscription, deliveryID str
 		return nil, fmt.Errorf("delivery record not written")
 	}
 	return out, nil
+}
+
+// deliveryFailed is the data of a webhook.delivery_failed event. It names the
+// subscription and the event, never the URL or anything secret.
+type deliveryFailed struct {
+	WebhookID      string    `json:"webhook_id"`
+	DeliveryID     string    `json:"delivery_id"`
+	Format         string    `json:"format"`
+	EventID        string    `json:"event_id"`
+	EventType      string    `json:"event_type"`
+	Subject        string    `json:"subject"`
+	TaskRunID      string    `json:"task_run_id,omitempty"`
+	AttemptCount   int       `json:"attempt_count"`
+	FirstAttemptAt time.Time `json:"first_attempt_at"`
+	LastStatusCode int       `json:"last_status_code,omitempty"`
+	LastError      string    `json:"last_error,omitempty"`
+}
+
+// announceDead publishes that a delivery was given up, so whoever watches
+// the agent's events (and A2A callers waiting for push notifications, by
+// their own means) learns it without polling the deliveries. Subscriptions
+// of no agent have no one to address it to: their dead letters are only
+// listed.
+func (s *Service) announceDead(ctx context.Context, sub *subscription, seq uint64, e *event.Event, last *meshapi.DeliveryAttempt, rec *meshapi.Delivery) {
+	if sub.AgentID == "" {
+		return
+	}
+	format := sub.Format
+	if format == "" {
+		format = meshapi.WebhookFormatCloudEvents
+	}
+	data := deliveryFailed{
+		WebhookID: sub.ID, DeliveryID: strconv.FormatUint(seq, 10), Format: format, EventID: e.ID(),
+		EventType: e.Type(), Subject: e.Subject(), TaskRunID: sub.TaskRunID, AttemptCount: 1, FirstAttemptAt: last.At,
+		LastStatusCode: last.StatusCode, LastError: last.Error,
+	}
+	if rec != nil {
+		data.AttemptCount, data.FirstAttemptAt = rec.AttemptCount, rec.FirstAttemptAt
+	}
+	err := s.events.Publish(context.WithoutCancel(ctx), bus.Event{
+		Type: mesh.EventWebhookDeliveryFailed, Kind: mesh.KindWebhook, AgentID: sub.AgentID, Subject: sub.ID,
+		ID: sub.ID + "." + data.DeliveryID + ".failed", Data: data,
+	})
+	if err != nil {
+		s.cfg.Logger.Error().Err(err).Str("webhook_id", sub.ID).Msg("delivery_failed event not published")
+	}
+}
+
+// retire removes an A2A push subscription whose task ended, with its
+// consumer. Its deliveries that failed at least once stay listed until they
+// expire; retiring skips a subscription that still has a dead letter.
+func (s *Service) retire(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if keys, err := s.deliveries.KV().ListKeysFiltered(ctx, id+".*"); err == nil {
+		for key := range keys.Keys() {
+			if d, _, err := s.deliveries.Get(ctx, key); err == nil && d.State == meshapi.DeliveryDead {
+				return
+			}
+		}
+	}
+	if err := s.remove(ctx, id); err != nil && !errors.Is(err, mesh.ErrNotFound) {
+		s.cfg.Logger.Warn().Err(err).Str("webhook_id", id).Msg("ended push subscription not removed")
+	}
 }

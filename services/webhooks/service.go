@@ -45,6 +45,9 @@ type Config struct {
 	// RetryFor is how long an event is retried before it is dead-lettered.
 	// Default 24h.
 	RetryFor time.Duration
+	// PublicURL is where A2A clients reach the platform: the base of the
+	// artifact links in A2A push notifications.
+	PublicURL string
 	// Metrics receives the service's metrics; nil records none.
 	Metrics prometheus.Registerer
 }
@@ -67,20 +70,31 @@ func (c *Config) defaults() {
 // subscription is a webhook as stored. The secret is kept (it must sign) but
 // never returned after creation.
 type subscription struct {
-	ID        string    `json:"webhook_id"`
-	URL       string    `json:"url"`
-	Secret    string    `json:"secret"`
-	AgentID   string    `json:"agent_id,omitempty"`
-	TaskRunID string    `json:"task_run_id,omitempty"`
-	Types     []string  `json:"types,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	ID        string   `json:"webhook_id"`
+	URL       string   `json:"url"`
+	Secret    string   `json:"secret"`
+	AgentID   string   `json:"agent_id,omitempty"`
+	TaskRunID string   `json:"task_run_id,omitempty"`
+	Types     []string `json:"types,omitempty"`
+	// Format, and for the A2A formats the notification token and
+	// Authorization value the receiver checks (kept, never listed).
+	Format          string    `json:"format,omitempty"`
+	Token           string    `json:"token,omitempty"`
+	AuthScheme      string    `json:"auth_scheme,omitempty"`
+	AuthCredentials string    `json:"auth_credentials,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
 }
 
 func (s *subscription) view() meshapi.Webhook {
 	return meshapi.Webhook{
-		WebhookID: s.ID, URL: s.URL, AgentID: s.AgentID, TaskRunID: s.TaskRunID, Types: s.Types,
+		WebhookID: s.ID, URL: s.URL, AgentID: s.AgentID, TaskRunID: s.TaskRunID, Types: s.Types, Format: s.Format,
 		SecretHint: hint(s.Secret), CreatedAt: s.CreatedAt,
 	}
+}
+
+// a2a reports whether the subscription pushes A2A task notifications.
+func (s *subscription) a2a() bool {
+	return s.Format == meshapi.WebhookFormatA2A || s.Format == meshapi.WebhookFormatA2AV03
 }
 
 // hint masks a secret down to its last four characters.
@@ -94,6 +108,11 @@ func hint(secret string) string {
 // subjects are the event subjects a subscription's consumer reads; a run's
 // artifacts are events of kind artifact, matched on their task_run_id later.
 func (s *subscription) subjects() []string {
+	if s.a2a() {
+		// A push notification tells of the task's states; its files come
+		// with the task of the state that follows them.
+		return []string{bus.EventFilter(s.AgentID, string(mesh.KindTaskRun), s.TaskRunID)}
+	}
 	if s.TaskRunID != "" {
 		return []string{
 			bus.EventFilter(s.AgentID, string(mesh.KindTaskRun), s.TaskRunID),
@@ -113,6 +132,7 @@ type Service struct {
 	stream     jetstream.Stream
 	subs       *bus.Records[subscription]
 	deliveries *bus.Records[meshapi.Delivery]
+	events     *bus.Publisher
 	svc        *bus.Service
 	watcher    jetstream.KeyWatcher
 	client     *http.Client
@@ -144,6 +164,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.deliveries, err = bus.OpenRecords[meshapi.Delivery](ctx, s.js, bus.BucketDeliveries); err != nil {
 		return err
 	}
+	s.events = bus.NewPublisher(s.js, bus.ServiceWebhooks).Instrument(s.cfg.Metrics)
 	if err := s.watch(ctx); err != nil {
 		return err
 	}
@@ -236,12 +257,18 @@ func (s *Service) handleCreate(ctx context.Context, req *bus.Request) (any, erro
 		return nil, err
 	}
 	// The consumer is created before the answer, so every event stored after
-	// the subscription was confirmed is delivered.
+	// the subscription was confirmed is delivered (or every one since
+	// in.Since, when asked).
+	deliver, start := jetstream.DeliverNewPolicy, in.Since
+	if start != nil {
+		deliver = jetstream.DeliverByStartTimePolicy
+	}
 	_, err = s.js.CreateOrUpdateConsumer(ctx, bus.EventStream, jetstream.ConsumerConfig{
 		Durable:        bus.WebhookConsumer(sub.ID),
-		Description:    "webhook " + sub.URL,
+		Description:    "webhook " + sub.ID,
 		FilterSubjects: sub.subjects(),
-		DeliverPolicy:  jetstream.DeliverNewPolicy,
+		DeliverPolicy:  deliver,
+		OptStartTime:   start,
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        s.cfg.AttemptTimeout + 20*time.Second,
 		// One event in flight per endpoint: events of a run arrive in order,
@@ -281,6 +308,9 @@ func (s *Service) validate(ctx context.Context, in *meshapi.CreateWebhookRequest
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "task_run_id is not a valid id")
 	}
 	sub.AgentID, sub.TaskRunID = in.AgentID, in.TaskRunID
+	if err := validateFormat(sub, in); err != nil {
+		return nil, err
+	}
 	for _, t := range in.Types {
 		full := strings.TrimSpace(t)
 		if !strings.HasPrefix(full, mesh.EventTypePrefix) {
@@ -354,12 +384,20 @@ func (s *Service) handleDelete(ctx context.Context, req *bus.Request) (any, erro
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	sub, err := s.get(ctx, in.WebhookID)
-	if err != nil {
+	if err := s.remove(ctx, in.WebhookID); err != nil {
 		return nil, err
 	}
+	return struct{}{}, nil
+}
+
+// remove deletes a subscription, its consumer and its delivery records.
+func (s *Service) remove(ctx context.Context, id string) error {
+	sub, err := s.get(ctx, id)
+	if err != nil {
+		return err
+	}
 	if err := s.subs.Delete(ctx, sub.ID, 0); err != nil {
-		return nil, err
+		return err
 	}
 	s.stopWorker(sub.ID)
 	if err := s.js.DeleteConsumer(ctx, bus.EventStream, bus.WebhookConsumer(sub.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
@@ -370,7 +408,7 @@ func (s *Service) handleDelete(ctx context.Context, req *bus.Request) (any, erro
 			_ = s.deliveries.Delete(ctx, key, 0)
 		}
 	}
-	return struct{}{}, nil
+	return nil
 }
 
 func (s *Service) handleDeliveries(ctx context.Context, req *bus.Request) (any, error) {

@@ -1,0 +1,126 @@
+package meshtest
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/a2amesh/a2amesh/internal/adapter"
+	"github.com/a2amesh/a2amesh/internal/adapterclient"
+	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/connector"
+	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// AgentOptions tune an online agent.
+type AgentOptions struct {
+	// Name and Skills of the agent account (a name is made up when empty).
+	Name   string
+	Skills []mesh.Skill
+	// Provider answers the tasks; default the echo provider.
+	Provider provider.Provider
+}
+
+// OnlineAgent is an agent account with a runtime connected over NATS (the
+// official runtime's engine, in process) and a local adapter behind it: a
+// task sent to the agent runs for real, from claim to report.
+type OnlineAgent struct {
+	Agent    mesh.Agent
+	Attached Attached
+	stop     func()
+}
+
+// Stop disconnects the runtime and stops the adapter (the test's cleanup
+// does it too; stopping early takes the agent offline).
+func (a *OnlineAgent) Stop() { a.stop() }
+
+// StartOnlineAgent creates an agent on p and brings it online.
+func StartOnlineAgent(t testing.TB, p *Platform, o AgentOptions) *OnlineAgent {
+	t.Helper()
+	if o.Name == "" {
+		o.Name = "online agent"
+	}
+	if o.Provider == nil {
+		o.Provider = provider.Echo{}
+	}
+	var agent mesh.Agent
+	p.Do(http.MethodPost, "/agent-accounts", map[string]any{"name": o.Name, "skills": o.Skills}, &agent)
+	return ConnectAgent(t, p, agent, o)
+}
+
+// ConnectAgent pairs a new runtime with an existing agent and brings it
+// online (a machine coming back, or a platform restarted with the agent).
+func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *OnlineAgent {
+	t.Helper()
+	if o.Provider == nil {
+		o.Provider = provider.Echo{}
+	}
+	att := p.Attach(agent.ID)
+	srv, err := adapter.New(adapter.Config{Provider: o.Provider, Workdir: t.TempDir(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatalf("adapter: %v", err)
+	}
+	ln, err := srv.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("adapter listen: %v", err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	ac, err := adapterclient.New("http://" + ln.Addr().String() + "/run-task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tr, _, err := connector.DialNATS(ctx, connector.NATSConfig{
+		URL: p.NATSURL(), Token: att.RuntimeToken, AgentID: att.AgentID, RuntimeID: att.RuntimeID,
+		InboxPrefix: att.NATS.InboxPrefix, ClaimWait: 2 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("runtime dial: %v", err)
+	}
+	api, err := apiclient.New(p.APIBase, apiclient.WithRuntimeToken(att.RuntimeToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	arts := connector.HTTPArtifacts{API: api}
+	c := connector.New(connector.Config{
+		AgentID: att.AgentID, RuntimeID: att.RuntimeID, Transport: tr, Adapter: ac,
+		Artifacts: arts, Attachments: arts, Logger: zerolog.Nop(),
+		HeartbeatInterval: time.Second, RenewInterval: time.Second, DrainGrace: time.Second,
+	})
+	runCtx, stopRun := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Run(runCtx)
+	}()
+	a := &OnlineAgent{Agent: agent, Attached: att}
+	stopped := false
+	a.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		stopRun()
+		c.StopNow()
+		<-done
+		tr.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}
+	t.Cleanup(a.Stop)
+	// Online once the platform has seen a heartbeat.
+	Eventually(t, 10*time.Second, func() bool {
+		var l struct {
+			Runtimes []mesh.RuntimeView `json:"runtimes"`
+		}
+		p.Do(http.MethodGet, "/agent-accounts/"+agent.ID+"/runtimes", nil, &l)
+		return len(l.Runtimes) > 0 && l.Runtimes[0].Status == mesh.PresenceOnline
+	}, func() string { return "the runtime never came online" })
+	return a
+}

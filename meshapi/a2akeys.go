@@ -1,0 +1,83 @@
+package meshapi
+
+import (
+	"slices"
+	"time"
+)
+
+// A2A API key operations (service "pairing", which owns every credential).
+const (
+	OpA2AKeyCreate       = "a2a_key_create"
+	OpA2AKeyList         = "a2a_key_list"
+	OpA2AKeyRevoke       = "a2a_key_revoke"
+	OpA2AKeyAuthenticate = "a2a_key_authenticate"
+)
+
+// Scopes of the A2A door: what a caller's credential lets it do with an
+// agent's tasks. A method needs one scope (see docs/a2a.md).
+const (
+	// ScopeSend: send messages (create and continue tasks).
+	ScopeSend = "a2a:send"
+	// ScopeRead: get, list and subscribe to tasks; read the extended card
+	// and task artifacts.
+	ScopeRead = "a2a:read"
+	// ScopeCancel: cancel tasks.
+	ScopeCancel = "a2a:cancel"
+	// ScopePush: manage push notification configurations.
+	ScopePush = "a2a:push"
+)
+
+// A2AScopes lists every A2A scope; keys get all of them unless asked otherwise.
+func A2AScopes() []string { return []string{ScopeSend, ScopeRead, ScopeCancel, ScopePush} }
+
+// ValidA2AScope reports whether s is an A2A scope.
+func ValidA2AScope(s string) bool { return slices.Contains(A2AScopes(), s) }
+
+// CreateA2AKeyRequest issues an API key for calling one agent over A2A.
+type CreateA2AKeyRequest struct {
+	AgentID string `json:"agent_id"`
+	// Name labels the key for people (e.g. "billing bot").
+	Name string `json:"name,omitempty"`
+	// Scopes narrow what the key may do; empty grants every A2A scope.
+	Scopes []string `json:"scopes,omitempty"`
+}
+
+// A2AKey is an API key as listed: never the key itself.
+type A2AKey struct {
+	KeyID   string `json:"key_id"`
+	AgentID string `json:"agent_id"`
+	Name    string `json:"name,omitempty"`
+	// Prefix is the key's first characters, enough to recognise it.
+	Prefix    string    `json:"prefix"`
+	Scopes    []string  `json:"scopes"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// CreateA2AKeyResponse carries the key, shown once; the platform keeps only
+// its hash.
+type CreateA2AKeyResponse struct {
+	A2AKey
+	APIKey string `json:"api_key"`
+}
+
+// ListA2AKeysRequest lists an agent's keys.
+type ListA2AKeysRequest struct {
+	AgentID string `json:"agent_id"`
+}
+
+// A2AKeyList is an agent's keys, oldest first.
+type A2AKeyList struct {
+	Keys []A2AKey `json:"keys"`
+}
+
+// RevokeA2AKeyRequest revokes one of an agent's keys.
+type RevokeA2AKeyRequest struct {
+	AgentID string `json:"agent_id"`
+	KeyID   string `json:"key_id"`
+}
+
+// AuthenticateA2AKeyRequest resolves an API key by its hash; the key itself
+// never travels on the bus.
+type AuthenticateA2AKeyRequest struct {
+	KeyHash string `json:"key_hash"`
+}

@@ -1,0 +1,64 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/a2amesh/a2amesh/internal/secret"
+	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+)
+
+// Every agent's A2A door lives in a2aserver; the gateway mounts its routes
+// under /a2a/{agentId} (and the runtime's file route) and gives it the bus,
+// the public URL and the owner check.
+
+// startA2A readies the A2A door.
+func (g *Gateway) startA2A(ctx context.Context) error {
+	cfg := g.cfg.A2A
+	cfg.Client, cfg.JS, cfg.Objects = g.client, g.js, g.objects
+	cfg.Logger = g.log.With().Str("door", "a2a").Logger()
+	cfg.PublicURL = g.publicURL
+	cfg.IsOwner = g.isOwnerToken
+	cfg.WriteError = g.writeError
+	cfg.Closing = g.closing
+	g.a2a = a2aserver.New(cfg)
+	return g.a2a.Start(ctx)
+}
+
+// stopA2A ends the door's event streams.
+func (g *Gateway) stopA2A() {
+	if g.a2a != nil {
+		g.a2a.Stop()
+	}
+}
+
+// isOwnerToken checks the owner credential.
+func (g *Gateway) isOwnerToken(token string) bool {
+	want := g.owner.current()
+	return want != "" && secret.Equal(secret.Hash(token), want)
+}
+
+// a2aRoutes registers the A2A door's routes. Runtime routes get the
+// gateway's runtime authentication; the door authenticates the others.
+func (g *Gateway) a2aRoutes(mux *http.ServeMux) {
+	for _, rt := range a2aserver.Routes() {
+		if rt.Runtime() {
+			g.runtime(mux, rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
+				g.a2a.Serve(rt, runtimeOf(r).AgentID, w, r)
+			})
+			continue
+		}
+		g.handle(mux, rt.Pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			g.a2a.Serve(rt, "", w, r)
+		}))
+	}
+}
+
+// A2ASigner returns the signer of the platform's A2A bearer tokens (for
+// calls the platform makes on an agent's behalf), once the gateway started.
+func (g *Gateway) A2ASigner() *a2aserver.Signer {
+	if g.a2a == nil {
+		return nil
+	}
+	return g.a2a.Signer()
+}

@@ -1,0 +1,77 @@
+package a2aserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// apiKeyRequest is the optional body of POST /a2a/{agentId}/api-keys.
+type apiKeyRequest struct {
+	Name   string   `json:"name,omitempty"`
+	Scopes []string `json:"scopes,omitempty"`
+}
+
+// serveAPIKeys manages an agent's API keys, with the owner credential:
+// POST creates one (the key is in this answer only), GET lists them by
+// prefix, DELETE revokes one. The pairing service keeps them, hashed.
+func (s *Server) serveAPIKeys(w http.ResponseWriter, r *http.Request) {
+	if token := bearerToken(r); token == "" || s.cfg.IsOwner == nil || !s.cfg.IsOwner(token) {
+		s.cfg.WriteError(w, r, mesh.Errorf(mesh.CodeUnauthorized, "API keys are managed with the owner credential: send Authorization: Bearer <owner token>"))
+		return
+	}
+	agentID := r.PathValue("agentId")
+	switch r.Method {
+	case http.MethodPost:
+		var in apiKeyRequest
+		if err := decodeStrict(w, r, &in); err != nil {
+			s.cfg.WriteError(w, r, err)
+			return
+		}
+		res, err := s.client.CreateA2AKey(r.Context(), meshapi.CreateA2AKeyRequest{AgentID: agentID, Name: in.Name, Scopes: in.Scopes})
+		if err != nil {
+			s.cfg.WriteError(w, r, err)
+			return
+		}
+		// The key is a credential: never cache the answer that shows it.
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSONBody(w, http.StatusCreated, res)
+	case http.MethodGet:
+		l, err := s.client.ListA2AKeys(r.Context(), agentID)
+		if err != nil {
+			s.cfg.WriteError(w, r, err)
+			return
+		}
+		writeJSONBody(w, http.StatusOK, l)
+	case http.MethodDelete:
+		if err := s.client.RevokeA2AKey(r.Context(), meshapi.RevokeA2AKeyRequest{AgentID: agentID, KeyID: r.PathValue("keyId")}); err != nil {
+			s.cfg.WriteError(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// decodeStrict reads an optional JSON object body, refusing unknown fields
+// (a typo in "scopes" must not create a key with every scope).
+func decodeStrict(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := readBody(w, r, 64<<10)
+	if err != nil {
+		return mesh.Errorf(mesh.CodePayloadTooLarge, "request body is larger than 64 KiB")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	if !jsonMedia(r.Header.Get("Content-Type")) {
+		return mesh.Errorf(mesh.CodeUnsupportedMedia, "request body must be application/json")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return mesh.Errorf(mesh.CodeInvalidRequest, "malformed JSON body: %v", err)
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package a2aserver
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/rs/zerolog"
+
+	"github.com/a2amesh/a2amesh/internal/secret"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// HeaderAPIKey carries a per-agent A2A API key (Authorization: Bearer works too).
+const HeaderAPIKey = "X-API-Key"
+
+// authenticator decides who calls an agent's A2A door. As seed 003 orders
+// it, an API key is tried first (X-API-Key, or a bearer token that is an
+// API key), then the bearer token: the owner credential, a JWT the platform
+// signed, or a JWT of the configured identity provider. A request without a
+// credential is admitted only by a public agent.
+type authenticator struct {
+	client *meshapi.Client
+	// isOwner checks the owner credential.
+	isOwner func(token string) bool
+	signer  *Signer
+	// jwks checks external tokens; nil when no identity provider is set.
+	jwks *jwksVerifier
+	// agentURL is an agent's A2A URL: platform tokens may name it, or the
+	// agent's id, as their audience.
+	agentURL func(agentID string) string
+	log      zerolog.Logger
+}
+
+// Authentication failures. Their messages say what to send, never what was
+// sent.
+var (
+	errNoCredential = a2a.NewError(a2a.ErrUnauthenticated, "this agent needs a credential: send X-API-Key: <api key> or Authorization: Bearer <token>")
+	errBadKey       = a2a.NewError(a2a.ErrUnauthenticated, "invalid or revoked API key")
+	errBadToken     = a2a.NewError(a2a.ErrUnauthenticated, "invalid, expired or untrusted bearer token, or one for another audience")
+	errOtherAgent   = a2a.NewError(a2a.ErrUnauthorized, "this API key is for another agent")
+)
+
+// authenticate returns the caller of r for agent, or an A2A
+// Unauthenticated / Unauthorized error.
+func (a *authenticator) authenticate(r *http.Request, agent *mesh.Agent) (*caller, error) {
+	key := strings.TrimSpace(r.Header.Get(HeaderAPIKey))
+	token := bearerToken(r)
+	if key == "" && strings.HasPrefix(token, secret.PrefixAPIKey) {
+		key, token = token, ""
+	}
+	switch {
+	case key != "":
+		return a.apiKey(r.Context(), key, agent)
+	case token != "":
+		return a.bearer(r.Context(), token, agent)
+	case agent.Public:
+		// Anyone may send and read: each client address has its own rate
+		// limit, and every anonymous caller is one caller, so tasks are only
+		// found again by their (unguessable) ids.
+		return &caller{ID: callerPublic, Kind: callerPublic, Scopes: []string{meshapi.ScopeSend, meshapi.ScopeRead},
+			RateKey: "ip:" + clientAddr(r)}, nil
+	}
+	return nil, errNoCredential
+}
+
+func (a *authenticator) apiKey(ctx context.Context, key string, agent *mesh.Agent) (*caller, error) {
+	k, err := a.client.AuthenticateA2AKey(ctx, secret.Hash(key))
+	if errors.Is(err, mesh.ErrUnauthorized) {
+		return nil, errBadKey
+	}
+	if err != nil {
+		return nil, toA2A(a.log, err)
+	}
+	if k.AgentID != agent.ID {
+		return nil, errOtherAgent
+	}
+	id := "key:" + k.KeyID
+	return &caller{ID: id, Kind: callerAPIKey, Scopes: k.Scopes, RateKey: id}, nil
+}
+
+func (a *authenticator) bearer(ctx context.Context, token string, agent *mesh.Agent) (*caller, error) {
+	if strings.HasPrefix(token, secret.PrefixOwner) {
+		if a.isOwner != nil && a.isOwner(token) {
+			return ownerCaller(), nil
+		}
+		return nil, errBadToken
+	}
+	if strings.Count(token, ".") != 2 {
+		return nil, errBadToken
+	}
+	if tokenIssuer(token) == PlatformIssuer {
+		claims, err := a.signer.Verify(token, agent.ID, a.agentURL(agent.ID))
+		if err != nil || !mesh.ValidID(claims.Subject) {
+			return nil, errBadToken
+		}
+		id := "agent:" + claims.Subject
+		return &caller{ID: id, Kind: callerPlatformJWT, AgentID: claims.Subject, Scopes: claims.Scopes(), RateKey: id}, nil
+	}
+	if a.jwks == nil {
+		return nil, errBadToken
+	}
+	sub, scopes, err := a.jwks.verify(ctx, token)
+	if err != nil {
+		a.log.Debug().Err(err).Msg("external bearer token refused")
+		return nil, errBadToken
+	}
+	id := "jwt:" + a.jwks.issuer + "|" + sub
+	return &caller{ID: id, Kind: callerExternalJWT, Scopes: scopes, RateKey: id}, nil
+}
+
+// bearerToken returns the token of Authorization: Bearer, or "".
+func bearerToken(r *http.Request) string {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+// clientAddr is the address the request came from. Forwarding headers are
+// not trusted: they are the client's to choose.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// challenge is the WWW-Authenticate value of 401 answers: the schemes the
+// agent card declares.
+const challenge = `Bearer realm="a2a", ApiKey realm="a2a" header="X-API-Key"`

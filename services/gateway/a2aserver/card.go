@@ -1,0 +1,234 @@
+package a2aserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2amesh/a2amesh/internal/a2atask"
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// Security scheme names of agent cards.
+const (
+	schemeAPIKey = "apiKey"
+	schemeBearer = "bearer"
+)
+
+// PresenceExtension is the URI of the extension the extended agent card
+// uses to tell the agent's runtime presence and host type.
+const PresenceExtension = "https://a2amesh.dev/extensions/runtime-presence/v1"
+
+// Modes of what agents take and give.
+var (
+	inputModes  = []string{"text/plain", "application/json", "application/octet-stream"}
+	outputModes = []string{"text/plain", "application/json", "application/octet-stream"}
+)
+
+// card is an agent's card: its account's name, description and skills, the
+// platform's capabilities and security schemes, and an interface for each
+// binding and version, all at the agent's one URL.
+func (s *Server) card(agent *mesh.Agent) *a2a.AgentCard {
+	base := s.agentURL(agent.ID)
+	desc := agent.Description
+	if desc == "" {
+		desc = agent.Name + ", an agent on A2A Mesh"
+	}
+	card := &a2a.AgentCard{
+		Name:        agent.Name,
+		Description: desc,
+		Version:     s.cfg.Version,
+		Provider:    &a2a.AgentProvider{Org: "A2A Mesh", URL: s.cfg.PublicURL},
+		SupportedInterfaces: []*a2a.AgentInterface{
+			{URL: base, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2atask.Version10},
+			{URL: base, ProtocolBinding: a2a.TransportProtocolHTTPJSON, ProtocolVersion: a2atask.Version10},
+			{URL: base, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2atask.Version03},
+			{URL: base, ProtocolBinding: a2a.TransportProtocolHTTPJSON, ProtocolVersion: a2atask.Version03},
+		},
+		Capabilities:       a2a.AgentCapabilities{Streaming: true, PushNotifications: !s.cfg.NoPush, ExtendedAgentCard: true},
+		DefaultInputModes:  inputModes,
+		DefaultOutputModes: outputModes,
+		SecuritySchemes: a2a.NamedSecuritySchemes{
+			schemeAPIKey: a2a.APIKeySecurityScheme{Location: a2a.APIKeySecuritySchemeLocationHeader, Name: HeaderAPIKey,
+				Description: "A per-agent API key; Authorization: Bearer <key> works too."},
+			schemeBearer: a2a.HTTPAuthSecurityScheme{Scheme: "Bearer", BearerFormat: "JWT",
+				Description: "A JWT the platform signed for an agent, or one of the identity provider this platform trusts."},
+		},
+		Skills: skills(agent.Skills),
+	}
+	if !agent.Public {
+		card.SecurityRequirements = a2a.SecurityRequirementsOptions{
+			{schemeAPIKey: a2a.SecuritySchemeScopes{}},
+			{schemeBearer: a2a.SecuritySchemeScopes{}},
+		}
+	}
+	return card
+}
+
+func skills(in []mesh.Skill) []a2a.AgentSkill {
+	out := make([]a2a.AgentSkill, 0, len(in))
+	for _, sk := range in {
+		tags := sk.Tags
+		if tags == nil {
+			tags = []string{}
+		}
+		desc := sk.Description
+		if desc == "" {
+			desc = sk.Name
+		}
+		out = append(out, a2a.AgentSkill{
+			ID: sk.ID, Name: sk.Name, Description: desc, Tags: tags, Examples: sk.Examples,
+			InputModes: sk.InputModes, OutputModes: sk.OutputModes,
+		})
+	}
+	return out
+}
+
+// cardCache keeps each agent's card JSON for its account revision.
+type cardCache struct {
+	mu    sync.Mutex
+	cards map[string]cachedCard
+}
+
+type cachedCard struct {
+	rev  uint64
+	body []byte
+	etag string
+}
+
+func newCardCache() *cardCache { return &cardCache{cards: map[string]cachedCard{}} }
+
+// cardJSON is the card as served: the 0.3-compatible form of the SDK's card
+// conversion (a2acompat/a2av0), which carries the 1.0 fields
+// (supportedInterfaces, capabilities.extendedAgentCard, typed security
+// schemes) next to 0.3's (url, preferredTransport, additionalInterfaces,
+// protocolVersion), so clients of both versions read it and each finds an
+// interface it speaks.
+func (s *Server) cardJSON(ctx context.Context, agent *mesh.Agent) (cachedCard, error) {
+	s.cards.mu.Lock()
+	c, ok := s.cards.cards[agent.ID]
+	s.cards.mu.Unlock()
+	if ok && c.rev == agent.Revision {
+		return c, nil
+	}
+	producer := a2av0.NewStaticAgentCardProducer(s.card(agent)).(a2asrv.AgentCardJSONProducer)
+	body, err := producer.CardJSON(ctx)
+	if err != nil {
+		return cachedCard{}, err
+	}
+	if body, err = dualSchemes(body); err != nil {
+		return cachedCard{}, err
+	}
+	sum := sha256.Sum256(body)
+	c = cachedCard{rev: agent.Revision, body: body, etag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+	s.cards.mu.Lock()
+	s.cards.cards[agent.ID] = c
+	s.cards.mu.Unlock()
+	return c, nil
+}
+
+// dualSchemes makes the security schemes of the SDK's 0.3-compatible card
+// readable by 1.0 parsers too. The conversion writes each scheme in the 0.3
+// form (type, in, name) with the 1.0 object nested under "apiKey" or
+// "http"; 1.0's card parser (the SDK's own default among them) knows the
+// scheme only under its 1.0 name ("apiKeySecurityScheme",
+// "httpAuthSecurityScheme") and refuses the card otherwise. The object is
+// added under that name as well, which 0.3 parsers ignore.
+func dualSchemes(body []byte) ([]byte, error) {
+	var card map[string]json.RawMessage
+	if err := json.Unmarshal(body, &card); err != nil {
+		return nil, err
+	}
+	var schemes map[string]map[string]json.RawMessage
+	if raw, ok := card["securitySchemes"]; ok {
+		if err := json.Unmarshal(raw, &schemes); err != nil {
+			return nil, err
+		}
+	}
+	for _, sc := range schemes {
+		for compat, v1 := range map[string]string{"apiKey": "apiKeySecurityScheme", "http": "httpAuthSecurityScheme"} {
+			if nested, ok := sc[compat]; ok {
+				sc[v1] = nested
+			}
+		}
+	}
+	if schemes != nil {
+		raw, err := json.Marshal(schemes)
+		if err != nil {
+			return nil, err
+		}
+		card["securitySchemes"] = raw
+	}
+	return json.MarshalIndent(card, "", "  ")
+}
+
+// serveCard serves an agent's card, to anyone: cacheable for a minute, with
+// an ETag from its bytes so a client revalidates with If-None-Match.
+func (s *Server) serveCard(w http.ResponseWriter, r *http.Request) {
+	agent, err := s.agent(r.Context(), r.PathValue("agentId"))
+	if err != nil {
+		s.cfg.WriteError(w, r, err)
+		return
+	}
+	c, err := s.cardJSON(r.Context(), agent)
+	if err != nil {
+		s.cfg.WriteError(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "public, max-age=60")
+	h.Set("ETag", c.etag)
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Vary", "Origin")
+	if etagMatches(r.Header.Get("If-None-Match"), c.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	_, _ = w.Write(c.body)
+}
+
+// etagMatches applies If-None-Match (a list of tags, or *).
+func etagMatches(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// extendedCard is the card an authenticated caller gets: the public card
+// with the runtime's presence and host type, as an extension of its
+// capabilities.
+func (s *Server) extendedCard(ctx context.Context, agent *mesh.Agent) (*a2a.AgentCard, error) {
+	card := s.card(agent)
+	l, err := s.client.ListRuntimes(ctx, agent.ID)
+	if err != nil {
+		return nil, err
+	}
+	params := map[string]any{"status": string(mesh.PresenceOffline)}
+	for _, rt := range l.Runtimes {
+		if rt.State != mesh.RuntimeActive {
+			continue
+		}
+		params = map[string]any{"status": string(rt.Status), "host_type": rt.HostType, "host_label": rt.HostLabel, "runtime_id": rt.RuntimeID}
+		if rt.LastHeartbeatAt != nil {
+			params["last_heartbeat_at"] = rt.LastHeartbeatAt.UTC().Format("2006-01-02T15:04:05Z07:00")
+		}
+		break
+	}
+	card.Capabilities.Extensions = append(card.Capabilities.Extensions, a2a.AgentExtension{
+		URI: PresenceExtension, Description: "Whether the agent's runtime is connected, and the agent host behind it.", Params: params,
+	})
+	return card, nil
+}

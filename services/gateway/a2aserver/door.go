@@ -1,0 +1,263 @@
+package a2aserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2amesh/a2amesh/internal/a2atask"
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// The door's front: what happens to a request before the SDK's transport
+// decodes it. It finds the agent, reads the protocol version, bounds and
+// checks the body, authenticates the caller, checks the scope of the method
+// and the rate limit, and answers every refusal in the shape of the
+// request's binding and version. The SDK's handlers then see only requests
+// that may proceed, with the agent, caller and version in the context.
+
+// negotiate reads the protocol version a request asks for: the A2A-Version
+// header, or the A2A-Version query parameter (spec 1.0 §3.6.1), major.minor
+// only. An empty version is 0.3 (§3.6.2). ok is false for versions this
+// platform does not serve.
+func negotiate(r *http.Request) (version string, ok bool) {
+	v := strings.TrimSpace(r.Header.Get("A2A-Version"))
+	if v == "" {
+		v = strings.TrimSpace(r.URL.Query().Get("A2A-Version"))
+	}
+	if v == "" {
+		return a2atask.Version03, true
+	}
+	major, rest, _ := strings.Cut(strings.TrimPrefix(v, "v"), ".")
+	minor, _, _ := strings.Cut(rest, ".")
+	switch major + "." + minor {
+	case "1.0":
+		return a2atask.Version10, true
+	case "0.3":
+		return a2atask.Version03, true
+	}
+	return v, false
+}
+
+// jsonMedia reports whether a Content-Type is JSON (application/json,
+// application/a2a+json, ...).
+func jsonMedia(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
+
+// readBody reads a whole body within limit.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, a2a.NewError(a2a.ErrInvalidRequest, fmt.Sprintf("request body is larger than %d bytes", limit))
+	case err != nil:
+		return nil, a2a.NewError(a2a.ErrInvalidRequest, "the request body could not be read")
+	}
+	return b, nil
+}
+
+// envelope is a JSON-RPC request as the front reads it.
+type envelope struct {
+	id     any
+	method string
+	params json.RawMessage
+}
+
+// parseEnvelope checks the JSON-RPC 2.0 envelope: -32700 for what is not
+// JSON, -32600 for JSON that is not a request object.
+func parseEnvelope(body []byte) (*envelope, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		if !json.Valid(body) {
+			return nil, a2a.NewError(a2a.ErrParseError, "the body is not valid JSON")
+		}
+		return nil, a2a.NewError(a2a.ErrInvalidRequest, "a JSON-RPC request must be an object")
+	}
+	env := &envelope{params: raw["params"]}
+	if idRaw, ok := raw["id"]; ok {
+		if err := json.Unmarshal(idRaw, &env.id); err != nil {
+			return nil, a2a.NewError(a2a.ErrInvalidRequest, "id must be a string, a number or null")
+		}
+		switch env.id.(type) {
+		case nil, string, float64:
+		default:
+			env.id = nil
+			return env, a2a.NewError(a2a.ErrInvalidRequest, "id must be a string, a number or null")
+		}
+	}
+	var version string
+	if json.Unmarshal(raw["jsonrpc"], &version) != nil || version != "2.0" {
+		return env, a2a.NewError(a2a.ErrInvalidRequest, `jsonrpc must be "2.0"`)
+	}
+	if json.Unmarshal(raw["method"], &env.method) != nil || env.method == "" {
+		return env, a2a.NewError(a2a.ErrInvalidRequest, "method must be a non-empty string")
+	}
+	return env, nil
+}
+
+// serveJSONRPC is the JSON-RPC endpoint, POST /a2a/{agentId}[/]: one URL
+// for both versions, told apart by A2A-Version.
+func (s *Server) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
+	agent, err := s.agent(r.Context(), r.PathValue("agentId"))
+	if err != nil {
+		s.cfg.WriteError(w, r, err)
+		return
+	}
+	version, supported := negotiate(r)
+	shape := version
+	if !supported {
+		shape = a2atask.Version10
+	}
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		writeRPCError(w, shape, nil, err, nil)
+		return
+	}
+	if !jsonMedia(r.Header.Get("Content-Type")) {
+		writeRPCError(w, shape, nil, a2a.NewError(a2a.ErrUnsupportedContentType, "Content-Type must be application/json"), nil)
+		return
+	}
+	env, err := parseEnvelope(body)
+	if err != nil {
+		var id any
+		if env != nil {
+			id = env.id
+		}
+		writeRPCError(w, shape, id, err, nil)
+		return
+	}
+	if !supported {
+		writeRPCError(w, shape, env.id, a2a.NewError(a2a.ErrVersionNotSupported, fmt.Sprintf("A2A-Version %q is not supported; this agent speaks 1.0 and 0.3", version)), nil)
+		return
+	}
+	method, known := rpcMethods[version][env.method]
+	if !known {
+		writeRPCError(w, version, env.id, a2a.NewError(a2a.ErrMethodNotFound, fmt.Sprintf("method %q is not an A2A %s method", env.method, version)), nil)
+		return
+	}
+	if body, err = withParams(body, env, method); err != nil {
+		writeRPCError(w, version, env.id, err, nil)
+		return
+	}
+	c, err := s.admit(w, r, agent, method)
+	if err != nil {
+		writeRPCError(w, version, env.id, err, retryMeta(w))
+		return
+	}
+	req := r.WithContext(withRequest(r.Context(), &request{agent: agent, caller: c, version: version}))
+	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	ww := newWireWriter(w, version == a2atask.Version03, false)
+	s.jsonrpc[version].ServeHTTP(ww, req)
+	ww.finish()
+}
+
+// withParams makes sure a request has params: every method takes an object
+// (the SDK would read missing params as a parse error). Only the extended
+// card has nothing to ask for; an empty object stands in.
+func withParams(body []byte, env *envelope, method string) ([]byte, error) {
+	if len(env.params) > 0 && string(env.params) != "null" {
+		if env.params[0] != '{' {
+			return nil, a2a.NewError(a2a.ErrInvalidParams, "params must be an object")
+		}
+		return body, nil
+	}
+	if method != methodExtendedCard {
+		return nil, a2a.NewError(a2a.ErrInvalidParams, "params are required")
+	}
+	return json.Marshal(map[string]any{"jsonrpc": "2.0", "id": env.id, "method": env.method, "params": map[string]any{}})
+}
+
+// serveREST serves the HTTP+JSON routes of one version: 1.0 below the
+// agent, 0.3 below its /v1. The path says the version; A2A-Version must
+// agree with it (an empty one means 0.3, spec 1.0 §3.6.2).
+func (s *Server) serveREST(w http.ResponseWriter, r *http.Request, version string) {
+	agent, err := s.agent(r.Context(), r.PathValue("agentId"))
+	if err != nil {
+		s.cfg.WriteError(w, r, err)
+		return
+	}
+	if asked, ok := negotiate(r); !ok || asked != version {
+		writeRESTError(w, a2a.NewError(a2a.ErrVersionNotSupported, fmt.Sprintf("A2A-Version %q is not served here: HTTP+JSON 1.0 is at %s/ with A2A-Version: 1.0, 0.3 at %s/v1/", asked, agent.ID, agent.ID)), nil)
+		return
+	}
+	rel := strings.TrimPrefix(r.URL.Path, "/a2a/"+agent.ID)
+	method := restMethod(r.Method, strings.TrimPrefix(rel, "/v1"))
+	var body []byte
+	if r.Method == http.MethodPost {
+		if body, err = readBody(w, r, s.cfg.MaxBodyBytes); err != nil {
+			writeRESTError(w, err, nil)
+			return
+		}
+		if len(bytes.TrimSpace(body)) > 0 && !jsonMedia(r.Header.Get("Content-Type")) {
+			writeRESTError(w, a2a.NewError(a2a.ErrUnsupportedContentType, "Content-Type must be application/json"), nil)
+			return
+		}
+	}
+	if version == a2atask.Version03 && method == methodPushCreate {
+		body = fixPushCreate03(body, pathTaskID(rel))
+	}
+	c, err := s.admit(w, r, agent, method)
+	if err != nil {
+		writeRESTError(w, err, retryMeta(w))
+		return
+	}
+	req := r.WithContext(withRequest(r.Context(), &request{agent: agent, caller: c, version: version}))
+	u := *r.URL
+	u.Path, u.RawPath = rel, ""
+	req.URL = &u
+	if body != nil {
+		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	}
+	ww := newWireWriter(w, false, true)
+	s.rest[version].ServeHTTP(ww, req)
+	ww.finish()
+}
+
+// admit authenticates the caller and checks the method's scope and the
+// caller's rate limit. A refusal sets what the answer needs in w's headers
+// (WWW-Authenticate, Retry-After).
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, agent *mesh.Agent, method string) (*caller, error) {
+	c, err := s.auth.authenticate(r, agent)
+	if err != nil {
+		if errors.Is(err, a2a.ErrUnauthenticated) {
+			w.Header().Set("WWW-Authenticate", challenge)
+		}
+		return nil, err
+	}
+	if scope := scopes[method]; scope != "" && !c.can(scope) {
+		return nil, a2a.NewError(a2a.ErrUnauthorized, fmt.Sprintf("this credential lacks the %s scope that %s needs", scope, method))
+	}
+	if ok, wait := s.limiter.allow(agent.ID + "|" + c.RateKey); !ok {
+		retryAfter(w, wait)
+		return nil, a2a.NewError(errRateLimited, fmt.Sprintf("rate limit of %d requests a minute exceeded; retry after %s s", s.cfg.RateLimitPerMinute, w.Header().Get("Retry-After")))
+	}
+	return c, nil
+}
+
+// retryMeta puts the Retry-After of a refusal into the error's details.
+func retryMeta(w http.ResponseWriter) map[string]string {
+	ra := w.Header().Get("Retry-After")
+	if ra == "" {
+		return nil
+	}
+	if _, err := strconv.Atoi(ra); err != nil {
+		return nil
+	}
+	return map[string]string{"retryAfterSeconds": ra}
+}
+
+// streamDeadline bounds how long the door keeps an event stream open for
+// one task when the task never ends (it has its own deadline otherwise).
+const streamDeadline = 24 * time.Hour

@@ -1,0 +1,148 @@
+package a2aserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// turnInput is a run's input made from an A2A message (see docs/a2a.md):
+// the text parts joined in text, the data parts in data (the value of the
+// one, or the list of several), the file parts in attachments, and for a
+// continued task the earlier turns in history.
+type turnInput struct {
+	Text        string                   `json:"text"`
+	Data        any                      `json:"data,omitempty"`
+	Attachments []adapterapi.Attachment  `json:"attachments,omitempty"`
+	History     []adapterapi.HistoryTurn `json:"history,omitempty"`
+}
+
+// hasFiles reports whether a message carries inline files.
+func hasFiles(msg *a2a.Message) bool {
+	for _, p := range msg.Parts {
+		if _, ok := p.Content.(a2a.Raw); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// input turns a message into a run's input. Inline files are stored in the
+// artifact store as input files of the conversation (the runtime fetches
+// them for the adapter); the message as recorded in the task's history
+// links to them instead of carrying their bytes.
+func (s *Server) input(ctx context.Context, agentID, contextID string, msg *a2a.Message) (*turnInput, *a2a.Message, error) {
+	in := &turnInput{}
+	stored := &a2a.Message{ID: msg.ID, Role: msg.Role, Metadata: msg.Metadata, Extensions: msg.Extensions, ReferenceTasks: msg.ReferenceTasks}
+	var texts []string
+	var data []any
+	for i, p := range msg.Parts {
+		switch c := p.Content.(type) {
+		case a2a.Text:
+			texts = append(texts, string(c))
+			stored.Parts = append(stored.Parts, p)
+		case a2a.Data:
+			data = append(data, c.Value)
+			stored.Parts = append(stored.Parts, p)
+		case a2a.URL:
+			att, err := uriAttachment(p, c, i)
+			if err != nil {
+				return nil, nil, err
+			}
+			in.Attachments = append(in.Attachments, att)
+			stored.Parts = append(stored.Parts, p)
+		case a2a.Raw:
+			att, link, err := s.storeFile(ctx, agentID, contextID, p, c, i)
+			if err != nil {
+				return nil, nil, err
+			}
+			in.Attachments = append(in.Attachments, att)
+			stored.Parts = append(stored.Parts, link)
+		default:
+			return nil, nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("part %d has no content", i))
+		}
+	}
+	in.Text = strings.Join(texts, "\n")
+	switch len(data) {
+	case 0:
+	case 1:
+		in.Data = data[0]
+	default:
+		in.Data = data
+	}
+	return in, stored, nil
+}
+
+// uriAttachment is a file part the caller left at a URI: the adapter gets
+// the URI to fetch itself.
+func uriAttachment(p *a2a.Part, u a2a.URL, i int) (adapterapi.Attachment, error) {
+	parsed, err := url.Parse(string(u))
+	if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" || len(u) > 4096 {
+		return adapterapi.Attachment{}, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("file part %d: the URI must be an http(s) URL", i))
+	}
+	return adapterapi.Attachment{Name: fileName(p.Filename, path.Base(parsed.Path), i), MimeType: p.MediaType, URI: string(u)}, nil
+}
+
+// storeFile keeps an inline file for the run that reads it.
+func (s *Server) storeFile(ctx context.Context, agentID, contextID string, p *a2a.Part, content a2a.Raw, i int) (adapterapi.Attachment, *a2a.Part, error) {
+	if int64(len(content)) > s.cfg.MaxFileBytes {
+		return adapterapi.Attachment{}, nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("file part %d is larger than %d bytes; give larger files by URI", i, s.cfg.MaxFileBytes))
+	}
+	name := fileName(p.Filename, "", i)
+	mt := p.MediaType
+	if mt == "" {
+		if mt = mime.TypeByExtension(path.Ext(name)); mt == "" {
+			mt = http.DetectContentType(content)
+		}
+	} else if _, _, err := mime.ParseMediaType(mt); err != nil {
+		return adapterapi.Attachment{}, nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("file part %d: mediaType %q is not a media type", i, mt))
+	}
+	sum := sha256.Sum256(content)
+	a := mesh.Artifact{
+		ID: mesh.NewID(), Filename: name, MimeType: mt, Size: int64(len(content)),
+		SHA256: hex.EncodeToString(sum[:]), CreatedAt: time.Now().UTC(),
+	}
+	if _, err := s.cfg.Objects.Put(ctx, jetstream.ObjectMeta{Name: a.ID}, bytes.NewReader(content)); err != nil {
+		return adapterapi.Attachment{}, nil, toA2A(s.log, fmt.Errorf("store file part: %w", err))
+	}
+	stored, err := s.client.CommitInputArtifact(ctx, meshapi.CommitInputRequest{AgentID: agentID, ConversationID: contextID, Artifact: a})
+	if err != nil {
+		_ = s.cfg.Objects.Delete(context.WithoutCancel(ctx), a.ID)
+		return adapterapi.Attachment{}, nil, toA2A(s.log, err)
+	}
+	link := a2a.NewFileURLPart(a2a.URL(s.download(agentID, stored.ID)), stored.MimeType)
+	link.Filename = stored.Filename
+	att := adapterapi.Attachment{Name: stored.Filename, MimeType: stored.MimeType, Size: stored.Size, ArtifactID: stored.ID}
+	return att, link, nil
+}
+
+// fileName is a safe file name for part i: the caller's, reduced to its
+// last element, or one made up.
+func fileName(given, fallback string, i int) string {
+	for _, cand := range []string{given, fallback} {
+		cand = path.Base(strings.ReplaceAll(cand, `\`, "/"))
+		if cand == "." || cand == "/" || cand == "" || !utf8.ValidString(cand) {
+			continue
+		}
+		if name, err := mesh.NormalizeFilename(cand); err == nil {
+			return name
+		}
+	}
+	return fmt.Sprintf("attachment-%d", i+1)
+}

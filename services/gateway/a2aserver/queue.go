@@ -1,0 +1,178 @@
+package a2aserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/eventqueue"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/a2atask"
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// busQueues is the SDK's eventqueue.Manager over the event stream: a
+// task's queue is its run's CloudEvents (and its artifacts'), read with a
+// JetStream ordered consumer and translated into A2A events. Every reader
+// reads the one stream in its one order, so several subscribers to a task
+// see the same events in the same order, whichever gateway instance each is
+// connected to, and a gateway restart loses nothing a reader has not yet
+// seen.
+type busQueues struct {
+	s *Server
+}
+
+var _ eventqueue.Manager = (*busQueues)(nil)
+
+// errWriterUnsupported: the task queue writes a task's events (runs change
+// only through it), so nothing in the A2A door writes to a queue.
+var errWriterUnsupported = errors.New("a2a: task events are published by the task queue")
+
+// CreateReader follows a task of the request's agent from now on.
+func (q *busQueues) CreateReader(ctx context.Context, taskID a2a.TaskID) (eventqueue.Reader, error) {
+	return q.follow(ctx, requestOf(ctx).agent.ID, string(taskID))
+}
+
+// CreateWriter is not supported: see errWriterUnsupported.
+func (q *busQueues) CreateWriter(context.Context, a2a.TaskID) (eventqueue.Writer, error) {
+	return nil, errWriterUnsupported
+}
+
+// Destroy has nothing to free: each reader owns its consumer.
+func (q *busQueues) Destroy(context.Context, a2a.TaskID) error { return nil }
+
+// follow starts reading a run's events from now on. Callers take the
+// task's snapshot after this and seed the reader with it, so nothing that
+// happens in between is lost or told twice.
+func (q *busQueues) follow(ctx context.Context, agentID, taskID string) (*follower, error) {
+	if !mesh.ValidID(agentID) || !mesh.ValidID(taskID) {
+		return nil, errTaskNotFound
+	}
+	cons, err := q.s.js.OrderedConsumer(ctx, bus.EventStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{
+			bus.EventSubject(agentID, string(mesh.KindTaskRun), taskID),
+			bus.EventFilter(agentID, string(mesh.KindArtifact), ""),
+		},
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("follow task %s: %w", taskID, err)
+	}
+	msgs, err := cons.Messages()
+	if err != nil {
+		return nil, fmt.Errorf("follow task %s: %w", taskID, err)
+	}
+	return &follower{msgs: msgs, taskID: taskID, url: q.s.download, sent: map[a2a.ArtifactID]bool{}}, nil
+}
+
+// follower is one reader of a task's events.
+type follower struct {
+	msgs    jetstream.MessagesContext
+	taskID  string
+	url     a2atask.ArtifactURL
+	after   uint64
+	context string
+	sent    map[a2a.ArtifactID]bool
+	pending []*eventqueue.Message
+	ended   bool
+}
+
+var _ eventqueue.Reader = (*follower)(nil)
+
+// seed tells the reader what the caller has already seen: the task as of
+// run revision rev. Earlier events and the artifacts it shows are skipped.
+func (f *follower) seed(task *a2a.Task, rev uint64) {
+	f.after, f.context = rev, task.ContextID
+	for _, a := range task.Artifacts {
+		f.sent[a.ID] = true
+	}
+	f.ended = a2atask.Final(task.Status.State)
+}
+
+// Read returns the next A2A event of the task; after the event of a final
+// state it returns eventqueue.ErrQueueClosed.
+func (f *follower) Read(ctx context.Context) (*eventqueue.Message, error) {
+	for len(f.pending) == 0 {
+		if f.ended {
+			return nil, eventqueue.ErrQueueClosed
+		}
+		m, err := f.msgs.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("follow task %s: %w", f.taskID, err)
+		}
+		f.translate(m)
+	}
+	msg := f.pending[0]
+	f.pending = f.pending[1:]
+	return msg, nil
+}
+
+// Close stops the reader's consumer.
+func (f *follower) Close() error {
+	f.msgs.Stop()
+	return nil
+}
+
+// translate turns one bus event into the A2A events it means.
+func (f *follower) translate(m jetstream.Msg) {
+	_, kind, _, ok := bus.ParseEventSubject(m.Subject())
+	if !ok {
+		return
+	}
+	typ := m.Headers().Get("ce-type")
+	switch mesh.EventKind(kind) {
+	case mesh.KindArtifact:
+		var a mesh.Artifact
+		if json.Unmarshal(m.Data(), &a) != nil || a.TaskRunID != f.taskID || a.Role == mesh.ArtifactRoleInput {
+			return
+		}
+		f.artifact(&mesh.TaskRun{ID: f.taskID, TargetAgentID: a.AgentID, ConversationID: f.context}, a2atask.FileArtifact(a.AgentID, a.Ref(), f.url))
+	case mesh.KindTaskRun:
+		var run mesh.TaskRun
+		if json.Unmarshal(m.Data(), &run) != nil || run.ID != f.taskID {
+			return
+		}
+		if rev, err := strconv.ParseUint(m.Headers().Get("ce-sequence"), 10, 64); err == nil && rev > run.Revision {
+			run.Revision = rev
+		}
+		if run.Revision <= f.after {
+			return
+		}
+		f.after, f.context = run.Revision, run.ConversationID
+		f.run(&run, typ)
+	}
+}
+
+// run queues the events of a run's new state.
+func (f *follower) run(run *mesh.TaskRun, typ string) {
+	if typ == mesh.EventTaskRunCompleted {
+		// The run's files and its output, each an artifact not yet told.
+		for _, a := range a2atask.Artifacts(run, f.url) {
+			f.artifact(run, a)
+		}
+	}
+	ev := a2atask.StatusEvent(run)
+	f.push(ev, run.Revision)
+	f.ended = a2atask.Final(ev.Status.State)
+}
+
+func (f *follower) artifact(run *mesh.TaskRun, a *a2a.Artifact) {
+	if f.sent[a.ID] {
+		return
+	}
+	f.sent[a.ID] = true
+	f.push(a2atask.ArtifactEvent(run, a), f.after)
+}
+
+func (f *follower) push(ev a2a.Event, rev uint64) {
+	f.pending = append(f.pending, &eventqueue.Message{Event: ev, TaskVersion: taskstore.TaskVersion(rev), Protocol: a2a.Version})
+}

@@ -1,0 +1,228 @@
+// Package a2aserver is the gateway's A2A door: every agent account speaks
+// the A2A standard under /a2a/{agentId}, versions 1.0 and 0.3, over JSON-RPC
+// and HTTP+JSON, with its agent card, streaming, push notifications, API
+// keys and bearer tokens, scopes and a rate limit.
+//
+// The protocol is the official Go SDK's (github.com/a2aproject/a2a-go/v2):
+// its transports (JSON-RPC, REST and the 0.3 compatibility servers) decode
+// and encode every request, its types carry every value, its card
+// conversion makes the card readable by 0.3 and 1.0 clients. Underneath, an
+// A2A task is a task run: the run record is the only truth about a task's
+// state, so any gateway instance, before or after a restart, answers for any
+// task, and a task created through any door can be watched through this one.
+// The SDK's own request handler keeps executions in the memory of the
+// process that accepted them, which a run outlives; this package therefore
+// implements a2asrv.RequestHandler over task runs (handler.go), built from
+// the SDK's extension points: a taskstore.Store over run records and the A2A
+// bucket (store.go), an eventqueue.Manager over the event stream (queue.go)
+// and an AgentExecutor that creates a run and follows its events
+// (executor.go). docs/a2a.md tells the whole story.
+package a2aserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/a2atask"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// Config configures the A2A door. Zero values take the documented defaults.
+type Config struct {
+	Client *meshapi.Client
+	JS     jetstream.JetStream
+	// Objects is the artifact object store (input files are written there,
+	// downloads read from there).
+	Objects jetstream.ObjectStore
+	Logger  zerolog.Logger
+	// PublicURL is how A2A clients reach the platform: the base of every
+	// URL in agent cards and of artifact links. Required.
+	PublicURL string
+	// Version is the platform version agent cards show. Default "dev".
+	Version string
+	// IsOwner checks the owner credential, which may do anything.
+	IsOwner func(token string) bool
+	// RateLimitPerMinute bounds each caller's requests to each agent
+	// (callers without a credential: each client address). Default 60.
+	RateLimitPerMinute int
+	// JWKSURL, JWTIssuer and JWTAudience admit bearer tokens of an external
+	// identity provider; all three or none.
+	JWKSURL     string
+	JWTIssuer   string
+	JWTAudience string
+	// BlockingWait bounds a blocking message/send: past it the task is
+	// answered as it is. Default 60s.
+	BlockingWait time.Duration
+	// OfflineWait is how long a blocking send waits for a runtime to claim
+	// the task before it looks whether the agent's runtime is online at
+	// all; if not, the submitted task is the answer. Default 3s.
+	OfflineWait time.Duration
+	// MaxFileBytes bounds one inline file part. Default 5 MiB.
+	MaxFileBytes int64
+	// MaxBodyBytes bounds a request body. Default 8 MiB (a 5 MiB file is
+	// 6.7 MiB of base64).
+	MaxBodyBytes int64
+	// NoPush turns push notifications off (agent cards say so, and the
+	// push configuration methods answer PushNotificationNotSupported), for
+	// operators who want no calls out of the platform.
+	NoPush bool
+	// KeepAlive is the interval of keep-alive comments on event streams.
+	// Default 15s.
+	KeepAlive time.Duration
+	// WriteError answers the door's platform-REST routes (API keys) in the
+	// gateway's error shape.
+	WriteError func(w http.ResponseWriter, r *http.Request, err error)
+	// Closing, when closed, ends the door's event streams (the gateway is
+	// shutting down and waits for requests in flight).
+	Closing <-chan struct{}
+}
+
+func (c *Config) defaults() {
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	if c.RateLimitPerMinute <= 0 {
+		c.RateLimitPerMinute = 60
+	}
+	if c.BlockingWait == 0 {
+		c.BlockingWait = 60 * time.Second
+	}
+	if c.OfflineWait == 0 {
+		c.OfflineWait = 3 * time.Second
+	}
+	if c.MaxFileBytes == 0 {
+		c.MaxFileBytes = 5 << 20
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 8 << 20
+	}
+	if c.KeepAlive == 0 {
+		c.KeepAlive = 15 * time.Second
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+}
+
+// Server is the A2A door of every agent.
+type Server struct {
+	cfg      Config
+	log      zerolog.Logger
+	client   *meshapi.Client
+	js       jetstream.JetStream
+	records  *records
+	agents   *bus.Mirror[mesh.Agent, *mesh.Agent]
+	auth     *authenticator
+	limiter  *limiter
+	signer   *Signer
+	cards    *cardCache
+	handler  *handler
+	closing  chan struct{}
+	jsonrpc  map[string]http.Handler // by version
+	rest     map[string]http.Handler // by version
+	download a2atask.ArtifactURL
+}
+
+// New returns a server; Start readies it.
+func New(cfg Config) *Server {
+	cfg.defaults()
+	return &Server{cfg: cfg, log: cfg.Logger, closing: make(chan struct{})}
+}
+
+// Start opens the A2A bucket, loads the agents, the signing key and (when
+// configured) the identity provider's keys, and builds the transports.
+func (s *Server) Start(ctx context.Context) error {
+	if s.cfg.PublicURL == "" {
+		return fmt.Errorf("a2a: a public URL is required (agent cards give absolute URLs)")
+	}
+	s.client, s.js = s.cfg.Client, s.cfg.JS
+	var err error
+	if s.records, err = openRecords(ctx, s.js); err != nil {
+		return err
+	}
+	s.agents, err = bus.StartMirror(ctx, s.js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, *mesh.Agent]{
+		Project: func(_ string, a *mesh.Agent, rev uint64) (*mesh.Agent, bool) { a.Revision = rev; return a, true },
+		Logger:  s.log,
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.agents.WaitReady(ctx); err != nil {
+		return fmt.Errorf("a2a: load agents: %w", err)
+	}
+	if s.signer, err = LoadSigner(ctx, s.js); err != nil {
+		return err
+	}
+	s.auth = &authenticator{client: s.client, isOwner: s.cfg.IsOwner, signer: s.signer, agentURL: s.agentURL, log: s.log}
+	if s.cfg.JWKSURL != "" {
+		if s.auth.jwks, err = newJWKSVerifier(ctx, s.cfg.JWKSURL, s.cfg.JWTIssuer, s.cfg.JWTAudience); err != nil {
+			return err
+		}
+	}
+	s.limiter = newLimiter(s.cfg.RateLimitPerMinute)
+	s.cards = newCardCache()
+	s.download = a2atask.DownloadURL(s.cfg.PublicURL)
+	s.handler = newHandler(s)
+	opts := []a2asrv.TransportOption{
+		a2asrv.WithTransportKeepAlive(s.cfg.KeepAlive),
+		a2asrv.WithTransportPanicHandler(s.panicked),
+	}
+	s.jsonrpc = map[string]http.Handler{
+		a2atask.Version10: a2asrv.NewJSONRPCHandler(s.handler, opts...),
+		a2atask.Version03: a2av0.NewJSONRPCHandler(s.handler, opts...),
+	}
+	s.rest = map[string]http.Handler{
+		a2atask.Version10: a2asrv.NewRESTHandler(s.handler, opts...),
+		a2atask.Version03: a2av0.NewRESTHandler(s.handler, opts...),
+	}
+	return nil
+}
+
+// Stop ends event streams and releases the identity provider's key cache.
+func (s *Server) Stop() {
+	select {
+	case <-s.closing:
+	default:
+		close(s.closing)
+	}
+	if s.agents != nil {
+		_ = s.agents.Stop()
+	}
+	if s.auth != nil && s.auth.jwks != nil {
+		s.auth.jwks.close()
+	}
+}
+
+// Signer returns the signer of the platform's A2A bearer tokens.
+func (s *Server) Signer() *Signer { return s.signer }
+
+// panicked turns a panic in a transport into an internal error, logged.
+func (s *Server) panicked(r any) error {
+	s.log.Error().Interface("panic", r).Msg("a2a handler panicked")
+	return a2aInternal
+}
+
+// agentURL is an agent's A2A endpoint.
+func (s *Server) agentURL(agentID string) string {
+	return s.cfg.PublicURL + "/a2a/" + agentID
+}
+
+// agent returns an agent account: from the mirror, or the agents service
+// for one created through another instance a moment ago.
+func (s *Server) agent(ctx context.Context, id string) (*mesh.Agent, error) {
+	if !mesh.ValidID(id) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "agent %q not found", id)
+	}
+	if a, ok := s.agents.Get(id); ok {
+		return a, nil
+	}
+	return s.client.GetAgent(ctx, id)
+}

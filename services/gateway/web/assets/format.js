@@ -1,0 +1,129 @@
+// Words and numbers as people read them.
+
+export function time(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '';
+  const today = new Date();
+  const sameDay = d.toDateString() === today.toDateString();
+  return sameDay
+    ? d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' })
+    : d.toLocaleString([], { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+}
+
+export function bytes(n) {
+  if (n === undefined || n === null) return '';
+  if (n < 1024) return `${n} bytes`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+// countdown formats the time left until iso: "4:59".
+export function countdown(iso) {
+  const left = Math.max(0, Math.floor((new Date(iso).getTime() - Date.now()) / 1000));
+  return `${Math.floor(left / 60)}:${String(left % 60).padStart(2, '0')}`;
+}
+
+export const statuses = ['pending', 'running', 'input-required', 'completed', 'failed', 'canceled'];
+
+export function statusLabel(status) {
+  return {
+    pending: 'Waiting',
+    running: 'Working',
+    'input-required': 'Needs input',
+    completed: 'Completed',
+    failed: 'Failed',
+    canceled: 'Canceled',
+  }[status] || status;
+}
+
+export function terminal(status) {
+  return status === 'completed' || status === 'failed' || status === 'canceled';
+}
+
+// runText is the text a task run was asked, for titles and the chat.
+export function runText(run) {
+  const input = run && run.input;
+  if (input && typeof input.text === 'string' && input.text.trim()) return input.text;
+  return input ? JSON.stringify(input) : '';
+}
+
+export function excerpt(text, n = 90) {
+  const s = String(text || '').replace(/\s+/g, ' ').trim();
+  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+}
+
+// outputText is the readable part of a run's output.
+export function outputText(run) {
+  const out = run && run.output;
+  if (!out) return '';
+  if (typeof out.text === 'string') return out.text;
+  if (typeof out.error === 'string') return '';
+  return '';
+}
+
+// runErrorText says why a run failed, in words, then the platform's message.
+export function runErrorText(err) {
+  if (!err) return '';
+  const why = {
+    RUNTIME_LOST: 'The agent\'s machine stopped answering while it worked on this task (closed laptop, lost network or a stopped runtime).',
+    DEADLINE_EXCEEDED: 'The task ran out of time.',
+    CANCELED: 'The task was canceled.',
+    ADAPTER_UNREACHABLE: 'The runtime could not reach the local adapter: is a2a-adapter running on the agent\'s machine?',
+    ADAPTER_CONNECTION_LOST: 'The connection to the local adapter broke while it worked.',
+    ADAPTER_TIMEOUT: 'The agent took longer than the runtime allows for one task.',
+    ADAPTER_HTTP_ERROR: 'The local adapter answered with an error.',
+    ADAPTER_INVALID_JSON: 'The local adapter answered something that is not JSON.',
+    ADAPTER_INVALID_RESPONSE: 'The local adapter\'s answer was not in the expected shape.',
+    ADAPTER_REPORTED_FAILURE: 'The agent reported that it failed.',
+    ARTIFACT_WRITE_FAILED: 'The agent\'s files could not be stored on the platform.',
+    RUNTIME_SHUTDOWN: 'The runtime was stopped while it worked on this task.',
+  }[err.code];
+  const detail = err.message ? err.message : '';
+  return why ? (detail && detail !== why ? `${why} ${detail}` : why) : (detail || err.code);
+}
+
+// Agent hosts a runtime can drive (README "Agent hosts"), with what the
+// connection instructions need for each.
+export const hosts = [
+  {
+    type: 'claude_cli', label: 'Claude Code CLI', provider: 'claude',
+    adapter: 'a2a-adapter --provider claude --permission-mode acceptEdits',
+    prepare: 'Make sure Claude Code is installed and signed in: `npm install -g @anthropic-ai/claude-code`, then run `claude` once and use /login (or set ANTHROPIC_API_KEY in the adapter\'s environment).',
+  },
+  {
+    type: 'codex', label: 'Codex CLI', provider: 'codex',
+    adapter: 'a2a-adapter --provider codex',
+    prepare: 'Make sure Codex is installed and signed in: `npm install -g @openai/codex`, then `codex login` (or set CODEX_API_KEY in the adapter\'s environment).',
+  },
+  {
+    type: 'gemini', label: 'Gemini CLI', provider: 'gemini',
+    adapter: 'a2a-adapter --provider gemini --approval-mode auto_edit',
+    prepare: 'Make sure Gemini CLI is installed and signed in: `npm install -g @google/gemini-cli`, then set GEMINI_API_KEY or run `gemini` once to sign in.',
+  },
+  {
+    type: 'cursor', label: 'Cursor Agent', provider: 'cursor',
+    adapter: 'a2a-adapter --provider cursor --force',
+    prepare: 'Make sure Cursor Agent is installed and signed in: `curl https://cursor.com/install -fsS | bash`, then `cursor-agent login` (or set CURSOR_API_KEY).',
+  },
+  {
+    type: 'hermes', label: 'Hermes Agent', provider: 'hermes',
+    adapter: 'a2a-adapter --provider hermes',
+    prepare: 'Make sure Hermes Agent is installed and set up: `curl -fsSL https://hermes-agent.nousresearch.com/install.sh | bash`, then `hermes setup`.',
+  },
+  {
+    type: 'openclaw', label: 'OpenClaw', provider: 'openclaw',
+    adapter: 'OPENCLAW_GATEWAY_TOKEN=<the gateway token> a2a-adapter --provider openclaw --listen 127.0.0.1:18790',
+    endpoint: 'http://127.0.0.1:18790/run-task',
+    prepare: 'Make sure the OpenClaw gateway runs (`openclaw gateway`) with its OpenAI-compatible endpoint enabled (gateway.http.endpoints.chatCompletions.enabled: true), and have its gateway token at hand. The gateway already uses port 18789, so the adapter listens on 18790.',
+  },
+  {
+    type: 'custom', label: 'Custom Agent', provider: 'command',
+    adapter: 'a2a-adapter --provider command -- /path/to/your-agent-program',
+    prepare: 'The agent is a program of your own: it reads the task text on standard input and prints its answer; files it writes to $A2A_OUTPUT_DIR are delivered as artifacts. (An adapter of your own serving POST /run-task on http://127.0.0.1:18789 works too; then skip the next step.)',
+  },
+];
+
+export function hostByType(type) {
+  return hosts.find((x) => x.type === type) || hosts[hosts.length - 1];
+}

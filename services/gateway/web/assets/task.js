@@ -1,0 +1,115 @@
+// One task run: live status, progress as it arrives, the answer, artifacts,
+// and cancelling.
+
+import { api, explain } from './api.js';
+import { h, replace, formError, announce } from './dom.js';
+import { Live } from './live.js';
+import { runText, excerpt, time, terminal, statusLabel } from './format.js';
+import { statusBadge, ProgressLog, runResult } from './runview.js';
+import { renderMarkdown } from './markdown.js';
+
+export async function taskView(main, { id: runId }, nav) {
+  let run;
+  try {
+    run = await api('GET', `/task-runs/${encodeURIComponent(runId)}`);
+  } catch (err) {
+    document.title = 'Task not found · A2A Mesh';
+    replace(main, h('h1', { tabindex: '-1' }, 'Task not found'),
+      h('p', { class: 'form-error', role: 'alert' }, explain(err)),
+      h('p', {}, h('a', { href: '/tasks' }, 'All tasks')));
+    return { dispose() {} };
+  }
+  let agentName = '';
+  try { agentName = (await api('GET', `/agent-accounts/${encodeURIComponent(run.target_agent_id)}`)).name; } catch { agentName = ''; }
+
+  const log = new ProgressLog();
+  const badge = h('span', { id: 'task-status' });
+  const meta = h('dl', { class: 'meta' });
+  const progress = h('div', { id: 'task-progress' });
+  const result = h('div', { id: 'task-result' });
+  const cancelError = formError();
+  const cancel = h('button', { type: 'button', class: 'danger', id: 'cancel-task' }, 'Cancel task');
+  const cancelRow = h('div', { class: 'row' }, cancel);
+
+  document.title = `Task: ${excerpt(runText(run), 40)} · A2A Mesh`;
+  replace(main,
+    h('p', { class: 'small' }, h('a', { href: `/agents/${run.target_agent_id}` }, `‹ ${agentName || 'The agent'}`), ' · ', h('a', { href: '/tasks' }, 'All tasks')),
+    h('div', { class: 'page-head' }, h('h1', { tabindex: '-1' }, 'Task'), badge),
+    h('section', { class: 'panel', 'aria-labelledby': 'asked-title' },
+      h('h2', { id: 'asked-title' }, 'Asked'),
+      h('div', { class: 'output' }, renderMarkdown(runText(run))),
+      meta,
+      cancelRow, cancelError.el),
+    h('section', { class: 'panel', 'aria-labelledby': 'progress-title' },
+      h('h2', { id: 'progress-title' }, 'Progress'), progress),
+    h('section', { class: 'panel', 'aria-labelledby': 'result-title' },
+      h('h2', { id: 'result-title' }, 'Result'), result));
+
+  function render() {
+    replace(badge, statusBadge(run.status));
+    replace(meta,
+      h('dt', {}, 'Agent'), h('dd', {}, h('a', { href: `/agents/${run.target_agent_id}` }, agentName || run.target_agent_id)),
+      h('dt', {}, 'Created'), h('dd', {}, time(run.created_at)),
+      run.ended_at ? [h('dt', {}, 'Ended'), h('dd', {}, time(run.ended_at))] : null,
+      run.attempt > 1 ? [h('dt', {}, 'Attempt'), h('dd', {}, `${run.attempt} of ${run.max_attempts}`)] : null,
+      h('dt', {}, 'Task id'), h('dd', { class: 'mono ids' }, run.task_run_id));
+    log.add(run);
+    const [list, bar] = log.render(true);
+    replace(progress,
+      log.messages.length === 0
+        ? h('p', { class: 'muted progress-log full' }, terminal(run.status) ? 'No progress was reported.' : `${statusLabel(run.status)}: no progress reported yet.`)
+        : list,
+      bar);
+    const parts = runResult(run);
+    replace(result, terminal(run.status)
+      ? (parts.length ? parts : h('p', { class: 'muted' }, 'The agent returned no text.'))
+      : h('p', { class: 'muted' }, 'The result appears here when the agent finishes.'));
+    cancelRow.hidden = terminal(run.status);
+  }
+
+  function update(next) {
+    if (!next || next.task_run_id !== runId) return;
+    // Each event carries that moment's progress: keep every message, also
+    // from events older than the run already shown.
+    const added = log.add(next);
+    if ((next.revision || 0) < (run.revision || 0)) {
+      if (added) render();
+      return;
+    }
+    const wasDone = terminal(run.status);
+    run = next;
+    render();
+    if (!wasDone && terminal(run.status)) announce(`Task ${statusLabel(run.status).toLowerCase()}.`);
+  }
+
+  cancel.addEventListener('click', async () => {
+    cancelError.clear();
+    cancel.disabled = true;
+    try {
+      update(await api('POST', `/task-runs/${encodeURIComponent(runId)}/cancel`, { reason: 'Canceled from the web page' }));
+    } catch (err) {
+      cancelError.show(`The task was not canceled. ${explain(err)}`);
+    } finally {
+      cancel.disabled = false;
+    }
+  });
+
+  render();
+  // The stream starts at the run's creation, so the progress reported
+  // before this page opened is shown too, then everything new.
+  const since = new Date(new Date(run.created_at).getTime() - 1000).toISOString();
+  const live = new Live({ task_run_id: runId, since }, {
+    onEvent: (ev) => {
+      if (ev.type.includes('.task_run.')) update(ev.data);
+      else if (ev.type.includes('.artifact.') && !terminal(run.status)) refresh();
+    },
+    onReconnect: refresh,
+    onSignedOut: () => nav.signedOut(),
+  });
+
+  async function refresh() {
+    try { update(await api('GET', `/task-runs/${encodeURIComponent(runId)}`)); } catch { /* shown as it was */ }
+  }
+
+  return { dispose: () => live.stop() };
+}

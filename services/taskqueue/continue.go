@@ -1,0 +1,64 @@
+package taskqueue
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// maxInputBytes bounds one turn's input, like a created run's (the record
+// bound leaves room for the rest of the run).
+const maxInputBytes = 2 << 20
+
+func (s *Service) handleContinue(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.ContinueTaskRunRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if !isJSONObject(in.Input) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "input must be a JSON object, e.g. {\"text\": \"...\"}")
+	}
+	if len(in.Input) > maxInputBytes {
+		return nil, mesh.Errorf(mesh.CodePayloadTooLarge, "input is larger than %d bytes", maxInputBytes)
+	}
+	run, err := s.continueRun(ctx, in.TaskRunID, in.Input)
+	if err != nil {
+		return nil, err
+	}
+	return meshapi.TaskRunReply{TaskRun: *run}, nil
+}
+
+// continueRun answers a run waiting in input-required: it goes back to
+// pending with the next turn's input and is queued again, so the agent's
+// runtime claims it as it claims any run. The next turn gets one attempt of
+// its own: a lost lease then fails the run rather than re-running a turn the
+// caller may already have seen the start of.
+func (s *Service) continueRun(ctx context.Context, runID string, input json.RawMessage) (*mesh.TaskRun, error) {
+	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
+		if r.Status != mesh.StatusInputRequired {
+			return "", conflict(r, "task run %s is %s, not waiting for input", r.ID, r.Status)
+		}
+		r.Status = mesh.StatusPending
+		r.Input = input
+		r.Output = nil
+		r.Error = nil
+		r.Progress = nil
+		r.RuntimeID = ""
+		r.ClaimedAt = nil
+		r.LeaseExpiresAt = nil
+		r.MaxAttempts = r.Attempt + 1
+		return mesh.EventTaskRunRequeued, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A failed enqueue leaves the run pending without a message; the repair
+	// loop re-queues it.
+	if err := s.enqueue(ctx, run); err != nil {
+		s.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("enqueue failed; repair will retry")
+	}
+	return run, nil
+}
