@@ -1,0 +1,181 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+)
+
+// TestWeb_ConnectAnAgentAndWatchItWork is the page's main path, as a person
+// walks it: sign in with a link from `a2a-platform login`, create an agent,
+// generate a connection code, pair a real runtime with the command the
+// page's instructions give, see the agent turn online without reloading,
+// send a task from the chat, watch progress and the result arrive, download
+// the artifact, and cancel a slow task from its page.
+func TestWeb_ConnectAnAgentAndWatchItWork(t *testing.T) {
+	p := startPlatform(t)
+	endpoint := startAdapter(t, agentScript(t))
+	b := newBrowser(t)
+
+	// Sign in: the link is redeemed, the session set, the code dropped from the URL.
+	link := p.loginLink()
+	b.open(link)
+	b.waitText("main h1", "Agents")
+	if loc := js[string](b, "location.href"); loc != p.APIBase+"/" {
+		t.Fatalf("after sign-in the page is at %s, want %s/ (the code must leave the address bar)", loc, p.APIBase)
+	}
+	b.waitText("#live", "Live")
+	b.shot("signed in")
+	b.checkA11y("the agents list")
+
+	// Create an agent.
+	b.click(`button[aria-controls="new-agent"]`)
+	b.typeInto("#new-agent input[name=name]", "Report writer")
+	b.typeInto("#new-agent input[name=description]", "Writes the weekly report")
+	b.shot("new agent form")
+	b.click(`#new-agent button[type=submit]`)
+	b.waitText("main h1", "Report writer")
+	b.waitText(".agent-presence", "Not connected yet")
+	b.shot("agent created")
+	agentID := strings.TrimPrefix(js[string](b, "location.pathname"), "/agents/")
+	if !mesh.ValidID(agentID) {
+		t.Fatalf("the agent page is at /agents/%s", agentID)
+	}
+
+	// Generate a code for a custom agent host.
+	b.setSelect("select[name=host_type]", "custom")
+	b.click("#generate-code")
+	b.waitJS("a pairing code", `() => /^[A-Z2-9]{5}(-[A-Z2-9]{5}){3}$/.test(document.querySelector('#pairing-code')?.textContent || '')`)
+	code := b.textOf("#pairing-code")
+	instructions := b.textOf("#instructions")
+	for _, want := range []string{code, "--api-base " + p.APIBase, "a2a-runtime pair", "a2a-runtime start", "--provider command",
+		"--local-executor-type custom", "a2a-runtime status", "never create a new agent", "runtime token"} {
+		if !strings.Contains(strings.ToLower(instructions), strings.ToLower(want)) {
+			t.Errorf("the connection instructions lack %q:\n%s", want, instructions)
+		}
+	}
+	b.waitText(".countdown", "Expires in")
+	b.shot("connection code and instructions")
+	b.checkA11y("the agent page with a connection code")
+
+	// Pair a real runtime the way the instructions say, and start it.
+	js[bool](b, "(window.__sameDocument = true)")
+	pairArgs, err := commandLine(instructions, "a2a-runtime pair ")
+	if err != nil {
+		t.Fatalf("no pair command in the instructions:\n%s", instructions)
+	}
+	m := newMachine(t)
+	m.pair(pairArgs[1:], endpoint)
+	b.waitText("#code-status", "Code used")
+	m.start()
+
+	// The page turns the agent online by itself.
+	b.waitText(".agent-presence", "Online")
+	b.waitText(".agent-presence", "running on web-test-laptop")
+	b.waitText(".agent-presence", "Custom Agent")
+	b.waitText("#code-status", "Connected")
+	b.shot("agent online")
+	if !js[bool](b, "window.__sameDocument === true") {
+		t.Fatal("the page reloaded to show the agent online")
+	}
+	b.click(`nav a[href="/"]`)
+	b.waitText(".cards", "Report writer")
+	b.waitText(".cards", "Online")
+	b.waitText(".cards", "running on web-test-laptop")
+	b.waitText(".cards", "Last heartbeat")
+	b.shot("agents list with the agent online")
+	b.click(`.cards a[href="/agents/` + agentID + `"]`)
+	b.waitText("main h1", "Report writer")
+
+	// Send a task from the chat box; progress and the result arrive live.
+	b.typeInto("textarea[name=input]", "Write the weekly report")
+	b.click(".composer button[type=submit]")
+	b.waitText(".msg.agent", "reading the request")
+	b.shot("task progress")
+	b.waitText(".msg.agent", "Done: Write the weekly report")
+	b.waitText(".msg.agent .badge", "Completed")
+	reply := b.textOf(".msg.agent")
+	for _, want := range []string{"reading the request", "writing the report", "report written", "report.md", "chart.png"} {
+		if !strings.Contains(reply, want) {
+			t.Errorf("the chat's reply lacks %q:\n%s", want, reply)
+		}
+	}
+	b.shot("task result in the chat")
+
+	// The task page: status, every progress message, the answer, the artifact.
+	b.click(`.msg.agent a[href^="/tasks/"]`)
+	b.waitText("main h1", "Task")
+	b.waitText("#task-status", "Completed")
+	b.waitText("#task-progress", "report written")
+	b.waitText("#task-result .artifact .markdown h2", "Report")
+	b.waitText("#task-result .artifact .markdown strong", "first")
+	b.waitJS("the chart shown", `() => { const img = document.querySelector('#task-result .artifact img'); return !!img && img.complete && img.naturalWidth === 4 && img.alt === 'chart.png'; }`)
+	progress := b.textOf("#task-progress")
+	for _, want := range []string{"reading the request", "writing the report", "report written"} {
+		if !strings.Contains(progress, want) {
+			t.Errorf("the task page's progress lacks %q:\n%s", want, progress)
+		}
+	}
+	b.shot("task page with the rendered artifact")
+	b.checkA11y("the task page")
+	runID := strings.TrimPrefix(js[string](b, "location.pathname"), "/tasks/")
+	run := p.GetTask(runID)
+	if run.Status != mesh.StatusCompleted || len(run.Artifacts) != 2 {
+		t.Fatalf("the platform has the run %s with %d artifacts", run.Status, len(run.Artifacts))
+	}
+	for _, a := range run.Artifacts {
+		want := p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/artifacts/" + a.ArtifactID + "/content", Owner: true}).
+			Expect(t, http.StatusOK).Body
+		if a.Filename == "report.md" && !bytes.HasPrefix(want, []byte("# Report\n\nYou asked: Write the weekly report")) {
+			t.Fatalf("the stored report is %q", want)
+		}
+		if got := b.download(`#task-result .artifact[data-artifact-id="` + a.ArtifactID + `"] a[download]`); !bytes.Equal(got, want) {
+			t.Fatalf("downloaded %s: %q, want %q", a.Filename, got, want)
+		}
+	}
+
+	// A slow task, canceled from its page.
+	b.click(`a[href="/agents/` + agentID + `"]`)
+	b.waitText("main h1", "Report writer")
+	b.typeInto("textarea[name=input]", "a slow task")
+	b.click(".composer button[type=submit]")
+	b.waitJS("the slow task working", `() => [...document.querySelectorAll('.msg.agent')].some((m) => m.textContent.includes('thinking very slowly'))`)
+	js[bool](b, `(() => { [...document.querySelectorAll('.msg.agent')].find((m) => m.textContent.includes('thinking very slowly')).querySelector('a[href^="/tasks/"]').click(); return true; })()`)
+	b.waitText("#task-status", "Working")
+	b.waitText("#task-progress", "thinking very slowly")
+	b.shot("slow task working")
+	b.click("#cancel-task")
+	b.waitText("#task-status", "Canceled")
+	b.waitJS("the cancel button gone", `() => document.querySelector('#cancel-task').offsetParent === null`)
+	b.shot("slow task canceled")
+	slowID := strings.TrimPrefix(js[string](b, "location.pathname"), "/tasks/")
+	if got := p.GetTask(slowID); got.Status != mesh.StatusCanceled {
+		t.Fatalf("the platform has the slow run %s", got.Status)
+	}
+	if !js[bool](b, "window.__sameDocument === true") {
+		t.Fatal("the page reloaded during the walk")
+	}
+
+	// The sign-in code, the session and the runtime's credential appear in
+	// no log and nowhere on the page.
+	ctx, cancel := context.WithTimeout(b.ctx, waitStart)
+	defer cancel()
+	cookies, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{p.APIBase}})
+	if err != nil || len(cookies.Cookies) != 1 {
+		t.Fatalf("cookies: %v %+v", err, cookies)
+	}
+	u, _ := url.Parse(link)
+	secrets := []string{u.Query().Get("code"), cookies.Cookies[0].Value, m.profileToken(), p.OwnerToken}
+	meshtest.AssertNoSecrets(t, secrets, map[string]string{
+		"platform logs": p.output(),
+		"page text":     b.textOf("body"),
+	})
+}
