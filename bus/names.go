@@ -42,6 +42,15 @@ const (
 	// BucketWebSessions holds the web page's sign-in codes and sessions, by
 	// hash, owned by the gateway.
 	BucketWebSessions = "mesh_web_sessions"
+	// BucketDelegation holds the delegation service's state: routing rules,
+	// the delegations it is following, and partner platforms (with their
+	// shared secrets).
+	BucketDelegation = "mesh_delegation"
+	// BucketA2ADoors holds what the older A2A doors (partner routes, the
+	// envelope protocol) keep beyond a task run: the partner method of a
+	// task, and which conversation a caller's session id stands for.
+	// Written only by those doors.
+	BucketA2ADoors = "mesh_a2a_doors"
 
 	ObjectArtifacts = "mesh_artifacts"
 )
@@ -70,6 +79,22 @@ func QueueSubject(agentID, runID string) string {
 
 // QueueFilter is the filter of an agent's pending-queue consumer.
 func QueueFilter(agentID string) string { return subjQueue + "." + agentID + ".>" }
+
+// delegationQueueToken stands where an agent id would in the queue subject
+// of a delegated run; agent ids are UUIDs, so no agent's consumer sees it.
+const delegationQueueToken = "_delegation"
+
+// DelegationQueueSubject is the queue message of a delegated run: it waits
+// for the delegation service, never for the agent's runtime.
+func DelegationQueueSubject(runID string) string {
+	return subjQueue + "." + delegationQueueToken + "." + runID
+}
+
+// DelegationQueueFilter is the filter of the delegation service's consumer.
+func DelegationQueueFilter() string { return subjQueue + "." + delegationQueueToken + ".>" }
+
+// DelegationQueueConsumer is the delegation service's durable consumer.
+const DelegationQueueConsumer = "delegation"
 
 // QueueStreamSubjects are the subjects QueueStream captures.
 func QueueStreamSubjects() []string { return []string{subjQueue + ".>"} }
@@ -155,6 +180,8 @@ const (
 	ServiceArtifacts = "artifacts"
 	ServiceGateway   = "gateway"
 	ServiceWebhooks  = "webhooks"
+	// ServiceDelegation owns routing rules and delegated runs.
+	ServiceDelegation = "delegation"
 )
 
 // AuthCalloutSubject is where the NATS server asks who a connecting client is.

@@ -91,6 +91,8 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 		{Bucket: BucketA2AKeys, Description: "per-agent A2A API keys, by id and by hash"},
 		// No sign-in session outlives a week; expired ones are dropped unread.
 		{Bucket: BucketWebSessions, Description: "web sign-in codes and sessions, by hash", TTL: 7 * 24 * time.Hour},
+		{Bucket: BucketDelegation, Description: "routing rules, delegations being followed, partner platforms"},
+		{Bucket: BucketA2ADoors, Description: "partner-route and envelope-protocol data a task run does not hold"},
 	}
 	for _, kc := range buckets {
 		kc.Storage = jetstream.FileStorage

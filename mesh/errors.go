@@ -41,6 +41,15 @@ const (
 	ReasonDeadlineExceeded = "DEADLINE_EXCEEDED"
 	ReasonTaskFailed       = "TASK_FAILED"
 	ReasonCanceled         = "CANCELED"
+	// ReasonDelegationLoop: a routing rule would delegate the run to an
+	// agent already in its delegation chain.
+	ReasonDelegationLoop = "DELEGATION_LOOP"
+	// ReasonDelegationDepth: the delegation chain would grow past the
+	// platform's limit.
+	ReasonDelegationDepth = "DELEGATION_DEPTH_EXCEEDED"
+	// ReasonDelegationFailed: the delegate could not be given the task (its
+	// door refused the call, the partner was unreachable).
+	ReasonDelegationFailed = "DELEGATION_FAILED"
 )
 
 // Error is the error every service returns across the bus. It carries a code

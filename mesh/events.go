@@ -40,6 +40,7 @@ const (
 	EventTaskRunCompleted     = EventTypePrefix + "task_run.completed"
 	EventTaskRunFailed        = EventTypePrefix + "task_run.failed"
 	EventTaskRunCanceled      = EventTypePrefix + "task_run.canceled"
+	EventTaskRunDelegated     = EventTypePrefix + "task_run.delegated"
 
 	EventArtifactCreated = EventTypePrefix + "artifact.created"
 
@@ -66,13 +67,14 @@ var EventCatalog = []EventType{
 	{EventRuntimeOffline, KindRuntime, "A runtime's heartbeats stopped for longer than its timeout. Data: the runtime view."},
 	{EventRuntimeRevoked, KindRuntime, "A runtime's credential was revoked or replaced by a re-pair. Data: the runtime view."},
 	{EventTaskRunCreated, KindTaskRun, "A task run was created (pending). Data: the task run."},
-	{EventTaskRunClaimed, KindTaskRun, "A runtime claimed a task run (running). Data: the task run."},
-	{EventTaskRunProgress, KindTaskRun, "A runtime reported progress. Data: the task run with its latest progress."},
+	{EventTaskRunClaimed, KindTaskRun, "A runtime claimed a task run (running), or the delegation service took a delegated one. Data: the task run."},
+	{EventTaskRunProgress, KindTaskRun, "A runtime reported progress, or the delegate of a delegated run did. Data: the task run with its latest progress."},
 	{EventTaskRunInputRequired, KindTaskRun, "The agent ended its turn asking for more input. Data: the task run."},
 	{EventTaskRunRequeued, KindTaskRun, "The run went back to pending: a lease expired with attempts left, a claim was released, or the caller answered an input request (the new turn's input is in the run). Data: the task run."},
 	{EventTaskRunCompleted, KindTaskRun, "A task run completed. Data: the task run with its output."},
 	{EventTaskRunFailed, KindTaskRun, "A task run failed. Data: the task run with its error."},
 	{EventTaskRunCanceled, KindTaskRun, "A task run was canceled. Data: the task run."},
+	{EventTaskRunDelegated, KindTaskRun, "A running task run was handed to another agent (or a partner platform) by a routing rule; it takes the delegate's answer as its own. Data: the task run with delegated_to."},
 	{EventArtifactCreated, KindArtifact, "An artifact was stored for a task run. Data: the artifact metadata."},
 	{EventWebhookDeliveryFailed, KindWebhook, "A webhook (or A2A push notification) delivery gave up after its retry window and was dead-lettered. Data: the delivery, never the URL's secrets."},
 }

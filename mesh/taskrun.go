@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -37,9 +38,78 @@ type TaskRun struct {
 	EndedAt        *time.Time `json:"ended_at,omitempty"`
 	// Metadata is free-form caller data (never business instructions, seed 001 §10).
 	Metadata map[string]any `json:"metadata,omitempty"`
+	// ParentTaskRunID is the run that delegated this one to its agent (see
+	// docs/delegation.md): its answer becomes the parent's.
+	ParentTaskRunID string `json:"parent_task_run_id,omitempty"`
+	// DelegationChain lists the agents that delegated, in order, down to
+	// this run (the parent's agent last), so a delegation that would come
+	// back to one of them, or go deeper than allowed, is refused.
+	DelegationChain []string `json:"delegation_chain,omitempty"`
+	// DelegatedTo is set when a routing rule of the target agent matched:
+	// the run is not queued for the agent's runtime but delegated, and it
+	// takes the delegate's answer (or failure) as its own.
+	DelegatedTo *Delegation `json:"delegated_to,omitempty"`
+	// Environment is what the caller asked the agent host's process to run
+	// with (the envelope protocol's workingDirectory and
+	// environmentVariables). It reaches the runtime that claims the run and
+	// nobody else: events, API answers and listings leave it out, and it is
+	// erased from the record when the run ends.
+	Environment *HostEnvironment `json:"environment,omitempty"`
 	// Revision is the record's store revision; it is filled on read and is the
 	// value a compare-and-set is made against.
 	Revision uint64 `json:"revision"`
+}
+
+// Delegation says where a run was delegated: another agent of the platform
+// (AgentID, and TaskRunID once its run exists) or a partner platform
+// (PartnerID, and RemoteTaskID once the partner accepted the task).
+type Delegation struct {
+	// RuleID is the routing rule that matched.
+	RuleID string `json:"rule_id"`
+	// AgentID is the agent the run was delegated to.
+	AgentID string `json:"agent_id,omitempty"`
+	// TaskRunID is the delegate's run, once created.
+	TaskRunID string `json:"task_run_id,omitempty"`
+	// PartnerID and URL name a partner platform (seed 003 routes).
+	PartnerID string `json:"partner_id,omitempty"`
+	URL       string `json:"url,omitempty"`
+	// RemoteTaskID is the partner's task id, once it accepted the task.
+	RemoteTaskID string `json:"remote_task_id,omitempty"`
+	// RemoteState is the partner task's state as its last callback said.
+	RemoteState string `json:"remote_state,omitempty"`
+	// DelegatedAt is when the delegate accepted the task.
+	DelegatedAt *time.Time `json:"delegated_at,omitempty"`
+	// Attempt is the attempt (turn) of the run whose input the delegate
+	// has: a run continued after an input request has a later attempt, and
+	// its answer is handed on once.
+	Attempt int `json:"attempt,omitempty"`
+}
+
+// HostEnvironment is what a caller asks the agent host's process to run
+// with. Variables may hold secrets: they are never logged, published or
+// answered back.
+type HostEnvironment struct {
+	WorkingDirectory string            `json:"working_directory,omitempty"`
+	Variables        map[string]string `json:"variables,omitempty"`
+}
+
+// ReservedEnvName reports whether a caller may not set an environment
+// variable of the host's process: the platform's own A2A_ variables, and
+// PATH and HOME, which a host needs to find its tools and files.
+func ReservedEnvName(name string) bool {
+	return strings.HasPrefix(strings.ToUpper(name), "A2A_") || name == "PATH" || name == "HOME"
+}
+
+// Delegated reports whether the run is delegated rather than queued for its
+// agent's runtime.
+func (r *TaskRun) Delegated() bool { return r.DelegatedTo != nil }
+
+// Public returns a copy of the run without what only its runtime may see
+// (the host environment): what events and API answers carry.
+func (r *TaskRun) Public() *TaskRun {
+	cp := *r
+	cp.Environment = nil
+	return &cp
 }
 
 // Progress is the latest progress a runtime reported for a run.
@@ -55,6 +125,10 @@ type RunError struct {
 	Message string         `json:"message"`
 	Details map[string]any `json:"details,omitempty"`
 }
+
+// Error makes a RunError usable as an error where a run's failure is decided
+// (e.g. a refused delegation) before it is recorded.
+func (e *RunError) Error() string { return e.Code + ": " + e.Message }
 
 // ArtifactRef points at an artifact materialised for a run.
 type ArtifactRef struct {

@@ -40,10 +40,23 @@ type CreateTaskRunRequest struct {
 	// Default 1: a lost runtime fails the run with RUNTIME_LOST.
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	// Deadline bounds the run; TimeoutSeconds is the same relative to now.
-	Deadline       *time.Time     `json:"deadline,omitempty"`
-	TimeoutSeconds int64          `json:"timeout_seconds,omitempty"`
-	Metadata       map[string]any `json:"metadata,omitempty"`
+	Deadline       *time.Time `json:"deadline,omitempty"`
+	TimeoutSeconds int64      `json:"timeout_seconds,omitempty"`
+	// Metadata is free-form caller data; metadata.skill_id names the skill
+	// the task asks for, which routing rules may match on.
+	Metadata map[string]any `json:"metadata,omitempty"`
+	// ParentTaskRunID and DelegationChain are set by the A2A door for a
+	// task the platform delegated (from the claims of its platform-signed
+	// token, which only the platform can make).
+	ParentTaskRunID string   `json:"parent_task_run_id,omitempty"`
+	DelegationChain []string `json:"delegation_chain,omitempty"`
+	// Environment is handed to the agent host's process (the envelope
+	// protocol); see mesh.TaskRun.Environment.
+	Environment *mesh.HostEnvironment `json:"environment,omitempty"`
 }
+
+// SkillKey is the metadata field naming the skill a task asks for.
+const SkillKey = "skill_id"
 
 // CreateTaskRunResponse is the run; Created is false when an idempotency key
 // returned an existing run.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,12 +59,27 @@ func addPlatformFlags(cmd *cobra.Command, cfg *platform.Config) {
 	f.StringVar(&cfg.PlatformName, "platform-name", "A2A Mesh", "platform name passed to adapters")
 	f.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long a graceful stop may take")
 	f.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs reach loopback, private and link-local addresses (off: such targets are refused)")
-	f.IntVar(&cfg.A2ARateLimitPerMinute, "a2a-rate-limit-per-minute", 60, "A2A requests each caller may make to each agent per minute (per gateway process)")
+	f.IntVar(&cfg.A2ARateLimitPerMinute, "a2a-rate-limit-per-minute", envInt("A2A_RATE_LIMIT_PER_MINUTE", 60), "A2A requests each caller may make to each agent (and to the partner and envelope routes) per minute, per gateway process [A2A_RATE_LIMIT_PER_MINUTE]")
 	f.StringVar(&cfg.A2AJWKSURL, "a2a-jwks-url", "", "JWKS of an identity provider whose bearer tokens A2A callers may use (with --a2a-jwt-issuer and --a2a-jwt-audience)")
 	f.StringVar(&cfg.A2AJWTIssuer, "a2a-jwt-issuer", "", "issuer (iss) the identity provider's tokens must carry")
 	f.StringVar(&cfg.A2AJWTAudience, "a2a-jwt-audience", "", "audience (aud) the identity provider's tokens must carry")
 	f.BoolVar(&cfg.A2ADisablePush, "a2a-disable-push", false, "turn A2A push notifications off (agent cards say so)")
 	f.DurationVar(&cfg.A2ABlockingWait, "a2a-blocking-wait", 60*time.Second, "longest a blocking A2A message/send waits for its task to end before answering it as it is")
+	f.IntVar(&cfg.DelegationMaxDepth, "delegation-max-depth", 3, "longest delegation chain: how many agents may delegate one after another")
+	f.StringVar(&cfg.A2ACardID, "a2a-card-id", "a2a-mesh", "agentId of the platform's card at GET /a2a/discovery")
+	f.StringVar(&cfg.A2ACardName, "a2a-card-name", "A2A Mesh", "agentName of the platform's card at GET /a2a/discovery")
+	f.StringVar(&cfg.A2ABaseURL, "a2a-base-url", envOr("A2A_BASE_URL", ""), "base URL the partner routes' card gives (default: --public-url) [A2A_BASE_URL]")
+	f.StringVar(&cfg.A2AWebhookURL, "a2a-webhook-url", envOr("A2A_WEBHOOK_URL", ""), "where partner platforms send callbacks (default <base URL>/a2a/webhook) [A2A_WEBHOOK_URL]")
+	f.StringVar(&cfg.A2AHealthURL, "a2a-health-url", envOr("A2A_HEALTH_URL", ""), "health check the partner routes' card gives (default <base URL>/healthz) [A2A_HEALTH_URL]")
+}
+
+// envInt reads an integer default from the environment (the value itself
+// is no secret).
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(strings.TrimSpace(os.Getenv(name))); err == nil && v > 0 {
+		return v
+	}
+	return def
 }
 
 // readSecretEnv reads a secret from an environment variable, so it never

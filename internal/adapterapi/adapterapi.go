@@ -36,6 +36,22 @@ type RunTaskRequest struct {
 	// any (seed 001 §2.6); adapters hand them to the host as a system prompt.
 	// Old adapters ignore the field.
 	Instructions string `json:"instructions,omitempty"`
+	// Environment is what the task's caller asked the host's process to
+	// run with (the envelope protocol's workingDirectory and
+	// environmentVariables). Variables may hold secrets: an adapter sets
+	// them in the host's environment only, never logs them and never
+	// writes them to files. Old adapters ignore the field.
+	Environment *Environment `json:"environment,omitempty"`
+}
+
+// Environment is a task's host environment. The platform refuses variables
+// named A2A_* (its own), PATH and HOME; adapters skip them too.
+type Environment struct {
+	// WorkingDirectory is the directory the caller named. The conversation's
+	// directory stays the host's working directory (the context boundary);
+	// the command provider passes this one as A2A_WORKING_DIRECTORY.
+	WorkingDirectory string            `json:"working_directory,omitempty"`
+	Variables        map[string]string `json:"variables,omitempty"`
 }
 
 // InputText returns input.text, or "" when the input has none.

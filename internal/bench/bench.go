@@ -33,13 +33,18 @@ type Config struct {
 	BinDir string
 	// Idle is how long processes sit idle before their footprint is read. Default 10s.
 	Idle time.Duration
-	// Only runs one phase: "cycle", "e2e", "fanout", "a2a" or "processes" (default all).
+	// Only runs one phase: "cycle", "e2e", "fanout", "a2a", "executions" or
+	// "processes" (default all).
 	Only string
 	// FanoutRuns, FanoutSubscribers and FanoutWebhooks size the fan-out
 	// phase. Defaults 1,000 runs, 100 SSE subscribers, 10 webhook endpoints.
 	FanoutRuns        int
 	FanoutSubscribers int
 	FanoutWebhooks    int
+	// ExecutionsRuns and ExecutionsQueries size the execution-history
+	// phase. Defaults 100,000 runs and 2,000 queries.
+	ExecutionsRuns    int
+	ExecutionsQueries int
 	// Progress receives one line per phase.
 	Progress func(string)
 }
@@ -71,6 +76,12 @@ func (c *Config) defaults() {
 	if c.FanoutWebhooks == 0 {
 		c.FanoutWebhooks = 10
 	}
+	if c.ExecutionsRuns == 0 {
+		c.ExecutionsRuns = 100000
+	}
+	if c.ExecutionsQueries == 0 {
+		c.ExecutionsQueries = 2000
+	}
 	if c.Progress == nil {
 		c.Progress = func(string) {}
 	}
@@ -78,14 +89,16 @@ func (c *Config) defaults() {
 
 // Report is the outcome of a bench run.
 type Report struct {
-	Machine  Machine       `json:"machine"`
-	Cycle    CycleReport   `json:"cycle"`
-	E2E      []E2EReport   `json:"end_to_end"`
-	Idle     Summary       `json:"idle_dispatch_latency"`
-	Process  ProcessReport `json:"processes"`
-	Fanout   *FanoutReport `json:"fanout,omitempty"`
-	A2A      *A2AReport    `json:"a2a,omitempty"`
-	Duration string        `json:"duration"`
+	Machine Machine       `json:"machine"`
+	Cycle   CycleReport   `json:"cycle"`
+	E2E     []E2EReport   `json:"end_to_end"`
+	Idle    Summary       `json:"idle_dispatch_latency"`
+	Process ProcessReport `json:"processes"`
+	Fanout  *FanoutReport `json:"fanout,omitempty"`
+	A2A     *A2AReport    `json:"a2a,omitempty"`
+	// Executions is the execution history over many runs (GET /api/executions).
+	Executions *ExecutionsReport `json:"executions,omitempty"`
+	Duration   string            `json:"duration"`
 }
 
 // Machine describes where the numbers come from.
@@ -165,6 +178,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Progress("a2a: blocking message/send over JSON-RPC to an echo agent")
 		if err := r.measureA2A(ctx, dir, cfg); err != nil {
 			return nil, fmt.Errorf("a2a: %w", err)
+		}
+	}
+	if phase("executions") {
+		cfg.Progress(fmt.Sprintf("executions: %d task runs, then GET /api/executions with filters", cfg.ExecutionsRuns))
+		if err := r.measureExecutions(ctx, dir, cfg); err != nil {
+			return nil, fmt.Errorf("executions: %w", err)
 		}
 	}
 	if phase("processes") {

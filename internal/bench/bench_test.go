@@ -35,6 +35,12 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 			}
 			return ""
 		}},
+		{"executions", func(r *bench.Report) string {
+			if e := r.Executions; e == nil || e.Runs != 200 || e.Overall.Count != 20 || !strings.Contains(r.Markdown(), "/api/executions") {
+				return "executions measured nothing"
+			}
+			return ""
+		}},
 		{"fanout", func(r *bench.Report) string {
 			if !strings.Contains(r.Markdown(), "SSE") {
 				return "fan-out missing from the report"
@@ -48,7 +54,7 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 			defer cancel()
 			r, err := bench.Run(ctx, bench.Config{
 				Only: tc.only, Window: 500 * time.Millisecond, Samples: 10, Agents: 2,
-				FanoutRuns: 20, FanoutSubscribers: 3, FanoutWebhooks: 2,
+				FanoutRuns: 20, FanoutSubscribers: 3, FanoutWebhooks: 2, ExecutionsRuns: 200, ExecutionsQueries: 20,
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -37,6 +37,20 @@ func (r *Report) Markdown() string {
 			return b.String()
 		}
 	}
+	if e := r.Executions; e != nil {
+		fmt.Fprintf(&b, "### Execution history: `GET /api/executions` over %d task runs (%d agents)\n\n", e.Runs, e.Agents)
+		b.WriteString("| filter | queries | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|\n")
+		for _, row := range []struct {
+			name string
+			s    Summary
+		}{{"none (random offset)", e.All}, {"`agentId` (random offset)", e.ByAgent}, {"`status` (random offset)", e.ByStatus}, {"`agentId` and `status`", e.ByAgentStatus}, {"**all queries**", e.Overall}} {
+			fmt.Fprintf(&b, "| %s | %d | %.2f ms | %.2f ms | %.2f ms | %.2f ms |\n", row.name, row.s.Count, row.s.P50Ms, row.s.P90Ms, row.s.P99Ms, row.s.MaxMs)
+		}
+		fmt.Fprintf(&b, "\nRuns were created over the bus at %.0f runs/s (one in ten canceled). Each query answers a page of 50 with the `total` of its matches, over HTTP with the owner credential, one at a time.\n\n", e.CreatePerSec)
+		if r.Cycle.Agents == 0 && len(r.E2E) == 0 && r.Process.PlatformReadyEmptyMs == 0 {
+			return b.String()
+		}
+	}
 	c := r.Cycle
 	fmt.Fprintf(&b, "### Task-run cycle (create -> claim -> complete), %d agents\n\n", c.Agents)
 	b.WriteString("| path | runs/s | claim latency p50 | p99 |\n|---|---|---|---|\n")

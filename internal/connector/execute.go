@@ -81,7 +81,12 @@ func (c *Connector) request(ctx context.Context, run *mesh.TaskRun) (*adapterapi
 	if err != nil {
 		return nil, err
 	}
+	var env *adapterapi.Environment
+	if run.Environment != nil {
+		env = &adapterapi.Environment{WorkingDirectory: run.Environment.WorkingDirectory, Variables: run.Environment.Variables}
+	}
 	return &adapterapi.RunTaskRequest{
+		Environment:      env,
 		TaskRunID:        run.ID,
 		ConversationID:   run.ConversationID,
 		WorkspaceID:      run.WorkspaceID,

@@ -55,6 +55,14 @@ type Options struct {
 	A2ADisablePush        bool
 	A2AOfflineWait        time.Duration
 	A2ABlockingWait       time.Duration
+	// DelegationMaxDepth bounds delegation chains (default: the platform's).
+	DelegationMaxDepth int
+	// A2ACardID, A2ABaseURL, A2AWebhookURL and A2AHealthURL configure the
+	// partner routes' card.
+	A2ACardID     string
+	A2ABaseURL    string
+	A2AWebhookURL string
+	A2AHealthURL  string
 }
 
 // Platform is a running test platform.
@@ -114,6 +122,11 @@ func StartPlatform(t testing.TB, o Options) *Platform {
 		A2ADisablePush:        o.A2ADisablePush,
 		A2AOfflineWait:        o.A2AOfflineWait,
 		A2ABlockingWait:       o.A2ABlockingWait,
+		DelegationMaxDepth:    o.DelegationMaxDepth,
+		A2ACardID:             o.A2ACardID,
+		A2ABaseURL:            o.A2ABaseURL,
+		A2AWebhookURL:         o.A2AWebhookURL,
+		A2AHealthURL:          o.A2AHealthURL,
 		Logger:                zerolog.New(o.Logs).Level(zerolog.DebugLevel).With().Timestamp().Logger(),
 	}
 	if o.WebSocket {

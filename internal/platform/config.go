@@ -9,7 +9,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/services/delegation"
+	"github.com/a2amesh/a2amesh/services/gateway"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+	"github.com/a2amesh/a2amesh/services/gateway/partner"
 )
 
 // Config configures a platform. Zero values take the documented defaults.
@@ -69,7 +73,18 @@ type Config struct {
 	A2ADisablePush        bool
 	A2ABlockingWait       time.Duration
 	A2AOfflineWait        time.Duration
-	Logger                zerolog.Logger
+	// DelegationMaxDepth bounds a delegation chain (agents that delegated,
+	// one after another). Default 3.
+	DelegationMaxDepth int
+	// The partner routes' card and URLs (seed 003; A2A_BASE_URL,
+	// A2A_WEBHOOK_URL, A2A_HEALTH_URL); zero values take the partner
+	// door's defaults.
+	A2ACardID     string
+	A2ACardName   string
+	A2ABaseURL    string
+	A2AWebhookURL string
+	A2AHealthURL  string
+	Logger        zerolog.Logger
 
 	publicURLSet bool
 }
@@ -114,6 +129,22 @@ func (c *Config) a2aConfig() a2aserver.Config {
 		Version: Version, RateLimitPerMinute: c.A2ARateLimitPerMinute, NoPush: c.A2ADisablePush,
 		JWKSURL: c.A2AJWKSURL, JWTIssuer: c.A2AJWTIssuer, JWTAudience: c.A2AJWTAudience,
 		BlockingWait: c.A2ABlockingWait, OfflineWait: c.A2AOfflineWait,
+	}
+}
+
+// doorsConfig is the older A2A doors' configuration from the platform's.
+func (c *Config) doorsConfig() gateway.DoorsConfig {
+	return gateway.DoorsConfig{Partner: partner.Config{
+		CardID: c.A2ACardID, CardName: c.A2ACardName, BaseURL: c.A2ABaseURL, WebhookURL: c.A2AWebhookURL, HealthURL: c.A2AHealthURL,
+	}}
+}
+
+// delegationConfig is the delegation service's configuration from the
+// platform's; gatewayURL is where it reaches the A2A doors.
+func (c *Config) delegationConfig(conn *bus.Conn, log zerolog.Logger, gatewayURL string) delegation.Config {
+	return delegation.Config{
+		Conn: conn, Logger: log, GatewayURL: gatewayURL, MaxDepth: c.DelegationMaxDepth, Lease: c.Lease,
+		AllowPrivate: c.AllowPrivateWebhooks,
 	}
 }
 

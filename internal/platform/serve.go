@@ -13,6 +13,7 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/agents"
 	"github.com/a2amesh/a2amesh/services/artifacts"
+	"github.com/a2amesh/a2amesh/services/delegation"
 	"github.com/a2amesh/a2amesh/services/gateway"
 	"github.com/a2amesh/a2amesh/services/pairing"
 	"github.com/a2amesh/a2amesh/services/registry"
@@ -42,7 +43,7 @@ func (c *Config) webhooksConfig(conn *bus.Conn, log zerolog.Logger, reg promethe
 }
 
 // Services lists what `serve` can run.
-var Services = []string{"agents", "pairing", "registry", "taskqueue", "artifacts", "webhooks", "gateway"}
+var Services = []string{"agents", "pairing", "registry", "taskqueue", "artifacts", "webhooks", "delegation", "gateway"}
 
 // ServeConfig configures one service process against an external NATS.
 type ServeConfig struct {
@@ -65,6 +66,9 @@ type ServeConfig struct {
 	// OwnerTokenFile, for the gateway, publishes the hash of this owner
 	// credential (otherwise a previously stored one is used).
 	OwnerTokenFile string
+	// GatewayURL, for the delegation service, is where it reaches the
+	// gateway's A2A doors. Default: the public URL.
+	GatewayURL string
 	// MetricsListen, when set, serves this process's Prometheus metrics at
 	// http://<MetricsListen>/metrics. Off by default; the gateway also
 	// serves them on its own HTTP address.
@@ -165,6 +169,12 @@ func (r *Running) start(ctx context.Context) error {
 		svc = artifacts.New(artifacts.Config{Conn: conn, Logger: log, MaxBytes: cfg.MaxArtifactBytes, Metrics: reg})
 	case "webhooks":
 		svc = webhooks.New(cfg.webhooksConfig(conn, log, reg))
+	case "delegation":
+		gw := cfg.GatewayURL
+		if gw == "" {
+			gw = cfg.PublicURL
+		}
+		svc = delegation.New(cfg.delegationConfig(conn, log, gw))
 	case "gateway":
 		if cfg.OwnerTokenFile != "" {
 			token, err := ReadOwnerToken(cfg.OwnerTokenFile)
@@ -177,7 +187,7 @@ func (r *Running) start(ctx context.Context) error {
 		}
 		gc := gateway.Config{
 			Conn: conn, Logger: log, Addr: cfg.HTTPAddr, MaxArtifactBytes: cfg.MaxArtifactBytes,
-			Metrics: reg, Gatherer: reg, A2A: cfg.a2aConfig(),
+			Metrics: reg, Gatherer: reg, A2A: cfg.a2aConfig(), Doors: cfg.doorsConfig(),
 		}
 		if cfg.publicURLSet {
 			// Otherwise the gateway uses the address it listens on.

@@ -13,6 +13,7 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/agents"
 	"github.com/a2amesh/a2amesh/services/artifacts"
+	"github.com/a2amesh/a2amesh/services/delegation"
 	"github.com/a2amesh/a2amesh/services/gateway"
 	"github.com/a2amesh/a2amesh/services/pairing"
 	"github.com/a2amesh/a2amesh/services/registry"
@@ -175,6 +176,8 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 			Metrics: reg,
 		})},
 		{"webhooks", webhooks.New(cfg.webhooksConfig(conns["webhooks"], log.With().Str("service", "webhooks").Logger(), reg))},
+		// Delegations are A2A calls to this process's own gateway.
+		{"delegation", delegation.New(cfg.delegationConfig(conns["delegation"], log.With().Str("service", "delegation").Logger(), "http://"+ln.Addr().String()))},
 	}
 	for _, s := range services {
 		if err := s.svc.Start(ctx); err != nil {
@@ -188,7 +191,7 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 	p.gateway = gateway.New(gateway.Config{
 		Conn: conns["gateway"], Logger: log.With().Str("service", "gateway").Logger(),
 		Listener: ln, MaxArtifactBytes: cfg.MaxArtifactBytes, Metrics: reg, Gatherer: reg,
-		PublicURL: cfg.PublicURL, A2A: cfg.a2aConfig(),
+		PublicURL: cfg.PublicURL, A2A: cfg.a2aConfig(), Doors: cfg.doorsConfig(),
 	})
 	if err := p.gateway.Start(ctx); err != nil {
 		return err

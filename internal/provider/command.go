@@ -34,8 +34,9 @@ type CommandConfig struct {
 }
 
 // Command runs a command per task: the task text on stdin, the task in A2A_
-// environment variables (see Task.Env), the conversation's own directory as
-// working directory. stdout, without its trailing line ends, becomes
+// environment variables (see Task.Env), the caller's environment variables
+// (see Task.CallerEnv), the conversation's own directory as working
+// directory. stdout, without its trailing line ends, becomes
 // output.text, and files written to $A2A_OUTPUT_DIR become artifact write
 // requests. Lines on stderr starting with "progress:" are progress reports
 // (see ParseProgressLine). A non-zero exit is a failure quoting the exit
@@ -91,7 +92,7 @@ func (c *Command) Run(ctx context.Context, t *Task, progress func(Progress)) (*R
 		Path:       c.path,
 		Args:       c.cfg.Argv,
 		Dir:        t.Workdir,
-		Env:        append(slices.Clip(c.cfg.Env), t.Env()...),
+		Env:        append(append(slices.Clip(c.cfg.Env), t.CallerEnv()...), t.Env()...),
 		Stdin:      strings.NewReader(t.Text),
 		Stdout:     stdout,
 		StderrLine: progressLines(progress),

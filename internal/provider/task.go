@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/mesh"
 )
 
 // Names inside a conversation directory. They start with a dot so that a
@@ -58,6 +60,11 @@ type Task struct {
 // nothing. raw is the request body as received; instructions is the
 // adapter's instruction file text.
 func NewTask(req adapterapi.RunTaskRequest, raw []byte, root, instructions string) *Task {
+	if req.Environment != nil {
+		// The host gets the caller's variables in its environment; the
+		// task file and A2A_TASK_JSON must not carry them as well.
+		raw = withoutEnvironment(raw)
+	}
 	conv := conversationDirName(req.ConversationID, req.TaskRunID)
 	workdir := filepath.Join(root, conv)
 	runDir := filepath.Join(workdir, runsDirName, safeName(req.TaskRunID, "_"))
@@ -180,6 +187,44 @@ func (t *Task) Env() []string {
 		env = appendEnv(env, "A2A_INSTRUCTIONS", t.Instructions)
 	}
 	return env
+}
+
+// CallerEnv returns the environment the task's caller asked for: its
+// variables, except those the platform reserves (A2A_*, PATH, HOME), and
+// A2A_WORKING_DIRECTORY when it named a working directory. Append it after
+// the adapter's own environment and before Env, so the task's A2A_
+// variables always win.
+func (t *Task) CallerEnv() []string {
+	e := t.Request.Environment
+	if e == nil {
+		return nil
+	}
+	names := make([]string, 0, len(e.Variables))
+	for name := range e.Variables {
+		if !mesh.ReservedEnvName(name) && !strings.ContainsAny(name, "=\x00") {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	env := make([]string, 0, len(names)+1)
+	for _, name := range names {
+		env = appendEnv(env, name, e.Variables[name])
+	}
+	return appendEnv(env, "A2A_WORKING_DIRECTORY", e.WorkingDirectory)
+}
+
+// withoutEnvironment removes the environment from a request body.
+func withoutEnvironment(raw []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	delete(m, "environment")
+	b, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return b
 }
 
 func (t *Task) taskFile() string         { return filepath.Join(t.RunDir, taskFileName) }

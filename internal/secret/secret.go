@@ -25,6 +25,9 @@ const (
 	// PrefixWebSession a web sign-in session (the browser's cookie).
 	PrefixSignIn     = "a2alogin_"
 	PrefixWebSession = "a2aweb_"
+	// PrefixPartnerSecret marks the shared secret a partner platform signs
+	// its callbacks with.
+	PrefixPartnerSecret = "a2aptn_"
 )
 
 // NewToken returns prefix followed by 256 random bits, base64url encoded.

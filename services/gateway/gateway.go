@@ -62,6 +62,8 @@ type Config struct {
 	// A2A configures every agent's A2A door (a2a.go); the gateway fills in
 	// the bus, the public URL and the owner check.
 	A2A a2aserver.Config
+	// Doors configures the older A2A doors (partner routes, envelope protocol: doors.go).
+	Doors DoorsConfig
 }
 
 func (c *Config) defaults() {
@@ -112,6 +114,8 @@ type Gateway struct {
 	crossOrigin   *http.CrossOriginProtection
 	// a2a is every agent's A2A door (a2a.go).
 	a2a *a2aserver.Server
+	// doors are the older A2A doors (doors.go).
+	doors *doors
 }
 
 // New returns a gateway; Start serves it.
@@ -144,6 +148,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return err
 	}
 	if err := g.startA2A(ctx); err != nil {
+		return err
+	}
+	if err := g.startDoors(ctx); err != nil {
 		return err
 	}
 	g.srv = &http.Server{
@@ -249,6 +256,9 @@ func (g *Gateway) Handler() http.Handler {
 
 	// Every agent's A2A door (a2a.go).
 	g.a2aRoutes(mux)
+
+	// Delegation, the partner routes and the envelope protocol (doors.go).
+	g.doorRoutes(mux)
 
 	return g.middleware(g.fallback(mux))
 }

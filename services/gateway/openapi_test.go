@@ -314,6 +314,7 @@ func TestOpenAPI_EveryRouteAnswersAsDocumented(t *testing.T) {
 	owner(http.MethodGet, "/consumers", nil)
 	owner(http.MethodDelete, "/consumers/"+con.ConsumerID, nil)
 	driveA2ARoutes(t, o, p, agent.ID, tok, pull, recv.URL)
+	driveDoorRoutes(t, o, p)
 	runtime(http.MethodPost, "/agent-runtimes/runtime/revoke", tok, nil)
 
 	for key, op := range o.ops {

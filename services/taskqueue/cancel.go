@@ -23,7 +23,7 @@ func (s *Service) handleCancel(ctx context.Context, req *bus.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run}, nil
+	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }
 
 // cancel ends a run that has not ended. The canceled event reaches the runtime

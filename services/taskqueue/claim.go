@@ -83,6 +83,10 @@ func (s *Service) claim(ctx context.Context, agentID, runtimeID, runID string, a
 		if r.Status != mesh.StatusPending {
 			return "", conflict(r, "task run %s is %s, not pending", r.ID, r.Status)
 		}
+		if r.Delegated() {
+			// A delegated run is the delegation service's to take, never a runtime's.
+			return "", conflict(r, "task run %s is delegated to another agent", r.ID)
+		}
 		if attempt != 0 && attempt != r.Attempt+1 {
 			e := mesh.Errorf(mesh.CodeStaleAttempt, "queue message for attempt %d is stale (next attempt is %d)", attempt, r.Attempt+1)
 			e.Status = r.Status
@@ -226,5 +230,5 @@ func (s *Service) handleRelease(ctx context.Context, req *bus.Request) (any, err
 	if err := s.enqueue(ctx, run); err != nil {
 		s.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("re-enqueue failed; repair will retry")
 	}
-	return meshapi.TaskRunReply{TaskRun: *run}, nil
+	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }

@@ -28,7 +28,20 @@ func (s *Service) handleContinue(ctx context.Context, req *bus.Request) (any, er
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run}, nil
+	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+}
+
+// continueRoute decides where the next turn of a run goes. A delegated run
+// stays with its delegate (the answer goes to the delegate's task); any
+// other run's new turn is matched against the routing rules like a new task.
+func (s *Service) continueRoute(ctx context.Context, runID string, input json.RawMessage) (*mesh.Delegation, error) {
+	run, err := s.getRun(ctx, runID)
+	if err != nil || run.Delegated() || run.Status != mesh.StatusInputRequired {
+		return nil, err
+	}
+	next := *run
+	next.Input = input
+	return s.route(ctx, &next)
 }
 
 // continueRun answers a run waiting in input-required: it goes back to
@@ -37,9 +50,16 @@ func (s *Service) handleContinue(ctx context.Context, req *bus.Request) (any, er
 // its own: a lost lease then fails the run rather than re-running a turn the
 // caller may already have seen the start of.
 func (s *Service) continueRun(ctx context.Context, runID string, input json.RawMessage) (*mesh.TaskRun, error) {
+	route, err := s.continueRoute(ctx, runID, input)
+	if err != nil {
+		return nil, err
+	}
 	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
 		if r.Status != mesh.StatusInputRequired {
 			return "", conflict(r, "task run %s is %s, not waiting for input", r.ID, r.Status)
+		}
+		if !r.Delegated() {
+			r.DelegatedTo = route
 		}
 		r.Status = mesh.StatusPending
 		r.Input = input

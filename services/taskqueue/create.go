@@ -64,13 +64,18 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 	if err != nil {
 		return nil, err
 	}
+	// Routed before the idempotency key is taken, so a refusal leaves the
+	// key free for the caller's retry.
+	if run.DelegatedTo, err = s.route(ctx, run); err != nil {
+		return nil, err
+	}
 	if in.IdempotencyKey != "" {
 		existing, err := s.claimIdempotencyKey(ctx, in, run.ID)
 		if err != nil {
 			return nil, err
 		}
 		if existing != nil {
-			return &meshapi.CreateTaskRunResponse{TaskRun: *existing}, nil
+			return &meshapi.CreateTaskRunResponse{TaskRun: *existing.Public()}, nil
 		}
 	}
 	if run.ConversationID == "" {
@@ -95,7 +100,7 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 	if err := s.enqueue(ctx, run); err != nil {
 		s.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("enqueue failed; repair will retry")
 	}
-	return &meshapi.CreateTaskRunResponse{TaskRun: *run, Created: true}, nil
+	return &meshapi.CreateTaskRunResponse{TaskRun: *run.Public(), Created: true}, nil
 }
 
 // newRun validates a create request and builds the pending run.
@@ -129,6 +134,12 @@ func (s *Service) newRun(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 	if meta, _ := json.Marshal(in.Metadata); len(meta) > maxMetadataBytes {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "metadata is larger than %d bytes", maxMetadataBytes)
 	}
+	if err := checkLineage(in); err != nil {
+		return nil, err
+	}
+	if err := checkEnvironment(in.Environment); err != nil {
+		return nil, err
+	}
 	now := time.Now().UTC()
 	run := &mesh.TaskRun{
 		ID:               mesh.NewID(),
@@ -140,6 +151,9 @@ func (s *Service) newRun(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 		MaxAttempts:      in.MaxAttempts,
 		IdempotencyKey:   in.IdempotencyKey,
 		Metadata:         in.Metadata,
+		ParentTaskRunID:  in.ParentTaskRunID,
+		DelegationChain:  in.DelegationChain,
+		Environment:      in.Environment,
 		CreatedAt:        now,
 		UpdatedAt:        now,
 	}

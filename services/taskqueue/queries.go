@@ -18,7 +18,7 @@ func (s *Service) handleGet(ctx context.Context, req *bus.Request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run}, nil
+	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }
 
 func (s *Service) getRun(ctx context.Context, id string) (*mesh.TaskRun, error) {
@@ -73,7 +73,7 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 		if err != nil {
 			return nil, err
 		}
-		out.TaskRuns = append(out.TaskRuns, *run)
+		out.TaskRuns = append(out.TaskRuns, *run.Public())
 	}
 	if more && len(ids) > 0 {
 		out.NextCursor = ids[len(ids)-1]

@@ -16,22 +16,33 @@ import (
 // message id includes the record revision, so a retried enqueue of the same
 // state is dropped by JetStream while a later re-queue is not.
 func (s *Service) enqueue(ctx context.Context, run *mesh.TaskRun) error {
-	if _, err := s.consumer(ctx, run.TargetAgentID); err != nil {
-		return err
+	if !run.Delegated() {
+		if _, err := s.consumer(ctx, run.TargetAgentID); err != nil {
+			return err
+		}
 	}
 	body, _ := json.Marshal(meshapi.QueueMessage{TaskRunID: run.ID, Attempt: run.Attempt + 1})
 	msgID := fmt.Sprintf("%s.%d.%d", run.ID, run.Attempt+1, run.Revision)
-	_, err := s.js.Publish(ctx, bus.QueueSubject(run.TargetAgentID, run.ID), body, jetstream.WithMsgID(msgID))
+	_, err := s.js.Publish(ctx, queueSubject(run), body, jetstream.WithMsgID(msgID))
 	if err != nil {
 		return fmt.Errorf("enqueue task run %s: %w", run.ID, err)
 	}
 	return nil
 }
 
+// queueSubject is where a run's queue message goes: its agent's queue, or,
+// for a delegated run, the delegation service's.
+func queueSubject(run *mesh.TaskRun) string {
+	if run.Delegated() {
+		return bus.DelegationQueueSubject(run.ID)
+	}
+	return bus.QueueSubject(run.TargetAgentID, run.ID)
+}
+
 // dequeue removes a run's queue messages (a canceled or failed pending run).
 // Best effort: a message left behind is refused at claim and terminated.
 func (s *Service) dequeue(ctx context.Context, run *mesh.TaskRun) {
-	err := s.queue.Purge(ctx, jetstream.WithPurgeSubject(bus.QueueSubject(run.TargetAgentID, run.ID)))
+	err := s.queue.Purge(ctx, jetstream.WithPurgeSubject(queueSubject(run)))
 	if err != nil {
 		s.cfg.Logger.Debug().Err(err).Str("task_run_id", run.ID).Msg("queue purge failed")
 	}
@@ -40,7 +51,7 @@ func (s *Service) dequeue(ctx context.Context, run *mesh.TaskRun) {
 // queued reports whether a run has a message in the queue (delivered and not
 // yet acknowledged counts).
 func (s *Service) queued(ctx context.Context, run *mesh.TaskRun) (bool, error) {
-	_, err := s.queue.GetLastMsgForSubject(ctx, bus.QueueSubject(run.TargetAgentID, run.ID))
+	_, err := s.queue.GetLastMsgForSubject(ctx, queueSubject(run))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil
 	}

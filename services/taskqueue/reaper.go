@@ -94,6 +94,10 @@ func (s *Service) loseLease(runID string) {
 			Message: "the runtime stopped renewing its lease (killed, offline, or network lost)",
 			Details: map[string]any{"runtime_id": lostRuntime, "attempt": r.Attempt},
 		}
+		if r.Delegated() {
+			r.Error.Message = "the delegation service stopped renewing its lease (not running, or the platform was down too long)"
+			r.Error.Details = map[string]any{"attempt": r.Attempt}
+		}
 		return mesh.EventTaskRunFailed, nil
 	})
 	if err != nil {

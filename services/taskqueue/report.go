@@ -271,5 +271,5 @@ func (s *Service) handleAttachArtifact(ctx context.Context, req *bus.Request) (a
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run}, nil
+	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }

@@ -88,6 +88,8 @@ type Service struct {
 
 	events *bus.Publisher
 	svc    *bus.Service
+	// client asks other services (the delegation service's routing rules).
+	client *meshapi.Client
 	hbSub  *nats.Subscription
 	locks  stripedLocks
 	recent *recentRuns
@@ -114,6 +116,7 @@ func New(cfg Config) *Service {
 func (s *Service) Start(ctx context.Context) error {
 	s.startedAt = time.Now()
 	s.js = s.cfg.Conn.JS
+	s.client = meshapi.NewClient(s.cfg.Conn.NC)
 	if err := s.open(ctx); err != nil {
 		return err
 	}
@@ -182,22 +185,27 @@ func (s *Service) serve() error {
 		return err
 	}
 	endpoints := map[string]bus.HandlerFunc{
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskCreate):         s.handleCreate,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskGet):            s.handleGet,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskList):           s.handleList,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskCancel):         s.handleCancel,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskContinue):       s.handleContinue,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskAttachArtifact): s.handleAttachArtifact,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpConversationCreate): s.handleConversationCreate,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpConversationGet):    s.handleConversationGet,
-		bus.RuntimeSubjectPattern(bus.RuntimeOpHello):                          s.handleHello,
-		bus.RuntimeSubjectPattern(bus.RuntimeOpPull):                           s.handlePull,
-		bus.RuntimeSubjectPattern(bus.RuntimeOpClaim):                          s.handleClaim,
-		bus.RuntimeSubjectPattern(bus.RuntimeOpRelease):                        s.handleRelease,
-		bus.RuntimeSubjectPattern(bus.RuntimeOpRenew):                          s.handleRenew,
-		bus.RuntimeSubjectPattern(bus.RuntimeOpProgress):                       s.handleProgress,
-		bus.RuntimeSubjectPattern(bus.RuntimeOpComplete):                       s.handleComplete,
-		bus.RuntimeSubjectPattern(bus.RuntimeOpFail):                           s.handleFail,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskCreate):           s.handleCreate,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskGet):              s.handleGet,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskList):             s.handleList,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskCancel):           s.handleCancel,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskContinue):         s.handleContinue,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskAttachArtifact):   s.handleAttachArtifact,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpConversationCreate):   s.handleConversationCreate,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpConversationGet):      s.handleConversationGet,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskDelegateClaim):    s.handleDelegateClaim,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskDelegateLink):     s.handleDelegateLink,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskDelegateRenew):    s.handleDelegateRenew,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskDelegateProgress): s.handleDelegateProgress,
+		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskDelegateEnd):      s.handleDelegateEnd,
+		bus.RuntimeSubjectPattern(bus.RuntimeOpHello):                            s.handleHello,
+		bus.RuntimeSubjectPattern(bus.RuntimeOpPull):                             s.handlePull,
+		bus.RuntimeSubjectPattern(bus.RuntimeOpClaim):                            s.handleClaim,
+		bus.RuntimeSubjectPattern(bus.RuntimeOpRelease):                          s.handleRelease,
+		bus.RuntimeSubjectPattern(bus.RuntimeOpRenew):                            s.handleRenew,
+		bus.RuntimeSubjectPattern(bus.RuntimeOpProgress):                         s.handleProgress,
+		bus.RuntimeSubjectPattern(bus.RuntimeOpComplete):                         s.handleComplete,
+		bus.RuntimeSubjectPattern(bus.RuntimeOpFail):                             s.handleFail,
 	}
 	for subject, h := range endpoints {
 		if err := s.svc.Handle(endpointName(subject), subject, h); err != nil {

@@ -51,6 +51,10 @@ func (s *Service) transition(ctx context.Context, runID string, m mutation) (*me
 		if err != nil {
 			return nil, err
 		}
+		if run.Status.Terminal() {
+			// What the host was to run with is needed no more, and may be secret.
+			run.Environment = nil
+		}
 		run.UpdatedAt = time.Now().UTC()
 		next, err := s.runs.Update(ctx, runID, run, rev)
 		if errors.Is(err, mesh.ErrConflict) && attempt < 20 {
@@ -80,7 +84,7 @@ func (s *Service) publishRun(ctx context.Context, eventType string, run *mesh.Ta
 		Subject:  run.ID,
 		ID:       fmt.Sprintf("%s.%d", run.ID, run.Revision),
 		Sequence: run.Revision,
-		Data:     run,
+		Data:     run.Public(),
 		Time:     run.UpdatedAt,
 	}
 	var err error

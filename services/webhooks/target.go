@@ -2,107 +2,26 @@ package webhooks
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
-	"syscall"
-	"time"
 
-	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/internal/netguard"
 )
 
-// blockedPrefixes are ranges a webhook may not reach unless the operator
-// allows private targets: besides loopback, private, link-local, multicast and
-// unspecified addresses (checked by netip), the shared address space of
-// carrier-grade NAT and the reserved ranges.
-var blockedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"),
-}
+// Webhook targets are guarded by netguard: no loopback, private, link-local
+// or reserved address unless the operator allows private targets.
 
 // publicAddr reports whether a webhook may connect to addr.
-func publicAddr(addr netip.Addr) bool {
-	addr = addr.Unmap()
-	if !addr.IsValid() || addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() ||
-		addr.IsLinkLocalMulticast() || addr.IsInterfaceLocalMulticast() || addr.IsMulticast() || addr.IsUnspecified() {
-		return false
-	}
-	for _, p := range blockedPrefixes {
-		if p.Contains(addr) {
-			return false
-		}
-	}
-	return true
-}
+func publicAddr(addr netip.Addr) bool { return netguard.PublicAddr(addr) }
 
-// checkURL validates a webhook URL at creation: http or https, a host, no
-// credentials, and (unless private targets are allowed) a host that resolves
-// to public addresses only.
+// checkURL validates a webhook URL at creation.
 func checkURL(ctx context.Context, raw string, allowPrivate bool) (*url.URL, error) {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "url must be an http or https URL with a host")
-	}
-	if u.User != nil {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "url must not carry credentials; deliveries are signed with the secret")
-	}
-	if len(raw) > 2048 {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "url is longer than 2048 bytes")
-	}
-	if allowPrivate {
-		return u, nil
-	}
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	addrs, err := net.DefaultResolver.LookupNetIP(rctx, "ip", u.Hostname())
-	if err != nil || len(addrs) == 0 {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "url host %q does not resolve", u.Hostname())
-	}
-	for _, a := range addrs {
-		if !publicAddr(a) {
-			return nil, mesh.Errorf(mesh.CodeTargetNotAllowed, "url host %q resolves to a loopback, private or otherwise internal address; the operator must start the platform with --allow-private-webhooks to allow it", u.Hostname())
-		}
-	}
-	return u, nil
+	return netguard.CheckURL(ctx, raw, allowPrivate)
 }
 
 // errPrivateTarget is what a connection to an internal address fails with.
-var errPrivateTarget = fmt.Errorf("webhooks: target address is not public")
+var errPrivateTarget = netguard.ErrPrivateTarget
 
-// newHTTPClient returns the client deliveries go out with. It follows no
-// redirects (a redirect could lead anywhere), and unless private targets are
-// allowed it checks the address of every connection as it is made, so a
-// name that resolved to a public address at creation and to an internal one
-// later (DNS rebinding) is still refused.
-func newHTTPClient(allowPrivate bool) *http.Client {
-	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
-	if !allowPrivate {
-		dialer.Control = func(_, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil || !publicAddr(ap.Addr()) {
-				return errPrivateTarget
-			}
-			return nil
-		}
-	}
-	transport := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
-		MaxIdleConnsPerHost:   4,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   5 * time.Second,
-		ResponseHeaderTimeout: 0,
-	}
-	return &http.Client{
-		Transport: transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
-}
+// newHTTPClient returns the client deliveries go out with.
+func newHTTPClient(allowPrivate bool) *http.Client { return netguard.NewHTTPClient(allowPrivate) }

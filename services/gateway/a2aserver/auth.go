@@ -47,7 +47,7 @@ var (
 
 // authenticate returns the caller of r for agent, or an A2A
 // Unauthenticated / Unauthorized error.
-func (a *authenticator) authenticate(r *http.Request, agent *mesh.Agent) (*caller, error) {
+func (a *authenticator) authenticate(r *http.Request, agent *mesh.Agent) (*Caller, error) {
 	key := strings.TrimSpace(r.Header.Get(HeaderAPIKey))
 	token := bearerToken(r)
 	if key == "" && strings.HasPrefix(token, secret.PrefixAPIKey) {
@@ -62,13 +62,13 @@ func (a *authenticator) authenticate(r *http.Request, agent *mesh.Agent) (*calle
 		// Anyone may send and read: each client address has its own rate
 		// limit, and every anonymous caller is one caller, so tasks are only
 		// found again by their (unguessable) ids.
-		return &caller{ID: callerPublic, Kind: callerPublic, Scopes: []string{meshapi.ScopeSend, meshapi.ScopeRead},
+		return &Caller{ID: callerPublic, Kind: callerPublic, Scopes: []string{meshapi.ScopeSend, meshapi.ScopeRead},
 			RateKey: "ip:" + clientAddr(r)}, nil
 	}
 	return nil, errNoCredential
 }
 
-func (a *authenticator) apiKey(ctx context.Context, key string, agent *mesh.Agent) (*caller, error) {
+func (a *authenticator) apiKey(ctx context.Context, key string, agent *mesh.Agent) (*Caller, error) {
 	k, err := a.client.AuthenticateA2AKey(ctx, secret.Hash(key))
 	if errors.Is(err, mesh.ErrUnauthorized) {
 		return nil, errBadKey
@@ -80,10 +80,10 @@ func (a *authenticator) apiKey(ctx context.Context, key string, agent *mesh.Agen
 		return nil, errOtherAgent
 	}
 	id := "key:" + k.KeyID
-	return &caller{ID: id, Kind: callerAPIKey, Scopes: k.Scopes, RateKey: id}, nil
+	return &Caller{ID: id, Kind: callerAPIKey, Scopes: k.Scopes, RateKey: id, KeyAgentID: k.AgentID}, nil
 }
 
-func (a *authenticator) bearer(ctx context.Context, token string, agent *mesh.Agent) (*caller, error) {
+func (a *authenticator) bearer(ctx context.Context, token string, agent *mesh.Agent) (*Caller, error) {
 	if strings.HasPrefix(token, secret.PrefixOwner) {
 		if a.isOwner != nil && a.isOwner(token) {
 			return ownerCaller(), nil
@@ -98,8 +98,7 @@ func (a *authenticator) bearer(ctx context.Context, token string, agent *mesh.Ag
 		if err != nil || !mesh.ValidID(claims.Subject) {
 			return nil, errBadToken
 		}
-		id := "agent:" + claims.Subject
-		return &caller{ID: id, Kind: callerPlatformJWT, AgentID: claims.Subject, Scopes: claims.Scopes(), RateKey: id}, nil
+		return platformCaller(claims), nil
 	}
 	if a.jwks == nil {
 		return nil, errBadToken
@@ -110,7 +109,64 @@ func (a *authenticator) bearer(ctx context.Context, token string, agent *mesh.Ag
 		return nil, errBadToken
 	}
 	id := "jwt:" + a.jwks.issuer + "|" + sub
-	return &caller{ID: id, Kind: callerExternalJWT, Scopes: scopes, RateKey: id}, nil
+	return &Caller{ID: id, Kind: callerExternalJWT, Scopes: scopes, RateKey: id}, nil
+}
+
+// platformCaller is the caller of a platform-signed token.
+func platformCaller(claims *Claims) *Caller {
+	id := "agent:" + claims.Subject
+	return &Caller{
+		ID: id, Kind: callerPlatformJWT, AgentID: claims.Subject, Scopes: claims.Scopes(), RateKey: id,
+		Audience: claims.Audience, ParentTaskRunID: claims.ParentTaskRunID, DelegationChain: claims.DelegationChain,
+	}
+}
+
+// identify returns the caller of r for the platform-wide doors, which serve
+// no one agent: credentials are checked the same way, in the same order,
+// and what each reaches is decided per agent (Caller.Reaches). A request
+// without a credential is an anonymous caller, who reaches public agents.
+func (a *authenticator) identify(r *http.Request) (*Caller, error) {
+	key := strings.TrimSpace(r.Header.Get(HeaderAPIKey))
+	token := bearerToken(r)
+	if key == "" && strings.HasPrefix(token, secret.PrefixAPIKey) {
+		key, token = token, ""
+	}
+	switch {
+	case key != "":
+		k, err := a.client.AuthenticateA2AKey(r.Context(), secret.Hash(key))
+		if errors.Is(err, mesh.ErrUnauthorized) {
+			return nil, errBadKey
+		}
+		if err != nil {
+			return nil, toA2A(a.log, err)
+		}
+		id := "key:" + k.KeyID
+		return &Caller{ID: id, Kind: callerAPIKey, Scopes: k.Scopes, RateKey: id, KeyAgentID: k.AgentID}, nil
+	case token == "":
+		return &Caller{ID: callerPublic, Kind: callerPublic, RateKey: "ip:" + clientAddr(r)}, nil
+	case strings.HasPrefix(token, secret.PrefixOwner):
+		if a.isOwner != nil && a.isOwner(token) {
+			return ownerCaller(), nil
+		}
+		return nil, errBadToken
+	case strings.Count(token, ".") != 2:
+		return nil, errBadToken
+	case tokenIssuer(token) == PlatformIssuer:
+		claims, err := a.signer.VerifyAnyAudience(token)
+		if err != nil || !mesh.ValidID(claims.Subject) {
+			return nil, errBadToken
+		}
+		return platformCaller(claims), nil
+	case a.jwks == nil:
+		return nil, errBadToken
+	}
+	sub, scopes, err := a.jwks.verify(r.Context(), token)
+	if err != nil {
+		a.log.Debug().Err(err).Msg("external bearer token refused")
+		return nil, errBadToken
+	}
+	id := "jwt:" + a.jwks.issuer + "|" + sub
+	return &Caller{ID: id, Kind: callerExternalJWT, Scopes: scopes, RateKey: id}, nil
 }
 
 // bearerToken returns the token of Authorization: Bearer, or "".

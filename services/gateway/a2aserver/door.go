@@ -228,7 +228,7 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request, version strin
 // admit authenticates the caller and checks the method's scope and the
 // caller's rate limit. A refusal sets what the answer needs in w's headers
 // (WWW-Authenticate, Retry-After).
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, agent *mesh.Agent, method string) (*caller, error) {
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, agent *mesh.Agent, method string) (*Caller, error) {
 	c, err := s.auth.authenticate(r, agent)
 	if err != nil {
 		if errors.Is(err, a2a.ErrUnauthenticated) {

@@ -117,6 +117,10 @@ func (e *runExecutor) start(ctx context.Context, rq *request, execCtx *a2asrv.Ex
 	if err != nil {
 		return nil, toA2A(e.s.log, err)
 	}
+	meta := map[string]any{"a2a_message_id": msg.ID, "a2a_version": rq.version}
+	if skill := messageSkill(msg); skill != "" {
+		meta[meshapi.SkillKey] = skill
+	}
 	res, err := e.s.client.CreateTaskRun(ctx, meshapi.CreateTaskRunRequest{
 		TargetAgentID:    rq.agent.ID,
 		Input:            raw,
@@ -125,7 +129,10 @@ func (e *runExecutor) start(ctx context.Context, rq *request, execCtx *a2asrv.Ex
 		// The same message sent again by the same caller (a client's retry)
 		// is the same task (spec 1.0 §3.3.1).
 		IdempotencyKey: "a2a:" + secret.Hash(rq.caller.ID + "\x00" + msg.ID)[:40],
-		Metadata:       map[string]any{"a2a_message_id": msg.ID, "a2a_version": rq.version},
+		Metadata:       meta,
+		// Only the platform signs the claims these come from (a delegation).
+		ParentTaskRunID: rq.caller.ParentTaskRunID,
+		DelegationChain: rq.caller.DelegationChain,
 	})
 	if err != nil {
 		return nil, toA2A(e.s.log, err)
@@ -186,6 +193,17 @@ func (e *runExecutor) continueTask(ctx context.Context, rq *request, execCtx *a2
 		return nil, toA2A(e.s.log, err)
 	}
 	return next, nil
+}
+
+// messageSkill is the skill a message asks for, in its metadata (skillId
+// or skill_id): routing rules may match on it.
+func messageSkill(msg *a2a.Message) string {
+	for _, key := range []string{"skillId", meshapi.SkillKey} {
+		if v, ok := msg.Metadata[key].(string); ok && v != "" && len(v) <= 128 {
+			return v
+		}
+	}
+	return ""
 }
 
 // notWaiting explains why a message for an existing task is refused (spec

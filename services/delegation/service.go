@@ -1,0 +1,190 @@
+// Package delegation is the delegation service: agents' routing rules, and
+// the delegated task runs they cause. When a task for agent A matches one
+// of A's rules, the task queue does not queue it for A's runtime but for
+// this service, which takes it (a platform-side claim, with a lease it
+// renews), makes a real A2A call to the target agent B's door with a token
+// the platform signs for A (so B's door authenticates, scopes and rate
+// limits it as any caller), and follows B's task on the bus until it ends:
+// A's run then ends with B's answer or B's failure. Loops and chains deeper
+// than the limit are refused; canceling a delegating run cancels its
+// delegate, down the chain. Tasks may also go to a partner platform that
+// speaks seed 003's routes, which reports back through signed callbacks.
+//
+// The state of every delegation is on the bus: the run records (the parent
+// holds its delegate's id once linked) and the A2A door's idempotent send,
+// so after a restart the service finds the runs it was holding and follows
+// them again. docs/delegation.md tells the whole story.
+package delegation
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/a2atoken"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// Config configures the service. Zero values take the documented defaults.
+type Config struct {
+	Conn   *bus.Conn
+	Logger zerolog.Logger
+	// GatewayURL is where this service reaches the platform's A2A doors:
+	// a delegation is a call to <GatewayURL>/a2a/<target agent>. Required.
+	GatewayURL string
+	// MaxDepth bounds a delegation chain: a run may be delegated only while
+	// its chain (the agents that delegated, the run's own agent included)
+	// holds at most this many agents. Default 3.
+	MaxDepth int
+	// Lease is the task queue's lease; held runs are renewed at a third of
+	// it. Default 60s.
+	Lease time.Duration
+	// AllowPrivate lets partner URLs reach loopback, private and link-local
+	// addresses (the platform's --allow-private-webhooks).
+	AllowPrivate bool
+	// CallTimeout bounds one call to an A2A door or a partner. Default 30s.
+	CallTimeout time.Duration
+	// RetryBackoff is the first wait before a failed call to a delegate's
+	// door is retried (doubling, five tries in all). Default 500ms.
+	RetryBackoff time.Duration
+	// CallbackTolerance is how far a partner callback's timestamp may be
+	// from now. Default 5 minutes.
+	CallbackTolerance time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.MaxDepth == 0 {
+		c.MaxDepth = 3
+	}
+	if c.Lease == 0 {
+		c.Lease = 60 * time.Second
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = 30 * time.Second
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = 500 * time.Millisecond
+	}
+	if c.CallbackTolerance == 0 {
+		c.CallbackTolerance = 5 * time.Minute
+	}
+	c.GatewayURL = strings.TrimRight(c.GatewayURL, "/")
+}
+
+// Service is the delegation service.
+type Service struct {
+	cfg    Config
+	log    zerolog.Logger
+	js     jetstream.JetStream
+	client *meshapi.Client
+	signer *a2atoken.Signer
+	store  *store
+	rules  *ruleBook
+	svc    *bus.Service
+	http   *http.Client
+
+	consume jetstream.ConsumeContext
+
+	mu      sync.Mutex
+	follows map[string]*follow // by parent run id
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New returns a service; Start runs it.
+func New(cfg Config) *Service {
+	cfg.defaults()
+	return &Service{cfg: cfg, log: cfg.Logger, follows: map[string]*follow{}}
+}
+
+// Start loads the rules, answers on the bus, takes delegated runs from its
+// queue, and resumes following the delegations in progress.
+func (s *Service) Start(ctx context.Context) error {
+	if s.cfg.GatewayURL == "" {
+		return fmt.Errorf("delegation: the gateway URL is required (delegations are A2A calls to it)")
+	}
+	s.js = s.cfg.Conn.JS
+	s.client = meshapi.NewClient(s.cfg.Conn.NC)
+	s.http = newHTTPClient(s.cfg.AllowPrivate, s.cfg.CallTimeout)
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	var err error
+	if s.signer, err = a2atoken.Load(ctx, s.js); err != nil {
+		return err
+	}
+	if s.store, err = openStore(ctx, s.js); err != nil {
+		return err
+	}
+	if s.rules, err = startRuleBook(ctx, s.js, s.log); err != nil {
+		return err
+	}
+	if err := s.serve(); err != nil {
+		return err
+	}
+	if err := s.startQueue(ctx); err != nil {
+		return err
+	}
+	s.wg.Add(2)
+	go s.renewLoop()
+	go s.resume()
+	return nil
+}
+
+func (s *Service) serve() error {
+	var err error
+	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
+		Name: "delegation", Version: "1.0.0", Description: "routing rules and delegated task runs", Logger: s.log,
+	})
+	if err != nil {
+		return err
+	}
+	endpoints := map[string]bus.HandlerFunc{
+		meshapi.OpRuleCreate:      s.handleRuleCreate,
+		meshapi.OpRuleList:        s.handleRuleList,
+		meshapi.OpRuleDelete:      s.handleRuleDelete,
+		meshapi.OpMatch:           s.handleMatch,
+		meshapi.OpTrace:           s.handleTrace,
+		meshapi.OpPartnerCreate:   s.handlePartnerCreate,
+		meshapi.OpPartnerList:     s.handlePartnerList,
+		meshapi.OpPartnerDelete:   s.handlePartnerDelete,
+		meshapi.OpPartnerCallback: s.handlePartnerCallback,
+	}
+	for op, h := range endpoints {
+		if err := s.svc.Handle(op, bus.ServiceSubject(bus.ServiceDelegation, op), h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stop stops answering, stops taking runs and following delegations (the
+// runs stay as they are: a restarted service follows them again), and
+// waits up to grace for requests in flight.
+func (s *Service) Stop(grace time.Duration) {
+	if s.consume != nil {
+		s.consume.Stop()
+	}
+	if s.svc != nil {
+		_ = s.svc.Stop(grace)
+	}
+	if s.cancel != nil {
+		s.cancel()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+	}
+	if s.rules != nil {
+		s.rules.stop()
+	}
+}

@@ -1,0 +1,94 @@
+package delegation
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// maxTraceHops bounds the walk up and down a delegation tree, far above any
+// chain the depth limit lets grow, so a corrupt link cannot loop forever.
+const maxTraceHops = 64
+
+func (s *Service) handleTrace(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.TraceRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	run, err := s.client.GetTaskRun(ctx, in.TaskRunID)
+	if err != nil {
+		return nil, err
+	}
+	// Up to the run that started the delegation.
+	for hops := 0; run.ParentTaskRunID != "" && hops < maxTraceHops; hops++ {
+		parent, err := s.client.GetTaskRun(ctx, run.ParentTaskRunID)
+		if errors.Is(err, mesh.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		run = parent
+	}
+	names := map[string]string{}
+	return s.node(ctx, run, names, 0)
+}
+
+// node is the trace of a run and of everything it delegated.
+func (s *Service) node(ctx context.Context, run *mesh.TaskRun, names map[string]string, depth int) (*meshapi.TraceNode, error) {
+	n := &meshapi.TraceNode{
+		TaskRunID: run.ID, AgentID: run.TargetAgentID, AgentName: s.agentName(ctx, run.TargetAgentID, names),
+		Status: string(run.Status), CreatedAt: &run.CreatedAt, ClaimedAt: run.ClaimedAt, EndedAt: run.EndedAt,
+		IdempotencyKey: run.IdempotencyKey, Error: run.Error, Children: []meshapi.TraceNode{},
+	}
+	if run.ClaimedAt != nil {
+		end := time.Now()
+		if run.EndedAt != nil {
+			end = *run.EndedAt
+		}
+		ms := end.Sub(*run.ClaimedAt).Milliseconds()
+		n.DurationMS = &ms
+	}
+	d := run.DelegatedTo
+	switch {
+	case d == nil || depth >= maxTraceHops:
+	case d.TaskRunID != "":
+		child, err := s.client.GetTaskRun(ctx, d.TaskRunID)
+		if errors.Is(err, mesh.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		cn, err := s.node(ctx, child, names, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		n.Children = append(n.Children, *cn)
+	case d.PartnerID != "":
+		state := d.RemoteState
+		if state == "" {
+			state = "submitted"
+		}
+		n.Children = append(n.Children, meshapi.TraceNode{
+			PartnerID: d.PartnerID, RemoteTaskID: d.RemoteTaskID, Status: state, CreatedAt: d.DelegatedAt, Children: []meshapi.TraceNode{},
+		})
+	}
+	return n, nil
+}
+
+func (s *Service) agentName(ctx context.Context, id string, names map[string]string) string {
+	if name, ok := names[id]; ok {
+		return name
+	}
+	name := ""
+	if a, err := s.agent(ctx, id); err == nil {
+		name = a.Name
+	}
+	names[id] = name
+	return name
+}

@@ -1,0 +1,96 @@
+// Package envelope is the gateway's envelope door (seed 002): POST /a2a
+// with the a2a / context / payload blocks, whose methods are execute-agent
+// (run a task on an agent and answer its output) and status (is the agent
+// ready, busy or in error), and the two internal routes GET
+// /api/agents/status and GET /api/executions, over the same task runs as
+// every other door. Callers authenticate as at the A2A door; what agents a
+// caller reaches is the A2A door's rule. docs/a2a.md "Envelope protocol"
+// tells the whole story.
+package envelope
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+)
+
+// Config configures the envelope door. Zero values take the documented
+// defaults.
+type Config struct {
+	// Version is the agents' version in status answers. Default "dev".
+	Version string
+	// ExecuteWait bounds how long execute-agent waits for its task; past
+	// it the answer is 202 with the execution still running. Default 60s.
+	ExecuteWait time.Duration
+	// MaxBodyBytes bounds a request body. Default 1 MiB.
+	MaxBodyBytes int64
+
+	// Set by the gateway.
+	Client *meshapi.Client
+	JS     jetstream.JetStream
+	A2A    *a2aserver.Server
+	Logger zerolog.Logger
+	// WriteError answers the internal routes in the platform's error shape.
+	WriteError func(w http.ResponseWriter, r *http.Request, err error)
+}
+
+func (c *Config) defaults() {
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	if c.ExecuteWait == 0 {
+		c.ExecuteWait = 60 * time.Second
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+}
+
+// Door is the envelope door.
+type Door struct {
+	cfg           Config
+	log           zerolog.Logger
+	client        *meshapi.Client
+	a2a           *a2aserver.Server
+	conversations *bus.Records[conversationRecord]
+}
+
+// New returns a door; Start readies it.
+func New(cfg Config) *Door {
+	cfg.defaults()
+	return &Door{cfg: cfg, log: cfg.Logger, client: cfg.Client, a2a: cfg.A2A}
+}
+
+// Start opens the door's bucket.
+func (d *Door) Start(ctx context.Context) error {
+	var err error
+	d.conversations, err = bus.OpenRecords[conversationRecord](ctx, d.cfg.JS, bus.BucketA2ADoors)
+	return err
+}
+
+// Route is one route of the door, in ServeMux syntax.
+type Route struct {
+	Pattern string
+	handler func(*Door, http.ResponseWriter, *http.Request)
+}
+
+// Routes lists the door's routes.
+func Routes() []Route {
+	return []Route{
+		{"POST /a2a", (*Door).serveEnvelope},
+		{"GET /api/agents/status", (*Door).agentsStatus},
+		{"GET /api/executions", (*Door).executions},
+	}
+}
+
+// Serve answers one request of a route.
+func (d *Door) Serve(rt Route, w http.ResponseWriter, r *http.Request) {
+	rt.handler(d, w, r)
+}

@@ -1,0 +1,134 @@
+// Package partner is the gateway's partner door: the platform-wide routes
+// of seed 003 under /a2a/ (discovery, JSON-RPC messages, tasks, status as
+// JSON or Server-Sent Events, and partners' signed callbacks), over the
+// same task runs as every other door. Callers authenticate as at the A2A
+// door (an API key, then a bearer token), each method needs its scope, and
+// the A2A door's rate limit applies; what agents a caller reaches is the
+// A2A door's rule (a2aserver.Caller.Reaches). docs/a2a.md "Partner routes"
+// tells the whole story.
+package partner
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+)
+
+// Config configures the partner door. Zero values take the documented
+// defaults.
+type Config struct {
+	// CardID, CardName and CardVersion identify the platform's card at GET
+	// /a2a/discovery. Defaults "a2a-mesh", "A2A Mesh" and the platform's
+	// version.
+	CardID      string
+	CardName    string
+	CardVersion string
+	// BaseURL is the platform's base URL the card gives (A2A_BASE_URL).
+	// Default: the public URL.
+	BaseURL string
+	// WebhookURL is where partners send callbacks (A2A_WEBHOOK_URL).
+	// Default <BaseURL>/a2a/webhook.
+	WebhookURL string
+	// HealthURL is the platform's health check the card gives
+	// (A2A_HEALTH_URL). Default <BaseURL>/healthz.
+	HealthURL string
+	// BlockingWait bounds a method call on /a2a/message that waits for its
+	// task. Default 60s.
+	BlockingWait time.Duration
+	// MaxBodyBytes bounds a request body. Default 1 MiB.
+	MaxBodyBytes int64
+	// KeepAlive is the interval of keep-alive comments on status streams.
+	// Default 15s.
+	KeepAlive time.Duration
+
+	// Set by the gateway.
+	Client    *meshapi.Client
+	JS        jetstream.JetStream
+	A2A       *a2aserver.Server
+	Logger    zerolog.Logger
+	PublicURL string
+	// Closing, when closed, ends status streams (the gateway is stopping).
+	Closing <-chan struct{}
+}
+
+func (c *Config) defaults() {
+	if c.CardID == "" {
+		c.CardID = "a2a-mesh"
+	}
+	if c.CardName == "" {
+		c.CardName = "A2A Mesh"
+	}
+	if c.CardVersion == "" {
+		c.CardVersion = "dev"
+	}
+	if c.BaseURL == "" {
+		c.BaseURL = c.PublicURL
+	}
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	if c.WebhookURL == "" {
+		c.WebhookURL = c.BaseURL + "/a2a/webhook"
+	}
+	if c.HealthURL == "" {
+		c.HealthURL = c.BaseURL + "/healthz"
+	}
+	if c.BlockingWait == 0 {
+		c.BlockingWait = 60 * time.Second
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.KeepAlive == 0 {
+		c.KeepAlive = 15 * time.Second
+	}
+}
+
+// Door is the partner door.
+type Door struct {
+	cfg     Config
+	log     zerolog.Logger
+	client  *meshapi.Client
+	a2a     *a2aserver.Server
+	records *records
+}
+
+// New returns a door; Start readies it.
+func New(cfg Config) *Door {
+	cfg.defaults()
+	return &Door{cfg: cfg, log: cfg.Logger, client: cfg.Client, a2a: cfg.A2A}
+}
+
+// Start opens the door's bucket.
+func (d *Door) Start(ctx context.Context) error {
+	var err error
+	d.records, err = openRecords(ctx, d.cfg.JS)
+	return err
+}
+
+// Route is one route of the door, in ServeMux syntax.
+type Route struct {
+	Pattern string
+	handler func(*Door, http.ResponseWriter, *http.Request)
+}
+
+// Routes lists the door's routes (seed 003 "Endpoints").
+func Routes() []Route {
+	return []Route{
+		{"GET /a2a/discovery", (*Door).discovery},
+		{"POST /a2a/message", (*Door).message},
+		{"POST /a2a/task", (*Door).createTask},
+		{"GET /a2a/status", (*Door).status},
+		{"POST /a2a/webhook", (*Door).webhook},
+	}
+}
+
+// Serve answers one request of a route.
+func (d *Door) Serve(rt Route, w http.ResponseWriter, r *http.Request) {
+	rt.handler(d, w, r)
+}

@@ -1,0 +1,88 @@
+package partner
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/secret"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// taskRecord is what the partner door keeps about a task beyond its run
+// (the run's input holds the params as input.data): the method it was
+// called with and what the caller said about itself and its session.
+type taskRecord struct {
+	Method        string    `json:"method"`
+	ClientAgentID string    `json:"client_agent_id,omitempty"`
+	SessionID     string    `json:"session_id,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+// sessionRecord is the conversation a caller's session id stands for.
+type sessionRecord struct {
+	ConversationID string `json:"conversation_id"`
+}
+
+// Keys of BucketA2ADoors used by this door. Session ids are the caller's
+// to choose, so they are hashed (with the caller) into the key alphabet.
+func taskKey(runID string) string { return "ptask." + runID }
+func sessionKey(callerID, sessionID string) string {
+	return "psession." + secret.Hash(callerID + "\x00" + sessionID)[:48]
+}
+
+type records struct {
+	tasks    *bus.Records[taskRecord]
+	sessions *bus.Records[sessionRecord]
+}
+
+func openRecords(ctx context.Context, js jetstream.JetStream) (*records, error) {
+	tasks, err := bus.OpenRecords[taskRecord](ctx, js, bus.BucketA2ADoors)
+	if err != nil {
+		return nil, err
+	}
+	sessions, err := bus.OpenRecords[sessionRecord](ctx, js, bus.BucketA2ADoors)
+	if err != nil {
+		return nil, err
+	}
+	return &records{tasks: tasks, sessions: sessions}, nil
+}
+
+// task returns a task's record, or nil when the task was created through
+// another door.
+func (r *records) task(ctx context.Context, runID string) (*taskRecord, error) {
+	rec, _, err := r.tasks.Get(ctx, taskKey(runID))
+	if errors.Is(err, mesh.ErrNotFound) {
+		return nil, nil
+	}
+	return rec, err
+}
+
+// conversation returns the conversation of a caller's session, starting one
+// the first time the session is named (concurrent first uses agree on one).
+func (r *records) conversation(ctx context.Context, client *meshapi.Client, callerID, sessionID string) (string, error) {
+	key := sessionKey(callerID, sessionID)
+	if rec, _, err := r.sessions.Get(ctx, key); err == nil {
+		return rec.ConversationID, nil
+	} else if !errors.Is(err, mesh.ErrNotFound) {
+		return "", err
+	}
+	conv, err := client.CreateConversation(ctx, meshapi.CreateConversationRequest{})
+	if err != nil {
+		return "", err
+	}
+	if _, err := r.sessions.Create(ctx, key, &sessionRecord{ConversationID: conv.ID}); errors.Is(err, mesh.ErrConflict) {
+		rec, _, err := r.sessions.Get(ctx, key)
+		if err != nil {
+			return "", err
+		}
+		return rec.ConversationID, nil
+	} else if err != nil {
+		return "", err
+	}
+	return conv.ID, nil
+}

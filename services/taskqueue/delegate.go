@@ -1,0 +1,205 @@
+package taskqueue
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// Delegated runs are held by the delegation service the way a claimed run is
+// held by a runtime: it claims the run from its own queue (status running,
+// no runtime id, a lease), renews the lease while the delegate works, links
+// the delegate's run, mirrors its progress, and ends the run with the
+// delegate's outcome. Each step is a compare-and-set transition like every
+// other, so a stale or repeated step can never change a run twice.
+
+// heldByDelegation explains why the delegation service may not act on run.
+func heldByDelegation(r *mesh.TaskRun) error {
+	if !r.Delegated() {
+		return conflict(r, "task run %s is not delegated", r.ID)
+	}
+	if r.Status != mesh.StatusRunning {
+		return conflict(r, "task run %s is %s", r.ID, r.Status)
+	}
+	return nil
+}
+
+func (s *Service) handleDelegateClaim(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.DelegateClaimRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	run, err := s.transition(ctx, in.TaskRunID, func(r *mesh.TaskRun) (string, error) {
+		if !r.Delegated() {
+			return "", conflict(r, "task run %s is not delegated", r.ID)
+		}
+		if r.Status == mesh.StatusRunning && (in.Attempt == 0 || in.Attempt == r.Attempt) {
+			// A repeated claim (its reply was lost, or the service restarted).
+			return "", errUnchanged
+		}
+		if r.Status != mesh.StatusPending {
+			return "", conflict(r, "task run %s is %s, not pending", r.ID, r.Status)
+		}
+		if in.Attempt != 0 && in.Attempt != r.Attempt+1 {
+			e := mesh.Errorf(mesh.CodeStaleAttempt, "queue message for attempt %d is stale (next attempt is %d)", in.Attempt, r.Attempt+1)
+			e.Status = r.Status
+			return "", e
+		}
+		now := time.Now().UTC()
+		r.Status = mesh.StatusRunning
+		r.RuntimeID = ""
+		r.Attempt++
+		r.LeaseExpiresAt = s.leaseFromNow()
+		r.ClaimedAt = &now
+		r.Progress = nil
+		return mesh.EventTaskRunClaimed, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+}
+
+func (s *Service) handleDelegateLink(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.DelegateLinkRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	to := in.DelegatedTo
+	if to.TaskRunID == "" && to.RemoteTaskID == "" {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "delegated_to needs the delegate's task_run_id or remote_task_id")
+	}
+	run, err := s.transition(ctx, in.TaskRunID, func(r *mesh.TaskRun) (string, error) {
+		if err := heldByDelegation(r); err != nil {
+			return "", err
+		}
+		if r.DelegatedTo.TaskRunID == to.TaskRunID && r.DelegatedTo.RemoteTaskID == to.RemoteTaskID &&
+			r.DelegatedTo.Attempt == r.Attempt && r.DelegatedTo.DelegatedAt != nil {
+			return "", errUnchanged
+		}
+		now := time.Now().UTC()
+		d := *r.DelegatedTo
+		d.TaskRunID, d.RemoteTaskID, d.DelegatedAt, d.Attempt = to.TaskRunID, to.RemoteTaskID, &now, r.Attempt
+		if to.RemoteState != "" {
+			d.RemoteState = to.RemoteState
+		}
+		r.DelegatedTo = &d
+		r.LeaseExpiresAt = s.leaseFromNow()
+		return mesh.EventTaskRunDelegated, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+}
+
+func (s *Service) handleDelegateRenew(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.DelegateRenewRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if len(in.TaskRunIDs) > 1000 {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "at most 1000 task runs per renewal")
+	}
+	resp := &meshapi.RenewResponse{Renewed: []string{}}
+	lease := s.leaseFromNow()
+	for _, id := range dedupe(in.TaskRunIDs) {
+		_, err := s.transition(ctx, id, func(r *mesh.TaskRun) (string, error) {
+			if err := heldByDelegation(r); err != nil {
+				return "", err
+			}
+			r.LeaseExpiresAt = lease
+			return "", nil
+		})
+		if err != nil {
+			resp.Lost = append(resp.Lost, id)
+			continue
+		}
+		resp.Renewed = append(resp.Renewed, id)
+	}
+	resp.LeaseExpiresAt = *lease
+	return resp, nil
+}
+
+func (s *Service) handleDelegateProgress(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.DelegateProgressRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if len(in.Message) > maxProgressMessage {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "progress message is longer than %d bytes", maxProgressMessage)
+	}
+	if in.Percent != nil && (*in.Percent < 0 || *in.Percent > 100) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "percent must be between 0 and 100")
+	}
+	run, err := s.transition(ctx, in.TaskRunID, func(r *mesh.TaskRun) (string, error) {
+		if err := heldByDelegation(r); err != nil {
+			return "", err
+		}
+		r.Progress = &mesh.Progress{Message: in.Message, Percent: in.Percent, UpdatedAt: time.Now().UTC()}
+		if in.RemoteState != "" {
+			d := *r.DelegatedTo
+			d.RemoteState = in.RemoteState
+			r.DelegatedTo = &d
+		}
+		r.LeaseExpiresAt = s.leaseFromNow()
+		return mesh.EventTaskRunProgress, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+}
+
+func (s *Service) handleDelegateEnd(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.DelegateEndRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	switch in.Status {
+	case mesh.StatusCompleted, mesh.StatusInputRequired:
+		if len(in.Output) == 0 || string(in.Output) == "null" {
+			in.Output = json.RawMessage(`{}`)
+		}
+		if !isJSONObject(in.Output) {
+			return nil, mesh.Errorf(mesh.CodeInvalidRequest, "output must be a JSON object")
+		}
+		in.Error = nil
+	case mesh.StatusFailed, mesh.StatusCanceled:
+		if in.Error == nil || in.Error.Code == "" || in.Error.Message == "" {
+			return nil, mesh.Errorf(mesh.CodeInvalidRequest, "a failed or canceled run needs an error with a code and a message")
+		}
+	default:
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "status must be completed, failed, canceled or input-required")
+	}
+	run, err := s.transition(ctx, in.TaskRunID, func(r *mesh.TaskRun) (string, error) {
+		if r.Status == in.Status && r.Delegated() {
+			return "", errUnchanged
+		}
+		if err := heldByDelegation(r); err != nil {
+			return "", err
+		}
+		now := time.Now().UTC()
+		r.Status = in.Status
+		r.Output = in.Output
+		r.Error = in.Error
+		if in.RemoteState != "" {
+			d := *r.DelegatedTo
+			d.RemoteState = in.RemoteState
+			r.DelegatedTo = &d
+		}
+		if in.Status.Terminal() {
+			r.EndedAt = &now
+		}
+		r.LeaseExpiresAt = nil
+		return mesh.TaskRunEventType(in.Status), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+}
