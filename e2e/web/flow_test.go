@@ -3,8 +3,10 @@ package web_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -19,7 +21,8 @@ import (
 // generate a connection code, pair a real runtime with the command the
 // page's instructions give, see the agent turn online without reloading,
 // send a task from the chat, watch progress and the result arrive, download
-// the artifact, and cancel a slow task from its page.
+// the artifact, create an A2A API key, call the agent with the page's curl
+// command, revoke the key, and cancel a slow task from its page.
 func TestWeb_ConnectAnAgentAndWatchItWork(t *testing.T) {
 	p := startPlatform(t)
 	endpoint := startAdapter(t, agentScript(t))
@@ -142,9 +145,11 @@ func TestWeb_ConnectAnAgentAndWatchItWork(t *testing.T) {
 		}
 	}
 
-	// A slow task, canceled from its page.
+	// Its A2A details: the card, the endpoints, a key created (shown once),
+	// used with the page's own curl command, then revoked.
 	b.click(`a[href="/agents/` + agentID + `"]`)
 	b.waitText("main h1", "Report writer")
+	apiKey := a2aKeyWalk(t, b, p.APIBase, agentID)
 	b.typeInto("textarea[name=input]", "a slow task")
 	b.click(".composer button[type=submit]")
 	b.waitJS("the slow task working", `() => [...document.querySelectorAll('.msg.agent')].some((m) => m.textContent.includes('thinking very slowly'))`)
@@ -173,9 +178,76 @@ func TestWeb_ConnectAnAgentAndWatchItWork(t *testing.T) {
 		t.Fatalf("cookies: %v %+v", err, cookies)
 	}
 	u, _ := url.Parse(link)
-	secrets := []string{u.Query().Get("code"), cookies.Cookies[0].Value, m.profileToken(), p.OwnerToken}
+	secrets := []string{u.Query().Get("code"), cookies.Cookies[0].Value, m.profileToken(), p.OwnerToken, apiKey}
 	meshtest.AssertNoSecrets(t, secrets, map[string]string{
 		"platform logs": p.output(),
 		"page text":     b.textOf("body"),
 	})
+}
+
+// a2aKeyWalk checks the agent page's A2A section: the card URL and the
+// endpoint of each version; a key created there is shown once, works with
+// the page's curl example (sent as curl would send it), is listed by its
+// prefix only, and no longer works once revoked there. It returns the key.
+func a2aKeyWalk(t *testing.T, b *browserT, apiBase, agentID string) string {
+	t.Helper()
+	agentURL := apiBase + "/a2a/" + agentID
+	b.waitText("#a2a-card-url", agentURL+"/.well-known/agent-card.json")
+	endpoints := b.textOf("#a2a table.endpoints tbody")
+	for _, want := range []string{"1.0", "0.3", "JSON-RPC", "HTTP+JSON", agentURL} {
+		if !strings.Contains(endpoints, want) {
+			t.Errorf("the endpoints table lacks %q:\n%s", want, endpoints)
+		}
+	}
+	b.waitText("#a2a-capabilities", "Streams its progress")
+	b.waitText("#api-keys", "No API keys yet")
+	curl := b.textOf("#a2a-curl")
+	m := regexp.MustCompile(`(?s)curl -sS -X POST '([^']+)'.*-H "X-API-Key: \$A2A_API_KEY".*-d '(\{.*\})'`).FindStringSubmatch(curl)
+	if m == nil || m[1] != agentURL || !strings.Contains(m[2], `"message/send"`) {
+		t.Fatalf("the curl example does not send message/send to %s:\n%s", agentURL, curl)
+	}
+	b.checkA11y("the agent page's A2A section")
+
+	b.typeInto("#new-api-key input[name=key_name]", "CI pipeline")
+	b.click("#new-api-key button[type=submit]")
+	b.waitJS("the new key shown once", `() => /^a2akey_/.test(document.querySelector('#new-api-key-value')?.textContent || '')`)
+	key := b.textOf("#new-api-key-value")
+	b.waitText("#api-keys", "CI pipeline")
+	listed := b.textOf("#api-keys")
+	if strings.Contains(listed, key) || !strings.Contains(listed, key[:len("a2akey_")+6]) {
+		t.Fatalf("the key list should show the key's prefix only:\n%s", listed)
+	}
+	b.shot("API key created, shown once")
+
+	// The page's own example, with the key, gets the agent's answer.
+	call := func() (int, string) {
+		req, err := http.NewRequest(http.MethodPost, m[1], strings.NewReader(m[2]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-API-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if status, body := call(); status != http.StatusOK || !strings.Contains(body, `"state":"completed"`) || !strings.Contains(body, "Done: Hello! What can you do?") {
+		t.Fatalf("the curl example with the new key: %d %s", status, body)
+	}
+
+	b.click("#api-key-once button.small:last-child")
+	b.waitJS("the key hidden", `() => !document.querySelector('#new-api-key-value')`)
+	b.click(`#api-keys li[data-key-id] button.danger`)
+	b.waitText(`#api-keys li[data-key-id] button.danger`, "Click again to revoke")
+	b.click(`#api-keys li[data-key-id] button.danger`)
+	b.waitText("#api-keys", "No API keys yet")
+	b.shot("API key revoked")
+	if status, body := call(); status != http.StatusUnauthorized {
+		t.Fatalf("the revoked key still works: %d %s", status, body)
+	}
+	return key
 }

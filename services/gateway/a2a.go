@@ -39,9 +39,16 @@ func (g *Gateway) isOwnerToken(token string) bool {
 }
 
 // a2aRoutes registers the A2A door's routes. Runtime routes get the
-// gateway's runtime authentication; the door authenticates the others.
+// gateway's runtime authentication, people's routes (API keys) the owner
+// credential or a sign-in session; the door authenticates the others.
 func (g *Gateway) a2aRoutes(mux *http.ServeMux) {
 	for _, rt := range a2aserver.Routes() {
+		if rt.People() {
+			g.people(mux, rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
+				g.a2a.Serve(rt, "", w, r)
+			})
+			continue
+		}
 		if rt.Runtime() {
 			g.runtime(mux, rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
 				g.a2a.Serve(rt, runtimeOf(r).AgentID, w, r)

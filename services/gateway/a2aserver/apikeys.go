@@ -15,14 +15,12 @@ type apiKeyRequest struct {
 	Scopes []string `json:"scopes,omitempty"`
 }
 
-// serveAPIKeys manages an agent's API keys, with the owner credential:
-// POST creates one (the key is in this answer only), GET lists them by
-// prefix, DELETE revokes one. The pairing service keeps them, hashed.
+// serveAPIKeys manages an agent's API keys: POST creates one (the key is in
+// this answer only), GET lists them by prefix, DELETE revokes one. The
+// pairing service keeps them, hashed. These are people's routes (see
+// Route.People): the gateway has admitted the owner credential or a web
+// sign-in session before the request gets here.
 func (s *Server) serveAPIKeys(w http.ResponseWriter, r *http.Request) {
-	if token := bearerToken(r); token == "" || s.cfg.IsOwner == nil || !s.cfg.IsOwner(token) {
-		s.cfg.WriteError(w, r, mesh.Errorf(mesh.CodeUnauthorized, "API keys are managed with the owner credential: send Authorization: Bearer <owner token>"))
-		return
-	}
 	agentID := r.PathValue("agentId")
 	switch r.Method {
 	case http.MethodPost:

@@ -78,6 +78,10 @@ func expand(p, prefix string) string { return strings.ReplaceAll(p, "{p}", prefi
 // gateway authenticates those itself and passes the runtime's agent.
 func (rt Route) Runtime() bool { return rt.kind == kindRuntimeArtifact }
 
+// People reports whether the route is for people (an agent's API keys): the
+// gateway admits the owner credential or a web sign-in session before Serve.
+func (rt Route) People() bool { return rt.kind == kindAPIKeys }
+
 // Serve answers one request of a route. runtimeAgent is the authenticated
 // runtime's agent on runtime routes, "" otherwise.
 func (s *Server) Serve(rt Route, runtimeAgent string, w http.ResponseWriter, r *http.Request) {

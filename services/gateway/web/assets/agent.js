@@ -1,5 +1,6 @@
 // One agent: whether it is online and where it runs, connecting it with a
-// one-time code, giving it work in a chat, and its details.
+// one-time code, giving it work in a chat, how A2A clients reach it, and its
+// details.
 
 import { api, explain, session } from './api.js';
 import { h, replace, field, formError, copyButton, confirmButton, announce } from './dom.js';
@@ -9,6 +10,7 @@ import { presence, presenceLine } from './presence.js';
 import { connectionInstructions } from './instructions.js';
 import { hosts, countdown, time, runText, terminal, statusLabel } from './format.js';
 import { statusBadge, ProgressLog, runResult } from './runview.js';
+import { a2aSection } from './a2a.js';
 
 export async function agentView(main, { id: agentId }, nav) {
   let agent;
@@ -28,6 +30,7 @@ export async function agentView(main, { id: agentId }, nav) {
   const connect = connectSection();
   const work = workSection();
   const details = detailsSection();
+  const a2a = a2aSection(agentId);
 
   function renderHead() {
     document.title = `${agent.name} · A2A Mesh`;
@@ -43,11 +46,7 @@ export async function agentView(main, { id: agentId }, nav) {
     presenceBox,
     connect.el,
     work.el,
-    // ---- Place reserved for the A2A section ----
-    // The agent's A2A details (agent card URL, endpoint URLs per protocol
-    // version, skills and capabilities, API keys, a curl example for
-    // message/send) become one more section here, built like the others
-    // (a function returning { el }), once the platform serves /a2a/{agentId}.
+    a2a.el,
     details.el);
 
   async function loadRuntimes() {
@@ -378,16 +377,16 @@ export async function agentView(main, { id: agentId }, nav) {
       if (kind.startsWith('runtime.')) loadRuntimes();
       else if (kind === 'pairing_code.redeemed') connect.redeemed(ev.data.code_id);
       else if (kind === 'pairing_code.expired') connect.expired(ev.data.code_id);
-      else if (kind === 'agent.updated') details.changed(ev.data);
+      else if (kind === 'agent.updated') { details.changed(ev.data); a2a.changed(); }
       else if (kind.startsWith('task_run.')) work.upsert(ev.data);
     },
     onReconnect: async () => {
       try { details.changed(await api('GET', `/agent-accounts/${encodeURIComponent(agentId)}`)); } catch { /* kept */ }
-      await Promise.all([loadRuntimes(), work.load()]);
+      await Promise.all([loadRuntimes(), work.load(), a2a.load()]);
     },
     onSignedOut: () => nav.signedOut(),
   });
 
-  await Promise.all([loadRuntimes(), work.load()]);
+  await Promise.all([loadRuntimes(), work.load(), a2a.load()]);
   return { dispose() { live.stop(); connect.dispose(); } };
 }

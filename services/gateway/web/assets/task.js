@@ -1,10 +1,10 @@
 // One task run: live status, progress as it arrives, the answer, artifacts,
-// and cancelling.
+// the delegation it is part of, and cancelling.
 
 import { api, explain } from './api.js';
 import { h, replace, formError, announce } from './dom.js';
 import { Live } from './live.js';
-import { runText, excerpt, time, terminal, statusLabel } from './format.js';
+import { runText, excerpt, time, terminal, statusLabel, runErrorText } from './format.js';
 import { statusBadge, ProgressLog, runResult } from './runview.js';
 import { renderMarkdown } from './markdown.js';
 
@@ -30,6 +30,11 @@ export async function taskView(main, { id: runId }, nav) {
   const cancelError = formError();
   const cancel = h('button', { type: 'button', class: 'danger', id: 'cancel-task' }, 'Cancel task');
   const cancelRow = h('div', { class: 'row' }, cancel);
+  const traceBox = h('div', { id: 'task-trace' });
+  const traceSection = h('section', { class: 'panel', 'aria-labelledby': 'trace-title', hidden: true },
+    h('h2', { id: 'trace-title' }, 'Delegation'),
+    h('p', { class: 'hint' }, 'A routing rule handed this task on to another agent (or this task came from one). Each line is one agent\'s run, from the task that started it all.'),
+    traceBox);
 
   document.title = `Task: ${excerpt(runText(run), 40)} · A2A Mesh`;
   replace(main,
@@ -42,6 +47,7 @@ export async function taskView(main, { id: runId }, nav) {
       cancelRow, cancelError.el),
     h('section', { class: 'panel', 'aria-labelledby': 'progress-title' },
       h('h2', { id: 'progress-title' }, 'Progress'), progress),
+    traceSection,
     h('section', { class: 'panel', 'aria-labelledby': 'result-title' },
       h('h2', { id: 'result-title' }, 'Result'), result));
 
@@ -67,6 +73,56 @@ export async function taskView(main, { id: runId }, nav) {
     cancelRow.hidden = terminal(run.status);
   }
 
+  // ---- delegation trace ----
+
+  function duration(ms) {
+    if (typeof ms !== 'number') return '';
+    return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+  }
+
+  function hop(node) {
+    const here = node.task_run_id === runId;
+    const who = node.partner_id
+      ? `Partner platform ${node.partner_id}`
+      : (node.agent_name || node.agent_id || 'An agent');
+    const label = here || !node.task_run_id
+      ? h('span', { class: 'hop-agent' }, who, here ? ' (this task)' : '')
+      : h('a', { class: 'hop-agent', href: `/tasks/${node.task_run_id}` }, who);
+    const facts = [
+      duration(node.duration_ms),
+      node.created_at ? `asked ${time(node.created_at)}` : '',
+      node.remote_task_id ? `remote task ${node.remote_task_id}` : '',
+    ].filter(Boolean).join(' · ');
+    return h('li', { dataset: { taskRunId: node.task_run_id || '' } },
+      h('div', { class: 'hop', 'aria-current': here ? 'page' : null },
+        statusBadge(node.status), label,
+        facts ? h('span', { class: 'muted small' }, facts) : null,
+        node.idempotency_key ? h('span', { class: 'muted small mono ids' }, `key ${node.idempotency_key}`) : null),
+      node.error ? h('p', { class: 'small form-error' }, runErrorText(node.error)) : null,
+      (node.children || []).length ? h('ul', {}, node.children.map(hop)) : null);
+  }
+
+  // loadTrace reads the tree again; a call while a read is under way reads
+  // once more after it, so the last change is always shown.
+  let traceBusy = false;
+  let traceAgain = false;
+  async function loadTrace() {
+    if (!run.parent_task_run_id && !run.delegated_to) return;
+    if (traceBusy) { traceAgain = true; return; }
+    traceBusy = true;
+    do {
+      traceAgain = false;
+      try {
+        const tree = await api('GET', `/task-runs/${encodeURIComponent(runId)}/trace`);
+        replace(traceBox, h('ul', { class: 'trace', 'aria-label': 'Delegation tree' }, hop(tree)));
+      } catch (err) {
+        replace(traceBox, h('p', { class: 'form-error' }, `The delegation could not be loaded. ${explain(err)}`));
+      }
+      traceSection.hidden = false;
+    } while (traceAgain);
+    traceBusy = false;
+  }
+
   function update(next) {
     if (!next || next.task_run_id !== runId) return;
     // Each event carries that moment's progress: keep every message, also
@@ -77,8 +133,10 @@ export async function taskView(main, { id: runId }, nav) {
       return;
     }
     const wasDone = terminal(run.status);
+    const statusChanged = next.status !== run.status || !!next.delegated_to !== !!run.delegated_to;
     run = next;
     render();
+    if (statusChanged) loadTrace();
     if (!wasDone && terminal(run.status)) announce(`Task ${statusLabel(run.status).toLowerCase()}.`);
   }
 
@@ -95,6 +153,7 @@ export async function taskView(main, { id: runId }, nav) {
   });
 
   render();
+  loadTrace();
   // The stream starts at the run's creation, so the progress reported
   // before this page opened is shown too, then everything new.
   const since = new Date(new Date(run.created_at).getTime() - 1000).toISOString();
@@ -109,6 +168,7 @@ export async function taskView(main, { id: runId }, nav) {
 
   async function refresh() {
     try { update(await api('GET', `/task-runs/${encodeURIComponent(runId)}`)); } catch { /* shown as it was */ }
+    loadTrace();
   }
 
   return { dispose: () => live.stop() };
