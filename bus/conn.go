@@ -14,8 +14,9 @@ import (
 
 // ConnConfig says how to reach NATS.
 type ConnConfig struct {
-	// Server, when set, connects in-process to this embedded server (no socket).
-	Server *Server
+	// Server, when set, connects in-process to this embedded server (no
+	// socket): an *embedded.Server.
+	Server nats.InProcessConnProvider
 	// URL is one or more comma-separated nats:// or ws:// URLs, used when Server is nil.
 	URL string
 	// User and Password authenticate a platform service on an external server.
@@ -86,7 +87,7 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 		}),
 	}
 	if cfg.Server != nil {
-		opts = append(opts, nats.InProcessServer(cfg.Server.NATS()))
+		opts = append(opts, nats.InProcessServer(cfg.Server))
 	}
 	if cfg.User != "" {
 		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))

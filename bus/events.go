@@ -3,9 +3,7 @@ package bus
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/a2amesh/a2amesh/mesh"
@@ -13,7 +11,6 @@ import (
 	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Event is a fact a service publishes. It becomes a CloudEvent 1.0 on
@@ -44,7 +41,7 @@ type Event struct {
 type Publisher struct {
 	js        jetstream.JetStream
 	source    string
-	published *prometheus.CounterVec
+	published func(eventType string)
 }
 
 // NewPublisher returns a publisher whose events carry source "urn:a2amesh:<service>".
@@ -63,40 +60,17 @@ func (p *Publisher) Publish(ctx context.Context, ev Event) error {
 		return fmt.Errorf("publish %s %s: %w", ev.Type, ev.Subject, err)
 	}
 	if p.published != nil {
-		p.published.WithLabelValues(ev.Type).Inc()
+		p.published(ev.Type)
 	}
 	return nil
 }
 
-// Instrument counts the events p publishes, by type, in
-// a2amesh_events_published_total{service, type} on reg. A nil reg leaves p
-// uninstrumented. Several publishers of one service share the counter.
-func (p *Publisher) Instrument(reg prometheus.Registerer) *Publisher {
-	if reg == nil {
-		return p
-	}
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name:        "a2amesh_events_published_total",
-		Help:        "CloudEvents stored in the event stream, by publishing service and event type.",
-		ConstLabels: prometheus.Labels{"service": strings.TrimPrefix(p.source, "urn:a2amesh:")},
-	}, []string{"type"})
-	p.published = RegisterOrExisting(reg, c)
+// OnPublished has p call f with the type of each event it stored (the
+// services count them for their metrics; see internal/metrics). A nil f
+// changes nothing.
+func (p *Publisher) OnPublished(f func(eventType string)) *Publisher {
+	p.published = f
 	return p
-}
-
-// RegisterOrExisting registers c on reg, or returns the collector already
-// registered under the same description, so a service started twice in one
-// process (tests, restarts) keeps counting on the same series.
-func RegisterOrExisting[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-	}
-	return c
 }
 
 func (p *Publisher) encode(ctx context.Context, ev Event) (*nats.Msg, error) {

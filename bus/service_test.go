@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus/embedded"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -16,7 +17,7 @@ import (
 // reach each caller intact — and, under -race, without racing micro's own
 // bookkeeping of the request.
 func TestService_AnswersConcurrentRequestsWithValuesAndErrors(t *testing.T) {
-	srv, err := StartServer(ServerConfig{StoreDir: t.TempDir()})
+	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

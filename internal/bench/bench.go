@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/bus/embedded"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/rs/zerolog"
 )
@@ -197,7 +198,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 }
 
 func (r *Report) measureRaw(ctx context.Context, dir string, cfg Config) error {
-	s, err := bus.StartServer(bus.ServerConfig{StoreDir: filepath.Join(dir, "raw"), Listen: "127.0.0.1:0"})
+	s, err := embedded.Start(embedded.Config{StoreDir: filepath.Join(dir, "raw"), Listen: "127.0.0.1:0"})
 	if err != nil {
 		return err
 	}

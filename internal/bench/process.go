@@ -46,8 +46,10 @@ func procStats(pid int) (rss int64, cpu time.Duration, err error) {
 
 // child is a started program whose output is kept in a file.
 type child struct {
-	cmd *exec.Cmd
-	log string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{} // closed once the process exited and was reaped
+	err  error         // its exit, once done is closed
 }
 
 func startChild(dir, name string, env []string, args ...string) (*child, error) {
@@ -64,20 +66,29 @@ func startChild(dir, name string, env []string, args ...string) (*child, error) 
 		f.Close()
 		return nil, err
 	}
-	go func() { _ = cmd.Wait(); f.Close() }()
-	return &child{cmd: cmd, log: logPath}, nil
+	c := &child{cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		c.err = cmd.Wait()
+		f.Close()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// wait waits for the process to exit and returns how it did.
+func (c *child) wait() error {
+	<-c.done
+	return c.err
 }
 
 func (c *child) stop() {
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if c.cmd.ProcessState != nil || syscall.Kill(c.cmd.Process.Pid, 0) != nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	select {
+	case <-c.done:
+	case <-time.After(15 * time.Second):
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.done
 	}
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
 }
 
 // waitReady polls GET /readyz until it answers 200 and returns how long that took since start.

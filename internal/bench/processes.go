@@ -87,7 +87,7 @@ func (r *Report) measureProcesses(ctx context.Context, dir string, cfg Config) e
 	if err != nil {
 		return err
 	}
-	if err := pair.cmd.Wait(); err != nil {
+	if err := pair.wait(); err != nil {
 		return fmt.Errorf("pair failed (see %s): %w", pair.log, err)
 	}
 	rt, err := startChild(dir, bin("a2a-runtime"), renv, "start", "--log-level", "warn")

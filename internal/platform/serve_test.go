@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/bus/embedded"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/secret"
@@ -42,7 +42,7 @@ func TestServe_ServicesStartedOneByOneMeetOnlyOnTheBus(t *testing.T) {
 	}
 	issuerPub, _ := issuer.PublicKey()
 	servicePub, _ := serviceKey.PublicKey()
-	server, err := bus.StartServer(bus.ServerConfig{
+	server, err := embedded.Start(embedded.Config{
 		StoreDir: filepath.Join(dir, "jetstream"), Listen: "127.0.0.1:0",
 		ServiceNkey: servicePub, AuthIssuer: issuerPub, Logger: log,
 	})

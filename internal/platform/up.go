@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/bus/embedded"
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/agents"
@@ -29,7 +30,7 @@ type stopper interface{ Stop(grace time.Duration) }
 // Platform is a running platform.
 type Platform struct {
 	cfg      Config
-	server   *bus.Server
+	server   *embedded.Server
 	conn     *bus.Conn
 	conns    []*bus.Conn
 	services []stopper
@@ -71,7 +72,7 @@ func Up(ctx context.Context, cfg Config) (*Platform, error) {
 		natsListen = ""
 	}
 	p := &Platform{cfg: cfg, serviceKey: serviceKey, metrics: NewMetricsRegistry()}
-	p.server, err = bus.StartServer(bus.ServerConfig{
+	p.server, err = embedded.Start(embedded.Config{
 		StoreDir:        filepath.Join(cfg.DataDir, "jetstream"),
 		Listen:          natsListen,
 		WebSocketListen: cfg.NATSWebSocketListen,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,7 +63,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.mirror.WaitReady(ctx); err != nil {
 		return fmt.Errorf("agents: load: %w", err)
 	}
-	s.events = bus.NewPublisher(js, bus.ServiceAgents).Instrument(s.cfg.Metrics)
+	s.events = bus.NewPublisher(js, bus.ServiceAgents).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServiceAgents))
 	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
 		Name: "agents", Version: "1.0.0", Description: "agent accounts", Logger: s.cfg.Logger,
 	})

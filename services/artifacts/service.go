@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go/jetstream"
@@ -68,7 +69,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("artifacts: object store: %w", err)
 	}
 	s.client = meshapi.NewClient(s.cfg.Conn.NC)
-	s.events = bus.NewPublisher(js, bus.ServiceArtifacts).Instrument(s.cfg.Metrics)
+	s.events = bus.NewPublisher(js, bus.ServiceArtifacts).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServiceArtifacts))
 	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
 		Name: "artifacts", Version: "1.0.0", Description: "task-run artifacts", Logger: s.cfg.Logger,
 	})

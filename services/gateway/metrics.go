@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -34,8 +34,8 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Buckets: prometheus.DefBuckets,
 		}, []string{"route"}),
 	}
-	m.requests = bus.RegisterOrExisting(reg, m.requests)
-	m.duration = bus.RegisterOrExisting(reg, m.duration)
+	m.requests = metrics.RegisterOrExisting(reg, m.requests)
+	m.duration = metrics.RegisterOrExisting(reg, m.duration)
 	return m
 }
 

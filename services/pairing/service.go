@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go"
@@ -146,7 +147,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.a2aKeys, err = bus.OpenRecords[a2aKeyRecord](ctx, js, bus.BucketA2AKeys); err != nil {
 		return err
 	}
-	s.events = bus.NewPublisher(js, bus.ServicePairing).Instrument(s.cfg.Metrics)
+	s.events = bus.NewPublisher(js, bus.ServicePairing).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServicePairing))
 	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
 		Name: "pairing", Version: "1.0.0", Description: "pairing codes and runtime credentials", Logger: s.cfg.Logger,
 	})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/internal/runtimedir"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -70,11 +71,11 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.dir, err = runtimedir.Open(ctx, js, runtimedir.Options{Logger: s.cfg.Logger}); err != nil {
 		return err
 	}
-	s.events = bus.NewPublisher(js, bus.ServiceRegistry).Instrument(s.cfg.Metrics)
+	s.events = bus.NewPublisher(js, bus.ServiceRegistry).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServiceRegistry))
 	if s.cfg.Metrics != nil {
 		// Counted from the presence directory when scraped, so every
 		// registry instance reports the same number.
-		bus.RegisterOrExisting(s.cfg.Metrics, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		metrics.RegisterOrExisting(s.cfg.Metrics, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "a2amesh_runtimes_online",
 			Help: "Runtimes whose heartbeats arrive within their timeout.",
 		}, func() float64 { return float64(len(s.dir.OnlinePresences())) }))

@@ -1,7 +1,7 @@
 package taskqueue
 
 import (
-	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -13,8 +13,8 @@ func (s *Service) registerMetrics() {
 	if reg == nil {
 		return
 	}
-	bus.RegisterOrExisting[prometheus.Collector](reg, &statusCollector{ix: s.index})
-	s.claimLatency = bus.RegisterOrExisting(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+	metrics.RegisterOrExisting[prometheus.Collector](reg, &statusCollector{ix: s.index})
+	s.claimLatency = metrics.RegisterOrExisting(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "a2amesh_claim_latency_seconds",
 		Help:    "Time from a task run's creation to its claim by a runtime.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),

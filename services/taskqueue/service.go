@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/internal/runtimedir"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -120,7 +121,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.open(ctx); err != nil {
 		return err
 	}
-	s.events = bus.NewPublisher(s.js, bus.ServiceTaskQueue).Instrument(s.cfg.Metrics)
+	s.events = bus.NewPublisher(s.js, bus.ServiceTaskQueue).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServiceTaskQueue))
 	s.registerMetrics()
 	if err := s.serve(); err != nil {
 		return err

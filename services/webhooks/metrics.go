@@ -1,7 +1,7 @@
 package webhooks
 
 import (
-	"github.com/a2amesh/a2amesh/bus"
+	meshmetrics "github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -24,8 +24,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Buckets: prometheus.ExponentialBuckets(0.001, 4, 9),
 	})
 	if reg != nil {
-		attempts = bus.RegisterOrExisting(reg, attempts)
-		latency = bus.RegisterOrExisting(reg, latency)
+		attempts = meshmetrics.RegisterOrExisting(reg, attempts)
+		latency = meshmetrics.RegisterOrExisting(reg, latency)
 	}
 	return &metrics{
 		delivered: attempts.WithLabelValues("delivered"),

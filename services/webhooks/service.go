@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
+	meshmetrics "github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -164,7 +165,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.deliveries, err = bus.OpenRecords[meshapi.Delivery](ctx, s.js, bus.BucketDeliveries); err != nil {
 		return err
 	}
-	s.events = bus.NewPublisher(s.js, bus.ServiceWebhooks).Instrument(s.cfg.Metrics)
+	s.events = bus.NewPublisher(s.js, bus.ServiceWebhooks).OnPublished(meshmetrics.EventsPublished(s.cfg.Metrics, bus.ServiceWebhooks))
 	if err := s.watch(ctx); err != nil {
 		return err
 	}

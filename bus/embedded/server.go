@@ -1,4 +1,7 @@
-package bus
+// Package embedded runs the NATS server with JetStream inside the platform
+// process (`a2a-platform up`). It is apart from package bus so that the
+// clients of the bus (the runtime above all) do not link the server.
+package embedded
 
 import (
 	"errors"
@@ -11,8 +14,8 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// ServerConfig configures the embedded NATS server that `a2a-platform up` runs.
-type ServerConfig struct {
+// Config configures the embedded NATS server that `a2a-platform up` runs.
+type Config struct {
 	// StoreDir is where JetStream keeps its files. Required.
 	StoreDir string
 	// Listen is host:port for TCP clients (runtimes, `serve` processes, consumers).
@@ -39,11 +42,11 @@ type Server struct {
 	websocket bool
 }
 
-// StartServer starts an embedded NATS server with JetStream on local disk and
+// Start starts an embedded NATS server with JetStream on local disk and
 // waits until it accepts connections.
-func StartServer(cfg ServerConfig) (*Server, error) {
+func Start(cfg Config) (*Server, error) {
 	if cfg.StoreDir == "" {
-		return nil, errors.New("bus: StoreDir is required")
+		return nil, errors.New("embedded: StoreDir is required")
 	}
 	opts := &server.Options{
 		ServerName:         "a2a-mesh",
@@ -102,6 +105,10 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 
 // NATS returns the underlying server, for in-process connections.
 func (s *Server) NATS() *server.Server { return s.ns }
+
+// InProcessConn opens a connection to the server without a socket (see
+// bus.ConnConfig.Server).
+func (s *Server) InProcessConn() (net.Conn, error) { return s.ns.InProcessConn() }
 
 // ClientURL is the nats:// URL TCP clients use, or "" without a TCP listener.
 func (s *Server) ClientURL() string {
