@@ -27,6 +27,9 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 			if len(r.E2E) != 2 || r.E2E[0].RunsPerSec <= 0 || r.E2E[1].RunsPerSec <= 0 || r.Idle.Count != 10 {
 				return "end to end measured nothing"
 			}
+			if md := r.Markdown(); !strings.Contains(md, "### End to end") || strings.Contains(md, "### Processes") || strings.Contains(md, "### Task-run cycle") {
+				return "the report shows phases that did not run, or not the one that did"
+			}
 			return ""
 		}},
 		{"a2a", func(r *bench.Report) string {

@@ -51,24 +51,28 @@ func (r *Report) Markdown() string {
 			return b.String()
 		}
 	}
-	c := r.Cycle
-	fmt.Fprintf(&b, "### Task-run cycle (create -> claim -> complete), %d agents\n\n", c.Agents)
-	b.WriteString("| path | runs/s | claim latency p50 | p99 |\n|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| raw JetStream operations of one cycle | %.0f | %.2f ms | %.2f ms |\n", c.RawRunsPerSec, c.RawClaim.P50Ms, c.RawClaim.P99Ms)
-	fmt.Fprintf(&b, "| through the services (bus requests, CAS, events) | %.0f | %.2f ms | %.2f ms |\n", c.ServiceRunsPerSec, c.ServiceClaim.P50Ms, c.ServiceClaim.P99Ms)
-	fmt.Fprintf(&b, "\nService layer keeps **%.0f%%** of the raw throughput.\n\n", 100*c.Ratio)
-	b.WriteString("### End to end (platform + runtimes + echo adapters over loopback)\n\n")
-	b.WriteString("| runtimes | runs/s | dispatch p50 | dispatch p99 | create->completed p50 | p99 |\n|---|---|---|---|---|---|\n")
-	for _, e := range r.E2E {
-		fmt.Fprintf(&b, "| %d | %.0f | %.2f ms | %.2f ms | %.2f ms | %.2f ms |\n", e.Runtimes, e.RunsPerSec, e.Dispatch.P50Ms, e.Dispatch.P99Ms, e.EndToEnd.P50Ms, e.EndToEnd.P99Ms)
+	if c := r.Cycle; c.Agents > 0 {
+		fmt.Fprintf(&b, "### Task-run cycle (create -> claim -> complete), %d agents\n\n", c.Agents)
+		b.WriteString("| path | runs/s | claim latency p50 | p99 |\n|---|---|---|---|\n")
+		fmt.Fprintf(&b, "| raw JetStream operations of one cycle | %.0f | %.2f ms | %.2f ms |\n", c.RawRunsPerSec, c.RawClaim.P50Ms, c.RawClaim.P99Ms)
+		fmt.Fprintf(&b, "| through the services (bus requests, CAS, events) | %.0f | %.2f ms | %.2f ms |\n", c.ServiceRunsPerSec, c.ServiceClaim.P50Ms, c.ServiceClaim.P99Ms)
+		fmt.Fprintf(&b, "\nService layer keeps **%.0f%%** of the raw throughput.\n\n", 100*c.Ratio)
 	}
-	fmt.Fprintf(&b, "\nIdle dispatch latency (one task at a time, task created -> adapter receives it): %s\n\n", r.Idle)
-	p := r.Process
-	b.WriteString("### Processes\n\n| measure | value |\n|---|---|\n")
-	fmt.Fprintf(&b, "| `a2a-platform up` ready, empty data dir | %.0f ms |\n", p.PlatformReadyEmptyMs)
-	fmt.Fprintf(&b, "| `a2a-platform up` ready, existing data dir | %.0f ms |\n", p.PlatformReadyExistingMs)
-	fmt.Fprintf(&b, "| platform idle RSS | %.1f MB |\n", p.PlatformIdleRSSMB)
-	fmt.Fprintf(&b, "| runtime idle RSS | %.1f MB |\n", p.RuntimeIdleRSSMB)
-	fmt.Fprintf(&b, "| runtime idle CPU over %.0f s | %.2f %% |\n", p.RuntimeIdleSeconds, p.RuntimeIdleCPUPercent)
+	if len(r.E2E) > 0 {
+		b.WriteString("### End to end (platform + runtimes + echo adapters over loopback)\n\n")
+		b.WriteString("| runtimes | runs/s | dispatch p50 | dispatch p99 | create->completed p50 | p99 |\n|---|---|---|---|---|---|\n")
+		for _, e := range r.E2E {
+			fmt.Fprintf(&b, "| %d | %.0f | %.2f ms | %.2f ms | %.2f ms | %.2f ms |\n", e.Runtimes, e.RunsPerSec, e.Dispatch.P50Ms, e.Dispatch.P99Ms, e.EndToEnd.P50Ms, e.EndToEnd.P99Ms)
+		}
+		fmt.Fprintf(&b, "\nIdle dispatch latency (one task at a time, task created -> adapter receives it): %s\n\n", r.Idle)
+	}
+	if p := r.Process; p.PlatformReadyEmptyMs > 0 {
+		b.WriteString("### Processes\n\n| measure | value |\n|---|---|\n")
+		fmt.Fprintf(&b, "| `a2a-platform up` ready, empty data dir | %.0f ms |\n", p.PlatformReadyEmptyMs)
+		fmt.Fprintf(&b, "| `a2a-platform up` ready, existing data dir | %.0f ms |\n", p.PlatformReadyExistingMs)
+		fmt.Fprintf(&b, "| platform idle RSS | %.1f MB |\n", p.PlatformIdleRSSMB)
+		fmt.Fprintf(&b, "| runtime idle RSS | %.1f MB |\n", p.RuntimeIdleRSSMB)
+		fmt.Fprintf(&b, "| runtime idle CPU over %.0f s | %.2f %% |\n", p.RuntimeIdleSeconds, p.RuntimeIdleCPUPercent)
+	}
 	return b.String()
 }

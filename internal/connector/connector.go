@@ -55,9 +55,16 @@ type Config struct {
 	// only drops the connection, and an error from it then is not an answer.
 	// Nil skips the check.
 	CheckCredential func(ctx context.Context) error
+	// IdleTrim is how long the runtime waits without a task before it
+	// returns its spare heap to the system (see idle.go). Default 5s;
+	// negative never trims.
+	IdleTrim time.Duration
 	// Metrics records what the runtime does; nil records nothing.
 	Metrics *Metrics
 	Logger  zerolog.Logger
+
+	// trim replaces debug.FreeOSMemory in tests.
+	trim func()
 }
 
 func (c *Config) defaults() {
@@ -76,6 +83,9 @@ func (c *Config) defaults() {
 	if c.RenewInterval == 0 {
 		c.RenewInterval = 20 * time.Second
 	}
+	if c.IdleTrim == 0 {
+		c.IdleTrim = defaultIdleTrim
+	}
 }
 
 // ErrReauth is returned by Run when the platform refused the runtime's
@@ -92,6 +102,10 @@ type Connector struct {
 	// owed are the runs whose report waits in the outbox: the runtime still
 	// holds them, so their leases are renewed with the running ones.
 	owed map[string]bool
+	// idleTimer trims the heap once no task ran for IdleTrim; idleGen
+	// tells a timer that fired late whether it is still the current one.
+	idleTimer *time.Timer
+	idleGen   uint64
 
 	execCtx    context.Context
 	execCancel context.CancelFunc
@@ -141,6 +155,15 @@ func (c *Connector) Run(ctx context.Context) error {
 	if err := c.heartbeat(ctx); err != nil && IsAuthError(err) {
 		c.fail(err)
 	}
+	// Start-up (profile, ledger, connection) leaves garbage too.
+	c.mu.Lock()
+	c.armIdleTrim()
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.cancelIdleTrim()
+		c.mu.Unlock()
+	}()
 	claimCtx, stopClaiming := context.WithCancel(ctx)
 	defer stopClaiming()
 	var loops, workers sync.WaitGroup
@@ -247,12 +270,16 @@ func (c *Connector) work(ctx context.Context) {
 func (c *Connector) track(t *task) {
 	c.mu.Lock()
 	c.running[t.id] = t
+	c.cancelIdleTrim()
 	c.mu.Unlock()
 }
 
 func (c *Connector) untrack(id string) {
 	c.mu.Lock()
 	delete(c.running, id)
+	if len(c.running) == 0 {
+		c.armIdleTrim()
+	}
 	c.mu.Unlock()
 }
 
