@@ -171,7 +171,7 @@ func TestWeb_PhoneWidth(t *testing.T) {
 	b.signIn(p)
 	pages := []struct{ name, path, ready string }{
 		{"agents", "/", ".card h2 a"},
-		{"agent", "/agents/" + agent.ID, "#work"},
+		{"agent", "/agents/" + agent.ID, "#a2a table.endpoints"},
 		{"tasks", "/tasks", ".runs li"},
 		{"task", "/tasks/" + run.ID, "#task-status .badge"},
 		{"integrations", "/integrations", "#consumers .card h3"},
@@ -180,6 +180,7 @@ func TestWeb_PhoneWidth(t *testing.T) {
 		b.open(p.APIBase + pg.path)
 		b.waitJS(pg.name+" loaded", `(sel) => document.querySelector(sel) !== null`, pg.ready)
 		if pg.name == "agent" {
+			b.waitJS("the API keys and routing rules", `() => !!document.querySelector('#api-keys li') && !!document.querySelector('#routing-rules li')`)
 			b.click("#generate-code")
 			b.waitJS("the instructions", `() => (document.querySelector('#instructions')?.textContent || '').length > 100`)
 		}

@@ -1,6 +1,6 @@
 // One agent: whether it is online and where it runs, connecting it with a
-// one-time code, giving it work in a chat, how A2A clients reach it, and its
-// details.
+// one-time code, giving it work in a chat, how A2A clients reach it, which
+// tasks it hands on to other agents, and its details.
 
 import { api, explain, session } from './api.js';
 import { h, replace, field, formError, copyButton, confirmButton, announce } from './dom.js';
@@ -11,6 +11,7 @@ import { connectionInstructions } from './instructions.js';
 import { hosts, countdown, time, runText, terminal, statusLabel } from './format.js';
 import { statusBadge, ProgressLog, runResult } from './runview.js';
 import { a2aSection } from './a2a.js';
+import { rulesSection } from './rules.js';
 
 export async function agentView(main, { id: agentId }, nav) {
   let agent;
@@ -31,6 +32,8 @@ export async function agentView(main, { id: agentId }, nav) {
   const work = workSection();
   const details = detailsSection();
   const a2a = a2aSection(agentId);
+  const rules = rulesSection(agentId);
+  rules.changed(agent);
 
   function renderHead() {
     document.title = `${agent.name} · A2A Mesh`;
@@ -47,6 +50,7 @@ export async function agentView(main, { id: agentId }, nav) {
     connect.el,
     work.el,
     a2a.el,
+    rules.el,
     details.el);
 
   async function loadRuntimes() {
@@ -377,16 +381,16 @@ export async function agentView(main, { id: agentId }, nav) {
       if (kind.startsWith('runtime.')) loadRuntimes();
       else if (kind === 'pairing_code.redeemed') connect.redeemed(ev.data.code_id);
       else if (kind === 'pairing_code.expired') connect.expired(ev.data.code_id);
-      else if (kind === 'agent.updated') { details.changed(ev.data); a2a.changed(); }
+      else if (kind === 'agent.updated') { details.changed(ev.data); a2a.changed(); rules.changed(ev.data); }
       else if (kind.startsWith('task_run.')) work.upsert(ev.data);
     },
     onReconnect: async () => {
       try { details.changed(await api('GET', `/agent-accounts/${encodeURIComponent(agentId)}`)); } catch { /* kept */ }
-      await Promise.all([loadRuntimes(), work.load(), a2a.load()]);
+      await Promise.all([loadRuntimes(), work.load(), a2a.load(), rules.load()]);
     },
     onSignedOut: () => nav.signedOut(),
   });
 
-  await Promise.all([loadRuntimes(), work.load(), a2a.load()]);
+  await Promise.all([loadRuntimes(), work.load(), a2a.load(), rules.load()]);
   return { dispose() { live.stop(); connect.dispose(); } };
 }
