@@ -136,7 +136,9 @@ export async function taskView(main, { id: runId }, nav) {
     const statusChanged = next.status !== run.status || !!next.delegated_to !== !!run.delegated_to;
     run = next;
     render();
-    if (statusChanged) loadTrace();
+    // A delegating run mirrors its delegate's progress, so news of it is
+    // also news of the tree.
+    if (statusChanged || added) loadTrace();
     if (!wasDone && terminal(run.status)) announce(`Task ${statusLabel(run.status).toLowerCase()}.`);
   }
 
