@@ -31,8 +31,9 @@ func (c *Connector) execute(run *mesh.TaskRun) {
 	log := c.log.With().Str("task_run_id", run.ID).Int("attempt", run.Attempt).Logger()
 	c.record(ledger.Entry{Event: ledger.EventTaskPulled, TaskRunID: run.ID, Attempt: run.Attempt, Status: string(run.Status)})
 
+	// The claim already shows the run as running; progress is what the
+	// adapter reports.
 	progress := newProgressSender(c, run)
-	progress.send("dispatched to the local agent", nil)
 	c.record(ledger.Entry{Event: ledger.EventTaskStarted, TaskRunID: run.ID, Attempt: run.Attempt})
 	log.Info().Msg("task started")
 	c.cfg.Metrics.taskStarted()
