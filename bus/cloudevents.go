@@ -3,11 +3,14 @@ package bus
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
+	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/binding/format"
 	"github.com/cloudevents/sdk-go/v2/binding/spec"
@@ -44,6 +47,24 @@ func DecodeEvent(ctx context.Context, msg *nats.Msg) (*event.Event, error) {
 		return nil, fmt.Errorf("decode cloudevent on %s: %w", msg.Subject, err)
 	}
 	return e, nil
+}
+
+// EventType returns the type of a binary-mode event message without decoding
+// the event, for consumers that act on a few types only.
+func EventType(h nats.Header) string { return h.Get(ceHeaderPrefix + "type") }
+
+// TaskRunOf reads the run a binary-mode task_run event carries. Its revision
+// is the event's sequence (the revision the write that the event announces
+// gave the record) when that is later than the one the data holds.
+func TaskRunOf(h nats.Header, data []byte) (*mesh.TaskRun, error) {
+	var run mesh.TaskRun
+	if err := json.Unmarshal(data, &run); err != nil {
+		return nil, fmt.Errorf("task run event: %w", err)
+	}
+	if rev, err := strconv.ParseUint(h.Get(ceHeaderPrefix+"sequence"), 10, 64); err == nil && rev > run.Revision {
+		run.Revision = rev
+	}
+	return &run, nil
 }
 
 type natsBinaryWriter struct{ msg *nats.Msg }

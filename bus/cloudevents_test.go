@@ -132,3 +132,27 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 	})
 }
+
+// TestTaskRunOf_TakesTheRevisionFromTheSequence: a consumer reading a run off
+// its event sees the revision of the write the event announces, and the type
+// without decoding the event.
+func TestTaskRunOf_TakesTheRevisionFromTheSequence(t *testing.T) {
+	p := &Publisher{source: "urn:a2amesh:taskqueue"}
+	run := mesh.TaskRun{ID: mesh.NewID(), TargetAgentID: mesh.NewID(), Status: mesh.StatusRunning, Revision: 6}
+	msg, err := p.encode(context.Background(), Event{
+		Type: mesh.EventTaskRunClaimed, Kind: mesh.KindTaskRun, AgentID: run.TargetAgentID, Subject: run.ID, Sequence: 7, Data: run,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := EventType(msg.Header); got != mesh.EventTaskRunClaimed {
+		t.Errorf("type %q, want %q", got, mesh.EventTaskRunClaimed)
+	}
+	got, err := TaskRunOf(msg.Header, msg.Data)
+	if err != nil || got.ID != run.ID || got.Revision != 7 {
+		t.Fatalf("run %+v, %v; want %s at revision 7", got, err, run.ID)
+	}
+	if _, err := TaskRunOf(msg.Header, []byte(`{`)); err == nil {
+		t.Error("undecodable data read as a run")
+	}
+}

@@ -79,6 +79,16 @@ var EventCatalog = []EventType{
 	{EventWebhookDeliveryFailed, KindWebhook, "A webhook (or A2A push notification) delivery gave up after its retry window and was dead-lettered. Data: the delivery, never the URL's secrets."},
 }
 
+// LookupEventType finds an event type of the catalog by its full name.
+func LookupEventType(name string) (EventType, bool) {
+	for _, e := range EventCatalog {
+		if e.Type == name {
+			return e, true
+		}
+	}
+	return EventType{}, false
+}
+
 // TaskRunEventType returns the event type announcing that a run entered status s.
 func TaskRunEventType(s Status) string {
 	switch s {

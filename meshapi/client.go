@@ -20,6 +20,15 @@ func (c *Client) call(ctx context.Context, service, op string, req, resp any) er
 	return bus.Call(ctx, c.nc, bus.ServiceSubject(service, op), req, resp)
 }
 
+// runCall calls a task-queue operation that answers with the run.
+func (c *Client) runCall(ctx context.Context, op string, req any) (*mesh.TaskRun, error) {
+	var r TaskRunReply
+	if err := c.call(ctx, bus.ServiceTaskQueue, op, req, &r); err != nil {
+		return nil, err
+	}
+	return &r.TaskRun, nil
+}
+
 // CreateAgent creates an agent account.
 func (c *Client) CreateAgent(ctx context.Context, req CreateAgentRequest) (*mesh.Agent, error) {
 	var a mesh.Agent
@@ -82,11 +91,7 @@ func (c *Client) CreateTaskRun(ctx context.Context, req CreateTaskRunRequest) (*
 
 // GetTaskRun returns a task run.
 func (c *Client) GetTaskRun(ctx context.Context, taskRunID string) (*mesh.TaskRun, error) {
-	var r TaskRunReply
-	if err := c.call(ctx, bus.ServiceTaskQueue, OpTaskGet, GetTaskRunRequest{TaskRunID: taskRunID}, &r); err != nil {
-		return nil, err
-	}
-	return &r.TaskRun, nil
+	return c.runCall(ctx, OpTaskGet, GetTaskRunRequest{TaskRunID: taskRunID})
 }
 
 // ListTaskRuns pages task runs, newest first.
@@ -97,20 +102,12 @@ func (c *Client) ListTaskRuns(ctx context.Context, req ListTaskRunsRequest) (*Ta
 
 // CancelTaskRun cancels a task run.
 func (c *Client) CancelTaskRun(ctx context.Context, req CancelTaskRunRequest) (*mesh.TaskRun, error) {
-	var r TaskRunReply
-	if err := c.call(ctx, bus.ServiceTaskQueue, OpTaskCancel, req, &r); err != nil {
-		return nil, err
-	}
-	return &r.TaskRun, nil
+	return c.runCall(ctx, OpTaskCancel, req)
 }
 
 // AttachArtifact records an artifact on a running run.
 func (c *Client) AttachArtifact(ctx context.Context, req AttachArtifactRequest) (*mesh.TaskRun, error) {
-	var r TaskRunReply
-	if err := c.call(ctx, bus.ServiceTaskQueue, OpTaskAttachArtifact, req, &r); err != nil {
-		return nil, err
-	}
-	return &r.TaskRun, nil
+	return c.runCall(ctx, OpTaskAttachArtifact, req)
 }
 
 // CreateConversation starts a conversation and its workspace.
@@ -161,6 +158,15 @@ func (c *RuntimeClient) call(ctx context.Context, op string, req, resp any) erro
 	return bus.Call(ctx, c.nc, bus.RuntimeSubject(c.agentID, c.runtimeID, op), req, resp)
 }
 
+// report sends a progress, complete or fail report.
+func (c *RuntimeClient) report(ctx context.Context, op string, req any) (*ReportAck, error) {
+	var r ReportAck
+	if err := c.call(ctx, op, req, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
 // Hello announces the runtime and returns its queue consumer and timings.
 func (c *RuntimeClient) Hello(ctx context.Context) (*HelloResponse, error) {
 	var r HelloResponse
@@ -204,29 +210,17 @@ func (c *RuntimeClient) Renew(ctx context.Context, req RenewRequest) (*RenewResp
 
 // Progress reports progress on a run.
 func (c *RuntimeClient) Progress(ctx context.Context, req ProgressRequest) (*ReportAck, error) {
-	var r ReportAck
-	if err := c.call(ctx, bus.RuntimeOpProgress, req, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return c.report(ctx, bus.RuntimeOpProgress, req)
 }
 
 // Complete ends a run with its output.
 func (c *RuntimeClient) Complete(ctx context.Context, req CompleteRequest) (*ReportAck, error) {
-	var r ReportAck
-	if err := c.call(ctx, bus.RuntimeOpComplete, req, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return c.report(ctx, bus.RuntimeOpComplete, req)
 }
 
 // Fail ends a run as failed.
 func (c *RuntimeClient) Fail(ctx context.Context, req FailRequest) (*ReportAck, error) {
-	var r ReportAck
-	if err := c.call(ctx, bus.RuntimeOpFail, req, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return c.report(ctx, bus.RuntimeOpFail, req)
 }
 
 // CreateConsumer creates an event consumer credential.
@@ -283,11 +277,7 @@ func (c *Client) RedriveDelivery(ctx context.Context, req RedriveRequest) (*Deli
 
 // ContinueTaskRun answers a run waiting for input with its next turn's input.
 func (c *Client) ContinueTaskRun(ctx context.Context, req ContinueTaskRunRequest) (*mesh.TaskRun, error) {
-	var r TaskRunReply
-	if err := c.call(ctx, bus.ServiceTaskQueue, OpTaskContinue, req, &r); err != nil {
-		return nil, err
-	}
-	return &r.TaskRun, nil
+	return c.runCall(ctx, OpTaskContinue, req)
 }
 
 // CommitInputArtifact registers stored content as a file of a conversation's input.
@@ -394,12 +384,4 @@ func (c *Client) DelegateProgress(ctx context.Context, req DelegateProgressReque
 // DelegateEnd ends a held run with the delegate's outcome.
 func (c *Client) DelegateEnd(ctx context.Context, req DelegateEndRequest) (*mesh.TaskRun, error) {
 	return c.runCall(ctx, OpTaskDelegateEnd, req)
-}
-
-func (c *Client) runCall(ctx context.Context, op string, req any) (*mesh.TaskRun, error) {
-	var r TaskRunReply
-	if err := c.call(ctx, bus.ServiceTaskQueue, op, req, &r); err != nil {
-		return nil, err
-	}
-	return &r.TaskRun, nil
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 
+	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/spf13/cobra"
 )
 
@@ -46,71 +48,15 @@ func newConsumers(g *globals) *cobra.Command {
 	return cmd
 }
 
-func newWebhooks(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "webhooks", Short: "Subscribe HTTP endpoints to events"}
-	var target, secretValue, agent, task, state string
-	var types []string
-	create := &cobra.Command{
-		Use:   "create",
-		Short: "Subscribe an endpoint (the signing secret is printed once)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			body := map[string]any{"url": target}
-			for k, v := range map[string]string{"secret": secretValue, "agent_id": agent, "task_run_id": task} {
-				if v != "" {
-					body[k] = v
-				}
-			}
-			if len(types) > 0 {
-				body["types"] = types
-			}
-			return g.call(cmd.Context(), http.MethodPost, "/webhooks", nil, body)
-		},
-	}
-	create.Flags().StringVar(&target, "url", "", "endpoint receiving the deliveries (required)")
-	create.Flags().StringVar(&secretValue, "secret", "", "signing secret, 16+ bytes (default: generated)")
-	create.Flags().StringVar(&agent, "agent", "", "only this agent's events")
-	create.Flags().StringVar(&task, "task", "", "only this task run's events")
-	create.Flags().StringSliceVar(&types, "type", nil, "only these event types (repeatable)")
-	_ = create.MarkFlagRequired("url")
-	list := &cobra.Command{
-		Use: "list", Short: "List webhook subscriptions", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.call(cmd.Context(), http.MethodGet, "/webhooks", nil, nil)
-		},
-	}
-	del := &cobra.Command{
-		Use: "delete <webhook_id>", Short: "Remove a subscription", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.callNoContent(cmd, http.MethodDelete, "/webhooks/"+url.PathEscape(args[0]))
-		},
-	}
-	deliveries := &cobra.Command{
-		Use: "deliveries <webhook_id>", Short: "List deliveries that failed at least once (retrying, dead, delivered)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			q := url.Values{}
-			setIf(q, "state", state)
-			return g.call(cmd.Context(), http.MethodGet, "/webhooks/"+url.PathEscape(args[0])+"/deliveries", q, nil)
-		},
-	}
-	deliveries.Flags().StringVar(&state, "state", "", "only this state: retrying, dead or delivered")
-	redrive := &cobra.Command{
-		Use: "redrive <webhook_id> <delivery_id>", Short: "Send a dead-lettered delivery again", Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.call(cmd.Context(), http.MethodPost, "/webhooks/"+url.PathEscape(args[0])+"/deliveries/"+url.PathEscape(args[1])+"/redrive", nil, nil)
-		},
-	}
-	cmd.AddCommand(create, list, del, deliveries, redrive)
-	return cmd
-}
-
 // callNoContent runs a call whose success answer is 204 and says so.
 func (g *globals) callNoContent(cmd *cobra.Command, method, path string) error {
 	c, err := g.client()
 	if err != nil {
 		return err
 	}
-	if _, err := c.Do(cmd.Context(), method, path, nil, nil, nil); err != nil {
+	ctx, cancel := context.WithTimeout(cmd.Context(), apiclient.DefaultTimeout)
+	defer cancel()
+	if _, err := c.Do(ctx, method, path, nil, nil, nil); err != nil {
 		return err
 	}
 	cmd.Println("done")

@@ -9,8 +9,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/services/delegation"
 	"github.com/a2amesh/a2amesh/services/gateway"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 	"github.com/a2amesh/a2amesh/services/gateway/partner"
@@ -137,15 +135,6 @@ func (c *Config) doorsConfig() gateway.DoorsConfig {
 	return gateway.DoorsConfig{Partner: partner.Config{
 		CardID: c.A2ACardID, CardName: c.A2ACardName, BaseURL: c.A2ABaseURL, WebhookURL: c.A2AWebhookURL, HealthURL: c.A2AHealthURL,
 	}}
-}
-
-// delegationConfig is the delegation service's configuration from the
-// platform's; gatewayURL is where it reaches the A2A doors.
-func (c *Config) delegationConfig(conn *bus.Conn, log zerolog.Logger, gatewayURL string) delegation.Config {
-	return delegation.Config{
-		Conn: conn, Logger: log, GatewayURL: gatewayURL, MaxDepth: c.DelegationMaxDepth, Lease: c.Lease,
-		AllowPrivate: c.AllowPrivateWebhooks,
-	}
 }
 
 // origin is the host of the public URL: the platform origin of seed 000.

@@ -17,22 +17,15 @@ import (
 // external server a connection lasts until its authorisation expires.
 func kickRevoked(nc *nats.Conn, ns *server.Server, log zerolog.Logger) (*nats.Subscription, error) {
 	return nc.Subscribe(bus.EventFilter("", string(mesh.KindRuntime), ""), func(m *nats.Msg) {
-		if m.Header.Get("ce-type") != mesh.EventRuntimeRevoked {
+		if bus.EventType(m.Header) != mesh.EventRuntimeRevoked {
 			return
 		}
 		_, _, runtimeID, ok := bus.ParseEventSubject(m.Subject)
 		if !ok {
 			return
 		}
-		connz, err := ns.Connz(&server.ConnzOptions{Limit: 1 << 20, Username: true})
-		if err != nil {
-			return
-		}
-		for _, c := range connz.Conns {
-			if c.AuthorizedUser == bus.RuntimeUserName(runtimeID) {
-				_ = ns.DisconnectClientByID(c.Cid)
-				log.Info().Str("runtime_id", runtimeID).Msg("disconnected a revoked runtime")
-			}
+		if disconnectUser(ns, bus.RuntimeUserName(runtimeID)) {
+			log.Info().Str("runtime_id", runtimeID).Msg("disconnected a revoked runtime")
 		}
 	})
 }
@@ -47,15 +40,25 @@ func kickDeletedConsumers(nc *nats.Conn, ns *server.Server, log zerolog.Logger) 
 		if !mesh.ValidID(id) {
 			return
 		}
-		connz, err := ns.Connz(&server.ConnzOptions{Limit: 1 << 20, Username: true})
-		if err != nil {
-			return
-		}
-		for _, c := range connz.Conns {
-			if c.AuthorizedUser == bus.ConsumerUserName(id) {
-				_ = ns.DisconnectClientByID(c.Cid)
-				log.Info().Str("consumer_id", id).Msg("disconnected a deleted event consumer")
-			}
+		if disconnectUser(ns, bus.ConsumerUserName(id)) {
+			log.Info().Str("consumer_id", id).Msg("disconnected a deleted event consumer")
 		}
 	})
+}
+
+// disconnectUser closes every client connection the auth callout admitted as
+// user, and reports whether there was one.
+func disconnectUser(ns *server.Server, user string) bool {
+	connz, err := ns.Connz(&server.ConnzOptions{Limit: 1 << 20, Username: true})
+	if err != nil {
+		return false
+	}
+	found := false
+	for _, c := range connz.Conns {
+		if c.AuthorizedUser == user {
+			_ = ns.DisconnectClientByID(c.Cid)
+			found = true
+		}
+	}
+	return found
 }

@@ -10,15 +10,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/a2amesh/a2amesh/services/agents"
-	"github.com/a2amesh/a2amesh/services/artifacts"
-	"github.com/a2amesh/a2amesh/services/delegation"
 	"github.com/a2amesh/a2amesh/services/gateway"
-	"github.com/a2amesh/a2amesh/services/pairing"
-	"github.com/a2amesh/a2amesh/services/registry"
-	"github.com/a2amesh/a2amesh/services/taskqueue"
-	"github.com/a2amesh/a2amesh/services/webhooks"
 	"github.com/nats-io/nkeys"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -33,17 +25,6 @@ func NewMetricsRegistry() *prometheus.Registry {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
 }
-
-// webhooksConfig is the webhooks service's configuration from the platform's.
-func (c *Config) webhooksConfig(conn *bus.Conn, log zerolog.Logger, reg prometheus.Registerer) webhooks.Config {
-	return webhooks.Config{
-		Conn: conn, Logger: log, AllowPrivate: c.AllowPrivateWebhooks, Metrics: reg, PublicURL: c.PublicURL,
-		AttemptTimeout: c.WebhookAttemptTimeout, RetryMin: c.WebhookRetryMin, RetryMax: c.WebhookRetryMax, RetryFor: c.WebhookRetryFor,
-	}
-}
-
-// Services lists what `serve` can run.
-var Services = []string{"agents", "pairing", "registry", "taskqueue", "artifacts", "webhooks", "delegation", "gateway"}
 
 // ServeConfig configures one service process against an external NATS.
 type ServeConfig struct {
@@ -143,66 +124,56 @@ func flushAll(ctx context.Context, conns []*bus.Conn) error {
 func (r *Running) start(ctx context.Context) error {
 	cfg, conn := r.cfg, r.conn
 	log := cfg.Logger.With().Str("service", cfg.Service).Logger()
-	reg := r.metrics
-	var svc interface {
-		stopper
-		Start(context.Context) error
+	env := serviceEnv{
+		conn: conn, log: log, metrics: r.metrics,
+		natsURL: cfg.NATSAdvertise, wsURL: cfg.NATSWebSocketAdvertise, gatewayURL: cfg.GatewayURL,
 	}
 	switch cfg.Service {
-	case "agents":
-		svc = agents.New(agents.Config{Conn: conn, Logger: log, Metrics: reg})
+	case "gateway":
+		return r.startGateway(ctx, log)
 	case "pairing":
 		issuer, err := readIssuer(cfg.AuthIssuerSeedFile)
 		if err != nil {
 			return err
 		}
-		svc = pairing.New(pairing.Config{
-			Conn: conn, Logger: log, CodeTTL: cfg.PairingCodeTTL, HeartbeatTimeout: cfg.HeartbeatTimeout,
-			Lease: cfg.Lease, NATSURL: cfg.NATSAdvertise, NATSWebSocketURL: cfg.NATSWebSocketAdvertise,
-			AuthIssuer: issuer, Platform: meshapi.PlatformInfo{Name: cfg.PlatformName, Origin: cfg.origin()}, Metrics: reg,
-		})
-	case "registry":
-		svc = registry.New(registry.Config{Conn: conn, Logger: log, HeartbeatTimeout: cfg.HeartbeatTimeout, Metrics: reg})
-	case "taskqueue":
-		svc = taskqueue.New(taskqueue.Config{Conn: conn, Logger: log, Lease: cfg.Lease, HeartbeatTimeout: cfg.HeartbeatTimeout, Metrics: reg})
-	case "artifacts":
-		svc = artifacts.New(artifacts.Config{Conn: conn, Logger: log, MaxBytes: cfg.MaxArtifactBytes, Metrics: reg})
-	case "webhooks":
-		svc = webhooks.New(cfg.webhooksConfig(conn, log, reg))
+		env.issuer = issuer
 	case "delegation":
-		gw := cfg.GatewayURL
-		if gw == "" {
-			gw = cfg.PublicURL
+		if env.gatewayURL == "" {
+			env.gatewayURL = cfg.PublicURL
 		}
-		svc = delegation.New(cfg.delegationConfig(conn, log, gw))
-	case "gateway":
-		if cfg.OwnerTokenFile != "" {
-			token, err := ReadOwnerToken(cfg.OwnerTokenFile)
-			if err != nil {
-				return err
-			}
-			if err := StoreOwnerTokenHash(ctx, conn, token); err != nil {
-				return err
-			}
-		}
-		gc := gateway.Config{
-			Conn: conn, Logger: log, Addr: cfg.HTTPAddr, MaxArtifactBytes: cfg.MaxArtifactBytes,
-			Metrics: reg, Gatherer: reg, A2A: cfg.a2aConfig(), Doors: cfg.doorsConfig(),
-		}
-		if cfg.publicURLSet {
-			// Otherwise the gateway uses the address it listens on.
-			gc.PublicURL = cfg.PublicURL
-		}
-		r.gw = gateway.New(gc)
-		return r.gw.Start(ctx)
-	default:
-		return fmt.Errorf("unknown service %q (one of %s)", cfg.Service, strings.Join(Services, ", "))
+	}
+	svc, err := cfg.newService(cfg.Service, env)
+	if err != nil {
+		return err
 	}
 	if err := svc.Start(ctx); err != nil {
 		return err
 	}
 	r.svc = svc
 	return nil
+}
+
+func (r *Running) startGateway(ctx context.Context, log zerolog.Logger) error {
+	cfg, conn := r.cfg, r.conn
+	if cfg.OwnerTokenFile != "" {
+		token, err := ReadOwnerToken(cfg.OwnerTokenFile)
+		if err != nil {
+			return err
+		}
+		if err := StoreOwnerTokenHash(ctx, conn, token); err != nil {
+			return err
+		}
+	}
+	gc := gateway.Config{
+		Conn: conn, Logger: log, Addr: cfg.HTTPAddr, MaxArtifactBytes: cfg.MaxArtifactBytes,
+		Metrics: r.metrics, Gatherer: r.metrics, A2A: cfg.a2aConfig(), Doors: cfg.doorsConfig(),
+	}
+	if cfg.publicURLSet {
+		// Otherwise the gateway uses the address it listens on.
+		gc.PublicURL = cfg.PublicURL
+	}
+	r.gw = gateway.New(gc)
+	return r.gw.Start(ctx)
 }
 
 // HTTPAddr is the gateway's listen address ("" for other services).

@@ -22,7 +22,7 @@ import (
 )
 
 // TestServe_ServicesStartedOneByOneMeetOnlyOnTheBus runs `a2a-platform serve`
-// for each of the six services, each with its own connection to a plain NATS
+// for each of the services, each with its own connection to a plain NATS
 // server with JetStream and an auth callout, and drives the runtime
 // lifecycle through the gateway. Stopping one service shows the gateway
 // reaches it only over the bus.

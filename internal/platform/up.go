@@ -6,26 +6,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/bus/embedded"
 	"github.com/a2amesh/a2amesh/internal/secret"
-	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/a2amesh/a2amesh/services/agents"
-	"github.com/a2amesh/a2amesh/services/artifacts"
-	"github.com/a2amesh/a2amesh/services/delegation"
 	"github.com/a2amesh/a2amesh/services/gateway"
-	"github.com/a2amesh/a2amesh/services/pairing"
-	"github.com/a2amesh/a2amesh/services/registry"
-	"github.com/a2amesh/a2amesh/services/taskqueue"
-	"github.com/a2amesh/a2amesh/services/webhooks"
 	"github.com/nats-io/nkeys"
 	"github.com/prometheus/client_golang/prometheus"
 )
-
-// stopper is a started service.
-type stopper interface{ Stop(grace time.Duration) }
 
 // Platform is a running platform.
 type Platform struct {
@@ -150,41 +138,23 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 		conns[name] = c
 		p.conns = append(p.conns, c)
 	}
-	services := []struct {
-		name string
-		svc  interface {
-			stopper
-			Start(context.Context) error
+	for _, name := range Services {
+		if name == "gateway" {
+			continue
 		}
-	}{
-		{"agents", agents.New(agents.Config{Conn: conns["agents"], Logger: log.With().Str("service", "agents").Logger(), Metrics: reg})},
-		{"pairing", pairing.New(pairing.Config{
-			Conn: conns["pairing"], Logger: log.With().Str("service", "pairing").Logger(),
-			CodeTTL: cfg.PairingCodeTTL, HeartbeatTimeout: cfg.HeartbeatTimeout, Lease: cfg.Lease,
-			NATSURL: natsURL, NATSWebSocketURL: wsURL, AuthIssuer: issuer,
-			Platform: meshapi.PlatformInfo{Name: cfg.PlatformName, Origin: cfg.origin()}, Metrics: reg,
-		})},
-		{"registry", registry.New(registry.Config{
-			Conn: conns["registry"], Logger: log.With().Str("service", "registry").Logger(), HeartbeatTimeout: cfg.HeartbeatTimeout,
-			Metrics: reg,
-		})},
-		{"taskqueue", taskqueue.New(taskqueue.Config{
-			Conn: conns["taskqueue"], Logger: log.With().Str("service", "taskqueue").Logger(),
-			Lease: cfg.Lease, HeartbeatTimeout: cfg.HeartbeatTimeout, Metrics: reg,
-		})},
-		{"artifacts", artifacts.New(artifacts.Config{
-			Conn: conns["artifacts"], Logger: log.With().Str("service", "artifacts").Logger(), MaxBytes: cfg.MaxArtifactBytes,
-			Metrics: reg,
-		})},
-		{"webhooks", webhooks.New(cfg.webhooksConfig(conns["webhooks"], log.With().Str("service", "webhooks").Logger(), reg))},
-		// Delegations are A2A calls to this process's own gateway.
-		{"delegation", delegation.New(cfg.delegationConfig(conns["delegation"], log.With().Str("service", "delegation").Logger(), "http://"+ln.Addr().String()))},
-	}
-	for _, s := range services {
-		if err := s.svc.Start(ctx); err != nil {
-			return fmt.Errorf("start %s: %w", s.name, err)
+		svc, err := cfg.newService(name, serviceEnv{
+			conn: conns[name], log: log.With().Str("service", name).Logger(), metrics: reg,
+			issuer: issuer, natsURL: natsURL, wsURL: wsURL,
+			// Delegations are A2A calls to this process's own gateway.
+			gatewayURL: "http://" + ln.Addr().String(),
+		})
+		if err != nil {
+			return err
 		}
-		p.services = append(p.services, s.svc)
+		if err := svc.Start(ctx); err != nil {
+			return fmt.Errorf("start %s: %w", name, err)
+		}
+		p.services = append(p.services, svc)
 	}
 	if err := flushAll(ctx, p.conns); err != nil {
 		return err

@@ -6,9 +6,7 @@ package runwatch
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -48,14 +46,9 @@ func (w *Watcher) Next(ctx context.Context) (*mesh.TaskRun, error) {
 		if err != nil {
 			return nil, err
 		}
-		var run mesh.TaskRun
-		if json.Unmarshal(m.Data(), &run) != nil {
-			continue
+		if run, err := bus.TaskRunOf(m.Headers(), m.Data()); err == nil {
+			return run, nil
 		}
-		if rev, err := strconv.ParseUint(m.Headers().Get("ce-sequence"), 10, 64); err == nil && rev > run.Revision {
-			run.Revision = rev
-		}
-		return &run, nil
 	}
 }
 
