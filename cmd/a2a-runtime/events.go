@@ -20,7 +20,7 @@ func newEvents(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			api, err := apiclient.New(p.APIBase, apiclient.WithRuntimeToken(p.RuntimeToken))
+			api, err := platformAPI(p)
 			if err != nil {
 				return err
 			}

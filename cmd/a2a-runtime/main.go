@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/connector"
 	"github.com/a2amesh/a2amesh/internal/profile"
 	"github.com/spf13/cobra"
@@ -77,6 +78,11 @@ func (g *globals) resolve(explicit string) (profile.Profile, error) {
 		return p, fmt.Errorf("no local A2A connection profile found in %s: generate a pairing code for this agent on the platform and run: a2a-runtime pair <PAIRING_CODE> --api-base <PLATFORM_URL>", g.store().Path())
 	}
 	return p, err
+}
+
+// platformAPI is the platform's API as the runtime of profile p.
+func platformAPI(p profile.Profile) (*apiclient.Client, error) {
+	return apiclient.New(p.APIBase, apiclient.WithRuntimeToken(p.RuntimeToken), apiclient.WithUserAgent("a2a-runtime"))
 }
 
 func ledgerDir() string { return filepath.Join(home(), ".a2a", "logs") }

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/spf13/cobra"
 )
 
@@ -55,7 +54,7 @@ func newUnpair(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			api, err := apiclient.New(p.APIBase, apiclient.WithRuntimeToken(p.RuntimeToken))
+			api, err := platformAPI(p)
 			if err == nil {
 				ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 				_, err = api.Do(ctx, http.MethodPost, "/agent-runtimes/runtime/revoke", nil, map[string]any{}, nil)

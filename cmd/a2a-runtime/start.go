@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
-	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/connector"
 	"github.com/a2amesh/a2amesh/internal/ledger"
 	"github.com/a2amesh/a2amesh/internal/logging"
@@ -45,7 +44,7 @@ func newStart(g *globals) *cobra.Command {
 				p.APIBase = apiBase
 			}
 			log = log.With().Str("agent_id", p.AgentID).Str("runtime_id", p.RuntimeID).Logger()
-			api, err := apiclient.New(p.APIBase, apiclient.WithRuntimeToken(p.RuntimeToken), apiclient.WithUserAgent("a2a-runtime"))
+			api, err := platformAPI(p)
 			if err != nil {
 				return err
 			}

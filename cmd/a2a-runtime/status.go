@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
-	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/connector"
 	"github.com/a2amesh/a2amesh/internal/ledger"
 	"github.com/a2amesh/a2amesh/internal/profile"
@@ -72,7 +71,7 @@ func gatherStatus(ctx context.Context, p profile.Profile) statusReport {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if api, err := apiclient.New(p.APIBase, apiclient.WithRuntimeToken(p.RuntimeToken)); err != nil {
+	if api, err := platformAPI(p); err != nil {
 		r.Platform, r.PlatformError = "misconfigured", err.Error()
 	} else if _, err := connector.HTTPHello(ctx, api); err != nil {
 		r.Platform, r.PlatformError = "unreachable", err.Error()

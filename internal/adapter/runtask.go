@@ -138,7 +138,9 @@ func stopReason(taskCtx, reqCtx context.Context) error {
 func (s *Server) callProvider(ctx context.Context, t *provider.Task, progress func(provider.Progress)) (res *provider.Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.log.Error().Interface("panic", p).Msg("provider panicked")
+			// Only the panic's type: its value may hold the task's input or
+			// the secrets of the host's environment.
+			s.log.Error().Str("panic_type", fmt.Sprintf("%T", p)).Msg("provider panicked")
 			res, err = nil, fmt.Errorf("provider %s failed unexpectedly", s.cfg.Provider.Name())
 		}
 	}()

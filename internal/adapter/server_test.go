@@ -7,11 +7,13 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/rs/zerolog"
 )
 
 func getHealth(t *testing.T, url string) adapterapi.Health {
@@ -94,10 +96,15 @@ func TestRunTask_ProviderErrorIsAFailureReplyWith200(t *testing.T) {
 	}
 }
 
+// TestRunTask_ProviderPanicIsAFailureAndFreesTheQueue: a panicking provider
+// fails its task and the next one runs; the log says so without the panic's
+// value, which may hold the task's secrets.
 func TestRunTask_ProviderPanicIsAFailureAndFreesTheQueue(t *testing.T) {
-	_, ts := startServer(t, Config{Provider: funcProvider(func(_ context.Context, t *provider.Task) (*provider.Result, error) {
+	const secretValue = "sk-live-panic-0123456789"
+	var logs safeBuffer
+	_, ts := startServer(t, Config{Logger: zerolog.New(&logs), Provider: funcProvider(func(_ context.Context, t *provider.Task) (*provider.Result, error) {
 		if t.Text == "hello boom" {
-			panic("boom")
+			panic("boom: " + secretValue)
 		}
 		return &provider.Result{Output: map[string]any{"text": "fine"}}, nil
 	})})
@@ -107,6 +114,9 @@ func TestRunTask_ProviderPanicIsAFailureAndFreesTheQueue(t *testing.T) {
 	}
 	if reply := parseReply(t, post(t.Context(), ts.URL, taskBody("next"))); reply.Kind != adapterapi.KindSuccess {
 		t.Fatalf("next reply = %+v, want success", reply)
+	}
+	if got := logs.String(); !strings.Contains(got, "provider panicked") || strings.Contains(got, secretValue) {
+		t.Fatalf("the log should tell of the panic without its value:\n%s", got)
 	}
 }
 
@@ -379,4 +389,22 @@ func TestRunTask_TaskLongerThanTheReadTimeoutIsNotCanceled(t *testing.T) {
 	if reply.Kind != adapterapi.KindSuccess {
 		t.Fatalf("reply = %+v, want success", reply)
 	}
+}
+
+// safeBuffer collects log lines written from the server's goroutines.
+type safeBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *safeBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -31,8 +31,8 @@ func (c *Connector) execute(run *mesh.TaskRun) {
 	log := c.log.With().Str("task_run_id", run.ID).Int("attempt", run.Attempt).Logger()
 	c.record(ledger.Entry{Event: ledger.EventTaskPulled, TaskRunID: run.ID, Attempt: run.Attempt, Status: string(run.Status)})
 
-	// The claim already shows the run as running; progress is what the
-	// adapter reports.
+	// Progress is what the adapter reports (the claim already shows the run
+	// running).
 	progress := newProgressSender(c, run)
 	c.record(ledger.Entry{Event: ledger.EventTaskStarted, TaskRunID: run.ID, Attempt: run.Attempt})
 	log.Info().Msg("task started")

@@ -85,7 +85,7 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 func (t *natsTransport) Name() string { return "nats" }
 
 func (t *natsTransport) onRunEvent(msg *nats.Msg) {
-	if msg.Header.Get("ce-type") != mesh.EventTaskRunCanceled {
+	if bus.EventType(msg.Header) != mesh.EventTaskRunCanceled {
 		return
 	}
 	_, _, id, ok := bus.ParseEventSubject(msg.Subject)

@@ -3,6 +3,8 @@ package provider
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +17,87 @@ import (
 
 // maxErrorBody bounds how much of an error answer is read and quoted.
 const maxErrorBody = 4 << 10
+
+// chatHost runs tasks on an agent server's chat completions endpoint: the
+// task's directories, its session and its result, leaving to each provider
+// how the request reads.
+type chatHost struct {
+	// sessions, when set, keeps one server session per conversation.
+	sessions         *SessionStore
+	maxArtifactBytes int64
+	redact           redactor
+}
+
+// run sends t and returns when the answer is complete or ctx ends. start
+// builds the request, given the session key it carries ("" for a stateless
+// request) and the progress that streamed text feeds. meta starts the
+// result's output.metadata.
+func (h *chatHost) run(ctx context.Context, t *Task, progress func(Progress), meta map[string]any, start func(session string, text *textProgress, report func(string)) chatCall) (*Result, error) {
+	res, err := h.runOnce(ctx, t, newReporter(progress, h.redact), meta, start)
+	return res, h.redact.err(err)
+}
+
+func (h *chatHost) runOnce(ctx context.Context, t *Task, report func(string), meta map[string]any, start func(string, *textProgress, func(string)) chatCall) (*Result, error) {
+	if err := t.PrepareDirs(); err != nil {
+		return nil, err
+	}
+	defer func() { _ = t.RemoveRunDir() }()
+	session, resumed, err := chatSession(h.sessions, t)
+	if err != nil {
+		return nil, err
+	}
+	text := newTextProgress(report)
+	answer, err := start(session, text, report).do(ctx, text.add)
+	if err != nil {
+		if resumed {
+			forgetSession(h.sessions, t, session)
+		}
+		return nil, err
+	}
+	if err := rememberSession(h.sessions, t, session); err != nil {
+		return nil, err
+	}
+	if answer.model != "" {
+		meta["model"] = answer.model
+	}
+	if answer.usage != nil {
+		meta["usage"] = answer.usage
+	}
+	if session != "" {
+		meta["session_id"] = session
+	}
+	if resumed {
+		meta["resumed"] = true
+	}
+	return buildResult(t, strings.TrimSpace(answer.text), meta, h.maxArtifactBytes, h.redact)
+}
+
+// chatSession returns the session key a chat request carries: the one
+// remembered for t's conversation, a new one when sessions persist, or ""
+// for a stateless request. resumed says whether the key was remembered.
+func chatSession(s *SessionStore, t *Task) (key string, resumed bool, err error) {
+	if s == nil || t.Request.ConversationID == "" {
+		return "", false, nil
+	}
+	key, err = s.Get(t.Request.ConversationID)
+	if err != nil || key != "" {
+		return key, key != "", err
+	}
+	// A random key, not one derived from the conversation id, so that a
+	// forgotten session is never silently picked up again.
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "a2a-" + hex.EncodeToString(b), false, nil
+}
+
+// taskMessages are the messages of t's request: the instructions and the
+// outputs note as a system message, then the task text.
+func taskMessages(t *Task) []map[string]string {
+	return []map[string]string{
+		{"role": "system", "content": systemText(t)},
+		{"role": "user", "content": t.Text},
+	}
+}
 
 // chatCall is one request to an agent server's OpenAI-compatible chat
 // completions endpoint (POST /v1/chat/completions), the interface the
@@ -35,14 +118,16 @@ type chatCall struct {
 	header   http.Header
 	body     map[string]any
 	client   *http.Client
+	// onEvent, when set, gets the data of named events, which servers use
+	// for their own progress (Hermes's hermes.tool.progress).
+	onEvent func(name string, data []byte)
 }
 
 // chatAnswer is a finished chat completion.
 type chatAnswer struct {
-	text   string
-	model  string
-	usage  map[string]any
-	header http.Header
+	text  string
+	model string
+	usage map[string]any
 }
 
 // chatChunk is a chat.completion.chunk or, without streaming, a
@@ -62,9 +147,8 @@ type chatChunk struct {
 }
 
 // do sends the request and reads the answer. onDelta gets each piece of
-// streamed text; onEvent gets the data of named events, which servers use
-// for their own progress (Hermes's hermes.tool.progress).
-func (c chatCall) do(ctx context.Context, onDelta func(string), onEvent func(name string, data []byte)) (*chatAnswer, error) {
+// streamed text.
+func (c chatCall) do(ctx context.Context, onDelta func(string)) (*chatAnswer, error) {
 	body, err := json.Marshal(c.body)
 	if err != nil {
 		return nil, err
@@ -96,11 +180,11 @@ func (c chatCall) do(ctx context.Context, onDelta func(string), onEvent func(nam
 	if resp.StatusCode/100 != 2 {
 		return nil, c.statusError(resp)
 	}
-	answer := &chatAnswer{header: resp.Header}
+	answer := &chatAnswer{}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		return answer, c.readCompletion(resp.Body, answer)
 	}
-	err = c.readStream(resp.Body, answer, onDelta, onEvent)
+	err = c.readStream(resp.Body, answer, onDelta)
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("%s: %w", c.server, ctx.Err())
 	}
@@ -122,13 +206,13 @@ func (c chatCall) readCompletion(r io.Reader, answer *chatAnswer) error {
 	return nil
 }
 
-func (c chatCall) readStream(r io.Reader, answer *chatAnswer, onDelta func(string), onEvent func(string, []byte)) error {
+func (c chatCall) readStream(r io.Reader, answer *chatAnswer, onDelta func(string)) error {
 	var text strings.Builder
 	finished := false
 	err := readSSE(r, func(ev sseEvent) error {
 		if ev.Event != "" && ev.Event != "message" {
-			if onEvent != nil {
-				onEvent(ev.Event, []byte(ev.Data))
+			if c.onEvent != nil {
+				c.onEvent(ev.Event, []byte(ev.Data))
 			}
 			return nil
 		}

@@ -215,11 +215,7 @@ func (p *claudeParser) outcome(exit error, stderrTail string) (hostOutcome, erro
 	p.finish()
 	r := p.result
 	if r == nil {
-		msg := "ended without a result"
-		if g := p.garbage(); g != "" {
-			msg += "; " + g
-		}
-		return hostOutcome{}, exitFailure("claude", exit, msgOrTail(msg, exit, stderrTail), stderrTail)
+		return hostOutcome{}, exitFailure("claude", exit, msgOrTail(p.noResult(), exit, stderrTail), stderrTail)
 	}
 	if failed := claudeFailure(r); failed != "" {
 		return hostOutcome{}, exitFailure("claude", exit, failed, stderrTail)

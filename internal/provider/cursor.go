@@ -195,11 +195,7 @@ func (p *cursorParser) outcome(exit error, stderrTail string) (hostOutcome, erro
 		return hostOutcome{}, exitFailure("cursor-agent", exit, "", stderrTail)
 	}
 	if r == nil || r.Result == nil {
-		msg := "ended without a result"
-		if g := p.garbage(); g != "" {
-			msg += "; " + g
-		}
-		return hostOutcome{}, exitFailure("cursor-agent", nil, msg, stderrTail)
+		return hostOutcome{}, exitFailure("cursor-agent", nil, p.noResult(), stderrTail)
 	}
 	meta := map[string]any{"duration_ms": r.DurationMS}
 	if p.model != "" {

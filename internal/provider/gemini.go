@@ -191,11 +191,7 @@ func (p *geminiParser) outcome(exit error, stderrTail string) (hostOutcome, erro
 		return hostOutcome{}, exitFailure("gemini", exit, p.lastError, stderrTail)
 	}
 	if p.result == nil {
-		msg := "ended without a result"
-		if g := p.garbage(); g != "" {
-			msg += "; " + g
-		}
-		return hostOutcome{}, exitFailure("gemini", nil, msg, stderrTail)
+		return hostOutcome{}, exitFailure("gemini", nil, p.noResult(), stderrTail)
 	}
 	meta := map[string]any{}
 	if s := objectOf(p.result.Stats); s != nil {

@@ -74,9 +74,9 @@ type HermesConfig struct {
 // Hermes runs each task with Hermes Agent: hermes -z in the conversation's
 // directory, or through the Hermes API server when one is configured.
 type Hermes struct {
-	cfg    HermesConfig
-	host   *cliHost // one-shot mode
-	redact redactor
+	cfg  HermesConfig
+	host *cliHost  // one-shot mode
+	api  *chatHost // API server mode
 }
 
 // NewHermes checks cfg: in one-shot mode that Hermes is installed, in API
@@ -87,7 +87,7 @@ func NewHermes(cfg HermesConfig) (*Hermes, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Hermes{cfg: cfg, host: host, redact: host.redact}, nil
+		return &Hermes{cfg: cfg, host: host}, nil
 	}
 	if cfg.APIKey == "" {
 		return nil, fmt.Errorf("%w: set %s to the Hermes API server key (the API_SERVER_KEY of ~/.hermes/.env)", ErrMissingCredential, HermesAPIKeyEnv)
@@ -99,7 +99,8 @@ func NewHermes(cfg HermesConfig) (*Hermes, error) {
 	if cfg.MaxArtifactBytes <= 0 {
 		cfg.MaxArtifactBytes = DefaultMaxArtifactBytes
 	}
-	return &Hermes{cfg: cfg, redact: newRedactor(cfg.Env, cfg.APIKey)}, nil
+	api := &chatHost{sessions: cfg.Sessions, maxArtifactBytes: cfg.MaxArtifactBytes, redact: newRedactor(cfg.Env, cfg.APIKey)}
+	return &Hermes{cfg: cfg, api: api}, nil
 }
 
 // Name returns "hermes".
@@ -108,9 +109,10 @@ func (h *Hermes) Name() string { return hermesHost.name }
 // Run runs t with Hermes and returns when it is done or ctx ends; in
 // one-shot mode, when hermes and everything it started are gone.
 func (h *Hermes) Run(ctx context.Context, t *Task, progress func(Progress)) (*Result, error) {
-	if h.host == nil {
-		res, err := h.runAPI(ctx, t, newReporter(progress, h.redact))
-		return res, h.redact.err(err)
+	if h.api != nil {
+		return h.api.run(ctx, t, progress, map[string]any{"host": "hermes"}, func(session string, text *textProgress, report func(string)) chatCall {
+			return h.apiCall(t, session, text, report)
+		})
 	}
 	return h.host.run(ctx, t, progress, func(resume string, _ func(string)) (invocation, error) {
 		prompt, err := argPrompt(promptWithContext(t))
@@ -231,16 +233,9 @@ func quoteIf(s string) string {
 	return ": " + quoteShort(s)
 }
 
-// runAPI sends t to the Hermes API server.
-func (h *Hermes) runAPI(ctx context.Context, t *Task, report func(string)) (*Result, error) {
-	if err := t.PrepareDirs(); err != nil {
-		return nil, err
-	}
-	defer func() { _ = t.RemoveRunDir() }()
-	session, resumed, err := chatSession(h.cfg.Sessions, t)
-	if err != nil {
-		return nil, err
-	}
+// apiCall is t's request to the Hermes API server, continuing session when
+// it is set. Tool activity is reported and starts a new passage of text.
+func (h *Hermes) apiCall(t *Task, session string, text *textProgress, report func(string)) chatCall {
 	model := h.cfg.Model
 	if model == "" {
 		model = "hermes-agent"
@@ -249,53 +244,22 @@ func (h *Hermes) runAPI(ctx context.Context, t *Task, report func(string)) (*Res
 	if session != "" {
 		header.Set("X-Hermes-Session-Id", session)
 	}
-	call := chatCall{
+	return chatCall{
 		server:   "the Hermes API server",
 		url:      h.cfg.APIURL + "/v1/chat/completions",
 		token:    h.cfg.APIKey,
 		tokenEnv: HermesAPIKeyEnv,
 		notFound: "is API_SERVER_ENABLED=true set for `hermes gateway`?",
 		header:   header,
-		body: map[string]any{
-			"model":  model,
-			"stream": true,
-			"messages": []map[string]string{
-				{"role": "system", "content": systemText(t)},
-				{"role": "user", "content": t.Text},
-			},
+		body:     map[string]any{"model": model, "stream": true, "messages": taskMessages(t)},
+		client:   h.cfg.HTTPClient,
+		onEvent: func(name string, data []byte) {
+			if name == "hermes.tool.progress" {
+				text.reset()
+				report(hermesToolProgress(data))
+			}
 		},
-		client: h.cfg.HTTPClient,
 	}
-	text := newTextProgress(report)
-	answer, err := call.do(ctx, text.add, func(name string, data []byte) {
-		if name == "hermes.tool.progress" {
-			text.reset()
-			report(hermesToolProgress(data))
-		}
-	})
-	if err != nil {
-		if resumed {
-			forgetSession(h.cfg.Sessions, t, session)
-		}
-		return nil, err
-	}
-	if err := rememberSession(h.cfg.Sessions, t, session); err != nil {
-		return nil, err
-	}
-	meta := map[string]any{"host": "hermes"}
-	if answer.model != "" {
-		meta["model"] = answer.model
-	}
-	if answer.usage != nil {
-		meta["usage"] = answer.usage
-	}
-	if session != "" {
-		meta["session_id"] = session
-	}
-	if resumed {
-		meta["resumed"] = true
-	}
-	return buildResult(t, strings.TrimSpace(answer.text), meta, h.cfg.MaxArtifactBytes, h.redact)
 }
 
 // hermesToolProgress reads a hermes.tool.progress event: the tool's name

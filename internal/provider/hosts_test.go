@@ -10,45 +10,31 @@ import (
 	"time"
 )
 
-// cliHosts builds each CLI host provider against its fake host, with env.
-var cliHosts = []struct {
-	name string
-	key  string // the credential variable the fake host may leak
-	make func(t *testing.T, cfg HostConfig) Provider
-}{
-	{"claude", "ANTHROPIC_API_KEY", func(t *testing.T, cfg HostConfig) Provider {
-		cfg.Binary = fakeHost(t, "claude")
-		p, err := NewClaude(ClaudeConfig{HostConfig: cfg})
-		return must(t, p, err)
-	}},
-	{"codex", "CODEX_API_KEY", func(t *testing.T, cfg HostConfig) Provider {
-		cfg.Binary = fakeHost(t, "codex")
-		p, err := NewCodex(CodexConfig{HostConfig: cfg})
-		return must(t, p, err)
-	}},
-	{"gemini", "GEMINI_API_KEY", func(t *testing.T, cfg HostConfig) Provider {
-		cfg.Binary = fakeHost(t, "gemini")
-		p, err := NewGemini(GeminiConfig{HostConfig: cfg})
-		return must(t, p, err)
-	}},
-	{"cursor", "CURSOR_API_KEY", func(t *testing.T, cfg HostConfig) Provider {
-		cfg.Binary = fakeHost(t, "cursor-agent")
-		p, err := NewCursor(CursorConfig{HostConfig: cfg})
-		return must(t, p, err)
-	}},
-	{"hermes", "OPENROUTER_API_KEY", func(t *testing.T, cfg HostConfig) Provider {
-		cfg.Binary = fakeHost(t, "hermes")
-		p, err := NewHermes(HermesConfig{HostConfig: cfg})
-		return must(t, p, err)
-	}},
+// cliHostCase is a CLI host provider run against its fake host.
+type cliHostCase struct {
+	name   string
+	binary string // the fake host
+	key    string // the credential variable the fake host may leak
+	build  func(HostConfig) (Provider, error)
 }
 
-func must[P Provider](t *testing.T, p P, err error) Provider {
+// make builds the provider against its fake host, with cfg.
+func (h cliHostCase) make(t *testing.T, cfg HostConfig) Provider {
 	t.Helper()
+	cfg.Binary = fakeHost(t, h.binary)
+	p, err := h.build(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+var cliHosts = []cliHostCase{
+	{"claude", "claude", "ANTHROPIC_API_KEY", func(cfg HostConfig) (Provider, error) { return NewClaude(ClaudeConfig{HostConfig: cfg}) }},
+	{"codex", "codex", "CODEX_API_KEY", func(cfg HostConfig) (Provider, error) { return NewCodex(CodexConfig{HostConfig: cfg}) }},
+	{"gemini", "gemini", "GEMINI_API_KEY", func(cfg HostConfig) (Provider, error) { return NewGemini(GeminiConfig{HostConfig: cfg}) }},
+	{"cursor", "cursor-agent", "CURSOR_API_KEY", func(cfg HostConfig) (Provider, error) { return NewCursor(CursorConfig{HostConfig: cfg}) }},
+	{"hermes", "hermes", "OPENROUTER_API_KEY", func(cfg HostConfig) (Provider, error) { return NewHermes(HermesConfig{HostConfig: cfg}) }},
 }
 
 func TestHosts_CancelStopsTheHostAndItsChildrenWithSIGINTFirst(t *testing.T) {

@@ -2,8 +2,6 @@ package provider
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -65,8 +63,8 @@ type OpenClawConfig struct {
 // OpenClaw sends each task to an agent of the local OpenClaw gateway and
 // streams its answer back as progress.
 type OpenClaw struct {
-	cfg    OpenClawConfig
-	redact redactor
+	cfg  OpenClawConfig
+	host *chatHost
 }
 
 // NewOpenClaw checks cfg. It refuses to start without the gateway token,
@@ -88,7 +86,8 @@ func NewOpenClaw(cfg OpenClawConfig) (*OpenClaw, error) {
 	if cfg.MaxArtifactBytes <= 0 {
 		cfg.MaxArtifactBytes = DefaultMaxArtifactBytes
 	}
-	return &OpenClaw{cfg: cfg, redact: newRedactor(nil, cfg.Token)}, nil
+	host := &chatHost{sessions: cfg.Sessions, maxArtifactBytes: cfg.MaxArtifactBytes, redact: newRedactor(nil, cfg.Token)}
+	return &OpenClaw{cfg: cfg, host: host}, nil
 }
 
 // Name returns "openclaw".
@@ -97,86 +96,30 @@ func (o *OpenClaw) Name() string { return "openclaw" }
 // Run sends t to the gateway and returns when the answer is complete or ctx
 // ends; ending ctx closes the request.
 func (o *OpenClaw) Run(ctx context.Context, t *Task, progress func(Progress)) (*Result, error) {
-	res, err := o.run(ctx, t, newReporter(progress, o.redact))
-	return res, o.redact.err(err)
-}
-
-func (o *OpenClaw) run(ctx context.Context, t *Task, report func(string)) (*Result, error) {
-	if err := t.PrepareDirs(); err != nil {
-		return nil, err
-	}
-	defer func() { _ = t.RemoveRunDir() }()
-	session, resumed, err := chatSession(o.cfg.Sessions, t)
-	if err != nil {
-		return nil, err
-	}
-	body := map[string]any{
-		"model":  "openclaw/" + o.cfg.AgentID,
-		"stream": true,
-		"messages": []map[string]string{
-			{"role": "system", "content": systemText(t)},
-			{"role": "user", "content": t.Text},
-		},
-	}
-	if session != "" {
-		body["user"] = session
-	}
-	header := http.Header{"X-Openclaw-Agent-Id": {o.cfg.AgentID}}
-	if o.cfg.Model != "" {
-		header.Set("X-Openclaw-Model", o.cfg.Model)
-	}
-	call := chatCall{
-		server:   "the OpenClaw gateway",
-		url:      o.cfg.GatewayURL + "/v1/chat/completions",
-		token:    o.cfg.Token,
-		tokenEnv: OpenClawTokenEnv,
-		notFound: "enable it with gateway.http.endpoints.chatCompletions.enabled: true in the OpenClaw config",
-		header:   header,
-		body:     body,
-		client:   o.cfg.HTTPClient,
-	}
-	report("sent to OpenClaw agent " + o.cfg.AgentID)
-	text := newTextProgress(report)
-	answer, err := call.do(ctx, text.add, nil)
-	if err != nil {
-		if resumed {
-			forgetSession(o.cfg.Sessions, t, session)
-		}
-		return nil, err
-	}
-	if err := rememberSession(o.cfg.Sessions, t, session); err != nil {
-		return nil, err
-	}
 	meta := map[string]any{"host": "openclaw", "agent_id": o.cfg.AgentID}
-	if answer.model != "" {
-		meta["model"] = answer.model
-	}
-	if answer.usage != nil {
-		meta["usage"] = answer.usage
-	}
-	if session != "" {
-		meta["session_id"] = session
-	}
-	if resumed {
-		meta["resumed"] = true
-	}
-	return buildResult(t, strings.TrimSpace(answer.text), meta, o.cfg.MaxArtifactBytes, o.redact)
-}
-
-// chatSession returns the session key a chat request carries: the one
-// remembered for t's conversation, a new one when sessions persist, or ""
-// for a stateless request. resumed says whether the key was remembered.
-func chatSession(s *SessionStore, t *Task) (key string, resumed bool, err error) {
-	if s == nil || t.Request.ConversationID == "" {
-		return "", false, nil
-	}
-	key, err = s.Get(t.Request.ConversationID)
-	if err != nil || key != "" {
-		return key, key != "", err
-	}
-	// A random key, not one derived from the conversation id, so that a
-	// forgotten session is never silently picked up again.
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return "a2a-" + hex.EncodeToString(b), false, nil
+	return o.host.run(ctx, t, progress, meta, func(session string, _ *textProgress, report func(string)) chatCall {
+		body := map[string]any{
+			"model":    "openclaw/" + o.cfg.AgentID,
+			"stream":   true,
+			"messages": taskMessages(t),
+		}
+		if session != "" {
+			body["user"] = session
+		}
+		header := http.Header{"X-Openclaw-Agent-Id": {o.cfg.AgentID}}
+		if o.cfg.Model != "" {
+			header.Set("X-Openclaw-Model", o.cfg.Model)
+		}
+		report("sent to OpenClaw agent " + o.cfg.AgentID)
+		return chatCall{
+			server:   "the OpenClaw gateway",
+			url:      o.cfg.GatewayURL + "/v1/chat/completions",
+			token:    o.cfg.Token,
+			tokenEnv: OpenClawTokenEnv,
+			notFound: "enable it with gateway.http.endpoints.chatCompletions.enabled: true in the OpenClaw config",
+			header:   header,
+			body:     body,
+			client:   o.cfg.HTTPClient,
+		}
+	})
 }

@@ -299,21 +299,25 @@ type lineWriter struct {
 
 // Write hands each completed line to fn; it never fails.
 func (l *lineWriter) Write(p []byte) (int, error) {
-	if l.fn == nil {
-		return len(p), nil
+	if l.fn != nil {
+		splitLines(p, l.add, l.flush)
 	}
-	n := len(p)
+	return len(p), nil
+}
+
+// splitLines hands p to add piece by piece, calling end after each piece
+// that completes a line; the line end itself is not handed over.
+func splitLines(p []byte, add func([]byte), end func()) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			l.add(p)
-			break
+			add(p)
+			return
 		}
-		l.add(p[:i])
-		l.flush()
+		add(p[:i])
+		end()
 		p = p[i+1:]
 	}
-	return n, nil
 }
 
 func (l *lineWriter) add(p []byte) {

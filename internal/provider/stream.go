@@ -30,18 +30,8 @@ type eventLines struct {
 
 // Write hands every line completed by p to fn.
 func (e *eventLines) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			e.add(p)
-			break
-		}
-		e.add(p[:i])
-		e.flush()
-		p = p[i+1:]
-	}
-	return n, nil
+	splitLines(p, e.add, e.flush)
+	return len(p), nil
 }
 
 func (e *eventLines) add(p []byte) {
@@ -101,6 +91,16 @@ func (r *jsonlReader) Write(p []byte) (int, error) { return r.lines.Write(p) }
 
 // finish hands over a last line without a line end.
 func (r *jsonlReader) finish() { r.lines.flush() }
+
+// noResult describes a run whose event stream ended without the host's
+// result, with a sample of any output that was not the event stream.
+func (r *jsonlReader) noResult() string {
+	msg := "ended without a result"
+	if g := r.garbage(); g != "" {
+		msg += "; " + g
+	}
+	return msg
+}
 
 // garbage describes output that was not the host's event stream, or "" when
 // there was none.
