@@ -103,13 +103,18 @@ func (s *Service) handleCommit(ctx context.Context, req *bus.Request) (any, erro
 	}
 	a, err := s.commit(ctx, &in)
 	if err != nil {
-		// Content without metadata would never be reachable: remove it.
-		if mesh.ValidID(in.Artifact.ID) {
-			_ = s.objects.Delete(context.WithoutCancel(ctx), in.Artifact.ID)
-		}
+		s.discard(ctx, in.Artifact.ID)
 		return nil, err
 	}
 	return a, nil
+}
+
+// discard removes the content of an artifact whose commit failed: content
+// without metadata would never be reachable.
+func (s *Service) discard(ctx context.Context, id string) {
+	if mesh.ValidID(id) {
+		_ = s.objects.Delete(context.WithoutCancel(ctx), id)
+	}
 }
 
 func (s *Service) commit(ctx context.Context, in *meshapi.CommitArtifactRequest) (*mesh.Artifact, error) {
@@ -122,17 +127,11 @@ func (s *Service) commit(ctx context.Context, in *meshapi.CommitArtifactRequest)
 		return nil, err
 	}
 	a.Filename = name
-	info, err := s.objects.GetInfo(ctx, a.ID)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "artifact content was not stored")
-	}
+	size, err := s.storedSize(ctx, a.ID)
 	if err != nil {
-		return nil, fmt.Errorf("artifact info %s: %w", a.ID, err)
+		return nil, err
 	}
-	if int64(info.Size) > s.cfg.MaxBytes {
-		return nil, mesh.Errorf(mesh.CodePayloadTooLarge, "artifact is larger than %d bytes", s.cfg.MaxBytes)
-	}
-	a.Size = int64(info.Size)
+	a.Size = size
 	a.AgentID = in.AgentID
 	a.CreatedAt = time.Now().UTC()
 	run, err := s.client.AttachArtifact(ctx, meshapi.AttachArtifactRequest{
@@ -158,6 +157,22 @@ func (s *Service) commit(ctx context.Context, in *meshapi.CommitArtifactRequest)
 	return &a, nil
 }
 
+// storedSize returns the size of an artifact's stored content, refusing
+// content that is missing or over the limit.
+func (s *Service) storedSize(ctx context.Context, id string) (int64, error) {
+	info, err := s.objects.GetInfo(ctx, id)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return 0, mesh.Errorf(mesh.CodeInvalidRequest, "artifact content was not stored")
+	}
+	if err != nil {
+		return 0, fmt.Errorf("artifact info %s: %w", id, err)
+	}
+	if int64(info.Size) > s.cfg.MaxBytes {
+		return 0, mesh.Errorf(mesh.CodePayloadTooLarge, "artifact is larger than %d bytes", s.cfg.MaxBytes)
+	}
+	return int64(info.Size), nil
+}
+
 func (s *Service) handleCommitInput(ctx context.Context, req *bus.Request) (any, error) {
 	var in meshapi.CommitInputRequest
 	if err := req.Decode(&in); err != nil {
@@ -165,9 +180,7 @@ func (s *Service) handleCommitInput(ctx context.Context, req *bus.Request) (any,
 	}
 	a, err := s.commitInput(ctx, &in)
 	if err != nil {
-		if mesh.ValidID(in.Artifact.ID) {
-			_ = s.objects.Delete(context.WithoutCancel(ctx), in.Artifact.ID)
-		}
+		s.discard(ctx, in.Artifact.ID)
 		return nil, err
 	}
 	return a, nil
@@ -191,20 +204,14 @@ func (s *Service) commitInput(ctx context.Context, in *meshapi.CommitInputReques
 	if err != nil {
 		return nil, err
 	}
-	info, err := s.objects.GetInfo(ctx, a.ID)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "artifact content was not stored")
-	}
+	size, err := s.storedSize(ctx, a.ID)
 	if err != nil {
-		return nil, fmt.Errorf("artifact info %s: %w", a.ID, err)
-	}
-	if int64(info.Size) > s.cfg.MaxBytes {
-		return nil, mesh.Errorf(mesh.CodePayloadTooLarge, "artifact is larger than %d bytes", s.cfg.MaxBytes)
+		return nil, err
 	}
 	a.Filename = name
 	a.TaskRunID = ""
 	a.Role = mesh.ArtifactRoleInput
-	a.Size = int64(info.Size)
+	a.Size = size
 	a.AgentID = in.AgentID
 	a.ConversationID, a.WorkspaceID = conv.ID, conv.WorkspaceID
 	a.CreatedAt = time.Now().UTC()

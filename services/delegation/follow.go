@@ -2,11 +2,9 @@ package delegation
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -215,18 +213,15 @@ func (s *Service) watch(ctx context.Context, f *follow, parent *mesh.TaskRun) {
 		if err != nil {
 			return
 		}
-		var run mesh.TaskRun
-		if json.Unmarshal(m.Data(), &run) != nil {
+		run, err := bus.TaskRunOf(m.Headers(), m.Data())
+		if err != nil {
 			continue
-		}
-		if rev, err := strconv.ParseUint(m.Headers().Get("ce-sequence"), 10, 64); err == nil && rev > run.Revision {
-			run.Revision = rev
 		}
 		switch {
 		case run.ID == parent.ID && run.Revision > parent.Revision:
-			parent = &run
+			parent = run
 		case run.ID == child.ID && run.Revision > child.Revision:
-			child = &run
+			child = run
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/netguard"
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
+	"github.com/a2amesh/a2amesh/internal/runwatch"
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -139,18 +140,11 @@ func (s *Service) followPartner(ctx context.Context, f *follow, parent *mesh.Tas
 			Message: "the partner platform asked for input, and its routes (seed 003) take no further input for a task"})
 		return
 	}
-	cons, err := s.js.OrderedConsumer(ctx, bus.EventStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{bus.EventSubject(parent.TargetAgentID, string(mesh.KindTaskRun), parent.ID)},
-		DeliverPolicy:  jetstream.DeliverNewPolicy,
-	})
+	w, err := runwatch.Watch(ctx, s.js, parent)
 	if err != nil {
 		return
 	}
-	msgs, err := cons.Messages()
-	if err != nil {
-		return
-	}
-	defer msgs.Stop()
+	defer w.Stop()
 	if parent, err = s.client.GetTaskRun(ctx, parent.ID); err != nil {
 		return
 	}
@@ -166,13 +160,12 @@ func (s *Service) followPartner(ctx context.Context, f *follow, parent *mesh.Tas
 			}
 			return
 		}
-		m, err := msgs.Next(jetstream.NextContext(ctx))
+		run, err := w.Next(ctx)
 		if err != nil {
 			return
 		}
-		var run mesh.TaskRun
-		if json.Unmarshal(m.Data(), &run) == nil && run.ID == parent.ID && run.Revision >= parent.Revision {
-			parent = &run
+		if run.ID == parent.ID && run.Revision >= parent.Revision {
+			parent = run
 		}
 	}
 }

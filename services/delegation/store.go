@@ -13,12 +13,10 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// Keys of BucketDelegation: the rules of an agent (listed by prefix), the
-// partners, and which delegating run a partner's task belongs to (the
+// Keys of BucketDelegation: the rules of an agent, the partners, and which delegating run a partner's task belongs to (the
 // partner's task ids are the partner's to choose, so they are hashed into
 // the narrow key alphabet).
 func ruleKey(agentID, ruleID string) string { return "rule." + agentID + "." + ruleID }
-func rulePrefix(agentID string) string      { return "rule." + agentID + ".*" }
 func partnerKey(partnerID string) string    { return "partner." + partnerID }
 
 const partnerPrefix = "partner.*"

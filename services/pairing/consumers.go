@@ -109,12 +109,8 @@ func (s *Service) newConsumer(ctx context.Context, in *meshapi.CreateConsumerReq
 }
 
 func kindOf(eventType string) (mesh.EventKind, bool) {
-	for _, e := range mesh.EventCatalog {
-		if e.Type == eventType {
-			return e.Kind, true
-		}
-	}
-	return "", false
+	e, ok := mesh.LookupEventType(eventType)
+	return e.Kind, ok
 }
 
 func (s *Service) handleConsumerList(ctx context.Context, req *bus.Request) (any, error) {

@@ -28,6 +28,18 @@ func heldByDelegation(r *mesh.TaskRun) error {
 	return nil
 }
 
+// setRemoteState records the delegate's own state name, when it gave one.
+// The delegation is replaced, not changed in place: the run being mutated
+// may share it with the copy kept of the run's last stored version.
+func setRemoteState(r *mesh.TaskRun, state string) {
+	if state == "" {
+		return
+	}
+	d := *r.DelegatedTo
+	d.RemoteState = state
+	r.DelegatedTo = &d
+}
+
 func (s *Service) handleDelegateClaim(ctx context.Context, req *bus.Request) (any, error) {
 	var in meshapi.DelegateClaimRequest
 	if err := req.Decode(&in); err != nil {
@@ -102,27 +114,10 @@ func (s *Service) handleDelegateRenew(ctx context.Context, req *bus.Request) (an
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	if len(in.TaskRunIDs) > 1000 {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "at most 1000 task runs per renewal")
+	if len(in.TaskRunIDs) > maxRenewal {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "at most %d task runs per renewal", maxRenewal)
 	}
-	resp := &meshapi.RenewResponse{Renewed: []string{}}
-	lease := s.leaseFromNow()
-	for _, id := range dedupe(in.TaskRunIDs) {
-		_, err := s.transition(ctx, id, func(r *mesh.TaskRun) (string, error) {
-			if err := heldByDelegation(r); err != nil {
-				return "", err
-			}
-			r.LeaseExpiresAt = lease
-			return "", nil
-		})
-		if err != nil {
-			resp.Lost = append(resp.Lost, id)
-			continue
-		}
-		resp.Renewed = append(resp.Renewed, id)
-	}
-	resp.LeaseExpiresAt = *lease
-	return resp, nil
+	return s.renewHeld(ctx, dedupe(in.TaskRunIDs), heldByDelegation), nil
 }
 
 func (s *Service) handleDelegateProgress(ctx context.Context, req *bus.Request) (any, error) {
@@ -130,22 +125,15 @@ func (s *Service) handleDelegateProgress(ctx context.Context, req *bus.Request) 
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	if len(in.Message) > maxProgressMessage {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "progress message is longer than %d bytes", maxProgressMessage)
-	}
-	if in.Percent != nil && (*in.Percent < 0 || *in.Percent > 100) {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "percent must be between 0 and 100")
+	if err := checkProgress(in.Message, in.Percent); err != nil {
+		return nil, err
 	}
 	run, err := s.transition(ctx, in.TaskRunID, func(r *mesh.TaskRun) (string, error) {
 		if err := heldByDelegation(r); err != nil {
 			return "", err
 		}
 		r.Progress = &mesh.Progress{Message: in.Message, Percent: in.Percent, UpdatedAt: time.Now().UTC()}
-		if in.RemoteState != "" {
-			d := *r.DelegatedTo
-			d.RemoteState = in.RemoteState
-			r.DelegatedTo = &d
-		}
+		setRemoteState(r, in.RemoteState)
 		r.LeaseExpiresAt = s.leaseFromNow()
 		return mesh.EventTaskRunProgress, nil
 	})
@@ -187,11 +175,7 @@ func (s *Service) handleDelegateEnd(ctx context.Context, req *bus.Request) (any,
 		r.Status = in.Status
 		r.Output = in.Output
 		r.Error = in.Error
-		if in.RemoteState != "" {
-			d := *r.DelegatedTo
-			d.RemoteState = in.RemoteState
-			r.DelegatedTo = &d
-		}
+		setRemoteState(r, in.RemoteState)
 		if in.Status.Terminal() {
 			r.EndedAt = &now
 		}

@@ -25,11 +25,8 @@ func (s *Service) handleProgress(ctx context.Context, req *bus.Request) (any, er
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	if len(in.Message) > maxProgressMessage {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "progress message is longer than %d bytes", maxProgressMessage)
-	}
-	if in.Percent != nil && (*in.Percent < 0 || *in.Percent > 100) {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "percent must be between 0 and 100")
+	if err := checkProgress(in.Message, in.Percent); err != nil {
+		return nil, err
 	}
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
 		return nil, err
@@ -46,6 +43,17 @@ func (s *Service) handleProgress(ctx context.Context, req *bus.Request) (any, er
 		return nil, err
 	}
 	return meshapi.AckOf(run), nil
+}
+
+// checkProgress checks a progress report's message and percent.
+func checkProgress(message string, percent *float64) error {
+	if len(message) > maxProgressMessage {
+		return mesh.Errorf(mesh.CodeInvalidRequest, "progress message is longer than %d bytes", maxProgressMessage)
+	}
+	if percent != nil && (*percent < 0 || *percent > 100) {
+		return mesh.Errorf(mesh.CodeInvalidRequest, "percent must be between 0 and 100")
+	}
+	return nil
 }
 
 func (s *Service) handleComplete(ctx context.Context, req *bus.Request) (any, error) {
@@ -166,8 +174,8 @@ func (s *Service) handleRenew(ctx context.Context, req *bus.Request) (any, error
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	if len(in.TaskRunIDs) > 1000 {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "at most 1000 task runs per renewal")
+	if len(in.TaskRunIDs) > maxRenewal {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "at most %d task runs per renewal", maxRenewal)
 	}
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
 		return nil, err
@@ -175,13 +183,22 @@ func (s *Service) handleRenew(ctx context.Context, req *bus.Request) (any, error
 	return s.renew(ctx, agentID, runtimeID, in.TaskRunIDs), nil
 }
 
+// maxRenewal bounds the runs one renewal names.
+const maxRenewal = 1000
+
 // renew extends the leases of the given runs that the runtime still holds.
 func (s *Service) renew(ctx context.Context, agentID, runtimeID string, ids []string) *meshapi.RenewResponse {
+	return s.renewHeld(ctx, ids, func(r *mesh.TaskRun) error { return checkHeld(r, agentID, runtimeID, 0) })
+}
+
+// renewHeld extends the leases of the given runs that held accepts; the
+// others are reported lost.
+func (s *Service) renewHeld(ctx context.Context, ids []string, held func(*mesh.TaskRun) error) *meshapi.RenewResponse {
 	resp := &meshapi.RenewResponse{Renewed: []string{}}
 	lease := s.leaseFromNow()
 	for _, id := range ids {
 		_, err := s.transition(ctx, id, func(r *mesh.TaskRun) (string, error) {
-			if err := checkHeld(r, agentID, runtimeID, 0); err != nil {
+			if err := held(r); err != nil {
 				return "", err
 			}
 			r.LeaseExpiresAt = lease

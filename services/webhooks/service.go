@@ -328,12 +328,8 @@ func (s *Service) validate(ctx context.Context, in *meshapi.CreateWebhookRequest
 }
 
 func known(eventType string) bool {
-	for _, e := range mesh.EventCatalog {
-		if e.Type == eventType {
-			return true
-		}
-	}
-	return false
+	_, ok := mesh.LookupEventType(eventType)
+	return ok
 }
 
 func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error) {

@@ -331,9 +331,12 @@ func TestWebhooks_DeleteStopsDeliveries(t *testing.T) {
 	p.Send(t, meshtest.Request{Method: http.MethodDelete, Path: "/webhooks/" + wh.WebhookID, Owner: true}).Expect(t, http.StatusNoContent)
 	p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/webhooks/" + wh.WebhookID, Owner: true}).ExpectError(t, http.StatusNotFound, mesh.CodeNotFound)
 	p.Send(t, meshtest.Request{Method: http.MethodDelete, Path: "/webhooks/" + wh.WebhookID, Owner: true}).ExpectError(t, http.StatusNotFound, mesh.CodeNotFound)
+	// A second subscription to the same agent shows when the next event has
+	// been delivered: the deleted one must not have had it by then.
+	control := newReceiver(t, "control-secret-0123456789", func(int) int { return http.StatusOK })
+	subscribe(t, p, map[string]any{"url": control.URL, "secret": control.secret, "agent_id": agent.ID})
 	p.CreateTask(agent.ID, "after")
-	// A bounded wait, to show that nothing more arrives.
-	time.Sleep(500 * time.Millisecond)
+	meshtest.Eventually(t, 10*time.Second, func() bool { return len(control.accepted()) >= 1 }, func() string { return "event after the delete not delivered to the other webhook" })
 	if got := len(rc.deliveries()); got != 1 {
 		t.Fatalf("receiver got %d deliveries, want only the one before the delete", got)
 	}
