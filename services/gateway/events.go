@@ -78,12 +78,8 @@ func parseEventFilter(r *http.Request) (*eventFilter, error) {
 }
 
 func knownEventType(t string) bool {
-	for _, e := range mesh.EventCatalog {
-		if e.Type == t {
-			return true
-		}
-	}
-	return false
+	_, ok := mesh.LookupEventType(t)
+	return ok
 }
 
 // startPosition reads where a stream starts: after Last-Event-ID (a stream

@@ -22,13 +22,25 @@ import (
 // ErrRateLimited is the error of a caller over its rate limit.
 var ErrRateLimited = errRateLimited
 
-// Identify authenticates a request of a platform-wide door, trying the
-// credentials in the order this door does: an API key, then a bearer token
-// (owner credential, platform-signed JWT, identity-provider JWT). No
-// credential is an anonymous caller. Refusals are A2A errors
-// (a2a.ErrUnauthenticated).
-func (s *Server) Identify(r *http.Request) (*Caller, error) {
-	return s.auth.identify(r)
+// Admit authenticates a request of a platform-wide door and takes one
+// request from the caller's rate limit (Allow). It tries the credentials in
+// the order this door does: an API key, then a bearer token (owner
+// credential, platform-signed JWT, identity-provider JWT); no credential is
+// an anonymous caller. Refusals are A2A errors (a2a.ErrUnauthenticated),
+// and set what the answer needs in w's headers (WWW-Authenticate,
+// Retry-After).
+func (s *Server) Admit(w http.ResponseWriter, r *http.Request) (*Caller, error) {
+	c, err := s.auth.identify(r)
+	if err != nil {
+		if IsUnauthenticated(err) {
+			w.Header().Set("WWW-Authenticate", challenge)
+		}
+		return nil, err
+	}
+	if err := s.Allow(w, c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Allow takes one request of the caller from its rate limit: the same limit
@@ -99,3 +111,13 @@ func (s *Server) Creator(ctx context.Context, taskID string) (string, error) {
 
 // IsUnauthenticated reports whether err refuses a missing or invalid credential.
 func IsUnauthenticated(err error) bool { return errors.Is(err, a2a.ErrUnauthenticated) }
+
+// ErrorMessage is the message of an A2A error the door returned, or the
+// error's text: what the older doors put in their own error shapes.
+func ErrorMessage(err error) string {
+	var ae *a2a.Error
+	if errors.As(err, &ae) && ae.Message != "" {
+		return ae.Message
+	}
+	return err.Error()
+}

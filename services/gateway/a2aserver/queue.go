@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/eventqueue"
@@ -128,7 +127,7 @@ func (f *follower) translate(m jetstream.Msg) {
 	if !ok {
 		return
 	}
-	typ := m.Headers().Get("ce-type")
+	typ := bus.EventType(m.Headers())
 	switch mesh.EventKind(kind) {
 	case mesh.KindArtifact:
 		var a mesh.Artifact
@@ -137,18 +136,12 @@ func (f *follower) translate(m jetstream.Msg) {
 		}
 		f.artifact(&mesh.TaskRun{ID: f.taskID, TargetAgentID: a.AgentID, ConversationID: f.context}, a2atask.FileArtifact(a.AgentID, a.Ref(), f.url))
 	case mesh.KindTaskRun:
-		var run mesh.TaskRun
-		if json.Unmarshal(m.Data(), &run) != nil || run.ID != f.taskID {
-			return
-		}
-		if rev, err := strconv.ParseUint(m.Headers().Get("ce-sequence"), 10, 64); err == nil && rev > run.Revision {
-			run.Revision = rev
-		}
-		if run.Revision <= f.after {
+		run, err := bus.TaskRunOf(m.Headers(), m.Data())
+		if err != nil || run.ID != f.taskID || run.Revision <= f.after {
 			return
 		}
 		f.after, f.context = run.Revision, run.ConversationID
-		f.run(&run, typ)
+		f.run(run, typ)
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 )
@@ -59,7 +58,7 @@ type Door struct {
 	log           zerolog.Logger
 	client        *meshapi.Client
 	a2a           *a2aserver.Server
-	conversations *bus.Records[conversationRecord]
+	conversations *a2aserver.Conversations
 }
 
 // New returns a door; Start readies it.
@@ -71,7 +70,7 @@ func New(cfg Config) *Door {
 // Start opens the door's bucket.
 func (d *Door) Start(ctx context.Context) error {
 	var err error
-	d.conversations, err = bus.OpenRecords[conversationRecord](ctx, d.cfg.JS, bus.BucketA2ADoors)
+	d.conversations, err = a2aserver.OpenConversations(ctx, d.cfg.JS, d.client)
 	return err
 }
 

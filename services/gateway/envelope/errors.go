@@ -82,9 +82,9 @@ func classify(log zerolog.Logger, err error) *payloadError {
 	}
 	switch {
 	case a2aserver.IsUnauthenticated(err):
-		return &payloadError{Code: codeUnauthenticated, Message: messageOf(err)}
+		return &payloadError{Code: codeUnauthenticated, Message: a2aserver.ErrorMessage(err)}
 	case errors.Is(err, a2a.ErrUnauthorized):
-		return &payloadError{Code: codeForbidden, Message: messageOf(err)}
+		return &payloadError{Code: codeForbidden, Message: a2aserver.ErrorMessage(err)}
 	case errors.Is(err, a2aserver.ErrRateLimited):
 		return &payloadError{Code: codeRateLimited, Message: err.Error()}
 	}
@@ -111,14 +111,6 @@ func classify(log zerolog.Logger, err error) *payloadError {
 
 // Error makes a payload error usable as an error.
 func (e *payloadError) Error() string { return e.Code + ": " + e.Message }
-
-func messageOf(err error) string {
-	var ae *a2a.Error
-	if errors.As(err, &ae) && ae.Message != "" {
-		return ae.Message
-	}
-	return err.Error()
-}
 
 // zerologNop logs nothing: classify on a refusal the caller already has.
 var zerologNop = zerolog.Nop()

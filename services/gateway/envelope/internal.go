@@ -35,10 +35,7 @@ type agentEntry struct {
 // admit authenticates the caller of an internal route and takes one
 // request from its rate limit.
 func (d *Door) admit(w http.ResponseWriter, r *http.Request) (*a2aserver.Caller, bool) {
-	c, err := d.a2a.Identify(r)
-	if err == nil {
-		err = d.a2a.Allow(w, c)
-	}
+	c, err := d.a2a.Admit(w, r)
 	if err != nil {
 		d.cfg.WriteError(w, r, platformError(err))
 		return nil, false

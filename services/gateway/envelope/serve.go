@@ -42,14 +42,8 @@ func (d *Door) serveEnvelope(w http.ResponseWriter, r *http.Request) {
 		d.reply(w, m, "", nil, perr)
 		return
 	}
-	c, err := d.a2a.Identify(r)
-	if err == nil {
-		err = d.a2a.Allow(w, c)
-	}
+	c, err := d.a2a.Admit(w, r)
 	if err != nil {
-		if a2aserver.IsUnauthenticated(err) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="a2a", ApiKey realm="a2a" header="X-API-Key"`)
-		}
 		d.reply(w, m, "", nil, classify(d.log, err))
 		return
 	}

@@ -48,7 +48,7 @@ type cardAuth struct {
 // discovery is GET /a2a/discovery: {"agentCard": {...}}. It needs no
 // credential; the skills are the agents the credential (if any) reaches.
 func (d *Door) discovery(w http.ResponseWriter, r *http.Request) {
-	c, err := d.admit(w, r)
+	c, err := d.a2a.Admit(w, r)
 	if err != nil {
 		writeError(w, classify(d.log, err, "Failed to retrieve agent card"))
 		return

@@ -107,7 +107,7 @@ func New(cfg Config) *Door {
 // Start opens the door's bucket.
 func (d *Door) Start(ctx context.Context) error {
 	var err error
-	d.records, err = openRecords(ctx, d.cfg.JS)
+	d.records, err = openRecords(ctx, d.cfg.JS, d.client)
 	return err
 }
 

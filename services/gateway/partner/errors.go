@@ -60,9 +60,9 @@ func classify(log zerolog.Logger, err error, internal string) *doorError {
 	}
 	switch {
 	case a2aserver.IsUnauthenticated(err):
-		return refuse(partnerapi.CodeAuthenticationFailed, http.StatusUnauthorized, "Authentication failed: %s", a2aMessage(err))
+		return refuse(partnerapi.CodeAuthenticationFailed, http.StatusUnauthorized, "Authentication failed: %s", a2aserver.ErrorMessage(err))
 	case errors.Is(err, a2a.ErrUnauthorized):
-		return refuse(partnerapi.CodeAuthenticationFailed, http.StatusForbidden, "Authentication failed: %s", a2aMessage(err))
+		return refuse(partnerapi.CodeAuthenticationFailed, http.StatusForbidden, "Authentication failed: %s", a2aserver.ErrorMessage(err))
 	case errors.Is(err, a2aserver.ErrRateLimited):
 		return refuse(partnerapi.CodeRateLimitExceeded, http.StatusTooManyRequests, "Rate limit exceeded: %s", err.Error())
 	}
@@ -113,14 +113,6 @@ func runErrorCode(run *mesh.TaskRun) int {
 		return partnerapi.CodeTaskTimeout
 	}
 	return partnerapi.CodeInternalError
-}
-
-func a2aMessage(err error) string {
-	var ae *a2a.Error
-	if errors.As(err, &ae) && ae.Message != "" {
-		return ae.Message
-	}
-	return err.Error()
 }
 
 // rpcResponse is a JSON-RPC 2.0 response (seed 003's JsonRpcResponse).

@@ -36,21 +36,6 @@ func (d *Door) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *doorEr
 	return b, nil
 }
 
-// admit authenticates the caller (as the A2A door does: an API key, then a
-// bearer token; none is an anonymous caller) and takes one request from
-// its rate limit.
-func (d *Door) admit(w http.ResponseWriter, r *http.Request) (*a2aserver.Caller, error) {
-	c, err := d.a2a.Identify(r)
-	if err != nil {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="a2a", ApiKey realm="a2a" header="X-API-Key"`)
-		return nil, err
-	}
-	if err := d.a2a.Allow(w, c); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
 // reach returns an agent the caller reaches, and the caller as that agent's
 // door sees it, checking the scope the method needs ("" for none). An agent
 // the caller does not reach is not found; an anonymous caller is told to

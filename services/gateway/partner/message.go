@@ -40,7 +40,7 @@ func (d *Door) message(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, id, de)
 		return
 	}
-	c, err := d.admit(w, r)
+	c, err := d.a2a.Admit(w, r)
 	if err != nil {
 		writeRPCError(w, env.id, classify(d.log, err, "Internal error"))
 		return

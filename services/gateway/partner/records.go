@@ -11,6 +11,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 )
 
 // taskRecord is what the partner door keeps about a task beyond its run
@@ -23,11 +24,6 @@ type taskRecord struct {
 	CreatedAt     time.Time `json:"created_at"`
 }
 
-// sessionRecord is the conversation a caller's session id stands for.
-type sessionRecord struct {
-	ConversationID string `json:"conversation_id"`
-}
-
 // Keys of BucketA2ADoors used by this door. Session ids are the caller's
 // to choose, so they are hashed (with the caller) into the key alphabet.
 func taskKey(runID string) string { return "ptask." + runID }
@@ -37,15 +33,15 @@ func sessionKey(callerID, sessionID string) string {
 
 type records struct {
 	tasks    *bus.Records[taskRecord]
-	sessions *bus.Records[sessionRecord]
+	sessions *a2aserver.Conversations
 }
 
-func openRecords(ctx context.Context, js jetstream.JetStream) (*records, error) {
+func openRecords(ctx context.Context, js jetstream.JetStream, client *meshapi.Client) (*records, error) {
 	tasks, err := bus.OpenRecords[taskRecord](ctx, js, bus.BucketA2ADoors)
 	if err != nil {
 		return nil, err
 	}
-	sessions, err := bus.OpenRecords[sessionRecord](ctx, js, bus.BucketA2ADoors)
+	sessions, err := a2aserver.OpenConversations(ctx, js, client)
 	if err != nil {
 		return nil, err
 	}
@@ -63,26 +59,7 @@ func (r *records) task(ctx context.Context, runID string) (*taskRecord, error) {
 }
 
 // conversation returns the conversation of a caller's session, starting one
-// the first time the session is named (concurrent first uses agree on one).
-func (r *records) conversation(ctx context.Context, client *meshapi.Client, callerID, sessionID string) (string, error) {
-	key := sessionKey(callerID, sessionID)
-	if rec, _, err := r.sessions.Get(ctx, key); err == nil {
-		return rec.ConversationID, nil
-	} else if !errors.Is(err, mesh.ErrNotFound) {
-		return "", err
-	}
-	conv, err := client.CreateConversation(ctx, meshapi.CreateConversationRequest{})
-	if err != nil {
-		return "", err
-	}
-	if _, err := r.sessions.Create(ctx, key, &sessionRecord{ConversationID: conv.ID}); errors.Is(err, mesh.ErrConflict) {
-		rec, _, err := r.sessions.Get(ctx, key)
-		if err != nil {
-			return "", err
-		}
-		return rec.ConversationID, nil
-	} else if err != nil {
-		return "", err
-	}
-	return conv.ID, nil
+// the first time the session is named.
+func (r *records) conversation(ctx context.Context, callerID, sessionID string) (string, error) {
+	return r.sessions.Get(ctx, sessionKey(callerID, sessionID))
 }

@@ -115,7 +115,7 @@ func (d *Door) create(ctx context.Context, c *a2aserver.Caller, agent *mesh.Agen
 	}
 	conv := ""
 	if nt.sessionID != "" {
-		if conv, err = d.records.conversation(ctx, d.client, c.ID, nt.sessionID); err != nil {
+		if conv, err = d.records.conversation(ctx, c.ID, nt.sessionID); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -228,7 +228,7 @@ type taskRequest struct {
 // and no routing rule delegating it.
 func (d *Door) createTask(w http.ResponseWriter, r *http.Request) {
 	const internal = "Task creation failed"
-	c, err := d.admit(w, r)
+	c, err := d.a2a.Admit(w, r)
 	if err != nil {
 		writeError(w, classify(d.log, err, internal))
 		return

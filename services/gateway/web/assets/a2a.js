@@ -4,7 +4,7 @@
 // command for message/send.
 
 import { api, explain } from './api.js';
-import { h, replace, field, formError, copyButton, confirmButton, announce } from './dom.js';
+import { h, replace, field, formError, copyButton, confirmButton, announce, secretOnce } from './dom.js';
 import { time } from './format.js';
 
 // The scopes an API key may hold, as the platform names them.
@@ -159,10 +159,7 @@ export function a2aSection(agentId) {
         name.control.value = '';
         const hide = h('button', { type: 'button', class: 'small' }, 'I saved it: hide the key');
         hide.addEventListener('click', () => { replace(once); submit.focus(); });
-        replace(once, h('div', { class: 'secret-once', role: 'status' },
-          h('p', {}, h('strong', {}, 'API key created. It is shown only now: copy it somewhere safe.')),
-          h('pre', { id: 'new-api-key-value' }, created.api_key),
-          h('div', { class: 'row' }, copyButton('Copy key', created.api_key), hide)));
+        replace(once, secretOnce({ title: 'API key created. It is shown only now: copy it somewhere safe.', id: 'new-api-key-value', value: created.api_key, copyLabel: 'Copy key', actions: [hide] }));
         announce('API key created.');
         await loadKeys();
       } catch (err) {

@@ -119,6 +119,18 @@ export function copyButton(label, text) {
   return h('span', { class: 'row' }, button, status);
 }
 
+// secretOnce shows a credential the platform returns only when it is
+// created: a title, the value (in a pre with the given id), a button to copy
+// it next to any other actions (a hide button), and more below it
+// (connection details).
+export function secretOnce({ title, id, value, copyLabel, actions = [] }, ...more) {
+  return h('div', { class: 'secret-once', role: 'status' },
+    h('p', {}, h('strong', {}, title)),
+    h('pre', { id }, value),
+    h('div', { class: 'row' }, copyButton(copyLabel, value), ...actions),
+    ...more);
+}
+
 async function copyText(text) {
   try {
     await navigator.clipboard.writeText(text);

@@ -2,7 +2,7 @@
 // credential is shown once), delete, and a webhook's recent deliveries.
 
 import { api, explain, fieldOf, session } from './api.js';
-import { h, replace, field, showFieldError, formError, copyButton, confirmButton, announce, id } from './dom.js';
+import { h, replace, field, showFieldError, formError, confirmButton, announce, id, secretOnce } from './dom.js';
 import { time } from './format.js';
 
 const deliveryStates = { retrying: 'Retrying', dead: 'Gave up', delivered: 'Delivered' };
@@ -103,10 +103,7 @@ export async function integrationsView(main) {
             url.control.value = '';
             secret.control.value = '';
             types.reset();
-            replace(once, h('div', { class: 'secret-once', role: 'status' },
-              h('p', {}, h('strong', {}, 'Webhook created. Its signing secret is shown only now:')),
-              h('pre', { id: 'webhook-secret' }, created.secret),
-              copyButton('Copy secret', created.secret)));
+            replace(once, secretOnce({ title: 'Webhook created. Its signing secret is shown only now:', id: 'webhook-secret', value: created.secret, copyLabel: 'Copy secret' }));
             announce('Webhook created.');
             await this.load();
           } catch (err) {
@@ -245,10 +242,7 @@ export async function integrationsView(main) {
             const c = await api('POST', '/consumers', body);
             name.control.value = '';
             types.reset();
-            replace(once, h('div', { class: 'secret-once', role: 'status' },
-              h('p', {}, h('strong', {}, 'Credential created. It is shown only now:')),
-              h('pre', { id: 'consumer-credential' }, c.credential),
-              copyButton('Copy credential', c.credential),
+            replace(once, secretOnce({ title: 'Credential created. It is shown only now:', id: 'consumer-credential', value: c.credential, copyLabel: 'Copy credential' },
               h('dl', { class: 'meta' },
                 h('dt', {}, 'NATS URL'), h('dd', { class: 'mono' }, c.nats_url),
                 h('dt', {}, 'Stream'), h('dd', { class: 'mono' }, c.stream),
