@@ -83,7 +83,7 @@ func TestAdapterReply_NoAdapterFailsRunWithAdapterUnreachable(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
 	p := l.startPlatform(platformOptions{})
-	c := l.connect(p, "http://"+closedPort(t)+"/run-task")
+	c := l.connect(p, "http://"+meshtest.FreeAddr(t)+"/run-task")
 	run := waitEnded(t, p.Platform, c.task("anyone there?").ID, mesh.StatusFailed, waitStart)
 	wantError(t, run, "ADAPTER_UNREACHABLE", "connection refused")
 }

@@ -15,66 +15,61 @@ import (
 // drain grace, and the runtime exits 0; a run created meanwhile stays pending
 // for another runtime. Over both transports.
 func TestDrain_SIGTERMFinishesRunningTaskStopsClaimingAndExits0(t *testing.T) {
-	t.Parallel()
-	for _, transport := range []string{"nats", "http"} {
-		t.Run(transport, func(t *testing.T) {
-			t.Parallel()
-			l := newLab(t)
-			p := l.startPlatform(platformOptions{})
-			pt := p.forTest(t)
-			dir := t.TempDir()
-			host := script(t, `
+	eachTransport(t, func(t *testing.T, l *lab, transport string) {
+		p := l.startPlatform(platformOptions{})
+		pt := p.forTest(t)
+		dir := t.TempDir()
+		host := script(t, `
 d='`+dir+`'
 cat >> "$d/got"
 echo >> "$d/got"
 `+untilFile(filepath.Join(dir, "go"))+`
 echo "finished during the drain"
 `)
-			// Two workers: one is idle, so only the drain keeps it from claiming.
-			c := l.connect(p, l.startAdapter("command", host).Endpoint, "--transport", transport, "--concurrency", "2", "--drain-grace", "30s")
-			first := c.task("first")
-			waitStatus(t, pt, first.ID, mesh.StatusRunning, waitStart)
-			waitFile(t, filepath.Join(dir, "got"))
+		// Two workers: one is idle, so only the drain keeps it from claiming.
+		c := l.connect(p, l.startAdapter("command", host).Endpoint, "--transport", transport, "--concurrency", "2", "--drain-grace", "30s")
+		first := c.task("first")
+		waitStatus(t, pt, first.ID, mesh.StatusRunning, waitStart)
+		waitFile(t, filepath.Join(dir, "got"))
 
-			c.rt.signal(t, syscall.SIGTERM)
-			c.rt.waitOutput(t, "stopping: no new task runs are claimed", waitStart)
-			second := c.task("second")
-			// A claim takes milliseconds; the idle worker would have taken it
-			// and handed it to the adapter by now. (Over HTTP the platform may
-			// still claim it for the long poll the runtime abandoned, and then
-			// gives it straight back: the runtime is not there to take it.)
-			never(t, 1500*time.Millisecond, func() bool {
-				return len(ledgerEvents(c.m.ledger(c.AgentID), second.ID)) > 0 || strings.Contains(meshtest.ReadFile(filepath.Join(dir, "got")), "second")
-			}, func() string {
-				return "the draining runtime took a new run: " + meshtest.ReadFile(c.m.ledgerPath(c.AgentID))
-			})
-			if got := pt.GetTask(second.ID); got.Status != mesh.StatusPending {
-				t.Errorf("the run created during the drain is %s, want pending", got.Status)
-			}
-
-			touch(t, filepath.Join(dir, "go"))
-			if code := c.rt.waitExit(t, waitStart); code != 0 {
-				t.Errorf("the drained runtime exited %d, want 0", code)
-			}
-			done := waitEnded(t, pt, first.ID, mesh.StatusCompleted, waitStart)
-			if outputOf(t, done)["text"] != "finished during the drain" {
-				t.Errorf("output %s", done.Output)
-			}
-			if got := pt.GetTask(second.ID); got.Status != mesh.StatusPending || got.RuntimeID != "" || got.Attempt != 0 {
-				t.Errorf("the run created during the drain is %s (runtime %q, attempt %d), want pending for another runtime", got.Status, got.RuntimeID, got.Attempt)
-			}
-			if evs := ledgerEvents(c.m.ledger(c.AgentID), second.ID); len(evs) != 0 {
-				t.Errorf("the ledger records %v for the run created during the drain", evs)
-			}
-			if evs := ledgerEvents(c.m.ledger(c.AgentID), ""); evs[len(evs)-1] != "runtime_stopped" {
-				t.Errorf("the ledger does not end with runtime_stopped: %v", evs)
-			}
-			// The next runtime takes the run the drain left at once, not after
-			// the queue's 30s redelivery of a message sent to a dead fetch.
-			c.m.startRuntime("--transport", transport)
-			waitEnded(t, pt, second.ID, mesh.StatusCompleted, 10*time.Second)
+		c.rt.signal(t, syscall.SIGTERM)
+		c.rt.waitOutput(t, "stopping: no new task runs are claimed", waitStart)
+		second := c.task("second")
+		// A claim takes milliseconds; the idle worker would have taken it
+		// and handed it to the adapter by now. (Over HTTP the platform may
+		// still claim it for the long poll the runtime abandoned, and then
+		// gives it straight back: the runtime is not there to take it.)
+		never(t, 1500*time.Millisecond, func() bool {
+			return len(ledgerEvents(c.m.ledger(c.AgentID), second.ID)) > 0 || strings.Contains(meshtest.ReadFile(filepath.Join(dir, "got")), "second")
+		}, func() string {
+			return "the draining runtime took a new run: " + meshtest.ReadFile(c.m.ledgerPath(c.AgentID))
 		})
-	}
+		if got := pt.GetTask(second.ID); got.Status != mesh.StatusPending {
+			t.Errorf("the run created during the drain is %s, want pending", got.Status)
+		}
+
+		touch(t, filepath.Join(dir, "go"))
+		if code := c.rt.waitExit(t, waitStart); code != 0 {
+			t.Errorf("the drained runtime exited %d, want 0", code)
+		}
+		done := waitEnded(t, pt, first.ID, mesh.StatusCompleted, waitStart)
+		if outputOf(t, done)["text"] != "finished during the drain" {
+			t.Errorf("output %s", done.Output)
+		}
+		if got := pt.GetTask(second.ID); got.Status != mesh.StatusPending || got.RuntimeID != "" || got.Attempt != 0 {
+			t.Errorf("the run created during the drain is %s (runtime %q, attempt %d), want pending for another runtime", got.Status, got.RuntimeID, got.Attempt)
+		}
+		if evs := ledgerEvents(c.m.ledger(c.AgentID), second.ID); len(evs) != 0 {
+			t.Errorf("the ledger records %v for the run created during the drain", evs)
+		}
+		if evs := ledgerEvents(c.m.ledger(c.AgentID), ""); evs[len(evs)-1] != "runtime_stopped" {
+			t.Errorf("the ledger does not end with runtime_stopped: %v", evs)
+		}
+		// The next runtime takes the run the drain left at once, not after
+		// the queue's 30s redelivery of a message sent to a dead fetch.
+		c.m.startRuntime("--transport", transport)
+		waitEnded(t, pt, second.ID, mesh.StatusCompleted, 10*time.Second)
+	})
 }
 
 // A second Ctrl-C during the drain stops at once: the running task is
@@ -85,9 +80,7 @@ func TestDrain_SecondInterruptStopsAtOnce(t *testing.T) {
 	p := l.startPlatform(platformOptions{})
 	pidDir := t.TempDir()
 	c := l.connect(p, l.startAdapter("command", longHost(t, pidDir)).Endpoint, "--drain-grace", "5m")
-	run := c.task("endless")
-	waitStatus(t, p.Platform, run.ID, mesh.StatusRunning, waitStart)
-	pids := hostPids(t, pidDir, run)
+	run, pids := startLongRun(t, p.Platform, c, pidDir, "endless")
 
 	c.rt.signal(t, syscall.SIGINT)
 	c.rt.waitOutput(t, "stopping: no new task runs are claimed", waitStart)
@@ -107,9 +100,7 @@ func TestDrain_TaskLongerThanGraceFailsWithRuntimeShutdown(t *testing.T) {
 	p := l.startPlatform(platformOptions{})
 	pidDir := t.TempDir()
 	c := l.connect(p, l.startAdapter("command", longHost(t, pidDir)).Endpoint, "--drain-grace", "1s")
-	run := c.task("endless")
-	waitStatus(t, p.Platform, run.ID, mesh.StatusRunning, waitStart)
-	pids := hostPids(t, pidDir, run)
+	run, pids := startLongRun(t, p.Platform, c, pidDir, "endless")
 
 	stopped := time.Now()
 	c.rt.signal(t, syscall.SIGTERM)

@@ -242,11 +242,10 @@ func TestHealth_AdapterHealthyAndStatusReportsConnection(t *testing.T) {
 	if text.code != 0 || !strings.Contains(text.stdout, "healthy") || !strings.Contains(text.stdout, "connected") {
 		t.Errorf("status: %s", text)
 	}
-	for _, out := range []string{res.stdout + res.stderr, text.stdout + text.stderr} {
-		if strings.Contains(out, c.Token) {
-			t.Errorf("status printed the runtime token:\n%s", out)
-		}
-	}
+	meshtest.AssertNoSecrets(t, []string{c.Token}, map[string]string{
+		"status --json output": res.stdout + res.stderr,
+		"status output":        text.stdout + text.stderr,
+	})
 
 	// With the adapter gone, status says so.
 	ad.kill()

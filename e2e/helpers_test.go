@@ -1,13 +1,12 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -47,6 +46,9 @@ type lab struct {
 	procs []*proc
 	texts map[string]string
 	seq   map[string]int
+	// secrets are the credentials the test handed out; the output shown
+	// when the test fails has them masked.
+	secrets []string
 }
 
 func newLab(t *testing.T) *lab {
@@ -72,8 +74,27 @@ func (l *lab) close() {
 		return
 	}
 	for _, p := range procs {
-		l.t.Logf("---- output of %s (%s) ----\n%s", p.name, p.exitText(), tail(withoutPolls(p.output()), 12000))
+		l.t.Logf("---- output of %s (%s) ----\n%s", p.name, p.exitText(), tail(withoutPolls(l.mask(p.output())), 12000))
 	}
+}
+
+// secret records a credential to mask in the output shown on failure.
+func (l *lab) secret(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.secrets = append(l.secrets, s)
+}
+
+// mask replaces every recorded credential in text.
+func (l *lab) mask(text string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.secrets {
+		if s != "" {
+			text = strings.ReplaceAll(text, s, "[credential]")
+		}
+	}
+	return text
 }
 
 // withoutPolls drops the platform's log lines of GET requests, most of them
@@ -123,6 +144,7 @@ func (l *lab) outputs() map[string]string {
 
 // proc is a program started by a test; it is killed when the test ends.
 type proc struct {
+	l      *lab
 	name   string
 	cmd    *exec.Cmd
 	stdout meshtest.Logs
@@ -133,7 +155,7 @@ type proc struct {
 // start runs bin with args and extra environment (added to the test's own).
 func (l *lab) start(name string, env []string, bin string, args ...string) *proc {
 	l.t.Helper()
-	p := &proc{name: l.name(name), done: make(chan struct{})}
+	p := &proc{l: l, name: l.name(name), done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
@@ -150,6 +172,10 @@ func (l *lab) start(name string, env []string, bin string, args ...string) *proc
 func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 func (p *proc) output() string { return p.stdout.String() + p.stderr.String() }
+
+// shown is the end of the output, up to n bytes, with the test's
+// credentials masked, for failure messages.
+func (p *proc) shown(n int) string { return tail(p.l.mask(p.output()), n) }
 
 func (p *proc) running() bool {
 	select {
@@ -192,7 +218,7 @@ func (p *proc) waitExit(t *testing.T, timeout time.Duration) int {
 	case <-p.done:
 		return p.cmd.ProcessState.ExitCode()
 	case <-time.After(timeout):
-		t.Fatalf("%s still running after %s; output:\n%s", p.name, timeout, tail(p.output(), 4000))
+		t.Fatalf("%s still running after %s; output:\n%s", p.name, timeout, p.shown(4000))
 	}
 	return -1
 }
@@ -206,26 +232,16 @@ func (p *proc) waitOutput(t *testing.T, text string, timeout time.Duration) {
 			return true
 		}
 		if !p.running() {
-			t.Fatalf("%s exited (%s) before printing %q; output:\n%s", p.name, p.exitText(), text, tail(p.output(), 4000))
+			t.Fatalf("%s exited (%s) before printing %q; output:\n%s", p.name, p.exitText(), text, p.shown(4000))
 		}
 		return false
 	}, func() string {
-		return fmt.Sprintf("%s never printed %q; output:\n%s", p.name, text, tail(p.output(), 4000))
+		return fmt.Sprintf("%s never printed %q; output:\n%s", p.name, text, p.shown(4000))
 	})
 }
 
 // logLine returns the first JSON log line whose message is msg.
-func (p *proc) logLine(msg string) map[string]any {
-	sc := bufio.NewScanner(strings.NewReader(p.output()))
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		var line map[string]any
-		if json.Unmarshal(sc.Bytes(), &line) == nil && line["message"] == msg {
-			return line
-		}
-	}
-	return nil
-}
+func (p *proc) logLine(msg string) map[string]any { return meshtest.LogLine(p.output(), msg) }
 
 // result is a finished command.
 type result struct {
@@ -254,6 +270,21 @@ func (l *lab) run(name string, env []string, bin string, args ...string) result 
 	r := result{stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
 	l.keep("output of "+l.name(name), r.stdout+r.stderr)
 	return r
+}
+
+// transports are the two ways a runtime reaches the platform.
+var transports = []string{"nats", "http"}
+
+// eachTransport runs test once per transport, as parallel subtests, each
+// with its own lab.
+func eachTransport(t *testing.T, test func(t *testing.T, l *lab, transport string)) {
+	t.Parallel()
+	for _, transport := range transports {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			test(t, newLab(t), transport)
+		})
+	}
 }
 
 // ---- platform ----
@@ -317,7 +348,7 @@ func (p *platform) boot() {
 	if p.opts.maxArtifactBytes > 0 {
 		args = append(args, "--max-artifact-bytes", strconv.FormatInt(p.opts.maxArtifactBytes, 10))
 	}
-	p.proc = p.l.start("platform", nil, bins.platform, args...)
+	p.proc = p.l.start("platform", nil, bins.Platform, args...)
 	p.proc.waitOutput(t, `"message":"platform ready"`, waitStart)
 	ready := p.proc.logLine("platform ready")
 	p.httpAddr = strings.TrimPrefix(fmt.Sprint(ready["http"]), "http://")
@@ -331,6 +362,7 @@ func (p *platform) boot() {
 	if token == "" {
 		t.Fatalf("no owner credential in %s", p.dataDir)
 	}
+	p.l.secret(token)
 	p.Platform = meshtest.Remote(t, "http://"+p.httpAddr, token)
 	meshtest.Eventually(t, waitStart, func() bool {
 		resp, err := http.Get(p.APIBase + "/readyz")
@@ -339,7 +371,7 @@ func (p *platform) boot() {
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	}, func() string { return "the platform never became ready:\n" + tail(p.proc.output(), 4000) })
+	}, func() string { return "the platform never became ready:\n" + p.proc.shown(4000) })
 }
 
 // forTest returns the platform's HTTP calls bound to t (a subtest).
@@ -493,7 +525,7 @@ func (l *lab) startAdapter(provider string, argv ...string) *adapterProc {
 	if len(argv) > 0 {
 		args = append(append(args, "--"), argv...)
 	}
-	p := l.start("adapter", []string{"HOME=" + l.t.TempDir()}, bins.adapter, args...)
+	p := l.start("adapter", []string{"HOME=" + l.t.TempDir()}, bins.Adapter, args...)
 	p.waitOutput(l.t, "a2a-adapter listening on http://", waitStart)
 	m := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(p.output())
 	return &adapterProc{proc: p, Base: m[1], Endpoint: m[1] + "/run-task", Workdir: workdir}
@@ -605,7 +637,7 @@ func (m *machine) cli(args ...string) result {
 	if len(args) > 0 {
 		name += " " + args[0]
 	}
-	return m.l.run(name, m.env(), bins.runtime, args...)
+	return m.l.run(name, m.env(), bins.Runtime, args...)
 }
 
 // paired is what pairing left in the profile file.
@@ -622,6 +654,7 @@ func (m *machine) pair(p *meshtest.Platform, agentID, endpoint string, extra ...
 	t := m.l.t
 	t.Helper()
 	code := p.PairingCode(agentID)
+	m.l.secret(code)
 	args := append([]string{"pair", code, "--api-base", p.APIBase, "--local-agent-endpoint", endpoint}, extra...)
 	res := m.cli(args...)
 	if res.code != 0 {
@@ -630,8 +663,9 @@ func (m *machine) pair(p *meshtest.Platform, agentID, endpoint string, extra ...
 	f := m.profileFile()
 	prof, ok := f.Profiles[f.ActiveProfile]
 	if !ok || prof.AgentID != agentID {
-		t.Fatalf("after pairing agent %s the active profile is %q: %+v", agentID, f.ActiveProfile, f)
+		t.Fatalf("after pairing agent %s the active profile is %q of %v", agentID, f.ActiveProfile, f.names())
 	}
+	m.l.secret(prof.RuntimeToken)
 	return paired{AgentID: prof.AgentID, RuntimeID: prof.RuntimeID, Token: prof.RuntimeToken, Code: code}
 }
 
@@ -647,6 +681,12 @@ type profileEntry struct {
 	RuntimeToken    string    `json:"runtime_token"`
 	APIBase         string    `json:"api_base"`
 	LastHeartbeatAt time.Time `json:"last_heartbeat_at"`
+}
+
+// names lists the profiles by name, for messages: a profile holds a runtime
+// token, which has no place in the test's output.
+func (f profileFile) names() []string {
+	return slices.Sorted(maps.Keys(f.Profiles))
 }
 
 func (m *machine) profileFile() profileFile {
@@ -686,7 +726,7 @@ func (m *machine) startRuntime(args ...string) *proc {
 
 // spawnRuntime runs `a2a-runtime start` with args without waiting.
 func (m *machine) spawnRuntime(args ...string) *proc {
-	return m.l.start("a2a-runtime start", m.env(), bins.runtime, append([]string{"start", "--log-level", "debug"}, args...)...)
+	return m.l.start("a2a-runtime start", m.env(), bins.Runtime, append([]string{"start", "--log-level", "debug"}, args...)...)
 }
 
 // ledgerEntry is one line of the execution ledger.
@@ -895,18 +935,6 @@ func listening(socks []tcpSocket) []tcpSocket {
 		}
 	}
 	return out
-}
-
-// closedPort returns a loopback port nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // ---- assertions ----

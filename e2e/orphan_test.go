@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -22,10 +23,14 @@ wait
 `)
 }
 
-// hostPids waits until the long host of a run has recorded its pids.
-func hostPids(t *testing.T, pidDir string, run mesh.TaskRun) []int {
+// startLongRun creates a task for c, whose adapter runs longHost(pidDir),
+// and waits until it runs and its host has recorded its own pid and its
+// child's, which it returns with the run.
+func startLongRun(t *testing.T, pt *meshtest.Platform, c *connected, pidDir, text string) (mesh.TaskRun, []int) {
 	t.Helper()
-	return readPids(t, filepath.Join(pidDir, run.ID), 2)
+	run := c.task(text)
+	waitStatus(t, pt, run.ID, mesh.StatusRunning, waitStart)
+	return run, readPids(t, filepath.Join(pidDir, run.ID), 2)
 }
 
 // Seed 001 §9 "No orphan": a runtime killed with SIGKILL mid-task cannot
@@ -37,9 +42,7 @@ func TestNoOrphan_RuntimeKilledMidTaskFailsRunWithRuntimeLostAndStopsHost(t *tes
 	p := l.startPlatform(platformOptions{})
 	pidDir := t.TempDir()
 	c := l.connect(p, l.startAdapter("command", longHost(t, pidDir)).Endpoint)
-	run := c.task("long job")
-	waitStatus(t, p.Platform, run.ID, mesh.StatusRunning, waitStart)
-	pids := hostPids(t, pidDir, run)
+	run, pids := startLongRun(t, p.Platform, c, pidDir, "long job")
 
 	c.rt.kill()
 	killed := time.Now()
@@ -64,9 +67,7 @@ func TestNoOrphan_AdapterKilledMidTaskFailsRunWithConnectionError(t *testing.T) 
 	pidDir := t.TempDir()
 	ad := l.startAdapter("command", longHost(t, pidDir))
 	c := l.connect(p, ad.Endpoint)
-	run := c.task("long job")
-	waitStatus(t, p.Platform, run.ID, mesh.StatusRunning, waitStart)
-	pids := hostPids(t, pidDir, run)
+	run, pids := startLongRun(t, p.Platform, c, pidDir, "long job")
 
 	ad.kill()
 	// The kernel kills the host process when its adapter dies (Linux
@@ -94,9 +95,7 @@ func TestNoOrphan_RunOfKilledRuntimeEndsEvenWhenRuntimeRestartsAtOnce(t *testing
 	p := l.startPlatform(platformOptions{})
 	pidDir := t.TempDir()
 	c := l.connect(p, l.startAdapter("command", longHost(t, pidDir)).Endpoint)
-	run := c.task("long job")
-	waitStatus(t, p.Platform, run.ID, mesh.StatusRunning, waitStart)
-	hostPids(t, pidDir, run)
+	run, _ := startLongRun(t, p.Platform, c, pidDir, "long job")
 
 	c.rt.kill()
 	c.m.startRuntime()

@@ -38,6 +38,25 @@ echo "`+answer+`"
 `)
 }
 
+// reportOwedDuringOutage connects a runtime to a platform, stops the
+// platform while a task runs, and lets the task finish with answer: the
+// runtime owes the platform the report, kept in its ledger's outbox.
+func reportOwedDuringOutage(l *lab, answer string) (*platform, *connected, mesh.TaskRun) {
+	t := l.t
+	t.Helper()
+	p := l.startPlatform(platformOptions{lease: outboxLease})
+	dir := t.TempDir()
+	c := l.connect(p, l.startAdapter("command", slowHost(t, dir, answer)).Endpoint)
+	run := c.task("slow job")
+	waitStatus(t, p.Platform, run.ID, mesh.StatusRunning, waitStart)
+	waitFile(t, filepath.Join(dir, "started"))
+
+	p.stop()
+	touch(t, filepath.Join(dir, "go"))
+	c.m.waitLedger(c.AgentID, waitStart, func(e ledgerEntry) bool { return e.TaskRunID == run.ID && e.Event == "report_pending" })
+	return p, c, run
+}
+
 // outboxLease is the lease of the platforms restarted under a runtime that
 // owes them a report. A restarted platform counts leases that ran out while
 // it was down from one lease after its start; the runtime reconnects with a
@@ -76,18 +95,8 @@ func wantDeliveredOnce(t *testing.T, p *platform, m *machine, agentID string, ru
 // run ends completed with that output, reported exactly once.
 func TestOutbox_ResultOfTaskFinishedDuringPlatformOutageIsDeliveredAfterRestart(t *testing.T) {
 	t.Parallel()
-	l := newLab(t)
-	p := l.startPlatform(platformOptions{lease: outboxLease})
-	dir := t.TempDir()
 	const answer = "finished while the platform was down"
-	c := l.connect(p, l.startAdapter("command", slowHost(t, dir, answer)).Endpoint)
-	run := c.task("slow job")
-	waitStatus(t, p.Platform, run.ID, mesh.StatusRunning, waitStart)
-	waitFile(t, filepath.Join(dir, "started"))
-
-	p.stop()
-	touch(t, filepath.Join(dir, "go"))
-	c.m.waitLedger(c.AgentID, waitStart, func(e ledgerEntry) bool { return e.TaskRunID == run.ID && e.Event == "report_pending" })
+	p, c, run := reportOwedDuringOutage(newLab(t), answer)
 	if st := statusOf(t, c.m); *st.Backlog != 1 || st.Platform != "unreachable" {
 		t.Errorf("status during the outage: platform %q, backlog %d; want unreachable, 1", st.Platform, *st.Backlog)
 	}
@@ -103,18 +112,8 @@ func TestOutbox_ResultOfTaskFinishedDuringPlatformOutageIsDeliveredAfterRestart(
 // started again, the runtime delivers what the previous process owed.
 func TestOutbox_ReportKeptByAKilledRuntimeIsDeliveredByTheNextStart(t *testing.T) {
 	t.Parallel()
-	l := newLab(t)
-	p := l.startPlatform(platformOptions{lease: outboxLease})
-	dir := t.TempDir()
 	const answer = "finished before the crash"
-	c := l.connect(p, l.startAdapter("command", slowHost(t, dir, answer)).Endpoint)
-	run := c.task("slow job")
-	waitStatus(t, p.Platform, run.ID, mesh.StatusRunning, waitStart)
-	waitFile(t, filepath.Join(dir, "started"))
-
-	p.stop()
-	touch(t, filepath.Join(dir, "go"))
-	c.m.waitLedger(c.AgentID, waitStart, func(e ledgerEntry) bool { return e.TaskRunID == run.ID && e.Event == "report_pending" })
+	p, c, run := reportOwedDuringOutage(newLab(t), answer)
 	c.rt.kill()
 	p.start()
 	c.m.startRuntime()

@@ -146,7 +146,7 @@ func TestPair_CodeGivenAsArgumentIsNotInTheProcessArguments(t *testing.T) {
 	t.Cleanup(front.Close)
 
 	m := l.newMachine()
-	pair := l.start("a2a-runtime pair", m.env(), bins.runtime, "pair", code, "--api-base", front.URL, "--local-agent-endpoint", "http://127.0.0.1:18791/run-task")
+	pair := l.start("a2a-runtime pair", m.env(), bins.Runtime, "pair", code, "--api-base", front.URL, "--local-agent-endpoint", "http://127.0.0.1:18791/run-task")
 	var body []byte
 	select {
 	case body = <-arrived:

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -69,7 +70,7 @@ func TestProfiles_ProfileFlagThenActiveProfileAndNeverAGuess(t *testing.T) {
 	rt = m.startRuntime("--profile", first.Name(), "--transport", "http")
 	waitOnline(t, p.Platform, first.AgentID, first.RuntimeID)
 	// --api-base overrides the stored one: a wrong one cannot connect.
-	wrong := m.spawnRuntime("--transport", "http", "--api-base", "http://"+closedPort(t))
+	wrong := m.spawnRuntime("--transport", "http", "--api-base", "http://"+meshtest.FreeAddr(t))
 	if code := wrong.waitExit(t, waitStart); code == 0 || code == 3 {
 		t.Errorf("start with an unreachable --api-base exited %d, want a connection error", code)
 	}
@@ -141,7 +142,7 @@ func TestProfiles_UnpairRevokesOnThePlatformAndRemovesTheProfile(t *testing.T) {
 	}
 	f := m.profileFile()
 	if _, ok := f.Profiles[gone.Name()]; ok || f.ActiveProfile != "" {
-		t.Errorf("after unpair: active %q, profiles %v", f.ActiveProfile, f.Profiles)
+		t.Errorf("after unpair: active %q, profiles %v", f.ActiveProfile, f.names())
 	}
 	if _, ok := f.Profiles[keep.Name()]; !ok {
 		t.Errorf("unpair removed another profile")

@@ -15,12 +15,12 @@ import (
 func wantReauth(t *testing.T, rt *proc, token string) {
 	t.Helper()
 	if code := rt.waitExit(t, waitLost); code != 3 {
-		t.Fatalf("exit code %d, want 3; output:\n%s", code, tail(rt.output(), 4000))
+		t.Fatalf("exit code %d, want 3; output:\n%s", code, rt.shown(4000))
 	}
 	msg := rt.stderr.String()
 	for _, want := range []string{"pair", "same agent", "do not create a new agent"} {
 		if !strings.Contains(msg, want) {
-			t.Errorf("the runtime's last words do not say %q:\n%s", want, tail(msg, 2000))
+			t.Errorf("the runtime's last words do not say %q:\n%s", want, tail(rt.l.mask(msg), 2000))
 		}
 	}
 	if strings.Contains(rt.output(), token) {
@@ -32,26 +32,21 @@ func wantReauth(t *testing.T, rt *proc, token string) {
 // exit code 3 and asks to pair the same agent again; started again with the
 // revoked profile, it stops the same way at once. Over both transports.
 func TestRevoke_RevokedRuntimeExitsWithCode3AskingToPairTheSameAgent(t *testing.T) {
-	t.Parallel()
-	for _, transport := range []string{"nats", "http"} {
-		t.Run(transport, func(t *testing.T) {
-			t.Parallel()
-			l := newLab(t)
-			p := l.startPlatform(platformOptions{})
-			c := l.connect(p, l.startAdapter("echo").Endpoint, "--transport", transport)
+	eachTransport(t, func(t *testing.T, l *lab, transport string) {
+		p := l.startPlatform(platformOptions{})
+		c := l.connect(p, l.startAdapter("echo").Endpoint, "--transport", transport)
 
-			p.forTest(t).Send(t, meshtest.Request{Method: http.MethodPost, Path: "/agent-runtimes/" + c.RuntimeID + "/revoke", Owner: true}).
-				Expect(t, http.StatusOK)
-			wantReauth(t, c.rt, c.Token)
-			if v := p.forTest(t).RuntimeView(t, c.AgentID, c.RuntimeID); v.State != mesh.RuntimeRevoked {
-				t.Errorf("runtime state %s, want revoked", v.State)
-			}
-			auth := c.m.waitLedger(c.AgentID, waitStart, func(e ledgerEntry) bool { return e.Event == "auth_rejected" })
-			if strings.Contains(auth.Message, c.Token) {
-				t.Errorf("the ledger records the token")
-			}
+		p.forTest(t).Send(t, meshtest.Request{Method: http.MethodPost, Path: "/agent-runtimes/" + c.RuntimeID + "/revoke", Owner: true}).
+			Expect(t, http.StatusOK)
+		wantReauth(t, c.rt, c.Token)
+		if v := p.forTest(t).RuntimeView(t, c.AgentID, c.RuntimeID); v.State != mesh.RuntimeRevoked {
+			t.Errorf("runtime state %s, want revoked", v.State)
+		}
+		auth := c.m.waitLedger(c.AgentID, waitStart, func(e ledgerEntry) bool { return e.Event == "auth_rejected" })
+		if strings.Contains(auth.Message, c.Token) {
+			t.Errorf("the ledger records the token")
+		}
 
-			wantReauth(t, c.m.spawnRuntime("--transport", transport), c.Token)
-		})
-	}
+		wantReauth(t, c.m.spawnRuntime("--transport", transport), c.Token)
+	})
 }

@@ -39,7 +39,7 @@ echo "done with $text"
 	if err != nil {
 		t.Fatalf("ps: %v", err)
 	}
-	if !strings.Contains(string(ps), bins.runtime+" start") {
+	if !strings.Contains(string(ps), bins.Runtime+" start") {
 		t.Fatalf("the process list does not show the running runtime:\n%s", ps)
 	}
 	cmdline := meshtest.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c.rt.pid()))
@@ -105,7 +105,7 @@ func TestEvents_RuntimeFollowsItsOwnAgentsEventsOnly(t *testing.T) {
 	done := waitEnded(t, p.Platform, c.task("watched").ID, mesh.StatusCompleted, waitStart)
 	foreign := p.CreateTask(other.ID, "not yours")
 
-	ev := l.start("a2a-runtime events", c.m.env(), bins.runtime, "events", "--since", "1h", "--type", "task_run.completed,task_run.created")
+	ev := l.start("a2a-runtime events", c.m.env(), bins.Runtime, "events", "--since", "1h", "--type", "task_run.completed,task_run.created")
 	ev.waitOutput(t, done.ID, waitStart)
 	// Its own agent's next event arrives live.
 	next := waitEnded(t, p.Platform, c.task("live").ID, mesh.StatusCompleted, waitStart)

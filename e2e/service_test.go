@@ -30,7 +30,7 @@ func TestService_InstallWritesUnitWithoutTokenAndCallsSystemctl(t *testing.T) {
 	env := append(m.env(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	svc := func(args ...string) result {
 		t.Helper()
-		res := l.run("a2a-runtime service "+args[0], env, bins.runtime, append([]string{"service"}, args...)...)
+		res := l.run("a2a-runtime service "+args[0], env, bins.Runtime, append([]string{"service"}, args...)...)
 		if res.code != 0 {
 			t.Fatalf("service %v: %s", args, res)
 		}
@@ -47,7 +47,7 @@ func TestService_InstallWritesUnitWithoutTokenAndCallsSystemctl(t *testing.T) {
 	}
 	unit := meshtest.ReadFile(units[0])
 	name := filepath.Base(units[0])
-	if !strings.Contains(unit, "ExecStart="+bins.runtime+" start --profile "+pr.Name()+" --config "+m.profilePath()) {
+	if !strings.Contains(unit, "ExecStart="+bins.Runtime+" start --profile "+pr.Name()+" --config "+m.profilePath()) {
 		t.Errorf("the unit does not run start --profile %s:\n%s", pr.Name(), unit)
 	}
 	for _, secret := range []string{pr.Token, pr.Code} {

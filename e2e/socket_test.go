@@ -24,7 +24,7 @@ echo done
 	if socks := listening(socketsOf(t, ad.pid())); len(socks) != 1 {
 		t.Fatalf("the adapter holds %d listening sockets, want 1: %+v", len(socks), socks)
 	}
-	for _, transport := range []string{"nats", "http"} {
+	for _, transport := range transports {
 		c := l.connect(p, ad.Endpoint, "--transport", transport)
 		check := func(when string) {
 			t.Helper()

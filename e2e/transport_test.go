@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -55,7 +56,7 @@ func TestTransport_AutoFallsBackToHTTPWhenNATSIsUnreachable(t *testing.T) {
 			agent := p.CreateAgent("fallback")
 			m := l.newMachine()
 			pr := m.pair(p.Platform, agent.ID, ad.Endpoint)
-			bad := "nats://" + closedPort(t)
+			bad := "nats://" + meshtest.FreeAddr(t)
 			args := []string{"--transport", "auto"}
 			if tc.profile {
 				m.editProfileFile(func(f map[string]any) {
@@ -90,7 +91,7 @@ func TestTransport_NATSOnlyStopsWhenNATSIsUnreachable(t *testing.T) {
 	agent := p.CreateAgent("nats-only")
 	m := l.newMachine()
 	m.pair(p.Platform, agent.ID, "http://127.0.0.1:18792/run-task")
-	rt := m.spawnRuntime("--transport", "nats", "--nats-url", "nats://"+closedPort(t))
+	rt := m.spawnRuntime("--transport", "nats", "--nats-url", "nats://"+meshtest.FreeAddr(t))
 	if code := rt.waitExit(t, waitStart); code != 1 {
 		t.Errorf("exit code %d, want 1", code)
 	}

@@ -76,9 +76,9 @@ func TestWeb_ConnectAnAgentAndWatchItWork(t *testing.T) {
 		t.Fatalf("no pair command in the instructions:\n%s", instructions)
 	}
 	m := newMachine(t)
-	m.pair(pairArgs[1:], endpoint)
+	pairOutput := m.pair(pairArgs[1:], endpoint)
 	b.waitText("#code-status", "Code used")
-	m.start()
+	rt := m.start()
 
 	// The page turns the agent online by itself.
 	b.waitText(".agent-presence", "Online")
@@ -169,8 +169,8 @@ func TestWeb_ConnectAnAgentAndWatchItWork(t *testing.T) {
 		t.Fatal("the page reloaded during the walk")
 	}
 
-	// The sign-in code, the session and the runtime's credential appear in
-	// no log and nowhere on the page.
+	// The sign-in code, the session, the connection code and the runtime's
+	// credential appear in no log and nowhere on the page.
 	ctx, cancel := context.WithTimeout(b.ctx, waitStart)
 	defer cancel()
 	cookies, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{p.APIBase}})
@@ -178,10 +178,12 @@ func TestWeb_ConnectAnAgentAndWatchItWork(t *testing.T) {
 		t.Fatalf("cookies: %v %+v", err, cookies)
 	}
 	u, _ := url.Parse(link)
-	secrets := []string{u.Query().Get("code"), cookies.Cookies[0].Value, m.profileToken(), p.OwnerToken, apiKey}
+	secrets := []string{u.Query().Get("code"), cookies.Cookies[0].Value, code, m.profileToken(), p.OwnerToken, apiKey}
 	meshtest.AssertNoSecrets(t, secrets, map[string]string{
-		"platform logs": p.output(),
-		"page text":     b.textOf("body"),
+		"platform logs":  p.output(),
+		"pair output":    pairOutput,
+		"runtime output": rt.out.String(),
+		"page text":      b.textOf("body"),
 	})
 }
 

@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,17 +92,7 @@ func (p *proc) waitOutput(t *testing.T, text string) {
 }
 
 // logLine returns the first JSON log line whose message is msg.
-func (p *proc) logLine(msg string) map[string]any {
-	sc := bufio.NewScanner(strings.NewReader(p.out.String()))
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		var line map[string]any
-		if json.Unmarshal(sc.Bytes(), &line) == nil && line["message"] == msg {
-			return line
-		}
-	}
-	return nil
-}
+func (p *proc) logLine(msg string) map[string]any { return meshtest.LogLine(p.out.String(), msg) }
 
 func tail(s string, n int) string {
 	if len(s) > n {
@@ -145,7 +134,7 @@ func startPlatform(t *testing.T) *platformProc {
 func (p *platformProc) boot() {
 	t := p.t
 	t.Helper()
-	p.proc = start(t, "a2a-platform", nil, bins.platform, "up", "--data-dir", p.dataDir, "--http", p.httpAddr,
+	p.proc = start(t, "a2a-platform", nil, bins.Platform, "up", "--data-dir", p.dataDir, "--http", p.httpAddr,
 		"--nats-listen", p.natsAddr, "--lease", "3s", "--heartbeat-timeout", "4s", "--shutdown-grace", "2s", "--log-level", "debug")
 	p.logs = append(p.logs, p.proc)
 	p.proc.waitOutput(t, `"message":"platform ready"`)
@@ -178,7 +167,7 @@ func (p *platformProc) output() string {
 func (p *platformProc) loginLink() string {
 	t := p.t
 	t.Helper()
-	out, err := run(t, nil, bins.platform, "login", "--no-browser", "--data-dir", p.dataDir, "--api-base", p.APIBase)
+	out, err := run(t, nil, bins.Platform, "login", "--no-browser", "--data-dir", p.dataDir, "--api-base", p.APIBase)
 	if err != nil {
 		t.Fatalf("a2a-platform login: %v\n%s", err, out)
 	}
@@ -193,7 +182,7 @@ func (p *platformProc) loginLink() string {
 // run-task endpoint.
 func startAdapter(t *testing.T, script string) string {
 	t.Helper()
-	p := start(t, "a2a-adapter", []string{"HOME=" + t.TempDir()}, bins.adapter, "--provider", "command",
+	p := start(t, "a2a-adapter", []string{"HOME=" + t.TempDir()}, bins.Adapter, "--provider", "command",
 		"--listen", "127.0.0.1:0", "--workdir", filepath.Join(t.TempDir(), "work"), "--kill-grace", "500ms", "--log-level", "debug",
 		"--", script)
 	p.waitOutput(t, "a2a-adapter listening on http://")
@@ -240,20 +229,21 @@ func newMachine(t *testing.T) *machine { return &machine{t: t, home: t.TempDir()
 func (m *machine) env() []string { return []string{"HOME=" + m.home} }
 
 // pair runs the pair command line the page's instructions gave, with the
-// adapter's endpoint added.
-func (m *machine) pair(args []string, endpoint string) {
+// adapter's endpoint added, and returns its output.
+func (m *machine) pair(args []string, endpoint string) string {
 	m.t.Helper()
 	args = append(args, "--local-agent-endpoint", endpoint, "--device-name", "web-test-laptop")
-	out, err := run(m.t, m.env(), bins.runtime, args...)
+	out, err := run(m.t, m.env(), bins.Runtime, args...)
 	if err != nil {
-		m.t.Fatalf("a2a-runtime %s: %v\n%s", strings.Join(args, " "), err, out)
+		m.t.Fatalf("a2a-runtime pair: %v\n%s", err, out)
 	}
+	return out
 }
 
 // start runs `a2a-runtime start` and waits until it works.
 func (m *machine) start() *proc {
 	m.t.Helper()
-	p := start(m.t, "a2a-runtime", m.env(), bins.runtime, "start", "--log-level", "debug")
+	p := start(m.t, "a2a-runtime", m.env(), bins.Runtime, "start", "--log-level", "debug")
 	p.waitOutput(m.t, `"message":"runtime started"`)
 	return p
 }

@@ -54,7 +54,7 @@ func newE2ERig(ctx context.Context, p *platform.Platform, runtimes int, workdir 
 	r.ids = ids
 	// Completions are watched on the bus, as any consumer would.
 	sub, err := p.Conn().NC.Subscribe(bus.EventFilter("", string(mesh.KindTaskRun), ""), func(m *nats.Msg) {
-		if m.Header.Get("ce-type") != mesh.EventTaskRunCompleted {
+		if bus.EventType(m.Header) != mesh.EventTaskRunCompleted {
 			return
 		}
 		var run struct {

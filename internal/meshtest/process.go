@@ -1,6 +1,8 @@
 package meshtest
 
 import (
+	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -40,20 +43,54 @@ func FreeAddr(t testing.TB) string {
 // returns the binary's path. Tests that kill a process need a real one.
 func BuildCommand(t testing.TB, pkg string) string {
 	t.Helper()
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	args := []string{"-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	if err := goBuild(append(args, pkg)...); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// Programs are the paths of the three programs of A2A Mesh.
+type Programs struct {
+	Platform, Runtime, Adapter string
+}
+
+// BuildPrograms compiles a2a-platform, a2a-runtime and a2a-adapter into a
+// new temporary directory, for a TestMain that builds them once per run.
+// They are built without the race detector: the suites check their
+// behaviour, and the test binary keeps -race. remove deletes the directory.
+func BuildPrograms() (p Programs, remove func(), err error) {
+	dir, err := os.MkdirTemp("", "a2a-programs-")
+	if err != nil {
+		return Programs{}, nil, err
+	}
+	remove = func() { _ = os.RemoveAll(dir) }
+	const module = "github.com/a2amesh/a2amesh/cmd/"
+	if err := goBuild("-o", dir+string(filepath.Separator), module+"a2a-platform", module+"a2a-runtime", module+"a2a-adapter"); err != nil {
+		remove()
+		return Programs{}, nil, err
+	}
+	return Programs{
+		Platform: filepath.Join(dir, "a2a-platform"),
+		Runtime:  filepath.Join(dir, "a2a-runtime"),
+		Adapter:  filepath.Join(dir, "a2a-adapter"),
+	}, remove, nil
+}
+
+// goBuild runs `go build` with args.
+func goBuild(args ...string) error {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
+	if out, err := exec.Command(gobin, append([]string{"build"}, args...)...).CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	cmd := exec.Command(gobin, append(args, pkg)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-	}
-	return bin
+	return nil
 }
 
 // Process is `a2a-platform up` running as its own OS process.
@@ -141,4 +178,18 @@ func (pr *Process) Exited() (*os.ProcessState, error) {
 	default:
 		return nil, fmt.Errorf("process %d is still running", pr.Cmd.Process.Pid)
 	}
+}
+
+// LogLine returns the first JSON log line of a program's output whose
+// message is msg, or nil.
+func LogLine(output, msg string) map[string]any {
+	sc := bufio.NewScanner(strings.NewReader(output))
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		var line map[string]any
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line["message"] == msg {
+			return line
+		}
+	}
+	return nil
 }
