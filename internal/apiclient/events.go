@@ -59,12 +59,18 @@ func (c *Client) StreamEvents(ctx context.Context, path string, query url.Values
 			return nil
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		backoff = min(backoff*2, maxStreamBackoff)
 	}
 }
 
-// minStreamBackoff is the first wait before reconnecting an event stream.
-const minStreamBackoff = 250 * time.Millisecond
+// minStreamBackoff is the first wait before reconnecting an event stream,
+// maxStreamBackoff the longest: a stream follows the platform back within a
+// second of its return (a runtime's cancellations arrive over it), at the
+// cost of one connection attempt a second while the platform is away.
+const (
+	minStreamBackoff = 250 * time.Millisecond
+	maxStreamBackoff = time.Second
+)
 
 // streamState is what a reconnection resumes from.
 type streamState struct {
