@@ -85,33 +85,33 @@ func (s *Service) run(ctx context.Context, sub *subscription) {
 	}
 }
 
+// consume pulls the subscription's events one at a time: each pull is made
+// once the previous event is settled, so with one delivery outstanding at
+// most (MaxAckPending 1) no pull waits on the server behind an
+// unacknowledged event.
 func (s *Service) consume(ctx context.Context, sub *subscription) error {
 	cons, err := s.js.Consumer(ctx, bus.EventStream, bus.WebhookConsumer(sub.ID))
 	if err != nil {
 		return err
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1))
-	if err != nil {
-		return err
-	}
-	stopped := make(chan struct{})
-	defer close(stopped)
-	go func() {
-		select {
-		case <-ctx.Done():
-			it.Stop()
-		case <-stopped:
-			it.Stop()
-		}
-	}()
 	for {
-		msg, err := it.Next()
-		if err != nil {
+		pctx, cancel := context.WithTimeout(ctx, pullWait)
+		msg, err := cons.Next(jetstream.FetchContext(pctx))
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, jetstream.ErrNoMessages):
+			continue
+		case err != nil:
 			return err
 		}
 		s.handle(ctx, sub, msg)
 	}
 }
+
+// pullWait is how long one pull for a subscription's next event waits.
+const pullWait = 30 * time.Second
 
 // handle delivers one event and settles its message: acked when delivered
 // (or not for this subscription), offered again after a backoff when the
