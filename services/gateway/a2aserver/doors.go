@@ -43,6 +43,10 @@ func (s *Server) Admit(w http.ResponseWriter, r *http.Request) (*Caller, error) 
 	return c, nil
 }
 
+// Challenge sets the WWW-Authenticate header of a 401 answer: the
+// credentials the doors take.
+func Challenge(w http.ResponseWriter) { w.Header().Set("WWW-Authenticate", challenge) }
+
 // Allow takes one request of the caller from its rate limit: the same limit
 // as this door's (RateLimitPerMinute), counted for the platform-wide doors
 // together. When refused, Retry-After is set on w and the error wraps

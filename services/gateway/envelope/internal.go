@@ -156,8 +156,9 @@ func runStatus(s string) (mesh.Status, bool) {
 }
 
 // executions is GET /api/executions?agentId=&status=&limit=&offset=: runs,
-// newest first, with the total that match (owner only: it lists every
-// caller's runs). limit defaults to 50 (at most 500); offset skips matches.
+// newest first, with the total that match (owner only, since it lists every
+// caller's runs: no credential is 401, another one 403). limit defaults to
+// 50 (at most 500); offset skips matches.
 // It pages over the task queue's in-memory index, so it stays fast on
 // hundreds of thousands of runs (docs/benchmarks.md).
 func (d *Door) executions(w http.ResponseWriter, r *http.Request) {
@@ -165,7 +166,12 @@ func (d *Door) executions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !c.Owner() {
+	switch {
+	case c.Anonymous():
+		a2aserver.Challenge(w)
+		d.cfg.WriteError(w, r, mesh.Errorf(mesh.CodeUnauthorized, "the execution history is the owner's: send the owner credential as Authorization: Bearer <owner token>"))
+		return
+	case !c.Owner():
 		d.cfg.WriteError(w, r, mesh.Errorf(mesh.CodeForbidden, "the execution history is the owner's: send the owner credential"))
 		return
 	}
