@@ -158,3 +158,9 @@ type Conversation struct {
 	CreatedAt   time.Time      `json:"created_at"`
 	Metadata    map[string]any `json:"metadata,omitempty"`
 }
+
+// MaxRunTimeout bounds how far ahead a run's deadline may be set
+// (timeout_seconds or deadline at creation): a week. Longer work is a
+// conversation of several runs; a bound also keeps a timeout in seconds
+// from overflowing a time.Duration into a deadline in the past.
+const MaxRunTimeout = 7 * 24 * time.Hour

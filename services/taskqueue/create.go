@@ -141,6 +141,10 @@ func (s *Service) newRun(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 		return nil, err
 	}
 	now := time.Now().UTC()
+	dl, err := deadline(in, now)
+	if err != nil {
+		return nil, err
+	}
 	run := &mesh.TaskRun{
 		ID:               mesh.NewID(),
 		TaskType:         in.TaskType,
@@ -154,23 +158,9 @@ func (s *Service) newRun(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 		ParentTaskRunID:  in.ParentTaskRunID,
 		DelegationChain:  in.DelegationChain,
 		Environment:      in.Environment,
+		Deadline:         dl,
 		CreatedAt:        now,
 		UpdatedAt:        now,
-	}
-	switch {
-	case in.Deadline != nil && in.TimeoutSeconds != 0:
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "give deadline or timeout_seconds, not both")
-	case in.Deadline != nil:
-		if !in.Deadline.After(now) {
-			return nil, mesh.Errorf(mesh.CodeInvalidRequest, "deadline is in the past")
-		}
-		d := in.Deadline.UTC()
-		run.Deadline = &d
-	case in.TimeoutSeconds < 0:
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "timeout_seconds must be positive")
-	case in.TimeoutSeconds > 0:
-		d := now.Add(time.Duration(in.TimeoutSeconds) * time.Second)
-		run.Deadline = &d
 	}
 	if in.ConversationID != "" {
 		conv, err := s.getConversation(ctx, in.ConversationID)
@@ -180,6 +170,34 @@ func (s *Service) newRun(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 		run.ConversationID, run.WorkspaceID = conv.ID, conv.WorkspaceID
 	}
 	return run, nil
+}
+
+// deadline reads a create request's deadline or timeout_seconds, at most
+// mesh.MaxRunTimeout from now. The timeout is compared in seconds before it
+// becomes a time.Duration, which would overflow past about 292 years.
+func deadline(in *meshapi.CreateTaskRunRequest, now time.Time) (*time.Time, error) {
+	maxSeconds := int64(mesh.MaxRunTimeout / time.Second)
+	switch {
+	case in.Deadline != nil && in.TimeoutSeconds != 0:
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "give deadline or timeout_seconds, not both")
+	case in.Deadline != nil:
+		if !in.Deadline.After(now) {
+			return nil, mesh.Errorf(mesh.CodeInvalidRequest, "deadline is in the past")
+		}
+		if in.Deadline.After(now.Add(mesh.MaxRunTimeout)) {
+			return nil, mesh.Errorf(mesh.CodeInvalidRequest, "deadline is more than %d seconds (%s) from now", maxSeconds, mesh.MaxRunTimeout)
+		}
+		d := in.Deadline.UTC()
+		return &d, nil
+	case in.TimeoutSeconds < 0:
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "timeout_seconds must be positive")
+	case in.TimeoutSeconds > maxSeconds:
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "timeout_seconds must be at most %d (%s)", maxSeconds, mesh.MaxRunTimeout)
+	case in.TimeoutSeconds > 0:
+		d := now.Add(time.Duration(in.TimeoutSeconds) * time.Second)
+		return &d, nil
+	}
+	return nil, nil
 }
 
 func (s *Service) checkAgent(ctx context.Context, id, field string) error {
