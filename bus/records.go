@@ -1,49 +1,215 @@
 package bus
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Records is a typed view of a key-value bucket whose values are JSON records.
 // Every write states the revision it expects, so concurrent writers never both
 // win (compare-and-set on the record's revision).
+//
+// Get reads through the bucket's stream leader: on a replicated bucket a
+// direct get may be answered by a replica that has not applied the latest
+// write yet, and a decision taken on it (a claim, a "not found", a
+// compare-and-set) would be wrong. Peek is the cheaper read that may be a
+// moment old, for lists and cards. Every call rides out a leader election
+// (see retry.go).
 type Records[T any] struct {
 	kv   jetstream.KeyValue
 	name string
+	nc   *nats.Conn
+	// msgGet is the JetStream API subject of a leader's message get of the
+	// bucket's stream; empty when the bucket has one replica, whose direct
+	// get is the truth.
+	msgGet string
 }
 
 // OpenRecords binds to an existing bucket.
 func OpenRecords[T any](ctx context.Context, js jetstream.JetStream, bucket string) (*Records[T], error) {
-	kv, err := js.KeyValue(ctx, bucket)
+	r := &Records[T]{name: bucket, nc: js.Conn()}
+	var stream jetstream.Stream
+	err := retry(ctx, "open bucket "+bucket, func(ctx context.Context) error {
+		var err error
+		if r.kv, err = js.KeyValue(ctx, bucket); err != nil {
+			return err
+		}
+		stream, err = js.Stream(ctx, "KV_"+bucket)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
 	}
-	return &Records[T]{kv: kv, name: bucket}, nil
+	if stream.CachedInfo().Config.Replicas > 1 {
+		r.msgGet = apiPrefix(js) + "STREAM.MSG.GET.KV_" + bucket
+	}
+	return r, nil
+}
+
+// apiPrefix is the JetStream API prefix js sends its requests to.
+func apiPrefix(js jetstream.JetStream) string {
+	o := js.Options()
+	switch {
+	case o.APIPrefix != "":
+		return strings.TrimSuffix(o.APIPrefix, ".") + "."
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	}
+	return jetstream.DefaultAPIPrefix
 }
 
 // KV returns the underlying bucket.
 func (r *Records[T]) KV() jetstream.KeyValue { return r.kv }
 
-// Get returns the record and its revision, or mesh NOT_FOUND.
+// Get returns the record at its latest revision, or mesh NOT_FOUND.
 func (r *Records[T]) Get(ctx context.Context, key string) (*T, uint64, error) {
-	e, err := r.kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrInvalidKey) {
+	var data []byte
+	var rev uint64
+	err := retry(ctx, "get "+r.name+"/"+key, func(ctx context.Context) error {
+		var err error
+		data, rev, err = r.latest(ctx, key)
+		return err
+	})
+	return r.decode(key, data, rev, err)
+}
+
+// Peek returns the record as a replica has it, possibly a moment behind the
+// latest revision, or mesh NOT_FOUND. For lists and cards, never for a
+// decision.
+func (r *Records[T]) Peek(ctx context.Context, key string) (*T, uint64, error) {
+	var data []byte
+	var rev uint64
+	err := retry(ctx, "get "+r.name+"/"+key, func(ctx context.Context) error {
+		var err error
+		data, rev, err = r.direct(ctx, key)
+		return err
+	})
+	return r.decode(key, data, rev, err)
+}
+
+func (r *Records[T]) decode(key string, data []byte, rev uint64, err error) (*T, uint64, error) {
+	if errors.Is(err, mesh.ErrNotFound) {
 		return nil, 0, mesh.ErrNotFound
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("get %s/%s: %w", r.name, key, err)
 	}
 	v := new(T)
-	if err := json.Unmarshal(e.Value(), v); err != nil {
+	if err := json.Unmarshal(data, v); err != nil {
 		return nil, 0, fmt.Errorf("decode %s/%s: %w", r.name, key, err)
 	}
-	return v, e.Revision(), nil
+	return v, rev, nil
+}
+
+// direct reads the key with the bucket's own get (a direct get where the
+// bucket allows them).
+func (r *Records[T]) direct(ctx context.Context, key string) ([]byte, uint64, error) {
+	e, err := r.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrInvalidKey) {
+		return nil, 0, mesh.ErrNotFound
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return e.Value(), e.Revision(), nil
+}
+
+// msgGetResponse is the JetStream API's answer to a message get.
+type msgGetResponse struct {
+	Error   *jetstream.APIError `json:"error"`
+	Message *struct {
+		Sequence uint64 `json:"seq"`
+		Header   []byte `json:"hdrs"`
+		Data     []byte `json:"data"`
+	} `json:"message"`
+}
+
+// latest reads the key from the stream leader, which answers only with
+// what it has applied, and applies every write before acknowledging it.
+func (r *Records[T]) latest(ctx context.Context, key string) ([]byte, uint64, error) {
+	if r.msgGet == "" {
+		return r.direct(ctx, key)
+	}
+	if !validKey(key) {
+		return nil, 0, mesh.ErrNotFound
+	}
+	req, _ := json.Marshal(map[string]string{"last_by_subj": "$KV." + r.name + "." + key})
+	msg, err := r.nc.RequestWithContext(ctx, r.msgGet, req)
+	if err != nil {
+		return nil, 0, err
+	}
+	var resp msgGetResponse
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return nil, 0, fmt.Errorf("message get answer: %w", err)
+	}
+	if resp.Error != nil {
+		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+			return nil, 0, mesh.ErrNotFound
+		}
+		return nil, 0, resp.Error
+	}
+	if resp.Message == nil {
+		return nil, 0, jetstream.ErrInvalidJetStreamResponse
+	}
+	if len(resp.Message.Header) > 0 {
+		hdr, err := nats.DecodeHeadersMsg(resp.Message.Header)
+		if err != nil {
+			return nil, 0, fmt.Errorf("message get headers: %w", err)
+		}
+		if op := hdr.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			return nil, 0, mesh.ErrNotFound
+		}
+	}
+	return resp.Message.Data, resp.Message.Sequence, nil
+}
+
+// validKey is the bucket's rule for keys; a get of any other key finds nothing.
+func validKey(key string) bool {
+	if key == "" || key[0] == '.' || key[len(key)-1] == '.' || strings.Contains(key, "..") {
+		return false
+	}
+	for _, c := range key {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-/_=.", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// write stores data with put, retrying through a leader election. When a
+// try timed out (it may have been stored) and a later one is refused as a
+// conflict, the record is read back: if it holds exactly data, the earlier
+// try did the write and its revision is returned.
+func (r *Records[T]) write(ctx context.Context, what, key string, data []byte, put func(ctx context.Context) (uint64, error)) (uint64, error) {
+	var rev uint64
+	maybeDone := false
+	err := retry(ctx, what, func(ctx context.Context) error {
+		var err error
+		rev, err = put(ctx)
+		if err != nil && maybeDone && conflictErr(err) {
+			if cur, curRev, gerr := r.latest(ctx, key); gerr == nil && bytes.Equal(cur, data) {
+				rev = curRev
+				return nil
+			}
+		}
+		if err != nil && !definitelyNotDone(err) {
+			maybeDone = true
+		}
+		return err
+	})
+	return rev, err
+}
+
+func conflictErr(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isWrongLastSeq(err)
 }
 
 // Create stores a new record; an existing key is mesh CONFLICT.
@@ -52,8 +218,10 @@ func (r *Records[T]) Create(ctx context.Context, key string, v *T) (uint64, erro
 	if err != nil {
 		return 0, fmt.Errorf("encode %s/%s: %w", r.name, key, err)
 	}
-	rev, err := r.kv.Create(ctx, key, data)
-	if errors.Is(err, jetstream.ErrKeyExists) {
+	rev, err := r.write(ctx, "create "+r.name+"/"+key, key, data, func(ctx context.Context) (uint64, error) {
+		return r.kv.Create(ctx, key, data)
+	})
+	if conflictErr(err) {
 		return 0, mesh.ErrConflict
 	}
 	if err != nil {
@@ -68,8 +236,10 @@ func (r *Records[T]) Update(ctx context.Context, key string, v *T, rev uint64) (
 	if err != nil {
 		return 0, fmt.Errorf("encode %s/%s: %w", r.name, key, err)
 	}
-	next, err := r.kv.Update(ctx, key, data, rev)
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+	next, err := r.write(ctx, "update "+r.name+"/"+key, key, data, func(ctx context.Context) (uint64, error) {
+		return r.kv.Update(ctx, key, data, rev)
+	})
+	if conflictErr(err) {
 		return 0, mesh.ErrConflict
 	}
 	if err != nil {
@@ -84,7 +254,9 @@ func (r *Records[T]) Put(ctx context.Context, key string, v *T) (uint64, error) 
 	if err != nil {
 		return 0, fmt.Errorf("encode %s/%s: %w", r.name, key, err)
 	}
-	rev, err := r.kv.Put(ctx, key, data)
+	rev, err := r.write(ctx, "put "+r.name+"/"+key, key, data, func(ctx context.Context) (uint64, error) {
+		return r.kv.Put(ctx, key, data)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("put %s/%s: %w", r.name, key, err)
 	}
@@ -97,8 +269,21 @@ func (r *Records[T]) Delete(ctx context.Context, key string, rev uint64) error {
 	if rev > 0 {
 		opts = append(opts, jetstream.LastRevision(rev))
 	}
-	err := r.kv.Delete(ctx, key, opts...)
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isWrongLastSeq(err) {
+	maybeDone := false
+	err := retry(ctx, "delete "+r.name+"/"+key, func(ctx context.Context) error {
+		err := r.kv.Delete(ctx, key, opts...)
+		if err != nil && maybeDone && conflictErr(err) {
+			// An earlier try that timed out may have deleted it.
+			if _, _, gerr := r.latest(ctx, key); errors.Is(gerr, mesh.ErrNotFound) {
+				return nil
+			}
+		}
+		if err != nil && !definitelyNotDone(err) {
+			maybeDone = true
+		}
+		return err
+	})
+	if conflictErr(err) {
 		return mesh.ErrConflict
 	}
 	if err != nil {

@@ -36,6 +36,20 @@ func (s *Service) getRun(ctx context.Context, id string) (*mesh.TaskRun, error) 
 	return run, nil
 }
 
+// peekRun is getRun for answers that decide nothing (lists): it may read a
+// replica a moment behind the latest revision.
+func (s *Service) peekRun(ctx context.Context, id string) (*mesh.TaskRun, error) {
+	run, rev, err := s.runs.Peek(ctx, id)
+	if errors.Is(err, mesh.ErrNotFound) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "task run %s not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	run.Revision = rev
+	return run, nil
+}
+
 func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error) {
 	var in meshapi.ListTaskRunsRequest
 	if err := req.Decode(&in); err != nil {
@@ -66,7 +80,8 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 	ids, more, total := s.index.page(filter{agentID: in.AgentID, conversationID: in.ConversationID, status: in.Status}, in.Cursor, in.Offset, in.Limit, in.WithTotal)
 	out := meshapi.TaskRunList{TaskRuns: make([]mesh.TaskRun, 0, len(ids))}
 	for _, id := range ids {
-		run, err := s.getRun(ctx, id)
+		// A list may be a moment old; it decides nothing.
+		run, err := s.peekRun(ctx, id)
 		if errors.Is(err, mesh.ErrNotFound) {
 			continue
 		}

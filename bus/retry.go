@@ -1,0 +1,92 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Store calls ride out a leader election: when a node is lost, the streams
+// it led have no leader for a few seconds, and JetStream answers "no
+// responders", "cluster not available" or nothing at all. Such a call is
+// tried again until RetryBudget has passed (or the caller's context ends),
+// and then reported as mesh UNAVAILABLE, which the doors answer with 503
+// and Retry-After: nothing was stored, the caller may try again.
+const (
+	// RetryBudget bounds how long one store call is retried. It is well
+	// inside DefaultCallTimeout, so the caller hears UNAVAILABLE rather than
+	// a timeout of its own.
+	RetryBudget = 5 * time.Second
+	// attemptTimeout bounds one try: a request no node answers (the stream
+	// has no leader) must not use up the whole budget.
+	attemptTimeout = 2 * time.Second
+	maxRetryWait   = 500 * time.Millisecond
+)
+
+// ErrUnavailable matches (errors.Is) every error a store call returns after
+// it ran out of retries.
+var ErrUnavailable = &mesh.Error{Code: mesh.CodeUnavailable}
+
+// Transient reports whether err is one JetStream gives while a leader is
+// being elected or a node is lost: the call may succeed if tried again.
+func Transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	if definitelyNotDone(err) {
+		return true
+	}
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
+}
+
+// definitelyNotDone reports whether err says the request was not carried
+// out (nobody took it, or JetStream refused it for want of a leader), as
+// opposed to a timeout after which it may have been.
+func definitelyNotDone(err error) bool {
+	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.Code == 503
+}
+
+// unavailable is the error of a call that ran out of retries.
+func unavailable(what string, err error) error {
+	return fmt.Errorf("%w: %s: %w", mesh.Errorf(mesh.CodeUnavailable, "the platform's store is not available right now (a node was lost or is being replaced); retry shortly"), what, err)
+}
+
+// retry runs try until it succeeds, fails in a way retrying cannot help, or
+// the budget is spent. Each try gets at most attemptTimeout.
+func retry(ctx context.Context, what string, try func(ctx context.Context) error) error {
+	deadline := time.Now().Add(RetryBudget)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	wait := 25 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, min(attemptTimeout, max(time.Until(deadline), time.Millisecond)))
+		err := try(actx)
+		cancel()
+		if err == nil || !Transient(err) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return unavailable(what, err)
+		}
+		if time.Until(deadline) < wait {
+			return unavailable(what, err)
+		}
+		select {
+		case <-time.After(wait + jitter(wait)):
+		case <-ctx.Done():
+			return unavailable(what, err)
+		}
+		wait = min(2*wait, maxRetryWait)
+	}
+}

@@ -1,0 +1,129 @@
+package clustertest
+
+import (
+	"net"
+	"sync"
+)
+
+// link carries the route connections from one server to another through a
+// loopback listener, so a test can cut the two apart while both keep
+// serving their clients. While cut, bytes are read and dropped (the servers
+// see a silent peer, not a closed connection, as in a network partition) and
+// new connections are refused.
+type link struct {
+	ln net.Listener
+
+	mu     sync.Mutex
+	target string
+	cut    bool
+	conns  map[net.Conn]bool
+}
+
+func newLink() (*link, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	l := &link{ln: ln, conns: map[net.Conn]bool{}}
+	go l.accept()
+	return l, nil
+}
+
+func (l *link) addr() string { return l.ln.Addr().String() }
+
+func (l *link) setTarget(addr string) {
+	l.mu.Lock()
+	l.target = addr
+	l.mu.Unlock()
+}
+
+func (l *link) accept() {
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			return
+		}
+		go l.pipe(c)
+	}
+}
+
+func (l *link) pipe(c net.Conn) {
+	l.mu.Lock()
+	target, cut := l.target, l.cut
+	l.mu.Unlock()
+	if cut || target == "" {
+		_ = c.Close()
+		return
+	}
+	u, err := net.Dial("tcp", target)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	l.mu.Lock()
+	l.conns[c], l.conns[u] = true, true
+	l.mu.Unlock()
+	go l.copy(u, c)
+	go l.copy(c, u)
+}
+
+// copy forwards src to dst until either closes, dropping what it reads while
+// the link is cut.
+func (l *link) copy(dst, src net.Conn) {
+	defer func() {
+		_ = dst.Close()
+		_ = src.Close()
+		l.mu.Lock()
+		delete(l.conns, dst)
+		delete(l.conns, src)
+		l.mu.Unlock()
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			l.mu.Lock()
+			cut := l.cut
+			l.mu.Unlock()
+			if !cut {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// setCut cuts or heals the link. Healing closes the connections that were
+// cut (their streams lost bytes), so the servers connect again cleanly.
+func (l *link) setCut(cut bool) {
+	l.mu.Lock()
+	was := l.cut
+	l.cut = cut
+	var stale []net.Conn
+	if was && !cut {
+		for c := range l.conns {
+			stale = append(stale, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range stale {
+		_ = c.Close()
+	}
+}
+
+func (l *link) close() {
+	_ = l.ln.Close()
+	l.mu.Lock()
+	var all []net.Conn
+	for c := range l.conns {
+		all = append(all, c)
+	}
+	l.mu.Unlock()
+	for _, c := range all {
+		_ = c.Close()
+	}
+}
