@@ -1,7 +1,6 @@
 package bus
 
 import (
-	"strconv"
 	"strings"
 )
 
@@ -212,32 +211,11 @@ func AgentEventsFilter(agentID string) string { return subjEvents + "." + agentI
 // finds a revoked runtime's connections by it.
 func RuntimeUserName(runtimeID string) string { return "runtime " + runtimeID }
 
-// Event consumer credentials (NATS directly). A consumer's JetStream
-// consumers are confined by name as well as by subject: NATS permission
-// wildcards match whole tokens only, so a name prefix cannot be expressed,
-// and each credential gets an explicit set of names instead.
-const (
-	// ConsumerOrderedNames is how many ordered-consumer names a consumer
-	// credential may use (<base>_1 … <base>_N: an ordered consumer adds one
-	// to its serial each time it is recreated).
-	ConsumerOrderedNames = 8
-)
-
 // ConsumerNameBase is the JetStream consumer name of a consumer credential's
-// durable consumer, and the name prefix of its ordered consumers.
+// durable consumer on EventStream, which the platform creates with the
+// credential.
 func ConsumerNameBase(consumerID string) string {
 	return "con_" + strings.ReplaceAll(consumerID, "-", "")
-}
-
-// ConsumerNames lists every JetStream consumer name a consumer credential may
-// create or use on EventStream.
-func ConsumerNames(consumerID string) []string {
-	base := ConsumerNameBase(consumerID)
-	names := []string{base}
-	for i := 1; i <= ConsumerOrderedNames; i++ {
-		names = append(names, base+"_"+strconv.Itoa(i))
-	}
-	return names
 }
 
 // ConsumerInboxPrefix is the private reply-inbox prefix of a consumer
@@ -249,16 +227,6 @@ func ConsumerInboxPrefix(consumerID string) string {
 // ConsumerUserName is the name the auth callout gives a consumer credential's
 // NATS user; the platform finds a revoked consumer's connections by it.
 func ConsumerUserName(consumerID string) string { return "consumer " + consumerID }
-
-// ConsumerRevokedSubject announces (core NATS, not an event) that a consumer
-// credential was deleted, so the process embedding the server drops its
-// connections at once.
-func ConsumerRevokedSubject(consumerID string) string {
-	return subjService + "." + ServicePairing + ".consumer_revoked." + consumerID
-}
-
-// ConsumerRevokedPattern matches every ConsumerRevokedSubject.
-func ConsumerRevokedPattern() string { return ConsumerRevokedSubject("*") }
 
 // WebhookConsumer is the durable consumer of EventStream that feeds one
 // webhook subscription.

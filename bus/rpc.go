@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -212,8 +213,33 @@ func (s *Service) reply(r micro.Request, msg *nats.Msg) error {
 	if r.Reply() == "" {
 		return nats.ErrMsgNoReply
 	}
+	if !IsRequesterInbox(r.Reply()) {
+		return fmt.Errorf("%w: reply subject %q is not a requester's inbox", errNotAnInbox, r.Reply())
+	}
 	msg.Subject = r.Reply()
 	return s.nc.PublishMsg(msg)
+}
+
+var errNotAnInbox = errors.New("request not answered")
+
+// Reply subjects a service answers on.
+const (
+	// platformInbox is the inbox prefix of the platform's own connections.
+	platformInbox = "_INBOX."
+	// importReply prefixes the reply subject the NATS server makes up for a
+	// request that crossed an account import; the server maps the answer
+	// back to the requester's own inbox in the requester's own account.
+	importReply = "_R_."
+)
+
+// IsRequesterInbox reports whether reply can only reach whoever sent the
+// request: a platform connection's inbox, or a reply the server made up for
+// a request from another account. Any other reply subject (a bucket key, the
+// JetStream API, a service subject) was chosen to make the service publish
+// where the requester may not, and is never answered. This holds under the
+// accounts (bus.AccountsConfig) as defence in depth.
+func IsRequesterInbox(reply string) bool {
+	return strings.HasPrefix(reply, platformInbox) || strings.HasPrefix(reply, importReply)
 }
 
 // Stop removes the service's endpoints, then waits up to grace for the requests

@@ -93,3 +93,55 @@ func TestService_AnswersConcurrentRequestsWithValuesAndErrors(t *testing.T) {
 		t.Errorf("no responder: %v, want UNAVAILABLE", err)
 	}
 }
+
+// TestService_RepliesOnlyToARequestersInbox: a request whose reply subject is
+// not an inbox (a bucket key, the JetStream API, a service subject) is not
+// answered there: a service publishes only to the inbox of whoever asked.
+func TestService_RepliesOnlyToARequestersInbox(t *testing.T) {
+	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	conn, err := Connect(context.Background(), ConnConfig{Server: srv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.NC.Close() })
+	svc, err := NewService(conn.NC, ServiceConfig{Name: "hello", Version: "1.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(time.Second) })
+	if err := svc.Handle("hello", "test.hello", func(context.Context, *Request) (any, error) {
+		return map[string]string{"hello": "world"}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	spy, err := conn.NC.SubscribeSync(">")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := []string{"$KV.mesh_agents.victim", "$JS.API.STREAM.DELETE.MESH_EVENTS", "mesh.svc.agents.list", "_INBOXX.x", "_R_"}
+	for _, reply := range evil {
+		if err := conn.NC.PublishRequest("test.hello", reply, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An honest request answered after the others shows they were handled.
+	var out map[string]string
+	if err := Call(context.Background(), conn.NC, "test.hello", nil, &out); err != nil || out["hello"] != "world" {
+		t.Fatalf("honest request: %v %v", out, err)
+	}
+	for {
+		msg, err := spy.NextMsg(0)
+		if err != nil {
+			break
+		}
+		for _, reply := range evil {
+			if msg.Subject == reply {
+				t.Fatalf("the service answered on %s", reply)
+			}
+		}
+	}
+}

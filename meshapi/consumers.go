@@ -30,12 +30,15 @@ type Consumer struct {
 	Name       string   `json:"name"`
 	AgentID    string   `json:"agent_id,omitempty"`
 	Types      []string `json:"types,omitempty"`
-	// Subjects are the event subjects the credential may subscribe to and
-	// create JetStream consumers on.
+	// Subjects are the event subjects the credential may subscribe to; its
+	// durable consumer is filtered to them.
 	Subjects []string `json:"subjects"`
-	// DurableName is the JetStream consumer name its durable consumer must
-	// have; ordered consumers use it as their name prefix.
+	// DurableName is its durable pull consumer on Stream, made by the
+	// platform with the credential, from the start of the retention window.
 	DurableName string `json:"durable_name"`
+	// JSAPIPrefix is the JetStream API prefix its connections use to read
+	// that consumer (jetstream.NewWithAPIPrefix, nats --js-api-prefix).
+	JSAPIPrefix string `json:"js_api_prefix"`
 	// InboxPrefix is the reply-inbox prefix its connections must use for
 	// JetStream API calls (nats --inbox-prefix).
 	InboxPrefix string    `json:"inbox_prefix"`

@@ -47,6 +47,9 @@ type NATSConnection struct {
 	InboxPrefix string `json:"inbox_prefix"`
 	Stream      string `json:"stream"`
 	Consumer    string `json:"consumer"`
+	// JSAPIPrefix is the JetStream API prefix the runtime's connection reads
+	// its queue consumer through (jetstream.NewWithAPIPrefix).
+	JSAPIPrefix string `json:"js_api_prefix"`
 }
 
 // PlatformInfo is the public origin identifier passed on to adapters (seed 000).

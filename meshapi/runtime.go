@@ -12,10 +12,12 @@ import (
 
 // HelloResponse tells a runtime how to work: its queue consumer and timings.
 type HelloResponse struct {
-	AgentID            string `json:"agent_id"`
-	RuntimeID          string `json:"runtime_id"`
-	Stream             string `json:"stream"`
-	Consumer           string `json:"consumer"`
+	AgentID   string `json:"agent_id"`
+	RuntimeID string `json:"runtime_id"`
+	Stream    string `json:"stream"`
+	Consumer  string `json:"consumer"`
+	// JSAPIPrefix is the JetStream API prefix to reach the consumer with.
+	JSAPIPrefix        string `json:"js_api_prefix"`
 	LeaseMS            int64  `json:"lease_ms"`
 	HeartbeatTimeoutMS int64  `json:"heartbeat_timeout_ms"`
 	// Instructions are the agent account's business instructions.
@@ -55,6 +57,9 @@ type ReleaseRequest struct {
 // RenewRequest extends the leases of runs the runtime is working on.
 type RenewRequest struct {
 	TaskRunIDs []string `json:"task_run_ids"`
+	// Attempt, when given, is the attempt the runtime holds of every run
+	// named: a lease of another attempt is not renewed (reported lost).
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // RenewResponse lists which leases were renewed and which runs are no longer

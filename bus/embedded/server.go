@@ -23,12 +23,10 @@ type Config struct {
 	Listen string
 	// WebSocketListen is host:port for NATS over WebSocket; empty disables it.
 	WebSocketListen string
-	// ServiceNkey is the public user nkey platform services authenticate with.
-	// It bypasses the auth callout; everyone else is authenticated by it.
-	ServiceNkey string
-	// AuthIssuer is the public account nkey whose signature the server accepts on
-	// auth callout responses. Empty disables the callout (services only).
-	AuthIssuer string
+	// Accounts is NATS configuration text for the server's accounts and
+	// authorisation (bus.AccountsConfig's rendering). Empty leaves the server
+	// with one open account, for tests of the bus alone.
+	Accounts string
 	// MaxPayload is the largest message the server accepts. Default 4 MiB: a task
 	// run record holds its input and output, each limited to 1 MiB at the door.
 	MaxPayload int32
@@ -48,15 +46,19 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.StoreDir == "" {
 		return nil, errors.New("embedded: StoreDir is required")
 	}
-	opts := &server.Options{
-		ServerName:         "a2a-mesh",
-		JetStream:          true,
-		StoreDir:           cfg.StoreDir,
-		DontListen:         cfg.Listen == "",
-		MaxPayload:         cfg.MaxPayload,
-		NoSigs:             true,
-		JetStreamMaxMemory: 256 << 20,
+	opts := &server.Options{}
+	if cfg.Accounts != "" {
+		if err := opts.ProcessConfigString(cfg.Accounts); err != nil {
+			return nil, fmt.Errorf("bus: accounts configuration: %w", err)
+		}
 	}
+	opts.ServerName = "a2a-mesh"
+	opts.JetStream = true
+	opts.StoreDir = cfg.StoreDir
+	opts.DontListen = cfg.Listen == ""
+	opts.MaxPayload = cfg.MaxPayload
+	opts.NoSigs = true
+	opts.JetStreamMaxMemory = 256 << 20
 	if opts.MaxPayload == 0 {
 		opts.MaxPayload = 4 << 20
 	}
@@ -79,16 +81,6 @@ func Start(cfg Config) (*Server, error) {
 		// TLS is terminated in front of the platform (see deploy/); the token
 		// is the authentication either way.
 		opts.Websocket.NoTLS = true
-	}
-	if cfg.ServiceNkey != "" {
-		opts.Nkeys = []*server.NkeyUser{{Nkey: cfg.ServiceNkey}}
-	}
-	if cfg.AuthIssuer != "" {
-		opts.AuthCallout = &server.AuthCallout{
-			Issuer:    cfg.AuthIssuer,
-			Account:   server.DEFAULT_GLOBAL_ACCOUNT,
-			AuthUsers: []string{cfg.ServiceNkey},
-		}
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {

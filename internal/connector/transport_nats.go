@@ -68,7 +68,16 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 		conn.NC.Close()
 		return nil, nil, err
 	}
-	if t.consumer, err = conn.JS.Consumer(cctx, t.hello.Stream, t.hello.Consumer); err != nil {
+	// The queue consumer lives in the platform's NATS account; the runtime's
+	// account reaches it through the API prefix the platform names.
+	js := conn.JS
+	if t.hello.JSAPIPrefix != "" {
+		if js, err = jetstream.NewWithAPIPrefix(conn.NC, t.hello.JSAPIPrefix); err != nil {
+			conn.NC.Close()
+			return nil, nil, fmt.Errorf("queue consumer api: %w", err)
+		}
+	}
+	if t.consumer, err = js.Consumer(cctx, t.hello.Stream, t.hello.Consumer); err != nil {
 		conn.NC.Close()
 		return nil, nil, fmt.Errorf("bind queue consumer: %w", err)
 	}

@@ -217,6 +217,7 @@ type Attached struct {
 		InboxPrefix string `json:"inbox_prefix"`
 		Stream      string `json:"stream"`
 		Consumer    string `json:"consumer"`
+		JSAPIPrefix string `json:"js_api_prefix"`
 	} `json:"nats"`
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/bus/embedded"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
@@ -44,7 +45,7 @@ func TestServe_ServicesStartedOneByOneMeetOnlyOnTheBus(t *testing.T) {
 	servicePub, _ := serviceKey.PublicKey()
 	server, err := embedded.Start(embedded.Config{
 		StoreDir: filepath.Join(dir, "jetstream"), Listen: "127.0.0.1:0",
-		ServiceNkey: servicePub, AuthIssuer: issuerPub, Logger: log,
+		Accounts: bus.AccountsConfig{Services: bus.NATSUser{Nkey: servicePub}, AuthIssuer: issuerPub}.Render(), Logger: log,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -64,8 +64,7 @@ func Up(ctx context.Context, cfg Config) (*Platform, error) {
 		StoreDir:        filepath.Join(cfg.DataDir, "jetstream"),
 		Listen:          natsListen,
 		WebSocketListen: cfg.NATSWebSocketListen,
-		ServiceNkey:     servicePub,
-		AuthIssuer:      issuerPub,
+		Accounts:        bus.AccountsConfig{Services: bus.NATSUser{Nkey: servicePub}, AuthIssuer: issuerPub}.Render(),
 		Logger:          cfg.Logger.With().Str("service", "nats").Logger(),
 	})
 	if err != nil {
@@ -99,12 +98,6 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 		return err
 	}
 	if err := StoreOwnerTokenHash(ctx, p.conn, ownerToken); err != nil {
-		return err
-	}
-	if _, err := kickRevoked(p.conn.NC, p.server.NATS(), cfg.Logger); err != nil {
-		return err
-	}
-	if _, err := kickDeletedConsumers(p.conn.NC, p.server.NATS(), cfg.Logger); err != nil {
 		return err
 	}
 	// Bind the HTTP API first, so the origin told to adapters is the real

@@ -50,6 +50,7 @@ func (s *Service) handleAttach(ctx context.Context, req *bus.Request) (any, erro
 			InboxPrefix: bus.RuntimeInboxPrefix(rt.ID),
 			Stream:      bus.QueueStream,
 			Consumer:    bus.QueueConsumer(rt.AgentID),
+			JSAPIPrefix: bus.JetStreamAPIPrefix,
 		},
 		Platform: s.cfg.Platform,
 	}, nil

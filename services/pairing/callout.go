@@ -9,15 +9,17 @@ import (
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
 
 // onAuthRequest answers the NATS server's auth callout: a connection that
-// presents a runtime token is admitted with permissions for its own agent's
-// queue consumer, its own runtime subjects, its own reply inbox and its
-// agent's events; one that presents an event consumer credential with
-// permissions to read the events it was granted. Anything else is refused.
+// presents a runtime token is placed in the runtimes account with permissions
+// for its own agent's queue consumer, its own runtime subjects, its own reply
+// inbox and its agent's events; one that presents an event consumer
+// credential in the consumers account with permissions to read the events it
+// was granted. Anything else is refused. The accounts bound what any of them
+// can reach at all (bus.AccountsConfig); the permissions narrow it to one
+// agent or credential within the account.
 func (s *Service) onAuthRequest(msg *nats.Msg) {
 	req, err := jwt.DecodeAuthorizationRequestClaims(string(msg.Data))
 	if err != nil {
@@ -27,7 +29,6 @@ func (s *Service) onAuthRequest(msg *nats.Msg) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	uc := jwt.NewUserClaims(req.UserNkey)
-	uc.Audience = server.DEFAULT_GLOBAL_ACCOUNT
 	uc.Expires = time.Now().Add(s.cfg.UserJWTTTL).Unix()
 	if token := consumerToken(&req.ConnectOptions); token != "" {
 		con, err := s.authenticateConsumer(ctx, token)
@@ -36,6 +37,7 @@ func (s *Service) onAuthRequest(msg *nats.Msg) {
 			return
 		}
 		uc.Name = bus.ConsumerUserName(con.ID)
+		uc.Audience = bus.AccountConsumers
 		consumerPermissions(&uc.Permissions, con)
 	} else {
 		id, err := s.authenticate(ctx, secret.Hash(req.ConnectOptions.Token))
@@ -44,6 +46,7 @@ func (s *Service) onAuthRequest(msg *nats.Msg) {
 			return
 		}
 		uc.Name = bus.RuntimeUserName(id.RuntimeID)
+		uc.Audience = bus.AccountRuntimes
 		runtimePermissions(&uc.Permissions, id)
 	}
 	ujwt, err := uc.Encode(s.cfg.AuthIssuer)
@@ -60,8 +63,8 @@ func runtimePermissions(p *jwt.Permissions, id *meshapi.Identity) {
 	consumer := bus.QueueConsumer(id.AgentID)
 	p.Pub.Allow.Add(
 		bus.RuntimeSubjectPrefix(id.AgentID, id.RuntimeID),
-		"$JS.API.CONSUMER.INFO."+bus.QueueStream+"."+consumer,
-		"$JS.API.CONSUMER.MSG.NEXT."+bus.QueueStream+"."+consumer,
+		bus.UntrustedJSAPI("CONSUMER.INFO."+bus.QueueStream+"."+consumer),
+		bus.UntrustedJSAPI("CONSUMER.MSG.NEXT."+bus.QueueStream+"."+consumer),
 		"$JS.ACK."+bus.QueueStream+"."+consumer+".>",
 	)
 	p.Sub.Allow.Add(
@@ -84,33 +87,19 @@ func consumerToken(o *jwt.ConnectOptions) string {
 }
 
 // consumerPermissions is everything an event consumer connection may do:
-// subscribe to its subjects (live, core NATS), and create and use JetStream
-// consumers on the event stream whose names are its own and whose filter is
-// one of its subjects. The filtered create subject carries the filter, and
-// the server checks it against the consumer's configuration, so a filter
-// outside its subjects is refused by the server itself.
+// subscribe to its subjects (live, core NATS), and read, acknowledge and
+// inspect its own durable consumer on the event stream, which the platform
+// created with the credential's subjects as its filter.
 func consumerPermissions(p *jwt.Permissions, c *consumerRecord) {
 	subjects := c.subjects()
-	inbox := bus.ConsumerInboxPrefix(c.ID)
-	p.Sub.Allow.Add(inbox + ".>")
+	p.Sub.Allow.Add(bus.ConsumerInboxPrefix(c.ID) + ".>")
 	p.Sub.Allow.Add(subjects...)
-	const api = "$JS.API.CONSUMER."
-	stream := bus.EventStream
-	for _, name := range bus.ConsumerNames(c.ID) {
-		for _, subject := range subjects {
-			p.Pub.Allow.Add(api + "CREATE." + stream + "." + name + "." + subject)
-		}
-		p.Pub.Allow.Add(
-			api+"INFO."+stream+"."+name,
-			api+"MSG.NEXT."+stream+"."+name,
-			api+"DELETE."+stream+"."+name,
-			"$JS.ACK."+stream+"."+name+".>",
-			"$JS.FC."+stream+"."+name+".>",
-		)
-	}
-	// Stream names only (no stream contents): the NATS CLI looks the stream
-	// up by name before it adds a consumer.
-	p.Pub.Allow.Add("$JS.API.STREAM.NAMES")
+	name := bus.ConsumerNameBase(c.ID)
+	p.Pub.Allow.Add(
+		bus.UntrustedJSAPI("CONSUMER.INFO."+bus.EventStream+"."+name),
+		bus.UntrustedJSAPI("CONSUMER.MSG.NEXT."+bus.EventStream+"."+name),
+		"$JS.ACK."+bus.EventStream+"."+name+".>",
+	)
 }
 
 func (s *Service) respondAuth(msg *nats.Msg, req *jwt.AuthorizationRequestClaims, userJWT, errText string) {

@@ -128,7 +128,10 @@ func checkConfinement(t *testing.T, p *meshtest.Platform, url string) {
 		seen = append(seen, ev.Type())
 	}
 
-	js, err := jetstream.New(nc)
+	if rtA.NATS.JSAPIPrefix != bus.JetStreamAPIPrefix {
+		t.Fatalf("attach named the JetStream API prefix %q", rtA.NATS.JSAPIPrefix)
+	}
+	js, err := jetstream.NewWithAPIPrefix(nc, rtA.NATS.JSAPIPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +191,9 @@ func checkConfinement(t *testing.T, p *meshtest.Platform, url string) {
 		bus.RuntimeSubject(agentB.ID, rtB.RuntimeID, bus.RuntimeOpHeartbeat),
 		bus.RuntimeSubject(agentB.ID, rtB.RuntimeID, bus.RuntimeOpClaim),
 		bus.RuntimeSubject(agentA.ID, rtB.RuntimeID, bus.RuntimeOpComplete),
-		"$JS.API.CONSUMER.MSG.NEXT." + bus.QueueStream + "." + bus.QueueConsumer(agentB.ID),
-		"$JS.API.CONSUMER.INFO." + bus.QueueStream + "." + bus.QueueConsumer(agentB.ID),
+		bus.UntrustedJSAPI("CONSUMER.MSG.NEXT." + bus.QueueStream + "." + bus.QueueConsumer(agentB.ID)),
+		bus.UntrustedJSAPI("CONSUMER.INFO." + bus.QueueStream + "." + bus.QueueConsumer(agentB.ID)),
+		"$JS.API.CONSUMER.INFO." + bus.QueueStream + "." + bus.QueueConsumer(agentA.ID),
 		"$JS.API.STREAM.PURGE." + bus.QueueStream,
 		"$JS.API.CONSUMER.DELETE." + bus.QueueStream + "." + bus.QueueConsumer(agentA.ID),
 		bus.ServiceSubject(bus.ServiceAgents, meshapi.OpAgentCreate),

@@ -3,6 +3,7 @@ package pairing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // consumerRecord is an event consumer credential as stored under
@@ -50,7 +52,7 @@ func (c *consumerRecord) subjects() []string {
 func (c *consumerRecord) view() meshapi.Consumer {
 	return meshapi.Consumer{
 		ConsumerID: c.ID, Name: c.Name, AgentID: c.AgentID, Types: c.Types, Subjects: c.subjects(),
-		DurableName: bus.ConsumerNameBase(c.ID), InboxPrefix: bus.ConsumerInboxPrefix(c.ID),
+		DurableName: bus.ConsumerNameBase(c.ID), JSAPIPrefix: bus.JetStreamAPIPrefix, InboxPrefix: bus.ConsumerInboxPrefix(c.ID),
 		Stream: bus.EventStream, CreatedAt: c.CreatedAt,
 	}
 }
@@ -62,6 +64,12 @@ func (s *Service) handleConsumerCreate(ctx context.Context, req *bus.Request) (a
 	}
 	rec, err := s.newConsumer(ctx, &in)
 	if err != nil {
+		return nil, err
+	}
+	// The credential's one JetStream consumer is made here, not by its
+	// holder: a consumer's configuration names subjects in the platform's
+	// account (a push delivery subject), which no untrusted client may choose.
+	if err := s.createEventConsumer(ctx, rec); err != nil {
 		return nil, err
 	}
 	token := secret.NewToken(secret.PrefixConsumer)
@@ -156,9 +164,28 @@ func (s *Service) handleConsumerDelete(ctx context.Context, req *bus.Request) (a
 	if err := s.consumers.Delete(ctx, consumerKey(rec.ID), rev); err != nil && !errors.Is(err, mesh.ErrConflict) {
 		return nil, err
 	}
-	// Connections already admitted are dropped by whoever embeds the server.
-	_ = s.cfg.Conn.NC.Publish(bus.ConsumerRevokedSubject(rec.ID), nil)
+	s.disconnect(bus.AccountConsumers, bus.ConsumerUserName(rec.ID))
+	if err := s.cfg.Conn.JS.DeleteConsumer(ctx, bus.EventStream, bus.ConsumerNameBase(rec.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, err
+	}
 	return struct{}{}, nil
+}
+
+// createEventConsumer makes the credential's durable pull consumer on the
+// event stream, from the start of the retention window, filtered to the
+// credential's subjects.
+func (s *Service) createEventConsumer(ctx context.Context, rec *consumerRecord) error {
+	_, err := s.cfg.Conn.JS.CreateConsumer(ctx, bus.EventStream, jetstream.ConsumerConfig{
+		Durable:        bus.ConsumerNameBase(rec.ID),
+		Description:    "events for consumer credential " + rec.ID,
+		FilterSubjects: rec.subjects(),
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("event consumer for credential %s: %w", rec.ID, err)
+	}
+	return nil
 }
 
 // authenticateConsumer resolves a consumer credential to its record.

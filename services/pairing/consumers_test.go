@@ -2,6 +2,7 @@ package pairing_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -41,10 +42,9 @@ func nextEventOf(t *testing.T, sub *nats.Subscription, typ, subject string) {
 }
 
 // TestConsumers_ACredentialReadsItsAgentsEventsAndNothingElse: a consumer
-// credential for agent A may follow A's events live and through its own
-// durable and ordered JetStream consumers; subscribing to B's events, or
-// creating a consumer whose filter reaches them, is refused by the NATS
-// server itself.
+// credential for agent A may follow A's events live and through the durable
+// JetStream consumer the platform made for it; subscribing to B's events, or
+// creating a consumer of its own, is refused by the NATS server itself.
 func TestConsumers_ACredentialReadsItsAgentsEventsAndNothingElse(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t, meshtest.Options{})
@@ -77,15 +77,16 @@ func TestConsumers_ACredentialReadsItsAgentsEventsAndNothingElse(t *testing.T) {
 	runA := p.CreateTask(agentA.ID, "a's work")
 	nextEventOf(t, live, mesh.EventTaskRunCreated, runA.ID)
 
-	// Durably, from the start of the stream, with its own consumer name.
-	js, err := jetstream.New(nc)
+	// Durably, from the start of the stream, through the consumer the
+	// platform made with the credential.
+	if con.JSAPIPrefix != bus.JetStreamAPIPrefix {
+		t.Fatalf("consumer told the JetStream API prefix %q", con.JSAPIPrefix)
+	}
+	js, err := jetstream.NewWithAPIPrefix(nc, con.JSAPIPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	durable, err := js.CreateOrUpdateConsumer(ctx, bus.EventStream, jetstream.ConsumerConfig{
-		Durable: con.DurableName, FilterSubject: bus.AgentEventsFilter(agentA.ID),
-		DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckExplicitPolicy,
-	})
+	durable, err := js.Consumer(ctx, bus.EventStream, con.DurableName)
 	if err != nil {
 		t.Fatalf("own durable consumer: %v", err)
 	}
@@ -106,16 +107,6 @@ func TestConsumers_ACredentialReadsItsAgentsEventsAndNothingElse(t *testing.T) {
 	if !seen[mesh.EventAgentCreated] || !seen[mesh.EventTaskRunCreated] {
 		t.Fatalf("durable consumer delivered %v, want a's agent.created and task_run.created", seen)
 	}
-	// An ordered consumer works too, named after the durable.
-	ordered, err := js.OrderedConsumer(ctx, bus.EventStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{bus.AgentEventsFilter(agentA.ID)}, NamePrefix: con.DurableName,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m, err := ordered.Next(jetstream.FetchMaxWait(5 * time.Second)); err != nil || m.Headers().Get("ce-type") != mesh.EventAgentCreated {
-		t.Fatalf("ordered consumer: %v", err)
-	}
 
 	// What it may not do: each is refused by the server.
 	for _, subject := range []string{bus.AgentEventsFilter(agentB.ID), "mesh.evt.>", "mesh.evt.*.task_run.*", "_INBOX.>", "mesh.rt.>", "$JS.API.>"} {
@@ -127,31 +118,25 @@ func TestConsumers_ACredentialReadsItsAgentsEventsAndNothingElse(t *testing.T) {
 		}
 		errs.waitFor(t, subject)
 	}
-	refused := []struct {
-		name string
-		cfg  jetstream.ConsumerConfig
-		api  string
-	}{
-		{"b's events under its own name", jetstream.ConsumerConfig{Durable: con.DurableName, FilterSubject: bus.AgentEventsFilter(agentB.ID)},
-			"$JS.API.CONSUMER.CREATE." + bus.EventStream + "." + con.DurableName + "." + bus.AgentEventsFilter(agentB.ID)},
-		{"every event", jetstream.ConsumerConfig{Durable: con.DurableName, FilterSubject: "mesh.evt.>"},
-			"$JS.API.CONSUMER.CREATE." + bus.EventStream + "." + con.DurableName + ".mesh.evt.>"},
-		{"a's events under a name that is not its own", jetstream.ConsumerConfig{Durable: "someone_else", FilterSubject: bus.AgentEventsFilter(agentA.ID)},
-			"$JS.API.CONSUMER.CREATE." + bus.EventStream + ".someone_else." + bus.AgentEventsFilter(agentA.ID)},
-	}
-	for _, r := range refused {
-		cctx, ccancel := context.WithTimeout(ctx, time.Second)
-		_, err := js.CreateOrUpdateConsumer(cctx, bus.EventStream, r.cfg)
-		ccancel()
-		if err == nil {
-			t.Fatalf("%s: consumer created", r.name)
+	// Nor may it make consumers of its own, whatever their name or filter:
+	// a consumer's configuration names subjects in the platform's account.
+	for _, api := range []string{
+		"$JS.API.CONSUMER.CREATE." + bus.EventStream + "." + con.DurableName + "." + bus.AgentEventsFilter(agentA.ID),
+		bus.UntrustedJSAPI("CONSUMER.CREATE." + bus.EventStream + "." + con.DurableName + "." + bus.AgentEventsFilter(agentA.ID)),
+		"$JS.API.CONSUMER.DURABLE.CREATE." + bus.EventStream + "." + con.DurableName,
+	} {
+		if err := nc.PublishRequest(api, con.InboxPrefix+".x", []byte(`{}`)); err != nil {
+			t.Fatal(err)
 		}
-		errs.waitFor(t, r.api)
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		errs.waitFor(t, api)
 	}
 	// Neither can it read through another credential's consumer or the platform's.
 	for _, api := range []string{
-		"$JS.API.CONSUMER.MSG.NEXT." + bus.EventStream + "." + bus.WebhookConsumer(agentB.ID),
-		"$JS.API.CONSUMER.INFO." + bus.QueueStream + "." + bus.QueueConsumer(agentA.ID),
+		bus.UntrustedJSAPI("CONSUMER.MSG.NEXT." + bus.EventStream + "." + bus.WebhookConsumer(agentB.ID)),
+		bus.UntrustedJSAPI("CONSUMER.INFO." + bus.QueueStream + "." + bus.QueueConsumer(agentA.ID)),
 		"$JS.API.STREAM.INFO." + bus.EventStream,
 		"$JS.API.STREAM.MSG.GET." + bus.EventStream,
 		bus.EventSubject(agentA.ID, string(mesh.KindTaskRun), runA.ID),
@@ -216,7 +201,7 @@ func TestConsumers_KindsNarrowTheSubjectsAndTheCLIFormWorks(t *testing.T) {
 
 // TestConsumers_DeleteRevokesTheCredentialAndDropsItsConnections: after
 // DELETE /consumers/{id} the credential no longer connects, and its open
-// connection is closed by the embedded server at once.
+// connection is closed at once, and its durable consumer is gone.
 func TestConsumers_DeleteRevokesTheCredentialAndDropsItsConnections(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t, meshtest.Options{})
@@ -246,6 +231,11 @@ func TestConsumers_DeleteRevokesTheCredentialAndDropsItsConnections(t *testing.T
 		t.Fatalf("deleted credential: %v, want an authorization violation", err)
 	}
 	p.Send(t, meshtest.Request{Method: http.MethodDelete, Path: "/consumers/" + con.ConsumerID, Owner: true}).ExpectError(t, http.StatusNotFound, mesh.CodeNotFound)
+	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer ccancel()
+	if _, err := p.Conn().JS.Consumer(cctx, bus.EventStream, con.DurableName); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("the deleted credential's durable consumer: %v, want not found", err)
+	}
 	p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/consumers", Owner: true}).Expect(t, http.StatusOK).Decode(t, &l)
 	if len(l.Consumers) != 1 || l.Consumers[0].ConsumerID != keep.ConsumerID {
 		t.Fatalf("list after delete %+v", l.Consumers)

@@ -59,6 +59,7 @@ func (s *Service) revoke(ctx context.Context, runtimeID string, state mesh.Runti
 	if err := s.creds.Delete(ctx, tokenHash, 0); err != nil {
 		s.cfg.Logger.Error().Err(err).Str("runtime_id", runtimeID).Msg("credential not deleted")
 	}
+	s.disconnect(bus.AccountRuntimes, bus.RuntimeUserName(runtimeID))
 	if state == mesh.RuntimeRevoked {
 		s.clearActive(ctx, rec.AgentID, runtimeID)
 	}

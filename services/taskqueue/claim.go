@@ -37,6 +37,7 @@ func (s *Service) handleHello(ctx context.Context, req *bus.Request) (any, error
 		RuntimeID:          runtimeID,
 		Stream:             bus.QueueStream,
 		Consumer:           bus.QueueConsumer(agentID),
+		JSAPIPrefix:        bus.JetStreamAPIPrefix,
 		LeaseMS:            s.cfg.Lease.Milliseconds(),
 		HeartbeatTimeoutMS: s.cfg.HeartbeatTimeout.Milliseconds(),
 	}

@@ -1,0 +1,217 @@
+package bus
+
+import (
+	"fmt"
+	"strings"
+)
+
+// NATS accounts: the trust boundaries of the bus. The services and every
+// stream, bucket and object store live in AccountPlatform. Untrusted
+// connections (runtimes, event consumer credentials) are placed by the auth
+// callout in accounts of their own that import only what such a connection
+// needs. A request that crosses an import gets a reply subject the server
+// makes up in the exporting account and maps back to the importer, so a reply
+// subject chosen by an untrusted client can only ever land back in its own
+// account: never on the JetStream API, a bucket, or a service subject.
+const (
+	// AccountPlatform holds the services and JetStream.
+	AccountPlatform = "MESH"
+	// AccountRuntimes holds runtime connections; each is further confined
+	// to its own agent by the permissions the auth callout gives it.
+	AccountRuntimes = "MESH_RUNTIMES"
+	// AccountConsumers holds event consumer credentials' connections.
+	AccountConsumers = "MESH_CONSUMERS"
+	// AccountSystem is the NATS system account.
+	AccountSystem = "SYS"
+)
+
+// Subjects in AccountPlatform that reach the system account's per-server
+// services, so the platform can close a revoked credential's connections on
+// every server of a cluster without a system account credential of its own.
+const (
+	// SystemConnzSubject asks every server for its connections (ConnzOptions
+	// as the body); each server answers once.
+	SystemConnzSubject = "mesh.sys.connz"
+	systemKickPrefix   = "mesh.sys.kick."
+)
+
+// SystemKickSubject asks the server with the given id to close a connection
+// (body {"cid": N}).
+func SystemKickSubject(serverID string) string { return systemKickPrefix + serverID }
+
+// JetStreamAPIPrefix is where an untrusted account reaches the few
+// JetStream API subjects it imports (its consumer's info and next message).
+// They cannot keep their own names there: the server answers the JetStream
+// API itself in an account without JetStream ("not enabled for account").
+// Clients use it with jetstream.NewWithAPIPrefix.
+const JetStreamAPIPrefix = "mesh.js.api"
+
+// UntrustedJSAPI is the subject an untrusted account publishes to for the
+// JetStream API subject api (e.g. "CONSUMER.INFO.MESH_QUEUE.agent_x").
+func UntrustedJSAPI(api string) string { return JetStreamAPIPrefix + "." + api }
+
+// accountImport is one service or stream an untrusted account takes from the
+// platform account.
+type accountImport struct {
+	subject string
+	// local, when set, is the subject the importing account uses for it.
+	local string
+	stream  bool
+	// streamed: a request may get many replies (a pull request's messages).
+	streamed bool
+}
+
+// queueImports is what a runtime needs of the platform: its requests, its
+// pending queue (pull, ack, consumer info), and its agent's events.
+func queueImports() []accountImport {
+	return []accountImport{
+		{subject: subjRuntime + ".>"},
+		{subject: jsConsumerInfo(QueueStream), local: untrustedJS(jsConsumerInfo(QueueStream))},
+		{subject: jsConsumerNext(QueueStream), local: untrustedJS(jsConsumerNext(QueueStream)), streamed: true},
+		{subject: jsAck(QueueStream)},
+		{subject: subjEvents + ".>", stream: true},
+	}
+}
+
+// consumerImports is what an event consumer credential needs: its durable
+// consumer on the event stream (pull, ack, info) and live events. Creating a
+// consumer is not among them: a consumer's configuration names subjects in
+// the platform account (a push consumer's delivery subject), so only the
+// platform creates them.
+func consumerImports() []accountImport {
+	return []accountImport{
+		{subject: jsConsumerInfo(EventStream), local: untrustedJS(jsConsumerInfo(EventStream))},
+		{subject: jsConsumerNext(EventStream), local: untrustedJS(jsConsumerNext(EventStream)), streamed: true},
+		{subject: jsAck(EventStream)},
+		{subject: subjEvents + ".>", stream: true},
+	}
+}
+
+func jsConsumerInfo(stream string) string { return "$JS.API.CONSUMER.INFO." + stream + ".*" }
+func jsConsumerNext(stream string) string { return "$JS.API.CONSUMER.MSG.NEXT." + stream + ".*" }
+func jsAck(stream string) string          { return "$JS.ACK." + stream + ".>" }
+
+func untrustedJS(apiSubject string) string {
+	return UntrustedJSAPI(strings.TrimPrefix(apiSubject, "$JS.API."))
+}
+
+// NATSUser is one trusted user in a server configuration: an nkey, or a user
+// name and password. Values are written as they are, so a password may be a
+// configuration variable such as $MESH_SERVICE_PASSWORD.
+type NATSUser struct {
+	Nkey     string
+	User     string
+	Password string
+}
+
+func (u NATSUser) id() string {
+	if u.Nkey != "" {
+		return u.Nkey
+	}
+	return u.User
+}
+
+func (u NATSUser) render() string {
+	if u.Nkey != "" {
+		return fmt.Sprintf("{ nkey: %s }", u.Nkey)
+	}
+	return fmt.Sprintf("{ user: %s, password: %s }", u.User, u.Password)
+}
+
+// AccountsConfig is the part of a NATS server configuration that sets up the
+// platform's accounts and the auth callout. `a2a-platform up` gives it to
+// its embedded server; deploy/nats/accounts.conf is the same text for
+// external servers.
+type AccountsConfig struct {
+	// Services is the user the platform services connect as.
+	Services NATSUser
+	// AuthIssuer is the public account nkey that signs auth callout answers
+	// (or a configuration variable holding it).
+	AuthIssuer string
+}
+
+// Render returns the configuration text.
+func (c AccountsConfig) Render() string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	w("# The platform's NATS accounts and auth callout. Generated by")
+	w("# `a2a-platform nats-config`: edit the generator, not this text.")
+	w("accounts {")
+	w("  # Services and JetStream. Nothing untrusted connects here.")
+	w("  %s: {", AccountPlatform)
+	w("    jetstream: enabled")
+	w("    users: [ %s ]", c.Services.render())
+	w("    exports: [")
+	seen := map[string]bool{}
+	for _, imp := range append(queueImports(), consumerImports()...) {
+		if seen[imp.subject] {
+			continue
+		}
+		seen[imp.subject] = true
+		w("      %s", exportLine(imp))
+	}
+	w("    ]")
+	w("    imports: [")
+	w("      { service: { account: %s, subject: \"$SYS.REQ.SERVER.PING.CONNZ\" }, to: %q }", AccountSystem, SystemConnzSubject)
+	w("      { service: { account: %s, subject: \"$SYS.REQ.SERVER.*.KICK\" }, to: %q }", AccountSystem, systemKickPrefix+"*")
+	w("    ]")
+	w("  }")
+	w("  # Runtimes: admitted by the auth callout, each confined to its agent.")
+	w("  %s: {", AccountRuntimes)
+	w("    imports: [")
+	for _, imp := range queueImports() {
+		w("      %s", importLine(imp))
+	}
+	w("    ]")
+	w("  }")
+	w("  # Event consumer credentials: admitted by the auth callout.")
+	w("  %s: {", AccountConsumers)
+	w("    imports: [")
+	for _, imp := range consumerImports() {
+		w("      %s", importLine(imp))
+	}
+	w("    ]")
+	w("  }")
+	w("  %s: {", AccountSystem)
+	w("    exports: [")
+	w("      { service: \"$SYS.REQ.SERVER.PING.CONNZ\", response_type: stream, accounts: [ %s ] }", AccountPlatform)
+	w("      { service: \"$SYS.REQ.SERVER.*.KICK\", accounts: [ %s ] }", AccountPlatform)
+	w("    ]")
+	w("  }")
+	w("}")
+	w("system_account: %s", AccountSystem)
+	w("")
+	w("authorization {")
+	w("  auth_callout {")
+	w("    issuer: %s", c.AuthIssuer)
+	w("    account: %s", AccountPlatform)
+	w("    auth_users: [ %s ]", c.Services.id())
+	w("  }")
+	w("}")
+	return b.String()
+}
+
+func exportLine(imp accountImport) string {
+	accounts := AccountRuntimes
+	if !imp.stream && strings.Contains(imp.subject, EventStream) {
+		accounts = AccountConsumers
+	}
+	if imp.stream {
+		return fmt.Sprintf("{ stream: %q, accounts: [ %s, %s ] }", imp.subject, AccountRuntimes, AccountConsumers)
+	}
+	if imp.streamed {
+		return fmt.Sprintf("{ service: %q, response_type: stream, accounts: [ %s ] }", imp.subject, accounts)
+	}
+	return fmt.Sprintf("{ service: %q, accounts: [ %s ] }", imp.subject, accounts)
+}
+
+func importLine(imp accountImport) string {
+	kind := "service"
+	if imp.stream {
+		kind = "stream"
+	}
+	if imp.local != "" {
+		return fmt.Sprintf("{ %s: { account: %s, subject: %q }, to: %q }", kind, AccountPlatform, imp.subject, imp.local)
+	}
+	return fmt.Sprintf("{ %s: { account: %s, subject: %q } }", kind, AccountPlatform, imp.subject)
+}
