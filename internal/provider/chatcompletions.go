@@ -221,7 +221,7 @@ func (c chatCall) readStream(r io.Reader, answer *chatAnswer, onDelta func(strin
 			return io.EOF
 		}
 		var chunk chatChunk
-		if err := json.Unmarshal([]byte(ev.Data), &chunk); err != nil {
+		if err := decodeEvent([]byte(ev.Data), &chunk); err != nil {
 			return fmt.Errorf("%s sent an event that is not a chat completion chunk: %s", c.server, quoteShort(ev.Data))
 		}
 		if msg := errorMessage(chunk.Error); msg != "" {

@@ -133,11 +133,11 @@ type claudeMessage struct {
 		} `json:"content"`
 	} `json:"message"`
 	// api_retry
-	Attempt      int    `json:"attempt"`
-	MaxRetries   int    `json:"max_retries"`
-	RetryDelayMS int    `json:"retry_delay_ms"`
-	ErrorStatus  int    `json:"error_status"`
-	Error        string `json:"error"`
+	Attempt      int     `json:"attempt"`
+	MaxRetries   int     `json:"max_retries"`
+	RetryDelayMS float64 `json:"retry_delay_ms"`
+	ErrorStatus  int     `json:"error_status"`
+	Error        string  `json:"error"`
 	// result
 	IsError           bool            `json:"is_error"`
 	Result            *string         `json:"result"`
@@ -165,7 +165,7 @@ func newClaudeParser(report func(string)) *claudeParser {
 
 func (p *claudeParser) handle(raw []byte) {
 	var m claudeMessage
-	if json.Unmarshal(raw, &m) != nil {
+	if decodeEvent(raw, &m) != nil {
 		return
 	}
 	if m.SessionID != "" {
@@ -198,7 +198,7 @@ func (p *claudeParser) system(m *claudeMessage) {
 			msg += " (" + reason + ")"
 		}
 		if m.RetryDelayMS > 0 {
-			msg += fmt.Sprintf(", next in %.1fs", float64(m.RetryDelayMS)/1000)
+			msg += fmt.Sprintf(", next in %.1fs", m.RetryDelayMS/1000)
 		}
 		p.report(msg)
 	}

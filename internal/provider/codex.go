@@ -146,7 +146,7 @@ func newCodexParser(report func(string)) *codexParser {
 
 func (p *codexParser) handle(raw []byte) {
 	var ev codexEvent
-	if json.Unmarshal(raw, &ev) != nil {
+	if decodeEvent(raw, &ev) != nil {
 		return
 	}
 	switch ev.Type {

@@ -126,7 +126,7 @@ func newCursorParser(report func(string)) *cursorParser {
 
 func (p *cursorParser) handle(raw []byte) {
 	var ev cursorEvent
-	if json.Unmarshal(raw, &ev) != nil {
+	if decodeEvent(raw, &ev) != nil {
 		return
 	}
 	if ev.SessionID != "" {

@@ -140,7 +140,7 @@ func newGeminiParser(report func(string)) *geminiParser {
 
 func (p *geminiParser) handle(raw []byte) {
 	var ev geminiEvent
-	if json.Unmarshal(raw, &ev) != nil {
+	if decodeEvent(raw, &ev) != nil {
 		return
 	}
 	switch ev.Type {

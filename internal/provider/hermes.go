@@ -271,7 +271,7 @@ func hermesToolProgress(data []byte) string {
 		Label  string `json:"label"`
 		Status string `json:"status"`
 	}
-	_ = json.Unmarshal(data, &ev)
+	_ = decodeEvent(data, &ev)
 	tool := firstNonEmpty(ev.Tool, ev.Name, "a tool")
 	if ev.Status == "completed" {
 		return "finished " + tool
