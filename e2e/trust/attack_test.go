@@ -26,6 +26,7 @@ import (
 // and a run, the set of streams, and the owner's access.
 type world struct {
 	p       *meshtest.Platform
+	conn    *bus.Conn
 	victim  mesh.Agent
 	rtB     meshtest.Attached
 	runB    mesh.TaskRun
@@ -33,9 +34,13 @@ type world struct {
 	streams []string
 }
 
-func newWorld(t *testing.T, p *meshtest.Platform) *world {
+// newWorld sets up a victim on an in-process platform.
+func newWorld(t *testing.T, p *meshtest.Platform) *world { return newWorldOn(t, p, p.Conn()) }
+
+// newWorldOn sets up a victim on a platform whose bus conn reaches as a service.
+func newWorldOn(t *testing.T, p *meshtest.Platform, conn *bus.Conn) *world {
 	t.Helper()
-	w := &world{p: p, victim: p.CreateAgent("victim")}
+	w := &world{p: p, conn: conn, victim: p.CreateAgent("victim")}
 	w.rtB = p.Attach(w.victim.ID)
 	w.runB = p.CreateTask(w.victim.ID, "the victim's secret work")
 	w.record = w.agentRecord(t)
@@ -47,7 +52,7 @@ func (w *world) agentRecord(t *testing.T) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	kv, err := w.p.Conn().JS.KeyValue(ctx, bus.BucketAgents)
+	kv, err := w.conn.JS.KeyValue(ctx, bus.BucketAgents)
 	if err != nil {
 		t.Fatalf("agents bucket: %v", err)
 	}
@@ -63,7 +68,7 @@ func (w *world) streamNames(t *testing.T) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var names []string
-	lister := w.p.Conn().JS.StreamNames(ctx)
+	lister := w.conn.JS.StreamNames(ctx)
 	for n := range lister.Name() {
 		names = append(names, n)
 	}
@@ -83,7 +88,7 @@ func (w *world) intact(t *testing.T, after string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, name := range w.streams {
-		info, err := w.p.Conn().JS.Stream(ctx, name)
+		info, err := w.conn.JS.Stream(ctx, name)
 		if err != nil {
 			t.Fatalf("after %s stream %s: %v", after, name, err)
 		}
@@ -91,7 +96,7 @@ func (w *world) intact(t *testing.T, after string) {
 			t.Fatalf("after %s the task runs bucket is empty", after)
 		}
 	}
-	if _, err := w.p.Conn().JS.Consumer(ctx, bus.QueueStream, bus.QueueConsumer(w.victim.ID)); err != nil {
+	if _, err := w.conn.JS.Consumer(ctx, bus.QueueStream, bus.QueueConsumer(w.victim.ID)); err != nil {
 		t.Fatalf("after %s the victim's queue consumer: %v", after, err)
 	}
 	if got := w.agentRecord(t); !bytes.Equal(got, w.record) {
@@ -274,7 +279,12 @@ func (a *attacker) ownFilter() string {
 func TestAttack_RuntimeCannotReachBeyondItsAgent(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t, meshtest.Options{})
-	w := newWorld(t, p)
+	attackAsRuntime(t, newWorld(t, p))
+}
+
+// attackAsRuntime pairs a runtime of its own and attacks from it.
+func attackAsRuntime(t *testing.T, w *world) {
+	p := w.p
 	agentA := p.CreateAgent("attacker")
 	rtA := p.Attach(agentA.ID)
 	nc, err := nats.Connect(rtA.NATS.URL, nats.Token(rtA.RuntimeToken), nats.CustomInboxPrefix(rtA.NATS.InboxPrefix))
@@ -320,7 +330,12 @@ func TestAttack_RuntimeCannotReachBeyondItsAgent(t *testing.T) {
 func TestAttack_ConsumerCredentialCannotReachBeyondItsEvents(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t, meshtest.Options{})
-	w := newWorld(t, p)
+	attackAsConsumer(t, newWorld(t, p))
+}
+
+// attackAsConsumer creates an event consumer credential and attacks from it.
+func attackAsConsumer(t *testing.T, w *world) {
+	p := w.p
 	agentA := p.CreateAgent("watched")
 	var con meshapi.CreateConsumerResponse
 	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/consumers", Owner: true,
@@ -359,14 +374,18 @@ func TestAttack_RevokedAndReplacedRuntimesLoseTheirConnectionsAtOnce(t *testing.
 	for _, how := range []string{"revoked", "replaced"} {
 		agent := p.CreateAgent(how)
 		att := p.Attach(agent.ID)
-		kickedWithin(t, how, att, func() {
-			if how == "revoked" {
-				p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/agent-runtimes/" + att.RuntimeID + "/revoke", Owner: true}).Expect(t, http.StatusOK)
-			} else {
-				p.Attach(agent.ID)
-			}
-		})
+		kickedWithin(t, how, att, func() { endCredential(t, p, how, agent.ID, att.RuntimeID) })
 	}
+}
+
+// endCredential revokes a runtime, or replaces it by pairing the agent again.
+func endCredential(t *testing.T, p *meshtest.Platform, how, agentID, runtimeID string) {
+	t.Helper()
+	if how == "revoked" {
+		p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/agent-runtimes/" + runtimeID + "/revoke", Owner: true}).Expect(t, http.StatusOK)
+		return
+	}
+	p.Attach(agentID)
 }
 
 // kickedWithin connects as att, ends its credential with end, and checks the
@@ -413,5 +432,3 @@ func waitEvent(t *testing.T, sub *nats.Subscription, typ, subject string) {
 		}
 	}
 }
-
-
