@@ -13,6 +13,10 @@ import (
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/secret"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 )
 
@@ -23,6 +27,8 @@ type deployment struct {
 	p    *meshtest.Platform
 	conn *bus.Conn
 	logs *meshtest.Logs
+	// leafAddr is where leaf nodes of sites connect.
+	leafAddr string
 }
 
 func startDeployment(t *testing.T) *deployment {
@@ -41,7 +47,7 @@ func startDeployment(t *testing.T) *deployment {
 			t.Fatal(err)
 		}
 	}
-	natsAddr := meshtest.FreeAddr(t)
+	natsAddr, leafAddr := meshtest.FreeAddr(t), meshtest.FreeAddr(t)
 	meshtest.StartNATSServer(t, filepath.Join("..", "..", "deploy", "nats", "single.conf"), map[string]string{
 		"MESH_SERVICE_PASSWORD": password,
 		"MESH_AUTH_ISSUER":      issuerPub,
@@ -49,6 +55,7 @@ func startDeployment(t *testing.T) *deployment {
 		"MESH_NATS_WS_LISTEN":   meshtest.FreeAddr(t),
 		"MESH_NATS_MONITOR":     meshtest.FreeAddr(t),
 		"MESH_NATS_STORE":       filepath.Join(dir, "nats"),
+		"MESH_NATS_LEAF_LISTEN": leafAddr,
 	}, natsAddr)
 	natsURL := "nats://" + natsAddr
 
@@ -92,7 +99,7 @@ func startDeployment(t *testing.T) *deployment {
 	t.Cleanup(func() { conn.NC.Close() })
 	p := meshtest.Remote(t, base, owner)
 	p.Logs = logs
-	return &deployment{p: p, conn: conn, logs: logs}
+	return &deployment{p: p, conn: conn, logs: logs, leafAddr: leafAddr}
 }
 
 // TestAttack_ServeDeploymentHoldsAgainstEveryCredential runs the attacks
@@ -103,10 +110,76 @@ func TestAttack_ServeDeploymentHoldsAgainstEveryCredential(t *testing.T) {
 	w := newWorldOn(t, d.p, d.conn)
 	attackAsRuntime(t, w)
 	attackAsConsumer(t, w)
+	attackThroughALeaf(t, w, d)
 	for _, how := range []string{"revoked", "replaced"} {
 		agent := d.p.CreateAgent(how)
 		att := d.p.Attach(agent.ID)
 		kickedWithin(t, how, att, func() { endCredential(t, d.p, how, agent.ID, att.RuntimeID) })
 	}
 	meshtest.AssertNoSecrets(t, nil, map[string]string{"logs": d.logs.String()})
+}
+
+// attackThroughALeaf runs a site's leaf node (deploy/nats/leaf.conf as
+// shipped) with a runtime's credential, and attacks from a connection that
+// the leaf lets in without any credential of its own.
+func attackThroughALeaf(t *testing.T, w *world, d *deployment) {
+	p := w.p
+	agentA := p.CreateAgent("site")
+	rtA := p.Attach(agentA.ID)
+	siteAddr := meshtest.FreeAddr(t)
+	leaf := meshtest.StartNATSServer(t, filepath.Join("..", "..", "deploy", "nats", "leaf.conf"), map[string]string{
+		"MESH_LEAF_LISTEN":  siteAddr,
+		"MESH_LEAF_HUB_URL": "nats-leaf://" + rtA.RuntimeToken + "@" + d.leafAddr,
+	}, siteAddr)
+	nc, err := nats.Connect("nats://"+siteAddr, nats.CustomInboxPrefix(rtA.NATS.InboxPrefix))
+	if err != nil {
+		t.Fatalf("the site's leaf: %v", err)
+	}
+	defer nc.Close()
+	rc := meshapi.NewClient(nc).Runtime(agentA.ID, rtA.RuntimeID)
+	// The runtime's work passes through the leaf once it has joined the hub.
+	meshtest.Eventually(t, 20*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := rc.Hello(ctx)
+		return err == nil
+	}, func() string { return "hello through the leaf never answered:\n" + leaf.Logs.String() })
+
+	spyB, err := nc.SubscribeSync(bus.AgentEventsFilter(w.victim.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := nc.SubscribeSync(bus.AgentEventsFilter(agentA.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Interest crosses the leaf asynchronously: wait until the site hears
+	// its own agent's events before checking it hears no one else's.
+	meshtest.Eventually(t, 10*time.Second, func() bool {
+		run := p.CreateTask(w.victim.ID, "victim's work while the leaf listens")
+		mine := p.CreateTask(agentA.ID, "the site's work")
+		_ = run
+		for {
+			msg, err := own.NextMsg(2 * time.Second)
+			if err != nil {
+				return false
+			}
+			if bus.EventType(msg.Header) == mesh.EventTaskRunCreated && msg.Header.Get("ce-subject") == mine.ID {
+				return true
+			}
+		}
+	}, func() string { return "the site never heard its own agent's events" })
+	if msg, err := spyB.NextMsg(0); err == nil {
+		t.Fatalf("the leaf read another agent's event %s", msg.Subject)
+	}
+	if _, err := nc.Request(bus.ServiceSubject(bus.ServiceAgents, meshapi.OpAgentList), []byte(`{}`), time.Second); err == nil {
+		t.Fatal("a service answered through the leaf")
+	}
+	js, _ := jetstream.NewWithAPIPrefix(nc, rtA.NATS.JSAPIPrefix)
+	a := &attacker{nc: nc, js: js, stream: rtA.NATS.Stream, consumer: rtA.NATS.Consumer,
+		request: bus.RuntimeSubject(agentA.ID, rtA.RuntimeID, bus.RuntimeOpHello)}
+	attackAll(t, w, a, func() { p.CreateTask(agentA.ID, "bait") })
 }
