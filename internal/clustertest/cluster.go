@@ -22,7 +22,8 @@ import (
 
 // Options size a cluster.
 type Options struct {
-	// Nodes is the number of servers with JetStream. Default 3.
+	// Nodes is the number of servers with JetStream. Default 3; 1 is a
+	// single server without clustering.
 	Nodes int
 	// Relays is the number of extra servers without JetStream, routed to
 	// every node: clients connected there reach JetStream only over routes,
@@ -96,14 +97,16 @@ func (c *Cluster) Start(i int) {
 		NoSigs:     true,
 		JetStream:  jsNode,
 		StoreDir:   c.dirs[i],
-		Cluster: server.ClusterOpts{
+	}
+	if len(c.srv) > 1 {
+		o.Cluster = server.ClusterOpts{
 			Name: "clustertest",
 			Host: "127.0.0.1",
 			Port: -1,
 			// Servers learn about each other only from their configured
 			// routes: a route told by gossip would bypass the links.
 			Advertise: "127.0.0.1:1",
-		},
+		}
 	}
 	c.mu.Lock()
 	if c.ports[i] != 0 {
@@ -123,13 +126,12 @@ func (c *Cluster) Start(i int) {
 	if !s.ReadyForConnections(10 * time.Second) {
 		c.t.Fatalf("clustertest: server %d did not start", i)
 	}
-	addr := s.ClusterAddr().String()
 	c.mu.Lock()
 	c.srv[i] = s
 	c.ports[i] = s.Addr().(*net.TCPAddr).Port
 	for k := range c.srv {
 		if k != i {
-			c.links[k][i].setTarget(addr)
+			c.links[k][i].setTarget(s.ClusterAddr().String())
 		}
 	}
 	c.mu.Unlock()

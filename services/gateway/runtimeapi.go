@@ -191,12 +191,13 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) renew(w http.ResponseWriter, r *http.Request) {
-	if _, ok := g.readReport(w, r); !ok {
+	in, ok := g.readReport(w, r)
+	if !ok {
 		return
 	}
 	id := runtimeOf(r)
 	runID := r.PathValue("taskRunId")
-	res, err := g.client.Runtime(id.AgentID, id.RuntimeID).Renew(r.Context(), meshapi.RenewRequest{TaskRunIDs: []string{runID}})
+	res, err := g.client.Runtime(id.AgentID, id.RuntimeID).Renew(r.Context(), meshapi.RenewRequest{TaskRunIDs: []string{runID}, Attempt: in.Attempt})
 	if err != nil {
 		g.writeError(w, r, err)
 		return

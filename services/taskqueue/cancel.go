@@ -34,9 +34,6 @@ func (s *Service) cancel(ctx context.Context, runID, reason string) (*mesh.TaskR
 	}
 	var wasPending bool
 	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
-		if r.Status.Terminal() {
-			return "", conflict(r, "task run %s is already %s", r.ID, r.Status)
-		}
 		wasPending = r.Status == mesh.StatusPending
 		now := time.Now().UTC()
 		r.Status = mesh.StatusCanceled

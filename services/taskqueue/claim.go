@@ -81,14 +81,12 @@ func (s *Service) claim(ctx context.Context, agentID, runtimeID, runID string, a
 		if r.Status == mesh.StatusRunning && r.RuntimeID == runtimeID && r.Attempt == attempt {
 			return "", errUnchanged
 		}
-		if r.Status != mesh.StatusPending {
-			return "", conflict(r, "task run %s is %s, not pending", r.ID, r.Status)
-		}
 		if r.Delegated() {
 			// A delegated run is the delegation service's to take, never a runtime's.
 			return "", conflict(r, "task run %s is delegated to another agent", r.ID)
 		}
-		if attempt != 0 && attempt != r.Attempt+1 {
+		// Only pending runs are claimed: the state machine refuses the rest.
+		if r.Status == mesh.StatusPending && attempt != 0 && attempt != r.Attempt+1 {
 			e := mesh.Errorf(mesh.CodeStaleAttempt, "queue message for attempt %d is stale (next attempt is %d)", attempt, r.Attempt+1)
 			e.Status = r.Status
 			return "", e

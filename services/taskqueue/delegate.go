@@ -53,10 +53,8 @@ func (s *Service) handleDelegateClaim(ctx context.Context, req *bus.Request) (an
 			// A repeated claim (its reply was lost, or the service restarted).
 			return "", errUnchanged
 		}
-		if r.Status != mesh.StatusPending {
-			return "", conflict(r, "task run %s is %s, not pending", r.ID, r.Status)
-		}
-		if in.Attempt != 0 && in.Attempt != r.Attempt+1 {
+		// Only pending runs are claimed: the state machine refuses the rest.
+		if r.Status == mesh.StatusPending && in.Attempt != 0 && in.Attempt != r.Attempt+1 {
 			e := mesh.Errorf(mesh.CodeStaleAttempt, "queue message for attempt %d is stale (next attempt is %d)", in.Attempt, r.Attempt+1)
 			e.Status = r.Status
 			return "", e

@@ -82,12 +82,16 @@ func TestClaim_ExpiredLeaseRequeuesWhileAttemptsRemain(t *testing.T) {
 	if second.ID != run.ID || second.Attempt != 2 || second.Status != mesh.StatusRunning {
 		t.Fatalf("second claim: %s attempt %d %s", second.ID, second.Attempt, second.Status)
 	}
-	for _, op := range []string{"progress", "complete", "fail"} {
+	for _, op := range []string{"progress", "complete", "fail", "renew"} {
 		body := map[string]any{"attempt": 1, "message": "stale", "output": map[string]any{"error": "stale", "text": "stale"}}
 		e := p.Report(t, run.ID, op, rt.RuntimeToken, body).ExpectError(t, http.StatusConflict, mesh.CodeStaleAttempt)
 		if e.Error.Status != string(mesh.StatusRunning) {
 			t.Errorf("stale %s: error.status %q, want running", op, e.Error.Status)
 		}
+	}
+	// No stale report moved attempt 2's lease.
+	if got := p.GetTask(run.ID); got.LeaseExpiresAt == nil || !got.LeaseExpiresAt.Equal(*second.LeaseExpiresAt) {
+		t.Fatalf("attempt 2's lease %v after stale reports, want %v", got.LeaseExpiresAt, second.LeaseExpiresAt)
 	}
 	done := p.Report(t, run.ID, "complete", rt.RuntimeToken, map[string]any{"attempt": 2, "output": map[string]any{"text": "second time"}}).
 		Expect(t, http.StatusOK).Run(t)

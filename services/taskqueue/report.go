@@ -180,15 +180,16 @@ func (s *Service) handleRenew(ctx context.Context, req *bus.Request) (any, error
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
 		return nil, err
 	}
-	return s.renew(ctx, agentID, runtimeID, in.TaskRunIDs), nil
+	return s.renew(ctx, agentID, runtimeID, in.TaskRunIDs, in.Attempt), nil
 }
 
 // maxRenewal bounds the runs one renewal names.
 const maxRenewal = 1000
 
-// renew extends the leases of the given runs that the runtime still holds.
-func (s *Service) renew(ctx context.Context, agentID, runtimeID string, ids []string) *meshapi.RenewResponse {
-	return s.renewHeld(ctx, ids, func(r *mesh.TaskRun) error { return checkHeld(r, agentID, runtimeID, 0) })
+// renew extends the leases of the given runs that the runtime still holds
+// (at the given attempt, unless 0).
+func (s *Service) renew(ctx context.Context, agentID, runtimeID string, ids []string, attempt int) *meshapi.RenewResponse {
+	return s.renewHeld(ctx, ids, func(r *mesh.TaskRun) error { return checkHeld(r, agentID, runtimeID, attempt) })
 }
 
 // renewHeld extends the leases of the given runs that held accepts; the
@@ -249,7 +250,7 @@ func (s *Service) onHeartbeat(msg *nats.Msg) {
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
 		return
 	}
-	s.renew(ctx, agentID, runtimeID, dedupe(ids))
+	s.renew(ctx, agentID, runtimeID, dedupe(ids), 0)
 }
 
 func dedupe(ids []string) []string {

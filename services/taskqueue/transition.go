@@ -20,7 +20,10 @@ var errUnchanged = errors.New("taskqueue: unchanged")
 type mutation func(r *mesh.TaskRun) (eventType string, err error)
 
 // transition applies m to the run with compare-and-set, publishes the event it
-// names, and returns the run as stored. It is the only way runs change.
+// names, and returns the run as stored. It is the only way runs change, and
+// the one place the state machine (mesh.CanTransition) is enforced: a change
+// of status the table does not allow is refused with INVALID_TRANSITION,
+// whatever the mutation asked for.
 func (s *Service) transition(ctx context.Context, runID string, m mutation) (*mesh.TaskRun, error) {
 	if !mesh.ValidID(runID) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "task run %q not found", runID)
@@ -39,7 +42,11 @@ func (s *Service) transition(ctx context.Context, runID string, m mutation) (*me
 			cached = false
 		}
 		run.Revision = rev
+		from := run.Status
 		eventType, err := m(run)
+		if err == nil && moves(from, run.Status, eventType) && !mesh.CanTransition(from, run.Status) {
+			err = &mesh.Error{Code: mesh.CodeInvalidTransition, Message: fmt.Sprintf("task run %s is %s and cannot become %s", runID, from, run.Status), Status: from}
+		}
 		if err != nil && cached {
 			// Refusals are decided on a fresh read, never on a cached copy.
 			s.recent.drop(runID)
@@ -72,6 +79,13 @@ func (s *Service) transition(ctx context.Context, runID string, m mutation) (*me
 		}
 		return run, nil
 	}
+}
+
+// moves reports whether a mutation is a move of the state machine: it
+// changes the status, or announces entering one (a second cancel of a
+// canceled run is a move from canceled to canceled, which is refused).
+func moves(from, to mesh.Status, eventType string) bool {
+	return from != to || eventType == mesh.TaskRunEventType(to) || eventType == mesh.EventTaskRunRequeued
 }
 
 // publishRun announces a run's change. The change is already stored, so a
