@@ -278,16 +278,26 @@ func (a *attacker) ownFilter() string {
 // tries every way out; the platform stays intact and the runtime still works.
 func TestAttack_RuntimeCannotReachBeyondItsAgent(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
-	attackAsRuntime(t, newWorld(t, p))
+	for _, transport := range []string{"tcp", "websocket"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			p := meshtest.StartPlatform(t, meshtest.Options{WebSocket: transport == "websocket"})
+			attackAsRuntime(t, newWorld(t, p))
+		})
+	}
 }
 
-// attackAsRuntime pairs a runtime of its own and attacks from it.
+// attackAsRuntime pairs a runtime of its own and attacks from it, over
+// WebSocket when the platform offers it.
 func attackAsRuntime(t *testing.T, w *world) {
 	p := w.p
 	agentA := p.CreateAgent("attacker")
 	rtA := p.Attach(agentA.ID)
-	nc, err := nats.Connect(rtA.NATS.URL, nats.Token(rtA.RuntimeToken), nats.CustomInboxPrefix(rtA.NATS.InboxPrefix))
+	url := rtA.NATS.URL
+	if rtA.NATS.WSURL != "" {
+		url = rtA.NATS.WSURL
+	}
+	nc, err := nats.Connect(url, nats.Token(rtA.RuntimeToken), nats.CustomInboxPrefix(rtA.NATS.InboxPrefix))
 	if err != nil {
 		t.Fatalf("runtime refused: %v", err)
 	}

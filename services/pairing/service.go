@@ -1,8 +1,8 @@
 // Package pairing is the pairing and credential service: it issues one-time
 // pairing codes, redeems them exactly once for a long-lived runtime credential
 // (seed 001 §3), keeps one active runtime per agent, revokes runtimes, and
-// answers the NATS server's auth callout so the server itself confines each
-// runtime connection to its own agent's subjects.
+// answers the NATS server's auth callout, placing each untrusted connection in
+// its account (bus.AccountsConfig) with permissions for its own agent only.
 package pairing
 
 import (
@@ -42,8 +42,8 @@ type Config struct {
 	AuthIssuer nkeys.KeyPair
 	// UserJWTTTL bounds one runtime connection's authorisation; a connection
 	// re-authenticates (and a revoked credential is refused) when it expires.
-	// The embedded server also drops a revoked runtime's connections at once.
-	// Default 15 minutes.
+	// A revoked credential's connections are also closed at once, on every
+	// server (disconnect). Default 15 minutes.
 	UserJWTTTL time.Duration
 	// SweepInterval is how often expired pairing codes are removed. Default 30s.
 	SweepInterval time.Duration
