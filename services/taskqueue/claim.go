@@ -226,8 +226,6 @@ func (s *Service) handleRelease(ctx context.Context, req *bus.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
-	if err := s.enqueue(ctx, run); err != nil {
-		s.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("re-enqueue failed; repair will retry")
-	}
+	s.enqueueOrRetry(ctx, run)
 	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }

@@ -77,8 +77,6 @@ func (s *Service) continueRun(ctx context.Context, runID string, input json.RawM
 	}
 	// A failed enqueue leaves the run pending without a message; the repair
 	// loop re-queues it.
-	if err := s.enqueue(ctx, run); err != nil {
-		s.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("enqueue failed; repair will retry")
-	}
+	s.enqueueOrRetry(ctx, run)
 	return run, nil
 }

@@ -97,9 +97,7 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 	s.publishRun(ctx, mesh.EventTaskRunCreated, run)
 	// A failed enqueue leaves a pending run without a queue message; the
 	// repair loop finds and re-queues it, so the create still succeeds.
-	if err := s.enqueue(ctx, run); err != nil {
-		s.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("enqueue failed; repair will retry")
-	}
+	s.enqueueOrRetry(ctx, run)
 	return &meshapi.CreateTaskRunResponse{TaskRun: *run.Public(), Created: true}, nil
 }
 

@@ -21,8 +21,12 @@ func (s *Service) enqueue(ctx context.Context, run *mesh.TaskRun) error {
 			return err
 		}
 	}
+	return s.publishQueued(ctx, run, fmt.Sprintf("%s.%d.%d", run.ID, run.Attempt+1, run.Revision))
+}
+
+// publishQueued publishes the queue message of run's next attempt under msgID.
+func (s *Service) publishQueued(ctx context.Context, run *mesh.TaskRun, msgID string) error {
 	body, _ := json.Marshal(meshapi.QueueMessage{TaskRunID: run.ID, Attempt: run.Attempt + 1})
-	msgID := fmt.Sprintf("%s.%d.%d", run.ID, run.Attempt+1, run.Revision)
 	_, err := s.js.Publish(ctx, queueSubject(run), body, jetstream.WithMsgID(msgID))
 	if err != nil {
 		return fmt.Errorf("enqueue task run %s: %w", run.ID, err)

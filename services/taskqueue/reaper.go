@@ -105,8 +105,6 @@ func (s *Service) loseLease(runID string) {
 		return
 	}
 	if requeued {
-		if err := s.enqueue(ctx, run); err != nil {
-			s.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("re-enqueue failed; repair will retry")
-		}
+		s.enqueueOrRetry(ctx, run)
 	}
 }

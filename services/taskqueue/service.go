@@ -41,8 +41,8 @@ type Config struct {
 	// ReapInterval is how often expired leases and deadlines are looked for.
 	// Default: a tenth of Lease, at most 1s.
 	ReapInterval time.Duration
-	// RepairInterval is how often recently changed pending runs are checked for
-	// a lost queue message. Default 30s.
+	// RepairInterval is how often every pending run is checked for a lost
+	// queue message. Default 30s.
 	RepairInterval time.Duration
 	// MaxPullWait caps a long-poll pull. Default 55s.
 	MaxPullWait time.Duration
@@ -94,6 +94,8 @@ type Service struct {
 	hbSub  *nats.Subscription
 	locks  stripedLocks
 	recent *recentRuns
+	// unqueued are pending runs whose queue message could not be published.
+	unqueued unqueued
 
 	consumersMu sync.Mutex
 	consumers   map[string]jetstream.Consumer
