@@ -221,7 +221,7 @@ func (s *Service) attempt(ctx context.Context, sub *subscription, eventID string
 	req.Header.Set("User-Agent", "a2a-mesh-webhooks/1")
 	req.Header.Set(HeaderID, eventID)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
-	req.Header.Set(HeaderSignature, Sign(sub.Secret, eventID, ts, d.body))
+	req.Header.Set(HeaderSignature, Sign(sub.key(), eventID, ts, d.body))
 	resp, err := s.client.Do(req)
 	a.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
 	s.metrics.latency.Observe(time.Since(start).Seconds())

@@ -21,7 +21,6 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	meshmetrics "github.com/a2amesh/a2amesh/internal/metrics"
-	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go/jetstream"
@@ -71,9 +70,14 @@ func (c *Config) defaults() {
 // subscription is a webhook as stored. The secret is kept (it must sign) but
 // never returned after creation.
 type subscription struct {
-	ID        string   `json:"webhook_id"`
-	URL       string   `json:"url"`
-	Secret    string   `json:"secret"`
+	ID     string `json:"webhook_id"`
+	URL    string `json:"url"`
+	Secret string `json:"secret"`
+	// Standard says the secret is keyed as Standard Webhooks libraries key it
+	// (a whsec_ secret by its decoded bytes). Subscriptions made before it
+	// existed keep their whole secret string as the key, so their receivers
+	// go on verifying.
+	Standard  bool     `json:"standard_webhooks,omitempty"`
 	AgentID   string   `json:"agent_id,omitempty"`
 	TaskRunID string   `json:"task_run_id,omitempty"`
 	Types     []string `json:"types,omitempty"`
@@ -91,6 +95,18 @@ func (s *subscription) view() meshapi.Webhook {
 		WebhookID: s.ID, URL: s.URL, AgentID: s.AgentID, TaskRunID: s.TaskRunID, Types: s.Types, Format: s.Format,
 		SecretHint: hint(s.Secret), CreatedAt: s.CreatedAt,
 	}
+}
+
+// key returns the HMAC key of the subscription's deliveries.
+func (s *subscription) key() []byte {
+	if !s.Standard {
+		return []byte(s.Secret)
+	}
+	key, err := Key(s.Secret)
+	if err != nil { // refused at creation; kept total for safety
+		return []byte(s.Secret)
+	}
+	return key
 }
 
 // a2a reports whether the subscription pushes A2A task notifications.
@@ -290,17 +306,30 @@ func (s *Service) handleCreate(ctx context.Context, req *bus.Request) (any, erro
 
 const minSecretLen = 16
 
+// checkSecret refuses a secret too short or long to sign with, and a whsec_
+// secret that Standard Webhooks libraries could not decode.
+func checkSecret(sec string) error {
+	if len(sec) < minSecretLen || len(sec) > 512 {
+		return mesh.Errorf(mesh.CodeInvalidRequest, "secret must be %d to 512 bytes (or left out to have one generated)", minSecretLen)
+	}
+	key, err := Key(sec)
+	if err != nil || len(key) < minSecretLen {
+		return mesh.Errorf(mesh.CodeInvalidRequest, "a secret starting with %s must be followed by the base64 of at least %d bytes (Standard Webhooks); leave it out to have one generated", SecretPrefix, minSecretLen)
+	}
+	return nil
+}
+
 func (s *Service) validate(ctx context.Context, in *meshapi.CreateWebhookRequest) (*subscription, error) {
 	u, err := checkURL(ctx, strings.TrimSpace(in.URL), s.cfg.AllowPrivate)
 	if err != nil {
 		return nil, err
 	}
-	sub := &subscription{ID: mesh.NewID(), URL: u.String(), Secret: in.Secret, CreatedAt: time.Now().UTC()}
-	switch {
-	case sub.Secret == "":
-		sub.Secret = secret.NewToken("whsec_")
-	case len(sub.Secret) < minSecretLen || len(sub.Secret) > 512:
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "secret must be %d to 512 bytes (or left out to have one generated)", minSecretLen)
+	sub := &subscription{ID: mesh.NewID(), URL: u.String(), Secret: in.Secret, Standard: true, CreatedAt: time.Now().UTC()}
+	if sub.Secret == "" {
+		sub.Secret = NewSecret()
+	}
+	if err := checkSecret(sub.Secret); err != nil {
+		return nil, err
 	}
 	if in.AgentID != "" && !mesh.ValidID(in.AgentID) {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "agent_id is not a valid id")

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -66,7 +67,7 @@ func TestSign_VerifyAcceptsItsOwnSignatureOnly(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_700_000_000, 0)
 	body := []byte(`{"id":"e1"}`)
-	sig := Sign("secret-0123456789", "e1", now.Unix(), body)
+	sig := Sign([]byte("secret-0123456789"), "e1", now.Unix(), body)
 	ts := "1700000000"
 	if err := Verify("secret-0123456789", "e1", ts, "v1,other "+sig, body, 5*time.Minute, now); err != nil {
 		t.Fatalf("own signature refused: %v", err)
@@ -81,5 +82,26 @@ func TestSign_VerifyAcceptsItsOwnSignatureOnly(t *testing.T) {
 		if !errors.Is(check, ErrBadSignature) {
 			t.Errorf("%s: %v, want ErrBadSignature", name, check)
 		}
+	}
+}
+
+// TestSubscription_KeyOfOlderSubscriptionsIsTheWholeSecret: subscriptions
+// stored before secrets were keyed as Standard Webhooks keep signing with the
+// whole secret string, so their receivers keep verifying; new ones use the
+// decoded bytes of a whsec_ secret.
+func TestSubscription_KeyOfOlderSubscriptionsIsTheWholeSecret(t *testing.T) {
+	t.Parallel()
+	const sec = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	var older subscription
+	if err := json.Unmarshal([]byte(`{"webhook_id":"w1","url":"https://example.com","secret":"`+sec+`"}`), &older); err != nil {
+		t.Fatal(err)
+	}
+	if string(older.key()) != sec {
+		t.Fatal("an older subscription's key is not its whole secret")
+	}
+	newer := subscription{Secret: sec, Standard: true}
+	want, _ := Key(sec)
+	if string(newer.key()) != string(want) || len(want) != 24 {
+		t.Fatalf("a new subscription's key is %d bytes, want the 24 decoded bytes", len(newer.key()))
 	}
 }
