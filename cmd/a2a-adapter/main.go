@@ -114,6 +114,11 @@ func run(o options, argv []string, stdout io.Writer) error {
 		return err
 	}
 	cfg.Logger = log
+	// Whatever a host leaves behind, even in a session of its own, is
+	// adopted by the adapter and stopped with its task.
+	if err := provider.BecomeSubreaper(); err != nil {
+		log.Warn().Err(err).Msg("processes a host leaves behind after its parent exits cannot be stopped with its task")
+	}
 	srv, err := adapter.New(cfg)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"regexp"
 )
 
 // Gemini CLI in headless mode, as documented in its headless reference and
@@ -22,11 +23,17 @@ import (
 // error, error.message, stats). stream-json has no final answer field (the
 // json format's "response" is the accumulated assistant text), so the answer
 // is the assistant messages put together, a blank line between the
-// passages that tool calls separate. Exit codes: 0 success, 1 error,
-// 41 authentication, 42 input, 52 configuration, 53 turn limit, 54 fatal
-// tool error, 130 cancelled. Credentials: GEMINI_API_KEY (or GOOGLE_API_KEY
-// with Vertex AI) in the environment, or a sign-in cached by an interactive
-// run.
+// passages that tool calls separate. Exit codes (packages/core/src/utils/
+// errors.ts, Fatal*Error): 0 success, 1 error, 41 authentication, 42 input,
+// 44 sandbox, 52 configuration, 53 turn limit, 54 fatal tool error, 55
+// untrusted workspace, 130 cancelled; the host's own message is on stderr,
+// in colour. Since 0.5x a headless run refuses a folder the user has not
+// trusted (exit 55); the conversation folder is the adapter's own, so it is
+// trusted with GEMINI_CLI_TRUST_WORKSPACE=true, which every version reads
+// (older ones ignore it). Retries of the model API are reported only on
+// stderr ("Attempt 1 failed with status 500. Retrying with backoff...").
+// Credentials: GEMINI_API_KEY (or GOOGLE_API_KEY with Vertex AI) in the
+// environment, or a sign-in cached by an interactive run.
 var geminiHost = hostSpec{
 	name:       "gemini",
 	product:    "Gemini CLI",
@@ -41,10 +48,31 @@ var geminiHost = hostSpec{
 var geminiExitReasons = map[int]string{
 	41:  "could not authenticate: set GEMINI_API_KEY in the adapter's environment, or sign in once by running gemini",
 	42:  "refused the input (invalid prompt or arguments)",
+	44:  "could not start its sandbox",
 	52:  "has a configuration error",
 	53:  "stopped at its turn limit (maxSessionTurns)",
 	54:  "hit a fatal tool error",
+	55:  "does not trust the conversation folder",
 	130: "was cancelled",
+}
+
+// geminiTrustEnv trusts the conversation folder for a headless run.
+const geminiTrustEnv = "GEMINI_CLI_TRUST_WORKSPACE=true"
+
+// geminiRetry matches Gemini CLI's retry notices on stderr.
+var geminiRetry = regexp.MustCompile(`Attempt (\d+) failed(?: with status (\d+)| with (\S+) error)?[^.]*\. Retrying`)
+
+// geminiRetryProgress turns a retry notice into a progress message, or "".
+func geminiRetryProgress(line string) string {
+	m := geminiRetry.FindStringSubmatch(line)
+	if m == nil {
+		return ""
+	}
+	msg := "model API retry " + m[1]
+	if reason := firstNonEmpty(m[2], m[3]); reason != "" {
+		msg += " (HTTP " + reason + ")"
+	}
+	return msg
 }
 
 // GeminiConfig configures the Gemini CLI provider.
@@ -83,7 +111,17 @@ func (g *Gemini) Name() string { return geminiHost.name }
 // are gone.
 func (g *Gemini) Run(ctx context.Context, t *Task, progress func(Progress)) (*Result, error) {
 	return g.host.run(ctx, t, progress, func(resume string, report func(string)) (invocation, error) {
-		return invocation{args: g.args(resume), stdin: promptWithContext(t), parser: newGeminiParser(report)}, nil
+		return invocation{
+			args:   g.args(resume),
+			stdin:  promptWithContext(t),
+			parser: newGeminiParser(report),
+			env:    []string{geminiTrustEnv},
+			stderrLine: func(line string) {
+				if msg := geminiRetryProgress(line); msg != "" {
+					report(msg)
+				}
+			},
+		}, nil
 	})
 }
 

@@ -111,6 +111,12 @@ type invocation struct {
 	stdin string
 	// parser reads the host's stdout and judges the run.
 	parser hostParser
+	// env is added to the host's environment after the adapter's and the
+	// task's: settings the adapter needs the host to run with.
+	env []string
+	// stderrLine, when set, sees each line of the host's stderr (without
+	// terminal escapes), for hosts that report retries only there.
+	stderrLine func(line string)
 }
 
 // hostParser reads one run's stdout and says how the run ended.
@@ -155,16 +161,26 @@ func (h *cliHost) runOnce(ctx context.Context, t *Task, report func(string), sta
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", h.spec.name, err)
 	}
+	tmp, err := t.TempDir()
+	if err != nil {
+		return nil, err
+	}
 	stderr := &tailBuffer{max: stderrTailBytes}
+	env := append(slices.Clip(h.cfg.Env), t.Env()...)
+	env = append(env, tempEnv(tmp)...)
 	runErr := RunProcess(ctx, Process{
 		Path:   h.path,
 		Args:   append([]string{h.path}, inv.args...),
 		Dir:    t.Workdir,
-		Env:    append(slices.Clip(h.cfg.Env), t.Env()...),
+		Env:    append(env, inv.env...),
 		Stdin:  strings.NewReader(inv.stdin),
 		Stdout: inv.parser,
 		StderrLine: func(line string) {
+			line = stripANSI(line)
 			_, _ = stderr.Write([]byte(line + "\n"))
+			if inv.stderrLine != nil {
+				inv.stderrLine(line)
+			}
 		},
 		KillGrace: h.cfg.KillGrace,
 	})

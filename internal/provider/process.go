@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -66,8 +67,10 @@ type Process struct {
 // process has exited and no process of its group is left: whatever a host
 // starts in the background ends with its task. When ctx ends first, the
 // group is stopped (SIGINT, then SIGKILL after p.KillGrace) and the error
-// wraps ctx.Err(). A non-zero exit gives an *ExitError. Processes that leave
-// the group (setsid) are beyond its reach.
+// wraps ctx.Err(). A non-zero exit gives an *ExitError. On Linux the
+// processes that left the group (setsid) are stopped too: those still
+// descending from the host, and, once the adapter is a subreaper
+// (BecomeSubreaper), those whose parent is already gone.
 func RunProcess(ctx context.Context, p Process) error {
 	if p.KillGrace <= 0 {
 		p.KillGrace = DefaultKillGrace
@@ -99,6 +102,8 @@ func RunProcess(ctx context.Context, p Process) error {
 		return fmt.Errorf("start %s: %w", p.Path, err)
 	}
 	pgid := cmd.Process.Pid
+	addHost(pgid)
+	defer removeHost(pgid)
 
 	tail := &tailBuffer{max: stderrTailBytes}
 	var copying sync.WaitGroup
@@ -115,15 +120,21 @@ func RunProcess(ctx context.Context, p Process) error {
 
 	var waitErr error
 	stopped := false
+	owned := map[int]bool{}
 	select {
 	case waitErr = <-exited:
-		// The host itself is gone; anything it left running in its group
-		// goes the same way.
-		stopGroup(pgid, p.KillGrace)
+		// The host itself is gone; anything it left running goes the same
+		// way.
+		stopTree(pgid, owned, p.KillGrace)
 	case <-ctx.Done():
 		stopped = true
-		stopGroup(pgid, p.KillGrace)
+		// What the host started is noted before the host is signalled:
+		// once it exits, its orphans are no longer its descendants.
+		hostTree(pgid, owned)
+		stopTree(pgid, owned, p.KillGrace)
 		waitErr = <-exited
+		// The host may have started more while it was being stopped.
+		stopTree(pgid, owned, 0)
 	}
 	pipes.finish(&copying)
 
@@ -148,25 +159,77 @@ func exitError(waitErr error, stderrTail string) error {
 	return out
 }
 
-// stopGroup asks every process of the group to stop with SIGINT and kills
-// the group with SIGKILL when any survives the grace period.
-func stopGroup(pgid int, grace time.Duration) {
-	if !groupAlive(pgid) {
+// stopTree stops everything the host pgid started: its process group and,
+// on Linux, every process owned by the host (see hostTree), including
+// those that moved to a session of their own. Each gets SIGINT; whatever
+// survives the grace period gets SIGKILL. It returns once they are gone,
+// or after treeKillTimeout of SIGKILLs, which only a process stuck in the
+// kernel survives.
+func stopTree(pgid int, owned map[int]bool, grace time.Duration) {
+	gone := func() bool { return hostTree(pgid, owned) == 0 && !groupAlive(pgid) }
+	if gone() {
 		return
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGINT)
-	deadline := time.NewTimer(grace)
+	signalOwned(owned, syscall.SIGINT)
+	if waitGone(gone, grace) {
+		return
+	}
+	kill := func() bool {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		signalOwned(owned, syscall.SIGKILL)
+		return gone()
+	}
+	waitGone(kill, treeKillTimeout)
+}
+
+// treeKillTimeout bounds the wait for killed processes to disappear.
+const treeKillTimeout = 5 * time.Second
+
+// waitGone polls gone until it holds or d has passed, and says whether it
+// held.
+func waitGone(gone func() bool, d time.Duration) bool {
+	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	tick := time.NewTicker(groupPollInterval)
 	defer tick.Stop()
-	for groupAlive(pgid) {
+	for {
+		if gone() {
+			return true
+		}
 		select {
 		case <-deadline.C:
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			return
+			return gone()
 		case <-tick.C:
 		}
 	}
+}
+
+// runningHosts are the hosts RunProcess is running: children of this
+// process that hostTree must not take for adopted orphans.
+var (
+	runningHostsMu sync.Mutex
+	runningHosts   = map[int]bool{}
+	// subreaper is set once this process adopts orphans (BecomeSubreaper).
+	subreaper atomic.Bool
+)
+
+func addHost(pid int) {
+	runningHostsMu.Lock()
+	defer runningHostsMu.Unlock()
+	runningHosts[pid] = true
+}
+
+func removeHost(pid int) {
+	runningHostsMu.Lock()
+	defer runningHostsMu.Unlock()
+	delete(runningHosts, pid)
+}
+
+func runningHost(pid int) bool {
+	runningHostsMu.Lock()
+	defer runningHostsMu.Unlock()
+	return runningHosts[pid]
 }
 
 // groupAlive reports whether any process of the group still exists. Signal 0

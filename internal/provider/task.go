@@ -23,6 +23,7 @@ const (
 	attachmentsDirName   = "attachments"
 	taskFileName         = "task.json"
 	instructionsFileName = "instructions.md"
+	tmpDirName           = "tmp"
 )
 
 // maxEnvValue bounds what is passed through an environment variable. Linux
@@ -150,6 +151,18 @@ func attachmentName(name string, i int, used map[string]bool) string {
 	}
 	used[out] = true
 	return out
+}
+
+// TempDir creates the task's own temporary folder inside its run folder
+// and returns it. Hosts get it as TMPDIR (see tempEnv), so the files they
+// leave in "the system's temporary folder" (Gemini CLI's error reports
+// hold the prompt) stay private to the run and go with its run folder.
+func (t *Task) TempDir() (string, error) {
+	dir := filepath.Join(t.RunDir, tmpDirName)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create temporary directory: %w", err)
+	}
+	return dir, nil
 }
 
 // AttachmentsDir is where the task's input files are (A2A_ATTACHMENTS_DIR).

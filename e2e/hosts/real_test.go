@@ -1,0 +1,367 @@
+package hosts_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/fakemodel"
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// The tests in this file drive the real agent host CLIs, as installed from
+// npm by install-clis.sh, through the platform, the real a2a-runtime and
+// a2a-adapter processes, against a fake model API (internal/fakemodel):
+// the only fake in them. A2A_HOST_CLIS names the folder the CLIs are in
+// (default: .hostclis at the repository root); a test fails when its CLI
+// is not there.
+
+// waitHost bounds one step of a real host: a Node CLI starting on a busy
+// machine, a model call, a retry.
+const waitHost = 120 * time.Second
+
+// hostCLIs returns the folder of the installed host CLIs.
+func hostCLIs(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("A2A_HOST_CLIS")
+	if dir == "" {
+		root, err := filepath.Abs(filepath.Join("..", ".."))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.Join(root, ".hostclis")
+	}
+	return dir
+}
+
+// realHost says how to run one host CLI against the fake model.
+type realHost struct {
+	// name is the adapter's provider.
+	name string
+	// bin is the executable, relative to the CLIs folder.
+	bin string
+	// keyEnv is the variable the host reads its API key from.
+	keyEnv string
+	// executor is the runtime's local executor type.
+	executor string
+	// flags are the adapter's host flags.
+	flags []string
+	// configure writes the host's own configuration into home and returns
+	// the environment pointing it at the model.
+	configure func(t *testing.T, home, modelURL string) []string
+	// shell is the host's tool call running a shell command.
+	shell func(command string) *fakemodel.ToolCall
+}
+
+var realHosts = map[string]realHost{
+	"claude": {
+		name: "claude", bin: "claude/node_modules/.bin/claude", keyEnv: "ANTHROPIC_API_KEY", executor: "claude_cli",
+		flags: []string{"--allowed-tools", "Bash"},
+		configure: func(t *testing.T, home, modelURL string) []string {
+			// Two retries instead of ten keep a failing model call short.
+			return []string{"ANTHROPIC_BASE_URL=" + modelURL, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_MAX_RETRIES=2"}
+		},
+		shell: func(command string) *fakemodel.ToolCall {
+			return &fakemodel.ToolCall{Name: "Bash", Args: map[string]any{"command": command, "description": "run it"}}
+		},
+	},
+	"gemini": {
+		name: "gemini", bin: "gemini/node_modules/.bin/gemini", keyEnv: "GEMINI_API_KEY", executor: "gemini",
+		// A fixed model: "auto" asks a router model first, which the fake
+		// does not play.
+		flags: []string{"--model", "gemini-2.5-flash", "--approval-mode", "yolo"},
+		configure: func(t *testing.T, home, modelURL string) []string {
+			// With GOOGLE_GEMINI_BASE_URL alone Gemini CLI picks its
+			// "gateway" sign-in, which headless runs refuse; a user of an
+			// API key behind a gateway selects the key in settings.
+			writeFile(t, filepath.Join(home, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`)
+			return []string{"GOOGLE_GEMINI_BASE_URL=" + modelURL}
+		},
+		shell: func(command string) *fakemodel.ToolCall {
+			return &fakemodel.ToolCall{Name: "run_shell_command", Args: map[string]any{"command": command}}
+		},
+	},
+	"codex": {
+		name: "codex", bin: "codex/node_modules/.bin/codex", keyEnv: "CODEX_API_KEY", executor: "codex",
+		configure: func(t *testing.T, home, modelURL string) []string {
+			writeFile(t, filepath.Join(home, ".codex", "config.toml"), fmt.Sprintf("openai_base_url = %q\nmodel = \"gpt-5.1-codex\"\n", modelURL+"/v1"))
+			return nil
+		},
+		shell: func(command string) *fakemodel.ToolCall {
+			return &fakemodel.ToolCall{Name: "exec_command", Args: map[string]any{"cmd": command}}
+		},
+	},
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// realLab is one host's machine: the fake model, the adapter and the
+// runtime, connected to a platform.
+type realLab struct {
+	host    realHost
+	secret  string
+	bin     string // the host CLI
+	path    string // PATH with Node 24 first
+	home    string
+	hostEnv []string // what the host needs besides its key
+	model   *fakemodel.Server
+	p       *meshtest.Platform
+	adapter *proc
+	runtime *proc
+	agent   mesh.Agent
+	sleep   int // the argument of the sleep the cancel scenario starts
+
+	mu      sync.Mutex
+	release map[string]chan struct{}
+}
+
+func newRealLab(t *testing.T, name string) *realLab {
+	t.Helper()
+	h := realHosts[name]
+	clis := hostCLIs(t)
+	bin := filepath.Join(clis, h.bin)
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s is not installed in %s (run e2e/hosts/install-clis.sh): %v", h.name, clis, err)
+	}
+	l := &realLab{
+		host: h, bin: bin, secret: "sk-e2e-" + name + "-5f4e3d2c1b0a9988",
+		path:    filepath.Join(clis, "node", "node_modules", ".bin") + string(os.PathListSeparator) + os.Getenv("PATH"),
+		home:    t.TempDir(),
+		sleep:   3000 + int(time.Now().UnixNano()%900),
+		release: map[string]chan struct{}{},
+	}
+	l.model = fakemodel.Start(t, l.respond)
+	l.hostEnv = append(h.configure(t, l.home, l.model.URL), "PATH="+l.path, "HOME="+l.home)
+	return l
+}
+
+// start starts the platform, the adapter and the runtime.
+func (l *realLab) start(t *testing.T) {
+	t.Helper()
+	l.p = meshtest.StartPlatform(t, meshtest.Options{})
+	runtimeBin := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-runtime")
+	adapterBin := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-adapter")
+	dir := t.TempDir()
+	addr := meshtest.FreeAddr(t)
+	args := append([]string{"--provider", l.host.name, "--host-binary", l.bin, "--listen", addr,
+		"--workdir", filepath.Join(dir, "work"), "--session-persistence", "--state-dir", filepath.Join(dir, "state"),
+		"--kill-grace", "2s", "--log-level", "debug"}, l.host.flags...)
+	l.adapter = startProcess(t, "a2a-adapter", append(l.hostEnv, l.host.keyEnv+"="+l.secret), adapterBin, args...)
+	l.adapter.waitOutput(t, "a2a-adapter listening on http://"+addr)
+
+	l.p.Do(http.MethodPost, "/agent-accounts", map[string]any{"name": l.host.name + " real", "instructions": "You are the e2e agent."}, &l.agent)
+	pair := exec.Command(runtimeBin, "pair", l.p.PairingCode(l.agent.ID), "--api-base", l.p.APIBase,
+		"--local-agent-endpoint", "http://"+addr+"/run-task", "--local-executor-type", l.host.executor)
+	pair.Env = append(os.Environ(), "HOME="+l.home)
+	if out, err := pair.CombinedOutput(); err != nil {
+		t.Fatalf("a2a-runtime pair: %v\n%s", err, out)
+	}
+	l.runtime = startProcess(t, "a2a-runtime", []string{"HOME=" + l.home}, runtimeBin, "start", "--log-level", "debug")
+	l.runtime.waitOutput(t, `"message":"runtime started"`)
+}
+
+// holdFor returns the channel the scenario's last answer waits on.
+func (l *realLab) holdFor(scenario string) chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ch, ok := l.release[scenario]
+	if !ok {
+		ch = make(chan struct{})
+		l.release[scenario] = ch
+	}
+	return ch
+}
+
+var (
+	scenarioRE  = regexp.MustCompile(`@@([a-z0-9]+)@@`)
+	outputDirRE = regexp.MustCompile(`Files you want to deliver go in (/[^\s"\\]+?)\.(?:\\n|\s|")`)
+)
+
+// respond plays the model. The prompt of each task names its scenario
+// (@@name@@); a request carries the whole conversation, so the last
+// scenario named is the current one.
+func (l *realLab) respond(r *fakemodel.Request) fakemodel.Reply {
+	if r.Key() != l.secret {
+		return fakemodel.Reply{Status: http.StatusUnauthorized, ErrorMessage: "invalid api key (fake model)"}
+	}
+	all := scenarioRE.FindAllStringSubmatch(string(r.Body), -1)
+	if len(all) == 0 || len(r.Tools()) == 0 {
+		return fakemodel.Reply{Text: "OK"}
+	}
+	switch scenario := all[len(all)-1][1]; scenario {
+	case "artifact":
+		if r.AfterToolResult() {
+			return fakemodel.Reply{Text: "Report written. All done.", Hold: l.holdFor(scenario)}
+		}
+		dir := outputDirRE.FindStringSubmatch(string(r.Body))
+		if dir == nil {
+			return fakemodel.Reply{Text: "No output folder was named."}
+		}
+		return fakemodel.Reply{Text: "I will write the report.", Tool: l.host.shell("printf '# Real host report\\n' > " + dir[1] + "/report.md")}
+	case "resume":
+		return fakemodel.Reply{Text: "Second answer."}
+	case "fail401":
+		return fakemodel.Reply{Status: http.StatusUnauthorized, ErrorMessage: "invalid x-api-key (fake model)"}
+	case "fail500":
+		return fakemodel.Reply{Status: http.StatusInternalServerError, ErrorMessage: "the fake model broke"}
+	case "cancel":
+		if r.AfterToolResult() {
+			return fakemodel.Reply{Text: "The sleep ended."}
+		}
+		return fakemodel.Reply{Text: "Sleeping.", Tool: l.host.shell("setsid sleep " + strconv.Itoa(l.sleep))}
+	}
+	return fakemodel.Reply{Text: "OK"}
+}
+
+// progressMessages are the progress messages of a run's events.
+func progressMessages(evs []meshtest.Event, id string) []string {
+	var out []string
+	for _, ev := range evs {
+		if ev.Subject == id && ev.Type == mesh.EventTaskRunProgress {
+			out = append(out, string(ev.Data))
+		}
+	}
+	return out
+}
+
+func testRealHost(t *testing.T, name string) {
+	t.Parallel()
+	l := newRealLab(t, name)
+	l.start(t)
+	p := l.p
+
+	// A task completes with the model's answer; its tool call shows as live
+	// progress while the model still holds the answer; the file the host
+	// wrote becomes an artifact.
+	first := p.CreateTask(l.agent.ID, "@@artifact@@ Write the report.")
+	stream := p.StreamEvents(t, url.Values{"task_run_id": {first.ID}, "since": {"1m"}})
+	evs := stream.Until(t, waitHost, func(ev meshtest.Event) bool {
+		return ev.Subject == first.ID && (ev.Type == mesh.EventTaskRunProgress && strings.Contains(string(ev.Data), "running: printf") ||
+			ev.Type == mesh.EventTaskRunFailed || ev.Type == mesh.EventTaskRunCompleted)
+	})
+	if run := p.GetTask(first.ID); run.Status != mesh.StatusRunning {
+		t.Fatalf("the run is %s while the model holds its answer (error %+v); progress was not live: %q", run.Status, run.Error, progressMessages(evs, first.ID))
+	}
+	close(l.holdFor("artifact"))
+	run1 := waitEnd(t, p, first.ID, mesh.StatusCompleted)
+	if out := outputOf(t, run1); !strings.Contains(out.Text, "Report written. All done.") {
+		t.Errorf("answer %q, want the model's", out.Text)
+	}
+	if len(run1.Artifacts) != 1 || run1.Artifacts[0].Filename != "report.md" {
+		t.Fatalf("artifacts %+v, want report.md", run1.Artifacts)
+	}
+	content := p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/artifacts/" + run1.Artifacts[0].ArtifactID + "/content", Owner: true}).Expect(t, http.StatusOK).Body
+	if string(content) != "# Real host report\n" {
+		t.Errorf("artifact content %q", content)
+	}
+
+	// The next task of the conversation resumes the host's session: the
+	// model sees the earlier turn.
+	second := p.CreateTaskWith(t, map[string]any{"target_agent_id": l.agent.ID, "conversation_id": run1.ConversationID,
+		"input": map[string]any{"text": "@@resume@@ And now?"}}).Expect(t, http.StatusCreated).Run(t)
+	run2 := waitEnd(t, p, second.ID, mesh.StatusCompleted)
+	if out := outputOf(t, run2); !strings.Contains(out.Text, "Second answer.") {
+		t.Errorf("second answer %q", out.Text)
+	}
+	l.model.WaitRequest(t, time.Second, func(r *fakemodel.Request) bool {
+		return r.Contains("@@resume@@") && r.Contains("@@artifact@@ Write the report.")
+	})
+
+	// A model error fails the run with the host's message, and no secret.
+	failed := p.CreateTask(l.agent.ID, "@@fail401@@ Try it.")
+	run3 := waitEnd(t, p, failed.ID, mesh.StatusFailed)
+	if run3.Error == nil || !saysRefused(run3.Error.Message) {
+		t.Errorf("the failed run's error %+v does not say the model refused the key", run3.Error)
+	}
+	if run3.Error != nil && strings.Contains(run3.Error.Message, "\x1b[") {
+		t.Errorf("the error carries terminal colour codes: %q", run3.Error.Message)
+	}
+
+	// Cancel during a tool call that started sleep in its own session: no
+	// process is left behind.
+	canceled := p.CreateTask(l.agent.ID, "@@cancel@@ Sleep.")
+	pids := waitProcesses(t, "sleep "+strconv.Itoa(l.sleep))
+	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/task-runs/" + canceled.ID + "/cancel", Owner: true, JSON: map[string]any{"reason": "enough"}}).
+		Expect(t, http.StatusOK)
+	waitEnd(t, p, canceled.ID, mesh.StatusCanceled)
+	meshtest.Eventually(t, 15*time.Second, func() bool { return len(findProcesses("sleep "+strconv.Itoa(l.sleep))) == 0 },
+		func() string {
+			return fmt.Sprintf("the tool's sleep (pids %v) outlived the canceled task: %v", pids, findProcesses("sleep "+strconv.Itoa(l.sleep)))
+		})
+
+	texts := map[string]string{"adapter output": l.adapter.output(), "runtime output": l.runtime.output(), "platform logs": p.Logs.String()}
+	for _, r := range []mesh.TaskRun{run1, run2, run3} {
+		texts["run "+r.ID] = string(r.Output) + meshtest.JSON(r.Error)
+	}
+	meshtest.AssertNoSecrets(t, []string{l.secret}, texts)
+}
+
+// saysRefused reports whether a failure message says the model refused the
+// credential, in any of the hosts' words.
+func saysRefused(msg string) bool {
+	msg = strings.ToLower(msg)
+	return strings.Contains(msg, "401") || strings.Contains(msg, "api key") || strings.Contains(msg, "auth")
+}
+
+func waitEnd(t *testing.T, p *meshtest.Platform, id string, want mesh.Status) mesh.TaskRun {
+	t.Helper()
+	run := p.WaitTask(id, waitHost, func(r mesh.TaskRun) bool { return r.Status.Terminal() })
+	if run.Status != want {
+		t.Fatalf("run %s ended %s, want %s: error %+v output %s", id, run.Status, want, run.Error, run.Output)
+	}
+	return run
+}
+
+// findProcesses returns the processes whose command line is cmdline.
+func findProcesses(cmdline string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if strings.TrimRight(strings.ReplaceAll(string(b), "\x00", " "), " ") == cmdline {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func waitProcesses(t *testing.T, cmdline string) []int {
+	t.Helper()
+	var pids []int
+	meshtest.Eventually(t, waitHost, func() bool {
+		pids = findProcesses(cmdline)
+		return len(pids) > 0
+	}, func() string { return "the host never started " + cmdline })
+	return pids
+}
+
+func TestRealClaude_TaskProgressArtifactResumeErrorAndCancel(t *testing.T) { testRealHost(t, "claude") }
+
+func TestRealGemini_TaskProgressArtifactResumeErrorAndCancel(t *testing.T) { testRealHost(t, "gemini") }
+
+func TestRealCodex_TaskProgressArtifactResumeErrorAndCancel(t *testing.T) { testRealHost(t, "codex") }
