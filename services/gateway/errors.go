@@ -56,8 +56,13 @@ func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	if e.Code == mesh.CodeInternal {
 		g.log.Error().Err(err).Str("method", r.Method).Str("path", r.URL.Path).Msg("request failed")
 	}
-	if e.Code == mesh.CodeRateLimited {
+	switch e.Code {
+	case mesh.CodeRateLimited:
 		w.Header().Set("Retry-After", strconv.Itoa(1))
+	case mesh.CodeUnavailable:
+		// Nothing was stored (a node was lost, a leader is being elected):
+		// the same request with the same idempotency key may be sent again.
+		w.Header().Set("Retry-After", strconv.Itoa(2))
 	}
 	writeJSON(w, httpStatus(e.Code), errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Status: e.Status}})
 }

@@ -89,7 +89,9 @@ func moves(from, to mesh.Status, eventType string) bool {
 }
 
 // publishRun announces a run's change. The change is already stored, so a
-// failure to publish is retried a few times and then logged.
+// failure to publish is retried (through a leader election of the event
+// stream; the event id makes a retry that was stored after all a duplicate)
+// and then logged.
 func (s *Service) publishRun(ctx context.Context, eventType string, run *mesh.TaskRun) {
 	ev := bus.Event{
 		Type:     eventType,
@@ -102,11 +104,15 @@ func (s *Service) publishRun(ctx context.Context, eventType string, run *mesh.Ta
 		Time:     run.UpdatedAt,
 	}
 	var err error
-	for try := 0; try < 3; try++ {
+	deadline := time.Now().Add(bus.RetryBudget)
+	for try := 1; ; try++ {
 		if err = s.events.Publish(context.WithoutCancel(ctx), ev); err == nil {
 			return
 		}
-		time.Sleep(time.Duration(try+1) * 50 * time.Millisecond)
+		if (try >= 3 && !bus.Transient(err)) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(min(time.Duration(try)*50*time.Millisecond, 500*time.Millisecond))
 	}
 	s.cfg.Logger.Error().Err(err).Str("task_run_id", run.ID).Str("type", eventType).Msg("task run event not published")
 }

@@ -1,0 +1,80 @@
+package taskqueue
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/clustertest"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// TestCreate_NodeLossIsARetryNotAnError: while the node leading the runs
+// bucket is lost and its streams elect new leaders, every creation is either
+// stored (and readable afterwards) or refused as UNAVAILABLE, which the doors
+// answer with 503 and Retry-After; none fails as an internal error.
+func TestCreate_NodeLossIsARetryNotAnError(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3})
+	nc, js := c.Connect(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := bus.Provision(ctx, js, bus.ProvisionConfig{Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	lost := c.StreamLeader("KV_" + bus.BucketRuns)
+	var urls []string
+	for i := range 3 {
+		if i != lost {
+			urls = append(urls, c.URL(i))
+		}
+	}
+	s := startService(t, strings.Join(urls, ","), 3, Config{})
+	agent := &mesh.Agent{ID: mesh.NewID(), Name: "steady"}
+	if _, err := s.agentStore.Create(ctx, agent.ID, agent); err != nil {
+		t.Fatal(err)
+	}
+	create := func() (*meshapi.CreateTaskRunResponse, error) {
+		cctx, ccancel := context.WithTimeout(ctx, bus.DefaultCallTimeout)
+		defer ccancel()
+		return s.create(cctx, &meshapi.CreateTaskRunRequest{TargetAgentID: agent.ID, Input: []byte(`{"text":"hi"}`)})
+	}
+	if _, err := create(); err != nil {
+		t.Fatalf("before the loss: %v", err)
+	}
+
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		c.Stop(lost)
+	}()
+	var stored []string
+	unavailable := 0
+	until := time.Now().Add(8 * time.Second)
+	for time.Now().Before(until) {
+		res, err := create()
+		switch {
+		case err == nil:
+			stored = append(stored, res.TaskRun.ID)
+		case errors.Is(err, bus.ErrUnavailable):
+			unavailable++
+		default:
+			t.Fatalf("creation during the node loss failed with %v (code %s), want stored or UNAVAILABLE", err, mesh.AsError(err).Code)
+		}
+	}
+	<-stopped
+	if len(stored) == 0 {
+		t.Fatalf("nothing was stored in 8 s after the node loss (%d unavailable)", unavailable)
+	}
+	for _, id := range stored {
+		run, err := s.getRun(ctx, id)
+		if err != nil || run.Status != mesh.StatusPending {
+			t.Fatalf("created run %s: %v %+v", id, err, run)
+		}
+	}
+	t.Logf("%d stored, %d unavailable", len(stored), unavailable)
+}
