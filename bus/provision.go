@@ -2,10 +2,12 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 )
 
 // ProvisionConfig sizes what Provision creates.
@@ -17,6 +19,8 @@ type ProvisionConfig struct {
 	EventRetention time.Duration
 	// MaxArtifactBytes bounds one artifact object. Default 25 MiB.
 	MaxArtifactBytes int64
+	// Logger hears, once, that Provision is waiting for JetStream.
+	Logger zerolog.Logger
 }
 
 // Defaults for ProvisionConfig.
@@ -29,10 +33,71 @@ const (
 	maxRecordBytes = 4 << 20
 )
 
+// provisionRetryMax caps the wait between two tries of Provision.
+const provisionRetryMax = 2 * time.Second
+
 // Provision creates or updates every stream, bucket and object store the
 // services use. It is idempotent: running it on an existing data dir changes
-// nothing but configuration drift.
+// nothing but configuration drift, and any number of processes may run it at
+// once. While JetStream is not ready (a cluster still forming, a meta leader
+// being elected, too few nodes up for the replicas asked for), it logs
+// "waiting for JetStream" once and tries again with backoff until it
+// succeeds or ctx ends: services may start before their NATS cluster.
 func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig) error {
+	wait := 100 * time.Millisecond
+	waiting := false
+	for {
+		err := provisionOnce(ctx, js, cfg)
+		if err == nil {
+			if waiting {
+				cfg.Logger.Info().Msg("JetStream ready; streams and buckets provisioned")
+			}
+			return nil
+		}
+		if !notReady(err) || ctx.Err() != nil {
+			return err
+		}
+		if !waiting {
+			cfg.Logger.Warn().Err(err).Msg("waiting for JetStream")
+			waiting = true
+		}
+		select {
+		case <-time.After(wait + jitter(wait)):
+		case <-ctx.Done():
+			return fmt.Errorf("JetStream not ready: %w", err)
+		}
+		wait = min(2*wait, provisionRetryMax)
+	}
+}
+
+// notReady reports whether a provisioning error means JetStream is not
+// ready yet, rather than refusing what was asked.
+func notReady(err error) bool {
+	if Transient(err) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case jsErrCodeClusterNoPeers, jsErrCodeInsufficientResources, jsErrCodeClusterNotAvail:
+			return true
+		}
+	}
+	return false
+}
+
+// JetStream API error codes of a cluster that is not ready.
+const (
+	jsErrCodeClusterNotAvail       = 10008 // no meta leader
+	jsErrCodeClusterNoPeers        = 10005 // fewer nodes up than replicas asked for
+	jsErrCodeInsufficientResources = 10023
+)
+
+// provisionTry bounds one JetStream call of Provision.
+const provisionTry = 5 * time.Second
+
+func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig) error {
+	try := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, provisionTry) }
 	if cfg.Replicas == 0 {
 		cfg.Replicas = 1
 	}
@@ -67,7 +132,10 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 		},
 	}
 	for _, sc := range streams {
-		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+		tctx, cancel := try()
+		_, err := js.CreateOrUpdateStream(tctx, sc)
+		cancel()
+		if err != nil {
 			return fmt.Errorf("provision stream %s: %w", sc.Name, err)
 		}
 	}
@@ -99,11 +167,16 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 		kc.Replicas = cfg.Replicas
 		kc.History = 1
 		kc.MaxValueSize = maxRecordBytes
-		if _, err := js.CreateOrUpdateKeyValue(ctx, kc); err != nil {
+		tctx, cancel := try()
+		_, err := js.CreateOrUpdateKeyValue(tctx, kc)
+		cancel()
+		if err != nil {
 			return fmt.Errorf("provision bucket %s: %w", kc.Bucket, err)
 		}
 	}
-	_, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+	tctx, cancel := try()
+	defer cancel()
+	_, err := js.CreateOrUpdateObjectStore(tctx, jetstream.ObjectStoreConfig{
 		Bucket:      ObjectArtifacts,
 		Description: "artifact content",
 		Storage:     jetstream.FileStorage,

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -51,8 +52,9 @@ type ServeConfig struct {
 	// gateway's A2A doors. Default: the public URL.
 	GatewayURL string
 	// MetricsListen, when set, serves this process's Prometheus metrics at
-	// http://<MetricsListen>/metrics. Off by default; the gateway also
-	// serves them on its own HTTP address.
+	// http://<MetricsListen>/metrics, and /healthz (the process is alive)
+	// and /readyz (NATS connected, every stream provisioned) for probes.
+	// Off by default; the gateway also serves them on its own HTTP address.
 	MetricsListen string
 }
 
@@ -84,7 +86,10 @@ func Serve(ctx context.Context, cfg ServeConfig) (*Running, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := bus.Provision(ctx, conn.JS, bus.ProvisionConfig{Replicas: cfg.Replicas, EventRetention: cfg.EventRetention, MaxArtifactBytes: cfg.MaxArtifactBytes}); err != nil {
+	// A cluster still forming is waited for (logged once), not an error:
+	// the services and the NATS nodes may start in any order.
+	pc := bus.ProvisionConfig{Replicas: cfg.Replicas, EventRetention: cfg.EventRetention, MaxArtifactBytes: cfg.MaxArtifactBytes, Logger: cfg.Logger.With().Str("service", cfg.Service).Logger()}
+	if err := bus.Provision(ctx, conn.JS, pc); err != nil {
 		conn.Drain(cfg.ShutdownGrace)
 		return nil, err
 	}
@@ -167,6 +172,7 @@ func (r *Running) startGateway(ctx context.Context, log zerolog.Logger) error {
 	gc := gateway.Config{
 		Conn: conn, Logger: log, Addr: cfg.HTTPAddr, MaxArtifactBytes: cfg.MaxArtifactBytes,
 		Metrics: r.metrics, Gatherer: r.metrics, A2A: cfg.a2aConfig(), Doors: cfg.doorsConfig(),
+		DownloadsDir: cfg.DownloadsDir,
 	}
 	if cfg.publicURLSet {
 		// Otherwise the gateway uses the address it listens on.
@@ -195,10 +201,40 @@ func (r *Running) serveMetrics() error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(r.metrics, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeHealth(w, http.StatusOK, map[string]any{"ok": true})
+	})
+	mux.HandleFunc("GET /readyz", r.readyz)
 	r.mln = ln
 	r.msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = r.msrv.Serve(ln) }()
 	return nil
+}
+
+// readyz says whether the process's NATS connection is up and every stream
+// is provisioned, the same checks as the gateway's.
+func (r *Running) readyz(w http.ResponseWriter, req *http.Request) {
+	ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
+	defer cancel()
+	checks := map[string]string{"nats": "ok", "jetstream": "ok"}
+	ready := true
+	if !r.conn.NC.IsConnected() {
+		checks["nats"], ready = "disconnected", false
+	}
+	if err := bus.Provisioned(ctx, r.conn.JS); err != nil {
+		checks["jetstream"], ready = err.Error(), false
+	}
+	status := http.StatusOK
+	if !ready {
+		status = http.StatusServiceUnavailable
+	}
+	writeHealth(w, status, map[string]any{"ready": ready, "service": r.cfg.Service, "checks": checks})
+}
+
+func writeHealth(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 // MetricsAddr is the address metrics are served on ("" when off).

@@ -1,0 +1,93 @@
+package platform_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/clustertest"
+	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/rs/zerolog"
+)
+
+func probe(t *testing.T, url string) (int, map[string]any) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var body map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+	return res.StatusCode, body
+}
+
+// TestServe_WaitsForAClusterStillFormingAndAnswersProbes: a service started
+// when only one of three NATS nodes is up waits (it does not exit), comes up
+// when the others join, and answers /healthz and /readyz on its metrics
+// address; /readyz turns 503 when its NATS is gone.
+func TestServe_WaitsForAClusterStillFormingAndAnswersProbes(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3, Deferred: true})
+	c.Start(0)
+	cfg := platform.ServeConfig{
+		Config: platform.Config{
+			DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Replicas: 3,
+			ShutdownGrace: time.Second, Logger: zerolog.Nop(),
+		},
+		Service:       "taskqueue",
+		NATSURL:       c.URL(0),
+		MetricsListen: "127.0.0.1:0",
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type result struct {
+		r   *platform.Running
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := platform.Serve(ctx, cfg)
+		done <- result{r, err}
+	}()
+	// While the cluster has no quorum, Serve keeps waiting.
+	select {
+	case res := <-done:
+		t.Fatalf("serve returned before the cluster formed: %v", res.err)
+	case <-time.After(2 * time.Second):
+	}
+	c.Start(1)
+	c.Start(2)
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("serve after the cluster formed: %v", res.err)
+	}
+	t.Cleanup(res.r.Stop)
+	base := "http://" + res.r.MetricsAddr()
+	if status, body := probe(t, base+"/healthz"); status != http.StatusOK || body["ok"] != true {
+		t.Fatalf("/healthz: %d %v", status, body)
+	}
+	if status, body := probe(t, base+"/readyz"); status != http.StatusOK || body["ready"] != true {
+		t.Fatalf("/readyz: %d %v", status, body)
+	}
+	for i := range 3 {
+		c.Stop(i)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, body := probe(t, base+"/readyz")
+		if status == http.StatusServiceUnavailable && body["ready"] == false {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz with NATS gone: %d %v", status, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if status, _ := probe(t, base+"/healthz"); status != http.StatusOK {
+		t.Fatalf("/healthz with NATS gone: %d", status)
+	}
+}
