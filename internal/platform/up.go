@@ -27,6 +27,8 @@ type Platform struct {
 	metrics  *prometheus.Registry
 	// serviceKey authenticates each service's own connection.
 	serviceKey nkeys.KeyPair
+	// unlock releases the data dir for another process.
+	unlock func()
 }
 
 // Up starts an embedded NATS server with JetStream in cfg.DataDir and every
@@ -39,6 +41,16 @@ func Up(ctx context.Context, cfg Config) (*Platform, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("platform: data dir: %w", err)
 	}
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			unlock()
+		}
+	}()
 	ownerToken, created, err := LoadOrCreateOwnerToken(cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("platform: owner credential: %w", err)
@@ -59,7 +71,7 @@ func Up(ctx context.Context, cfg Config) (*Platform, error) {
 	if natsListen == "off" {
 		natsListen = ""
 	}
-	p := &Platform{cfg: cfg, serviceKey: serviceKey, metrics: NewMetricsRegistry()}
+	p := &Platform{cfg: cfg, serviceKey: serviceKey, metrics: NewMetricsRegistry(), unlock: unlock}
 	p.server, err = embedded.Start(embedded.Config{
 		StoreDir:        filepath.Join(cfg.DataDir, "jetstream"),
 		Listen:          natsListen,
@@ -82,6 +94,7 @@ func Up(ctx context.Context, cfg Config) (*Platform, error) {
 		p.Stop()
 		return nil, err
 	}
+	started = true
 	if created {
 		cfg.Logger.Info().Str("path", OwnerTokenPath(cfg.DataDir)).Msg("created the owner credential; admin commands read it from this file")
 	} else {
@@ -201,6 +214,9 @@ func (p *Platform) Stop() {
 	}
 	if p.server != nil {
 		p.server.Shutdown()
+	}
+	if p.unlock != nil {
+		p.unlock()
 	}
 }
 
