@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,13 +18,15 @@ import (
 func newDoctorCommand() *cobra.Command {
 	var name string
 	var h hostOptions
+	var runTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "doctor --provider " + strings.Join(hostProviders, "|"),
 		Short: "Check that an agent host is installed, answers, and has its credentials",
 		Long: "doctor checks the agent host a provider drives: that its executable is on PATH and\n" +
 			"answers --version, that its credentials are in the environment (or a saved sign-in\n" +
-			"exists), and for openclaw and the Hermes API server that the server answers and\n" +
-			"accepts the key. It exits non-zero when something must be fixed.",
+			"exists), that a tiny headless run answers (a real call to the host's model), and for\n" +
+			"openclaw and the Hermes API server that the server answers and accepts the key.\n" +
+			"It exits non-zero when something must be fixed.",
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -37,6 +40,8 @@ func newDoctorCommand() *cobra.Command {
 				Home:         home,
 				GatewayURL:   h.gatewayURL,
 				HermesAPIURL: h.hermesAPIURL,
+				Model:        h.model,
+				RunTimeout:   runTimeout,
 			})
 			if err != nil {
 				return err
@@ -52,6 +57,8 @@ func newDoctorCommand() *cobra.Command {
 	f.StringVar(&h.binary, "host-binary", "", "the host's executable (default: its usual command on PATH)")
 	f.StringVar(&h.gatewayURL, "gateway-url", provider.DefaultOpenClawGateway, "openclaw: the gateway's base URL")
 	f.StringVar(&h.hermesAPIURL, "hermes-api-url", "", "hermes: check the Hermes API server at this URL instead of hermes")
+	f.StringVar(&h.model, "model", "", "the model the adapter passes to the host (--model), used by the headless run")
+	f.DurationVar(&runTimeout, "run-timeout", provider.DefaultDoctorRunTimeout, "time limit of the headless run")
 	return cmd
 }
 

@@ -365,3 +365,53 @@ func TestRealClaude_TaskProgressArtifactResumeErrorAndCancel(t *testing.T) { tes
 func TestRealGemini_TaskProgressArtifactResumeErrorAndCancel(t *testing.T) { testRealHost(t, "gemini") }
 
 func TestRealCodex_TaskProgressArtifactResumeErrorAndCancel(t *testing.T) { testRealHost(t, "codex") }
+
+// doctor runs a2a-adapter doctor for the lab's host with env, and returns
+// its output and whether it said the host is ready.
+func (l *realLab) doctor(t *testing.T, adapterBin string, env ...string) (string, bool) {
+	t.Helper()
+	args := []string{"doctor", "--provider", l.host.name, "--host-binary", l.bin}
+	for i, f := range l.host.flags {
+		if f == "--model" {
+			args = append(args, f, l.host.flags[i+1])
+		}
+	}
+	cmd := exec.Command(adapterBin, args...)
+	cmd.Env = append(append(os.Environ(), l.hostEnv...), env...)
+	out, err := cmd.CombinedOutput()
+	ready := strings.Contains(string(out), "Ready: a2a-adapter --provider "+l.host.name)
+	if (err == nil) != ready {
+		t.Errorf("doctor exited with %v but printed:\n%s", err, out)
+	}
+	return string(out), ready
+}
+
+// Doctor's verdict matches what a task would meet: it runs a real headless
+// call, so a host with its key is ready, and a key the model refuses, or
+// none, is reported, naming the variable the host really reads.
+func TestRealHosts_DoctorVerdictMatchesReality(t *testing.T) {
+	adapterBin := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-adapter")
+	for _, name := range []string{"claude", "gemini", "codex"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			l := newRealLab(t, name)
+			out, ready := l.doctor(t, adapterBin, l.host.keyEnv+"="+l.secret)
+			if !ready || !strings.Contains(out, "headless run") {
+				t.Errorf("doctor with the right key:\n%s", out)
+			}
+			out, ready = l.doctor(t, adapterBin, l.host.keyEnv+"=sk-wrong-key-000")
+			if ready || !strings.Contains(out, "headless run") {
+				t.Errorf("doctor with a key the model refuses:\n%s", out)
+			}
+			meshtest.AssertNoSecrets(t, []string{l.secret, "sk-wrong-key-000"}, map[string]string{"doctor output": out})
+			if name == "codex" {
+				// Codex reads CODEX_API_KEY; OPENAI_API_KEY alone gives
+				// its runs no credential.
+				out, ready = l.doctor(t, adapterBin, "OPENAI_API_KEY="+l.secret)
+				if ready || !strings.Contains(out, "CODEX_API_KEY") {
+					t.Errorf("doctor with only OPENAI_API_KEY:\n%s", out)
+				}
+			}
+		})
+	}
+}

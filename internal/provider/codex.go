@@ -25,16 +25,19 @@ import (
 // and error (message). Top-level error events include transient notices
 // such as "Reconnecting... 1/5", so only turn.failed and the exit status
 // decide failure. The answer is the last completed agent_message.
-// Credentials: CODEX_API_KEY (or OPENAI_API_KEY) in the environment, or the
-// user's saved `codex login`.
+// Credentials: CODEX_API_KEY in the environment (`codex exec` ignores
+// OPENAI_API_KEY since 0.1x), or the user's saved `codex login` (which
+// `codex login --with-api-key` also writes). The model API's address comes
+// from openai_base_url or a model provider in ~/.codex/config.toml.
 var codexHost = hostSpec{
-	name:       "codex",
-	product:    "OpenAI Codex CLI",
-	binary:     "codex",
-	install:    "install it with `npm install -g @openai/codex`",
-	keys:       []string{"CODEX_API_KEY", "OPENAI_API_KEY"},
-	login:      "or sign in once with `codex login` (a ChatGPT plan works too)",
-	loginFiles: []string{".codex/auth.json"},
+	name:        "codex",
+	product:     "OpenAI Codex CLI",
+	binary:      "codex",
+	install:     "install it with `npm install -g @openai/codex`",
+	keys:        []string{"CODEX_API_KEY"},
+	login:       "or sign in once with `codex login` (a ChatGPT plan works too; `printenv OPENAI_API_KEY | codex login --with-api-key` saves a key)",
+	loginFiles:  []string{".codex/auth.json"},
+	ignoredKeys: []string{"OPENAI_API_KEY"},
 }
 
 // DefaultCodexSandbox lets Codex edit files in the conversation's directory,

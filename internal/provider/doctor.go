@@ -2,13 +2,18 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/a2amesh/a2amesh/internal/adapterapi"
 )
 
 // Check statuses.
@@ -49,7 +54,20 @@ type DoctorOptions struct {
 	HermesAPIURL string
 	// HTTPClient probes HTTP hosts. Default: a client with a short timeout.
 	HTTPClient *http.Client
+	// Model is the model the adapter would pass (--model); the headless
+	// run uses it too.
+	Model string
+	// RunTimeout bounds the headless run. Default DefaultDoctorRunTimeout.
+	RunTimeout time.Duration
 }
+
+// DefaultDoctorRunTimeout bounds doctor's headless run of a host: enough for
+// a CLI to start and answer one short prompt, short enough that a host
+// retrying a refused key is reported rather than waited for.
+const DefaultDoctorRunTimeout = 45 * time.Second
+
+// doctorPrompt is the task of doctor's headless run.
+const doctorPrompt = "This is a connectivity check. Reply with the single word OK and do nothing else."
 
 // doctorTimeout bounds each probe: a host that does not answer its
 // --version within it is not going to run tasks either.
@@ -65,7 +83,8 @@ var hostSpecs = map[string]hostSpec{
 }
 
 // Doctor checks that provider's host can run tasks: that its executable is
-// installed and answers --version, that its credentials are there, and for
+// installed and answers --version, that its credentials are there, that a
+// tiny headless run of a CLI host answers within o.RunTimeout, and for
 // hosts reached over HTTP that the server answers and accepts the key. It
 // returns an error only for a provider it does not know.
 func Doctor(ctx context.Context, provider string, o DoctorOptions) ([]Check, error) {
@@ -84,7 +103,83 @@ func Doctor(ctx context.Context, provider string, o DoctorOptions) ([]Check, err
 	if !ok {
 		return nil, fmt.Errorf("doctor knows the agent host providers claude, codex, gemini, cursor, hermes and openclaw, not %q", provider)
 	}
-	return append(binaryChecks(ctx, spec, o), credentialCheck(spec, o)), nil
+	checks := append(binaryChecks(ctx, spec, o), credentialCheck(spec, o))
+	for _, c := range checks {
+		if c.Status == CheckFail && c.Name != "credentials" {
+			return checks, nil
+		}
+	}
+	return append(checks, headlessRun(ctx, spec, o)), nil
+}
+
+// headlessRun runs a tiny task on the host exactly as the adapter would
+// (same provider, flags and environment) in a temporary folder: the only
+// way to know that the host starts headless, trusts its folder, and that
+// the model accepts its credential.
+func headlessRun(ctx context.Context, spec hostSpec, o DoctorOptions) Check {
+	timeout := o.RunTimeout
+	if timeout <= 0 {
+		timeout = DefaultDoctorRunTimeout
+	}
+	fail := func(detail string) Check {
+		return Check{Name: "headless run", Status: CheckFail, Detail: oneLine(detail, 400),
+			Fix: "run the host once by hand in a terminal to see what it needs; check its credentials (" + strings.Join(spec.keys, ", ") + ")"}
+	}
+	dir, err := os.MkdirTemp("", "a2a-doctor-")
+	if err != nil {
+		return fail(err.Error())
+	}
+	defer os.RemoveAll(dir)
+	p, err := newCLIProvider(spec.name, HostConfig{Binary: o.Binary, Env: o.Env, KillGrace: time.Second}, o.Model)
+	if err != nil {
+		return fail(err.Error())
+	}
+	req := adapterapi.RunTaskRequest{TaskRunID: "doctor", ConversationID: "doctor", TaskType: "chat", Input: json.RawMessage(`{"text":` + strconv.Quote(doctorPrompt) + `}`)}
+	raw, _ := json.Marshal(req)
+	task := NewTask(req, raw, dir, "")
+	var mu sync.Mutex
+	last := ""
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	res, err := p.Run(ctx, task, func(pr Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		last = pr.Message
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case ctx.Err() != nil:
+		detail := fmt.Sprintf("%s did not answer within %s", spec.product, timeout)
+		if last != "" {
+			detail += "; its last report: " + last
+		}
+		return fail(detail)
+	case err != nil:
+		return fail(err.Error())
+	}
+	answer, _ := res.Output["text"].(string)
+	return Check{Name: "headless run", Status: CheckOK,
+		Detail: fmt.Sprintf("answered %s in %.1fs", quoteShort(answer), time.Since(start).Seconds())}
+}
+
+// newCLIProvider builds the provider of a CLI host with the settings doctor
+// knows.
+func newCLIProvider(name string, cfg HostConfig, model string) (Provider, error) {
+	switch name {
+	case claudeHost.name:
+		return NewClaude(ClaudeConfig{HostConfig: cfg, Model: model})
+	case codexHost.name:
+		return NewCodex(CodexConfig{HostConfig: cfg, Model: model})
+	case geminiHost.name:
+		return NewGemini(GeminiConfig{HostConfig: cfg, Model: model})
+	case cursorHost.name:
+		return NewCursor(CursorConfig{HostConfig: cfg, Model: model})
+	case hermesHost.name:
+		return NewHermes(HermesConfig{HostConfig: cfg, Model: model})
+	}
+	return nil, fmt.Errorf("no CLI host provider %q", name)
 }
 
 // binaryChecks finds the executable and asks for its version.
@@ -104,8 +199,11 @@ func binaryChecks(ctx context.Context, spec hostSpec, o DoctorOptions) []Check {
 	cmd := exec.CommandContext(ctx, path, "--version")
 	cmd.Env = o.Env
 	cmd.WaitDelay = time.Second
-	out, err := cmd.CombinedOutput()
-	version := firstLine(string(out))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	// The version is on stdout; some hosts print warnings on stderr first.
+	version := firstLine(firstNonEmpty(strings.TrimSpace(string(out)), stderr.String()))
 	redact := newRedactor(o.Env)
 	if err != nil {
 		checks = append(checks, Check{Name: "version", Status: CheckFail,
@@ -133,16 +231,14 @@ func credentialCheck(spec hostSpec, o DoctorOptions) Check {
 			return Check{Name: "credentials", Status: CheckOK, Detail: k + " is set"}
 		}
 	}
-	saved := ""
-	for _, f := range spec.loginFiles {
-		if o.Home == "" {
-			break
-		}
-		if _, err := os.Stat(filepath.Join(o.Home, f)); err == nil {
-			saved = "~/" + f
-			break
+	for _, k := range spec.ignoredKeys {
+		if lookupEnv(o.Env, k) != "" && savedLogin(spec, o.Home) == "" {
+			return Check{Name: "credentials", Status: CheckFail,
+				Detail: k + " is set, but " + spec.product + " does not read it in headless runs",
+				Fix:    "set " + spec.keys[0] + " in the adapter's environment instead, " + spec.login}
 		}
 	}
+	saved := savedLogin(spec, o.Home)
 	var detail, fix string
 	if len(spec.keys) > 0 {
 		detail = "none of " + strings.Join(spec.keys, ", ") + " is set"
@@ -155,6 +251,20 @@ func credentialCheck(spec hostSpec, o DoctorOptions) Check {
 		return Check{Name: "credentials", Status: CheckOK, Detail: detail + "; saved credentials were found at " + saved}
 	}
 	return Check{Name: "credentials", Status: CheckWarn, Detail: detail + " and no saved credentials were found (a sign-in may be in the system keychain)", Fix: fix}
+}
+
+// savedLogin returns the first of the host's sign-in files found under
+// home, as ~/<file>, or "".
+func savedLogin(spec hostSpec, home string) string {
+	if home == "" {
+		return ""
+	}
+	for _, f := range spec.loginFiles {
+		if _, err := os.Stat(filepath.Join(home, f)); err == nil {
+			return "~/" + f
+		}
+	}
+	return ""
 }
 
 // lookupEnv returns the value of name in env, the last one winning as for

@@ -57,6 +57,9 @@ type hostSpec struct {
 	// loginFiles are files, relative to the home directory, that a saved
 	// sign-in leaves; doctor mentions them when it finds one.
 	loginFiles []string
+	// ignoredKeys are variables people set for the host that it does not
+	// read in headless runs; doctor says so when only they are set.
+	ignoredKeys []string
 }
 
 // cliHost runs one kind of CLI agent host: the process, its workspace, its
