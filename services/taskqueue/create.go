@@ -69,18 +69,21 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 	if run.DelegatedTo, err = s.route(ctx, run); err != nil {
 		return nil, err
 	}
+	var idemRev uint64
 	if in.IdempotencyKey != "" {
-		existing, err := s.claimIdempotencyKey(ctx, in, run.ID)
+		existing, rev, err := s.claimIdempotencyKey(ctx, in, run.ID)
 		if err != nil {
 			return nil, err
 		}
 		if existing != nil {
 			return &meshapi.CreateTaskRunResponse{TaskRun: *existing.Public()}, nil
 		}
+		idemRev = rev
 	}
 	if run.ConversationID == "" {
 		conv, err := s.createConversation(ctx, nil)
 		if err != nil {
+			s.releaseIdempotencyKey(in, run.ID, idemRev)
 			return nil, err
 		}
 		run.ConversationID, run.WorkspaceID = conv.ID, conv.WorkspaceID
@@ -89,6 +92,7 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 	defer unlock()
 	rev, err := s.runs.Create(ctx, run.ID, run)
 	if err != nil {
+		s.releaseIdempotencyKey(in, run.ID, idemRev)
 		return nil, fmt.Errorf("create task run: %w", err)
 	}
 	run.Revision = rev
@@ -216,53 +220,77 @@ func (s *Service) checkAgent(ctx context.Context, id, field string) error {
 	return nil
 }
 
-// claimIdempotencyKey records that key creates runID. If the key was already
-// used, it returns the run it created instead.
-func (s *Service) claimIdempotencyKey(ctx context.Context, in *meshapi.CreateTaskRunRequest, runID string) (*mesh.TaskRun, error) {
-	// Keys are scoped to the target agent and hashed: bucket keys have a
-	// restricted alphabet, and callers' keys may carry anything.
-	key := secret.Hash(in.TargetAgentID + "\x00" + in.IdempotencyKey)
+// idempotencyKey is the bucket key of a create request's idempotency key.
+// Keys are scoped to the target agent and hashed: bucket keys have a
+// restricted alphabet, and callers' keys may carry anything.
+func idempotencyKey(in *meshapi.CreateTaskRunRequest) string {
+	return secret.Hash(in.TargetAgentID + "\x00" + in.IdempotencyKey)
+}
+
+// releaseIdempotencyKey frees the key a create claimed (at revision rev, 0:
+// none) when its run was not stored, so the caller's retry with the same key
+// (after a 503) creates the run at once. If the run may have been stored
+// after all, the key keeps pointing at it.
+func (s *Service) releaseIdempotencyKey(in *meshapi.CreateTaskRunRequest, runID string, rev uint64) {
+	if rev == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bus.RetryBudget)
+	defer cancel()
+	if _, _, err := s.runs.Get(ctx, runID); !errors.Is(err, mesh.ErrNotFound) {
+		return
+	}
+	if err := s.idem.Delete(ctx, idempotencyKey(in), rev); err != nil {
+		s.cfg.Logger.Debug().Err(err).Msg("idempotency key not released; it goes stale instead")
+	}
+}
+
+// claimIdempotencyKey records that key creates runID, returning the
+// revision of that record. If the key was already used, it returns the run
+// it created instead.
+func (s *Service) claimIdempotencyKey(ctx context.Context, in *meshapi.CreateTaskRunRequest, runID string) (*mesh.TaskRun, uint64, error) {
+	key := idempotencyKey(in)
 	rec := &idempotencyRecord{TaskRunID: runID, Fingerprint: fingerprint(in), CreatedAt: time.Now().UTC()}
 	deadline := time.Now().Add(staleIdempotency + 2*time.Second)
 	for {
-		_, err := s.idem.Create(ctx, key, rec)
+		created, err := s.idem.Create(ctx, key, rec)
 		if err == nil {
-			return nil, nil
+			return nil, created, nil
 		}
 		if !errors.Is(err, mesh.ErrConflict) {
-			return nil, err
+			return nil, 0, err
 		}
 		prev, rev, err := s.idem.Get(ctx, key)
 		if errors.Is(err, mesh.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if prev.Fingerprint != "" && prev.Fingerprint != rec.Fingerprint {
-			return nil, mesh.Errorf(mesh.CodeIdempotencyReplay, "idempotency key %q was already used for a different request to this agent", in.IdempotencyKey)
+			return nil, 0, mesh.Errorf(mesh.CodeIdempotencyReplay, "idempotency key %q was already used for a different request to this agent", in.IdempotencyKey)
 		}
 		run, runRev, err := s.runs.Get(ctx, prev.TaskRunID)
 		if err == nil {
 			run.Revision = runRev
-			return run, nil
+			return run, 0, nil
 		}
 		if !errors.Is(err, mesh.ErrNotFound) {
-			return nil, err
+			return nil, 0, err
 		}
 		// The first create is still writing its run, or died before it did.
 		if time.Since(prev.CreatedAt) > staleIdempotency {
-			if _, err := s.idem.Update(ctx, key, rec, rev); err == nil {
-				return nil, nil
+			if taken, err := s.idem.Update(ctx, key, rec, rev); err == nil {
+				return nil, taken, nil
 			}
 			continue
 		}
 		if time.Now().After(deadline) {
-			return nil, mesh.Errorf(mesh.CodeConflict, "a task run with this idempotency key is still being created")
+			return nil, 0, mesh.Errorf(mesh.CodeConflict, "a task run with this idempotency key is still being created")
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, 0, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

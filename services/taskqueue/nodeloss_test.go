@@ -78,3 +78,38 @@ func TestCreate_NodeLossIsARetryNotAnError(t *testing.T) {
 	}
 	t.Logf("%d stored, %d unavailable", len(stored), unavailable)
 }
+
+// TestCreate_RetryAfterUnavailableWithTheSameKeyIsServedAtOnce: a creation
+// answered UNAVAILABLE leaves its idempotency key free, so the client's retry
+// with the same key creates the run at once instead of waiting for the key
+// to go stale.
+func TestCreate_RetryAfterUnavailableWithTheSameKeyIsServedAtOnce(t *testing.T) {
+	s := singleService(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	agent := &mesh.Agent{ID: mesh.NewID(), Name: "retried"}
+	if _, err := s.agentStore.Create(ctx, agent.ID, agent); err != nil {
+		t.Fatal(err)
+	}
+	req := func() *meshapi.CreateTaskRunRequest {
+		return &meshapi.CreateTaskRunRequest{TargetAgentID: agent.ID, Input: []byte(`{"text":"once"}`), IdempotencyKey: "k-1"}
+	}
+	// The runs bucket does not answer.
+	if err := s.js.DeleteStream(ctx, "KV_"+bus.BucketRuns); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.create(ctx, req()); !errors.Is(err, bus.ErrUnavailable) {
+		t.Fatalf("create with the runs bucket gone: %v, want UNAVAILABLE", err)
+	}
+	if err := bus.Provision(ctx, s.js, bus.ProvisionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	res, err := s.create(ctx, req())
+	if err != nil || !res.Created {
+		t.Fatalf("retry with the same key: %v %+v", err, res)
+	}
+	if took := time.Since(began); took > 2*time.Second {
+		t.Fatalf("retry with the same key took %s", took)
+	}
+}
