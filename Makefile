@@ -6,13 +6,16 @@ BIN      ?= bin
 FUZZTIME ?= 15s
 BENCHTIME ?= 2s
 
-.PHONY: run build test lint fuzz bench bench-go clean
+.PHONY: run build dist test lint fuzz bench bench-go clean
 
 run: ## run the whole platform in one process (embedded NATS, JetStream on local disk)
 	$(GO) run ./cmd/a2a-platform up
 
 build: ## build the three binaries into ./bin
 	$(GO) build -trimpath -o $(BIN)/ ./cmd/a2a-platform ./cmd/a2a-runtime ./cmd/a2a-adapter
+
+dist: ## build a2a-runtime and a2a-adapter for linux and darwin (amd64, arm64) into ./dist, with SHA256SUMS: serve them with `a2a-platform up --downloads-dir dist`
+	GO=$(GO) deploy/dist.sh dist
 
 test: ## run every test with the race detector
 	$(GO) test -race -count=1 -timeout 30m ./...
@@ -38,4 +41,4 @@ bench-go: ## Go benchmarks of the hot paths
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./...
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist

@@ -299,6 +299,8 @@ type platformOptions struct {
 	// allowPrivateWebhooks lets webhooks and A2A push notifications reach
 	// the test's loopback receivers.
 	allowPrivateWebhooks bool
+	// downloadsDir is what the platform offers at /install.sh.
+	downloadsDir string
 }
 
 // platform is `a2a-platform up` running as its own process. Its HTTP calls
@@ -344,6 +346,9 @@ func (p *platform) boot() {
 	}
 	if p.opts.allowPrivateWebhooks {
 		args = append(args, "--allow-private-webhooks")
+	}
+	if p.opts.downloadsDir != "" {
+		args = append(args, "--downloads-dir", p.opts.downloadsDir)
 	}
 	if p.opts.maxArtifactBytes > 0 {
 		args = append(args, "--max-artifact-bytes", strconv.FormatInt(p.opts.maxArtifactBytes, 10))

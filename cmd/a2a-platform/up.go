@@ -56,6 +56,7 @@ func addPlatformFlags(cmd *cobra.Command, cfg *platform.Config) {
 	f.DurationVar(&cfg.PairingCodeTTL, "pairing-code-ttl", 10*time.Minute, "how long a pairing code stays valid")
 	f.DurationVar(&cfg.EventRetention, "event-retention", 7*24*time.Hour, "how long events are kept")
 	f.Int64Var(&cfg.MaxArtifactBytes, "max-artifact-bytes", 25<<20, "largest artifact accepted")
+	f.StringVar(&cfg.DownloadsDir, "downloads-dir", envOr("A2A_MESH_DOWNLOADS_DIR", ""), "runtime and adapter programs offered at /install.sh, from make dist (default <data-dir>/downloads) [A2A_MESH_DOWNLOADS_DIR]")
 	f.StringVar(&cfg.PlatformName, "platform-name", "A2A Mesh", "platform name passed to adapters")
 	f.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long a graceful stop may take")
 	f.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs reach loopback, private and link-local addresses (off: such targets are refused)")

@@ -59,7 +59,7 @@ func TestWeb_ConnectAnAgentAndWatchItWork(t *testing.T) {
 	b.waitJS("a pairing code", `() => /^[A-Z2-9]{5}(-[A-Z2-9]{5}){3}$/.test(document.querySelector('#pairing-code')?.textContent || '')`)
 	code := b.textOf("#pairing-code")
 	instructions := b.textOf("#instructions")
-	for _, want := range []string{code, "--api-base " + p.APIBase, "a2a-runtime pair", "a2a-runtime start", "--provider command",
+	for _, want := range []string{code, "--api-base " + p.APIBase, "curl -fsSL " + p.APIBase + "/install.sh | sh", "a2a-runtime pair", "a2a-runtime start", "--provider command",
 		"--local-executor-type custom", "a2a-runtime status", "never create a new agent", "runtime token"} {
 		if !strings.Contains(strings.ToLower(instructions), strings.ToLower(want)) {
 			t.Errorf("the connection instructions lack %q:\n%s", want, instructions)

@@ -5,6 +5,7 @@ package platform
 
 import (
 	"net/url"
+	"path/filepath"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -82,7 +83,10 @@ type Config struct {
 	A2ABaseURL    string
 	A2AWebhookURL string
 	A2AHealthURL  string
-	Logger        zerolog.Logger
+	// DownloadsDir holds the runtime and adapter programs the gateway offers
+	// at GET /install.sh (`make dist` fills it). Default <DataDir>/downloads.
+	DownloadsDir string
+	Logger       zerolog.Logger
 
 	publicURLSet bool
 }
@@ -113,6 +117,9 @@ func (c *Config) defaults() {
 	}
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = 10 * time.Second
+	}
+	if c.DownloadsDir == "" && c.DataDir != "" {
+		c.DownloadsDir = filepath.Join(c.DataDir, "downloads")
 	}
 }
 

@@ -64,6 +64,9 @@ type Config struct {
 	A2A a2aserver.Config
 	// Doors configures the older A2A doors (partner routes, envelope protocol: doors.go).
 	Doors DoorsConfig
+	// DownloadsDir holds the runtime and adapter programs GET /install.sh
+	// installs (`make dist`); empty or missing offers none (downloads.go).
+	DownloadsDir string
 }
 
 func (c *Config) defaults() {
@@ -259,6 +262,9 @@ func (g *Gateway) Handler() http.Handler {
 
 	// Delegation, the partner routes and the envelope protocol (doors.go).
 	g.doorRoutes(mux)
+
+	// The install script and the programs it fetches (downloads.go).
+	g.downloadRoutes(mux)
 
 	return g.middleware(g.fallback(mux))
 }

@@ -3,10 +3,14 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -15,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/internal/downloads"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -212,6 +217,10 @@ func TestOpenAPI_EveryRouteAnswersAsDocumented(t *testing.T) {
 	call(meshtest.Request{Method: http.MethodGet, Path: "/healthz"})
 	call(meshtest.Request{Method: http.MethodGet, Path: "/readyz"})
 	call(meshtest.Request{Method: http.MethodGet, Path: "/metrics"})
+	offerDownload(t, p.DataDir, "a2a-runtime_linux_amd64", "a program")
+	call(meshtest.Request{Method: http.MethodGet, Path: "/install.sh"})
+	call(meshtest.Request{Method: http.MethodGet, Path: "/downloads/SHA256SUMS"})
+	call(meshtest.Request{Method: http.MethodGet, Path: "/downloads/a2a-runtime_linux_amd64"})
 
 	// The web page and its sign-in (websession_test.go).
 	for _, path := range []string{"/", "/agents/" + mesh.NewID(), "/tasks", "/tasks/" + mesh.NewID(), "/integrations", "/assets/app.js", "/assets/style.css", "/assets/icon.svg"} {
@@ -321,5 +330,22 @@ func TestOpenAPI_EveryRouteAnswersAsDocumented(t *testing.T) {
 		if !op.covered {
 			t.Errorf("%s never answered with success in this test", key)
 		}
+	}
+}
+
+// offerDownload puts a program and its checksum where the platform of
+// dataDir offers downloads (its default downloads folder).
+func offerDownload(t *testing.T, dataDir, name, content string) {
+	t.Helper()
+	dir := filepath.Join(dataDir, "downloads")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(content))
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, downloads.SumsFile), []byte(hex.EncodeToString(sum[:])+"  "+name+"\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
