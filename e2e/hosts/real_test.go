@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,11 +62,13 @@ type realHost struct {
 	configure func(t *testing.T, home, modelURL string) []string
 	// shell is the host's tool call running a shell command.
 	shell func(command string) *fakemodel.ToolCall
+	// retry is how the host's retries of the model API read as progress.
+	retry string
 }
 
 var realHosts = map[string]realHost{
 	"claude": {
-		name: "claude", bin: "claude/node_modules/.bin/claude", keyEnv: "ANTHROPIC_API_KEY", executor: "claude_cli",
+		name: "claude", bin: "claude/node_modules/.bin/claude", keyEnv: "ANTHROPIC_API_KEY", executor: "claude_cli", retry: "API retry 1/2",
 		flags: []string{"--allowed-tools", "Bash"},
 		configure: func(t *testing.T, home, modelURL string) []string {
 			// Two retries instead of ten keep a failing model call short.
@@ -76,15 +79,16 @@ var realHosts = map[string]realHost{
 		},
 	},
 	"gemini": {
-		name: "gemini", bin: "gemini/node_modules/.bin/gemini", keyEnv: "GEMINI_API_KEY", executor: "gemini",
+		name: "gemini", bin: "gemini/node_modules/.bin/gemini", keyEnv: "GEMINI_API_KEY", executor: "gemini", retry: "model API retry 1 (HTTP 500)",
 		// A fixed model: "auto" asks a router model first, which the fake
 		// does not play.
 		flags: []string{"--model", "gemini-2.5-flash", "--approval-mode", "yolo"},
 		configure: func(t *testing.T, home, modelURL string) []string {
 			// With GOOGLE_GEMINI_BASE_URL alone Gemini CLI picks its
 			// "gateway" sign-in, which headless runs refuse; a user of an
-			// API key behind a gateway selects the key in settings.
-			writeFile(t, filepath.Join(home, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`)
+			// API key behind a gateway selects the key in settings. Two
+			// attempts instead of ten keep a failing model call short.
+			writeFile(t, filepath.Join(home, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"maxAttempts":2}}`)
 			return []string{"GOOGLE_GEMINI_BASE_URL=" + modelURL}
 		},
 		shell: func(command string) *fakemodel.ToolCall {
@@ -92,7 +96,7 @@ var realHosts = map[string]realHost{
 		},
 	},
 	"codex": {
-		name: "codex", bin: "codex/node_modules/.bin/codex", keyEnv: "CODEX_API_KEY", executor: "codex",
+		name: "codex", bin: "codex/node_modules/.bin/codex", keyEnv: "CODEX_API_KEY", executor: "codex", retry: "Reconnecting... 1/",
 		configure: func(t *testing.T, home, modelURL string) []string {
 			writeFile(t, filepath.Join(home, ".codex", "config.toml"), fmt.Sprintf("openai_base_url = %q\nmodel = \"gpt-5.1-codex\"\n", modelURL+"/v1"))
 			return nil
@@ -122,6 +126,7 @@ type realLab struct {
 	path    string // PATH with Node 24 first
 	home    string
 	hostEnv []string // what the host needs besides its key
+	sysTmp  string   // the adapter's TMPDIR, which hosts must leave alone
 	model   *fakemodel.Server
 	p       *meshtest.Platform
 	adapter *proc
@@ -149,7 +154,11 @@ func newRealLab(t *testing.T, name string) *realLab {
 		release: map[string]chan struct{}{},
 	}
 	l.model = fakemodel.Start(t, l.respond)
-	l.hostEnv = append(h.configure(t, l.home, l.model.URL), "PATH="+l.path, "HOME="+l.home)
+	l.sysTmp = filepath.Join(t.TempDir(), "tmp")
+	if err := os.Mkdir(l.sysTmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l.hostEnv = append(h.configure(t, l.home, l.model.URL), "PATH="+l.path, "HOME="+l.home, "TMPDIR="+l.sysTmp)
 	return l
 }
 
@@ -295,6 +304,21 @@ func testRealHost(t *testing.T, name string) {
 		t.Errorf("the error carries terminal colour codes: %q", run3.Error.Message)
 	}
 
+	// A model that keeps failing: the host's retries show as progress,
+	// then the run fails with the host's message.
+	broken := p.CreateTask(l.agent.ID, "@@fail500@@ Try again.")
+	brokenEvents := p.StreamEvents(t, url.Values{"task_run_id": {broken.ID}, "since": {"1m"}})
+	evs = brokenEvents.Until(t, waitHost, meshtest.TypeIs(mesh.EventTaskRunFailed, broken.ID))
+	if !slices.ContainsFunc(progressMessages(evs, broken.ID), func(m string) bool { return strings.Contains(m, l.host.retry) }) {
+		t.Errorf("no retry (%q) among the progress of a run whose model failed: %q", l.host.retry, progressMessages(evs, broken.ID))
+	}
+	run4 := waitEnd(t, p, broken.ID, mesh.StatusFailed)
+	// Codex words a 500 as its own "high demand" notice.
+	if run4.Error == nil || !strings.Contains(run4.Error.Message, "500") && !strings.Contains(run4.Error.Message, "the fake model broke") &&
+		!strings.Contains(run4.Error.Message, "high demand") {
+		t.Errorf("the failed run's error %+v does not carry the host's message", run4.Error)
+	}
+
 	// Cancel during a tool call that started sleep in its own session: no
 	// process is left behind.
 	canceled := p.CreateTask(l.agent.ID, "@@cancel@@ Sleep.")
@@ -307,8 +331,17 @@ func testRealHost(t *testing.T, name string) {
 			return fmt.Sprintf("the tool's sleep (pids %v) outlived the canceled task: %v", pids, findProcesses("sleep "+strconv.Itoa(l.sleep)))
 		})
 
+	// Hosts kept their temporary files in each run's folder, which is gone.
+	if left, _ := os.ReadDir(l.sysTmp); len(left) > 0 {
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the host wrote into the adapter's temporary folder: %q", names)
+	}
+
 	texts := map[string]string{"adapter output": l.adapter.output(), "runtime output": l.runtime.output(), "platform logs": p.Logs.String()}
-	for _, r := range []mesh.TaskRun{run1, run2, run3} {
+	for _, r := range []mesh.TaskRun{run1, run2, run3, run4} {
 		texts["run "+r.ID] = string(r.Output) + meshtest.JSON(r.Error)
 	}
 	meshtest.AssertNoSecrets(t, []string{l.secret}, texts)
