@@ -87,21 +87,13 @@ func newStart(g *globals) *cobra.Command {
 				log.Info().Str("status", "http://"+status.Addr()).Msg("status port: /metrics and /healthz")
 			}
 			store := g.store()
-			c := connector.New(connector.Config{
-				AgentID: p.AgentID, RuntimeID: p.RuntimeID, Transport: tr, Adapter: adapter,
-				Artifacts: connector.HTTPArtifacts{API: api}, Ledger: led, Platform: p.Platform,
-				Instructions: hello.Instructions, Concurrency: concurrency, TaskTimeout: taskTimeout,
-				DrainGrace:        drainGrace,
-				HeartbeatInterval: time.Duration(max(hello.HeartbeatTimeoutMS, 3000)) * time.Millisecond / 3,
-				RenewInterval:     time.Duration(max(hello.LeaseMS, 1500)) * time.Millisecond / 3,
+			c := connector.NewRuntime(connector.RuntimeConfig{
+				AgentID: p.AgentID, RuntimeID: p.RuntimeID, Transport: tr, Hello: hello, API: api, Adapter: adapter,
+				Ledger: led, Platform: p.Platform, Concurrency: concurrency, TaskTimeout: taskTimeout, DrainGrace: drainGrace,
 				OnHeartbeat: func(at time.Time) {
 					if err := store.RecordHeartbeat(p.Name(), at); err != nil {
 						log.Debug().Err(err).Msg("last heartbeat not recorded in the profile")
 					}
-				},
-				CheckCredential: func(ctx context.Context) error {
-					_, err := connector.HTTPHello(ctx, api)
-					return err
 				},
 				Metrics: metrics,
 				Logger:  log,

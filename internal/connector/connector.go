@@ -35,6 +35,12 @@ type Config struct {
 	Platform adapterapi.Platform
 	// Instructions are the agent's business instructions, passed to the adapter.
 	Instructions string
+	// FreshInstructions asks the platform for the agent's instructions
+	// (Transport.Hello) before each task, so that instructions edited while
+	// the runtime runs reach the next task; Instructions is then only the
+	// fallback when the platform does not answer. False (the default) sends
+	// Instructions as they are.
+	FreshInstructions bool
 	// Concurrency is how many runs are worked on at once. Default 1 (an
 	// adapter runs one task at a time, seed 001 §2.5).
 	Concurrency int

@@ -96,8 +96,35 @@ func (c *Connector) request(ctx context.Context, run *mesh.TaskRun) (*adapterapi
 		InitiatorAgentID: run.InitiatorAgentID,
 		TargetAgentID:    run.TargetAgentID,
 		Platform:         c.cfg.Platform,
-		Instructions:     c.cfg.Instructions,
+		Instructions:     c.instructions(ctx),
 	}, nil
+}
+
+// instructionsTimeout bounds the question for the agent's current
+// instructions before a task; a platform that does not answer in time
+// gets the task sent with the instructions last known.
+const instructionsTimeout = 5 * time.Second
+
+// instructions returns the agent's instructions for the next task: the
+// platform's current ones when FreshInstructions is set.
+func (c *Connector) instructions(ctx context.Context) string {
+	c.mu.Lock()
+	known := c.cfg.Instructions
+	c.mu.Unlock()
+	if !c.cfg.FreshInstructions {
+		return known
+	}
+	hctx, cancel := context.WithTimeout(ctx, instructionsTimeout)
+	defer cancel()
+	hello, err := c.cfg.Transport.Hello(hctx)
+	if err != nil {
+		c.log.Warn().Err(err).Msg("current instructions not fetched; the task gets those last known")
+		return known
+	}
+	c.mu.Lock()
+	c.cfg.Instructions = hello.Instructions
+	c.mu.Unlock()
+	return hello.Instructions
 }
 
 // stopped handles a run whose work was cut short. Canceled and reassigned

@@ -29,6 +29,9 @@ type Transport interface {
 	Fail(ctx context.Context, req meshapi.FailRequest) error
 	// Canceled delivers the ids of this agent's runs canceled on the platform.
 	Canceled() <-chan string
+	// Hello asks the platform for the agent's current instructions and
+	// timings; it changes nothing.
+	Hello(ctx context.Context) (*meshapi.HelloResponse, error)
 	Close()
 }
 

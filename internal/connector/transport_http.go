@@ -66,6 +66,10 @@ func (t *httpTransport) followCancellations(ctx context.Context) {
 
 func (t *httpTransport) Canceled() <-chan string { return t.canceled }
 
+func (t *httpTransport) Hello(ctx context.Context) (*meshapi.HelloResponse, error) {
+	return HTTPHello(ctx, t.cfg.API)
+}
+
 func (t *httpTransport) Heartbeat(ctx context.Context, running []string) error {
 	body := map[string]any{"agent_id": t.cfg.AgentID, "running_task_run_ids": running}
 	_, err := t.cfg.API.Do(ctx, http.MethodPost, "/agent-runtimes/runtime/heartbeat", nil, body, nil)

@@ -111,6 +111,10 @@ func (t *natsTransport) onRunEvent(msg *nats.Msg) {
 
 func (t *natsTransport) Canceled() <-chan string { return t.canceled }
 
+func (t *natsTransport) Hello(ctx context.Context) (*meshapi.HelloResponse, error) {
+	return t.rc.Hello(ctx)
+}
+
 func (t *natsTransport) Heartbeat(ctx context.Context, running []string) error {
 	_, err := t.rc.Heartbeat(ctx, meshapi.HeartbeatRequest{RunningTaskRunIDs: running})
 	return err

@@ -75,7 +75,7 @@ func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tr, _, err := connector.DialNATS(ctx, connector.NATSConfig{
+	tr, hello, err := connector.DialNATS(ctx, connector.NATSConfig{
 		URL: p.NATSURL(), Token: att.RuntimeToken, AgentID: att.AgentID, RuntimeID: att.RuntimeID,
 		InboxPrefix: att.NATS.InboxPrefix, ClaimWait: 2 * time.Second,
 	})
@@ -86,11 +86,10 @@ func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	arts := connector.HTTPArtifacts{API: api}
-	c := connector.New(connector.Config{
-		AgentID: att.AgentID, RuntimeID: att.RuntimeID, Transport: tr, Adapter: ac,
-		Artifacts: arts, Attachments: arts, Logger: zerolog.Nop(),
-		HeartbeatInterval: time.Second, RenewInterval: time.Second, DrainGrace: time.Second,
+	// The runtime a2a-runtime start builds, with short intervals.
+	c := connector.NewRuntime(connector.RuntimeConfig{
+		AgentID: att.AgentID, RuntimeID: att.RuntimeID, Transport: tr, Hello: hello, API: api, Adapter: ac,
+		Logger: zerolog.Nop(), HeartbeatInterval: time.Second, RenewInterval: time.Second, DrainGrace: time.Second,
 	})
 	runCtx, stopRun := context.WithCancel(context.Background())
 	done := make(chan struct{})
