@@ -11,6 +11,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/natsserver"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -48,7 +49,7 @@ func startDeployment(t *testing.T) *deployment {
 		}
 	}
 	natsAddr, leafAddr := meshtest.FreeAddr(t), meshtest.FreeAddr(t)
-	meshtest.StartNATSServer(t, filepath.Join("..", "..", "deploy", "nats", "single.conf"), map[string]string{
+	natsserver.Start(t, filepath.Join("..", "..", "deploy", "nats", "single.conf"), map[string]string{
 		"MESH_SERVICE_PASSWORD": password,
 		"MESH_AUTH_ISSUER":      issuerPub,
 		"MESH_NATS_LISTEN":      natsAddr,
@@ -127,7 +128,7 @@ func attackThroughALeaf(t *testing.T, w *world, d *deployment) {
 	agentA := p.CreateAgent("site")
 	rtA := p.Attach(agentA.ID)
 	siteAddr := meshtest.FreeAddr(t)
-	leaf := meshtest.StartNATSServer(t, filepath.Join("..", "..", "deploy", "nats", "leaf.conf"), map[string]string{
+	leaf := natsserver.Start(t, filepath.Join("..", "..", "deploy", "nats", "leaf.conf"), map[string]string{
 		"MESH_LEAF_LISTEN":  siteAddr,
 		"MESH_LEAF_HUB_URL": "nats-leaf://" + rtA.RuntimeToken + "@" + d.leafAddr,
 	}, siteAddr)
@@ -143,7 +144,7 @@ func attackThroughALeaf(t *testing.T, w *world, d *deployment) {
 		defer cancel()
 		_, err := rc.Hello(ctx)
 		return err == nil
-	}, func() string { return "hello through the leaf never answered:\n" + leaf.Logs.String() })
+	}, func() string { return "hello through the leaf never answered:\n" + leaf.Logs() })
 
 	spyB, err := nc.SubscribeSync(bus.AgentEventsFilter(w.victim.ID))
 	if err != nil {

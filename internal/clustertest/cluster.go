@@ -1,21 +1,24 @@
-// Package clustertest runs a real NATS cluster inside a test process: a few
-// nats-server instances with JetStream, routed to each other on loopback
-// through links the test can cut (a network partition) and servers it can
-// stop and start again (a node lost and back). Tests of what the platform
-// does on a cluster use it instead of the single embedded server.
+// Package clustertest runs a real NATS cluster for a test: a few nats-server
+// processes with JetStream, routed to each other on loopback through links
+// the test can cut (a network partition), which it can stop and start again
+// (a node lost and back). Tests of what the platform does on a cluster use
+// it instead of the single embedded server. The servers run as processes of
+// their own (natsserver), as operators run them.
 package clustertest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"net"
-	"net/url"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/a2amesh/a2amesh/internal/natsserver"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -36,12 +39,14 @@ type Options struct {
 // Cluster is a running cluster. Servers 0..Nodes-1 have JetStream; relays
 // follow.
 type Cluster struct {
-	t     testing.TB
-	opts  Options
-	mu    sync.Mutex
-	srv   []*server.Server
-	dirs  []string
-	ports []int // client ports, kept across restarts
+	t    testing.TB
+	opts Options
+	mu   sync.Mutex
+	proc []*natsserver.Process
+	dirs []string
+	// client, cluster and monitor addresses of each server, kept across
+	// restarts.
+	client, route, monitor []string
 	// links[i][j] carries the routes server i opens to server j.
 	links [][]*link
 }
@@ -54,10 +59,14 @@ func Start(t testing.TB, opts Options) *Cluster {
 		opts.Nodes = 3
 	}
 	n := opts.Nodes + opts.Relays
-	c := &Cluster{t: t, opts: opts, srv: make([]*server.Server, n), dirs: make([]string, n), ports: make([]int, n), links: make([][]*link, n)}
+	c := &Cluster{t: t, opts: opts, proc: make([]*natsserver.Process, n), dirs: make([]string, n),
+		client: make([]string, n), route: make([]string, n), monitor: make([]string, n), links: make([][]*link, n)}
 	for i := range n {
 		c.dirs[i] = t.TempDir()
+		c.client[i], c.route[i], c.monitor[i] = natsserver.FreeAddr(t), natsserver.FreeAddr(t), natsserver.FreeAddr(t)
 		c.links[i] = make([]*link, n)
+	}
+	for i := range n {
 		for j := range n {
 			if j == i {
 				continue
@@ -66,6 +75,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 			if err != nil {
 				t.Fatalf("clustertest: link: %v", err)
 			}
+			l.setTarget(c.route[j])
 			c.links[i][j] = l
 		}
 	}
@@ -80,7 +90,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 }
 
 // Size is the number of servers, relays included.
-func (c *Cluster) Size() int { return len(c.srv) }
+func (c *Cluster) Size() int { return len(c.proc) }
 
 // Name is server i's name.
 func (c *Cluster) Name(i int) string { return fmt.Sprintf("n%d", i) }
@@ -88,91 +98,60 @@ func (c *Cluster) Name(i int) string { return fmt.Sprintf("n%d", i) }
 // Start starts server i (again, after Stop: same name, ports and store).
 func (c *Cluster) Start(i int) {
 	c.t.Helper()
-	jsNode := i < c.opts.Nodes
-	o := &server.Options{
-		ServerName: c.Name(i),
-		Host:       "127.0.0.1",
-		Port:       -1,
-		NoLog:      true,
-		NoSigs:     true,
-		JetStream:  jsNode,
-		StoreDir:   c.dirs[i],
+	var conf strings.Builder
+	fmt.Fprintf(&conf, "server_name: %s\nlisten: %q\nhttp: %q\n", c.Name(i), c.client[i], c.monitor[i])
+	if i < c.opts.Nodes {
+		fmt.Fprintf(&conf, "jetstream { store_dir: %q }\n", c.dirs[i])
 	}
-	if len(c.srv) > 1 {
-		o.Cluster = server.ClusterOpts{
-			Name: "clustertest",
-			Host: "127.0.0.1",
-			Port: -1,
-			// Servers learn about each other only from their configured
-			// routes: a route told by gossip would bypass the links.
-			Advertise: "127.0.0.1:1",
+	if len(c.proc) > 1 {
+		var routes []string
+		for j, l := range c.links[i] {
+			if j != i {
+				routes = append(routes, fmt.Sprintf("%q", "nats-route://"+l.addr()))
+			}
 		}
+		// Servers learn about each other only from their configured
+		// routes: a route told by gossip would bypass the links.
+		fmt.Fprintf(&conf, "cluster { name: clustertest, listen: %q, advertise: \"127.0.0.1:1\", routes: [ %s ] }\n",
+			c.route[i], strings.Join(routes, ", "))
 	}
+	path := filepath.Join(c.dirs[i], "server.conf")
+	if err := os.WriteFile(path, []byte(conf.String()), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	p := natsserver.Start(c.t, path, nil, c.client[i])
 	c.mu.Lock()
-	if c.ports[i] != 0 {
-		o.Port = c.ports[i]
-	}
-	for j, l := range c.links[i] {
-		if j != i {
-			o.Routes = append(o.Routes, &url.URL{Scheme: "nats-route", Host: l.addr()})
-		}
-	}
-	c.mu.Unlock()
-	s, err := server.NewServer(o)
-	if err != nil {
-		c.t.Fatalf("clustertest: server %d: %v", i, err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		c.t.Fatalf("clustertest: server %d did not start", i)
-	}
-	c.mu.Lock()
-	c.srv[i] = s
-	c.ports[i] = s.Addr().(*net.TCPAddr).Port
-	for k := range c.srv {
-		if k != i {
-			c.links[k][i].setTarget(s.ClusterAddr().String())
-		}
-	}
+	c.proc[i] = p
 	c.mu.Unlock()
 }
 
 // Stop shuts server i down (a node lost); Start brings it back.
 func (c *Cluster) Stop(i int) {
 	c.mu.Lock()
-	s := c.srv[i]
-	c.srv[i] = nil
+	p := c.proc[i]
+	c.proc[i] = nil
 	c.mu.Unlock()
-	if s != nil {
-		s.Shutdown()
-		s.WaitForShutdown()
+	if p != nil {
+		p.Stop()
 	}
 }
 
-// Server returns server i, or nil while it is stopped.
-func (c *Cluster) Server(i int) *server.Server {
+// running reports whether server i is up.
+func (c *Cluster) running(i int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.srv[i]
+	return c.proc[i] != nil
 }
 
 // URL is server i's client URL.
-func (c *Cluster) URL(i int) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return fmt.Sprintf("nats://127.0.0.1:%d", c.ports[i])
-}
+func (c *Cluster) URL(i int) string { return "nats://" + c.client[i] }
 
 // URLs lists the client URLs of every server, comma-separated, as an
-// operator gives them to a service. Servers never started are left out.
+// operator gives them to a service.
 func (c *Cluster) URLs() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var urls []string
-	for _, p := range c.ports {
-		if p != 0 {
-			urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", p))
-		}
+	for i := range c.client {
+		urls = append(urls, c.URL(i))
 	}
 	return strings.Join(urls, ",")
 }
@@ -206,29 +185,28 @@ func (c *Cluster) Connect(i int) (*nats.Conn, jetstream.JetStream) {
 }
 
 // WaitJetStream waits until every running node has a JetStream meta leader
-// and answers account requests.
+// and answers as healthy.
 func (c *Cluster) WaitJetStream() {
 	c.t.Helper()
 	c.waitFor(30*time.Second, "JetStream on every node", func() bool {
 		for i := range c.opts.Nodes {
-			s := c.Server(i)
-			if s == nil {
+			if !c.running(i) {
 				continue
 			}
-			if !s.JetStreamIsCurrent() || s.JetStreamIsClustered() && jsLeader(s) == "" {
+			if !natsserver.Healthy(c.monitor[i]) {
+				return false
+			}
+			var jsz struct {
+				Meta *struct {
+					Leader string `json:"leader"`
+				} `json:"meta_cluster"`
+			}
+			if c.opts.Nodes > 1 && (!c.monitorGet(i, "/jsz", &jsz) || jsz.Meta == nil || jsz.Meta.Leader == "") {
 				return false
 			}
 		}
 		return true
 	})
-}
-
-func jsLeader(s *server.Server) string {
-	jsz, err := s.Jsz(&server.JSzOptions{})
-	if err != nil || jsz.Meta == nil {
-		return ""
-	}
-	return jsz.Meta.Leader
 }
 
 // StreamLeader returns the index of the node leading stream, waiting until
@@ -238,14 +216,51 @@ func (c *Cluster) StreamLeader(stream string) int {
 	leader := -1
 	c.waitFor(30*time.Second, "a leader of stream "+stream, func() bool {
 		for i := range c.opts.Nodes {
-			if s := c.Server(i); s != nil && s.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
-				leader = i
-				return true
+			if !c.running(i) {
+				continue
+			}
+			var jsz struct {
+				Accounts []struct {
+					Streams []struct {
+						Name    string `json:"name"`
+						Cluster *struct {
+							Leader string `json:"leader"`
+						} `json:"cluster"`
+					} `json:"stream_detail"`
+				} `json:"account_details"`
+			}
+			if !c.monitorGet(i, "/jsz?streams=true", &jsz) {
+				continue
+			}
+			for _, a := range jsz.Accounts {
+				for _, st := range a.Streams {
+					if st.Name != stream {
+						continue
+					}
+					if c.opts.Nodes == 1 {
+						leader = 0
+						return true
+					}
+					if st.Cluster != nil && st.Cluster.Leader == c.Name(i) {
+						leader = i
+						return true
+					}
+				}
 			}
 		}
 		return false
 	})
 	return leader
+}
+
+// monitorGet reads a JSON document from server i's monitoring endpoint.
+func (c *Cluster) monitorGet(i int, path string, v any) bool {
+	resp, err := http.Get("http://" + c.monitor[i] + path)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(v) == nil
 }
 
 // WaitCurrent waits until every replica of stream on a running node has
@@ -279,15 +294,18 @@ func (c *Cluster) WaitCurrent(stream string) {
 // gets of stream (a follower joins a moment after it is current).
 func (c *Cluster) answersDirectGets(name, stream string) bool {
 	for i := range c.opts.Nodes {
-		s := c.Server(i)
-		if s == nil || c.Name(i) != name {
+		if c.Name(i) != name || !c.running(i) {
 			continue
 		}
-		subs, err := s.Subsz(&server.SubszOptions{Subscriptions: true, Account: server.DEFAULT_GLOBAL_ACCOUNT, Test: "$JS.API.DIRECT.GET." + stream})
-		if err != nil {
+		var subsz struct {
+			Subs []struct {
+				Queue string `json:"qgroup"`
+			} `json:"subscriptions_list"`
+		}
+		if !c.monitorGet(i, "/subsz?subs=1&acc=%24G&test=%24JS.API.DIRECT.GET."+stream, &subsz) {
 			return false
 		}
-		for _, sub := range subs.Subs {
+		for _, sub := range subsz.Subs {
 			if sub.Queue != "" {
 				return true
 			}
@@ -308,7 +326,7 @@ func (c *Cluster) waitFor(limit time.Duration, what string, ok func() bool) {
 }
 
 func (c *Cluster) shutdown() {
-	for i := range c.srv {
+	for i := range c.proc {
 		c.Stop(i)
 	}
 	for _, ls := range c.links {
