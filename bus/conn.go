@@ -44,6 +44,11 @@ type ConnConfig struct {
 	// valid credentials too. The caller then finds out by other means
 	// whether its credential was revoked.
 	RetryRefusedAuth bool
+	// WaitForServer keeps trying to reach a server that cannot be reached
+	// yet (not started, or still starting) until ctx ends, with one log
+	// line, instead of failing at once: platform services started before
+	// their NATS. A refused credential still fails at once.
+	WaitForServer bool
 	// Logger receives connection state changes.
 	Logger zerolog.Logger
 }
@@ -115,7 +120,7 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 	if cfg.Server != nil {
 		url = ""
 	}
-	nc, err := nats.Connect(url, opts...)
+	nc, err := dial(ctx, url, opts, cfg.WaitForServer, maxWait, log)
 	if err != nil {
 		return nil, fmt.Errorf("bus: connect: %w", err)
 	}
@@ -125,6 +130,25 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
 	return &Conn{NC: nc, JS: js}, nil
+}
+
+// dial connects, and with wait retries while no server can be reached.
+func dial(ctx context.Context, url string, opts []nats.Option, wait bool, maxWait time.Duration, log zerolog.Logger) (*nats.Conn, error) {
+	delay := backoff(maxWait)
+	for attempt := 0; ; attempt++ {
+		nc, err := nats.Connect(url, opts...)
+		if err == nil || !wait || !errors.Is(err, nats.ErrNoServers) {
+			return nc, err
+		}
+		if attempt == 0 {
+			log.Warn().Err(err).Msg("waiting for NATS")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (gave up waiting: %w)", err, ctx.Err())
+		case <-time.After(delay(attempt)):
+		}
+	}
 }
 
 // Drain stops subscriptions, lets in-flight messages finish, flushes and closes.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/clustertest"
+	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/rs/zerolog"
 )
@@ -89,5 +91,49 @@ func TestServe_WaitsForAClusterStillFormingAndAnswersProbes(t *testing.T) {
 	}
 	if status, _ := probe(t, base+"/healthz"); status != http.StatusOK {
 		t.Fatalf("/healthz with NATS gone: %d", status)
+	}
+}
+
+// TestServe_WaitsForANATSServerNotStartedYet: a service started before any
+// NATS server is up waits for it (one "waiting for NATS" line) and comes up
+// when it starts, instead of exiting.
+func TestServe_WaitsForANATSServerNotStartedYet(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1, Deferred: true})
+	logs := &meshtest.Logs{}
+	cfg := platform.ServeConfig{
+		Config: platform.Config{
+			DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0",
+			ShutdownGrace: time.Second, Logger: zerolog.New(logs),
+		},
+		Service: "agents",
+		NATSURL: c.URL(0),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type result struct {
+		r   *platform.Running
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := platform.Serve(ctx, cfg)
+		done <- result{r, err}
+	}()
+	meshtest.Eventually(t, 20*time.Second, func() bool {
+		select {
+		case res := <-done:
+			t.Fatalf("serve returned before NATS started: %v", res.err)
+		default:
+		}
+		return strings.Contains(logs.String(), "waiting for NATS")
+	}, func() string { return "no waiting line: " + logs.String() })
+	c.Start(0)
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("serve once NATS started: %v", res.err)
+	}
+	res.r.Stop()
+	if n := strings.Count(logs.String(), "waiting for NATS"); n != 1 {
+		t.Fatalf("%d waiting lines, want one", n)
 	}
 }
