@@ -55,8 +55,8 @@ func UntrustedJSAPI(api string) string { return JetStreamAPIPrefix + "." + api }
 type accountImport struct {
 	subject string
 	// local, when set, is the subject the importing account uses for it.
-	local string
-	stream  bool
+	local  string
+	stream bool
 	// streamed: a request may get many replies (a pull request's messages).
 	streamed bool
 }
