@@ -157,22 +157,18 @@ func (c AccountsConfig) Render() string {
 	w("      { service: { account: %s, subject: \"$SYS.REQ.SERVER.*.KICK\" }, to: %q }", AccountSystem, systemKickPrefix+"*")
 	w("    ]")
 	w("  }")
-	w("  # Runtimes: admitted by the auth callout, each confined to its agent.")
-	w("  %s: {", AccountRuntimes)
-	w("    imports: [")
-	for _, imp := range queueImports() {
-		w("      %s", importLine(imp))
+	importing := func(comment, account string, imports []accountImport) {
+		w("  # %s", comment)
+		w("  %s: {", account)
+		w("    imports: [")
+		for _, imp := range imports {
+			w("      %s", importLine(imp))
+		}
+		w("    ]")
+		w("  }")
 	}
-	w("    ]")
-	w("  }")
-	w("  # Event consumer credentials: admitted by the auth callout.")
-	w("  %s: {", AccountConsumers)
-	w("    imports: [")
-	for _, imp := range consumerImports() {
-		w("      %s", importLine(imp))
-	}
-	w("    ]")
-	w("  }")
+	importing("Runtimes: admitted by the auth callout, each confined to its agent.", AccountRuntimes, queueImports())
+	importing("Event consumer credentials: admitted by the auth callout.", AccountConsumers, consumerImports())
 	w("  %s: {", AccountSystem)
 	w("    exports: [")
 	w("      { service: \"$SYS.REQ.SERVER.PING.CONNZ\", response_type: stream, accounts: [ %s ] }", AccountPlatform)

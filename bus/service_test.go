@@ -17,16 +17,7 @@ import (
 // reach each caller intact — and, under -race, without racing micro's own
 // bookkeeping of the request.
 func TestService_AnswersConcurrentRequestsWithValuesAndErrors(t *testing.T) {
-	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	conn, err := Connect(context.Background(), ConnConfig{Server: srv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.NC.Close() })
+	conn := embeddedConn(t)
 	svc, err := NewService(conn.NC, ServiceConfig{Name: "echo", Version: "1.0.0"})
 	if err != nil {
 		t.Fatal(err)
@@ -98,16 +89,7 @@ func TestService_AnswersConcurrentRequestsWithValuesAndErrors(t *testing.T) {
 // not an inbox (a bucket key, the JetStream API, a service subject) is not
 // answered there: a service publishes only to the inbox of whoever asked.
 func TestService_RepliesOnlyToARequestersInbox(t *testing.T) {
-	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	conn, err := Connect(context.Background(), ConnConfig{Server: srv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.NC.Close() })
+	conn := embeddedConn(t)
 	svc, err := NewService(conn.NC, ServiceConfig{Name: "hello", Version: "1.0.0"})
 	if err != nil {
 		t.Fatal(err)
@@ -144,4 +126,21 @@ func TestService_RepliesOnlyToARequestersInbox(t *testing.T) {
 			}
 		}
 	}
+}
+
+// embeddedConn starts an embedded server with one open account and connects
+// to it, both closed when the test ends.
+func embeddedConn(t *testing.T) *Conn {
+	t.Helper()
+	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	conn, err := Connect(context.Background(), ConnConfig{Server: srv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.NC.Close() })
+	return conn
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/internal/natsserver"
 	"github.com/a2amesh/a2amesh/internal/platform"
 )
 
@@ -28,15 +28,7 @@ func Remote(t testing.TB, apiBase, ownerToken string) *Platform {
 
 // FreeAddr returns a loopback host:port that was free a moment ago, for
 // programs that must be told their port up front.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+func FreeAddr(t testing.TB) string { return natsserver.FreeAddr(t) }
 
 // BuildCommand compiles a main package of this module (an import path such as
 // github.com/a2amesh/a2amesh/cmd/a2a-platform) into a temporary directory and

@@ -46,15 +46,7 @@ func TestServe_WaitsForAClusterStillFormingAndAnswersProbes(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	type result struct {
-		r   *platform.Running
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		r, err := platform.Serve(ctx, cfg)
-		done <- result{r, err}
-	}()
+	done := serveInBackground(ctx, cfg)
 	// While the cluster has no quorum, Serve keeps waiting.
 	select {
 	case res := <-done:
@@ -110,15 +102,7 @@ func TestServe_WaitsForANATSServerNotStartedYet(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	type result struct {
-		r   *platform.Running
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		r, err := platform.Serve(ctx, cfg)
-		done <- result{r, err}
-	}()
+	done := serveInBackground(ctx, cfg)
 	meshtest.Eventually(t, 20*time.Second, func() bool {
 		select {
 		case res := <-done:
@@ -136,4 +120,21 @@ func TestServe_WaitsForANATSServerNotStartedYet(t *testing.T) {
 	if n := strings.Count(logs.String(), "waiting for NATS"); n != 1 {
 		t.Fatalf("%d waiting lines, want one", n)
 	}
+}
+
+// served is what platform.Serve returned.
+type served struct {
+	r   *platform.Running
+	err error
+}
+
+// serveInBackground runs platform.Serve on its own goroutine: it returns
+// only once the service is up (or has given up).
+func serveInBackground(ctx context.Context, cfg platform.ServeConfig) <-chan served {
+	done := make(chan served, 1)
+	go func() {
+		r, err := platform.Serve(ctx, cfg)
+		done <- served{r, err}
+	}()
+	return done
 }
