@@ -19,9 +19,9 @@ import (
 )
 
 // The door's front: what happens to a request before the SDK's transport
-// decodes it. It finds the agent, reads the protocol version, bounds and
-// checks the body, authenticates the caller, checks the scope of the method
-// and the rate limit, and answers every refusal in the shape of the
+// decodes it. It finds the agent, reads the protocol version, authenticates
+// the caller (from the headers, before any of the body is read), bounds and
+// checks the body, checks the scope of the method and the rate limit, and answers every refusal in the shape of the
 // request's binding and version. The SDK's handlers then see only requests
 // that may proceed, with the agent, caller and version in the context.
 
@@ -55,17 +55,29 @@ func jsonMedia(ct string) bool {
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
-// readBody reads a whole body within limit.
+// readBody reads a whole body within limit; a longer one is
+// errPayloadTooLarge.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		return nil, a2a.NewError(a2a.ErrInvalidRequest, fmt.Sprintf("request body is larger than %d bytes", limit))
+		return nil, fmt.Errorf("%w: the request body is larger than %d bytes", errPayloadTooLarge, limit)
 	case err != nil:
 		return nil, a2a.NewError(a2a.ErrInvalidRequest, "the request body could not be read")
 	}
 	return b, nil
+}
+
+// bodyLimit is how much of a body the door reads for a caller: anonymous
+// callers (of a public agent) get the platform's cap for every route, callers
+// with a credential the door's larger one, which leaves room for inline
+// files.
+func (s *Server) bodyLimit(c *Caller) int64 {
+	if c.Anonymous() {
+		return s.cfg.MaxAnonymousBodyBytes
+	}
+	return s.cfg.MaxBodyBytes
 }
 
 // envelope is a JSON-RPC request as the front reads it.
@@ -120,7 +132,14 @@ func (s *Server) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 	if !supported {
 		shape = a2atask.Version10
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	// Who calls is known before any of the body is read: a caller without
+	// a credential never makes the door read megabytes.
+	c, err := s.authenticate(w, r, agent)
+	if err != nil {
+		writeRPCError(w, shape, nil, err, nil)
+		return
+	}
+	body, err := readBody(w, r, s.bodyLimit(c))
 	if err != nil {
 		writeRPCError(w, shape, nil, err, nil)
 		return
@@ -151,8 +170,7 @@ func (s *Server) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, version, env.id, err, nil)
 		return
 	}
-	c, err := s.admit(w, r, agent, method)
-	if err != nil {
+	if err := s.authorize(w, agent, c, method); err != nil {
 		writeRPCError(w, version, env.id, err, retryMeta(w))
 		return
 	}
@@ -194,9 +212,14 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request, version strin
 	}
 	rel := strings.TrimPrefix(r.URL.Path, "/a2a/"+agent.ID)
 	method := restMethod(r.Method, strings.TrimPrefix(rel, "/v1"))
+	c, err := s.authenticate(w, r, agent)
+	if err != nil {
+		writeRESTError(w, err, nil)
+		return
+	}
 	var body []byte
 	if r.Method == http.MethodPost {
-		if body, err = readBody(w, r, s.cfg.MaxBodyBytes); err != nil {
+		if body, err = readBody(w, r, s.bodyLimit(c)); err != nil {
 			writeRESTError(w, err, nil)
 			return
 		}
@@ -208,8 +231,7 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request, version strin
 	if version == a2atask.Version03 && method == methodPushCreate {
 		body = fixPushCreate03(body, pathTaskID(rel))
 	}
-	c, err := s.admit(w, r, agent, method)
-	if err != nil {
+	if err := s.authorize(w, agent, c, method); err != nil {
 		writeRESTError(w, err, retryMeta(w))
 		return
 	}
@@ -229,6 +251,19 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request, version strin
 // caller's rate limit. A refusal sets what the answer needs in w's headers
 // (WWW-Authenticate, Retry-After).
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, agent *mesh.Agent, method string) (*Caller, error) {
+	c, err := s.authenticate(w, r, agent)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorize(w, agent, c, method); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// authenticate returns the caller of r, from its headers only. A refusal
+// sets WWW-Authenticate.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, agent *mesh.Agent) (*Caller, error) {
 	c, err := s.auth.authenticate(r, agent)
 	if err != nil {
 		if errors.Is(err, a2a.ErrUnauthenticated) {
@@ -236,14 +271,20 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, agent *mesh.Agent
 		}
 		return nil, err
 	}
+	return c, nil
+}
+
+// authorize checks the method's scope and takes one request from the
+// caller's rate limit (setting Retry-After when refused).
+func (s *Server) authorize(w http.ResponseWriter, agent *mesh.Agent, c *Caller, method string) error {
 	if scope := scopes[method]; scope != "" && !c.can(scope) {
-		return nil, a2a.NewError(a2a.ErrUnauthorized, fmt.Sprintf("this credential lacks the %s scope that %s needs", scope, method))
+		return a2a.NewError(a2a.ErrUnauthorized, fmt.Sprintf("this credential lacks the %s scope that %s needs", scope, method))
 	}
 	if ok, wait := s.limiter.allow(agent.ID + "|" + c.RateKey); !ok {
 		retryAfter(w, wait)
-		return nil, a2a.NewError(errRateLimited, fmt.Sprintf("rate limit of %d requests a minute exceeded; retry after %s s", s.cfg.RateLimitPerMinute, w.Header().Get("Retry-After")))
+		return a2a.NewError(errRateLimited, fmt.Sprintf("rate limit of %d requests a minute exceeded; retry after %s s", s.cfg.RateLimitPerMinute, w.Header().Get("Retry-After")))
 	}
-	return c, nil
+	return nil
 }
 
 // retryMeta puts the Retry-After of a refusal into the error's details.

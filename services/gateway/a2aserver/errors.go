@@ -26,6 +26,10 @@ import (
 // -31403) and HTTP 429 on REST, with Retry-After.
 var errRateLimited = errors.New("rate limit exceeded")
 
+// errPayloadTooLarge is a body over the door's cap. A2A defines no error
+// for it either: JSON-RPC code -31413, HTTP 413 on both bindings.
+var errPayloadTooLarge = errors.New("payload too large")
+
 // Errors the door raises itself, with the messages clients see.
 var (
 	errUnknownContext = a2a.NewError(a2a.ErrInvalidParams, "contextId must be a context this agent gave you (or left out to start a new one)")
@@ -63,28 +67,40 @@ var errorKinds = []errorKind{
 	{a2a.ErrUnauthenticated, -31401, http.StatusUnauthorized, "UNAUTHENTICATED"},
 	{a2a.ErrUnauthorized, -31403, http.StatusForbidden, "PERMISSION_DENIED"},
 	{errRateLimited, -31429, http.StatusTooManyRequests, "RESOURCE_EXHAUSTED"},
+	{errPayloadTooLarge, -31413, http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT"},
 }
 
-// reasonRateLimited is the ErrorInfo reason of errRateLimited.
-const reasonRateLimited = "RATE_LIMIT_EXCEEDED"
+// ErrorInfo reasons of the door's own errors.
+const (
+	reasonRateLimited     = "RATE_LIMIT_EXCEEDED"
+	reasonPayloadTooLarge = "PAYLOAD_TOO_LARGE"
+)
 
 // kindOf returns the wire form of err; unknown errors are internal errors.
 func kindOf(err error) (errorKind, string) {
 	for _, k := range errorKinds {
 		if errors.Is(err, k.err) {
-			if k.err == errRateLimited {
-				return k, reasonRateLimited
-			}
-			return k, a2a.ErrorReason(k.err)
+			return k, reasonOf(k.err)
 		}
 	}
 	return errorKinds[4], "INTERNAL_ERROR"
 }
 
+// reasonOf is the ErrorInfo reason of one of the errors of errorKinds.
+func reasonOf(err error) string {
+	switch err {
+	case errRateLimited:
+		return reasonRateLimited
+	case errPayloadTooLarge:
+		return reasonPayloadTooLarge
+	}
+	return a2a.ErrorReason(err)
+}
+
 // kindOfReason returns the wire form of an ErrorInfo reason.
 func kindOfReason(reason string) (errorKind, bool) {
 	for _, k := range errorKinds {
-		if (k.err == errRateLimited && reason == reasonRateLimited) || a2a.ErrorReason(k.err) == reason {
+		if reasonOf(k.err) == reason {
 			return k, true
 		}
 	}
@@ -172,8 +188,9 @@ func flattenInfo(info *errordetails.Typed) map[string]any {
 
 // writeRPCError answers a JSON-RPC request the door refused before the
 // transport saw it. Authentication failures are HTTP 401 (both versions put
-// authentication in the HTTP layer); everything else is HTTP 200 with the
-// error object, as JSON-RPC errors are.
+// authentication in the HTTP layer), a body over the cap 413 (the request
+// was never read as JSON-RPC); everything else is HTTP 200 with the error
+// object, as JSON-RPC errors are.
 func writeRPCError(w http.ResponseWriter, version string, id any, err error, meta map[string]string) {
 	status := http.StatusOK
 	switch {
@@ -181,7 +198,10 @@ func writeRPCError(w http.ResponseWriter, version string, id any, err error, met
 		status = http.StatusUnauthorized
 	case errors.Is(err, a2a.ErrUnsupportedContentType):
 		status = http.StatusUnsupportedMediaType
+	case errors.Is(err, errPayloadTooLarge):
+		status = http.StatusRequestEntityTooLarge
 	}
+	closeUnread(w, err)
 	body := map[string]any{"jsonrpc": "2.0", "id": id, "error": rpcError(version, err, meta)}
 	writeJSONBody(w, status, body)
 }
@@ -191,11 +211,22 @@ func writeRPCError(w http.ResponseWriter, version string, id any, err error, met
 // serves it).
 func writeRESTError(w http.ResponseWriter, err error, meta map[string]string) {
 	k, reason := kindOf(err)
+	closeUnread(w, err)
 	body := map[string]any{"error": map[string]any{
 		"code": k.status, "status": k.grpc, "message": err.Error(),
 		"details": []*errordetails.Typed{errorInfo(reason, meta)},
 	}}
 	writeJSONBody(w, k.status, body)
+}
+
+// closeUnread closes the connection after a body over the cap: what is
+// left of it is never read, not even the 256 KiB net/http would otherwise
+// drain to keep the connection (the gateway's response writer wraps the
+// one that http.MaxBytesReader would tell).
+func closeUnread(w http.ResponseWriter, err error) {
+	if errors.Is(err, errPayloadTooLarge) {
+		w.Header().Set("Connection", "close")
+	}
 }
 
 // retryAfter sets Retry-After to d rounded up to whole seconds.

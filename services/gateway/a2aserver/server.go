@@ -69,9 +69,12 @@ type Config struct {
 	OfflineWait time.Duration
 	// MaxFileBytes bounds one inline file part. Default 5 MiB.
 	MaxFileBytes int64
-	// MaxBodyBytes bounds a request body. Default 8 MiB (a 5 MiB file is
-	// 6.7 MiB of base64).
+	// MaxBodyBytes bounds the body of a caller with a credential. Default
+	// 8 MiB (a 5 MiB file is 6.7 MiB of base64).
 	MaxBodyBytes int64
+	// MaxAnonymousBodyBytes bounds the body of a caller without one (of a
+	// public agent): the cap of the platform's other routes. Default 1 MiB.
+	MaxAnonymousBodyBytes int64
 	// NoPush turns push notifications off (agent cards say so, and the
 	// push configuration methods answer PushNotificationNotSupported), for
 	// operators who want no calls out of the platform.
@@ -105,6 +108,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 8 << 20
+	}
+	if c.MaxAnonymousBodyBytes == 0 {
+		c.MaxAnonymousBodyBytes = 1 << 20
 	}
 	if c.KeepAlive == 0 {
 		c.KeepAlive = 15 * time.Second
