@@ -16,9 +16,10 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// TestDoors_SecretsNeverLeak: the environment variables of an envelope
-// execute-agent reach the agent's host and nothing else (no log, event, API
-// answer of any door, or the run record once the run ended); a partner's
+// TestDoors_SecretsNeverLeak: the working directory of an envelope
+// execute-agent reaches the agent's host and nothing else (no log, event, API
+// answer of any door, or the run record once the run ended; environment
+// variables are refused: envelope/refusals_test.go); a partner's
 // shared secret and API key appear only in the answer that registers it.
 func TestDoors_SecretsNeverLeak(t *testing.T) {
 	t.Parallel()
@@ -28,21 +29,20 @@ func TestDoors_SecretsNeverLeak(t *testing.T) {
 	agent := meshtest.StartOnlineAgent(t, p, meshtest.AgentOptions{Name: "secretive", Provider: host})
 	var key meshapi.CreateA2AKeyResponse
 	p.Do(http.MethodPost, "/a2a/"+agent.Agent.ID+"/api-keys", nil, &key)
-	const envSecret = "sk-live-envelope-secret-4f1d9c"
 	const cwdSecret = "/home/someone/private-cwd-7b2e"
 
 	env := map[string]any{
 		"a2a":     map[string]any{"protocol": "a2a", "version": "1.0", "id": "secret-run", "timestamp": time.Now().UTC().Format(time.RFC3339), "type": "request"},
 		"context": map[string]any{"from": "caller", "to": agent.Agent.ID},
 		"payload": map[string]any{"method": "execute-agent", "params": map[string]any{
-			"input": "wait with secrets", "workingDirectory": cwdSecret, "environmentVariables": map[string]any{"API_TOKEN": envSecret}}},
+			"input": "wait with secrets", "workingDirectory": cwdSecret}},
 	}
 	answer := make(chan *meshtest.Response, 1)
 	go func() {
 		answer <- p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/a2a", Header: http.Header{"X-Api-Key": {key.APIKey}}, JSON: env})
 	}()
 	got := <-host.Environments
-	if got == nil || got.Variables["API_TOKEN"] != envSecret || got.WorkingDirectory != cwdSecret {
+	if got == nil || len(got.Variables) != 0 || got.WorkingDirectory != cwdSecret {
 		t.Fatalf("the host got %+v", got)
 	}
 	var runs meshapi.TaskRunList
@@ -110,5 +110,5 @@ func TestDoors_SecretsNeverLeak(t *testing.T) {
 	texts["task delegated out"] = meshtest.JSON(p.GetTask(out.ID))
 	texts["stored events"] = p.StoredEvents(t)
 	texts["logs"] = logs.String()
-	meshtest.AssertNoSecrets(t, []string{envSecret, cwdSecret, partner.Secret, partnerKey, key.APIKey}, texts)
+	meshtest.AssertNoSecrets(t, []string{cwdSecret, partner.Secret, partnerKey, key.APIKey}, texts)
 }

@@ -139,6 +139,11 @@ func (s *Service) newRun(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 	if err := checkLineage(in); err != nil {
 		return nil, err
 	}
+	if in.Environment != nil && len(in.Environment.Variables) > 0 {
+		// A run record is written to the store's files on disk, where a
+		// value erased later keeps its bytes: secrets are never taken.
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "environment variables are not accepted: the platform never stores secrets for a host; set them in the environment of the agent's runtime")
+	}
 	if err := checkEnvironment(in.Environment); err != nil {
 		return nil, err
 	}

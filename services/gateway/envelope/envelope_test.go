@@ -87,7 +87,8 @@ func request(id, to, method string, params map[string]any) map[string]any {
 }
 
 // TestEnvelope_SeedExamples replays seed 002's examples: execute-agent
-// (whose environment reaches the agent's host), status (ready, busy,
+// (whose working directory reaches the agent's host; environment variables
+// are refused: refusals_test.go), status (ready, busy,
 // error), the agents' status and the execution history.
 func TestEnvelope_SeedExamples(t *testing.T) {
 	t.Parallel()
@@ -97,7 +98,6 @@ func TestEnvelope_SeedExamples(t *testing.T) {
 
 	r := d.post(d.key, request("request-unique-id", agentID, "execute-agent", map[string]any{
 		"agentId": agentID, "input": "Generated response from agent", "workingDirectory": "/srv/project",
-		"environmentVariables": map[string]any{"VARIABLE_NAME": "value"},
 	})).Expect(t, http.StatusOK)
 	m := decode(t, r, "request-unique-id")
 	if m.Context.From != agentID || m.Context.To != "source-agent-id" {
@@ -113,7 +113,7 @@ func TestEnvelope_SeedExamples(t *testing.T) {
 	}
 	select {
 	case env := <-d.host.Environments:
-		if env == nil || env.WorkingDirectory != "/srv/project" || env.Variables["VARIABLE_NAME"] != "value" {
+		if env == nil || env.WorkingDirectory != "/srv/project" || len(env.Variables) != 0 {
 			t.Fatalf("the host got the environment %+v", env)
 		}
 	case <-time.After(10 * time.Second):
@@ -249,7 +249,7 @@ func TestEnvelope_MalformedMessagesGetAnErrorEnvelope(t *testing.T) {
 		{"params", mutate(func(m map[string]any) { block(m, "payload")["params"] = []int{1} }), 400, "INVALID_ENVELOPE"},
 		{"unknown method", mutate(func(m map[string]any) { block(m, "payload")["method"] = "dance" }), 400, "METHOD_NOT_FOUND"},
 		{"no input", mutate(func(m map[string]any) { block(m, "payload")["method"] = "execute-agent" }), 400, "INVALID_PARAMS"},
-		{"reserved variable", mutate(func(m map[string]any) {
+		{"environment variables", mutate(func(m map[string]any) {
 			block(m, "payload")["method"] = "execute-agent"
 			block(m, "payload")["params"] = map[string]any{"input": "x", "environmentVariables": map[string]any{"PATH": "/evil"}}
 		}), 400, "INVALID_PARAMS"},

@@ -119,15 +119,22 @@ func (d *Door) replyStatus(w http.ResponseWriter, status int, req *message, from
 	_ = json.NewEncoder(w).Encode(resp)
 }
 
-// executeParams are execute-agent's params. The working directory and the
-// environment variables reach the agent's host through its runtime only:
-// they are never logged, published or answered back.
+// executeParams are execute-agent's params. The working directory reaches
+// the agent's host through its runtime only: it is never logged, published
+// or answered back. Environment variables are refused: whatever the run
+// record holds is written to the store's files on disk, where erasing it
+// later leaves its bytes (docs/a2a.md).
 type executeParams struct {
 	AgentID              string            `json:"agentId"`
 	Input                *string           `json:"input"`
 	WorkingDirectory     string            `json:"workingDirectory"`
 	EnvironmentVariables map[string]string `json:"environmentVariables"`
 }
+
+// errEnvironmentVariables is the refusal of environmentVariables. It never
+// quotes a value.
+const errEnvironmentVariables = "environmentVariables are not accepted: the platform never stores secrets for a host; " +
+	"set them in the environment of the runtime on the agent's machine (its adapter passes its environment to the host)"
 
 // executeResult is execute-agent's result.
 type executeResult struct {
@@ -151,6 +158,9 @@ func (d *Door) execute(ctx context.Context, c *a2aserver.Caller, m *message) (in
 	}
 	if p.Input == nil {
 		return 0, nil, "", &payloadError{Code: codeInvalidParams, Message: "params.input is required"}
+	}
+	if len(p.EnvironmentVariables) > 0 {
+		return 0, nil, "", &payloadError{Code: codeInvalidParams, Message: errEnvironmentVariables}
 	}
 	agentID := p.AgentID
 	if agentID == "" {
@@ -176,8 +186,8 @@ func (d *Door) execute(ctx context.Context, c *a2aserver.Caller, m *message) (in
 		IdempotencyKey: "envelope:" + secret.Hash(cc.ID + "\x00" + m.A2A.ID)[:40],
 		Metadata:       map[string]any{"envelope_from": m.Context.From},
 	}
-	if p.WorkingDirectory != "" || len(p.EnvironmentVariables) > 0 {
-		req.Environment = &mesh.HostEnvironment{WorkingDirectory: p.WorkingDirectory, Variables: p.EnvironmentVariables}
+	if p.WorkingDirectory != "" {
+		req.Environment = &mesh.HostEnvironment{WorkingDirectory: p.WorkingDirectory}
 	}
 	res, err := d.client.CreateTaskRun(ctx, req)
 	if err != nil {
