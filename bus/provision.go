@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -139,29 +140,7 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 			return fmt.Errorf("provision stream %s: %w", sc.Name, err)
 		}
 	}
-	buckets := []jetstream.KeyValueConfig{
-		{Bucket: BucketAgents, Description: "agent accounts"},
-		{Bucket: BucketConversations, Description: "conversations and their workspaces"},
-		{Bucket: BucketRuns, Description: "task runs, the system of record for execution"},
-		{Bucket: BucketIdempotency, Description: "idempotency keys of task-run creation"},
-		{Bucket: BucketPairing, Description: "one-time pairing codes, by hash", TTL: 24 * time.Hour},
-		{Bucket: BucketRuntimes, Description: "attached runtimes and each agent's active runtime"},
-		{Bucket: BucketCredentials, Description: "runtime credentials, by hash"},
-		{Bucket: BucketPresence, Description: "runtime heartbeats and presence"},
-		{Bucket: BucketArtifactMeta, Description: "artifact metadata"},
-		{Bucket: BucketConfig, Description: "platform settings (credential hashes)"},
-		{Bucket: BucketConsumers, Description: "event consumer credentials, by id and by hash"},
-		{Bucket: BucketWebhooks, Description: "webhook subscriptions"},
-		// Dead letters are kept for the event retention window, like the
-		// events they carry.
-		{Bucket: BucketDeliveries, Description: "webhook deliveries that failed at least once, and dead letters", TTL: cfg.EventRetention},
-		{Bucket: BucketA2ATasks, Description: "A2A task data a task run does not hold: history, caller, push configurations"},
-		{Bucket: BucketA2AKeys, Description: "per-agent A2A API keys, by id and by hash"},
-		// No sign-in session outlives a week; expired ones are dropped unread.
-		{Bucket: BucketWebSessions, Description: "web sign-in codes and sessions, by hash", TTL: 7 * 24 * time.Hour},
-		{Bucket: BucketDelegation, Description: "routing rules, delegations being followed, partner platforms"},
-		{Bucket: BucketA2ADoors, Description: "partner-route and envelope-protocol data a task run does not hold"},
-	}
+	buckets := bucketConfigs(cfg.EventRetention)
 	for _, kc := range buckets {
 		kc.Storage = jetstream.FileStorage
 		kc.Replicas = cfg.Replicas
@@ -188,12 +167,62 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 	return nil
 }
 
-// Provisioned reports whether every stream exists, for readiness checks.
+// ProvisionedStreams names every stream Provision makes: the queue and event
+// streams, one per key-value bucket and the object store's.
+func ProvisionedStreams() []string {
+	names := []string{QueueStream, EventStream}
+	for _, kc := range bucketConfigs(DefaultEventRetention) {
+		names = append(names, "KV_"+kc.Bucket)
+	}
+	return append(names, "OBJ_"+ObjectArtifacts)
+}
+
+// Provisioned reports whether every stream, bucket and object store exists,
+// for readiness checks, naming each that is missing. It asks JetStream once.
 func Provisioned(ctx context.Context, js jetstream.JetStream) error {
-	for _, name := range []string{QueueStream, EventStream, "KV_" + BucketRuns, "KV_" + BucketAgents, "KV_" + BucketWebhooks, "OBJ_" + ObjectArtifacts} {
-		if _, err := js.Stream(ctx, name); err != nil {
-			return fmt.Errorf("stream %s: %w", name, err)
+	have := map[string]bool{}
+	lister := js.StreamNames(ctx)
+	for name := range lister.Name() {
+		have[name] = true
+	}
+	if err := lister.Err(); err != nil {
+		return fmt.Errorf("stream names: %w", err)
+	}
+	var missing []string
+	for _, name := range ProvisionedStreams() {
+		if !have[name] {
+			missing = append(missing, name)
 		}
 	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing streams: %s", strings.Join(missing, ", "))
+	}
 	return nil
+}
+
+// bucketConfigs lists every key-value bucket the platform keeps.
+func bucketConfigs(eventRetention time.Duration) []jetstream.KeyValueConfig {
+	return []jetstream.KeyValueConfig{
+		{Bucket: BucketAgents, Description: "agent accounts"},
+		{Bucket: BucketConversations, Description: "conversations and their workspaces"},
+		{Bucket: BucketRuns, Description: "task runs, the system of record for execution"},
+		{Bucket: BucketIdempotency, Description: "idempotency keys of task-run creation"},
+		{Bucket: BucketPairing, Description: "one-time pairing codes, by hash", TTL: 24 * time.Hour},
+		{Bucket: BucketRuntimes, Description: "attached runtimes and each agent's active runtime"},
+		{Bucket: BucketCredentials, Description: "runtime credentials, by hash"},
+		{Bucket: BucketPresence, Description: "runtime heartbeats and presence"},
+		{Bucket: BucketArtifactMeta, Description: "artifact metadata"},
+		{Bucket: BucketConfig, Description: "platform settings (credential hashes)"},
+		{Bucket: BucketConsumers, Description: "event consumer credentials, by id and by hash"},
+		{Bucket: BucketWebhooks, Description: "webhook subscriptions"},
+		// Dead letters are kept for the event retention window, like the
+		// events they carry.
+		{Bucket: BucketDeliveries, Description: "webhook deliveries that failed at least once, and dead letters", TTL: eventRetention},
+		{Bucket: BucketA2ATasks, Description: "A2A task data a task run does not hold: history, caller, push configurations"},
+		{Bucket: BucketA2AKeys, Description: "per-agent A2A API keys, by id and by hash"},
+		// No sign-in session outlives a week; expired ones are dropped unread.
+		{Bucket: BucketWebSessions, Description: "web sign-in codes and sessions, by hash", TTL: 7 * 24 * time.Hour},
+		{Bucket: BucketDelegation, Description: "routing rules, delegations being followed, partner platforms"},
+		{Bucket: BucketA2ADoors, Description: "partner-route and envelope-protocol data a task run does not hold"},
+	}
 }

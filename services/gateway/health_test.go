@@ -52,3 +52,24 @@ func TestHealth_ReadyzFailsWhenAStreamIsMissing(t *testing.T) {
 	}
 	p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/healthz"}).Expect(t, http.StatusOK)
 }
+
+// TestHealth_ReadyzNamesEveryMissingBucket: readiness covers every stream,
+// bucket and object store the platform provisions, not a sample of them.
+func TestHealth_ReadyzNamesEveryMissingBucket(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, meshtest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, name := range []string{"KV_" + bus.BucketPresence, "KV_" + bus.BucketA2ADoors} {
+		if err := p.Conn().JS.DeleteStream(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ready readiness
+	p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/readyz"}).Expect(t, http.StatusServiceUnavailable).Decode(t, &ready)
+	for _, name := range []string{"KV_" + bus.BucketPresence, "KV_" + bus.BucketA2ADoors} {
+		if ready.Ready || !strings.Contains(ready.Checks["jetstream"], name) {
+			t.Fatalf("/readyz without %s: %+v", name, ready)
+		}
+	}
+}
