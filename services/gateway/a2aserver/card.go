@@ -62,7 +62,7 @@ func (s *Server) card(agent *mesh.Agent) *a2a.AgentCard {
 			schemeBearer: a2a.HTTPAuthSecurityScheme{Scheme: "Bearer", BearerFormat: "JWT",
 				Description: "A JWT the platform signed for an agent, or one of the identity provider this platform trusts."},
 		},
-		Skills: skills(agent.Skills),
+		Skills: skills(agent),
 	}
 	if !agent.Public {
 		card.SecurityRequirements = a2a.SecurityRequirementsOptions{
@@ -73,9 +73,18 @@ func (s *Server) card(agent *mesh.Agent) *a2a.AgentCard {
 	return card
 }
 
-func skills(in []mesh.Skill) []a2a.AgentSkill {
-	out := make([]a2a.AgentSkill, 0, len(in))
-	for _, sk := range in {
+// skills are the account's skills on the card. An account without any gets
+// one general skill, since spec 1.0 requires at least one.
+func skills(agent *mesh.Agent) []a2a.AgentSkill {
+	if len(agent.Skills) == 0 {
+		return []a2a.AgentSkill{{
+			ID: defaultSkillID, Name: agent.Name,
+			Description: "Anything " + agent.Name + " does: describe the task in a message.",
+			Tags:        []string{defaultSkillID},
+		}}
+	}
+	out := make([]a2a.AgentSkill, 0, len(agent.Skills))
+	for _, sk := range agent.Skills {
 		tags := sk.Tags
 		if tags == nil {
 			tags = []string{}
@@ -91,6 +100,9 @@ func skills(in []mesh.Skill) []a2a.AgentSkill {
 	}
 	return out
 }
+
+// defaultSkillID is the id (and tag) of the skill of an agent without skills.
+const defaultSkillID = "general"
 
 // cardCache keeps each agent's card JSON for its account revision.
 type cardCache struct {

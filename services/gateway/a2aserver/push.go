@@ -63,7 +63,8 @@ func (h *handler) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPush
 }
 
 // DeleteTaskPushConfig implements a2asrv.RequestHandler: nothing more is
-// pushed to that configuration.
+// pushed to that configuration. Deleting one that does not exist (or no
+// longer does) succeeds; a task the caller cannot see is still not found.
 func (h *handler) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskPushConfigRequest) error {
 	if h.s.cfg.NoPush {
 		return errNoPush
@@ -83,7 +84,9 @@ func (h *handler) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskP
 		return nil
 	})
 	if errors.Is(err, errPushNotFound) || errors.Is(err, mesh.ErrNotFound) {
-		return a2a.NewError(a2a.ErrTaskNotFound, "the task has no push notification configuration "+req.ID)
+		// Deleting is idempotent (1.0 §3.1.10): a configuration already gone
+		// is what the caller asked for.
+		return nil
 	}
 	if err != nil {
 		return toA2A(h.s.log, err)

@@ -6,17 +6,27 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/errordetails"
 )
 
 // wireWriter sits between the SDK's transports and the client and corrects
-// what the transports get wrong about error shapes, so each version's
-// errors are exactly as its specification writes them:
+// what the transports get wrong about answer shapes, so each version's
+// answers are exactly as its specification writes them:
 //
 //   - The 0.3 JSON-RPC transport (a2acompat/a2av0) writes errors with 1.0's
 //     typed-array data; a 0.3 error's data is an object (0.3 §6.12), and the
 //     0.3 Go client cannot decode an array there. The array becomes an
 //     object, in plain answers and in SSE streams alike.
+//   - The JSON-RPC transports answer a method without a result (deleting a
+//     push configuration) with no result member at all, which JSON-RPC 2.0
+//     §5 forbids: it becomes null (0.3) or {} (1.0, an empty message).
+//   - The 0.3 JSON-RPC transport answers a list of no push configurations
+//     with a null result: it becomes [] (0.3 §7.7 returns an array).
+//   - The JSON-RPC transports call params they cannot decode (a part of an
+//     unknown kind) a parse error, -32700. The door has parsed the request
+//     before the transport sees it, so the JSON was valid: it is -32602
+//     invalid params.
 //   - The 0.3 JSON-RPC transport leaves Content-Type unset on errors, and
 //     its REST transport labels them application/problem+json, which its
 //     own client refuses; both become application/json.
@@ -24,15 +34,22 @@ import (
 //     1.0 §5.4 gives (400 for TaskNotCancelable, ContentTypeNotSupported,
 //     ...); the status, and the code and status fields of the body, are set
 //     from the error's reason.
+//   - The REST transports start an event stream (HTTP 200) before they know
+//     whether it has anything to say, so an error raised before the first
+//     event (subscribing to a finished task) arrives as an error event. The
+//     HTTP+JSON binding answers such an error with its HTTP status: a REST
+//     stream is held until its first event, and one that opens with an
+//     error becomes that error's plain answer.
 //
 // Plain answers are buffered (they are small) and fixed when the transport
 // is done; event streams pass through as they are written.
 type wireWriter struct {
 	w       http.ResponseWriter
-	rpc03   bool // rewrite JSON-RPC 0.3 error data
-	rest    bool // correct REST error statuses
+	rpc03   bool // JSON-RPC 0.3
+	rest    bool // REST (either version); otherwise JSON-RPC
 	status  int
 	buf     bytes.Buffer
+	held    bool // a REST stream waiting for its first event
 	stream  bool
 	flushed bool
 }
@@ -44,12 +61,21 @@ func newWireWriter(w http.ResponseWriter, rpc03, rest bool) *wireWriter {
 // Header implements http.ResponseWriter.
 func (ww *wireWriter) Header() http.Header { return ww.w.Header() }
 
-// WriteHeader starts an event stream at once; other answers wait for finish.
+func (ww *wireWriter) eventStream() bool {
+	return strings.HasPrefix(ww.w.Header().Get("Content-Type"), "text/event-stream")
+}
+
+// WriteHeader starts an event stream at once (a REST one at its first
+// event); other answers wait for finish.
 func (ww *wireWriter) WriteHeader(status int) {
-	if ww.stream || ww.flushed {
+	if ww.stream || ww.flushed || ww.held {
 		return
 	}
-	if strings.HasPrefix(ww.w.Header().Get("Content-Type"), "text/event-stream") {
+	if ww.eventStream() {
+		if ww.rest && status == http.StatusOK {
+			ww.held = true
+			return
+		}
 		ww.stream = true
 		ww.w.WriteHeader(status)
 		return
@@ -57,23 +83,73 @@ func (ww *wireWriter) WriteHeader(status int) {
 	ww.status = status
 }
 
-// Write passes stream events through (fixing JSON-RPC 0.3 errors in them)
-// and buffers everything else.
+// Write passes stream events through (fixing JSON-RPC errors in them) and
+// buffers everything else.
 func (ww *wireWriter) Write(p []byte) (int, error) {
-	if !ww.stream && !ww.flushed && ww.buf.Len() == 0 && strings.HasPrefix(ww.w.Header().Get("Content-Type"), "text/event-stream") {
+	if !ww.stream && !ww.flushed && !ww.held && ww.buf.Len() == 0 && ww.eventStream() {
 		ww.WriteHeader(http.StatusOK)
+	}
+	if ww.held {
+		ww.buf.Write(p)
+		if bytes.HasSuffix(ww.buf.Bytes(), []byte("\n\n")) {
+			ww.release()
+		}
+		return len(p), nil
+	}
+	if ww.flushed && !ww.stream {
+		return len(p), nil // the stream became a plain error answer
 	}
 	if !ww.stream {
 		return ww.buf.Write(p)
 	}
-	if ww.rpc03 && bytes.HasPrefix(p, []byte("data: ")) && bytes.Contains(p, []byte(`"error"`)) {
+	if !ww.rest && bytes.HasPrefix(p, []byte("data: ")) && bytes.Contains(p, []byte(`"error"`)) {
 		body := bytes.TrimSuffix(bytes.TrimPrefix(p, []byte("data: ")), []byte("\n\n"))
-		if fixed, ok := fixRPC03(body); ok {
+		if fixed, ok := ww.fixRPC(body); ok {
 			_, err := ww.w.Write(append(append([]byte("data: "), fixed...), '\n', '\n'))
 			return len(p), err
 		}
 	}
 	return ww.w.Write(p)
+}
+
+// release ends the hold of a REST stream at its first event: an error
+// becomes a plain answer with the error's status, anything else starts the
+// stream with what was held.
+func (ww *wireWriter) release() {
+	held := ww.buf.Bytes()
+	ww.held = false
+	if data, ok := firstEventData(held); ok {
+		if fixed, status, ok := fixREST(data); ok {
+			h := ww.w.Header()
+			h.Set("Content-Type", "application/json")
+			h.Del("Connection")
+			h.Del("X-Accel-Buffering")
+			h.Set("Cache-Control", "no-store")
+			ww.flushed = true
+			ww.buf.Reset()
+			ww.w.WriteHeader(status)
+			_, _ = ww.w.Write(append(fixed, '\n'))
+			return
+		}
+	}
+	ww.stream = true
+	ww.w.WriteHeader(http.StatusOK)
+	_, _ = ww.w.Write(held)
+	ww.buf.Reset()
+	ww.Flush()
+}
+
+// firstEventData returns the data of the first event in an event stream's
+// bytes.
+func firstEventData(b []byte) ([]byte, bool) {
+	event, _, _ := bytes.Cut(b, []byte("\n\n"))
+	var data []byte
+	for _, line := range bytes.Split(event, []byte("\n")) {
+		if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
+		}
+	}
+	return data, len(data) > 0
 }
 
 // Flush implements http.Flusher, which the SDK's SSE writer requires.
@@ -90,14 +166,17 @@ func (ww *wireWriter) Unwrap() http.ResponseWriter { return ww.w }
 
 // finish writes a buffered answer, corrected.
 func (ww *wireWriter) finish() {
+	if ww.held {
+		ww.release()
+	}
 	if ww.stream || ww.flushed {
 		return
 	}
 	ww.flushed = true
 	body := ww.buf.Bytes()
 	status := ww.status
-	if ww.rpc03 {
-		if fixed, ok := fixRPC03(bytes.TrimSpace(body)); ok {
+	if !ww.rest {
+		if fixed, ok := ww.fixRPC(bytes.TrimSpace(body)); ok {
 			body = append(fixed, '\n')
 		}
 	}
@@ -115,6 +194,84 @@ func (ww *wireWriter) finish() {
 	}
 	ww.w.WriteHeader(status)
 	_, _ = ww.w.Write(body)
+}
+
+// fixRPC applies the JSON-RPC corrections to one response.
+func (ww *wireWriter) fixRPC(body []byte) ([]byte, bool) {
+	fixed := false
+	if out, ok := fixRPCResult(body, ww.rpc03); ok {
+		body, fixed = out, true
+	}
+	if out, ok := fixParseError(body); ok {
+		body, fixed = out, true
+	}
+	if ww.rpc03 {
+		if out, ok := fixRPC03(body); ok {
+			body, fixed = out, true
+		}
+	}
+	return body, fixed
+}
+
+// fixRPCResult gives a successful response without a result member one
+// (null in 0.3, {} in 1.0), and turns a 0.3 null result into [] (the only
+// 0.3 method the transport answers with a null result is the list of push
+// configurations, when there are none).
+func fixRPCResult(body []byte, rpc03 bool) ([]byte, bool) {
+	var resp map[string]json.RawMessage
+	if json.Unmarshal(body, &resp) != nil || resp["jsonrpc"] == nil || resp["error"] != nil {
+		return nil, false
+	}
+	result, ok := resp["result"]
+	switch {
+	case !ok && rpc03:
+		resp["result"] = json.RawMessage("null")
+	case !ok:
+		resp["result"] = json.RawMessage("{}")
+	case rpc03 && string(result) == "null":
+		resp["result"] = json.RawMessage("[]")
+	default:
+		return nil, false
+	}
+	out, err := json.Marshal(resp)
+	return out, err == nil
+}
+
+// fixParseError turns a parse error the transport raised about params into
+// invalid params: code, ErrorInfo reason and message.
+func fixParseError(body []byte) ([]byte, bool) {
+	var resp map[string]json.RawMessage
+	if json.Unmarshal(body, &resp) != nil || resp["error"] == nil {
+		return nil, false
+	}
+	var e map[string]any
+	if json.Unmarshal(resp["error"], &e) != nil || e["code"] != float64(-32700) {
+		return nil, false
+	}
+	k, _ := kindOf(a2a.ErrInvalidParams)
+	e["code"] = k.code
+	if msg, ok := e["message"].(string); ok {
+		if rest, ok := strings.CutPrefix(msg, "parse error: "); ok {
+			e["message"] = "invalid params: " + rest
+		}
+	}
+	parse, invalid := a2a.ErrorReason(a2a.ErrParseError), a2a.ErrorReason(a2a.ErrInvalidParams)
+	if data, ok := e["data"].([]any); ok {
+		for _, d := range data {
+			if m, ok := d.(map[string]any); ok && m["reason"] == parse {
+				m["reason"] = invalid
+			}
+		}
+	}
+	if m, ok := e["data"].(map[string]any); ok && m["reason"] == parse {
+		m["reason"] = invalid
+	}
+	var err error
+	if resp["error"], err = json.Marshal(e); err != nil {
+		return nil, false
+	}
+	out, err := json.Marshal(resp)
+	return out, err == nil
 }
 
 // fixRPC03 rewrites a JSON-RPC response whose error data is an array into
