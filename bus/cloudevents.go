@@ -29,6 +29,18 @@ const (
 
 var ceSpecs = spec.WithPrefix(ceHeaderPrefix)
 
+// DataSchemaBase is where the JSON Schemas of event data are named: the
+// $id base of the documents in schemas/. The platform serves each of them at
+// /schemas/ followed by the same path (events/<kind>.<verb>.json).
+const DataSchemaBase = "https://a2amesh.dev/schemas/"
+
+// DataSchema is the dataschema attribute of every event of a type: the $id
+// of the JSON Schema of its data, events/<kind>.<verb>.json for
+// dev.a2amesh.<kind>.<verb>.
+func DataSchema(eventType string) string {
+	return DataSchemaBase + "events/" + strings.TrimPrefix(eventType, mesh.EventTypePrefix) + ".json"
+}
+
 // EncodeEvent writes e into a NATS message in binary mode.
 func EncodeEvent(ctx context.Context, e *event.Event, subject string) (*nats.Msg, error) {
 	msg := nats.NewMsg(subject)

@@ -86,6 +86,7 @@ func (p *Publisher) encode(ctx context.Context, ev Event) (*nats.Msg, error) {
 	e.SetSource(p.source)
 	e.SetSubject(ev.Subject)
 	e.SetTime(ev.Time.UTC())
+	e.SetDataSchema(DataSchema(ev.Type))
 	if ev.Sequence > 0 {
 		e.SetExtension("sequence", fmt.Sprintf("%020d", ev.Sequence))
 	}
@@ -121,6 +122,9 @@ func encodeBinary(e *event.Event, subject string) *nats.Msg {
 	}
 	h.Set(ceHeaderPrefix+"time", e.Time().UTC().Format(time.RFC3339Nano))
 	h.Set(headerContentType, e.DataContentType())
+	if ds := e.DataSchema(); ds != "" {
+		h.Set(ceHeaderPrefix+"dataschema", ds)
+	}
 	for name, v := range e.Extensions() {
 		if s, err := types.Format(v); err == nil {
 			h.Set(ceHeaderPrefix+name, s)

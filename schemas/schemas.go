@@ -142,12 +142,16 @@ func (v *EventValidator) Validate(structured []byte) error {
 		return fmt.Errorf("event envelope: %w", err)
 	}
 	var head struct {
-		Type   string          `json:"type"`
-		Source string          `json:"source"`
-		Data   json.RawMessage `json:"data"`
+		Type       string          `json:"type"`
+		Source     string          `json:"source"`
+		DataSchema string          `json:"dataschema"`
+		Data       json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(structured, &head); err != nil {
 		return err
+	}
+	if want := BaseURL + EventDataFile(head.Type); head.DataSchema != want {
+		return fmt.Errorf("%s names dataschema %s, its schema is %s", head.Type, head.DataSchema, want)
 	}
 	if want := "urn:a2amesh:" + v.publisher[head.Type]; head.Source != want {
 		return fmt.Errorf("%s published by %s, the AsyncAPI document says %s", head.Type, head.Source, want)

@@ -91,7 +91,8 @@ func TestEvents_SchemasRejectDrift(t *testing.T) {
 		e := map[string]any{
 			"specversion": "1.0", "id": "x.7", "source": "urn:a2amesh:taskqueue", "type": mesh.EventTaskRunCompleted,
 			"subject": run["task_run_id"], "time": "2026-01-02T03:04:06.5Z", "datacontenttype": "application/json",
-			"agentid": run["target_agent_id"], "sequence": "00000000000000000007", "data": data,
+			"dataschema": "https://a2amesh.dev/schemas/events/task_run.completed.json",
+			"agentid":    run["target_agent_id"], "sequence": "00000000000000000007", "data": data,
 		}
 		mutate(e, data)
 		b, _ := json.Marshal(e)
@@ -111,6 +112,10 @@ func TestEvents_SchemasRejectDrift(t *testing.T) {
 		"unknown attribute":        func(e, _ map[string]any) { e["priority"] = "high" },
 		"bad sequence":             func(e, _ map[string]any) { e["sequence"] = "7" },
 		"missing agentid":          func(e, _ map[string]any) { delete(e, "agentid") },
+		"missing dataschema":       func(e, _ map[string]any) { delete(e, "dataschema") },
+		"another type's dataschema": func(e, _ map[string]any) {
+			e["dataschema"] = "https://a2amesh.dev/schemas/events/task_run.failed.json"
+		},
 	} {
 		if err := v.Validate(event(mutate)); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -138,6 +143,30 @@ func TestDocuments_AreValidJSONAndCompile(t *testing.T) {
 	for name := range doc.Components.Schemas {
 		if _, err := c.Compile(schemas.BaseURL + schemas.OpenAPIFile + "#/components/schemas/" + name); err != nil {
 			t.Errorf("components.schemas.%s: %v", name, err)
+		}
+	}
+}
+
+// TestDataSchema_IsTheIDOfEachTypesSchema: the dataschema every event
+// carries (bus.DataSchema) is the $id of its type's data schema, and the
+// base is the documents' base.
+func TestDataSchema_IsTheIDOfEachTypesSchema(t *testing.T) {
+	if bus.DataSchemaBase != schemas.BaseURL {
+		t.Fatalf("bus.DataSchemaBase %s, schemas.BaseURL %s", bus.DataSchemaBase, schemas.BaseURL)
+	}
+	for _, e := range mesh.EventCatalog {
+		b, err := schemas.File(schemas.EventDataFile(e.Type))
+		if err != nil {
+			t.Fatalf("%s: %v", e.Type, err)
+		}
+		var doc struct {
+			ID string `json:"$id"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if got := bus.DataSchema(e.Type); got != doc.ID {
+			t.Errorf("%s: dataschema %s, the schema's $id is %s", e.Type, got, doc.ID)
 		}
 	}
 }

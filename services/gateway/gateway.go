@@ -212,6 +212,9 @@ func (g *Gateway) Handler() http.Handler {
 	g.handle(mux, "GET /readyz", http.HandlerFunc(g.readyz))
 	g.handle(mux, "GET /metrics", g.metricsHandler())
 
+	// The API documents and event schemas (apidocs.go).
+	g.apiDocRoutes(mux)
+
 	// People (owner credential).
 	g.people(mux, "POST /agent-accounts", g.createAgent)
 	g.people(mux, "GET /agent-accounts", g.listAgents)

@@ -217,6 +217,9 @@ func TestOpenAPI_EveryRouteAnswersAsDocumented(t *testing.T) {
 	call(meshtest.Request{Method: http.MethodGet, Path: "/healthz"})
 	call(meshtest.Request{Method: http.MethodGet, Path: "/readyz"})
 	call(meshtest.Request{Method: http.MethodGet, Path: "/metrics"})
+	for _, path := range []string{"/openapi.json", "/asyncapi.json", "/schemas/openapi.json", "/schemas/events/task_run.completed.json"} {
+		call(meshtest.Request{Method: http.MethodGet, Path: path})
+	}
 	offerDownload(t, p.DataDir, "a2a-runtime_linux_amd64", "a program")
 	call(meshtest.Request{Method: http.MethodGet, Path: "/install.sh"})
 	call(meshtest.Request{Method: http.MethodGet, Path: "/downloads/SHA256SUMS"})
