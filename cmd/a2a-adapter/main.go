@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/a2amesh/a2amesh/internal/version"
 	"io"
 	"net"
 	"os"
@@ -62,6 +63,7 @@ func newRootCommand() *cobra.Command {
 			"headless in each conversation's own directory; openclaw sends tasks to the local\n" +
 			"OpenClaw gateway. Check a host first with: a2a-adapter doctor --provider <name>.",
 		SilenceUsage: true,
+		Version:      version.Line(),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 				return errors.New("put the command and its arguments after --")

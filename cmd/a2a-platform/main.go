@@ -11,12 +11,16 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/version"
 	"github.com/spf13/cobra"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The agent cards show the version of the program that serves them.
+	platform.Version = version.String()
 	if err := newRoot().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "a2a-platform:", err)
 		os.Exit(1)
@@ -36,6 +40,7 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "a2a-platform",
 		Short:         "The A2A Mesh platform: agents, pairing, task runs and events on NATS JetStream",
+		Version:       version.Line(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -44,7 +49,7 @@ func newRoot() *cobra.Command {
 	f.StringVar(&g.dataDir, "data-dir", envOr("A2A_MESH_DATA_DIR", filepath.Join(home, ".a2a-mesh")), "data directory (JetStream files, owner credential) [A2A_MESH_DATA_DIR]")
 	f.StringVar(&g.logLevel, "log-level", envOr("A2A_MESH_LOG_LEVEL", "info"), "log level: trace, debug, info, warn, error [A2A_MESH_LOG_LEVEL]")
 	f.StringVar(&g.apiBase, "api-base", envOr("A2A_MESH_API_BASE", "http://127.0.0.1:3000"), "platform HTTP API for admin verbs [A2A_MESH_API_BASE]")
-	f.StringVar(&g.ownerFile, "owner-token-file", "", "owner credential file for admin verbs (default <data-dir>/owner.token)")
+	f.StringVar(&g.ownerFile, "owner-token-file", envOr("A2A_MESH_OWNER_TOKEN_FILE", ""), "owner credential file for admin verbs (default <data-dir>/owner.token) [A2A_MESH_OWNER_TOKEN_FILE]")
 	root.AddCommand(newUp(g), newServe(g), newAgents(g), newPairingCode(g), newTasks(g), newEvents(g), newConsumers(g), newWebhooks(g), newLogin(g), newBench())
 	return root
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func newUp(g *globals) *cobra.Command {
@@ -41,7 +44,50 @@ func newUp(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", `NATS listen address for runtimes and "serve" processes ("off": in-process only)`)
 	f.StringVar(&cfg.NATSWebSocketListen, "nats-ws-listen", "", "NATS over WebSocket listen address (off unless given)")
+	bindEnv(cmd)
 	return cmd
+}
+
+// envTag is how a flag's usage names its environment variable.
+var envTag = regexp.MustCompile(`\[(A2A_[A-Z0-9_]+)\]$`)
+
+// envName is the environment variable of a flag: the one its usage names,
+// else A2A_MESH_ and the flag's name in capitals (--nats-listen:
+// A2A_MESH_NATS_LISTEN).
+func envName(f *pflag.Flag) string {
+	if m := envTag.FindStringSubmatch(f.Usage); m != nil {
+		return m[1]
+	}
+	return "A2A_MESH_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+}
+
+// bindEnv gives every flag of cmd an environment variable (named in its
+// usage, so --help lists it), read when the command runs: a flag given on
+// the command line wins over its variable, and a variable the flag cannot
+// take stops the command with an error naming it.
+func bindEnv(cmd *cobra.Command) {
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !envTag.MatchString(f.Usage) {
+			f.Usage += " [" + envName(f) + "]"
+		}
+	})
+	next := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		var err error
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			v, ok := os.LookupEnv(envName(f))
+			if err != nil || f.Changed || !ok || v == "" {
+				return
+			}
+			if e := f.Value.Set(v); e != nil {
+				err = fmt.Errorf("%s=%q is not a value --%s takes: %v", envName(f), v, f.Name, e)
+			}
+		})
+		if err != nil || next == nil {
+			return err
+		}
+		return next(c, args)
+	}
 }
 
 // addPlatformFlags adds the flags `up` and `serve` share.

@@ -12,6 +12,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/connector"
 	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/a2amesh/a2amesh/internal/version"
 	"github.com/spf13/cobra"
 )
 
@@ -43,6 +44,7 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "a2a-runtime",
 		Short:         "Connect an agent on this machine to an A2A Mesh platform",
+		Version:       version.Line(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/a2amesh/a2amesh/internal/version"
 	"os"
 	"time"
 
@@ -27,6 +28,8 @@ type statusReport struct {
 	AdapterError  string         `json:"adapter_error,omitempty"`
 	LedgerPath    string         `json:"ledger_path"`
 	LedgerBacklog int            `json:"ledger_backlog"`
+	// Version is this a2a-runtime's own version.
+	Version string `json:"version"`
 }
 
 func newStatus(g *globals) *cobra.Command {
@@ -63,7 +66,7 @@ func newStatus(g *globals) *cobra.Command {
 func gatherStatus(ctx context.Context, p profile.Profile) statusReport {
 	r := statusReport{
 		Profile: p.Public(), APIBase: p.APIBase, Endpoint: p.LocalAgentEndpoint, Executor: p.LocalExecutor.Type,
-		Platform: "connected", Adapter: "healthy",
+		Platform: "connected", Adapter: "healthy", Version: version.String(),
 	}
 	if !p.LastHeartbeatAt.IsZero() {
 		t := p.LastHeartbeatAt
@@ -95,6 +98,7 @@ func gatherStatus(ctx context.Context, p profile.Profile) statusReport {
 }
 
 func printStatus(r statusReport) {
+	fmt.Printf("version:         %s\n", r.Version)
 	fmt.Printf("profile:         %s\n", r.Profile.Name)
 	fmt.Printf("agent id:        %s\n", r.Profile.AgentID)
 	fmt.Printf("runtime id:      %s\n", r.Profile.RuntimeID)
