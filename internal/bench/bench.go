@@ -34,8 +34,8 @@ type Config struct {
 	BinDir string
 	// Idle is how long processes sit idle before their footprint is read. Default 10s.
 	Idle time.Duration
-	// Only runs one phase: "cycle", "e2e", "fanout", "a2a", "executions" or
-	// "processes" (default all).
+	// Only runs one phase: "cycle", "e2e", "fanout", "a2a", "executions",
+	// "processes" or "scale" (default all but scale, which takes minutes).
 	Only string
 	// FanoutRuns, FanoutSubscribers and FanoutWebhooks size the fan-out
 	// phase. Defaults 1,000 runs, 100 SSE subscribers, 10 webhook endpoints.
@@ -46,6 +46,8 @@ type Config struct {
 	// phase. Defaults 100,000 runs and 2,000 queries.
 	ExecutionsRuns    int
 	ExecutionsQueries int
+	// ScaleRuntimes is how many runtimes the scale phase connects. Default 1,000.
+	ScaleRuntimes int
 	// Progress receives one line per phase.
 	Progress func(string)
 }
@@ -83,6 +85,9 @@ func (c *Config) defaults() {
 	if c.ExecutionsQueries == 0 {
 		c.ExecutionsQueries = 2000
 	}
+	if c.ScaleRuntimes == 0 {
+		c.ScaleRuntimes = 1000
+	}
 	if c.Progress == nil {
 		c.Progress = func(string) {}
 	}
@@ -99,7 +104,9 @@ type Report struct {
 	A2A     *A2AReport    `json:"a2a,omitempty"`
 	// Executions is the execution history over many runs (GET /api/executions).
 	Executions *ExecutionsReport `json:"executions,omitempty"`
-	Duration   string            `json:"duration"`
+	// Scale is what many connected runtimes cost (only with Only "scale").
+	Scale    *ScaleReport `json:"scale,omitempty"`
+	Duration string       `json:"duration"`
 }
 
 // Machine describes where the numbers come from.
@@ -191,6 +198,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Progress("processes: start-up and idle footprint")
 		if err := r.measureProcesses(ctx, dir, cfg); err != nil {
 			return nil, fmt.Errorf("processes: %w", err)
+		}
+	}
+	if cfg.Only == "scale" {
+		cfg.Progress(fmt.Sprintf("scale: %d runtimes connected to a platform process", cfg.ScaleRuntimes))
+		if err := r.measureScale(ctx, dir, cfg); err != nil {
+			return nil, fmt.Errorf("scale: %w", err)
 		}
 	}
 	r.Duration = time.Since(began).Round(time.Second).String()

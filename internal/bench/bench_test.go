@@ -2,11 +2,13 @@ package bench_test
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/bench"
+	"github.com/a2amesh/a2amesh/internal/meshtest"
 )
 
 // The bench phases are exercised briefly so they keep working; the numbers
@@ -44,6 +46,15 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 			}
 			return ""
 		}},
+		{"scale", func(r *bench.Report) string {
+			if sc := r.Scale; sc == nil || sc.Runtimes != 12 || sc.Dispatch.Count != 12 || sc.PlatformRSSAfterMB <= 0 || sc.ReadyMs <= 0 {
+				return "scale measured nothing"
+			}
+			if md := r.Markdown(); !strings.Contains(md, "### Scale: 12 runtimes") || strings.Contains(md, "### End to end") {
+				return "scale missing from the report, or other phases shown"
+			}
+			return ""
+		}},
 		{"fanout", func(r *bench.Report) string {
 			if f := r.Fanout; f == nil || f.Runs != 20 || f.RunsPerSec <= 0 || f.SSE.Latency.Count == 0 || f.Webhooks.Latency.Count == 0 {
 				return "fan-out measured nothing"
@@ -54,6 +65,7 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 			return ""
 		}},
 	}
+	platformBin := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-platform")
 	for _, tc := range cases {
 		t.Run(tc.only, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -61,6 +73,7 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 			r, err := bench.Run(ctx, bench.Config{
 				Only: tc.only, Window: 500 * time.Millisecond, Samples: 10, Agents: 2,
 				FanoutRuns: 20, FanoutSubscribers: 3, FanoutWebhooks: 2, ExecutionsRuns: 200, ExecutionsQueries: 20,
+				ScaleRuntimes: 12, BinDir: filepath.Dir(platformBin),
 			})
 			if err != nil {
 				t.Fatal(err)

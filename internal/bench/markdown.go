@@ -10,6 +10,17 @@ func (r *Report) Markdown() string {
 	var b strings.Builder
 	m := r.Machine
 	fmt.Fprintf(&b, "Machine: %d cores (%s), %s, %s. Run took %s.\n\n", m.Cores, m.CPU, m.OS, m.Go, r.Duration)
+	if sc := r.Scale; sc != nil {
+		fmt.Fprintf(&b, "### Scale: %d runtimes connected to one platform process\n\n", sc.Runtimes)
+		b.WriteString("| measure | value |\n|---|---|\n")
+		fmt.Fprintf(&b, "| create, pair and attach (16 at a time) | %.1f s |\n", sc.AttachSeconds)
+		fmt.Fprintf(&b, "| connect over NATS: callout, hello, consumer, heartbeat (32 at a time) | %.1f s |\n", sc.ConnectSeconds)
+		fmt.Fprintf(&b, "| platform RSS (server included) before / after they connected | %.1f MB / %.1f MB |\n", sc.PlatformRSSBeforeMB, sc.PlatformRSSAfterMB)
+		fmt.Fprintf(&b, "| platform + server memory per connected idle runtime | %.1f KiB |\n", sc.PerRuntimeKiB)
+		fmt.Fprintf(&b, "| dispatch, one task per agent at once: p50 / p99 / max | %.2f ms / %.2f ms / %.2f ms |\n", sc.Dispatch.P50Ms, sc.Dispatch.P99Ms, sc.Dispatch.MaxMs)
+		fmt.Fprintf(&b, "| graceful stop / start until ready, with %d agents' consumers | %.0f ms / %.0f ms |\n\n", sc.Runtimes, sc.StopMs, sc.ReadyMs)
+		return b.String()
+	}
 	if f := r.Fanout; f != nil {
 		fmt.Fprintf(&b, "### Event fan-out: %d task runs (%d events each) to %d SSE subscribers and %d webhook endpoints\n\n", f.Runs, f.Events/max(f.Runs, 1), f.SSESubscribers, f.WebhookEndpoints)
 		b.WriteString("| channel | deliveries | deliveries/s | latency p50 | p99 | max |\n|---|---|---|---|---|---|\n")

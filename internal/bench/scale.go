@@ -1,0 +1,250 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/connector"
+	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// ScaleReport is what many connected runtimes cost the platform: `a2a-platform
+// up` as its own process (the NATS server is in it), runtimes connected over
+// real NATS connections through the auth callout from the bench process.
+type ScaleReport struct {
+	Runtimes int `json:"runtimes"`
+	// AttachSeconds is how long creating, pairing and attaching them took.
+	AttachSeconds float64 `json:"attach_seconds"`
+	// ConnectSeconds is how long connecting them (callout, hello, consumer,
+	// first heartbeat) took, 32 at a time.
+	ConnectSeconds float64 `json:"connect_seconds"`
+	// PlatformRSSBeforeMB and PlatformRSSAfterMB are the platform process's
+	// resident memory with the agents and runtimes created, before and
+	// after the runtimes connected and sat idle.
+	PlatformRSSBeforeMB float64 `json:"platform_rss_before_mb"`
+	PlatformRSSAfterMB  float64 `json:"platform_rss_after_mb"`
+	// PerRuntimeKiB is the difference per connected idle runtime.
+	PerRuntimeKiB float64 `json:"per_runtime_kib"`
+	// Dispatch is created -> claimed with one task per agent in flight.
+	Dispatch Summary `json:"dispatch_latency"`
+	// StopMs and ReadyMs are a graceful stop, and a start until /readyz,
+	// with every agent's consumer in place.
+	StopMs  float64 `json:"stop_ms"`
+	ReadyMs float64 `json:"ready_ms"`
+}
+
+// measureScale connects cfg.ScaleRuntimes runtimes to a platform process and
+// reads what they cost it.
+func (r *Report) measureScale(ctx context.Context, dir string, cfg Config) error {
+	n := cfg.ScaleRuntimes
+	data := filepath.Join(dir, "scale-data")
+	httpAddr, err := freePort()
+	if err != nil {
+		return err
+	}
+	natsAddr, err := freePort()
+	if err != nil {
+		return err
+	}
+	base := "http://" + httpAddr
+	args := []string{"up", "--data-dir", data, "--http", httpAddr, "--nats-listen", natsAddr}
+	env := []string{"A2A_MESH_LOG_LEVEL=warn"}
+	plat, err := startChild(dir, filepath.Join(cfg.BinDir, "a2a-platform"), env, args...)
+	if err != nil {
+		return err
+	}
+	defer func() { plat.stop() }()
+	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if _, err := waitReady(rctx, base, time.Now()); err != nil {
+		return err
+	}
+	token, err := platform.ReadOwnerToken(platform.OwnerTokenPath(data))
+	if err != nil {
+		return err
+	}
+	owner, err := apiclient.New(base, apiclient.WithOwnerToken(token))
+	if err != nil {
+		return err
+	}
+	rep := ScaleReport{Runtimes: n}
+
+	began := time.Now()
+	ids, err := parallel(n, 16, func(i int) (meshapi.AttachResponse, error) { return attachOverHTTP(ctx, owner, base, i) })
+	if err != nil {
+		return fmt.Errorf("attach: %w", err)
+	}
+	rep.AttachSeconds = time.Since(began).Seconds()
+	before, _, err := procStats(plat.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+
+	began = time.Now()
+	transports, err := parallel(n, 32, func(i int) (connector.Transport, error) {
+		a := ids[i]
+		t, _, err := connector.DialNATS(ctx, connector.NATSConfig{
+			URL: "nats://" + natsAddr, Token: a.RuntimeToken, AgentID: a.AgentID, RuntimeID: a.RuntimeID,
+			InboxPrefix: a.NATS.InboxPrefix, ClaimWait: 20 * time.Second, ConnectTimeout: 30 * time.Second,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return t, t.Heartbeat(ctx, nil)
+	})
+	defer func() {
+		for _, t := range transports {
+			if t != nil {
+				t.Close()
+			}
+		}
+	}()
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	rep.ConnectSeconds = time.Since(began).Seconds()
+	after, _, err := procStats(plat.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	rep.PlatformRSSBeforeMB = float64(before) / (1 << 20)
+	rep.PlatformRSSAfterMB = float64(after) / (1 << 20)
+	rep.PerRuntimeKiB = float64(after-before) / 1024 / float64(n)
+
+	if rep.Dispatch, err = dispatchAll(ctx, owner, ids, transports); err != nil {
+		return fmt.Errorf("dispatch: %w", err)
+	}
+	for i, t := range transports {
+		t.Close()
+		transports[i] = nil
+	}
+
+	began = time.Now()
+	plat.stop()
+	rep.StopMs = ms(time.Since(began))
+	began = time.Now()
+	if plat, err = startChild(dir, filepath.Join(cfg.BinDir, "a2a-platform"), env, args...); err != nil {
+		return err
+	}
+	d, err := waitReady(rctx, base, began)
+	if err != nil {
+		return err
+	}
+	rep.ReadyMs = ms(d)
+	r.Scale = &rep
+	return nil
+}
+
+// attachOverHTTP creates agent i, issues a pairing code and attaches a
+// runtime with it, as `a2a-runtime pair` does.
+func attachOverHTTP(ctx context.Context, owner *apiclient.Client, base string, i int) (meshapi.AttachResponse, error) {
+	var att meshapi.AttachResponse
+	var agent struct {
+		AgentID string `json:"agent_id"`
+	}
+	if _, err := owner.Do(ctx, http.MethodPost, "/agent-accounts", nil, map[string]any{"name": fmt.Sprintf("scale-%d", i)}, &agent); err != nil {
+		return att, err
+	}
+	var code struct {
+		PairingToken string `json:"pairing_token"`
+	}
+	if _, err := owner.Do(ctx, http.MethodPost, "/agent-accounts/"+agent.AgentID+"/pairing-codes", nil, nil, &code); err != nil {
+		return att, err
+	}
+	anon, err := apiclient.New(base)
+	if err != nil {
+		return att, err
+	}
+	body := map[string]any{"pairing_token": code.PairingToken, "device_name": "bench", "local_executor": map[string]any{"type": "custom"}}
+	_, err = anon.Do(ctx, http.MethodPost, "/agent-runtimes/runtime/attach-via-pairing", nil, body, &att)
+	return att, err
+}
+
+// dispatchAll gives every agent one task at once and times each from its
+// creation to its claim by the agent's runtime.
+func dispatchAll(ctx context.Context, owner *apiclient.Client, ids []meshapi.AttachResponse, ts []connector.Transport) (Summary, error) {
+	created := make([]time.Time, len(ids))
+	claimed := make([]time.Time, len(ids))
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ids))
+	for i, t := range ts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				run, err := t.Next(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if run == nil {
+					continue
+				}
+				claimed[i] = time.Now()
+				errs <- t.Complete(ctx, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt})
+				return
+			}
+		}()
+	}
+	if _, err := parallel(len(ids), 16, func(i int) (struct{}, error) {
+		created[i] = time.Now()
+		body := map[string]any{"target_agent_id": ids[i].AgentID, "input": map[string]any{"text": "scale"}}
+		_, err := owner.Do(ctx, http.MethodPost, "/task-runs", nil, body, nil)
+		return struct{}{}, err
+	}); err != nil {
+		return Summary{}, err
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return Summary{}, err
+		}
+	}
+	var l latencies
+	for i := range ids {
+		l.add(claimed[i].Sub(created[i]))
+	}
+	return l.summary(), nil
+}
+
+// parallel runs f for 0..n-1, width at a time, and returns the results in
+// order, or the first error.
+func parallel[T any](n, width int, f func(i int) (T, error)) ([]T, error) {
+	out := make([]T, n)
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range width {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i], errs[i] = f(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	failed := make([]int, 0)
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, i)
+		}
+	}
+	if len(failed) > 0 {
+		sort.Ints(failed)
+		return out, fmt.Errorf("%d of %d failed, first: %w", len(failed), n, errs[failed[0]])
+	}
+	return out, nil
+}
