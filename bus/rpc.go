@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,7 +23,13 @@ import (
 const (
 	headerTraceParent = "traceparent"
 	headerErrorCode   = micro.ErrorCodeHeader
+	// headerDeadline carries the caller's deadline (Unix milliseconds), so a
+	// handler stops working, and answers, before its caller gives up.
+	headerDeadline = "Mesh-Deadline"
 )
+
+// replyMargin is kept of the caller's deadline for the answer to travel back.
+const replyMargin = 250 * time.Millisecond
 
 // DefaultCallTimeout bounds a service call whose context has no deadline.
 const DefaultCallTimeout = 10 * time.Second
@@ -44,6 +51,9 @@ func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) err
 	msg.Data = data
 	if tp := TraceParent(ctx); tp != "" {
 		msg.Header.Set(headerTraceParent, tp)
+	}
+	if d, ok := ctx.Deadline(); ok {
+		msg.Header.Set(headerDeadline, strconv.FormatInt(d.UnixMilli(), 10))
 	}
 	reply, err := nc.RequestMsgWithContext(ctx, msg)
 	switch {
@@ -168,7 +178,7 @@ func (s *Service) Handle(name, subject string, h HandlerFunc) error {
 }
 
 func (s *Service) serve(name string, r micro.Request, h HandlerFunc) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	ctx, cancel := handlerContext(r.Headers(), s.timeout)
 	defer cancel()
 	ctx = WithTraceParent(ctx, r.Headers().Get(headerTraceParent))
 	defer func() {
@@ -195,6 +205,20 @@ func (s *Service) serve(name string, r micro.Request, h HandlerFunc) {
 	if err := s.reply(r, &nats.Msg{Data: body}); err != nil {
 		s.log.Warn().Err(err).Str("endpoint", name).Msg("reply failed")
 	}
+}
+
+// handlerContext bounds a handler by the service's own timeout and, when
+// the caller said when it gives up, by that deadline less replyMargin: work
+// the caller will not wait for (store retries above all) ends in time for
+// the answer to reach it. A caller can only shorten its own request.
+func handlerContext(h micro.Headers, timeout time.Duration) (context.Context, context.CancelFunc) {
+	deadline := time.Now().Add(timeout)
+	if ms, err := strconv.ParseInt(h.Get(headerDeadline), 10, 64); err == nil {
+		if d := time.UnixMilli(ms).Add(-replyMargin); d.Before(deadline) {
+			deadline = d
+		}
+	}
+	return context.WithDeadline(context.Background(), deadline)
 }
 
 func (s *Service) respondError(r micro.Request, e *mesh.Error) {

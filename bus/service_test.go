@@ -144,3 +144,28 @@ func embeddedConn(t *testing.T) *Conn {
 	t.Cleanup(func() { conn.NC.Close() })
 	return conn
 }
+
+// TestService_HandlerEndsBeforeItsCallerGivesUp: a handler's context ends
+// before the caller's deadline, leaving time for the answer to travel, so
+// work the caller will not wait for (store retries) stops and is answered.
+func TestService_HandlerEndsBeforeItsCallerGivesUp(t *testing.T) {
+	conn := embeddedConn(t)
+	svc, err := NewService(conn.NC, ServiceConfig{Name: "slow", Version: "1.0.0", Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(time.Second) })
+	if err := svc.Handle("slow", "test.slow", func(ctx context.Context, _ *Request) (any, error) {
+		<-ctx.Done()
+		return nil, mesh.Errorf(mesh.CodeUnavailable, "gave up in time")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err = Call(ctx, conn.NC, "test.slow", nil, nil)
+	var e *mesh.Error
+	if !errors.As(err, &e) || e.Code != mesh.CodeUnavailable {
+		t.Fatalf("call: %v, want the handler's own UNAVAILABLE before the caller's deadline", err)
+	}
+}

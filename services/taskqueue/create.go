@@ -80,19 +80,24 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 		}
 		idemRev = rev
 	}
+	// The stores are given all but releaseReserve of the request's time, so
+	// that a key claimed for a run that could not be stored can still be
+	// freed before the caller hears the answer.
+	sctx, scancel := reserve(ctx, releaseReserve)
+	defer scancel()
 	if run.ConversationID == "" {
-		conv, err := s.createConversation(ctx, nil)
+		conv, err := s.createConversation(sctx, nil)
 		if err != nil {
-			s.releaseIdempotencyKey(in, run.ID, idemRev)
+			s.releaseIdempotencyKey(ctx, in, run.ID, idemRev)
 			return nil, err
 		}
 		run.ConversationID, run.WorkspaceID = conv.ID, conv.WorkspaceID
 	}
 	unlock := s.locks.lock(run.ID)
 	defer unlock()
-	rev, err := s.runs.Create(ctx, run.ID, run)
+	rev, err := s.runs.Create(sctx, run.ID, run)
 	if err != nil {
-		s.releaseIdempotencyKey(in, run.ID, idemRev)
+		s.releaseIdempotencyKey(ctx, in, run.ID, idemRev)
 		return nil, fmt.Errorf("create task run: %w", err)
 	}
 	run.Revision = rev
@@ -232,15 +237,28 @@ func idempotencyKey(in *meshapi.CreateTaskRunRequest) string {
 	return secret.Hash(in.TargetAgentID + "\x00" + in.IdempotencyKey)
 }
 
+// releaseReserve is the part of a create request's time kept for freeing its
+// idempotency key after the run could not be stored.
+const releaseReserve = time.Second
+
+// reserve returns ctx shortened by d when ctx has a deadline.
+func reserve(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if deadline, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(ctx, deadline.Add(-d))
+	}
+	return context.WithCancel(ctx)
+}
+
 // releaseIdempotencyKey frees the key a create claimed (at revision rev, 0:
 // none) when its run was not stored, so the caller's retry with the same key
 // (after a 503) creates the run at once. If the run may have been stored
-// after all, the key keeps pointing at it.
-func (s *Service) releaseIdempotencyKey(in *meshapi.CreateTaskRunRequest, runID string, rev uint64) {
+// after all, or the store cannot tell within the request's time, the key
+// keeps pointing at the run and goes stale instead.
+func (s *Service) releaseIdempotencyKey(ctx context.Context, in *meshapi.CreateTaskRunRequest, runID string, rev uint64) {
 	if rev == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), bus.RetryBudget)
+	ctx, cancel := context.WithTimeout(ctx, bus.RetryBudget)
 	defer cancel()
 	if _, _, err := s.runs.Get(ctx, runID); !errors.Is(err, mesh.ErrNotFound) {
 		return
