@@ -8,7 +8,25 @@ const (
 	OpAgentGet    = "get"
 	OpAgentList   = "list"
 	OpAgentUpdate = "update"
+	OpAgentDelete = "delete"
 )
+
+// DeleteAgentRequest deletes an agent account: its runtimes are revoked,
+// its open runs canceled, its queue consumer deleted; its finished runs,
+// artifacts and events stay.
+type DeleteAgentRequest struct {
+	AgentID string `json:"agent_id"`
+}
+
+// DeleteAgentResponse says what deleting an agent did.
+type DeleteAgentResponse struct {
+	AgentID string `json:"agent_id"`
+	// RevokedRuntimes counts the runtimes the delete revoked.
+	RevokedRuntimes int `json:"revoked_runtimes"`
+	// CanceledTaskRuns counts the open runs (pending, running,
+	// input-required) canceled with the reason "agent deleted".
+	CanceledTaskRuns int `json:"canceled_task_runs"`
+}
 
 // CreateAgentRequest creates an agent account.
 type CreateAgentRequest struct {

@@ -53,6 +53,12 @@ func (c *Client) UpdateAgent(ctx context.Context, req UpdateAgentRequest) (*mesh
 	return &a, c.call(ctx, bus.ServiceAgents, OpAgentUpdate, req, &a)
 }
 
+// DeleteAgent deletes an agent account (see DeleteAgentRequest).
+func (c *Client) DeleteAgent(ctx context.Context, agentID string) (*DeleteAgentResponse, error) {
+	var out DeleteAgentResponse
+	return &out, c.call(ctx, bus.ServiceAgents, OpAgentDelete, DeleteAgentRequest{AgentID: agentID}, &out)
+}
+
 // IssuePairingCode issues a one-time pairing code.
 func (c *Client) IssuePairingCode(ctx context.Context, req IssuePairingCodeRequest) (*PairingCode, error) {
 	var p PairingCode

@@ -14,6 +14,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -75,6 +76,7 @@ func (s *Service) Start(ctx context.Context) error {
 		meshapi.OpAgentGet:    s.get,
 		meshapi.OpAgentList:   s.list,
 		meshapi.OpAgentUpdate: s.update,
+		meshapi.OpAgentDelete: s.delete,
 	} {
 		if err := s.svc.Handle(op, bus.ServiceSubject(bus.ServiceAgents, op), h); err != nil {
 			return err
@@ -202,6 +204,103 @@ func (s *Service) update(ctx context.Context, req *bus.Request) (any, error) {
 	s.mirror.Apply(a.ID, a, rev)
 	s.publish(ctx, mesh.EventAgentUpdated, a)
 	return a, nil
+}
+
+// DeleteReason is why the open runs of a deleted agent were canceled.
+const DeleteReason = "agent deleted"
+
+// delete removes an agent account. Its runtimes are revoked first, so none
+// claims a run meanwhile; then the account goes, so no new run can target
+// it; then its open runs are canceled and its queue consumer deleted. Its
+// finished runs, artifacts and events stay (they are history). The other
+// services are asked over the bus, as any client would.
+func (s *Service) delete(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.DeleteAgentRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	a, err := s.lookup(ctx, in.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	client := meshapi.NewClient(s.cfg.Conn.NC)
+	out := meshapi.DeleteAgentResponse{AgentID: a.ID}
+	if out.RevokedRuntimes, err = revokeRuntimes(ctx, client, a.ID); err != nil {
+		return nil, err
+	}
+	if err := s.agents.Delete(ctx, a.ID, 0); err != nil && !errors.Is(err, mesh.ErrNotFound) {
+		return nil, fmt.Errorf("delete agent %s: %w", a.ID, err)
+	}
+	if err := s.mirror.Sync(ctx); err != nil {
+		return nil, err
+	}
+	if out.CanceledTaskRuns, err = cancelOpenRuns(ctx, client, a.ID); err != nil {
+		return nil, err
+	}
+	if err := s.cfg.Conn.JS.DeleteConsumer(ctx, bus.QueueStream, bus.QueueConsumer(a.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("delete the queue consumer of agent %s: %w", a.ID, err)
+	}
+	s.cfg.Logger.Info().Str("agent_id", a.ID).Int("revoked_runtimes", out.RevokedRuntimes).Int("canceled_task_runs", out.CanceledTaskRuns).Msg("agent deleted")
+	return out, nil
+}
+
+// revokeRuntimes revokes every runtime of an agent not revoked yet.
+func revokeRuntimes(ctx context.Context, client *meshapi.Client, agentID string) (int, error) {
+	list, err := client.ListRuntimes(ctx, agentID)
+	if err != nil {
+		return 0, fmt.Errorf("list the runtimes of agent %s: %w", agentID, err)
+	}
+	n := 0
+	for _, rt := range list.Runtimes {
+		if rt.State == mesh.RuntimeRevoked {
+			continue
+		}
+		if _, err := client.RevokeRuntime(ctx, meshapi.RevokeRuntimeRequest{RuntimeID: rt.RuntimeID}); err != nil {
+			if errors.Is(err, mesh.ErrNotFound) {
+				continue
+			}
+			return n, fmt.Errorf("revoke runtime %s: %w", rt.RuntimeID, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// cancelOpenRuns cancels every run of an agent that has not ended, with
+// DeleteReason. A run that ends meanwhile is left as it ended.
+func cancelOpenRuns(ctx context.Context, client *meshapi.Client, agentID string) (int, error) {
+	var ids []string
+	for _, st := range []mesh.Status{mesh.StatusPending, mesh.StatusRunning, mesh.StatusInputRequired} {
+		cursor := ""
+		for {
+			page, err := client.ListTaskRuns(ctx, meshapi.ListTaskRunsRequest{AgentID: agentID, Status: st, Limit: 100, Cursor: cursor})
+			if err != nil {
+				return 0, fmt.Errorf("list the %s runs of agent %s: %w", st, agentID, err)
+			}
+			for _, r := range page.TaskRuns {
+				ids = append(ids, r.ID)
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			cursor = page.NextCursor
+		}
+	}
+	n := 0
+	for _, id := range ids {
+		run, err := client.CancelTaskRun(ctx, meshapi.CancelTaskRunRequest{TaskRunID: id, Reason: DeleteReason})
+		if err != nil {
+			var me *mesh.Error
+			if errors.As(err, &me) && (me.Code == mesh.CodeConflict || me.Code == mesh.CodeNotFound) {
+				continue // it ended meanwhile
+			}
+			return n, fmt.Errorf("cancel task run %s: %w", id, err)
+		}
+		if run.Status == mesh.StatusCanceled {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (s *Service) publish(ctx context.Context, typ string, a *mesh.Agent) {

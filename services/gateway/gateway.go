@@ -220,6 +220,7 @@ func (g *Gateway) Handler() http.Handler {
 	g.people(mux, "GET /agent-accounts", g.listAgents)
 	g.people(mux, "GET /agent-accounts/{agentId}", g.getAgent)
 	g.people(mux, "PATCH /agent-accounts/{agentId}", g.updateAgent)
+	g.people(mux, "DELETE /agent-accounts/{agentId}", g.deleteAgent)
 	g.people(mux, "POST /agent-accounts/{agentId}/pairing-codes", g.issuePairingCode)
 	g.people(mux, "GET /agent-accounts/{agentId}/runtimes", g.listRuntimes)
 	g.people(mux, "POST /agent-runtimes/{runtimeId}/revoke", g.revokeRuntime)

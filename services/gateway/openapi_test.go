@@ -243,6 +243,10 @@ func TestOpenAPI_EveryRouteAnswersAsDocumented(t *testing.T) {
 	owner(http.MethodGet, "/agent-accounts/"+agent.ID, nil)
 	owner(http.MethodPatch, "/agent-accounts/"+agent.ID, map[string]any{"instructions": "be brief"})
 	owner(http.MethodGet, "/agent-accounts/"+mesh.NewID(), nil)
+	var doomed mesh.Agent
+	owner(http.MethodPost, "/agent-accounts", map[string]any{"name": "deleted"}).Decode(t, &doomed)
+	owner(http.MethodDelete, "/agent-accounts/"+doomed.ID, nil)
+	owner(http.MethodDelete, "/agent-accounts/"+doomed.ID, nil)
 	attach := func() meshapi.AttachResponse {
 		var code meshapi.PairingCode
 		owner(http.MethodPost, "/agent-accounts/"+agent.ID+"/pairing-codes", map[string]any{"ttl_seconds": 60}).Decode(t, &code)

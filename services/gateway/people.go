@@ -41,6 +41,13 @@ func (g *Gateway) updateAgent(w http.ResponseWriter, r *http.Request) {
 	g.reply(w, r, http.StatusOK, a, err)
 }
 
+// deleteAgent deletes an agent account: its runtimes revoked, its open runs
+// canceled, its queue consumer deleted, its history kept (DeleteAgentRequest).
+func (g *Gateway) deleteAgent(w http.ResponseWriter, r *http.Request) {
+	out, err := g.client.DeleteAgent(r.Context(), r.PathValue("agentId"))
+	g.reply(w, r, http.StatusOK, out, err)
+}
+
 // pairingCodeRequest is the optional body of POST .../pairing-codes.
 type pairingCodeRequest struct {
 	// TTLSeconds shortens the code's lifetime below the platform default.
