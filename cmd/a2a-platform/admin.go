@@ -33,12 +33,6 @@ func (g *globals) client() (*apiclient.Client, error) {
 	return apiclient.New(g.apiBase, apiclient.WithOwnerToken(token), apiclient.WithUserAgent("a2a-platform"))
 }
 
-func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 // call runs one API call and prints its answer.
 func (g *globals) call(ctx context.Context, method, path string, q url.Values, in any) error {
 	c, err := g.client()
@@ -51,11 +45,11 @@ func (g *globals) call(ctx context.Context, method, path string, q url.Values, i
 	if _, err := c.Do(ctx, method, path, q, in, &out); err != nil {
 		return err
 	}
-	return printJSON(out)
+	return g.print(out)
 }
 
 func newAgents(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "agents", Short: "Create and list agent accounts"}
+	cmd := &cobra.Command{Use: "agents", Short: "Create, list and delete agent accounts"}
 	var name, description, instructions, instructionsFile string
 	create := &cobra.Command{
 		Use:   "create",
@@ -90,7 +84,15 @@ func newAgents(g *globals) *cobra.Command {
 			return g.call(cmd.Context(), http.MethodGet, "/agent-accounts/"+url.PathEscape(args[0])+"/runtimes", nil, nil)
 		},
 	}
-	cmd.AddCommand(create, list, runtimes)
+	del := &cobra.Command{
+		Use:   "delete <agent_id>",
+		Short: "Delete an agent: its runtimes are revoked, its open runs canceled; its history stays",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.call(cmd.Context(), http.MethodDelete, "/agent-accounts/"+url.PathEscape(args[0]), nil, nil)
+		},
+	}
+	cmd.AddCommand(create, list, runtimes, del)
 	return cmd
 }
 
@@ -111,7 +113,7 @@ func newPairingCode(g *globals) *cobra.Command {
 			if _, err := c.Do(cmd.Context(), http.MethodPost, "/agent-accounts/"+url.PathEscape(args[0])+"/pairing-codes", nil, nil, &code); err != nil {
 				return err
 			}
-			if err := printJSON(code); err != nil {
+			if err := g.print(code); err != nil {
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "\nOn the machine that runs the agent (before %s):\n  a2a-runtime pair %s --api-base %s\n  a2a-runtime start\n",
@@ -154,7 +156,7 @@ func newTasks(g *globals) *cobra.Command {
 				}
 				run = *done
 			}
-			return printJSON(run)
+			return g.print(run)
 		},
 	}
 	create.Flags().StringVar(&agent, "agent", "", "target agent id (required)")

@@ -6,23 +6,22 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/spf13/cobra"
 )
 
 func newEvents(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "events", Short: "Follow the platform's CloudEvents"}
-	var agent, task, since, output string
+	var agent, task, since string
 	var types []string
 	tail := &cobra.Command{
 		Use:   "tail",
-		Short: "Print CloudEvents as they happen, one per line",
+		Short: "Print CloudEvents as they happen: a line each on a terminal, one JSON event per line for scripts (-o jsonl), or -o pretty",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "json" && output != "pretty" {
-				return fmt.Errorf("--output must be json or pretty")
-			}
 			c, err := g.client()
 			if err != nil {
 				return err
@@ -34,16 +33,12 @@ func newEvents(g *globals) *cobra.Command {
 			for _, t := range types {
 				q.Add("type", t)
 			}
+			format := g.format()
+			if g.output == outputAuto && format == outputJSON {
+				format = outputJSONL // a stream for a script: one event per line
+			}
 			return c.StreamEvents(cmd.Context(), apiclient.PathEvents, q, func(ev apiclient.Event) error {
-				if output == "pretty" {
-					var buf bytes.Buffer
-					if json.Indent(&buf, ev.Data, "", "  ") == nil {
-						_, err := fmt.Fprintln(os.Stdout, buf.String())
-						return err
-					}
-				}
-				_, err := fmt.Fprintln(os.Stdout, string(ev.Data))
-				return err
+				return printEvent(format, ev.Data)
 			})
 		},
 	}
@@ -52,7 +47,30 @@ func newEvents(g *globals) *cobra.Command {
 	f.StringVar(&task, "task", "", "only this task run's events")
 	f.StringSliceVar(&types, "type", nil, "only these event types (e.g. task_run.completed; repeatable)")
 	f.StringVar(&since, "since", "", "start this long ago (10m) or at this time (RFC 3339) instead of now")
-	f.StringVarP(&output, "output", "o", "json", "json (one event per line) or pretty")
 	cmd.AddCommand(tail)
 	return cmd
+}
+
+// printEvent prints one event (a structured CloudEvent) in a format: table
+// is one line of time, type, subject and agent; json and jsonl are the
+// event on one line; pretty is the event indented.
+func printEvent(format string, data []byte) error {
+	switch format {
+	case outputPretty:
+		var buf bytes.Buffer
+		if json.Indent(&buf, data, "", "  ") == nil {
+			_, err := fmt.Fprintln(os.Stdout, buf.String())
+			return err
+		}
+	case outputTable:
+		var ev struct {
+			Time, Type, Subject, AgentID string
+		}
+		if json.Unmarshal(data, &ev) == nil {
+			_, err := fmt.Fprintf(os.Stdout, "%s  %-36s  %s  agent %s\n", ev.Time, strings.TrimPrefix(ev.Type, mesh.EventTypePrefix), ev.Subject, ev.AgentID)
+			return err
+		}
+	}
+	_, err := fmt.Fprintln(os.Stdout, string(data))
+	return err
 }

@@ -1,0 +1,172 @@
+package main_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+)
+
+// admin runs a2a-platform admin verbs against a platform process.
+type admin struct {
+	t   *testing.T
+	p   *meshtest.Process
+	env []string
+}
+
+func startAdmin(t *testing.T) *admin {
+	t.Helper()
+	data := t.TempDir()
+	p := meshtest.StartProcess(t, bins.Platform, meshtest.ProcessOptions{DataDir: data})
+	return &admin{t: t, p: p, env: []string{"A2A_MESH_DATA_DIR=" + data, "A2A_MESH_API_BASE=" + p.APIBase}}
+}
+
+func (a *admin) run(args ...string) result {
+	a.t.Helper()
+	return run(a.t, a.env, bins.Platform, args...)
+}
+
+// onTerminal runs the verb with its standard output on a pseudo-terminal
+// (util-linux script), as a person at a terminal does.
+func (a *admin) onTerminal(args ...string) result {
+	a.t.Helper()
+	line := bins.Platform
+	for _, arg := range args {
+		line += " '" + arg + "'"
+	}
+	return run(a.t, a.env, "script", "-qec", line, "/dev/null")
+}
+
+// TestCLI_UnknownCommandsAndWrongFlagsAreErrorsThatSayWhatToDo: a mistyped
+// subcommand exits non-zero naming the closest one and the help to read;
+// a group without a subcommand shows its help; a wrong flag or output
+// format exits non-zero pointing to --help.
+func TestCLI_UnknownCommandsAndWrongFlagsAreErrorsThatSayWhatToDo(t *testing.T) {
+	t.Parallel()
+	r := run(t, nil, bins.Platform, "agents", "lst")
+	if r.code == 0 || !strings.Contains(r.stderr, `unknown command "lst" for "a2a-platform agents"`) || !strings.Contains(r.stderr, "list") ||
+		!strings.Contains(r.stderr, "a2a-platform agents --help") || r.stdout != "" {
+		t.Errorf("agents lst: %s", r)
+	}
+	if r := run(t, nil, bins.Platform, "tasks", "lsit"); r.code == 0 || !strings.Contains(r.stderr, "did you mean list") {
+		t.Errorf("tasks lsit: %s", r)
+	}
+	if r := run(t, nil, bins.Platform, "agents"); r.code != 0 || !strings.Contains(r.stdout, "Available Commands") || !strings.Contains(r.stdout, "delete") {
+		t.Errorf("agents: %s", r)
+	}
+	if r := run(t, nil, bins.Platform, "agents", "create", "--nme", "x"); r.code == 0 || !strings.Contains(r.stderr, "unknown flag: --nme") || !strings.Contains(r.stderr, "a2a-platform agents create --help") {
+		t.Errorf("agents create --nme: %s", r)
+	}
+	if r := run(t, nil, bins.Platform, "tasks", "list", "-o", "yaml"); r.code == 0 || !strings.Contains(r.stderr, "table, json, jsonl") {
+		t.Errorf("tasks list -o yaml: %s", r)
+	}
+}
+
+// TestCLI_TablesOnATerminalJSONForScripts: on a terminal the verbs print
+// tables; piped, the API's JSON; -o table, json and jsonl choose; consumer
+// subjects print as they are (mesh.evt.<id>.>, not \u003e); events tail
+// -o jsonl prints one event per line.
+func TestCLI_TablesOnATerminalJSONForScripts(t *testing.T) {
+	t.Parallel()
+	a := startAdmin(t)
+	r := a.run("agents", "create", "--name", "tabled")
+	var agent struct {
+		ID   string `json:"agent_id"`
+		Name string `json:"name"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &agent) != nil || agent.Name != "tabled" {
+		t.Fatalf("agents create, piped: %s", r)
+	}
+
+	var list struct {
+		Agents []struct {
+			ID string `json:"agent_id"`
+		} `json:"agents"`
+	}
+	if r := a.run("agents", "list"); json.Unmarshal([]byte(r.stdout), &list) != nil || len(list.Agents) != 1 || list.Agents[0].ID != agent.ID {
+		t.Errorf("agents list, piped: %s", r)
+	}
+	table := func(r result, what string) {
+		t.Helper()
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if r.code != 0 || len(lines) < 2 || !strings.HasPrefix(strings.TrimSpace(lines[0]), "AGENT_ID") || !strings.Contains(lines[1], agent.ID) || !strings.Contains(lines[1], "tabled") {
+			t.Errorf("%s: %s", what, r)
+		}
+	}
+	table(a.run("agents", "list", "-o", "table"), "agents list -o table")
+	table(a.onTerminal("agents", "list"), "agents list on a terminal")
+	if r := a.onTerminal("agents", "list", "-o", "json"); !strings.Contains(r.stdout, `"agents": [`) {
+		t.Errorf("agents list -o json on a terminal: %s", r)
+	}
+	r = a.run("agents", "list", "-o", "jsonl")
+	var one map[string]any
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &one) != nil || one["agent_id"] != agent.ID {
+		t.Errorf("agents list -o jsonl: %s", r)
+	}
+
+	r = a.run("consumers", "create", "--name", "reader", "--filter-agent", agent.ID)
+	var con struct {
+		Subjects []string `json:"subjects"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &con) != nil {
+		t.Fatalf("consumers create: exit %d", r.code)
+	}
+	want := "mesh.evt." + agent.ID + ".>"
+	if strings.Contains(r.stdout, `\u003e`) || !strings.Contains(r.stdout, `"`+want+`"`) {
+		t.Errorf("consumers create prints the subjects %v, want %s written as it is", con.Subjects, want)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tail := exec.CommandContext(ctx, bins.Platform, "events", "tail", "-o", "jsonl", "--agent", agent.ID, "--since", "1h")
+	tail.Env = append(tail.Environ(), a.env...)
+	out, err := tail.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tail.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tail.Process.Kill(); _ = tail.Wait() }()
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		t.Fatal("events tail printed nothing")
+	}
+	var ev struct {
+		Type    string `json:"type"`
+		Subject string `json:"subject"`
+	}
+	if err := json.Unmarshal(sc.Bytes(), &ev); err != nil || ev.Type != "dev.a2amesh.agent.created" || ev.Subject != agent.ID {
+		t.Errorf("events tail -o jsonl first line: %s", sc.Text())
+	}
+}
+
+// TestCLI_AgentsDelete: `agents delete <id>` deletes the agent and says
+// what it did; the agent is gone from the list; deleting it again fails
+// with the platform's not found.
+func TestCLI_AgentsDelete(t *testing.T) {
+	t.Parallel()
+	a := startAdmin(t)
+	agent := a.p.CreateAgent("leaving")
+	keep := a.p.CreateAgent("staying")
+	a.p.CreateTask(agent.ID, "never run")
+	r := a.run("agents", "delete", agent.ID)
+	var res struct {
+		AgentID  string `json:"agent_id"`
+		Canceled int    `json:"canceled_task_runs"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &res) != nil || res.AgentID != agent.ID || res.Canceled != 1 {
+		t.Fatalf("agents delete: %s", r)
+	}
+	if r := a.run("agents", "list", "-o", "jsonl"); strings.Contains(r.stdout, agent.ID) || !strings.Contains(r.stdout, keep.ID) {
+		t.Errorf("after the delete, agents list: %s", r)
+	}
+	if r := a.run("agents", "delete", agent.ID); r.code == 0 || !strings.Contains(r.stderr, "not found") {
+		t.Errorf("agents delete again: %s", r)
+	}
+}

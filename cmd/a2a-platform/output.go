@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+)
+
+// Output formats of the admin verbs (--output / -o).
+const (
+	outputAuto   = ""       // table on a terminal, json otherwise
+	outputTable  = "table"  // for people: columns, or one field per line
+	outputJSON   = "json"   // for scripts: the API's answer, indented
+	outputJSONL  = "jsonl"  // for scripts and streams: one JSON value per line
+	outputPretty = "pretty" // events tail: each event indented
+)
+
+var outputFormats = []string{outputTable, outputJSON, outputJSONL, outputPretty}
+
+// checkOutput refuses a format that does not exist.
+func (g *globals) checkOutput() error {
+	if g.output == outputAuto {
+		return nil
+	}
+	for _, f := range outputFormats {
+		if g.output == f {
+			return nil
+		}
+	}
+	return fmt.Errorf("--output %q is not one of %s", g.output, strings.Join(outputFormats, ", "))
+}
+
+// format is the output format in effect: --output, else table when
+// standard output is a terminal and json when it is not (a pipe, a file).
+func (g *globals) format() string {
+	if g.output != outputAuto {
+		return g.output
+	}
+	if isatty.IsTerminal(os.Stdout.Fd()) {
+		return outputTable
+	}
+	return outputJSON
+}
+
+// decodeJSON reads an API answer keeping numbers as they were written.
+func decodeJSON(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// writeJSON writes v as JSON without HTML escaping (a subject such as
+// mesh.evt.<id>.> stays readable and pastable), indented or on one line.
+func writeJSON(w io.Writer, v any, indent bool) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if indent {
+		enc.SetIndent("", "  ")
+	}
+	return enc.Encode(v)
+}
+
+// printJSON prints v indented, as the json format does.
+func printJSON(v any) error { return writeJSON(os.Stdout, v, true) }
+
+// print writes an answer in the format in effect.
+func (g *globals) print(v any) error {
+	// Go values (typed structs) go through JSON once, so every format
+	// sees the field names the API uses.
+	if _, ok := v.(json.RawMessage); !ok {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		v = json.RawMessage(b)
+	}
+	doc, err := decodeJSON(v.(json.RawMessage))
+	if err != nil {
+		return err
+	}
+	switch g.format() {
+	case outputJSONL:
+		if items, ok := listOf(doc); ok {
+			for _, it := range items {
+				if err := writeJSON(os.Stdout, it, false); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return writeJSON(os.Stdout, doc, false)
+	case outputTable:
+		return printTable(os.Stdout, doc)
+	default:
+		return printJSON(doc)
+	}
+}
+
+// listOf returns the items of a list answer: an object whose only array
+// member is the list ({"agents": [...]}, {"task_runs": [...], "next_cursor"}).
+func listOf(doc any) ([]any, bool) {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	var items []any
+	found := 0
+	for _, v := range m {
+		if a, ok := v.([]any); ok {
+			items = a
+			found++
+		}
+	}
+	return items, found == 1
+}
+
+// columns are the fields a table shows for the items of each list, in
+// order; lists not named here show their items' first scalar fields.
+var columns = map[string][]string{
+	"agents":     {"agent_id", "name", "public", "created_at"},
+	"task_runs":  {"task_run_id", "target_agent_id", "status", "task_type", "created_at"},
+	"runtimes":   {"runtime_id", "host_label", "state", "status", "last_heartbeat_at"},
+	"consumers":  {"consumer_id", "name", "agent_id", "created_at"},
+	"webhooks":   {"webhook_id", "url", "format", "agent_id", "secret_hint"},
+	"deliveries": {"delivery_id", "event_type", "state", "attempt_count", "updated_at"},
+}
+
+// printTable writes a list as columns and anything else as one "field:
+// value" line per field.
+func printTable(w io.Writer, doc any) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	m, _ := doc.(map[string]any)
+	if items, ok := listOf(doc); ok {
+		var name string
+		for k, v := range m {
+			if _, ok := v.([]any); ok {
+				name = k
+			}
+		}
+		cols := columns[name]
+		if cols == nil {
+			cols = scalarKeys(items)
+		}
+		fmt.Fprintln(tw, strings.ToUpper(strings.Join(cols, "\t")))
+		for _, it := range items {
+			row, _ := it.(map[string]any)
+			cells := make([]string, len(cols))
+			for i, c := range cols {
+				cells[i] = cell(row[c])
+			}
+			fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		}
+		if len(items) == 0 {
+			fmt.Fprintln(tw, "(none)")
+		}
+		for k, v := range m {
+			if _, isList := v.([]any); !isList && cell(v) != "" {
+				fmt.Fprintf(tw, "\n%s:\t%s\n", k, cell(v))
+			}
+		}
+		return tw.Flush()
+	}
+	if m == nil {
+		fmt.Fprintln(tw, cell(doc))
+		return tw.Flush()
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s:\t%s\n", k, cell(m[k]))
+	}
+	return tw.Flush()
+}
+
+// scalarKeys are up to six fields of the first item that are not objects
+// or lists, in name order.
+func scalarKeys(items []any) []string {
+	if len(items) == 0 {
+		return []string{"value"}
+	}
+	first, _ := items[0].(map[string]any)
+	var keys []string
+	for k, v := range first {
+		switch v.(type) {
+		case map[string]any, []any:
+		default:
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	if len(keys) > 6 {
+		keys = keys[:6]
+	}
+	return keys
+}
+
+// cell is one value as a table shows it: strings bare, objects and lists as
+// compact JSON, nothing as "-".
+func cell(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "-"
+	case string:
+		if x == "" {
+			return "-"
+		}
+		return x
+	case json.Number:
+		return x.String()
+	case bool:
+		return fmt.Sprint(x)
+	default:
+		var b bytes.Buffer
+		_ = writeJSON(&b, x, false)
+		return strings.TrimSpace(b.String())
+	}
+}
+
+// commandGroups makes every command that only groups others (agents,
+// tasks, ...) refuse an unknown subcommand with an error that names the
+// closest ones, instead of printing its help and succeeding; without a
+// subcommand it still prints its help.
+func commandGroups(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		commandGroups(sub)
+	}
+	if !c.HasSubCommands() || c.Runnable() || !c.HasParent() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2 // cobra sets it on the root only
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return fmt.Errorf("%s\nRun '%s --help' for its commands", msg, cmd.CommandPath())
+	}
+}
+
+// flagError points a wrong flag or value to the command's help.
+func flagError(cmd *cobra.Command, err error) error {
+	return fmt.Errorf("%w\nRun '%s --help' for its flags", err, cmd.CommandPath())
+}
