@@ -342,7 +342,26 @@ export async function agentView(main, { id: agentId }, nav) {
         h('dt', {}, 'Skills'), h('dd', {}, skills.length
           ? h('ul', {}, skills.map((s) => h('li', {}, h('strong', {}, s.name), s.description ? ` — ${s.description}` : '')))
           : '—'),
-        h('dt', {}, 'Created'), h('dd', {}, time(agent.created_at))));
+        h('dt', {}, 'Created'), h('dd', {}, time(agent.created_at))),
+      deleteZone());
+    }
+
+    // deleteZone deletes the agent after a second click: its machines are
+    // disconnected and its unfinished tasks canceled; its history stays.
+    function deleteZone() {
+      const error = formError();
+      return h('div', { class: 'delete-agent' },
+        h('p', { class: 'small' }, 'Deleting this agent disconnects its machines and cancels its unfinished tasks. Its finished tasks, files and events stay.'),
+        h('div', { class: 'row spaced' }, confirmButton('Delete this agent', 'Click again to delete it', async () => {
+          try {
+            const done = await api('DELETE', `/agent-accounts/${encodeURIComponent(agentId)}`);
+            announce(`${agent.name} was deleted: ${done.revoked_runtimes} machine(s) disconnected, ${done.canceled_task_runs} task(s) canceled.`);
+            nav('/');
+          } catch (err) {
+            error.show(`The agent was not deleted. ${explain(err)}`);
+          }
+        })),
+        error.el);
     }
 
     edit.addEventListener('click', () => {
