@@ -49,6 +49,9 @@ func TestAgents_DeleteEndsItsRunsRevokesItsRuntimesAndKeepsItsEvents(t *testing.
 
 	p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/agent-accounts/" + agent.ID, Owner: true}).ExpectError(t, http.StatusNotFound, mesh.CodeNotFound)
 	p.Send(t, meshtest.Request{Method: http.MethodDelete, Path: "/agent-accounts/" + agent.ID, Owner: true}).ExpectError(t, http.StatusNotFound, mesh.CodeNotFound)
+	meshtest.Eventually(t, 10*time.Second, func() bool {
+		return p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/a2a/" + agent.ID + "/.well-known/agent-card.json"}).Status == http.StatusNotFound
+	}, func() string { return "the deleted agent's A2A card is still served" })
 	var list meshapi.AgentList
 	p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/agent-accounts", Owner: true}).Expect(t, http.StatusOK).Decode(t, &list)
 	for _, a := range list.Agents {
