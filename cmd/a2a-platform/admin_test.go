@@ -62,6 +62,9 @@ func TestCLI_UnknownCommandsAndWrongFlagsAreErrorsThatSayWhatToDo(t *testing.T) 
 	if r := run(t, nil, bins.Platform, "agents", "create", "--nme", "x"); r.code == 0 || !strings.Contains(r.stderr, "unknown flag: --nme") || !strings.Contains(r.stderr, "a2a-platform agents create --help") {
 		t.Errorf("agents create --nme: %s", r)
 	}
+	if r := run(t, nil, bins.Platform, "agents", "delete"); r.code == 0 || !strings.Contains(r.stderr, "accepts 1 arg(s), received 0") || !strings.Contains(r.stderr, "a2a-platform agents delete --help") {
+		t.Errorf("agents delete without an id: %s", r)
+	}
 	if r := run(t, nil, bins.Platform, "tasks", "list", "-o", "yaml"); r.code == 0 || !strings.Contains(r.stderr, "table, json, jsonl") {
 		t.Errorf("tasks list -o yaml: %s", r)
 	}

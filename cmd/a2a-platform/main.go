@@ -55,6 +55,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newUp(g), newServe(g), newAgents(g), newPairingCode(g), newTasks(g), newEvents(g), newConsumers(g), newWebhooks(g), newLogin(g), newBench())
 	root.SetFlagErrorFunc(flagError)
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return g.checkOutput() }
+	argsHints(root)
 	commandGroups(root)
 	return root
 }

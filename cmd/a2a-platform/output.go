@@ -231,6 +231,22 @@ func cell(v any) string {
 	}
 }
 
+// argsHints makes a wrong number of arguments, on every command, an error
+// that points to the command's help.
+func argsHints(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		argsHints(sub)
+	}
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return fmt.Errorf("%w\nRun '%s --help' for usage", err, cmd.CommandPath())
+			}
+			return nil
+		}
+	}
+}
+
 // commandGroups makes every command that only groups others (agents,
 // tasks, ...) refuse an unknown subcommand with an error that names the
 // closest ones, instead of printing its help and succeeding; without a
