@@ -78,12 +78,13 @@ func TestAdapterReply_EachShapeEndsTheRunAsTheContractSays(t *testing.T) {
 }
 
 // Seed 000: an adapter that cannot be reached fails the run with
-// ADAPTER_UNREACHABLE.
+// ADAPTER_UNREACHABLE, once the runtime stopped waiting for it to come back
+// (--adapter-wait) and gave the run back a few times.
 func TestAdapterReply_NoAdapterFailsRunWithAdapterUnreachable(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
 	p := l.startPlatform(platformOptions{})
-	c := l.connect(p, "http://"+meshtest.FreeAddr(t)+"/run-task")
+	c := l.connect(p, "http://"+meshtest.FreeAddr(t)+"/run-task", "--adapter-wait", "1s")
 	run := waitEnded(t, p.Platform, c.task("anyone there?").ID, mesh.StatusFailed, waitStart)
 	wantError(t, run, "ADAPTER_UNREACHABLE", "connection refused")
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -80,9 +79,16 @@ func TestNoOrphan_AdapterKilledMidTaskFailsRunWithConnectionError(t *testing.T) 
 	if !c.rt.running() {
 		t.Fatalf("the runtime exited when its adapter died: %s", c.rt.exitText())
 	}
-	// With the adapter still gone, the next run fails at once as unreachable.
-	next := waitEnded(t, p.Platform, c.task("next").ID, mesh.StatusFailed, waitStart)
-	wantError(t, next, "ADAPTER_UNREACHABLE", strings.TrimSuffix(ad.Endpoint, "/run-task"))
+	// With the adapter still gone the runtime claims nothing: the next run
+	// waits in the queue, and the platform shows the runtime not ready.
+	c.rt.waitOutput(t, "local adapter unreachable: no task runs are claimed until it answers", waitStart)
+	next := c.task("next")
+	never(t, 2*time.Second, func() bool {
+		return p.GetTask(next.ID).Status != mesh.StatusPending
+	}, func() string { return "the next run left the queue while the adapter was gone" })
+	if v := p.RuntimeView(t, c.AgentID, c.RuntimeID); v.Status != mesh.PresenceOnline || !v.NotReady {
+		t.Errorf("runtime without its adapter is %s, not ready %v; want online and not ready", v.Status, v.NotReady)
+	}
 }
 
 // A runtime killed mid-task and started again at once (as a service manager

@@ -51,7 +51,10 @@ type RuntimePresence struct {
 	Status             Presence   `json:"status"`
 	LastHeartbeatAt    *time.Time `json:"last_heartbeat_at,omitempty"`
 	HeartbeatTimeoutMS int64      `json:"heartbeat_timeout_ms"`
-	Revision           uint64     `json:"revision"`
+	// AdapterUnreachable is the last heartbeat's word that the runtime's
+	// local adapter does not answer (the runtime claims nothing meanwhile).
+	AdapterUnreachable bool   `json:"adapter_unreachable,omitempty"`
+	Revision           uint64 `json:"revision"`
 }
 
 // RuntimeView is what people see about a runtime: seed 001 §6 fields.
@@ -65,6 +68,11 @@ type RuntimeView struct {
 	Status          Presence     `json:"status"`
 	LastHeartbeatAt *time.Time   `json:"last_heartbeat_at,omitempty"`
 	AttachedAt      time.Time    `json:"attached_at"`
+	// NotReady is set on an online runtime whose local adapter does not
+	// answer: it is connected but claims no task runs until the adapter is
+	// back. The reason says so in words.
+	NotReady       bool   `json:"not_ready,omitempty"`
+	NotReadyReason string `json:"not_ready_reason,omitempty"`
 }
 
 // HostLabel is the display name of a local executor type (seed 001 §6.1).

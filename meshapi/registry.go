@@ -20,6 +20,9 @@ type HeartbeatRequest struct {
 	// earlier process of it and is left to expire. Nil (null, or the field
 	// absent, as in seed 001's heartbeat) renews every run the runtime holds.
 	RunningTaskRunIDs []string `json:"running_task_run_ids"`
+	// AdapterUnreachable says the runtime's local adapter does not answer:
+	// the runtime is online but claims no task runs until it does.
+	AdapterUnreachable bool `json:"adapter_unreachable,omitempty"`
 }
 
 // HeartbeatResponse acknowledges a heartbeat.

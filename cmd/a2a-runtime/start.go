@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,7 +24,7 @@ func newStart(g *globals) *cobra.Command {
 		profileName, apiBase, transport, natsURL string
 		statusListen                             string
 		concurrency                              int
-		taskTimeout, drainGrace                  time.Duration
+		taskTimeout, drainGrace, adapterWait     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "start",
@@ -67,19 +68,24 @@ func newStart(g *globals) *cobra.Command {
 			defer tr.Close()
 			hctx, hcancel := context.WithTimeout(ctx, 2*time.Second)
 			if h, err := adapter.Health(hctx); err != nil {
-				log.Warn().Err(err).Str("endpoint", adapter.Endpoint()).Msg("local adapter is not answering yet; tasks fail until it does")
+				log.Warn().Err(err).Str("endpoint", adapter.Endpoint()).Msg("local adapter is not answering yet; no task runs are claimed until it does")
 			} else {
 				log.Info().Str("provider", h.Provider).Str("endpoint", adapter.Endpoint()).Msg("local adapter healthy")
 			}
 			hcancel()
 
 			var metrics *connector.Metrics
+			// The status port serves before the connector exists.
+			var running atomic.Pointer[connector.Connector]
 			if statusListen != "" {
 				reg := prometheus.NewRegistry()
 				reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 				metrics = connector.NewMetrics(reg, led)
-				health, _ := json.Marshal(map[string]any{"ok": true, "agent_id": p.AgentID, "runtime_id": p.RuntimeID, "transport": tr.Name()})
-				status, err := connector.ServeStatus(statusListen, reg, func() []byte { return health })
+				status, err := connector.ServeStatus(statusListen, reg, func() []byte {
+					health, _ := json.Marshal(map[string]any{"ok": true, "agent_id": p.AgentID, "runtime_id": p.RuntimeID,
+						"transport": tr.Name(), "adapter_ready": running.Load() == nil || running.Load().AdapterReady()})
+					return health
+				})
 				if err != nil {
 					return fmt.Errorf("status port: %w", err)
 				}
@@ -90,6 +96,7 @@ func newStart(g *globals) *cobra.Command {
 			c := connector.NewRuntime(connector.RuntimeConfig{
 				AgentID: p.AgentID, RuntimeID: p.RuntimeID, Transport: tr, Hello: hello, API: api, Adapter: adapter,
 				Ledger: led, Platform: p.Platform, Concurrency: concurrency, TaskTimeout: taskTimeout, DrainGrace: drainGrace,
+				AdapterWait: adapterWait,
 				OnHeartbeat: func(at time.Time) {
 					if err := store.RecordHeartbeat(p.Name(), at); err != nil {
 						log.Debug().Err(err).Msg("last heartbeat not recorded in the profile")
@@ -98,6 +105,7 @@ func newStart(g *globals) *cobra.Command {
 				Metrics: metrics,
 				Logger:  log,
 			})
+			running.Store(c)
 			// A second interrupt during the drain stops at once.
 			go func() {
 				<-ctx.Done()
@@ -123,6 +131,7 @@ func newStart(g *globals) *cobra.Command {
 	f.IntVar(&concurrency, "concurrency", 1, "task runs worked on at once")
 	f.DurationVar(&taskTimeout, "task-timeout", 10*time.Minute, "longest one adapter call may take")
 	f.DurationVar(&drainGrace, "drain-grace", 30*time.Second, "on stop, how long running tasks may finish")
+	f.DurationVar(&adapterWait, "adapter-wait", time.Minute, "while the local adapter does not answer, how long to claim nothing and wait for it (-1s: for ever); after that, task runs it cannot take fail with ADAPTER_UNREACHABLE")
 	f.StringVar(&statusListen, "status-listen", "", "serve /metrics and /healthz on this local address, e.g. 127.0.0.1:9464 (off unless given: the runtime opens no port by default)")
 	return cmd
 }

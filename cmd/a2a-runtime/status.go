@@ -85,7 +85,7 @@ func gatherStatus(ctx context.Context, p profile.Profile) statusReport {
 	if a, err := adapterclient.New(p.LocalAgentEndpoint); err != nil {
 		r.Adapter, r.AdapterError = "misconfigured", err.Error()
 	} else if h, err := a.Health(ctx); err != nil {
-		r.Adapter, r.AdapterError = "unreachable", err.Error()
+		r.Adapter, r.AdapterError = "unreachable: a running a2a-runtime start claims no task runs until it answers", err.Error()
 	} else if h.Busy {
 		r.Adapter = "healthy (busy)"
 	}

@@ -40,6 +40,11 @@ const maxReplyBytes = 64 << 20
 type Failure struct {
 	Code    string
 	Message string
+	// NotDelivered says the adapter never received the request: no
+	// connection to it could be opened (nothing listens on its port, the
+	// address does not resolve). A task that was not delivered was not
+	// started, so it is safe to give back to the queue.
+	NotDelivered bool
 }
 
 func (f *Failure) Error() string { return f.Code + ": " + f.Message }
@@ -61,6 +66,11 @@ func New(endpoint string) (*Client, error) {
 		MaxIdleConnsPerHost:   16,
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: 0, // a task may take minutes before its first byte
+		// A fresh loopback connection per call costs nothing next to a task,
+		// and a connection kept from before an adapter restart would turn a
+		// task the new adapter never saw into a lost connection, which cannot
+		// be told apart from a task the adapter dropped midway.
+		DisableKeepAlives: true,
 	}
 	return &Client{endpoint: endpoint, http: &http.Client{Transport: transport}}, nil
 }
@@ -156,14 +166,14 @@ func (c *Client) transportFailure(ctx context.Context, err error) error {
 	case ctx.Err() != nil:
 		return &Failure{Code: CodeCanceled, Message: "the adapter request was aborted"}
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return &Failure{Code: CodeUnreachable, Message: fmt.Sprintf("cannot reach the local adapter at %s (connection refused): is a2a-adapter running?", c.endpoint)}
+		return &Failure{Code: CodeUnreachable, Message: fmt.Sprintf("cannot reach the local adapter at %s (connection refused): is a2a-adapter running?", c.endpoint), NotDelivered: true}
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return &Failure{Code: CodeConnectionLost, Message: "the local adapter closed the connection before answering (did it crash?)"}
 	}
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
 	if errors.As(err, &dnsErr) || (errors.As(err, &opErr) && opErr.Op == "dial") {
-		return &Failure{Code: CodeUnreachable, Message: fmt.Sprintf("cannot reach the local adapter at %s: %v", c.endpoint, err)}
+		return &Failure{Code: CodeUnreachable, Message: fmt.Sprintf("cannot reach the local adapter at %s: %v", c.endpoint, err), NotDelivered: true}
 	}
 	return &Failure{Code: CodeConnectionLost, Message: fmt.Sprintf("local adapter connection failed: %v", err)}
 }
@@ -193,4 +203,17 @@ func (c *Client) Health(ctx context.Context) (*adapterapi.Health, error) {
 		return nil, &Failure{Code: CodeInvalidJSON, Message: "health answer is not JSON"}
 	}
 	return &h, nil
+}
+
+// Reachable asks GET /health and returns nil when the adapter answered it:
+// any HTTP answer counts, so an adapter without /health (or one whose host
+// reports trouble) still gets its tasks and reports their failures itself.
+// The error is the Failure of a call that got no HTTP answer.
+func (c *Client) Reachable(ctx context.Context) error {
+	_, err := c.Health(ctx)
+	var f *Failure
+	if err == nil || (errors.As(err, &f) && (f.Code == CodeHTTPStatus || f.Code == CodeInvalidJSON)) {
+		return nil
+	}
+	return err
 }

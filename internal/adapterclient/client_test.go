@@ -207,3 +207,52 @@ func TestNew_RefusesNonHTTPEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// Only a call that never reached the adapter is marked NotDelivered: a
+// connection the adapter took and then dropped may have started the task.
+func TestRun_OnlyAnUnopenedConnectionIsNotDelivered(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c, _ := adapterclient.New("http://" + addr + "/run-task")
+	_, err = c.Run(context.Background(), request(), nil)
+	var f *adapterclient.Failure
+	if !errors.As(err, &f) || !f.NotDelivered {
+		t.Fatalf("closed port: %v (%+v), want a failure marked not delivered", err, f)
+	}
+
+	dropped := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	})
+	_, err = dropped.Run(context.Background(), request(), nil)
+	if !errors.As(err, &f) || f.NotDelivered || f.Code != adapterclient.CodeConnectionLost {
+		t.Fatalf("dropped connection: %v (%+v), want %s, delivered", err, f, adapterclient.CodeConnectionLost)
+	}
+}
+
+// Reachable counts any HTTP answer from /health, so an adapter without one
+// still gets its tasks, and only a closed port is unreachable.
+func TestReachable_AnyHTTPAnswerCounts(t *testing.T) {
+	t.Parallel()
+	missing := serve(t, http.NotFound)
+	if err := missing.Reachable(context.Background()); err != nil {
+		t.Fatalf("adapter without /health: %v, want reachable", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	closed, _ := adapterclient.New("http://" + addr + "/run-task")
+	if err := closed.Reachable(context.Background()); err == nil {
+		t.Fatal("closed port is reachable, want an error")
+	}
+}

@@ -50,7 +50,7 @@ func dialRuntime(ctx context.Context, p *platform.Platform, id runtimeIdentity) 
 	if err != nil {
 		return nil, err
 	}
-	if err := t.Heartbeat(ctx, nil); err != nil {
+	if err := t.Heartbeat(ctx, meshapi.HeartbeatRequest{}); err != nil {
 		t.Close()
 		return nil, err
 	}

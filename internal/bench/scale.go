@@ -97,7 +97,7 @@ func (r *Report) measureScale(ctx context.Context, dir string, cfg Config) error
 		if err != nil {
 			return nil, err
 		}
-		return t, t.Heartbeat(ctx, nil)
+		return t, t.Heartbeat(ctx, meshapi.HeartbeatRequest{})
 	})
 	defer func() {
 		for _, t := range transports {

@@ -46,6 +46,11 @@ type Config struct {
 	Concurrency int
 	// TaskTimeout bounds one adapter call. Default 10 minutes.
 	TaskTimeout time.Duration
+	// AdapterWait is how long claiming pauses while the local adapter does
+	// not answer GET /health (a restart or an upgrade). After it the runtime
+	// claims again and fails the runs it cannot deliver, as seed 000 says.
+	// Default 1 minute; negative pauses for as long as the adapter is gone.
+	AdapterWait time.Duration
 	// DrainGrace is how long a stopping runtime lets running tasks finish
 	// before failing them. Default 30s.
 	DrainGrace time.Duration
@@ -80,6 +85,9 @@ func (c *Config) defaults() {
 	if c.TaskTimeout == 0 {
 		c.TaskTimeout = 10 * time.Minute
 	}
+	if c.AdapterWait == 0 {
+		c.AdapterWait = time.Minute
+	}
 	if c.DrainGrace == 0 {
 		c.DrainGrace = 30 * time.Second
 	}
@@ -112,6 +120,11 @@ type Connector struct {
 	// tells a timer that fired late whether it is still the current one.
 	idleTimer *time.Timer
 	idleGen   uint64
+	// adapterDown is set while the local adapter does not answer (see
+	// adapter.go); givenBack counts the runs given back because of it.
+	adapterDown      bool
+	adapterDownSince time.Time
+	givenBack        map[string]int
 
 	execCtx    context.Context
 	execCancel context.CancelFunc
@@ -119,8 +132,10 @@ type Connector struct {
 	fatalErr   error
 	fatal      chan struct{}
 	outboxKick chan struct{}
-	stopNow    chan struct{}
-	stopOnce   sync.Once
+	// heartbeatKick sends a heartbeat now: the adapter's readiness changed.
+	heartbeatKick chan struct{}
+	stopNow       chan struct{}
+	stopOnce      sync.Once
 }
 
 // task is a run being worked on.
@@ -142,8 +157,9 @@ var (
 func New(cfg Config) *Connector {
 	cfg.defaults()
 	return &Connector{
-		cfg: cfg, log: cfg.Logger, running: map[string]*task{}, owed: map[string]bool{},
-		fatal: make(chan struct{}), outboxKick: make(chan struct{}, 1), stopNow: make(chan struct{}),
+		cfg: cfg, log: cfg.Logger, running: map[string]*task{}, owed: map[string]bool{}, givenBack: map[string]int{},
+		fatal: make(chan struct{}), outboxKick: make(chan struct{}, 1), heartbeatKick: make(chan struct{}, 1),
+		stopNow: make(chan struct{}),
 	}
 }
 
@@ -241,6 +257,9 @@ func (c *Connector) fail(err error) {
 func (c *Connector) work(ctx context.Context) {
 	backoff := 500 * time.Millisecond
 	for ctx.Err() == nil {
+		if !c.waitAdapter(ctx) {
+			return
+		}
 		run, err := c.cfg.Transport.Next(ctx)
 		switch {
 		case err != nil && IsAuthError(err):

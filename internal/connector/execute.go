@@ -57,6 +57,11 @@ func (c *Connector) execute(run *mesh.TaskRun) {
 		c.stopped(run, cause)
 		return
 	}
+	if err != nil && c.giveBack(run, err) {
+		c.record(ledger.Entry{Event: EventTaskGivenBack, TaskRunID: run.ID, Attempt: run.Attempt, Message: err.Error()})
+		return
+	}
+	c.delivered(run.ID)
 	var failure *adapterclient.Failure
 	switch {
 	case errors.As(err, &failure):

@@ -6,13 +6,22 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/ledger"
+	"github.com/a2amesh/a2amesh/meshapi"
 )
+
+// kickHeartbeat asks the heartbeat loop to send one now.
+func (c *Connector) kickHeartbeat() {
+	select {
+	case c.heartbeatKick <- struct{}{}:
+	default:
+	}
+}
 
 // heartbeat sends one heartbeat with the runs being worked on.
 func (c *Connector) heartbeat(ctx context.Context) error {
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	err := c.cfg.Transport.Heartbeat(hctx, c.heldIDs())
+	err := c.cfg.Transport.Heartbeat(hctx, meshapi.HeartbeatRequest{RunningTaskRunIDs: c.heldIDs(), AdapterUnreachable: !c.AdapterReady()})
 	if err == nil && c.cfg.OnHeartbeat != nil {
 		c.cfg.OnHeartbeat(time.Now().UTC())
 	}
@@ -26,7 +35,9 @@ func (c *Connector) heartbeatLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-time.After(bus.Jitter(c.cfg.HeartbeatInterval, 0.1)):
+		case <-c.heartbeatKick:
 		}
+		c.checkAdapter(ctx)
 		err := c.heartbeat(ctx)
 		switch {
 		case err == nil:

@@ -19,6 +19,8 @@ type Metrics struct {
 	failed            prometheus.Counter
 	adapterLatency    prometheus.Histogram
 	heartbeatFailures prometheus.Counter
+	givenBack         prometheus.Counter
+	adapterUp         prometheus.Gauge
 }
 
 // NewMetrics registers the runtime's series on reg. The outbox gauge reads
@@ -26,12 +28,17 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer, led *ledger.Ledger) *Metrics {
 	tasks := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "a2amesh_runtime_tasks_total",
-		Help: "Task runs this runtime worked on, by outcome: started, completed (reported complete), failed (reported failed).",
+		Help: "Task runs this runtime worked on, by outcome: started, completed (reported complete), failed (reported failed), given_back (the adapter could not be reached; back to the queue).",
 	}, []string{"outcome"})
 	m := &Metrics{
 		started:   tasks.WithLabelValues("started"),
 		completed: tasks.WithLabelValues("completed"),
 		failed:    tasks.WithLabelValues("failed"),
+		givenBack: tasks.WithLabelValues("given_back"),
+		adapterUp: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "a2amesh_runtime_adapter_ready",
+			Help: "1 while the local adapter answers GET /health, 0 while it does not (no task runs are claimed then).",
+		}),
 		adapterLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "a2amesh_runtime_adapter_call_seconds",
 			Help:    "Duration of run-task calls to the local adapter.",
@@ -42,7 +49,8 @@ func NewMetrics(reg prometheus.Registerer, led *ledger.Ledger) *Metrics {
 			Help: "Heartbeats the platform did not accept.",
 		}),
 	}
-	reg.MustRegister(tasks, m.adapterLatency, m.heartbeatFailures)
+	m.adapterUp.Set(1)
+	reg.MustRegister(tasks, m.adapterLatency, m.heartbeatFailures, m.adapterUp)
 	if led != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "a2amesh_runtime_outbox_reports",
@@ -77,6 +85,23 @@ func (m *Metrics) taskEnded(completed bool) {
 func (m *Metrics) adapterCall(d time.Duration) {
 	if m != nil {
 		m.adapterLatency.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) taskGivenBack() {
+	if m != nil {
+		m.givenBack.Inc()
+	}
+}
+
+func (m *Metrics) adapterReady(ready bool) {
+	if m == nil {
+		return
+	}
+	if ready {
+		m.adapterUp.Set(1)
+	} else {
+		m.adapterUp.Set(0)
 	}
 }
 

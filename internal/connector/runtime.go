@@ -37,6 +37,8 @@ type RuntimeConfig struct {
 	Concurrency int
 	TaskTimeout time.Duration
 	DrainGrace  time.Duration
+	// AdapterWait is Config.AdapterWait.
+	AdapterWait time.Duration
 	// HeartbeatInterval and RenewInterval default to a third of the
 	// platform's heartbeat timeout and lease (from Hello).
 	HeartbeatInterval time.Duration
@@ -68,6 +70,7 @@ func NewRuntime(cfg RuntimeConfig) *Connector {
 		Artifacts: files, Attachments: files, Ledger: cfg.Ledger, Platform: cfg.Platform,
 		Instructions: hello.Instructions, FreshInstructions: true,
 		Concurrency: cfg.Concurrency, TaskTimeout: cfg.TaskTimeout, DrainGrace: cfg.DrainGrace,
+		AdapterWait:       cfg.AdapterWait,
 		HeartbeatInterval: cfg.HeartbeatInterval, RenewInterval: cfg.RenewInterval,
 		OnHeartbeat: cfg.OnHeartbeat,
 		CheckCredential: func(ctx context.Context) error {

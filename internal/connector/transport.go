@@ -13,9 +13,9 @@ import (
 type Transport interface {
 	// Name is "nats" or "http".
 	Name() string
-	// Heartbeat marks the runtime online; the platform also renews the leases
-	// of the runs listed.
-	Heartbeat(ctx context.Context, running []string) error
+	// Heartbeat marks the runtime online (and says whether its adapter
+	// answers); the platform also renews the leases of the runs listed.
+	Heartbeat(ctx context.Context, req meshapi.HeartbeatRequest) error
 	// Next waits for a pending run and claims it. It returns (nil, nil) when
 	// its wait ended with nothing to claim, and ctx's error when ctx ended.
 	Next(ctx context.Context) (*mesh.TaskRun, error)

@@ -70,8 +70,11 @@ func (t *httpTransport) Hello(ctx context.Context) (*meshapi.HelloResponse, erro
 	return HTTPHello(ctx, t.cfg.API)
 }
 
-func (t *httpTransport) Heartbeat(ctx context.Context, running []string) error {
-	body := map[string]any{"agent_id": t.cfg.AgentID, "running_task_run_ids": running}
+func (t *httpTransport) Heartbeat(ctx context.Context, req meshapi.HeartbeatRequest) error {
+	body := map[string]any{"agent_id": t.cfg.AgentID, "running_task_run_ids": req.RunningTaskRunIDs}
+	if req.AdapterUnreachable {
+		body["adapter_unreachable"] = true
+	}
 	_, err := t.cfg.API.Do(ctx, http.MethodPost, "/agent-runtimes/runtime/heartbeat", nil, body, nil)
 	return err
 }

@@ -115,8 +115,8 @@ func (t *natsTransport) Hello(ctx context.Context) (*meshapi.HelloResponse, erro
 	return t.rc.Hello(ctx)
 }
 
-func (t *natsTransport) Heartbeat(ctx context.Context, running []string) error {
-	_, err := t.rc.Heartbeat(ctx, meshapi.HeartbeatRequest{RunningTaskRunIDs: running})
+func (t *natsTransport) Heartbeat(ctx context.Context, req meshapi.HeartbeatRequest) error {
+	_, err := t.rc.Heartbeat(ctx, req)
 	return err
 }
 

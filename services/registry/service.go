@@ -125,6 +125,7 @@ func (s *Service) handleHeartbeat(ctx context.Context, req *bus.Request) (any, e
 	p := &mesh.RuntimePresence{
 		RuntimeID: runtimeID, AgentID: agentID, Status: mesh.PresenceOnline,
 		LastHeartbeatAt: &now, HeartbeatTimeoutMS: s.cfg.HeartbeatTimeout.Milliseconds(),
+		AdapterUnreachable: in.AdapterUnreachable,
 	}
 	cameOnline := false
 	_, rev, err := s.presence.Modify(ctx, runtimeID, func(cur *mesh.RuntimePresence) error {
@@ -228,6 +229,10 @@ func (s *Service) currentPresence(ctx context.Context, runtimeID string) *mesh.R
 	return nil
 }
 
+// notReadyAdapter is why an online runtime whose adapter does not answer
+// is not ready.
+const notReadyAdapter = "the local adapter does not answer; no task runs are claimed until it does"
+
 // view joins a runtime with its presence (nil: never heartbeated). Only an
 // active runtime can be online.
 func (s *Service) view(rt *mesh.Runtime, p *mesh.RuntimePresence) mesh.RuntimeView {
@@ -240,6 +245,9 @@ func (s *Service) view(rt *mesh.Runtime, p *mesh.RuntimePresence) mesh.RuntimeVi
 		v.LastHeartbeatAt = p.LastHeartbeatAt
 		if rt.State == mesh.RuntimeActive {
 			v.Status = p.Status
+		}
+		if v.Status == mesh.PresenceOnline && p.AdapterUnreachable {
+			v.NotReady, v.NotReadyReason = true, notReadyAdapter
 		}
 	}
 	return v
