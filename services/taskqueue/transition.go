@@ -88,10 +88,21 @@ func moves(from, to mesh.Status, eventType string) bool {
 	return from != to || eventType == mesh.TaskRunEventType(to) || eventType == mesh.EventTaskRunRequeued
 }
 
+// Publishing a stored change's event is given more time than a store call:
+// the change cannot be taken back, and every try carries the same event id,
+// so each is a duplicate of any that was stored after all (without an
+// acknowledgement) as long as the tries stay inside the stream's duplicate
+// window.
+const (
+	eventBudget = bus.DuplicateWindow / 2
+	// eventTryTimeout bounds one try: a publish whose stream leader was lost
+	// is never acknowledged, and must not use up the budget.
+	eventTryTimeout = 2 * time.Second
+)
+
 // publishRun announces a run's change. The change is already stored, so a
-// failure to publish is retried (through a leader election of the event
-// stream; the event id makes a retry that was stored after all a duplicate)
-// and then logged.
+// failure to publish is retried through leader elections of the event
+// stream (see eventBudget) and then logged.
 func (s *Service) publishRun(ctx context.Context, eventType string, run *mesh.TaskRun) {
 	ev := bus.Event{
 		Type:     eventType,
@@ -104,9 +115,12 @@ func (s *Service) publishRun(ctx context.Context, eventType string, run *mesh.Ta
 		Time:     run.UpdatedAt,
 	}
 	var err error
-	deadline := time.Now().Add(bus.RetryBudget)
+	deadline := time.Now().Add(eventBudget)
 	for try := 1; ; try++ {
-		if err = s.events.Publish(context.WithoutCancel(ctx), ev); err == nil {
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTryTimeout)
+		err = s.events.Publish(tctx, ev)
+		cancel()
+		if err == nil {
 			return
 		}
 		if (try >= 3 && !bus.Transient(err)) || time.Now().After(deadline) {
