@@ -212,9 +212,13 @@ func (s *Service) serve(name string, r micro.Request, h HandlerFunc) {
 // the caller will not wait for (store retries above all) ends in time for
 // the answer to reach it. A caller can only shorten its own request.
 func handlerContext(h micro.Headers, timeout time.Duration) (context.Context, context.CancelFunc) {
-	deadline := time.Now().Add(timeout)
+	now := time.Now()
+	deadline := now.Add(timeout)
 	if ms, err := strconv.ParseInt(h.Get(headerDeadline), 10, 64); err == nil {
-		if d := time.UnixMilli(ms).Add(-replyMargin); d.Before(deadline) {
+		caller := time.UnixMilli(ms)
+		// A short request keeps a quarter of its time for the answer.
+		margin := min(replyMargin, caller.Sub(now)/4)
+		if d := caller.Add(-margin); d.Before(deadline) {
 			deadline = d
 		}
 	}

@@ -169,3 +169,29 @@ func TestService_HandlerEndsBeforeItsCallerGivesUp(t *testing.T) {
 		t.Fatalf("call: %v, want the handler's own UNAVAILABLE before the caller's deadline", err)
 	}
 }
+
+// TestService_ShortRequestsKeepMostOfTheirTime: a caller with little time
+// left still gets its answer: the handler keeps most of that time.
+func TestService_ShortRequestsKeepMostOfTheirTime(t *testing.T) {
+	conn := embeddedConn(t)
+	svc, err := NewService(conn.NC, ServiceConfig{Name: "brief", Version: "1.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(time.Second) })
+	if err := svc.Handle("brief", "test.brief", func(ctx context.Context, _ *Request) (any, error) {
+		d, _ := ctx.Deadline()
+		return map[string]int64{"left_ms": time.Until(d).Milliseconds()}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	var out map[string]int64
+	if err := Call(ctx, conn.NC, "test.brief", nil, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out["left_ms"] < 150 {
+		t.Fatalf("the handler had %d ms of a 400 ms request", out["left_ms"])
+	}
+}

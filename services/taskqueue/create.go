@@ -241,10 +241,11 @@ func idempotencyKey(in *meshapi.CreateTaskRunRequest) string {
 // idempotency key after the run could not be stored.
 const releaseReserve = time.Second
 
-// reserve returns ctx shortened by d when ctx has a deadline.
+// reserve returns ctx shortened by d, or by a quarter of what is left of it
+// when that is less, when ctx has a deadline.
 func reserve(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if deadline, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(ctx, deadline.Add(-d))
+		return context.WithDeadline(ctx, deadline.Add(-min(d, time.Until(deadline)/4)))
 	}
 	return context.WithCancel(ctx)
 }
