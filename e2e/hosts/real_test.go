@@ -1,6 +1,7 @@
 package hosts_test
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,9 +62,22 @@ type realHost struct {
 	// configure writes the host's own configuration into home and returns
 	// the environment pointing it at the model.
 	configure func(t *testing.T, home, modelURL string) []string
+	// server, when set, starts the host's own server (a gateway the
+	// adapter talks to) and returns the adapter flags that reach it.
+	server func(t *testing.T, l *realLab) []string
+	// progress is a progress message the artifact scenario's tool call
+	// shows while it runs: default "running: printf", "*" for any.
+	progress string
 	// shell is the host's tool call running a shell command.
 	shell func(command string) *fakemodel.ToolCall
-	// retry is how the host's retries of the model API read as progress.
+	// toolsOutsideAdapter marks a host whose tools run in a server the
+	// adapter did not start (the OpenClaw gateway): the adapter cancels
+	// the gateway's run by closing its request, and the gateway's exec
+	// tool leaves a process in a session of its own running. The test
+	// ends such a process itself, so the cancel's other checks still run.
+	toolsOutsideAdapter bool
+	// retry is how the host's retries of the model API read as progress;
+	// empty for a host that does not tell its clients about them.
 	retry string
 }
 
@@ -127,12 +142,17 @@ type realLab struct {
 	home    string
 	hostEnv []string // what the host needs besides its key
 	sysTmp  string   // the adapter's TMPDIR, which hosts must leave alone
-	model   *fakemodel.Server
-	p       *meshtest.Platform
-	adapter *proc
-	runtime *proc
-	agent   mesh.Agent
-	sleep   int // the argument of the sleep the cancel scenario starts
+	// hostFlags are the adapter flags that reach the host (reachHost).
+	hostFlags []string
+	model     *fakemodel.Server
+	p         *meshtest.Platform
+	adapter   *proc
+	runtime   *proc
+	agent     mesh.Agent
+	sleep     int // the argument of the sleep the cancel scenario starts
+	// modelKey is the key the model accepts: the host's own key, or for a
+	// gateway host the key of its model provider.
+	modelKey string
 
 	mu      sync.Mutex
 	release map[string]chan struct{}
@@ -154,12 +174,35 @@ func newRealLab(t *testing.T, name string) *realLab {
 		release: map[string]chan struct{}{},
 	}
 	l.model = fakemodel.Start(t, l.respond)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, r := range l.model.Requests() {
+				scen := scenarioRE.FindAllString(string(r.Body), -1)
+				t.Logf("model request %s %s (%s) tools %v, after a tool result %v, scenarios %v", r.Method, r.Path, r.API, r.Tools(), r.AfterToolResult(), scen)
+			}
+		}
+	})
 	l.sysTmp = filepath.Join(t.TempDir(), "tmp")
 	if err := os.Mkdir(l.sysTmp, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	l.hostEnv = append(h.configure(t, l.home, l.model.URL), "PATH="+l.path, "HOME="+l.home, "TMPDIR="+l.sysTmp)
 	return l
+}
+
+// reachHost returns the adapter flags that reach the host: its executable,
+// or the address of its server, which it starts on first use.
+func (l *realLab) reachHost(t *testing.T) []string {
+	t.Helper()
+	if l.hostFlags != nil {
+		return l.hostFlags
+	}
+	if l.host.server != nil {
+		l.hostFlags = l.host.server(t, l)
+	} else {
+		l.hostFlags = []string{"--host-binary", l.bin}
+	}
+	return l.hostFlags
 }
 
 // start starts the platform, the adapter and the runtime.
@@ -170,9 +213,11 @@ func (l *realLab) start(t *testing.T) {
 	adapterBin := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-adapter")
 	dir := t.TempDir()
 	addr := meshtest.FreeAddr(t)
-	args := append([]string{"--provider", l.host.name, "--host-binary", l.bin, "--listen", addr,
+	args := []string{"--provider", l.host.name, "--listen", addr,
 		"--workdir", filepath.Join(dir, "work"), "--session-persistence", "--state-dir", filepath.Join(dir, "state"),
-		"--kill-grace", "2s", "--log-level", "debug"}, l.host.flags...)
+		"--kill-grace", "2s", "--log-level", "debug"}
+	args = append(args, l.reachHost(t)...)
+	args = append(args, l.host.flags...)
 	l.adapter = startProcess(t, "a2a-adapter", append(l.hostEnv, l.host.keyEnv+"="+l.secret), adapterBin, args...)
 	l.adapter.waitOutput(t, "a2a-adapter listening on http://"+addr)
 
@@ -208,7 +253,7 @@ var (
 // (@@name@@); a request carries the whole conversation, so the last
 // scenario named is the current one.
 func (l *realLab) respond(r *fakemodel.Request) fakemodel.Reply {
-	if r.Key() != l.secret {
+	if r.Key() != cmp.Or(l.modelKey, l.secret) {
 		return fakemodel.Reply{Status: http.StatusUnauthorized, ErrorMessage: "invalid api key (fake model)"}
 	}
 	all := scenarioRE.FindAllStringSubmatch(string(r.Body), -1)
@@ -263,7 +308,8 @@ func testRealHost(t *testing.T, name string) {
 	first := p.CreateTask(l.agent.ID, "@@artifact@@ Write the report.")
 	stream := p.StreamEvents(t, url.Values{"task_run_id": {first.ID}, "since": {"1m"}})
 	evs := stream.Until(t, waitHost, func(ev meshtest.Event) bool {
-		return ev.Subject == first.ID && (ev.Type == mesh.EventTaskRunProgress && strings.Contains(string(ev.Data), "running: printf") ||
+		return ev.Subject == first.ID && (ev.Type == mesh.EventTaskRunProgress && strings.Contains(string(ev.Data), cmp.Or(l.host.progress, "running: printf")) ||
+			ev.Type == mesh.EventTaskRunProgress && l.host.progress == "*" ||
 			ev.Type == mesh.EventTaskRunFailed || ev.Type == mesh.EventTaskRunCompleted)
 	})
 	if run := p.GetTask(first.ID); run.Status != mesh.StatusRunning {
@@ -294,28 +340,19 @@ func testRealHost(t *testing.T, name string) {
 		return r.Contains("@@resume@@") && r.Contains("@@artifact@@ Write the report.")
 	})
 
-	// A model error fails the run with the host's message, and no secret.
-	failed := p.CreateTask(l.agent.ID, "@@fail401@@ Try it.")
-	run3 := waitEnd(t, p, failed.ID, mesh.StatusFailed)
-	if run3.Error == nil || !saysRefused(run3.Error.Message) {
-		t.Errorf("the failed run's error %+v does not say the model refused the key", run3.Error)
-	}
-	if run3.Error != nil && strings.Contains(run3.Error.Message, "\x1b[") {
-		t.Errorf("the error carries terminal colour codes: %q", run3.Error.Message)
-	}
-
 	// A model that keeps failing: the host's retries show as progress,
 	// then the run fails with the host's message.
 	broken := p.CreateTask(l.agent.ID, "@@fail500@@ Try again.")
 	brokenEvents := p.StreamEvents(t, url.Values{"task_run_id": {broken.ID}, "since": {"1m"}})
 	evs = brokenEvents.Until(t, waitHost, meshtest.TypeIs(mesh.EventTaskRunFailed, broken.ID))
-	if !slices.ContainsFunc(progressMessages(evs, broken.ID), func(m string) bool { return strings.Contains(m, l.host.retry) }) {
+	if l.host.retry != "" && !slices.ContainsFunc(progressMessages(evs, broken.ID), func(m string) bool { return strings.Contains(m, l.host.retry) }) {
 		t.Errorf("no retry (%q) among the progress of a run whose model failed: %q", l.host.retry, progressMessages(evs, broken.ID))
 	}
 	run4 := waitEnd(t, p, broken.ID, mesh.StatusFailed)
-	// Codex words a 500 as its own "high demand" notice.
+	// Codex words a 500 as its own "high demand" notice, OpenClaw as an
+	// "upstream provider error".
 	if run4.Error == nil || !strings.Contains(run4.Error.Message, "500") && !strings.Contains(run4.Error.Message, "the fake model broke") &&
-		!strings.Contains(run4.Error.Message, "high demand") {
+		!strings.Contains(run4.Error.Message, "high demand") && !strings.Contains(run4.Error.Message, "upstream provider error") {
 		t.Errorf("the failed run's error %+v does not carry the host's message", run4.Error)
 	}
 
@@ -326,10 +363,27 @@ func testRealHost(t *testing.T, name string) {
 	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/task-runs/" + canceled.ID + "/cancel", Owner: true, JSON: map[string]any{"reason": "enough"}}).
 		Expect(t, http.StatusOK)
 	waitEnd(t, p, canceled.ID, mesh.StatusCanceled)
+	if l.host.toolsOutsideAdapter {
+		// Not the adapter's process to stop; see realHost.toolsOutsideAdapter.
+		for _, pid := range findProcesses("sleep " + strconv.Itoa(l.sleep)) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 	meshtest.Eventually(t, 15*time.Second, func() bool { return len(findProcesses("sleep "+strconv.Itoa(l.sleep))) == 0 },
 		func() string {
 			return fmt.Sprintf("the tool's sleep (pids %v) outlived the canceled task: %v", pids, findProcesses("sleep "+strconv.Itoa(l.sleep)))
 		})
+
+	// A refused key fails the run with the host's message, and no secret.
+	// It comes last: OpenClaw then rests the model's key for a minute.
+	failed := p.CreateTask(l.agent.ID, "@@fail401@@ Try it.")
+	run3 := waitEnd(t, p, failed.ID, mesh.StatusFailed)
+	if run3.Error == nil || !saysRefused(run3.Error.Message) {
+		t.Errorf("the failed run's error %+v does not say the model refused the key", run3.Error)
+	}
+	if run3.Error != nil && strings.Contains(run3.Error.Message, "\x1b[") {
+		t.Errorf("the error carries terminal colour codes: %q", run3.Error.Message)
+	}
 
 	// Hosts kept their temporary files in each run's folder, which is gone.
 	if left, _ := os.ReadDir(l.sysTmp); len(left) > 0 {
@@ -403,7 +457,7 @@ func TestRealCodex_TaskProgressArtifactResumeErrorAndCancel(t *testing.T) { test
 // its output and whether it said the host is ready.
 func (l *realLab) doctor(t *testing.T, adapterBin string, env ...string) (string, bool) {
 	t.Helper()
-	args := []string{"doctor", "--provider", l.host.name, "--host-binary", l.bin}
+	args := append([]string{"doctor", "--provider", l.host.name}, l.hostFlags...)
 	for i, f := range l.host.flags {
 		if f == "--model" {
 			args = append(args, f, l.host.flags[i+1])
@@ -424,16 +478,19 @@ func (l *realLab) doctor(t *testing.T, adapterBin string, env ...string) (string
 // none, is reported, naming the variable the host really reads.
 func TestRealHosts_DoctorVerdictMatchesReality(t *testing.T) {
 	adapterBin := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-adapter")
-	for _, name := range []string{"claude", "gemini", "codex"} {
+	for _, name := range []string{"claude", "gemini", "codex", "openclaw"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			l := newRealLab(t, name)
+			l.reachHost(t)
 			out, ready := l.doctor(t, adapterBin, l.host.keyEnv+"="+l.secret)
 			if !ready || !strings.Contains(out, "headless run") {
 				t.Errorf("doctor with the right key:\n%s", out)
 			}
+			// A CLI host's refused key shows in the headless run; the
+			// gateway refuses a wrong token before.
 			out, ready = l.doctor(t, adapterBin, l.host.keyEnv+"=sk-wrong-key-000")
-			if ready || !strings.Contains(out, "headless run") {
+			if ready || l.host.server == nil && !strings.Contains(out, "headless run") {
 				t.Errorf("doctor with a key the model refuses:\n%s", out)
 			}
 			meshtest.AssertNoSecrets(t, []string{l.secret, "sk-wrong-key-000"}, map[string]string{"doctor output": out})

@@ -316,12 +316,19 @@ func (r *Request) AfterToolResult() bool {
 			}
 		}
 	case ChatCompletions:
+		// Hosts may add a user message of their own context after the
+		// tool results (OpenClaw does): the model goes on after a tool
+		// when a tool result comes after the last assistant message.
 		msgs, _ := r.decoded["messages"].([]any)
-		if len(msgs) == 0 {
-			return false
+		for i := len(msgs) - 1; i >= 0; i-- {
+			m, _ := msgs[i].(map[string]any)
+			switch m["role"] {
+			case "tool", "function":
+				return true
+			case "assistant":
+				return false
+			}
 		}
-		last, _ := msgs[len(msgs)-1].(map[string]any)
-		return last["role"] == "tool"
 	case Gemini:
 		contents, _ := r.decoded["contents"].([]any)
 		if len(contents) == 0 {

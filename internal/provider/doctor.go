@@ -109,31 +109,30 @@ func Doctor(ctx context.Context, provider string, o DoctorOptions) ([]Check, err
 			return checks, nil
 		}
 	}
-	return append(checks, headlessRun(ctx, spec, o)), nil
+	fix := "run the host once by hand in a terminal to see what it needs; check its credentials (" + strings.Join(spec.keys, ", ") + ")"
+	p, err := newCLIProvider(spec.name, HostConfig{Binary: o.Binary, Env: o.Env, KillGrace: time.Second}, o.Model)
+	if err != nil {
+		return append(checks, Check{Name: "headless run", Status: CheckFail, Detail: err.Error(), Fix: fix}), nil
+	}
+	return append(checks, headlessRun(ctx, spec.product, p, o.RunTimeout, fix)), nil
 }
 
 // headlessRun runs a tiny task on the host exactly as the adapter would
 // (same provider, flags and environment) in a temporary folder: the only
 // way to know that the host starts headless, trusts its folder, and that
 // the model accepts its credential.
-func headlessRun(ctx context.Context, spec hostSpec, o DoctorOptions) Check {
-	timeout := o.RunTimeout
+func headlessRun(ctx context.Context, product string, p Provider, timeout time.Duration, fix string) Check {
 	if timeout <= 0 {
 		timeout = DefaultDoctorRunTimeout
 	}
 	fail := func(detail string) Check {
-		return Check{Name: "headless run", Status: CheckFail, Detail: oneLine(detail, 400),
-			Fix: "run the host once by hand in a terminal to see what it needs; check its credentials (" + strings.Join(spec.keys, ", ") + ")"}
+		return Check{Name: "headless run", Status: CheckFail, Detail: oneLine(detail, 400), Fix: fix}
 	}
 	dir, err := os.MkdirTemp("", "a2a-doctor-")
 	if err != nil {
 		return fail(err.Error())
 	}
 	defer os.RemoveAll(dir)
-	p, err := newCLIProvider(spec.name, HostConfig{Binary: o.Binary, Env: o.Env, KillGrace: time.Second}, o.Model)
-	if err != nil {
-		return fail(err.Error())
-	}
 	req := adapterapi.RunTaskRequest{TaskRunID: "doctor", ConversationID: "doctor", TaskType: "chat", Input: json.RawMessage(`{"text":` + strconv.Quote(doctorPrompt) + `}`)}
 	raw, _ := json.Marshal(req)
 	task := NewTask(req, raw, dir, "")
@@ -151,7 +150,7 @@ func headlessRun(ctx context.Context, spec hostSpec, o DoctorOptions) Check {
 	defer mu.Unlock()
 	switch {
 	case ctx.Err() != nil:
-		detail := fmt.Sprintf("%s did not answer within %s", spec.product, timeout)
+		detail := fmt.Sprintf("%s did not answer within %s", product, timeout)
 		if last != "" {
 			detail += "; its last report: " + last
 		}
@@ -296,9 +295,20 @@ func doctorOpenClaw(ctx context.Context, o DoctorOptions) []Check {
 	}
 	checks = append(checks, Check{Name: "credentials", Status: CheckOK, Detail: "the gateway token is set"})
 	gateway := strings.TrimRight(firstNonEmpty(o.GatewayURL, DefaultOpenClawGateway), "/")
-	return append(checks, probeModels(ctx, o.HTTPClient, "gateway", gateway, token, OpenClawTokenEnv,
+	probe := probeModels(ctx, o.HTTPClient, "gateway", gateway, token, OpenClawTokenEnv,
 		"start the gateway with `openclaw gateway`, or pass --gateway-url",
-		"enable gateway.http.endpoints.chatCompletions.enabled: true in the OpenClaw config"))
+		"enable gateway.http.endpoints.chatCompletions.enabled: true in the OpenClaw config")
+	checks = append(checks, probe)
+	if probe.Status != CheckOK {
+		return checks
+	}
+	// A real run through the gateway: its agent's model and keys.
+	p, err := NewOpenClaw(OpenClawConfig{GatewayURL: gateway, Token: token, Model: o.Model})
+	fix := "check the gateway agent's model and its provider key (`openclaw models status`)"
+	if err != nil {
+		return append(checks, Check{Name: "headless run", Status: CheckFail, Detail: err.Error(), Fix: fix})
+	}
+	return append(checks, headlessRun(ctx, "the OpenClaw gateway", p, o.RunTimeout, fix))
 }
 
 // doctorHermesAPI checks the Hermes API server's key and asks it for its
