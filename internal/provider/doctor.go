@@ -282,11 +282,15 @@ func lookupEnv(env []string, name string) string {
 // which it serves only when its OpenAI-compatible endpoints are enabled.
 func doctorOpenClaw(ctx context.Context, o DoctorOptions) []Check {
 	var checks []Check
-	if path, err := exec.LookPath("openclaw"); err == nil {
+	if path := lookPathEnv(o.Env, "openclaw"); path != "" {
 		checks = append(checks, Check{Name: "binary", Status: CheckOK, Detail: path})
 	} else {
-		checks = append(checks, Check{Name: "binary", Status: CheckWarn, Detail: "openclaw is not on PATH",
-			Fix: "fine if the gateway runs elsewhere; otherwise install OpenClaw (`npm install -g openclaw`) and start it with `openclaw gateway`"})
+		detail := "openclaw is not on PATH"
+		if v := nodeVersion(ctx, o.Env); v != "" && !nodeAtLeast(v, 24, 16) {
+			detail += "; Node.js here is " + v + ", and on a Node older than 24.16 `npm install -g openclaw` installs an empty placeholder (0.0.1) without a word"
+		}
+		checks = append(checks, Check{Name: "binary", Status: CheckWarn, Detail: detail,
+			Fix: "fine if the gateway runs elsewhere; otherwise install Node.js >= 24.16, then OpenClaw (`npm install -g openclaw`), and start it with `openclaw gateway`"})
 	}
 	token := firstNonEmpty(lookupEnv(o.Env, OpenClawTokenEnv), lookupEnv(o.Env, OpenClawPasswordEnv))
 	if token == "" {
@@ -309,6 +313,55 @@ func doctorOpenClaw(ctx context.Context, o DoctorOptions) []Check {
 		return append(checks, Check{Name: "headless run", Status: CheckFail, Detail: err.Error(), Fix: fix})
 	}
 	return append(checks, headlessRun(ctx, "the OpenClaw gateway", p, o.RunTimeout, fix))
+}
+
+// nodeVersion returns what `node --version` prints with env's PATH, or ""
+// when there is no node.
+func nodeVersion(ctx context.Context, env []string) string {
+	path := lookPathEnv(env, "node")
+	if path == "" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "--version")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// lookPathEnv finds name in the PATH of env, the environment the host
+// would get, or "".
+func lookPathEnv(env []string, name string) string {
+	for _, dir := range filepath.SplitList(lookupEnv(env, "PATH")) {
+		if p := filepath.Join(dir, name); dir != "" && isExecutable(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+}
+
+// nodeAtLeast reports whether a Node.js version ("v24.16.0") is at least
+// major.minor.
+func nodeAtLeast(version string, major, minor int) bool {
+	parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	maj, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return maj > major || maj == major && mi >= minor
 }
 
 // doctorHermesAPI checks the Hermes API server's key and asks it for its

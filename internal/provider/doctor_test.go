@@ -142,3 +142,18 @@ func TestDoctor_UnknownProvider(t *testing.T) {
 		t.Fatal("doctor accepted a provider without a host")
 	}
 }
+
+// npm installs an empty placeholder of OpenClaw on a Node older than 24.16,
+// without a command and without a word; doctor says why openclaw is missing.
+func TestDoctor_OpenClawMissingOnAnOldNodeSaysWhy(t *testing.T) {
+	bin := t.TempDir()
+	writeScript(t, bin, "node", "echo v20.20.2\n")
+	checks, _ := Doctor(context.Background(), "openclaw", DoctorOptions{GatewayURL: "http://" + closedAddr(t), Env: []string{"PATH=" + bin}})
+	c := checkNamed(t, checks, "binary")
+	if c.Status != CheckWarn || !strings.Contains(c.Detail, "v20.20.2") || !strings.Contains(c.Detail, "placeholder") || !strings.Contains(c.Fix, "24.16") {
+		t.Fatalf("binary: %+v", c)
+	}
+	if !nodeAtLeast("v24.16.0", 24, 16) || !nodeAtLeast("v26.1.0", 24, 16) || nodeAtLeast("v24.15.9", 24, 16) || nodeAtLeast("v22.0.0", 24, 16) {
+		t.Error("nodeAtLeast compares wrongly")
+	}
+}
