@@ -26,3 +26,26 @@ func TestParsers_AFieldOfAnUnexpectedTypeDoesNotDropTheEvent(t *testing.T) {
 		t.Errorf("duration_ms %v", out.metadata["duration_ms"])
 	}
 }
+
+// Gemini CLI's own words, as the real CLI prints them: its exit code names
+// the reason, its coloured stderr message follows without colour codes, and
+// its stderr retry notices are progress.
+func TestGemini_UntrustedFolderAndRetriesInTheHostsWords(t *testing.T) {
+	line := stripANSI("\x1b[31mGemini CLI is not running in a trusted directory. To proceed, either use `--skip-trust`, set the `GEMINI_CLI_TRUST_WORKSPACE=true` environment variable\x1b[0m")
+	p := newGeminiParser(func(string) {})
+	_, err := p.outcome(&ExitError{Code: 55}, line)
+	if err == nil || !strings.Contains(err.Error(), "gemini exited with status 55: does not trust the conversation folder: Gemini CLI is not running in a trusted directory") ||
+		strings.Contains(err.Error(), "\x1b") {
+		t.Fatalf("err = %v", err)
+	}
+	for in, want := range map[string]string{
+		"Attempt 1 failed with status 500. Retrying with backoff... ApiError: boom": "model API retry 1 (HTTP 500)",
+		"Attempt 2 failed with 5xx error. Retrying with backoff...":                 "model API retry 2 (HTTP 5xx)",
+		"Attempt 3 failed. Retrying with backoff...":                                "model API retry 3",
+		"Ripgrep is not available. Falling back to GrepTool.":                       "",
+	} {
+		if got := geminiRetryProgress(in); got != want {
+			t.Errorf("geminiRetryProgress(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
