@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -16,23 +20,30 @@ import (
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
 
 func newStart(g *globals) *cobra.Command {
 	var (
 		profileName, apiBase, transport, natsURL string
-		statusListen                             string
+		statusListen, endpoint                   string
+		adapterProvider, adapterBin              string
 		concurrency                              int
 		taskTimeout, drainGrace, adapterWait     time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "start",
+		Use:   "start [-- adapter arguments]",
 		Short: "Connect to the platform and work on this agent's task runs until stopped",
 		Long: "Connect outbound to the platform and work on this agent's task runs until stopped.\n" +
 			"SIGTERM or Ctrl-C stops claiming and lets running tasks finish (up to --drain-grace); a second Ctrl-C stops at once.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && (adapterProvider == "" || cmd.ArgsLenAtDash() != 0) {
+				return errors.New("arguments after -- go to the adapter started with --adapter; start takes no others (see a2a-runtime start --help)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, adapterArgs []string) error {
 			log, err := logging.New(logging.Config{Level: g.logLevel, Component: "runtime"})
 			if err != nil {
 				return err
@@ -49,9 +60,22 @@ func newStart(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if endpoint != "" {
+				p.LocalAgentEndpoint = endpoint
+			}
 			adapter, err := adapterclient.New(p.LocalAgentEndpoint)
 			if err != nil {
 				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if adapterProvider != "" {
+				proc, err := startAdapter(ctx, adapter, adapterProvider, adapterBin, adapterArgs, log)
+				if err != nil {
+					return err
+				}
+				// Deferred first, so it runs last: after the running tasks drained.
+				defer proc.Stop()
 			}
 			led, err := ledger.New(ledgerDir(), p.AgentID, p.RuntimeID, ledger.WithSecrets(p.RuntimeToken))
 			if err != nil {
@@ -59,8 +83,6 @@ func newStart(g *globals) *cobra.Command {
 			}
 			defer led.Close()
 
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
 			tr, hello, err := connector.Dial(ctx, connector.DialConfig{Profile: p, Mode: transport, NATSURL: natsURL, API: api, Logger: log})
 			if err != nil {
 				return reauthHint(err)
@@ -132,6 +154,9 @@ func newStart(g *globals) *cobra.Command {
 	f.DurationVar(&taskTimeout, "task-timeout", 10*time.Minute, "longest one adapter call may take")
 	f.DurationVar(&drainGrace, "drain-grace", 30*time.Second, "on stop, how long running tasks may finish")
 	f.DurationVar(&adapterWait, "adapter-wait", time.Minute, "while the local adapter does not answer, how long to claim nothing and wait for it (-1s: for ever); after that, task runs it cannot take fail with ADAPTER_UNREACHABLE")
+	f.StringVar(&endpoint, "local-agent-endpoint", "", "the local adapter's run-task URL for this start (default: the one given at pairing), e.g. http://127.0.0.1:8787/run-task")
+	f.StringVar(&adapterProvider, "adapter", "", "start a2a-adapter with this provider (claude, codex, gemini, cursor, hermes, openclaw, command) on the endpoint's port, restart it when it exits and stop it on stop; arguments after -- are passed to it. Without it, run the adapter yourself")
+	f.StringVar(&adapterBin, "adapter-bin", "", "the a2a-adapter program for --adapter (default: the one next to a2a-runtime, else a2a-adapter on PATH)")
 	f.StringVar(&statusListen, "status-listen", "", "serve /metrics and /healthz on this local address, e.g. 127.0.0.1:9464 (off unless given: the runtime opens no port by default)")
 	return cmd
 }
@@ -142,4 +167,42 @@ func reauthHint(err error) error {
 		return fmt.Errorf("%w (%v); generate a new pairing code for this same agent on the platform and run a2a-runtime pair again: do not create a new agent", connector.ErrReauth, err)
 	}
 	return err
+}
+
+// startAdapter runs a2a-adapter with provider on the endpoint's port, under
+// the runtime's supervision.
+func startAdapter(ctx context.Context, client *adapterclient.Client, provider, bin string, args []string, log zerolog.Logger) (*connector.AdapterProcess, error) {
+	u, err := url.Parse(client.Endpoint())
+	if err != nil || u.Port() == "" {
+		return nil, fmt.Errorf("--adapter needs a local agent endpoint with a port, like http://127.0.0.1:8787/run-task (got %s)", client.Endpoint())
+	}
+	if bin == "" {
+		bin, err = adapterProgram()
+		if err != nil {
+			return nil, err
+		}
+	}
+	proc, err := connector.StartAdapter(ctx, connector.AdapterProcessConfig{
+		Binary: bin, Provider: provider, Listen: u.Host, Args: args, Client: client,
+		Output: os.Stderr, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--adapter %s: %w", provider, err)
+	}
+	return proc, nil
+}
+
+// adapterProgram finds a2a-adapter next to this program, else on PATH.
+func adapterProgram() (string, error) {
+	if self, err := os.Executable(); err == nil {
+		next := filepath.Join(filepath.Dir(self), "a2a-adapter")
+		if _, err := os.Stat(next); err == nil {
+			return next, nil
+		}
+	}
+	bin, err := exec.LookPath("a2a-adapter")
+	if err != nil {
+		return "", errors.New("a2a-adapter is neither next to a2a-runtime nor on PATH: install it, or name it with --adapter-bin")
+	}
+	return bin, nil
 }

@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// adapterPidHost is a fake agent CLI that writes its parent's pid (the
+// adapter that runs it) to path and answers "done".
+func adapterPidHost(t *testing.T, path string) string {
+	return script(t, `echo $PPID > '`+path+`'
+cat >/dev/null; echo done`)
+}
+
+// readPid waits until path holds a pid other than not, and returns it.
+func readPid(t *testing.T, path string, not int) int {
+	t.Helper()
+	pid := 0
+	meshtest.Eventually(t, waitStart, func() bool {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return pid > 0 && pid != not
+	}, func() string { return "no new adapter pid in " + path })
+	return pid
+}
+
+// One thing to run on the laptop: `a2a-runtime start --adapter` starts the
+// adapter itself on the port given at start (not the one given at pairing),
+// restarts it when it dies, and stops it when the runtime stops.
+func TestSupervisedAdapter_StartedRestartedAndStoppedByTheRuntime(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{})
+	agent := p.CreateAgent("supervised")
+	m := l.newMachine()
+	pairedAt := freeLoopbackAddr(t)
+	m.pair(p.Platform, agent.ID, "http://"+pairedAt+"/run-task")
+
+	pidFile := filepath.Join(t.TempDir(), "adapter.pid")
+	addr := freeLoopbackAddr(t)
+	rt := m.startRuntime("--adapter", "command", "--adapter-bin", bins.Adapter,
+		"--local-agent-endpoint", "http://"+addr+"/run-task",
+		"--", "--workdir", filepath.Join(t.TempDir(), "work"), "--", adapterPidHost(t, pidFile))
+	waitOnline(t, p.Platform, agent.ID, m.profileFile().Profiles[m.profileFile().ActiveProfile].RuntimeID)
+
+	first := waitEnded(t, p.Platform, p.CreateTask(agent.ID, "one").ID, mesh.StatusCompleted, waitStart)
+	if !strings.Contains(string(first.Output), "done") {
+		t.Fatalf("output %s, want the host's answer", first.Output)
+	}
+	pid := readPid(t, pidFile, 0)
+	if c, err := net.Dial("tcp", pairedAt); err == nil {
+		c.Close()
+		t.Errorf("something listens on the port given at pairing (%s); the adapter should be on %s", pairedAt, addr)
+	}
+
+	// The adapter crashes: the runtime starts it again on the same port.
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	rt.waitOutput(t, "local adapter exited; starting it again", waitStart)
+	second := waitEnded(t, p.Platform, p.CreateTask(agent.ID, "two").ID, mesh.StatusCompleted, waitLost)
+	if second.Status != mesh.StatusCompleted {
+		t.Fatalf("run after the restart: %s", second.Status)
+	}
+	pid2 := readPid(t, pidFile, pid)
+
+	// Stopping the runtime stops its adapter.
+	rt.signal(t, syscall.SIGTERM)
+	if code := rt.waitExit(t, waitStart); code != 0 {
+		t.Fatalf("runtime exited %d; output:\n%s", code, rt.shown(4000))
+	}
+	waitGone(t, []int{pid2}, waitStart)
+}
+
+// A port already taken stops `start --adapter` with a hint naming the flag
+// that changes it, instead of a bare "address already in use".
+func TestSupervisedAdapter_BusyPortGivesAHint(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{})
+	agent := p.CreateAgent("busy port")
+	m := l.newMachine()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	m.pair(p.Platform, agent.ID, "http://"+taken.Addr().String()+"/run-task")
+
+	rt := m.spawnRuntime("--adapter", "command", "--adapter-bin", bins.Adapter, "--", "--", "true")
+	if code := rt.waitExit(t, waitStart); code == 0 {
+		t.Fatalf("runtime started with its adapter port taken; output:\n%s", rt.shown(4000))
+	}
+	out := rt.output()
+	for _, want := range []string{taken.Addr().String(), "in use", "--local-agent-endpoint"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output does not say %q:\n%s", want, rt.shown(4000))
+		}
+	}
+}
