@@ -40,7 +40,8 @@ type connzAnswer struct {
 
 // DisconnectUser closes, on every server of the deployment, each connection
 // in account that the auth callout admitted as user (RuntimeUserName,
-// ConsumerUserName), and returns how many it closed. A connection keeps the
+// ConsumerUserName), leaf node connections included (a site's leaf admitted
+// with a runtime's credential), and returns how many it closed. A connection keeps the
 // permissions it was admitted with until it re-authenticates, so a revoked
 // credential's open connections must be closed, not merely refused next time.
 func DisconnectUser(ctx context.Context, nc *nats.Conn, account, user string) (int, error) {

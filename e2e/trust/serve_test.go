@@ -2,6 +2,7 @@ package trust_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,8 +29,9 @@ type deployment struct {
 	p    *meshtest.Platform
 	conn *bus.Conn
 	logs *meshtest.Logs
-	// leafAddr is where leaf nodes of sites connect.
-	leafAddr string
+	// leafAddr is where leaf nodes of sites connect; monitorAddr is the
+	// server's monitoring endpoint.
+	leafAddr, monitorAddr string
 }
 
 func startDeployment(t *testing.T) *deployment {
@@ -48,13 +50,13 @@ func startDeployment(t *testing.T) *deployment {
 			t.Fatal(err)
 		}
 	}
-	natsAddr, leafAddr := meshtest.FreeAddr(t), meshtest.FreeAddr(t)
+	natsAddr, leafAddr, monitorAddr := meshtest.FreeAddr(t), meshtest.FreeAddr(t), meshtest.FreeAddr(t)
 	natsserver.Start(t, filepath.Join("..", "..", "deploy", "nats", "single.conf"), map[string]string{
 		"MESH_SERVICE_PASSWORD": password,
 		"MESH_AUTH_ISSUER":      issuerPub,
 		"MESH_NATS_LISTEN":      natsAddr,
 		"MESH_NATS_WS_LISTEN":   meshtest.FreeAddr(t),
-		"MESH_NATS_MONITOR":     meshtest.FreeAddr(t),
+		"MESH_NATS_MONITOR":     monitorAddr,
 		"MESH_NATS_STORE":       filepath.Join(dir, "nats"),
 		"MESH_NATS_LEAF_LISTEN": leafAddr,
 	}, natsAddr)
@@ -100,7 +102,7 @@ func startDeployment(t *testing.T) *deployment {
 	t.Cleanup(func() { conn.NC.Close() })
 	p := meshtest.Remote(t, base, owner)
 	p.Logs = logs
-	return &deployment{p: p, conn: conn, logs: logs, leafAddr: leafAddr}
+	return &deployment{p: p, conn: conn, logs: logs, leafAddr: leafAddr, monitorAddr: monitorAddr}
 }
 
 // TestAttack_ServeDeploymentHoldsAgainstEveryCredential runs the attacks
@@ -183,4 +185,33 @@ func attackThroughALeaf(t *testing.T, w *world, d *deployment) {
 	a := &attacker{nc: nc, js: js, stream: rtA.NATS.Stream, consumer: rtA.NATS.Consumer,
 		request: bus.RuntimeSubject(agentA.ID, rtA.RuntimeID, bus.RuntimeOpHello)}
 	attackAll(t, w, a, func() { p.CreateTask(agentA.ID, "bait") })
+
+	// Revoking the runtime whose credential the leaf holds closes the
+	// leaf's connection to the platform within a second.
+	if n := d.leafCount(t); n != 1 {
+		t.Fatalf("%d leaf nodes connected, want the site's", n)
+	}
+	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/agent-runtimes/" + rtA.RuntimeID + "/revoke", Owner: true}).Expect(t, http.StatusOK)
+	revoked := time.Now()
+	meshtest.Eventually(t, 5*time.Second, func() bool { return d.leafCount(t) == 0 }, func() string { return "the revoked runtime's leaf is still connected" })
+	if took := time.Since(revoked); took > time.Second {
+		t.Fatalf("the revoked runtime's leaf was closed %s after revocation, want within a second", took)
+	}
+}
+
+// leafCount is how many leaf nodes the platform's server has.
+func (d *deployment) leafCount(t *testing.T) int {
+	t.Helper()
+	resp, err := http.Get("http://" + d.monitorAddr + "/leafz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var leafz struct {
+		Leafs int `json:"leafnodes"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&leafz); err != nil {
+		t.Fatal(err)
+	}
+	return leafz.Leafs
 }
