@@ -6,7 +6,7 @@ BIN      ?= bin
 FUZZTIME ?= 15s
 BENCHTIME ?= 2s
 
-.PHONY: run build dist test lint fuzz bench bench-go clean
+.PHONY: run build dist test-deps test lint fuzz bench bench-go clean
 
 run: ## run the whole platform in one process; flags in ARGS, e.g. make run ARGS='--http 127.0.0.1:3100' (each flag also has an environment variable: a2a-platform up --help)
 	$(GO) run ./cmd/a2a-platform up $(ARGS)
@@ -17,8 +17,15 @@ build: ## build the three binaries into ./bin
 dist: ## build a2a-runtime and a2a-adapter for linux and darwin (amd64, arm64) into ./dist, with SHA256SUMS: serve them with `a2a-platform up --downloads-dir dist`
 	GO=$(GO) deploy/dist.sh dist
 
-test: ## run every test with the race detector
-	$(GO) test -race -count=1 -timeout 30m ./...
+# The real agent host CLIs the adapter's host tests drive, from npm, pinned
+# (e2e/hosts/install-clis.sh; reinstalled only when a version changes).
+HOSTCLIS ?= $(CURDIR)/.hostclis
+
+test-deps: ## install the real agent host CLIs (and Node 24 to run them) from npm into ./.hostclis
+	e2e/hosts/install-clis.sh $(HOSTCLIS)
+
+test: test-deps ## run every test with the race detector
+	A2A_HOST_CLIS=$(HOSTCLIS) $(GO) test -race -count=1 -timeout 30m ./...
 
 lint: ## gofmt and go vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
