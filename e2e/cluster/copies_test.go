@@ -59,7 +59,7 @@ func TestCluster_NodeLostMidLoad_NoRunLostOrWrong(t *testing.T) {
 	for _, victim := range []string{"meta leader", "runtimes' node"} {
 		t.Run(victim, func(t *testing.T) {
 			d := up(t)
-					leader := d.metaLeader()
+			leader := d.metaLeader()
 			// The runtimes are on a node that is not the meta leader, so
 			// the two cases lose different nodes.
 			rtNode := (leader + 1) % len(d.nodes)
