@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"runtime"
 
@@ -14,7 +16,7 @@ func newService(g *globals) *cobra.Command {
 	var profileName string
 	cmd := &cobra.Command{Use: "service", Short: "Run `a2a-runtime start` as a user service (systemd on Linux, launchd on macOS)"}
 	cmd.PersistentFlags().StringVar(&profileName, "profile", "", "profile the service runs (default the active one)")
-	build := func() (*serviceunit.Service, error) {
+	build := func(startArgs ...string) (*serviceunit.Service, error) {
 		p, err := g.resolve(profileName)
 		if err != nil {
 			return nil, err
@@ -32,13 +34,27 @@ func newService(g *globals) *cobra.Command {
 		}
 		return serviceunit.New(serviceunit.Config{
 			Kind: kind, Home: home(), UID: os.Getuid(), Runner: serviceunit.ExecRunner{},
-			Spec: serviceunit.Spec{Executable: exe, Profile: p.Name(), ProfileFile: g.store().Path()},
+			Spec: serviceunit.Spec{Executable: exe, Profile: p.Name(), ProfileFile: g.store().Path(), StartArgs: startArgs},
 		})
 	}
 	install := &cobra.Command{
-		Use: "install", Short: "Install and start the user service", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := build()
+		Use:   "install [start flags] [-- adapter arguments]",
+		Short: "Install and start the user service",
+		Long: "Install and start the user service, which runs a2a-runtime start with the flags given here\n" +
+			"(and, with --adapter, the adapter it supervises, with the arguments after --). On systemd it\n" +
+			"also enables lingering, so the service runs after logout and starts at boot.",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && (!cmd.Flags().Changed("adapter") || cmd.ArgsLenAtDash() != 0) {
+				return errors.New("arguments after -- go to the adapter started with --adapter; install takes no others (see a2a-runtime service install --help)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, adapterArgs []string) error {
+			startArgs, err := serviceStartArgs(cmd, adapterArgs)
+			if err != nil {
+				return err
+			}
+			s, err := build(startArgs...)
 			if err != nil {
 				return err
 			}
@@ -46,9 +62,15 @@ func newService(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Printf("installed %s (%s)\n", s.Name(), s.Path())
+			if u, err := user.Current(); err != nil {
+				fmt.Fprintf(os.Stderr, "warning: lingering not enabled (%v): the service stops when you log out\n", err)
+			} else if err := s.EnableLinger(cmd.Context(), u.Username); err != nil {
+				fmt.Fprintf(os.Stderr, "warning: %v\n", err)
+			}
 			return nil
 		},
 	}
+	startFlags(install)
 	uninstall := &cobra.Command{
 		Use: "uninstall", Short: "Stop and remove the user service", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -80,4 +102,48 @@ func newService(g *globals) *cobra.Command {
 	}
 	cmd.AddCommand(install, uninstall, status)
 	return cmd
+}
+
+// serviceStartFlags are the flags of start a service carries.
+var serviceStartFlags = []string{"concurrency", "status-listen", "transport", "nats-url", "api-base",
+	"task-timeout", "drain-grace", "adapter-wait", "local-agent-endpoint", "adapter", "adapter-bin"}
+
+// startFlags gives install the flags of start it carries, with start's
+// help and defaults.
+func startFlags(install *cobra.Command) {
+	start := newStart(&globals{})
+	for _, name := range serviceStartFlags {
+		install.Flags().AddFlag(start.Flags().Lookup(name))
+	}
+}
+
+// serviceStartArgs is start's command line for the service: the carried
+// flags that were given, the adapter program as an absolute path (a service
+// manager does not search PATH as a shell does), and the adapter's arguments.
+func serviceStartArgs(cmd *cobra.Command, adapterArgs []string) ([]string, error) {
+	var args []string
+	f := cmd.Flags()
+	for _, name := range serviceStartFlags {
+		if fl := f.Lookup(name); fl.Changed && name != "adapter-bin" {
+			args = append(args, "--"+name, fl.Value.String())
+		}
+	}
+	if !f.Changed("adapter") {
+		return args, nil
+	}
+	bin := f.Lookup("adapter-bin").Value.String()
+	var err error
+	if bin == "" {
+		if bin, err = adapterProgram(); err != nil {
+			return nil, err
+		}
+	}
+	if bin, err = filepath.Abs(bin); err != nil {
+		return nil, err
+	}
+	args = append(args, "--adapter-bin", bin)
+	if len(adapterArgs) > 0 {
+		args = append(append(args, "--"), adapterArgs...)
+	}
+	return args, nil
 }

@@ -13,4 +13,8 @@ var (
 	ErrNameConflict = errors.New("service file belongs to another profile")
 	// ErrUnsupported means the platform has no supported service manager.
 	ErrUnsupported = errors.New("no supported user service manager")
+	// ErrNoServiceManager means the service manager is missing or cannot be
+	// reached (no systemctl, or no user bus: a session without a user
+	// manager, as under su or in a container). Nothing was installed.
+	ErrNoServiceManager = errors.New("the user service manager is not available")
 )

@@ -92,11 +92,13 @@ func (m *launchd) install(ctx context.Context) error {
 	if err := os.MkdirAll(m.logDir, 0o700); err != nil {
 		return fmt.Errorf("install %s: create log directory: %w", m.label, err)
 	}
-	if err := writeServiceFile(m.path, m.text, m.marker()); err != nil {
+	undo, err := writeServiceFile(m.path, m.text, m.marker())
+	if err != nil {
 		return err
 	}
 	loaded, _, err := m.print(ctx)
 	if err != nil {
+		undo()
 		return fmt.Errorf("install %s: %w", m.label, err)
 	}
 	var steps [][]string
@@ -106,11 +108,15 @@ func (m *launchd) install(ctx context.Context) error {
 	steps = append(steps, []string{"enable", m.service()}, []string{"bootstrap", m.domain(), m.path})
 	for _, args := range steps {
 		if err := run(ctx, m.run, "launchctl", args...); err != nil {
+			undo()
 			return fmt.Errorf("install %s: %w", m.label, err)
 		}
 	}
 	return nil
 }
+
+// linger: a launchd agent runs while its user is logged in; nothing to enable.
+func (m *launchd) linger(context.Context, string) error { return nil }
 
 func (m *launchd) uninstall(ctx context.Context) error {
 	loaded, _, err := m.print(ctx)

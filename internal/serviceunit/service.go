@@ -71,6 +71,7 @@ type Service struct {
 // manager is the part that differs between service managers.
 type manager interface {
 	install(ctx context.Context) error
+	linger(ctx context.Context, user string) error
 	uninstall(ctx context.Context) error
 	status(ctx context.Context) (Status, error)
 }
@@ -132,6 +133,14 @@ func (s *Service) Text() string { return s.text }
 // file generated for another profile is not overwritten (ErrNameConflict).
 func (s *Service) Install(ctx context.Context) error { return s.mgr.install(ctx) }
 
+// EnableLinger lets the user's services run without a login session, so
+// the service keeps running after logout and starts at boot (systemd's
+// loginctl enable-linger; launchd agents need nothing). The error says why
+// it could not be done; the service is installed either way.
+func (s *Service) EnableLinger(ctx context.Context, user string) error {
+	return s.mgr.linger(ctx, user)
+}
+
 // Uninstall stops the service, disables it and removes its file. An absent
 // service is not an error.
 func (s *Service) Uninstall(ctx context.Context) error { return s.mgr.uninstall(ctx) }
@@ -142,24 +151,33 @@ func (s *Service) Status(ctx context.Context) (Status, error) { return s.mgr.sta
 // writeServiceFile writes text to path unless path holds a service file that
 // contains none of markers, which identify the profile it runs: short names
 // can collide and one profile must not take over another's service.
-func writeServiceFile(path, text string, markers []string) error {
+// It returns undo, which puts back what was there before (the earlier file,
+// or none), so a failed install leaves no half-installed service.
+func writeServiceFile(path, text string, markers []string) (undo func(), err error) {
 	existing, err := os.ReadFile(path)
+	had := err == nil
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return fmt.Errorf("read existing service file: %w", err)
+		return nil, fmt.Errorf("read existing service file: %w", err)
 	case !containsAny(string(existing), markers):
-		return fmt.Errorf("%w: %s", ErrNameConflict, path)
+		return nil, fmt.Errorf("%w: %s", ErrNameConflict, path)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create service directory: %w", err)
+		return nil, fmt.Errorf("create service directory: %w", err)
 	}
 	// The file names a profile but holds no secret; service managers and
 	// the user's tools read it.
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		return fmt.Errorf("write service file: %w", err)
+		return nil, fmt.Errorf("write service file: %w", err)
 	}
-	return nil
+	return func() {
+		if had {
+			_ = os.WriteFile(path, existing, 0o644)
+		} else {
+			_ = os.Remove(path)
+		}
+	}, nil
 }
 
 func containsAny(s string, subs []string) bool {

@@ -63,6 +63,7 @@ func TestSystemd_InstallStatusUninstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectCommands(t, r,
+		"systemctl --user show-environment",
 		"systemctl --user daemon-reload",
 		"systemctl --user try-restart "+unit,
 		"systemctl --user enable --now "+unit)
@@ -100,12 +101,41 @@ func TestSystemd_InstallStatusUninstall(t *testing.T) {
 	expectCommands(t, r)
 }
 
-func TestSystemd_InstallReportsFailingCommand(t *testing.T) {
+func TestSystemd_InstallReportsFailingCommandAndLeavesNoUnit(t *testing.T) {
 	svc, r, _ := newService(t, serviceunit.Systemd, testProfile)
-	r.answer("systemctl --user enable --now a2a-runtime-agent1-rt1.service", "Failed to connect to bus\n", 1)
+	r.answer("systemctl --user enable --now a2a-runtime-agent1-rt1.service", "Failed to enable unit\n", 1)
 	err := svc.Install(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "Failed to connect to bus") {
+	if err == nil || !strings.Contains(err.Error(), "Failed to enable unit") {
 		t.Fatalf("error = %v, want the command's output", err)
+	}
+	if _, err := os.Stat(svc.Path()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a failed install left the unit file: %v", err)
+	}
+}
+
+func TestSystemd_InstallWithoutUserBusWritesNothing(t *testing.T) {
+	svc, r, _ := newService(t, serviceunit.Systemd, testProfile)
+	r.answer("systemctl --user show-environment", "Failed to connect to bus: No medium found\n", 1)
+	err := svc.Install(context.Background())
+	if !errors.Is(err, serviceunit.ErrNoServiceManager) || !strings.Contains(err.Error(), "No medium found") {
+		t.Fatalf("error = %v, want ErrNoServiceManager with systemctl's words", err)
+	}
+	expectCommands(t, r, "systemctl --user show-environment")
+	if _, err := os.Stat(svc.Path()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the unit file was written: %v", err)
+	}
+}
+
+func TestSystemd_EnableLingerSaysWhyNot(t *testing.T) {
+	svc, r, _ := newService(t, serviceunit.Systemd, testProfile)
+	if err := svc.EnableLinger(context.Background(), "ann"); err != nil {
+		t.Fatal(err)
+	}
+	expectCommands(t, r, "loginctl enable-linger ann")
+	r.answer("loginctl enable-linger ann", "Access denied\n", 1)
+	err := svc.EnableLinger(context.Background(), "ann")
+	if err == nil || !strings.Contains(err.Error(), "Access denied") || !strings.Contains(err.Error(), "sudo loginctl enable-linger ann") {
+		t.Fatalf("error = %v, want the reason and the command that allows it", err)
 	}
 }
 

@@ -18,6 +18,10 @@ type Spec struct {
 	// ProfileFile is passed as --config when set, for a profile file other
 	// than the default.
 	ProfileFile string
+	// StartArgs are more arguments of start, after the profile: its flags
+	// (--concurrency, --transport, --adapter ...) and, after "--", the
+	// supervised adapter's arguments.
+	StartArgs []string
 }
 
 // Args is the command line, executable first.
@@ -26,7 +30,7 @@ func (s Spec) Args() []string {
 	if s.ProfileFile != "" {
 		args = append(args, "--config", s.ProfileFile)
 	}
-	return args
+	return append(args, s.StartArgs...)
 }
 
 func (s Spec) validate() error {

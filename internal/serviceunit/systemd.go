@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"strings"
 )
 
@@ -84,14 +85,56 @@ func (m *systemd) systemctl(ctx context.Context, args ...string) error {
 // install reloads before anything else so systemd sees the new file;
 // try-restart makes a reinstall take effect on a running service, and
 // enable --now starts it now and at every login.
+// A failed step puts back what was there before and reloads again, so no
+// half-installed unit stays behind.
 func (m *systemd) install(ctx context.Context) error {
-	if err := writeServiceFile(m.path, m.text, m.marker()); err != nil {
+	if err := m.reachable(ctx); err != nil {
+		return err
+	}
+	undo, err := writeServiceFile(m.path, m.text, m.marker())
+	if err != nil {
 		return err
 	}
 	for _, args := range [][]string{{"daemon-reload"}, {"try-restart", m.name}, {"enable", "--now", m.name}} {
 		if err := m.systemctl(ctx, args...); err != nil {
+			undo()
+			_ = m.systemctl(ctx, "daemon-reload")
 			return fmt.Errorf("install %s: %w", m.name, err)
 		}
+	}
+	return nil
+}
+
+// runYourself is what a user without a usable service manager can do.
+const runYourself = "run `a2a-runtime start` under a supervisor of your own instead (tmux, screen, or an @reboot cron entry)"
+
+// reachable checks that systemctl exists and reaches the user's service
+// manager before anything is written.
+func (m *systemd) reachable(ctx context.Context) error {
+	res, err := m.run.Run(ctx, "systemctl", "--user", "show-environment")
+	if errors.Is(err, exec.ErrNotFound) {
+		return fmt.Errorf("%w: systemctl is not on PATH (this system does not run systemd); %s", ErrNoServiceManager, runYourself)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v; %s", ErrNoServiceManager, err, runYourself)
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("%w: systemctl --user cannot reach the user service manager (%s): log in with a session that starts one (a desktop or ssh login, not su or sudo), or set XDG_RUNTIME_DIR=/run/user/$(id -u); or %s",
+			ErrNoServiceManager, strings.TrimSpace(string(res.Output)), runYourself)
+	}
+	return nil
+}
+
+// linger runs loginctl enable-linger for user: without it the user's
+// manager, and the service with it, stops at logout and starts only at the
+// next login.
+func (m *systemd) linger(ctx context.Context, user string) error {
+	res, err := m.run.Run(ctx, "loginctl", "enable-linger", user)
+	if err == nil && res.ExitCode != 0 {
+		err = errors.New(strings.TrimSpace(string(res.Output)))
+	}
+	if err != nil {
+		return fmt.Errorf("lingering not enabled (%v): the service stops when you log out and starts again at your next login; an administrator can allow it with: sudo loginctl enable-linger %s", err, user)
 	}
 	return nil
 }
