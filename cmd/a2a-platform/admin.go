@@ -124,7 +124,7 @@ func newPairingCode(g *globals) *cobra.Command {
 }
 
 func newTasks(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "tasks", Short: "Create, inspect and cancel task runs"}
+	cmd := &cobra.Command{Use: "tasks", Short: "Create, inspect, answer and cancel task runs"}
 	var agent, text, conversation, idemKey string
 	var timeout time.Duration
 	var wait bool
@@ -199,8 +199,39 @@ func newTasks(g *globals) *cobra.Command {
 		},
 	}
 	cancel.Flags().StringVar(&reason, "reason", "", "why (recorded on the run)")
-	cmd.AddCommand(create, get, list, cancel)
+	cmd.AddCommand(create, get, list, cancel, newTaskReply(g))
 	return cmd
+}
+
+// newTaskReply answers a run waiting for input (POST /task-runs/{id}/input).
+func newTaskReply(g *globals) *cobra.Command {
+	var text string
+	var wait bool
+	reply := &cobra.Command{
+		Use: "reply <task_run_id>", Short: "Answer a task run that is waiting for input (input-required)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			var run mesh.TaskRun
+			if _, err := c.Do(cmd.Context(), http.MethodPost, "/task-runs/"+url.PathEscape(args[0])+"/input", nil, map[string]any{"text": text}, &run); err != nil {
+				return err
+			}
+			if wait {
+				done, err := waitRun(cmd.Context(), c, run.ID)
+				if err != nil {
+					return err
+				}
+				run = *done
+			}
+			return g.print(run)
+		},
+	}
+	reply.Flags().StringVar(&text, "text", "", "the answer (required)")
+	reply.Flags().BoolVar(&wait, "wait", false, "wait until the run ends, or asks again, and print it then")
+	_ = reply.MarkFlagRequired("text")
+	return reply
 }
 
 // waitRun follows the run's events until it ends.

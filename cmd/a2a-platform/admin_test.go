@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
 )
 
 // admin runs a2a-platform admin verbs against a platform process.
@@ -171,5 +173,28 @@ func TestCLI_AgentsDelete(t *testing.T) {
 	}
 	if r := a.run("agents", "delete", agent.ID); r.code == 0 || !strings.Contains(r.stderr, "not found") {
 		t.Errorf("agents delete again: %s", r)
+	}
+}
+
+// TestCLI_TasksReplyAnswersARunWaitingForInput: `tasks reply` gives a run in
+// input-required its answer; the same run goes back to its agent.
+func TestCLI_TasksReplyAnswersARunWaitingForInput(t *testing.T) {
+	t.Parallel()
+	a := startAdmin(t)
+	agent := a.p.CreateAgent("asker")
+	rt := a.p.OnlineRuntime(t, agent.ID)
+	run := a.p.CreateTask(agent.ID, "book a table")
+	if r := a.run("tasks", "reply", run.ID, "--text", "four"); r.code == 0 || !strings.Contains(r.stderr, "not waiting for input") {
+		t.Fatalf("reply to a pending run: %s", r)
+	}
+	a.p.PullRun(t, agent.ID, rt.RuntimeToken)
+	a.p.Report(t, run.ID, "complete", rt.RuntimeToken, map[string]any{"output": map[string]any{"text": "For how many?"}, "input_required": true}).Expect(t, http.StatusOK)
+	r := a.run("tasks", "reply", run.ID, "--text", "four", "-o", "json")
+	var got mesh.TaskRun
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &got) != nil || got.ID != run.ID || got.Status != mesh.StatusPending || got.InputText() != "four" {
+		t.Fatalf("tasks reply: %s", r)
+	}
+	if again := a.p.PullRun(t, agent.ID, rt.RuntimeToken); again.ID != run.ID || again.InputText() != "four" {
+		t.Fatalf("the runtime claimed %s with input %s", again.ID, again.Input)
 	}
 }

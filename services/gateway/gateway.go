@@ -230,6 +230,7 @@ func (g *Gateway) Handler() http.Handler {
 	g.people(mux, "GET /task-runs", g.listTaskRuns)
 	g.people(mux, "GET /task-runs/{taskRunId}", g.getTaskRun)
 	g.people(mux, "POST /task-runs/{taskRunId}/cancel", g.cancelTaskRun)
+	g.people(mux, "POST /task-runs/{taskRunId}/input", g.answerTaskRun)
 	g.people(mux, "GET /task-runs/{taskRunId}/artifacts", g.listArtifacts)
 	g.people(mux, "GET /artifacts/{artifactId}", g.getArtifact)
 	g.people(mux, "GET /artifacts/{artifactId}/content", g.downloadArtifact)

@@ -307,6 +307,13 @@ func TestOpenAPI_EveryRouteAnswersAsDocumented(t *testing.T) {
 	owner(http.MethodGet, "/artifacts/"+up.Artifact.ID, nil)
 	owner(http.MethodGet, "/artifacts/"+up.Artifact.ID+"/content", nil)
 
+	asked := create("asks a question")
+	pull()
+	runtime(http.MethodPost, "/task-runs/"+asked.ID+"/complete", tok, map[string]any{"output": map[string]any{"text": "which one?"}, "input_required": true, "attempt": 1})
+	owner(http.MethodPost, "/task-runs/"+asked.ID+"/input", map[string]any{"text": "the first"})
+	pull()
+	runtime(http.MethodPost, "/task-runs/"+asked.ID+"/complete", tok, map[string]any{"output": map[string]any{"text": "done"}, "attempt": 2})
+
 	second := create("released then failed")
 	pull()
 	runtime(http.MethodPost, "/task-runs/"+second.ID+"/release", tok, map[string]any{"attempt": 1})

@@ -168,6 +168,34 @@ func (g *Gateway) cancelTaskRun(w http.ResponseWriter, r *http.Request) {
 	g.reply(w, r, http.StatusOK, run, err)
 }
 
+// inputRequest is the body of POST /task-runs/{id}/input: a person's answer
+// to a run waiting for input, as text or as the next turn's whole input.
+type inputRequest struct {
+	Text  *string         `json:"text,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+// answerTaskRun gives a run waiting in input-required its next turn: the
+// same run goes back to its agent (the task queue's continue, as the A2A
+// door's answer does).
+func (g *Gateway) answerTaskRun(w http.ResponseWriter, r *http.Request) {
+	var in inputRequest
+	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	input := in.Input
+	switch {
+	case in.Text != nil && len(in.Input) > 0, in.Text == nil && len(in.Input) == 0:
+		g.writeError(w, r, mesh.Errorf(mesh.CodeInvalidRequest, `give the answer as "text" or as "input" (an object such as {"text": "..."}), not both`))
+		return
+	case in.Text != nil:
+		input, _ = json.Marshal(map[string]string{"text": *in.Text})
+	}
+	run, err := g.client.ContinueTaskRun(r.Context(), meshapi.ContinueTaskRunRequest{TaskRunID: r.PathValue("taskRunId"), Input: input})
+	g.reply(w, r, http.StatusOK, run, err)
+}
+
 // reply writes v with status, or the error.
 func (g *Gateway) reply(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
 	if err != nil {
