@@ -247,8 +247,22 @@ export async function agentView(main, { id: agentId }, nav) {
           h('a', { href: `/tasks/${run.task_run_id}`, class: 'small', 'aria-label': `Open task: ${runText(run).slice(0, 60)}` }, 'Open task'),
           h('span', { class: 'muted small' }, time(run.created_at))),
         entry.log.render(false),
-        terminal(run.status) ? runResult(run) : null);
+        terminal(run.status) ? runResult(run) : null,
+        run.status === 'input-required' ? [h('p', { class: 'small' }, 'The agent asks:'), runResult(run)] : null);
       empty.hidden = runs.size > 0;
+      const asking = waitingEntry();
+      conversationNote.textContent = asking
+        ? 'The agent is waiting for your answer: your next message answers it.'
+        : (conversationId ? 'Your next message continues this conversation.' : '');
+    }
+
+    // waitingEntry is the newest run of this conversation that waits for an
+    // answer: a message then answers it instead of starting a new task.
+    function waitingEntry() {
+      for (const entry of [...runs.values()].reverse()) {
+        if (entry.run.status === 'input-required' && (!conversationId || entry.run.conversation_id === conversationId)) return entry;
+      }
+      return null;
     }
 
     function upsert(run) {
@@ -296,17 +310,28 @@ export async function agentView(main, { id: agentId }, nav) {
         message.control.focus();
         return;
       }
+      const asking = waitingEntry();
       const body = { target_agent_id: agentId, input: { text } };
       if (conversationId) body.conversation_id = conversationId;
       send.disabled = true;
       try {
+        if (asking) {
+          const run = await api('POST', `/task-runs/${encodeURIComponent(asking.run.task_run_id)}/input`, { text });
+          message.control.value = '';
+          // The answer, then the same run's reply after it.
+          thread.append(h('li', { class: 'msg user', dataset: { taskRunId: run.task_run_id } }, h('p', {}, text)), asking.reply);
+          setConversation(run.conversation_id);
+          upsert(run);
+          announce('Answer sent.');
+          return;
+        }
         const run = await api('POST', '/task-runs', body);
         message.control.value = '';
         setConversation(run.conversation_id);
         upsert(run);
         announce('Task sent.');
       } catch (err) {
-        error.show(`The task was not sent. ${explain(err)}`);
+        error.show(`${asking ? 'The answer' : 'The task'} was not sent. ${explain(err)}`);
       } finally {
         send.disabled = false;
         message.control.focus();

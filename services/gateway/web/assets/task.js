@@ -30,6 +30,16 @@ export async function taskView(main, { id: runId }, nav) {
   const cancelError = formError();
   const cancel = h('button', { type: 'button', class: 'danger', id: 'cancel-task' }, 'Cancel task');
   const cancelRow = h('div', { class: 'row' }, cancel);
+  // A run waiting for input: the agent's question is its result so far, and
+  // a person answers here; the same run then goes back to the agent.
+  const replyError = formError();
+  const replyText = h('textarea', { id: 'task-reply-text', name: 'text', rows: 3, required: true });
+  const replySend = h('button', { type: 'submit' }, 'Send answer');
+  const reply = h('form', { id: 'task-reply', hidden: true },
+    h('label', { for: 'task-reply-text' }, 'Your answer'),
+    h('p', { class: 'hint', id: 'task-reply-hint' }, 'The agent is waiting for it; the task goes on with your answer.'),
+    replyText, h('div', { class: 'row' }, replySend), replyError.el);
+  replyText.setAttribute('aria-describedby', 'task-reply-hint');
   const traceBox = h('div', { id: 'task-trace' });
   const traceSection = h('section', { class: 'panel', 'aria-labelledby': 'trace-title', hidden: true },
     h('h2', { id: 'trace-title' }, 'Delegation'),
@@ -49,7 +59,7 @@ export async function taskView(main, { id: runId }, nav) {
       h('h2', { id: 'progress-title' }, 'Progress'), progress),
     traceSection,
     h('section', { class: 'panel', 'aria-labelledby': 'result-title' },
-      h('h2', { id: 'result-title' }, 'Result'), result));
+      h('h2', { id: 'result-title' }, 'Result'), result, reply));
 
   function render() {
     replace(badge, statusBadge(run.status));
@@ -67,9 +77,13 @@ export async function taskView(main, { id: runId }, nav) {
         : list,
       bar);
     const parts = runResult(run);
+    const asking = run.status === 'input-required';
     replace(result, terminal(run.status)
       ? (parts.length ? parts : h('p', { class: 'muted' }, 'The agent returned no text.'))
-      : h('p', { class: 'muted' }, 'The result appears here when the agent finishes.'));
+      : asking
+        ? [h('p', { class: 'small' }, 'The agent asks:'), parts]
+        : h('p', { class: 'muted' }, 'The result appears here when the agent finishes.'));
+    reply.hidden = !asking;
     cancelRow.hidden = terminal(run.status);
   }
 
@@ -141,6 +155,27 @@ export async function taskView(main, { id: runId }, nav) {
     if (statusChanged || added) loadTrace();
     if (!wasDone && terminal(run.status)) announce(`Task ${statusLabel(run.status).toLowerCase()}.`);
   }
+
+  reply.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    replyError.clear();
+    const text = replyText.value.trim();
+    if (!text) {
+      replyError.show('Write an answer first.');
+      replyText.focus();
+      return;
+    }
+    replySend.disabled = true;
+    try {
+      update(await api('POST', `/task-runs/${encodeURIComponent(runId)}/input`, { text }));
+      replyText.value = '';
+      announce('Answer sent; the task goes on.');
+    } catch (err) {
+      replyError.show(`The answer was not sent. ${explain(err)}`);
+    } finally {
+      replySend.disabled = false;
+    }
+  });
 
   cancel.addEventListener('click', async () => {
     cancelError.clear();
