@@ -251,7 +251,15 @@ func (d *deployment) dumpOnFailure() {
 		programs := append([]*program(nil), d.programs...)
 		d.mu.Unlock()
 		for _, p := range programs {
-			d.t.Logf("---- %s ----\n%s", p.name, tail(d.mask(p.logs.String()), 6000))
+			out := d.mask(p.logs.String())
+			var errs []string
+			for _, line := range strings.Split(out, "\n") {
+				if strings.Contains(line, `"level":"error"`) {
+					errs = append(errs, line)
+				}
+			}
+			d.t.Logf("---- %s: %d error lines ----\n%s\n---- its last output ----\n%s", p.name, len(errs),
+				tail(strings.Join(errs, "\n"), 4000), tail(out, 6000))
 		}
 	})
 }
