@@ -167,3 +167,39 @@ func waitReady(t *testing.T, pt *meshtest.Platform, c *connected, ready bool) me
 	})
 	return v
 }
+
+// Seed 000 still holds for an adapter that stays away: once the runtime
+// stops waiting for it (--adapter-wait), a run it cannot deliver is given
+// back to the queue 3 times and then failed with ADAPTER_UNREACHABLE, and a
+// run near its deadline is failed at once rather than given back.
+func TestAdapterOutage_UndeliverableRunFailsAfterGiveBacksOrNearItsDeadline(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{})
+	c := l.connect(p, "http://"+freeLoopbackAddr(t)+"/run-task", "--adapter-wait", "100ms")
+
+	run := waitEnded(t, p.Platform, c.task("anyone there?").ID, mesh.StatusFailed, waitLost)
+	wantError(t, run, "ADAPTER_UNREACHABLE", "connection refused")
+	events := ledgerEvents(c.m.ledger(c.AgentID), run.ID)
+	if n := countOf(events, "task_given_back"); n != 3 {
+		t.Errorf("run given back %d times before it failed, want 3; ledger %v", n, events)
+	}
+
+	soon := createTask(t, p.Platform, map[string]any{"target_agent_id": c.AgentID,
+		"input": map[string]any{"text": "in a hurry"}, "timeout_seconds": 10})
+	ended := waitEnded(t, p.Platform, soon.ID, mesh.StatusFailed, waitLost)
+	wantError(t, ended, "ADAPTER_UNREACHABLE", "connection refused")
+	if n := countOf(ledgerEvents(c.m.ledger(c.AgentID), soon.ID), "task_given_back"); n != 0 {
+		t.Errorf("a run 10s from its deadline was given back %d times, want failed at once", n)
+	}
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}

@@ -85,7 +85,7 @@ func gatherStatus(ctx context.Context, p profile.Profile) statusReport {
 	if a, err := adapterclient.New(p.LocalAgentEndpoint); err != nil {
 		r.Adapter, r.AdapterError = "misconfigured", err.Error()
 	} else if h, err := a.Health(ctx); err != nil {
-		r.Adapter, r.AdapterError = "unreachable: a running a2a-runtime start claims no task runs until it answers", err.Error()
+		r.Adapter, r.AdapterError = "unreachable", err.Error()
 	} else if h.Busy {
 		r.Adapter = "healthy (busy)"
 	}
@@ -111,6 +111,9 @@ func printStatus(r statusReport) {
 	}
 	fmt.Printf("local executor:  %s\n", r.Executor)
 	fmt.Printf("local adapter:   %s at %s\n", withDetail(r.Adapter, r.AdapterError), r.Endpoint)
+	if r.Adapter == "unreachable" {
+		fmt.Printf("                 a running a2a-runtime start claims no task runs until the adapter answers\n")
+	}
 	fmt.Printf("ledger:          %s (%d reports waiting to be re-sent)\n", r.LedgerPath, r.LedgerBacklog)
 }
 
