@@ -12,7 +12,10 @@ import (
 
 // SystemdUnit returns the systemd user unit that runs s, restarting it ten
 // seconds after a failure. Output goes to the user journal
-// (journalctl --user -u <unit>).
+// (journalctl --user -u <unit>). Stopping it signals the runtime only
+// (KillMode=mixed): the runtime lets its running tasks finish and then
+// stops the adapter it supervises, which would otherwise get SIGTERM at
+// once and refuse the tasks queued in it.
 func SystemdUnit(s Spec) (string, error) {
 	if err := s.validate(); err != nil {
 		return "", err
@@ -31,6 +34,7 @@ Type=simple
 ExecStart=` + strings.Join(quoted, " ") + `
 Restart=on-failure
 RestartSec=10
+KillMode=mixed
 StandardOutput=journal
 StandardError=journal
 

@@ -26,6 +26,7 @@ Type=simple
 ExecStart=/usr/local/bin/a2a-runtime start --profile 3f2a9c1e-5b7d-4e8f-9a0b-1c2d3e4f5a6b/77b0d4aa-0000-4000-8000-000000000001 --config /home/ana/.a2a/runtime.json
 Restart=on-failure
 RestartSec=10
+KillMode=mixed
 StandardOutput=journal
 StandardError=journal
 
