@@ -141,22 +141,7 @@ func newTasks(g *globals) *cobra.Command {
 			if timeout > 0 {
 				body["timeout_seconds"] = int64(timeout.Seconds())
 			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			var run mesh.TaskRun
-			if _, err := c.Do(cmd.Context(), http.MethodPost, "/task-runs", nil, body, &run); err != nil {
-				return err
-			}
-			if wait {
-				done, err := waitRun(cmd.Context(), c, run.ID)
-				if err != nil {
-					return err
-				}
-				run = *done
-			}
-			return g.print(run)
+			return g.postRun(cmd.Context(), "/task-runs", body, wait)
 		},
 	}
 	create.Flags().StringVar(&agent, "agent", "", "target agent id (required)")
@@ -210,28 +195,34 @@ func newTaskReply(g *globals) *cobra.Command {
 	reply := &cobra.Command{
 		Use: "reply <task_run_id>", Short: "Answer a task run that is waiting for input (input-required)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			var run mesh.TaskRun
-			if _, err := c.Do(cmd.Context(), http.MethodPost, "/task-runs/"+url.PathEscape(args[0])+"/input", nil, map[string]any{"text": text}, &run); err != nil {
-				return err
-			}
-			if wait {
-				done, err := waitRun(cmd.Context(), c, run.ID)
-				if err != nil {
-					return err
-				}
-				run = *done
-			}
-			return g.print(run)
+			return g.postRun(cmd.Context(), "/task-runs/"+url.PathEscape(args[0])+"/input", map[string]any{"text": text}, wait)
 		},
 	}
 	reply.Flags().StringVar(&text, "text", "", "the answer (required)")
 	reply.Flags().BoolVar(&wait, "wait", false, "wait until the run ends, or asks again, and print it then")
 	_ = reply.MarkFlagRequired("text")
 	return reply
+}
+
+// postRun sends a request that answers with a run (create, reply) and
+// prints the run, once it ended or asks for input when wait is set.
+func (g *globals) postRun(ctx context.Context, path string, body any, wait bool) error {
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	var run mesh.TaskRun
+	if _, err := c.Do(ctx, http.MethodPost, path, nil, body, &run); err != nil {
+		return err
+	}
+	if wait {
+		done, err := waitRun(ctx, c, run.ID)
+		if err != nil {
+			return err
+		}
+		run = *done
+	}
+	return g.print(run)
 }
 
 // waitRun follows the run's events until it ends.
