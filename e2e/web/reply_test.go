@@ -3,6 +3,7 @@ package web_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -69,4 +70,27 @@ func TestWeb_AnswerAnAgentsQuestion(t *testing.T) {
 	if len(list.Runs) != 2 {
 		t.Fatalf("%d runs for the agent, want the two: the chat's answer started a new task", len(list.Runs))
 	}
+}
+
+// TestWeb_AgentWhoseAdapterIsDownIsOnlineButNotReady: the agent's page says
+// when its runtime is online but its local adapter does not answer, and
+// goes back to plain online when the adapter is back.
+func TestWeb_AgentWhoseAdapterIsDownIsOnlineButNotReady(t *testing.T) {
+	p := meshtest.StartPlatform(t, meshtest.Options{HeartbeatTimeout: time.Minute})
+	agent := p.CreateAgent("Adapterless")
+	rt := p.Attach(agent.ID)
+	beat := func(unreachable bool) {
+		p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/agent-runtimes/runtime/heartbeat", RuntimeToken: rt.RuntimeToken,
+			JSON: map[string]any{"adapter_unreachable": unreachable}}).Expect(t, http.StatusOK)
+	}
+	beat(true)
+	b := newBrowser(t)
+	b.signIn(p)
+	b.open(p.APIBase + "/agents/" + agent.ID)
+	b.waitText(".presence .status-word", "Online, not ready")
+	b.waitText(".presence", "adapter does not answer")
+	b.shot("online but not ready")
+	beat(false)
+	b.open(p.APIBase + "/agents/" + agent.ID)
+	b.waitJS("plain online", `() => (document.querySelector('.presence .status-word')?.textContent || '') === 'Online'`)
 }

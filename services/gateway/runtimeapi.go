@@ -40,6 +40,9 @@ func (g *Gateway) hello(w http.ResponseWriter, r *http.Request) {
 type heartbeatRequest struct {
 	AgentID           string   `json:"agent_id"`
 	RunningTaskRunIDs []string `json:"running_task_run_ids,omitempty"`
+	// AdapterUnreachable: the runtime's local adapter does not answer, so it
+	// claims nothing (the platform shows it online but not ready).
+	AdapterUnreachable bool `json:"adapter_unreachable,omitempty"`
 }
 
 func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
@@ -55,7 +58,9 @@ func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res, err := g.client.Runtime(id.AgentID, id.RuntimeID).Heartbeat(r.Context(), meshapi.HeartbeatRequest{RunningTaskRunIDs: in.RunningTaskRunIDs})
+	res, err := g.client.Runtime(id.AgentID, id.RuntimeID).Heartbeat(r.Context(), meshapi.HeartbeatRequest{
+		RunningTaskRunIDs: in.RunningTaskRunIDs, AdapterUnreachable: in.AdapterUnreachable,
+	})
 	g.reply(w, r, http.StatusOK, res, err)
 }
 
