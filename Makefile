@@ -6,7 +6,7 @@ BIN      ?= bin
 FUZZTIME ?= 15s
 BENCHTIME ?= 2s
 
-.PHONY: run build dist test-deps test lint fuzz bench bench-go clean
+.PHONY: run build dist test-deps test test-nodeloss lint fuzz bench bench-go clean
 
 run: ## run the whole platform in one process; flags in ARGS, e.g. make run ARGS='--http 127.0.0.1:3100' (each flag also has an environment variable: a2a-platform up --help)
 	$(GO) run ./cmd/a2a-platform up $(ARGS)
@@ -26,6 +26,9 @@ test-deps: ## install the real agent host CLIs (and Node 24 to run them) from np
 
 test: test-deps ## run every test with the race detector
 	A2A_HOST_CLIS=$(HOSTCLIS) $(GO) test -race -count=1 -timeout 30m ./...
+
+test-nodeloss: ## the cluster tests that kill a node under load (they reproduce open defects: see e2e/cluster/nodeloss_test.go)
+	$(GO) test -race -count=1 -timeout 20m -tags nodeloss -run 'LostMidLoad' ./e2e/cluster
 
 lint: ## gofmt and go vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
