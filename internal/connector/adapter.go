@@ -49,9 +49,18 @@ func (c *Connector) AdapterReady() bool {
 // backoff while it does not, or once it has not answered for AdapterWait:
 // an adapter gone that long is not restarting, and the runs claimed then
 // fail as seed 000 says (once given back maxGiveBacks times). False when
-// ctx ended first.
+// ctx ended first. An adapter believed up (its last check and its last
+// task went well) is not asked again before each claim: that would put a
+// round trip in front of every claim; the heartbeat loop checks it, and a
+// run it does not receive is given back and marks it down.
 func (c *Connector) waitAdapter(ctx context.Context) bool {
 	if c.cfg.Adapter == nil {
+		return true
+	}
+	c.mu.Lock()
+	trusted := !c.adapterDown && !c.adapterSuspect
+	c.mu.Unlock()
+	if trusted {
 		return true
 	}
 	backoff := adapterBackoffMin
@@ -81,9 +90,25 @@ func (c *Connector) checkAdapter(ctx context.Context) {
 	hctx, cancel := context.WithTimeout(ctx, adapterCheckTimeout)
 	err := c.cfg.Adapter.Reachable(hctx)
 	cancel()
+	c.mu.Lock()
+	c.adapterSuspect = false
+	c.mu.Unlock()
 	if ctx.Err() == nil {
 		c.setAdapterState(err)
 	}
+}
+
+// suspectAdapter makes the next claim check the adapter first: a call to
+// it failed in transport (err is a transport error, not the adapter's own
+// failure answer).
+func (c *Connector) suspectAdapter(err error) {
+	var f *adapterclient.Failure
+	if err == nil || (errors.As(err, &f) && !f.NotDelivered && f.Code != adapterclient.CodeConnectionLost) {
+		return
+	}
+	c.mu.Lock()
+	c.adapterSuspect = true
+	c.mu.Unlock()
 }
 
 // adapterGaveUp reports whether the adapter has been unreachable for longer

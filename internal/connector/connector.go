@@ -124,6 +124,9 @@ type Connector struct {
 	// adapter.go); givenBack counts the runs given back because of it.
 	adapterDown      bool
 	adapterDownSince time.Time
+	// adapterSuspect is set when a call to the adapter failed in transport
+	// (it may have gone away mid-task): the next claim checks it first.
+	adapterSuspect bool
 	givenBack        map[string]int
 
 	execCtx    context.Context

@@ -52,6 +52,7 @@ func (c *Connector) execute(run *mesh.TaskRun) {
 	})
 	c.cfg.Metrics.adapterCall(time.Since(began))
 	progress.close()
+	c.suspectAdapter(err)
 
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		c.stopped(run, cause)
