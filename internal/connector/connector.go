@@ -127,7 +127,7 @@ type Connector struct {
 	// adapterSuspect is set when a call to the adapter failed in transport
 	// (it may have gone away mid-task): the next claim checks it first.
 	adapterSuspect bool
-	givenBack        map[string]int
+	givenBack      map[string]int
 
 	execCtx    context.Context
 	execCancel context.CancelFunc
