@@ -20,17 +20,7 @@ import (
 // bins are the three programs, built once for the tests of this package.
 var bins meshtest.Programs
 
-func TestMain(m *testing.M) {
-	programs, remove, err := meshtest.BuildPrograms()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bins = programs
-	code := m.Run()
-	remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { meshtest.RunWithPrograms(m, &bins) }
 
 // result is how one run of a program ended.
 type result struct {

@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
@@ -11,14 +9,4 @@ import (
 // bins are the programs under test, built once per `go test` run.
 var bins meshtest.Programs
 
-func TestMain(m *testing.M) {
-	programs, remove, err := meshtest.BuildPrograms()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cluster:", err)
-		os.Exit(1)
-	}
-	bins = programs
-	code := m.Run()
-	remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { meshtest.RunWithPrograms(m, &bins) }

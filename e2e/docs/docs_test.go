@@ -22,17 +22,7 @@ import (
 
 var bins meshtest.Programs
 
-func TestMain(m *testing.M) {
-	programs, remove, err := meshtest.BuildPrograms()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bins = programs
-	code := m.Run()
-	remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { meshtest.RunWithPrograms(m, &bins) }
 
 // example is one ```sh block of a document.
 type example struct {

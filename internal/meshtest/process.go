@@ -73,6 +73,21 @@ func BuildPrograms() (p Programs, remove func(), err error) {
 	}, remove, nil
 }
 
+// RunWithPrograms is a TestMain body for packages that run the programs as
+// processes: it builds them into *bins, runs the tests, removes the builds
+// and exits with the tests' code.
+func RunWithPrograms(m *testing.M, bins *Programs) {
+	programs, remove, err := BuildPrograms()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*bins = programs
+	code := m.Run()
+	remove()
+	os.Exit(code)
+}
+
 // goBuild runs `go build` with args.
 func goBuild(args ...string) error {
 	gobin, err := exec.LookPath("go")
