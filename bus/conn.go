@@ -44,6 +44,10 @@ type ConnConfig struct {
 	// valid credentials too. The caller then finds out by other means
 	// whether its credential was revoked.
 	RetryRefusedAuth bool
+	// OnAuthRefused is called when the server refuses the credential (on a
+	// reconnect, e.g. after the platform closed a revoked credential's
+	// connection), so the caller can find out at once whether it was revoked.
+	OnAuthRefused func()
 	// WaitForServer keeps trying to reach a server that cannot be reached
 	// yet (not started, or still starting) until ctx ends, with one log
 	// line, instead of failing at once: platform services started before
@@ -84,6 +88,9 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 			log.Info().Str("server", nc.ConnectedUrlRedacted()).Msg("nats reconnected")
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrAuthorization) && cfg.OnAuthRefused != nil {
+				cfg.OnAuthRefused()
+			}
 			ev := log.Warn().Err(err)
 			if sub != nil {
 				ev = ev.Str("subject", sub.Subject)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -49,4 +50,21 @@ func TestRevoke_RevokedRuntimeExitsWithCode3AskingToPairTheSameAgent(t *testing.
 
 		wantReauth(t, c.m.spawnRuntime("--transport", transport), c.Token)
 	})
+}
+
+// TestRevoke_RevokedRuntimeOnNATSExitsAtOnce: the platform closes a revoked
+// runtime's NATS connection at once, and the runtime then asks about its
+// credential straight away instead of at its next heartbeat (a third of the
+// heartbeat timeout: 20 s here), so it stops within seconds.
+func TestRevoke_RevokedRuntimeOnNATSExitsAtOnce(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{heartbeatTimeout: time.Minute})
+	c := l.connect(p, l.startAdapter("echo").Endpoint, "--transport", "nats")
+	revoked := time.Now()
+	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/agent-runtimes/" + c.RuntimeID + "/revoke", Owner: true}).Expect(t, http.StatusOK)
+	wantReauth(t, c.rt, c.Token)
+	if took := time.Since(revoked); took > 5*time.Second {
+		t.Fatalf("the revoked runtime stopped %s after the revocation, want within seconds", took.Round(time.Millisecond))
+	}
 }

@@ -272,6 +272,10 @@ func (c *Connector) work(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			// The platform closes a revoked runtime's connection at once:
+			// a heartbeat now (and, if it fails, a credential check) finds
+			// out whether that was why, instead of at the next interval.
+			c.kickHeartbeat()
 			c.log.Warn().Err(err).Dur("retry_in", backoff).Msg("cannot claim work; retrying")
 			select {
 			case <-ctx.Done():

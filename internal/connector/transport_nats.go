@@ -40,7 +40,14 @@ type natsTransport struct {
 	canceled chan string
 	sub      *nats.Subscription
 	hello    *meshapi.HelloResponse
+	// authRefused is signalled when the server refuses the credential on a
+	// reconnect: a waiting fetch ends at once, so the runtime asks about its
+	// credential now (the platform closes a revoked runtime's connection).
+	authRefused chan struct{}
 }
+
+// errAuthRefused ends a fetch whose connection's credential was refused.
+var errAuthRefused = errors.New("the NATS server refused this runtime's credential")
 
 // DialNATS connects to the platform's NATS with the runtime credential and
 // binds to the agent's queue consumer. The NATS server admits the connection
@@ -54,7 +61,14 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
+	authRefused := make(chan struct{}, 1)
 	conn, err := bus.Connect(cctx, bus.ConnConfig{
+		OnAuthRefused: func() {
+			select {
+			case authRefused <- struct{}{}:
+			default:
+			}
+		},
 		URL: cfg.URL, Token: cfg.Token, InboxPrefix: cfg.InboxPrefix,
 		Name: "a2a-runtime " + cfg.RuntimeID, MaxReconnectWait: 5 * time.Second,
 		FailWhileDisconnected: true, RetryRefusedAuth: true, Logger: cfg.Logger,
@@ -62,7 +76,7 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s: %w", cfg.URL, err)
 	}
-	t := &natsTransport{cfg: cfg, conn: conn, canceled: make(chan string, 64)}
+	t := &natsTransport{cfg: cfg, conn: conn, canceled: make(chan string, 64), authRefused: authRefused}
 	t.rc = meshapi.NewClient(conn.NC).Runtime(cfg.AgentID, cfg.RuntimeID)
 	if t.hello, err = t.rc.Hello(cctx); err != nil {
 		conn.NC.Close()
@@ -123,6 +137,17 @@ func (t *natsTransport) Heartbeat(ctx context.Context, req meshapi.HeartbeatRequ
 func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 	wctx, cancel := context.WithTimeout(ctx, t.cfg.ClaimWait)
 	defer cancel()
+	refused := make(chan struct{})
+	stopWatch := make(chan struct{})
+	defer close(stopWatch)
+	go func() {
+		select {
+		case <-t.authRefused:
+			close(refused)
+			cancel()
+		case <-stopWatch:
+		}
+	}()
 	batch, err := t.consumer.Fetch(1, jetstream.FetchContext(wctx))
 	if err != nil {
 		if ctx.Err() != nil {
@@ -138,6 +163,11 @@ func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	select {
+	case <-refused:
+		return nil, errAuthRefused
+	default:
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
 		return nil, fmt.Errorf("fetch from queue: %w", err)
