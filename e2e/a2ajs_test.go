@@ -150,27 +150,5 @@ esac`)
 // temporary copy installed with npm ci from the committed lock file.
 func jsClients(t *testing.T) string {
 	t.Helper()
-	src, err := filepath.Abs("a2ajs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(src, "node_modules", "a2a-v1", "package.json")); err == nil {
-		return src
-	}
-	dir := t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "v03.mjs", "v1.mjs"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci: %v\n%s", err, out)
-	}
-	return dir
+	return meshtest.NodePackage(t, "a2ajs", "a2a-v1", "v03.mjs", "v1.mjs")
 }

@@ -25,29 +25,7 @@ import (
 // there), else a fresh npm ci in a temporary folder.
 func standardLibrary(t *testing.T) string {
 	t.Helper()
-	src, err := filepath.Abs(filepath.Join("testdata", "standardwebhooks"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(src, "node_modules", "standardwebhooks", "package.json")); err == nil {
-		return src
-	}
-	dir := t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "receiver.mjs"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci: %v\n%s", err, out)
-	}
-	return dir
+	return meshtest.NodePackage(t, filepath.Join("testdata", "standardwebhooks"), "standardwebhooks", "receiver.mjs")
 }
 
 // verdict is one line of the Node receiver: a delivery and whether the
