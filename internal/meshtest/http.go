@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"testing"
 	"time"
 
@@ -114,7 +115,7 @@ func (p *Platform) Send(t testing.TB, r Request) *Response {
 func (r *Response) Expect(t testing.TB, status int) *Response {
 	t.Helper()
 	if r.Status != status {
-		t.Fatalf("HTTP status %d, want %d; body: %s", r.Status, status, r.Body)
+		t.Fatalf("HTTP status %d, want %d; body: %s", r.Status, status, r.shown())
 	}
 	return r
 }
@@ -123,7 +124,7 @@ func (r *Response) Expect(t testing.TB, status int) *Response {
 func (r *Response) Decode(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.Body, v); err != nil {
-		t.Fatalf("decode answer (HTTP %d): %v; body: %s", r.Status, err, r.Body)
+		t.Fatalf("decode answer (HTTP %d): %v; body: %s", r.Status, err, r.shown())
 	}
 }
 
@@ -141,16 +142,16 @@ func (r *Response) Run(t testing.TB) mesh.TaskRun {
 func (r *Response) Err(t testing.TB) ErrorBody {
 	t.Helper()
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
-		t.Errorf("error answer has Content-Type %q, want application/json; body: %s", ct, r.Body)
+		t.Errorf("error answer has Content-Type %q, want application/json; body: %s", ct, r.shown())
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(r.Body, &top); err != nil || len(top) != 1 || top["error"] == nil {
-		t.Fatalf("error answer is not {\"error\":{...}} (HTTP %d): %s", r.Status, r.Body)
+		t.Fatalf("error answer is not {\"error\":{...}} (HTTP %d): %s", r.Status, r.shown())
 	}
 	var e ErrorBody
 	r.Decode(t, &e)
 	if e.Error.Code == "" || e.Error.Message == "" {
-		t.Fatalf("error answer lacks a code or a message (HTTP %d): %s", r.Status, r.Body)
+		t.Fatalf("error answer lacks a code or a message (HTTP %d): %s", r.Status, r.shown())
 	}
 	return e
 }
@@ -161,7 +162,7 @@ func (r *Response) ExpectError(t testing.TB, status int, code mesh.Code) ErrorBo
 	r.Expect(t, status)
 	e := r.Err(t)
 	if e.Error.Code != string(code) {
-		t.Fatalf("error code %s, want %s; body: %s", e.Error.Code, code, r.Body)
+		t.Fatalf("error code %s, want %s; body: %s", e.Error.Code, code, r.shown())
 	}
 	return e
 }
@@ -269,3 +270,16 @@ func (p *Platform) WaitRuntimeView(t testing.TB, agentID, runtimeID string, cond
 // Listed matches any runtime view: WaitRuntimeView(…, Listed) waits until
 // the runtime appears.
 func Listed(mesh.RuntimeView) bool { return true }
+
+// shown is the body as a failure message may show it: without credentials.
+func (r *Response) shown() string { return MaskCredentials(string(r.Body)) }
+
+// credentialPattern matches every credential the platform issues, by the
+// prefixes of package secret.
+var credentialPattern = regexp.MustCompile(`a2a(rt|own|con|key|login|web|ptn)_[A-Za-z0-9_-]+`)
+
+// MaskCredentials replaces every platform credential in text, so a test's
+// failure message never prints one.
+func MaskCredentials(text string) string {
+	return credentialPattern.ReplaceAllString(text, "[credential]")
+}

@@ -132,7 +132,7 @@ func (o *openAPI) check(method, path string, resp *meshtest.Response) {
 			o.t.Fatalf("%s %s %d: not JSON: %s", method, op.path, resp.Status, resp.Body)
 		}
 		if err := s.Validate(doc); err != nil {
-			o.t.Fatalf("%s %s %d does not match the document: %v\nbody: %s", method, op.path, resp.Status, err, resp.Body)
+			o.t.Fatalf("%s %s %d does not match the document: %v\nbody: %s", method, op.path, resp.Status, err, meshtest.MaskCredentials(string(resp.Body)))
 		}
 	case media["text/event-stream"], media["text/plain"]:
 		if !media[ct] {
