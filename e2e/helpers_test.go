@@ -326,9 +326,11 @@ func (l *lab) startPlatform(o platformOptions) *platform {
 	if o.heartbeatTimeout == 0 {
 		o.heartbeatTimeout = testHeartbeatTimeout
 	}
-	p := &platform{l: l, opts: o, dataDir: l.t.TempDir(), httpAddr: "127.0.0.1:0", natsAddr: "127.0.0.1:0"}
+	// Reserved ports, not ephemeral ones: a restart binds them again, and an
+	// ephemeral port may meanwhile be taken by any outbound connection.
+	p := &platform{l: l, opts: o, dataDir: l.t.TempDir(), httpAddr: meshtest.FreeAddr(l.t), natsAddr: meshtest.FreeAddr(l.t)}
 	if o.webSocket {
-		p.wsAddr = "127.0.0.1:0"
+		p.wsAddr = meshtest.FreeAddr(l.t)
 	}
 	p.boot()
 	return p

@@ -126,7 +126,8 @@ type platformProc struct {
 
 func startPlatform(t *testing.T) *platformProc {
 	t.Helper()
-	p := &platformProc{t: t, dataDir: t.TempDir(), httpAddr: "127.0.0.1:0", natsAddr: "127.0.0.1:0"}
+	// Reserved ports: a restart binds them again (see meshtest.FreeAddr).
+	p := &platformProc{t: t, dataDir: t.TempDir(), httpAddr: meshtest.FreeAddr(t), natsAddr: meshtest.FreeAddr(t)}
 	p.boot()
 	return p
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/a2amesh/a2amesh/internal/freeport"
 )
 
 // procStats reads resident memory (bytes) and CPU time (user+system) of a
@@ -107,12 +108,5 @@ func waitReady(ctx context.Context, base string, start time.Time) (time.Duration
 	return 0, fmt.Errorf("%s never became ready", base)
 }
 
-// freePort asks the kernel for a free loopback port.
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
+// freePort returns a reserved free loopback address (package freeport).
+func freePort() (string, error) { return freeport.Addr() }

@@ -26,8 +26,9 @@ func Remote(t testing.TB, apiBase, ownerToken string) *Platform {
 	return &Platform{APIBase: apiBase, OwnerToken: ownerToken, Logs: &Logs{}, t: t}
 }
 
-// FreeAddr returns a loopback host:port that was free a moment ago, for
-// programs that must be told their port up front.
+// FreeAddr returns a loopback host:port reserved for this test process, for
+// programs that must be told their port up front or bind it again after a
+// restart (package freeport).
 func FreeAddr(t testing.TB) string { return natsserver.FreeAddr(t) }
 
 // BuildCommand compiles a main package of this module (an import path such as

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/a2amesh/a2amesh/internal/freeport"
 )
 
 var (
@@ -126,15 +128,15 @@ func Healthy(monitorAddr string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// FreeAddr returns a loopback host:port that was free a moment ago.
+// FreeAddr returns a loopback host:port reserved for this test process (see
+// package freeport for why a closed port-0 listener is not enough).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 type buffer struct {
