@@ -139,6 +139,39 @@ func TestService_InstallCarriesStartFlagsAndEnablesLingering(t *testing.T) {
 	}
 }
 
+// An adapter chosen at pairing stays in the profile, where the service's
+// start finds it: install repeats none of it, and names the adapter program
+// by its absolute path, since a service manager does not search PATH.
+func TestService_InstallRunsTheAdapterChosenAtPairing(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{})
+	m := l.newMachine()
+	m.pair(p.Platform, p.CreateAgent("service").ID, "http://127.0.0.1:18796/run-task", "--provider", "claude", "--", "--max-turns", "3")
+	bin, calls := t.TempDir(), filepath.Join(t.TempDir(), "calls")
+	fakeCommand(t, bin, "systemctl", "echo \"systemctl $*\" >> '"+calls+"'\n")
+	fakeCommand(t, bin, "loginctl", "echo \"loginctl $*\" >> '"+calls+"'\n")
+	env := append(m.env(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	if res := l.run("a2a-runtime service install", env, bins.Runtime, "service", "install"); res.code != 0 {
+		t.Fatalf("service install: %s", res)
+	}
+	units := unitFiles(m)
+	if len(units) != 1 {
+		t.Fatalf("want one unit file, got %v", units)
+	}
+	unit := meshtest.ReadFile(units[0])
+	adapter := filepath.Join(filepath.Dir(bins.Runtime), "a2a-adapter")
+	if !strings.Contains(unit, " --adapter-bin "+adapter) {
+		t.Errorf("the unit does not name the adapter program %s:\n%s", adapter, unit)
+	}
+	for _, unwanted := range []string{" --adapter ", "--max-turns"} {
+		if strings.Contains(unit, unwanted) {
+			t.Errorf("the unit repeats %q, which the profile holds:\n%s", unwanted, unit)
+		}
+	}
+}
+
 // Where lingering cannot be enabled, install still works and says plainly
 // what that means and who can change it.
 func TestService_InstallSaysWhyLingeringIsOff(t *testing.T) {

@@ -109,3 +109,43 @@ func TestSupervisedAdapter_BusyPortGivesAHint(t *testing.T) {
 		}
 	}
 }
+
+// One thing to run on the laptop, chosen once: `a2a-runtime pair CODE
+// --provider …` (the name --adapter works too, as on start) keeps the adapter
+// it supervises in the profile, with its program and arguments, so a plain
+// `a2a-runtime start` starts, restarts and stops it without the flags.
+func TestSupervisedAdapter_ChosenAtPairingIsStartedByAPlainStart(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{})
+	agent := p.CreateAgent("supervised from pairing")
+	m := l.newMachine()
+	pidFile := filepath.Join(t.TempDir(), "adapter.pid")
+	addr := meshtest.FreeAddr(t)
+	prof := m.pair(p.Platform, agent.ID, "http://"+addr+"/run-task",
+		"--provider", "command", "--adapter-bin", bins.Adapter,
+		"--", "--workdir", filepath.Join(t.TempDir(), "work"), "--", adapterPidHost(t, pidFile))
+
+	if st := m.cli("status"); !strings.Contains(st.stdout, "a2a-adapter --provider command") {
+		t.Errorf("status does not say which adapter start runs: %s", st)
+	}
+	rt := m.startRuntime()
+	waitOnline(t, p.Platform, agent.ID, prof.RuntimeID)
+	run := waitEnded(t, p.Platform, p.CreateTask(agent.ID, "one").ID, mesh.StatusCompleted, waitStart)
+	if !strings.Contains(string(run.Output), "done") {
+		t.Fatalf("output %s, want the host's answer", run.Output)
+	}
+	pid := readPid(t, pidFile, 0)
+
+	rt.signal(t, syscall.SIGTERM)
+	if code := rt.waitExit(t, waitStart); code != 0 {
+		t.Fatalf("runtime exited %d; output:\n%s", code, rt.shown(4000))
+	}
+	waitGone(t, []int{pid}, waitStart)
+
+	// --adapter none on start runs the adapter the profile names no more.
+	rt = m.startRuntime("--adapter", "none")
+	if rt.logLine("local adapter started") != nil {
+		t.Errorf("start --adapter none started an adapter:\n%s", rt.shown(4000))
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,16 +21,44 @@ var executorTypes = []string{"claude_cli", "hermes", "openclaw", "cursor", "code
 
 func newPair(g *globals) *cobra.Command {
 	var req connector.PairRequest
+	var adapterProvider, adapterBin string
 	cmd := &cobra.Command{
-		Use:   "pair <PAIRING_CODE|->",
+		Use:   "pair <PAIRING_CODE|-> [-- adapter arguments]",
 		Short: "Pair this machine with an agent using a one-time pairing code",
 		Long: "Pair this machine with an agent using a one-time pairing code generated on the platform for that agent.\n" +
-			"Use - to read the code from standard input, or set " + envPairingCode + ", to keep it out of process listings.",
-		Args: cobra.MaximumNArgs(1),
+			"Use - to read the code from standard input, or set " + envPairingCode + ", to keep it out of process listings.\n" +
+			"With --adapter (or --provider), a2a-runtime start runs and supervises a2a-adapter with that provider\n" +
+			"and the arguments after --, without being told again.",
+		Args: func(cmd *cobra.Command, args []string) error {
+			codes := len(args)
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				codes = dash
+				if adapterProvider == "" {
+					return errors.New("arguments after -- go to the adapter chosen with --adapter; pair takes no others (see a2a-runtime pair --help)")
+				}
+			}
+			if codes > 1 {
+				return fmt.Errorf("pair takes one pairing code, got %d arguments before -- (see a2a-runtime pair --help)", codes)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var adapterArgs []string
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				args, adapterArgs = args[:dash], args[dash:]
+			}
 			code, err := pairingCode(args)
 			if err != nil {
 				return err
+			}
+			var supervised profile.SupervisedAdapter
+			if adapterProvider != "" {
+				if supervised, err = supervisedAdapter(adapterProvider, adapterBin, adapterArgs); err != nil {
+					return err
+				}
+				if !cmd.Flags().Changed("local-executor-type") {
+					req.LocalExecutor.Type = adapterProviders[adapterProvider]
+				}
 			}
 			if !validExecutor(req.LocalExecutor.Type) {
 				return fmt.Errorf("--local-executor-type must be one of %s", strings.Join(executorTypes, ", "))
@@ -42,16 +71,24 @@ func newPair(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			p.SupervisedAdapter = supervised
 			store := g.store()
 			if err := store.Put(p); err != nil {
 				return err
 			}
-			fmt.Printf("Paired.\n  agent id:      %s\n  runtime id:    %s\n  profile:       %s (active)\n  api base:      %s\n  local adapter: %s\n  profile file:  %s\nStart it with: a2a-runtime start\n",
+			fmt.Printf("Paired.\n  agent id:      %s\n  runtime id:    %s\n  profile:       %s (active)\n  api base:      %s\n  local adapter: %s\n  profile file:  %s\n",
 				p.AgentID, p.RuntimeID, p.Name(), p.APIBase, p.LocalAgentEndpoint, store.Path())
+			if supervised.Provider != "" {
+				fmt.Printf("  runs adapter:  %s\n", commandLine(supervised))
+			}
+			fmt.Printf("Start it with: a2a-runtime start\n")
 			return nil
 		},
 	}
 	f := cmd.Flags()
+	f.SetNormalizeFunc(providerAlias)
+	f.StringVar(&adapterProvider, "adapter", "", "a2a-adapter provider a2a-runtime start runs and supervises on the local agent endpoint's port (claude, codex, gemini, cursor, hermes, openclaw, command, echo; also --provider); arguments after -- are passed to it. Without it, run the adapter yourself")
+	f.StringVar(&adapterBin, "adapter-bin", "", "the a2a-adapter program for --adapter (default: the one next to a2a-runtime, else a2a-adapter on PATH)")
 	f.StringVar(&req.APIBase, "api-base", "http://127.0.0.1:3000", "the platform's API base URL (where the pairing code was generated)")
 	f.StringVar(&req.LocalAgentEndpoint, "local-agent-endpoint", profile.DefaultLocalAgentEndpoint, "the local adapter's run-task URL")
 	f.StringVar(&req.LocalExecutor.Type, "local-executor-type", "custom", "agent host type: "+strings.Join(executorTypes, "|"))

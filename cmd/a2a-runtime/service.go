@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/a2amesh/a2amesh/internal/profile"
 	"github.com/a2amesh/a2amesh/internal/serviceunit"
 	"github.com/spf13/cobra"
 )
@@ -16,11 +17,7 @@ func newService(g *globals) *cobra.Command {
 	var profileName string
 	cmd := &cobra.Command{Use: "service", Short: "Run `a2a-runtime start` as a user service (systemd on Linux, launchd on macOS)"}
 	cmd.PersistentFlags().StringVar(&profileName, "profile", "", "profile the service runs (default the active one)")
-	build := func(startArgs ...string) (*serviceunit.Service, error) {
-		p, err := g.resolve(profileName)
-		if err != nil {
-			return nil, err
-		}
+	build := func(p profile.Profile, startArgs ...string) (*serviceunit.Service, error) {
 		kind, err := serviceunit.KindFor(runtime.GOOS)
 		if err != nil {
 			return nil, err
@@ -50,11 +47,15 @@ func newService(g *globals) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, adapterArgs []string) error {
-			startArgs, err := serviceStartArgs(cmd, adapterArgs)
+			p, err := g.resolve(profileName)
 			if err != nil {
 				return err
 			}
-			s, err := build(startArgs...)
+			startArgs, err := serviceStartArgs(cmd, p, adapterArgs)
+			if err != nil {
+				return err
+			}
+			s, err := build(p, startArgs...)
 			if err != nil {
 				return err
 			}
@@ -74,7 +75,11 @@ func newService(g *globals) *cobra.Command {
 	uninstall := &cobra.Command{
 		Use: "uninstall", Short: "Stop and remove the user service", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := build()
+			p, err := g.resolve(profileName)
+			if err != nil {
+				return err
+			}
+			s, err := build(p)
 			if err != nil {
 				return err
 			}
@@ -88,7 +93,11 @@ func newService(g *globals) *cobra.Command {
 	status := &cobra.Command{
 		Use: "status", Short: "Show whether the user service is installed and running", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := build()
+			p, err := g.resolve(profileName)
+			if err != nil {
+				return err
+			}
+			s, err := build(p)
 			if err != nil {
 				return err
 			}
@@ -112,6 +121,7 @@ var serviceStartFlags = []string{"concurrency", "status-listen", "transport", "n
 // help and defaults.
 func startFlags(install *cobra.Command) {
 	start := newStart(&globals{})
+	install.Flags().SetNormalizeFunc(providerAlias)
 	for _, name := range serviceStartFlags {
 		install.Flags().AddFlag(start.Flags().Lookup(name))
 	}
@@ -120,7 +130,9 @@ func startFlags(install *cobra.Command) {
 // serviceStartArgs is start's command line for the service: the carried
 // flags that were given, the adapter program as an absolute path (a service
 // manager does not search PATH as a shell does), and the adapter's arguments.
-func serviceStartArgs(cmd *cobra.Command, adapterArgs []string) ([]string, error) {
+// An adapter chosen at pairing stays in the profile, where start finds it;
+// only its program is resolved here when pairing did not name one.
+func serviceStartArgs(cmd *cobra.Command, p profile.Profile, adapterArgs []string) ([]string, error) {
 	var args []string
 	f := cmd.Flags()
 	for _, name := range serviceStartFlags {
@@ -128,10 +140,15 @@ func serviceStartArgs(cmd *cobra.Command, adapterArgs []string) ([]string, error
 			args = append(args, "--"+name, fl.Value.String())
 		}
 	}
-	if !f.Changed("adapter") {
+	runs := f.Changed("adapter") && f.Lookup("adapter").Value.String() != noAdapter
+	paired := !f.Changed("adapter") && p.SupervisedAdapter.Provider != ""
+	if !runs && !paired {
 		return args, nil
 	}
 	bin := f.Lookup("adapter-bin").Value.String()
+	if paired && bin == "" && p.SupervisedAdapter.Program != "" {
+		return args, nil
+	}
 	var err error
 	if bin == "" {
 		if bin, err = adapterProgram(); err != nil {

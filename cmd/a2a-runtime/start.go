@@ -18,6 +18,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/connector"
 	"github.com/a2amesh/a2amesh/internal/ledger"
 	"github.com/a2amesh/a2amesh/internal/logging"
+	"github.com/a2amesh/a2amesh/internal/profile"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
@@ -69,8 +70,8 @@ func newStart(g *globals) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if adapterProvider != "" {
-				proc, err := startAdapter(ctx, adapter, adapterProvider, adapterBin, adapterArgs, log)
+			if run := supervised(cmd, p.SupervisedAdapter, adapterProvider, adapterBin, adapterArgs); run.Provider != "" {
+				proc, err := startAdapter(ctx, adapter, run.Provider, run.Program, run.Args, log)
 				if err != nil {
 					return err
 				}
@@ -146,6 +147,7 @@ func newStart(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
+	f.SetNormalizeFunc(providerAlias)
 	f.StringVar(&profileName, "profile", "", "profile to use (agent_id/runtime_id); default the active one")
 	f.StringVar(&apiBase, "api-base", "", "override the platform API base stored in the profile")
 	f.StringVar(&transport, "transport", connector.ModeAuto, "auto (NATS as advertised, HTTP when it is unreachable), nats or http")
@@ -155,7 +157,7 @@ func newStart(g *globals) *cobra.Command {
 	f.DurationVar(&drainGrace, "drain-grace", 30*time.Second, "on stop, how long running tasks may finish")
 	f.DurationVar(&adapterWait, "adapter-wait", time.Minute, "while the local adapter does not answer, how long to claim nothing and wait for it (-1s: for ever); after that, task runs it cannot take fail with ADAPTER_UNREACHABLE")
 	f.StringVar(&endpoint, "local-agent-endpoint", "", "the local adapter's run-task URL for this start (default: the one given at pairing), e.g. http://127.0.0.1:8787/run-task")
-	f.StringVar(&adapterProvider, "adapter", "", "start a2a-adapter with this provider (claude, codex, gemini, cursor, hermes, openclaw, command) on the endpoint's port, restart it when it exits and stop it on stop; arguments after -- are passed to it. Without it, run the adapter yourself")
+	f.StringVar(&adapterProvider, "adapter", "", "start a2a-adapter with this provider (claude, codex, gemini, cursor, hermes, openclaw, command; also --provider) on the endpoint's port, restart it when it exits and stop it on stop; arguments after -- are passed to it. Default: the one chosen at pairing; none runs no adapter. Without either, run the adapter yourself")
 	f.StringVar(&adapterBin, "adapter-bin", "", "the a2a-adapter program for --adapter (default: the one next to a2a-runtime, else a2a-adapter on PATH)")
 	f.StringVar(&statusListen, "status-listen", "", "serve /metrics and /healthz on this local address, e.g. 127.0.0.1:9464 (off unless given: the runtime opens no port by default)")
 	return cmd
@@ -167,6 +169,23 @@ func reauthHint(err error) error {
 		return fmt.Errorf("%w (%v); generate a new pairing code for this same agent on the platform and run a2a-runtime pair again: do not create a new agent", connector.ErrReauth, err)
 	}
 	return err
+}
+
+// supervised is the adapter start runs: the one given to start (with its
+// own arguments and program), else the one chosen at pairing, with
+// --adapter-bin naming its program; none for --adapter none.
+func supervised(cmd *cobra.Command, paired profile.SupervisedAdapter, provider, bin string, args []string) profile.SupervisedAdapter {
+	run := paired
+	if cmd.Flags().Changed("adapter") {
+		run = profile.SupervisedAdapter{Provider: provider, Args: args}
+	}
+	if bin != "" {
+		run.Program = bin
+	}
+	if run.Provider == noAdapter {
+		return profile.SupervisedAdapter{}
+	}
+	return run
 }
 
 // startAdapter runs a2a-adapter with provider on the endpoint's port, under

@@ -111,6 +111,9 @@ func printStatus(r statusReport) {
 	}
 	fmt.Printf("local executor:  %s\n", r.Executor)
 	fmt.Printf("local adapter:   %s at %s\n", withDetail(r.Adapter, r.AdapterError), r.Endpoint)
+	if a := r.Profile.SupervisedAdapter; a.Provider != "" {
+		fmt.Printf("                 a2a-runtime start runs it: %s\n", commandLine(a))
+	}
 	if r.Adapter == "unreachable" {
 		fmt.Printf("                 a running a2a-runtime start claims no task runs until the adapter answers\n")
 	}

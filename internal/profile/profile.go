@@ -46,6 +46,10 @@ type Profile struct {
 	// LeaseMS is how long a claimed run stays the runtime's without renewal;
 	// the runtime renews at a third of it.
 	LeaseMS int64 `json:"lease_ms,omitempty"`
+	// SupervisedAdapter is the adapter `a2a-runtime start` runs and
+	// supervises on LocalAgentEndpoint's port, as chosen at pairing; zero
+	// when the adapter is run separately.
+	SupervisedAdapter SupervisedAdapter `json:"supervised_adapter,omitzero"`
 
 	// extra keeps fields this version does not know, so rewriting a file a
 	// newer runtime wrote does not drop them.
@@ -61,6 +65,19 @@ type LocalExecutor struct {
 	Workspace       string `json:"workspace,omitempty"`
 	Cwd             string `json:"cwd,omitempty"`
 	InstructionFile string `json:"instruction_file,omitempty"`
+}
+
+// SupervisedAdapter is an a2a-adapter the runtime starts, health-checks and
+// restarts itself.
+type SupervisedAdapter struct {
+	// Provider is the adapter's --provider (claude, codex, command…).
+	Provider string `json:"provider"`
+	// Args follow the adapter's own flags as they are: more flags, and for
+	// the command provider "--" and the command.
+	Args []string `json:"args,omitempty"`
+	// Program is the a2a-adapter to run, an absolute path; empty: the one
+	// next to a2a-runtime, else a2a-adapter on PATH.
+	Program string `json:"program,omitempty"`
 }
 
 // NATS holds the connection details the platform advertises at pairing. Any

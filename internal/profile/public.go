@@ -26,6 +26,7 @@ type Public struct {
 	PairedAt           time.Time           `json:"paired_at,omitzero"`
 	Platform           adapterapi.Platform `json:"platform,omitzero"`
 	NATS               NATS                `json:"nats,omitzero"`
+	SupervisedAdapter  SupervisedAdapter   `json:"supervised_adapter,omitzero"`
 	// HasRuntimeToken tells whether the profile can authenticate, without
 	// saying anything about the token.
 	HasRuntimeToken bool `json:"has_runtime_token"`
@@ -50,6 +51,7 @@ func (p Profile) Public() Public {
 		PairedAt:           p.PairedAt,
 		Platform:           p.Platform,
 		NATS:               nats,
+		SupervisedAdapter:  p.SupervisedAdapter,
 		HasRuntimeToken:    p.RuntimeToken != "",
 	}
 }
