@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -148,4 +149,23 @@ func WithTraceParent(ctx context.Context, tp string) context.Context {
 func TraceParent(ctx context.Context) string {
 	tp, _ := ctx.Value(traceKey{}).(string)
 	return tp
+}
+
+// LastType returns the type of the newest stored event about one entity (""
+// when there is none). A service that finds a change stored without its
+// event (the publish was lost with a node) uses it to publish the event
+// late, under the same deterministic id.
+func (p *Publisher) LastType(ctx context.Context, agentID string, kind mesh.EventKind, subject string) (string, error) {
+	stream, err := p.js.Stream(ctx, EventStream)
+	if err != nil {
+		return "", fmt.Errorf("event stream: %w", err)
+	}
+	msg, err := stream.GetLastMsgForSubject(ctx, EventSubject(agentID, string(kind), subject))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("last event of %s: %w", subject, err)
+	}
+	return msg.Header.Get(ceHeaderPrefix + "type"), nil
 }

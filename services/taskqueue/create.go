@@ -18,9 +18,6 @@ import (
 const (
 	maxIdempotencyKeyLen = 255
 	maxMetadataBytes     = 16 << 10
-	// staleIdempotency is how long a claimed idempotency key may point at a run
-	// that was never written (its creator died) before another create takes it over.
-	staleIdempotency = 10 * time.Second
 )
 
 var taskTypePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
@@ -69,35 +66,42 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 	if run.DelegatedTo, err = s.route(ctx, run); err != nil {
 		return nil, err
 	}
-	var idemRev uint64
 	if in.IdempotencyKey != "" {
-		existing, rev, err := s.claimIdempotencyKey(ctx, in, run.ID)
+		existing, id, err := s.claimIdempotencyKey(ctx, in, run.ID)
 		if err != nil {
 			return nil, err
 		}
 		if existing != nil {
+			s.completeCreate(ctx, existing)
 			return &meshapi.CreateTaskRunResponse{TaskRun: *existing.Public()}, nil
 		}
-		idemRev = rev
+		// The key names the one run it may ever create: this one, or the
+		// one an earlier create chose and did not store (it failed, or
+		// its answer was lost).
+		run.ID = id
 	}
-	// The stores are given all but releaseReserve of the request's time, so
-	// that a key claimed for a run that could not be stored can still be
-	// freed before the caller hears the answer.
-	sctx, scancel := reserve(ctx, releaseReserve)
-	defer scancel()
 	if run.ConversationID == "" {
-		conv, err := s.createConversation(sctx, nil)
+		conv, err := s.createConversation(ctx, nil)
 		if err != nil {
-			s.releaseIdempotencyKey(ctx, in, run.ID, idemRev)
 			return nil, err
 		}
 		run.ConversationID, run.WorkspaceID = conv.ID, conv.WorkspaceID
 	}
 	unlock := s.locks.lock(run.ID)
 	defer unlock()
-	rev, err := s.runs.Create(sctx, run.ID, run)
+	rev, err := s.runs.Create(ctx, run.ID, run)
+	if errors.Is(err, mesh.ErrConflict) && in.IdempotencyKey != "" {
+		// Another create with the same key stored the run first.
+		existing, existingRev, gerr := s.runs.Get(ctx, run.ID)
+		if gerr != nil {
+			return nil, fmt.Errorf("read task run %s: %w", run.ID, gerr)
+		}
+		existing.Revision = existingRev
+		return &meshapi.CreateTaskRunResponse{TaskRun: *existing.Public()}, nil
+	}
 	if err != nil {
-		s.releaseIdempotencyKey(ctx, in, run.ID, idemRev)
+		// Whether or not the run was stored, the key keeps naming its
+		// id: the caller's retry with the key stores it or finds it.
 		return nil, fmt.Errorf("create task run: %w", err)
 	}
 	run.Revision = rev
@@ -237,86 +241,41 @@ func idempotencyKey(in *meshapi.CreateTaskRunRequest) string {
 	return secret.Hash(in.TargetAgentID + "\x00" + in.IdempotencyKey)
 }
 
-// releaseReserve is the part of a create request's time kept for freeing its
-// idempotency key after the run could not be stored.
-const releaseReserve = time.Second
-
-// reserve returns ctx shortened by d, or by a quarter of what is left of it
-// when that is less, when ctx has a deadline.
-func reserve(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if deadline, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(ctx, deadline.Add(-min(d, time.Until(deadline)/4)))
-	}
-	return context.WithCancel(ctx)
-}
-
-// releaseIdempotencyKey frees the key a create claimed (at revision rev, 0:
-// none) when its run was not stored, so the caller's retry with the same key
-// (after a 503) creates the run at once. If the run may have been stored
-// after all, or the store cannot tell within the request's time, the key
-// keeps pointing at the run and goes stale instead.
-func (s *Service) releaseIdempotencyKey(ctx context.Context, in *meshapi.CreateTaskRunRequest, runID string, rev uint64) {
-	if rev == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, bus.RetryBudget)
-	defer cancel()
-	if _, _, err := s.runs.Get(ctx, runID); !errors.Is(err, mesh.ErrNotFound) {
-		return
-	}
-	if err := s.idem.Delete(ctx, idempotencyKey(in), rev); err != nil {
-		s.cfg.Logger.Debug().Err(err).Msg("idempotency key not released; it goes stale instead")
-	}
-}
-
-// claimIdempotencyKey records that key creates runID, returning the
-// revision of that record. If the key was already used, it returns the run
-// it created instead.
-func (s *Service) claimIdempotencyKey(ctx context.Context, in *meshapi.CreateTaskRunRequest, runID string) (*mesh.TaskRun, uint64, error) {
+// claimIdempotencyKey records that the create request's key creates runID
+// and returns runID. If the key was already used for the same request, it
+// returns the run that use created or, when that run was never stored (its
+// create failed or died), the id that use chose: whichever create stores
+// that id first wins, so a key never creates two runs.
+func (s *Service) claimIdempotencyKey(ctx context.Context, in *meshapi.CreateTaskRunRequest, runID string) (*mesh.TaskRun, string, error) {
 	key := idempotencyKey(in)
 	rec := &idempotencyRecord{TaskRunID: runID, Fingerprint: fingerprint(in), CreatedAt: time.Now().UTC()}
-	deadline := time.Now().Add(staleIdempotency + 2*time.Second)
 	for {
-		created, err := s.idem.Create(ctx, key, rec)
+		_, err := s.idem.Create(ctx, key, rec)
 		if err == nil {
-			return nil, created, nil
+			return nil, runID, nil
 		}
 		if !errors.Is(err, mesh.ErrConflict) {
-			return nil, 0, err
+			return nil, "", err
 		}
-		prev, rev, err := s.idem.Get(ctx, key)
+		prev, _, err := s.idem.Get(ctx, key)
 		if errors.Is(err, mesh.ErrNotFound) {
-			continue
+			continue // expired between the two calls
 		}
 		if err != nil {
-			return nil, 0, err
+			return nil, "", err
 		}
 		if prev.Fingerprint != "" && prev.Fingerprint != rec.Fingerprint {
-			return nil, 0, mesh.Errorf(mesh.CodeIdempotencyReplay, "idempotency key %q was already used for a different request to this agent", in.IdempotencyKey)
+			return nil, "", mesh.Errorf(mesh.CodeIdempotencyReplay, "idempotency key %q was already used for a different request to this agent", in.IdempotencyKey)
 		}
 		run, runRev, err := s.runs.Get(ctx, prev.TaskRunID)
-		if err == nil {
-			run.Revision = runRev
-			return run, 0, nil
+		if errors.Is(err, mesh.ErrNotFound) {
+			return nil, prev.TaskRunID, nil
 		}
-		if !errors.Is(err, mesh.ErrNotFound) {
-			return nil, 0, err
+		if err != nil {
+			return nil, "", err
 		}
-		// The first create is still writing its run, or died before it did.
-		if time.Since(prev.CreatedAt) > staleIdempotency {
-			if taken, err := s.idem.Update(ctx, key, rec, rev); err == nil {
-				return nil, taken, nil
-			}
-			continue
-		}
-		if time.Now().After(deadline) {
-			return nil, 0, mesh.Errorf(mesh.CodeConflict, "a task run with this idempotency key is still being created")
-		}
-		select {
-		case <-ctx.Done():
-			return nil, 0, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
+		run.Revision = runRev
+		return run, "", nil
 	}
 }
 

@@ -151,4 +151,6 @@ func (s *Service) repairRun(runID string) {
 		return
 	}
 	s.cfg.Logger.Info().Str("task_run_id", runID).Msg("pending task run had no queue message; re-queued")
+	// Its creator may have died before announcing it too.
+	s.announceCreated(ctx, run)
 }

@@ -53,6 +53,11 @@ func (s *Service) transition(ctx context.Context, runID string, m mutation) (*me
 			continue
 		}
 		if errors.Is(err, errUnchanged) {
+			if run.Status.Terminal() {
+				// A repeated report or cancel: the first may have been
+				// stored with its event lost.
+				s.announceLate(ctx, run, mesh.TaskRunEventType(run.Status))
+			}
 			return run, nil
 		}
 		if err != nil {
@@ -129,6 +134,50 @@ func (s *Service) publishRun(ctx context.Context, eventType string, run *mesh.Ta
 		time.Sleep(min(time.Duration(try)*50*time.Millisecond, 500*time.Millisecond))
 	}
 	s.cfg.Logger.Error().Err(err).Str("task_run_id", run.ID).Str("type", eventType).Msg("task run event not published")
+}
+
+// announceLate publishes the event announcing run's present state (of type
+// want) when the newest event stored about the run is another: the change
+// was stored but its event was lost with a node, or with the process that
+// stored it. The event carries the id the first publish would have had (run
+// id and revision), so one that was stored after all is a duplicate.
+func (s *Service) announceLate(ctx context.Context, run *mesh.TaskRun, want string) {
+	last, err := s.events.LastType(ctx, run.TargetAgentID, mesh.KindTaskRun, run.ID)
+	if err != nil {
+		s.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("could not check the run's last event")
+		return
+	}
+	if last == want {
+		return
+	}
+	s.cfg.Logger.Warn().Str("task_run_id", run.ID).Str("type", want).Str("last", last).Msg("run stored without its event; publishing it now")
+	s.publishRun(ctx, want, run)
+}
+
+// announceCreated publishes the created event of a never-claimed run when
+// no event about the run was stored at all (its creator stored the run and
+// failed, or died, before announcing it), and reports whether it did.
+func (s *Service) announceCreated(ctx context.Context, run *mesh.TaskRun) bool {
+	if run.Status != mesh.StatusPending || run.Attempt != 0 {
+		return false
+	}
+	last, err := s.events.LastType(ctx, run.TargetAgentID, mesh.KindTaskRun, run.ID)
+	if err != nil || last != "" {
+		return false
+	}
+	s.cfg.Logger.Warn().Str("task_run_id", run.ID).Msg("run stored without its created event; publishing it now")
+	s.publishRun(ctx, mesh.EventTaskRunCreated, run)
+	return true
+}
+
+// completeCreate finishes the create of a run that an idempotent retry
+// found stored: if its creator did not announce it, it did not queue it
+// either (it announces first), so both are done now, under the ids the
+// creator used, which makes anything it stored after all a duplicate.
+func (s *Service) completeCreate(ctx context.Context, run *mesh.TaskRun) {
+	if s.announceCreated(ctx, run) {
+		s.enqueueOrRetry(ctx, run)
+	}
 }
 
 // conflict is the 409 answer for a transition the state machine does not allow.
