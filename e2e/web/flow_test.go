@@ -25,7 +25,7 @@ import (
 // command, revoke the key, and cancel a slow task from its page.
 func TestWeb_ConnectAnAgentAndWatchItWork(t *testing.T) {
 	p := startPlatform(t)
-	endpoint := startAdapter(t, agentScript(t))
+	script := agentScript(t)
 	b := newBrowser(t)
 
 	// Sign in: the link is redeemed, the session set, the code dropped from the URL.
@@ -59,7 +59,7 @@ func TestWeb_ConnectAnAgentAndWatchItWork(t *testing.T) {
 	b.waitJS("a pairing code", `() => /^[A-Z2-9]{5}(-[A-Z2-9]{5}){3}$/.test(document.querySelector('#pairing-code')?.textContent || '')`)
 	code := b.textOf("#pairing-code")
 	instructions := b.textOf("#instructions")
-	for _, want := range []string{code, "--api-base " + p.APIBase, "curl -fsSL " + p.APIBase + "/install.sh | sh", "a2a-runtime pair", "a2a-runtime start", "--provider command",
+	for _, want := range []string{code, "--api-base " + p.APIBase, "curl -fsSL " + p.APIBase + "/install.sh | sh", "a2a-runtime pair", "a2a-runtime start", "--adapter command -- -- /path/to/your-agent-program",
 		"--local-executor-type custom", "a2a-runtime status", "never create a new agent", "runtime token"} {
 		if !strings.Contains(strings.ToLower(instructions), strings.ToLower(want)) {
 			t.Errorf("the connection instructions lack %q:\n%s", want, instructions)
@@ -69,14 +69,20 @@ func TestWeb_ConnectAnAgentAndWatchItWork(t *testing.T) {
 	b.shot("connection code and instructions")
 	b.checkA11y("the agent page with a connection code")
 
-	// Pair a real runtime the way the instructions say, and start it.
+	// Pair a real runtime the way the instructions say, with the agent's
+	// program for the placeholder, and start it: it runs the adapter.
 	js[bool](b, "(window.__sameDocument = true)")
 	pairArgs, err := commandLine(instructions, "a2a-runtime pair ")
 	if err != nil {
 		t.Fatalf("no pair command in the instructions:\n%s", instructions)
 	}
+	for i, a := range pairArgs {
+		if a == "/path/to/your-agent-program" {
+			pairArgs[i] = script
+		}
+	}
 	m := newMachine(t)
-	pairOutput := m.pair(pairArgs[1:], endpoint)
+	pairOutput := m.pair(pairArgs[1:], "http://"+meshtest.FreeAddr(t)+"/run-task")
 	b.waitText("#code-status", "Code used")
 	rt := m.start()
 

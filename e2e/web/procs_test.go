@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -230,10 +231,15 @@ func newMachine(t *testing.T) *machine { return &machine{t: t, home: t.TempDir()
 func (m *machine) env() []string { return []string{"HOME=" + m.home} }
 
 // pair runs the pair command line the page's instructions gave, with the
-// adapter's endpoint added, and returns its output.
+// adapter's endpoint added (before the adapter's arguments, if any), and
+// returns its output.
 func (m *machine) pair(args []string, endpoint string) string {
 	m.t.Helper()
-	args = append(args, "--local-agent-endpoint", endpoint, "--device-name", "web-test-laptop")
+	at := slices.Index(args, "--")
+	if at < 0 {
+		at = len(args)
+	}
+	args = slices.Concat(args[:at], []string{"--local-agent-endpoint", endpoint, "--device-name", "web-test-laptop"}, args[at:])
 	out, err := run(m.t, m.env(), bins.Runtime, args...)
 	if err != nil {
 		m.t.Fatalf("a2a-runtime pair: %v\n%s", err, out)

@@ -84,43 +84,43 @@ export function runErrorText(err) {
 }
 
 // Agent hosts a runtime can drive (README "Agent hosts"), with what the
-// connection instructions need for each.
+// connection instructions need for each: the adapter's provider and the
+// arguments the runtime passes it, the environment start needs, and the
+// adapter's endpoint when it is not the default.
 export const hosts = [
   {
     type: 'claude_cli', label: 'Claude Code CLI', provider: 'claude',
-    adapter: 'a2a-adapter --provider claude --permission-mode acceptEdits',
-    prepare: 'Make sure Claude Code is installed and signed in: `npm install -g @anthropic-ai/claude-code`, then run `claude` once and use /login (or set ANTHROPIC_API_KEY in the adapter\'s environment).',
+    adapterArgs: '--permission-mode acceptEdits',
+    prepare: 'Make sure Claude Code is installed and signed in: `npm install -g @anthropic-ai/claude-code`, then run `claude` once and use /login (or set ANTHROPIC_API_KEY where a2a-runtime start runs).',
   },
   {
     type: 'codex', label: 'Codex CLI', provider: 'codex',
-    adapter: 'a2a-adapter --provider codex',
-    prepare: 'Make sure Codex is installed and signed in: `npm install -g @openai/codex`, then `codex login` (or set CODEX_API_KEY in the adapter\'s environment).',
+    prepare: 'Make sure Codex is installed and signed in: `npm install -g @openai/codex`, then `codex login` (or set CODEX_API_KEY where a2a-runtime start runs).',
   },
   {
     type: 'gemini', label: 'Gemini CLI', provider: 'gemini',
-    adapter: 'a2a-adapter --provider gemini --approval-mode auto_edit',
+    adapterArgs: '--approval-mode auto_edit',
     prepare: 'Make sure Gemini CLI is installed and signed in: `npm install -g @google/gemini-cli`, then set GEMINI_API_KEY or run `gemini` once to sign in.',
   },
   {
     type: 'cursor', label: 'Cursor Agent', provider: 'cursor',
-    adapter: 'a2a-adapter --provider cursor --force',
+    adapterArgs: '--force',
     prepare: 'Make sure Cursor Agent is installed and signed in: `curl https://cursor.com/install -fsS | bash`, then `cursor-agent login` (or set CURSOR_API_KEY).',
   },
   {
     type: 'hermes', label: 'Hermes Agent', provider: 'hermes',
-    adapter: 'a2a-adapter --provider hermes',
     prepare: 'Make sure Hermes Agent is installed and set up: `curl -fsSL https://hermes-agent.nousresearch.com/install.sh | bash`, then `hermes setup`.',
   },
   {
     type: 'openclaw', label: 'OpenClaw', provider: 'openclaw',
-    adapter: 'OPENCLAW_GATEWAY_TOKEN=<the gateway token> a2a-adapter --provider openclaw --listen 127.0.0.1:18790',
+    env: 'OPENCLAW_GATEWAY_TOKEN=<the gateway token>',
     endpoint: 'http://127.0.0.1:18790/run-task',
-    prepare: 'Make sure the OpenClaw gateway runs (`openclaw gateway`) with its OpenAI-compatible endpoint enabled (gateway.http.endpoints.chatCompletions.enabled: true), and have its gateway token at hand. The gateway already uses port 18789, so the adapter listens on 18790.',
+    prepare: 'Make sure the OpenClaw gateway runs (`openclaw gateway`) with its OpenAI-compatible endpoint enabled (gateway.http.endpoints.chatCompletions.enabled: true), and have its gateway token at hand. The gateway already uses port 18789, so the adapter listens on 18790. The adapter reads the token from OPENCLAW_GATEWAY_TOKEN in the runtime\'s environment.',
   },
   {
     type: 'custom', label: 'Custom Agent', provider: 'command',
-    adapter: 'a2a-adapter --provider command -- /path/to/your-agent-program',
-    prepare: 'The agent is a program of your own: it reads the task text on standard input and prints its answer; files it writes to $A2A_OUTPUT_DIR are delivered as artifacts. (An adapter of your own serving POST /run-task on http://127.0.0.1:18789 works too; then skip the next step.)',
+    adapterArgs: '-- /path/to/your-agent-program',
+    prepare: 'The agent is a program of your own: it reads the task text on standard input and prints its answer; files it writes to $A2A_OUTPUT_DIR are delivered as artifacts. (An adapter of your own serving POST /run-task on http://127.0.0.1:18789 works too: run it yourself and leave --adapter and what follows it out of the pair command.)',
   },
 ];
 
