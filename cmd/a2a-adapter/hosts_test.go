@@ -3,13 +3,17 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 )
@@ -164,4 +168,148 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// An adapter that dies mid-task (SIGKILL, a crash) takes its task's
+// processes with it: the host, and the tool the host started in a session
+// of its own (setsid), which init would otherwise adopt and keep running.
+func TestAdapter_KilledAdapterLeavesNoProcessOfItsTask(t *testing.T) {
+	record := t.TempDir()
+	marker := "FAKE_RECORD=" + record
+	t.Setenv("FAKE_RECORD", record)
+	t.Setenv("FAKE_MODE", "hang")
+	t.Setenv("FAKE_SETSID", "1")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-cmdtest-crash-4433")
+	p := startAdapter(t, "--provider", "claude", "--host-binary", fakeHostPath(t, "claude"), "--kill-grace", "300ms")
+	t.Cleanup(func() {
+		for _, pid := range processesWithEnv(marker) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	go func() {
+		body := `{"task_run_id":"run-crash","conversation_id":"conv-crash","task_type":"chat","input":{"text":"sleep"}}`
+		req, _ := http.NewRequest(http.MethodPost, p.url+"/run-task", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	host := readPID(t, filepath.Join(record, "calls"))
+	tool := readPID(t, filepath.Join(record, "child."+strconv.Itoa(host)))
+	eventually(t, 10*time.Second, func() bool { return sessionOf(tool) == tool }, func() string {
+		return fmt.Sprintf("the host's tool %d never ran in a session of its own", tool)
+	})
+	// Everything the adapter started for the task, whatever carries the
+	// task's environment, and the tool are all to go.
+	task := append(descendants(p.cmd.Process.Pid), processesWithEnv(marker)...)
+	task = append(task, host, tool)
+
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	left := func() []int {
+		var alive []int
+		for _, pid := range append(task, processesWithEnv(marker)...) {
+			if !processGone(pid) && !slices.Contains(alive, pid) {
+				alive = append(alive, pid)
+			}
+		}
+		return alive
+	}
+	eventually(t, 15*time.Second, func() bool { return len(left()) == 0 }, func() string {
+		return fmt.Sprintf("processes of the task outlived the killed adapter: %s", describeProcesses(left()))
+	})
+}
+
+// eventually polls cond until it holds; the test fails after timeout.
+func eventually(t *testing.T, timeout time.Duration, cond func() bool, describe func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s: %s", timeout, describe())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// procStat returns the fields of /proc/<pid>/stat after the command name:
+// state, parent, group, session, ...
+func procStat(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(s[i+1:])
+}
+
+// sessionOf returns the session of pid, or 0.
+func sessionOf(pid int) int {
+	f := procStat(pid)
+	if len(f) < 4 {
+		return 0
+	}
+	sid, _ := strconv.Atoi(f[3])
+	return sid
+}
+
+// allPIDs lists the process table.
+func allPIDs() []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// descendants walks the process table for every descendant of root.
+func descendants(root int) []int {
+	children := map[int][]int{}
+	for _, pid := range allPIDs() {
+		if f := procStat(pid); len(f) > 1 {
+			ppid, _ := strconv.Atoi(f[1])
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	var out []int
+	var walk func(int)
+	walk = func(p int) {
+		for _, c := range children[p] {
+			out = append(out, c)
+			walk(c)
+		}
+	}
+	walk(root)
+	return out
+}
+
+// processesWithEnv walks the process table for the processes whose
+// environment holds entry.
+func processesWithEnv(entry string) []int {
+	var pids []int
+	for _, pid := range allPIDs() {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		if err == nil && slices.Contains(strings.Split(string(b), "\x00"), entry) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// describeProcesses names each pid with its command line.
+func describeProcesses(pids []int) string {
+	var out []string
+	for _, pid := range pids {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		out = append(out, fmt.Sprintf("%d %q", pid, strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))))
+	}
+	return strings.Join(out, ", ")
 }

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/a2amesh/a2amesh/internal/version"
 	"io"
 	"net"
 	"os"
@@ -26,11 +25,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/a2amesh/a2amesh/internal/adapter"
+	"github.com/a2amesh/a2amesh/internal/keeper"
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/internal/version"
 )
 
 func main() {
+	// Each task's host runs under this program started again as its
+	// keeper, which returns here only in the adapter itself.
+	keeper.Init()
 	if err := newRootCommand().Execute(); err != nil {
 		os.Exit(1)
 	}
@@ -116,11 +120,6 @@ func run(o options, argv []string, stdout io.Writer) error {
 		return err
 	}
 	cfg.Logger = log
-	// Whatever a host leaves behind, even in a session of its own, is
-	// adopted by the adapter and stopped with its task.
-	if err := provider.BecomeSubreaper(); err != nil {
-		log.Warn().Err(err).Msg("processes a host leaves behind after its parent exits cannot be stopped with its task")
-	}
 	srv, err := adapter.New(cfg)
 	if err != nil {
 		return err

@@ -126,7 +126,7 @@ type invocation struct {
 type hostParser interface {
 	// Write takes the host's stdout as it comes.
 	io.Writer
-	// outcome is called once the host and its process group are gone.
+	// outcome is called once the host and every process it started are gone.
 	// exit is nil or the *ExitError of a host that failed on its own;
 	// stderrTail is the end of its stderr.
 	outcome(exit error, stderrTail string) (hostOutcome, error)

@@ -7,16 +7,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/a2amesh/a2amesh/internal/keeper"
 )
 
-// DefaultKillGrace is how long a host process group has between SIGINT and
+// DefaultKillGrace is how long a host's processes have between SIGINT and
 // SIGKILL when a task is stopped: enough for a CLI agent to save its state
 // and exit cleanly.
 const DefaultKillGrace = 5 * time.Second
@@ -29,14 +29,9 @@ const stderrTailBytes = 2 << 10
 // rest of an overlong line is dropped.
 const maxProgressLine = 4 << 10
 
-// groupPollInterval is how often a stopping process group is checked for
-// survivors. The processes are not all our children, so there is no event
-// to wait on.
-const groupPollInterval = 20 * time.Millisecond
-
 // pipeDrainTimeout bounds the wait for a host's pipes to close once its
-// process group is gone. Only a process that left the group (setsid) can
-// keep them open.
+// keeper is gone. Only a process that escaped the keeper (macOS: an orphan
+// in a session of its own) can keep them open.
 const pipeDrainTimeout = time.Second
 
 // Process is a host process to run with RunProcess.
@@ -59,18 +54,17 @@ type Process struct {
 	// line end, at most 4 KiB), from one goroutine.
 	StderrLine func(line string)
 	// KillGrace is the time between SIGINT and SIGKILL when the process
-	// group is stopped. Default DefaultKillGrace.
+	// and what it started are stopped. Default DefaultKillGrace.
 	KillGrace time.Duration
 }
 
-// RunProcess runs p in a process group of its own and returns when the
-// process has exited and no process of its group is left: whatever a host
-// starts in the background ends with its task. When ctx ends first, the
-// group is stopped (SIGINT, then SIGKILL after p.KillGrace) and the error
-// wraps ctx.Err(). A non-zero exit gives an *ExitError. On Linux the
-// processes that left the group (setsid) are stopped too: those still
-// descending from the host, and, once the adapter is a subreaper
-// (BecomeSubreaper), those whose parent is already gone.
+// RunProcess runs p under a keeper (see package keeper) and returns when
+// the process has exited and no process it started is left: whatever a
+// host starts, in the background or in a session of its own (setsid),
+// ends with its task. When ctx ends first, the keeper stops them all
+// (SIGINT, then SIGKILL after p.KillGrace) and the error wraps ctx.Err().
+// Should this process die, the keeper does the same. A non-zero exit gives
+// an *ExitError.
 func RunProcess(ctx context.Context, p Process) error {
 	if p.KillGrace <= 0 {
 		p.KillGrace = DefaultKillGrace
@@ -82,28 +76,13 @@ func RunProcess(ctx context.Context, p Process) error {
 	if err != nil {
 		return err
 	}
-	cmd := &exec.Cmd{
-		Path:   p.Path,
-		Args:   p.Args,
-		Dir:    p.Dir,
-		Env:    p.Env,
-		Stdin:  pipes.stdin.child,
-		Stdout: pipes.stdout.child,
-		Stderr: pipes.stderr.child,
-		// A group of its own lets one signal reach everything the host
-		// starts, and keeps a Ctrl-C meant for the adapter from reaching
-		// the host directly.
-		SysProcAttr: hostProcAttr(),
-	}
-	err = cmd.Start()
+	k, err := keeper.Start(keeper.Spec{Path: p.Path, Args: p.Args, Dir: p.Dir, Env: p.Env, Grace: p.KillGrace},
+		pipes.stdin.child, pipes.stdout.child, pipes.stderr.child)
 	pipes.closeChildEnds()
 	if err != nil {
 		pipes.closeOurEnds()
 		return fmt.Errorf("start %s: %w", p.Path, err)
 	}
-	pgid := cmd.Process.Pid
-	addHost(pgid)
-	defer removeHost(pgid)
 
 	tail := &tailBuffer{max: stderrTailBytes}
 	var copying sync.WaitGroup
@@ -115,127 +94,45 @@ func RunProcess(ctx context.Context, p Process) error {
 		lines.flush()
 	})
 
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-
-	var waitErr error
+	type ending struct {
+		status syscall.WaitStatus
+		err    error
+	}
+	ended := make(chan ending, 1)
+	go func() {
+		status, err := k.Wait()
+		ended <- ending{status, err}
+	}()
+	var end ending
 	stopped := false
-	owned := map[int]bool{}
 	select {
-	case waitErr = <-exited:
-		// The host itself is gone; anything it left running goes the same
-		// way.
-		stopTree(pgid, owned, p.KillGrace)
+	case end = <-ended:
 	case <-ctx.Done():
 		stopped = true
-		// What the host started is noted before the host is signalled:
-		// once it exits, its orphans are no longer its descendants.
-		hostTree(pgid, owned)
-		stopTree(pgid, owned, p.KillGrace)
-		waitErr = <-exited
-		// The host may have started more while it was being stopped.
-		stopTree(pgid, owned, 0)
+		k.Stop()
+		end = <-ended
 	}
 	pipes.finish(&copying)
 
-	if stopped {
+	switch {
+	case stopped:
 		return fmt.Errorf("host process stopped: %w", ctx.Err())
+	case end.err != nil:
+		return fmt.Errorf("run host process: %w", end.err)
 	}
-	return exitError(waitErr, tail.String())
+	return exitError(end.status, tail.String())
 }
 
-func exitError(waitErr error, stderrTail string) error {
-	if waitErr == nil {
+// exitError describes how a host ended, or returns nil for a clean exit.
+func exitError(ws syscall.WaitStatus, stderrTail string) error {
+	if ws.Exited() && ws.ExitStatus() == 0 {
 		return nil
 	}
-	var ee *exec.ExitError
-	if !errors.As(waitErr, &ee) {
-		return fmt.Errorf("wait for host process: %w", waitErr)
-	}
-	out := &ExitError{Code: ee.ExitCode(), StderrTail: stderrTail}
-	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		out.Signal = ws.Signal()
+	out := &ExitError{Code: ws.ExitStatus(), StderrTail: stderrTail}
+	if ws.Signaled() {
+		out.Code, out.Signal = -1, ws.Signal()
 	}
 	return out
-}
-
-// stopTree stops everything the host pgid started: its process group and,
-// on Linux, every process owned by the host (see hostTree), including
-// those that moved to a session of their own. Each gets SIGINT; whatever
-// survives the grace period gets SIGKILL. It returns once they are gone,
-// or after treeKillTimeout of SIGKILLs, which only a process stuck in the
-// kernel survives.
-func stopTree(pgid int, owned map[int]bool, grace time.Duration) {
-	gone := func() bool { return hostTree(pgid, owned) == 0 && !groupAlive(pgid) }
-	if gone() {
-		return
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGINT)
-	signalOwned(owned, syscall.SIGINT)
-	if waitGone(gone, grace) {
-		return
-	}
-	kill := func() bool {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		signalOwned(owned, syscall.SIGKILL)
-		return gone()
-	}
-	waitGone(kill, treeKillTimeout)
-}
-
-// treeKillTimeout bounds the wait for killed processes to disappear.
-const treeKillTimeout = 5 * time.Second
-
-// waitGone polls gone until it holds or d has passed, and says whether it
-// held.
-func waitGone(gone func() bool, d time.Duration) bool {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(groupPollInterval)
-	defer tick.Stop()
-	for {
-		if gone() {
-			return true
-		}
-		select {
-		case <-deadline.C:
-			return gone()
-		case <-tick.C:
-		}
-	}
-}
-
-// runningHosts are the hosts RunProcess is running: children of this
-// process that hostTree must not take for adopted orphans.
-var (
-	runningHostsMu sync.Mutex
-	runningHosts   = map[int]bool{}
-	// subreaper is set once this process adopts orphans (BecomeSubreaper).
-	subreaper atomic.Bool
-)
-
-func addHost(pid int) {
-	runningHostsMu.Lock()
-	defer runningHostsMu.Unlock()
-	runningHosts[pid] = true
-}
-
-func removeHost(pid int) {
-	runningHostsMu.Lock()
-	defer runningHostsMu.Unlock()
-	delete(runningHosts, pid)
-}
-
-func runningHost(pid int) bool {
-	runningHostsMu.Lock()
-	defer runningHostsMu.Unlock()
-	return runningHosts[pid]
-}
-
-// groupAlive reports whether any process of the group still exists. Signal 0
-// checks without delivering anything; ESRCH means the group is empty.
-func groupAlive(pgid int) bool {
-	return !errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
 }
 
 // pipePair is one standard stream: the end the host gets and ours.

@@ -14,10 +14,6 @@ import (
 // cancel and when the host exits by itself, and whether its parent is
 // still there or already gone.
 func TestRunProcess_StopsDescendantsThatLeftTheGroup(t *testing.T) {
-	// As the adapter does when it starts.
-	if err := BecomeSubreaper(); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name, script string
 		cancel       bool

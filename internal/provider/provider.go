@@ -6,8 +6,8 @@
 // Each provider is one file, and each host provider's file says which
 // documented behaviour of its host it relies on. What several providers need
 // lives beside them: the task and its directories (task.go), running a host
-// process in its own process group and stopping the whole group
-// (process.go), turning files a host wrote into artifact write requests
+// process under a keeper that stops everything it started (process.go,
+// package keeper), turning files a host wrote into artifact write requests
 // (outputs.go), reading progress lines (progress.go), reading JSONL and
 // Server-Sent Event streams (stream.go), what CLI hosts share (host.go),
 // describing tool calls (describe.go), the OpenAI-compatible chat endpoint

@@ -9,6 +9,8 @@
 #   FAKE_GATE    a file to wait for before finishing, so that a test can
 #                watch the progress of a run that is still going
 #   FAKE_OUTPUT  text to write to $A2A_OUTPUT_DIR/report.md
+#   FAKE_SETSID  when set, the child that hang starts runs in a session of
+#                its own (setsid), as the shell tools of real hosts do
 
 record() {
 	[ -n "$FAKE_RECORD" ] || { cat >/dev/null; return 0; }
@@ -43,7 +45,11 @@ hang() {
 	else
 		trap 'echo SIGINT >"$FAKE_RECORD/sigint.$$"; exit 130' INT
 	fi
-	sleep 1000 &
+	if [ -n "$FAKE_SETSID" ]; then
+		setsid sleep 1000 &
+	else
+		sleep 1000 &
+	fi
 	echo $! >"$FAKE_RECORD/child.$$"
 	while :; do wait; done
 }
