@@ -6,7 +6,7 @@ BIN      ?= bin
 FUZZTIME ?= 15s
 BENCHTIME ?= 2s
 
-.PHONY: run build dist test-deps test test-nodeloss lint fuzz bench bench-go clean
+.PHONY: run build dist image test-deps test test-nodeloss lint fuzz bench bench-go clean
 
 run: ## run the whole platform in one process; flags in ARGS, e.g. make run ARGS='--http 127.0.0.1:3100' (each flag also has an environment variable: a2a-platform up --help)
 	$(GO) run ./cmd/a2a-platform up $(ARGS)
@@ -14,8 +14,15 @@ run: ## run the whole platform in one process; flags in ARGS, e.g. make run ARGS
 build: ## build the three binaries into ./bin
 	$(GO) build -trimpath -o $(BIN)/ ./cmd/a2a-platform ./cmd/a2a-runtime ./cmd/a2a-adapter
 
-dist: ## build a2a-runtime and a2a-adapter for linux and darwin (amd64, arm64) into ./dist, with SHA256SUMS: serve them with `a2a-platform up --downloads-dir dist`
-	GO=$(GO) deploy/dist.sh dist
+dist: ## build a2a-runtime and a2a-adapter for linux and darwin (amd64, arm64) into ./dist, with SHA256SUMS: serve them with `a2a-platform up --downloads-dir dist`; VERSION=v1.2.0 stamps their version
+	VERSION=$(VERSION) GO=$(GO) deploy/dist.sh dist
+
+# The version `make dist` and `make image` stamp (empty: the Go build information).
+VERSION ?=
+IMAGE   ?= a2a-mesh/platform
+
+image: ## build the platform's container image (deploy/docker/Dockerfile) as $(IMAGE):$(VERSION), with the downloads for /install.sh
+	docker build -f deploy/docker/Dockerfile --build-arg VERSION=$(VERSION) -t $(IMAGE):$(or $(VERSION),dev) .
 
 # The real agent host CLIs the adapter's host tests drive, from npm, pinned
 # (e2e/hosts/install-clis.sh; reinstalled only when a version changes).

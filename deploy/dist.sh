@@ -2,8 +2,10 @@
 # Builds a2a-runtime and a2a-adapter for the systems people run agents on,
 # into OUT_DIR with their SHA256SUMS: what a platform offers at /install.sh
 # (a2a-platform up --downloads-dir OUT_DIR). `make dist` runs it for every
-# target; a release is the same folder.
-#   deploy/dist.sh OUT_DIR [os/arch ...]
+# target; a release is the same folder. VERSION, when set, is the version
+# the programs report (as the container image's build stamps it); without
+# it they report their Go build information.
+#   [VERSION=v1.2.0] deploy/dist.sh OUT_DIR [os/arch ...]
 set -eu
 out=${1:?usage: deploy/dist.sh OUT_DIR [os/arch ...]}
 shift
@@ -14,7 +16,8 @@ for target in $targets; do
 	os=${target%/*}
 	arch=${target#*/}
 	for prog in a2a-runtime a2a-adapter; do
-		CGO_ENABLED=0 GOOS=$os GOARCH=$arch "$go" build -trimpath -ldflags "-s -w" \
+		CGO_ENABLED=0 GOOS=$os GOARCH=$arch "$go" build -trimpath \
+			-ldflags "-s -w -X github.com/a2amesh/a2amesh/internal/version.Override=${VERSION:-}" \
 			-o "$out/${prog}_${os}_${arch}" "./cmd/$prog"
 	done
 done
