@@ -270,7 +270,9 @@ func (s *session) waitReady(e example, b *backgroundCmd) {
 			default:
 			}
 			return r.ready.MatchString(b.out.String())
-		}, func() string { return fmt.Sprintf("%s: %q printed: %s", e, s.redact(b.command), s.redact(b.out.String())) })
+		}, func() string {
+			return fmt.Sprintf("%s: %q printed: %s", e, s.redact(b.command), s.redact(b.out.String()))
+		})
 		return
 	}
 }
@@ -340,7 +342,6 @@ func (s *session) capture(out string) {
 		s.placeholders["a2akey_…"] = v.APIKey
 	}
 }
-
 
 // signInLink is a link `a2a-platform login` prints.
 var signInLink = regexp.MustCompile(`https?://\S+/login\?code=\S+`)
