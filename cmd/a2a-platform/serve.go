@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/spf13/cobra"
 )
 
@@ -14,7 +16,7 @@ func newServe(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:       "serve <" + strings.Join(platform.Services, "|") + ">",
 		Short:     "Run one service against an external NATS server",
-		Long:      "Run one service against an external NATS server. The service password is read from A2A_MESH_NATS_PASSWORD so it never shows in a process listing.",
+		Long:      "Run one service against an external NATS server. The service password is read from A2A_MESH_NATS_PASSWORD, and the gateway's owner credential from --owner-token-file or A2A_MESH_OWNER_TOKEN, so they never show in a process listing.",
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: platform.Services,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -25,8 +27,14 @@ func newServe(g *globals) *cobra.Command {
 			if cfg.NATSURL == "" {
 				return fmt.Errorf("--nats-url is required")
 			}
+			spans, err := tracing.StartProgram(cmd.Context(), "a2a-platform-"+args[0], log)
+			if err != nil {
+				return err
+			}
+			defer spans.ShutdownWithin(5*time.Second, log)
 			cfg.Service, cfg.Logger, cfg.DataDir = args[0], log, g.dataDir
 			cfg.NATSPassword = readSecretEnv("A2A_MESH_NATS_PASSWORD")
+			cfg.OwnerToken = readSecretEnv("A2A_MESH_OWNER_TOKEN")
 			r, err := platform.Serve(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -48,7 +56,7 @@ func newServe(g *globals) *cobra.Command {
 	f.StringVar(&cfg.NATSUser, "nats-user", "mesh-service", "NATS user of platform services (an auth_callout auth_user)")
 	f.StringVar(&cfg.NATSNkeySeedFile, "nats-nkey-seed-file", "", "user nkey seed of platform services, for servers that list them by nkey (replaces --nats-user)")
 	f.StringVar(&cfg.AuthIssuerSeedFile, "auth-issuer-seed-file", "", "pairing: account nkey seed of the server's auth_callout issuer")
-	f.StringVar(&cfg.OwnerTokenFile, "owner-token-file", "", "gateway: owner credential file whose hash the API accepts")
+	f.StringVar(&cfg.OwnerTokenFile, "owner-token-file", "", "gateway: owner credential file whose hash the API accepts (or the credential itself in A2A_MESH_OWNER_TOKEN)")
 	f.StringVar(&cfg.GatewayURL, "gateway-url", "", "delegation: where the gateway's A2A doors are reached (default: --public-url)")
 	f.StringVar(&cfg.MetricsListen, "metrics-listen", "", "serve this process's Prometheus metrics at http://<address>/metrics (off unless given)")
 	return cmd

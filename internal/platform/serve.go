@@ -46,8 +46,12 @@ type ServeConfig struct {
 	// server's auth_callout issuer (pairing only).
 	AuthIssuerSeedFile string
 	// OwnerTokenFile, for the gateway, publishes the hash of this owner
-	// credential (otherwise a previously stored one is used).
+	// credential (otherwise OwnerToken's, or a previously stored one, is used).
 	OwnerTokenFile string
+	// OwnerToken, for the gateway, is the owner credential itself, for
+	// deployments that hand secrets over in the environment (a Kubernetes
+	// Secret) rather than as a file of mode 0600. OwnerTokenFile wins.
+	OwnerToken string
 	// GatewayURL, for the delegation service, is where it reaches the
 	// gateway's A2A doors. Default: the public URL.
 	GatewayURL string
@@ -160,11 +164,14 @@ func (r *Running) start(ctx context.Context) error {
 
 func (r *Running) startGateway(ctx context.Context, log zerolog.Logger) error {
 	cfg, conn := r.cfg, r.conn
+	token := cfg.OwnerToken
 	if cfg.OwnerTokenFile != "" {
-		token, err := ReadOwnerToken(cfg.OwnerTokenFile)
-		if err != nil {
+		var err error
+		if token, err = ReadOwnerToken(cfg.OwnerTokenFile); err != nil {
 			return err
 		}
+	}
+	if token != "" {
 		if err := StoreOwnerTokenHash(ctx, conn, token); err != nil {
 			return err
 		}
