@@ -61,6 +61,9 @@ func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) err
 		return mesh.Errorf(mesh.CodeUnavailable, "no %s service is running", serviceOf(subject))
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return mesh.Errorf(mesh.CodeTimeout, "%s did not answer in time", serviceOf(subject))
+	case errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected):
+		// Not sent: the connection is finding a server again.
+		return fmt.Errorf("%w: %w", mesh.Errorf(mesh.CodeUnavailable, "%s: not connected to NATS right now (reconnecting)", serviceOf(subject)), err)
 	case err != nil:
 		return fmt.Errorf("call %s: %w", subject, err)
 	}
@@ -78,6 +81,34 @@ func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) err
 		return fmt.Errorf("call %s: decode reply: %w", subject, err)
 	}
 	return nil
+}
+
+// CallIdempotent is Call for an operation that may be repeated with the
+// same effect (a claim of a given attempt, a repeated report): a try that
+// got no answer within tryTimeout, or found no service (the caller's node
+// was lost and it is reconnecting), is sent again until ctx ends. A single
+// long wait would outlast what the request holds: a claim whose answer was
+// lost with a node leaves the run held, and its lease running, for a
+// runtime that never heard so.
+func CallIdempotent(ctx context.Context, nc *nats.Conn, subject string, req, resp any, tryTimeout time.Duration) error {
+	wait := 50 * time.Millisecond
+	for {
+		tctx, cancel := context.WithTimeout(ctx, tryTimeout)
+		err := Call(tctx, nc, subject, req, resp)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		if code := mesh.AsError(err).Code; code != mesh.CodeTimeout && code != mesh.CodeUnavailable {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(Jitter(wait, 0.2)):
+		}
+		wait = min(wait*2, time.Second)
+	}
 }
 
 func serviceOf(subject string) string {

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus/embedded"
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/nats-io/nats.go"
 )
 
 // TestService_AnswersConcurrentRequestsWithValuesAndErrors: handlers run on
@@ -193,5 +195,53 @@ func TestService_ShortRequestsKeepMostOfTheirTime(t *testing.T) {
 	}
 	if out["left_ms"] < 150 {
 		t.Fatalf("the handler had %d ms of a 400 ms request", out["left_ms"])
+	}
+}
+
+// TestCallIdempotent_ATryWhoseAnswerIsLostIsSentAgain: the first try is
+// taken and never answered (its answer was lost with a node); the call
+// sends it again and returns the second try's answer. A refusal is
+// returned at once, never sent again.
+func TestCallIdempotent_ATryWhoseAnswerIsLostIsSentAgain(t *testing.T) {
+	conn := embeddedConn(t)
+	var tries atomic.Int32
+	sub, err := conn.NC.Subscribe("mesh.test.claim", func(m *nats.Msg) {
+		if tries.Add(1) == 1 {
+			return // taken, answer lost
+		}
+		_ = m.Respond([]byte(`{"ok":true}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out struct{ OK bool }
+	if err := CallIdempotent(ctx, conn.NC, "mesh.test.claim", struct{}{}, &out, 300*time.Millisecond); err != nil || !out.OK {
+		t.Fatalf("call: %v %+v", err, out)
+	}
+	if n := tries.Load(); n != 2 {
+		t.Fatalf("%d tries, want 2", n)
+	}
+
+	var refusals atomic.Int32
+	refuse, err := conn.NC.Subscribe("mesh.test.refuse", func(m *nats.Msg) {
+		refusals.Add(1)
+		msg := nats.NewMsg(m.Reply)
+		msg.Header.Set(headerErrorCode, "409")
+		msg.Data = []byte(`{"code":"INVALID_TRANSITION","message":"task run r is completed"}`)
+		_ = m.RespondMsg(msg)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer refuse.Unsubscribe()
+	err = CallIdempotent(ctx, conn.NC, "mesh.test.refuse", struct{}{}, nil, 300*time.Millisecond)
+	if e := mesh.AsError(err); e == nil || e.Code != mesh.CodeInvalidTransition {
+		t.Fatalf("refused call: %v, want INVALID_TRANSITION", err)
+	}
+	if n := refusals.Load(); n != 1 {
+		t.Fatalf("a refusal was sent %d times, want once", n)
 	}
 }

@@ -215,10 +215,16 @@ func (c *RuntimeClient) Pull(ctx context.Context, req PullRequest) (*mesh.TaskRu
 	return r.TaskRun, nil
 }
 
-// Claim claims the run of a fetched queue message.
+// ClaimTryTimeout bounds one try of a claim; a claim is sent again until
+// the caller's context ends (see bus.CallIdempotent).
+const ClaimTryTimeout = 3 * time.Second
+
+// Claim claims the run of a fetched queue message. Claiming the same
+// attempt again is answered with the run the runtime already holds, so a
+// try whose answer was lost is simply sent again.
 func (c *RuntimeClient) Claim(ctx context.Context, req ClaimRequest) (*mesh.TaskRun, error) {
 	var r TaskRunReply
-	if err := c.call(ctx, bus.RuntimeOpClaim, req, &r); err != nil {
+	if err := bus.CallIdempotent(ctx, c.nc, bus.RuntimeSubject(c.agentID, c.runtimeID, bus.RuntimeOpClaim), req, &r, ClaimTryTimeout); err != nil {
 		return nil, err
 	}
 	return &r.TaskRun, nil

@@ -2,7 +2,6 @@ package connector
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -44,6 +43,11 @@ type natsTransport struct {
 	// reconnect: a waiting fetch ends at once, so the runtime asks about its
 	// credential now (the platform closes a revoked runtime's connection).
 	authRefused chan struct{}
+	// reconnected is signalled when the connection reached a server again:
+	// the waiting fetch's pull request was on the server that was left, and
+	// a fresh fetch asks the new one at once instead of at the end of the
+	// old one's wait (which would leave the agent's work waiting too).
+	reconnected chan struct{}
 }
 
 // errAuthRefused ends a fetch whose connection's credential was refused.
@@ -61,14 +65,17 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
-	authRefused := make(chan struct{}, 1)
-	conn, err := bus.Connect(cctx, bus.ConnConfig{
-		OnAuthRefused: func() {
+	authRefused, reconnected := make(chan struct{}, 1), make(chan struct{}, 1)
+	signal := func(c chan struct{}) func() {
+		return func() {
 			select {
-			case authRefused <- struct{}{}:
+			case c <- struct{}{}:
 			default:
 			}
-		},
+		}
+	}
+	conn, err := bus.Connect(cctx, bus.ConnConfig{
+		OnAuthRefused: signal(authRefused), OnReconnect: signal(reconnected),
 		URL: cfg.URL, Token: cfg.Token, InboxPrefix: cfg.InboxPrefix,
 		Name: "a2a-runtime " + cfg.RuntimeID, MaxReconnectWait: 5 * time.Second,
 		FailWhileDisconnected: true, RetryRefusedAuth: true, Logger: cfg.Logger,
@@ -76,7 +83,7 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s: %w", cfg.URL, err)
 	}
-	t := &natsTransport{cfg: cfg, conn: conn, canceled: make(chan string, 64), authRefused: authRefused}
+	t := &natsTransport{cfg: cfg, conn: conn, canceled: make(chan string, 64), authRefused: authRefused, reconnected: reconnected}
 	t.rc = meshapi.NewClient(conn.NC).Runtime(cfg.AgentID, cfg.RuntimeID)
 	if t.hello, err = t.rc.Hello(cctx); err != nil {
 		conn.NC.Close()
@@ -145,6 +152,8 @@ func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 		case <-t.authRefused:
 			close(refused)
 			cancel()
+		case <-t.reconnected:
+			cancel()
 		case <-stopWatch:
 		}
 	}()
@@ -169,36 +178,23 @@ func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 		return nil, errAuthRefused
 	default:
 	}
-	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+	// The fetch's own wait ending, or ended early by a reconnect, is no error.
+	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, nats.ErrTimeout) {
 		return nil, fmt.Errorf("fetch from queue: %w", err)
 	}
 	return nil, nil
 }
 
-// claim turns a queue message into a claimed run and settles the message.
+// claim turns a queue message into a claimed run and settles the message
+// (meshapi.ClaimQueued).
 func (t *natsTransport) claim(ctx context.Context, msg jetstream.Msg) (*mesh.TaskRun, error) {
-	var qm meshapi.QueueMessage
-	if err := json.Unmarshal(msg.Data(), &qm); err != nil {
-		_ = msg.Term()
-		return nil, nil
-	}
 	// The claim must not be abandoned half-way by a drain: a claimed run is
 	// then released properly by the caller.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
-	run, err := t.rc.Claim(cctx, meshapi.ClaimRequest{TaskRunID: qm.TaskRunID, Attempt: qm.Attempt})
-	var e *mesh.Error
-	switch {
-	case err == nil:
-		_ = msg.Ack()
-		return run, nil
-	case errors.As(err, &e) && (e.Code == mesh.CodeInvalidTransition || e.Code == mesh.CodeStaleAttempt || e.Code == mesh.CodeNotFound):
-		_ = msg.Term()
-		return nil, nil
-	default:
-		_ = msg.Nak()
-		return nil, err
-	}
+	return meshapi.ClaimQueued(msg, func(qm meshapi.QueueMessage) (*mesh.TaskRun, error) {
+		return t.rc.Claim(cctx, meshapi.ClaimRequest{TaskRunID: qm.TaskRunID, Attempt: qm.Attempt})
+	})
 }
 
 func (t *natsTransport) Release(ctx context.Context, run *mesh.TaskRun) error {

@@ -2,8 +2,6 @@ package taskqueue
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -107,20 +105,6 @@ func (s *Service) claim(ctx context.Context, agentID, runtimeID, runID string, a
 	return run, err
 }
 
-// unclaimable reports whether a claim error means the queue message will
-// never be claimable (so it should be terminated, not redelivered).
-func unclaimable(err error) bool {
-	var e *mesh.Error
-	if !errors.As(err, &e) {
-		return false
-	}
-	switch e.Code {
-	case mesh.CodeInvalidTransition, mesh.CodeStaleAttempt, mesh.CodeNotFound:
-		return true
-	}
-	return false
-}
-
 func (s *Service) handlePull(ctx context.Context, req *bus.Request) (any, error) {
 	agentID, runtimeID, err := runtimeOf(req)
 	if err != nil {
@@ -179,28 +163,12 @@ func (s *Service) pull(ctx context.Context, agentID, runtimeID string, wait time
 }
 
 // claimMessage claims the run of a fetched queue message and settles the
-// message: acked on success, terminated when it can never be claimed, offered
-// again otherwise. It returns nil, nil for a message that was skipped.
+// message (meshapi.ClaimQueued). It returns nil, nil for a message that was
+// skipped.
 func (s *Service) claimMessage(ctx context.Context, agentID, runtimeID string, msg jetstream.Msg) (*mesh.TaskRun, error) {
-	var qm meshapi.QueueMessage
-	if err := json.Unmarshal(msg.Data(), &qm); err != nil {
-		_ = msg.Term()
-		return nil, nil
-	}
-	run, err := s.claim(ctx, agentID, runtimeID, qm.TaskRunID, qm.Attempt)
-	switch {
-	case err == nil:
-		// The record is the truth; a failed ack only means the message is
-		// offered again later and refused then.
-		_ = msg.Ack()
-		return run, nil
-	case unclaimable(err):
-		_ = msg.Term()
-		return nil, nil
-	default:
-		_ = msg.Nak()
-		return nil, err
-	}
+	return meshapi.ClaimQueued(msg, func(qm meshapi.QueueMessage) (*mesh.TaskRun, error) {
+		return s.claim(ctx, agentID, runtimeID, qm.TaskRunID, qm.Attempt)
+	})
 }
 
 func (s *Service) handleRelease(ctx context.Context, req *bus.Request) (any, error) {
