@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/version"
 	"github.com/spf13/cobra"
@@ -53,10 +54,8 @@ func newRoot() *cobra.Command {
 	f.StringVar(&g.ownerFile, "owner-token-file", envOr("A2A_MESH_OWNER_TOKEN_FILE", ""), "owner credential file for admin verbs (default <data-dir>/owner.token) [A2A_MESH_OWNER_TOKEN_FILE]")
 	f.StringVarP(&g.output, "output", "o", envOr("A2A_MESH_OUTPUT", ""), "output of admin verbs: table, json, jsonl (one value per line) or pretty (default: table on a terminal, json otherwise) [A2A_MESH_OUTPUT]")
 	root.AddCommand(newUp(g), newServe(g), newAgents(g), newPairingCode(g), newTasks(g), newEvents(g), newConsumers(g), newWebhooks(g), newLogin(g), newBench())
-	root.SetFlagErrorFunc(flagError)
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return g.checkOutput() }
-	argsHints(root)
-	commandGroups(root)
+	cliusage.Guard(root)
 	return root
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/connector"
 	"github.com/a2amesh/a2amesh/internal/profile"
 	"github.com/a2amesh/a2amesh/internal/version"
@@ -52,6 +53,7 @@ func newRoot() *cobra.Command {
 	f.StringVar(&g.config, "config", "", "profile file (default ~/.a2a/runtime.json)")
 	f.StringVar(&g.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	root.AddCommand(newPair(g), newStart(g), newStatus(g), newProfiles(g), newUnpair(g), newService(g), newEvents(g))
+	cliusage.Guard(root)
 	return root
 }
 

@@ -34,11 +34,11 @@ func newPair(g *globals) *cobra.Command {
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				codes = dash
 				if adapterProvider == "" {
-					return errors.New("arguments after -- go to the adapter chosen with --adapter; pair takes no others (see a2a-runtime pair --help)")
+					return errors.New("arguments after -- go to the adapter chosen with --adapter; pair takes no others")
 				}
 			}
 			if codes > 1 {
-				return fmt.Errorf("pair takes one pairing code, got %d arguments before -- (see a2a-runtime pair --help)", codes)
+				return fmt.Errorf("pair takes one pairing code, got %d arguments before --", codes)
 			}
 			return nil
 		},

@@ -42,7 +42,7 @@ func newService(g *globals) *cobra.Command {
 			"also enables lingering, so the service runs after logout and starts at boot.",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && (!cmd.Flags().Changed("adapter") || cmd.ArgsLenAtDash() != 0) {
-				return errors.New("arguments after -- go to the adapter started with --adapter; install takes no others (see a2a-runtime service install --help)")
+				return errors.New("arguments after -- go to the adapter started with --adapter; install takes no others")
 			}
 			return nil
 		},
