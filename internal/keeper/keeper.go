@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,7 +78,8 @@ type Spec struct {
 	Args []string `json:"args"`
 	// Dir is the working directory.
 	Dir string `json:"dir"`
-	// Env is the whole environment of the host.
+	// Env is the whole environment of the host. When a name repeats, the
+	// last value wins, as with os/exec.
 	Env []string `json:"env"`
 	// Grace is the time between SIGINT and SIGKILL when the host's
 	// processes are stopped.
@@ -102,6 +104,7 @@ func Start(spec Spec, stdin, stdout, stderr *os.File) (*Keeper, error) {
 	if !enabled.Load() {
 		return nil, ErrNotEnabled
 	}
+	spec.Env = dedupEnv(spec.Env)
 	line, err := json.Marshal(spec)
 	if err != nil {
 		return nil, fmt.Errorf("host keeper: %w", err)
@@ -212,6 +215,24 @@ func (k *Keeper) Wait() (syscall.WaitStatus, error) {
 	// the one part of its processes findable from here.
 	_ = syscall.Kill(-k.hostPID, syscall.SIGKILL)
 	return 0, fmt.Errorf("host keeper ended before the host's processes: %v", waitErr)
+}
+
+// dedupEnv keeps the last entry of each name, in the order of those
+// entries: the keeper starts the host with the environment as given, and a
+// program that reads the first of two values would see the stale one.
+func dedupEnv(env []string) []string {
+	seen := make(map[string]bool, len(env))
+	out := make([]string, 0, len(env))
+	for i := len(env) - 1; i >= 0; i-- {
+		name, _, _ := strings.Cut(env[i], "=")
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		out = append(out, env[i])
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // self is the program to start as a keeper: the very file this process

@@ -3,7 +3,9 @@ package keeper
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -90,6 +92,35 @@ func TestKeeper_ReportsHowTheHostEnded(t *testing.T) {
 		if err != nil || !tc.check(ws) {
 			t.Errorf("%q: status %v, err %v", tc.script, ws, err)
 		}
+	}
+}
+
+// An environment that names a variable twice gives the host the last
+// value only, as os/exec does: the adapter appends each task's own TMPDIR
+// to its own environment, and a program that reads the first of two
+// values would write where it must not.
+func TestKeeper_TheLastValueOfARepeatedVariableWins(t *testing.T) {
+	env, err := exec.LookPath("env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(filepath.Join(t.TempDir(), "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	// env itself is the host: a shell would tidy its environment before
+	// passing it on.
+	k, err := Start(Spec{Path: env, Args: []string{"env"}, Dir: t.TempDir(), Env: []string{"TMPDIR=/first", "HOME=/home", "TMPDIR=/last"}}, os.Stdin, out, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws, err := k.Wait(); err != nil || ws.ExitStatus() != 0 {
+		t.Fatalf("status %v, err %v", ws, err)
+	}
+	b, _ := os.ReadFile(out.Name())
+	if got := strings.Fields(string(b)); !slices.Equal(got, []string{"HOME=/home", "TMPDIR=/last"}) {
+		t.Fatalf("the host's environment is %q, want HOME=/home TMPDIR=/last", got)
 	}
 }
 
