@@ -13,10 +13,16 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
-// adapterPidHost is a fake agent CLI that writes its parent's pid (the
-// adapter that runs it) to path and answers "done".
+// adapterPidHost is a fake agent CLI that writes the pid of the adapter
+// that runs it to path and answers "done". The adapter runs each host
+// under a keeper of its own, so the adapter is the nearest ancestor whose
+// command line names a provider.
 func adapterPidHost(t *testing.T, path string) string {
-	return script(t, `echo $PPID > '`+path+`'
+	return script(t, `pid=$PPID
+while [ "$pid" -gt 1 ] && ! ps -o args= -p "$pid" | grep -q -- '--provider'; do
+	pid=$(ps -o ppid= -p "$pid" | tr -d ' ')
+done
+echo $pid > '`+path+`'
 cat >/dev/null; echo done`)
 }
 
