@@ -272,6 +272,8 @@ func (l *realLab) respond(r *fakemodel.Request) fakemodel.Reply {
 		return fakemodel.Reply{Text: "I will write the report.", Tool: l.host.shell("printf '# Real host report\\n' > " + dir[1] + "/report.md")}
 	case "resume":
 		return fakemodel.Reply{Text: "Second answer."}
+	case "plain":
+		return fakemodel.Reply{Text: "A plain answer."}
 	case "fail401":
 		return fakemodel.Reply{Status: http.StatusUnauthorized, ErrorMessage: "invalid x-api-key (fake model)"}
 	case "fail500":
@@ -399,6 +401,99 @@ func testRealHost(t *testing.T, name string) {
 		texts["run "+r.ID] = string(r.Output) + meshtest.JSON(r.Error)
 	}
 	meshtest.AssertNoSecrets(t, []string{l.secret}, texts)
+
+	if !l.host.toolsOutsideAdapter {
+		l.killAdapterMidTask(t)
+	}
+}
+
+// killAdapterMidTask kills the adapter (SIGKILL) during a tool call that
+// started sleep in its own session: the host and the sleep end with it.
+// It comes last: the adapter is gone afterwards.
+func (l *realLab) killAdapterMidTask(t *testing.T) {
+	t.Helper()
+	l.p.CreateTask(l.agent.ID, "@@cancel@@ Sleep, then lose the adapter.")
+	sleeps := waitProcesses(t, "sleep "+strconv.Itoa(l.sleep))
+	task := append(descendants(l.adapter.cmd.Process.Pid), sleeps...)
+	if err := l.adapter.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-l.adapter.done
+	left := func() []int {
+		var alive []int
+		for _, pid := range task {
+			if processRuns(pid) {
+				alive = append(alive, pid)
+			}
+		}
+		return alive
+	}
+	meshtest.Eventually(t, 15*time.Second, func() bool { return len(left()) == 0 }, func() string {
+		return fmt.Sprintf("processes of the task outlived the killed adapter: %v", left())
+	})
+}
+
+// descendants walks the process table for every process below root.
+func descendants(root int) []int {
+	children := map[int][]int{}
+	for _, pid := range allProcesses() {
+		if ppid, ok := statField(pid, 1); ok {
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	var out []int
+	var walk func(int)
+	walk = func(p int) {
+		for _, c := range children[p] {
+			out = append(out, c)
+			walk(c)
+		}
+	}
+	walk(root)
+	return out
+}
+
+func allProcesses() []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// statField returns the numeric field i of /proc/<pid>/stat counted after
+// the command name: 1 is the parent (0, the state, is a letter).
+func statField(pid, i int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	end := strings.LastIndexByte(s, ')')
+	if end < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[end+1:])
+	if len(f) <= i {
+		return 0, false
+	}
+	n, err := strconv.Atoi(f[i])
+	return n, err == nil
+}
+
+// processRuns reports whether pid exists and is not a zombie, which has
+// finished and only waits for its status to be collected.
+func processRuns(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
 }
 
 // saysRefused reports whether a failure message says the model refused the

@@ -1,7 +1,8 @@
 // Package fakemodel is a model API for tests: one local HTTP server that
 // speaks the Anthropic Messages API, the OpenAI Responses and Chat
 // Completions APIs and the Gemini generateContent API, each streamed the way
-// its real counterpart streams (Server-Sent Events). Real agent host CLIs are
+// its real counterpart streams (Server-Sent Events, and the Responses API's
+// WebSocket mode too). Real agent host CLIs are
 // pointed at it with their own base URL settings, so that a test runs the
 // real host against answers it scripts: text, a tool call, or an error.
 //
@@ -28,7 +29,7 @@ type API string
 // The APIs the server speaks.
 const (
 	Anthropic       API = "anthropic"        // POST /v1/messages
-	Responses       API = "openai-responses" // POST /v1/responses
+	Responses       API = "openai-responses" // POST /v1/responses, or GET /v1/responses upgraded to a WebSocket
 	ChatCompletions API = "openai-chat"      // POST /v1/chat/completions
 	Gemini          API = "gemini"           // POST /v1beta/models/{model}:streamGenerateContent, :generateContent
 )
@@ -74,6 +75,12 @@ type Request struct {
 	Model string
 	// Stream says whether the host asked for a streamed answer.
 	Stream bool
+	// WebSocket says the request came over the Responses API's WebSocket
+	// mode: Body is its response.create message, with the conversation of
+	// the response it continues (previous_response_id) put before its
+	// input. A warm-up ("generate": false) is recorded, but Respond is not
+	// asked. A refused upgrade is recorded too, without a body.
+	WebSocket bool
 
 	decoded map[string]any
 }
@@ -85,10 +92,13 @@ type Server struct {
 
 	srv     *httptest.Server
 	respond Respond
+	// done ends the WebSocket connections, which closing srv leaves open.
+	done chan struct{}
 
-	mu       sync.Mutex
-	requests []*Request
-	changed  chan struct{}
+	mu           sync.Mutex
+	requests     []*Request
+	changed      chan struct{}
+	noWebSockets bool
 }
 
 // Start starts a server that answers with respond; it is closed when the
@@ -98,11 +108,29 @@ func Start(t testing.TB, respond Respond) *Server {
 	if respond == nil {
 		respond = func(*Request) Reply { return Reply{Text: "OK"} }
 	}
-	s := &Server{respond: respond, changed: make(chan struct{})}
+	s := &Server{respond: respond, changed: make(chan struct{}), done: make(chan struct{})}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
-	t.Cleanup(s.srv.Close)
+	t.Cleanup(func() {
+		close(s.done)
+		s.srv.Close()
+	})
 	return s
+}
+
+// RefuseWebSockets makes the server answer an upgrade to the Responses
+// API's WebSocket mode with 404, as an endpoint without it does; clients
+// then use HTTP.
+func (s *Server) RefuseWebSockets() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noWebSockets = true
+}
+
+func (s *Server) refusingWebSockets() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.noWebSockets
 }
 
 // SetRespond replaces the function that decides the replies.
@@ -170,6 +198,9 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	r.Stream, _ = r.decoded["stream"].(bool)
 	path := hr.URL.Path
 	switch {
+	case hr.Method == http.MethodGet && strings.HasSuffix(path, "/responses") && isWebSocket(hr):
+		s.serveResponsesSocket(w, hr)
+		return
 	case hr.Method == http.MethodPost && strings.HasSuffix(path, "/messages/count_tokens"):
 		r.API = Anthropic
 		s.record(r)
@@ -383,12 +414,21 @@ func writeError(w http.ResponseWriter, api API, reply Reply) {
 		}
 		writeJSON(w, reply.Status, map[string]any{"error": map[string]any{"code": reply.Status, "message": msg, "status": status}})
 	default:
-		typ := map[int]string{401: "invalid_request_error", 429: "rate_limit_exceeded"}[reply.Status]
-		if typ == "" {
-			typ = "server_error"
-		}
-		writeJSON(w, reply.Status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nil, "param": nil}})
+		writeJSON(w, reply.Status, map[string]any{"error": errorBody(reply)})
 	}
+}
+
+// errorBody is the "error" object of an OpenAI API error.
+func errorBody(reply Reply) map[string]any {
+	msg := reply.ErrorMessage
+	if msg == "" {
+		msg = http.StatusText(reply.Status)
+	}
+	typ := map[int]string{401: "invalid_request_error", 429: "rate_limit_exceeded"}[reply.Status]
+	if typ == "" {
+		typ = "server_error"
+	}
+	return map[string]any{"message": msg, "type": typ, "code": nil, "param": nil}
 }
 
 // sse writes Server-Sent Events, flushing each.

@@ -5,10 +5,25 @@ import (
 	"time"
 )
 
-// writeResponses answers a Responses API request: response.created, a
-// message item with its text streamed as output_text deltas, a
-// function_call item, and response.completed with the usage.
+// writeResponses answers a Responses API request over HTTP: one JSON
+// response, or its stream events (responsesEvents) as Server-Sent Events.
 func writeResponses(w http.ResponseWriter, r *Request, reply Reply) {
+	final, events := responsesEvents(r, reply)
+	if !r.Stream {
+		writeJSON(w, http.StatusOK, final)
+		return
+	}
+	s := newSSE(w)
+	for _, ev := range events {
+		s.event(ev["type"].(string), ev)
+	}
+}
+
+// responsesEvents returns the completed response to a Responses API request
+// and the events that stream it: response.created, a message item with its
+// text streamed as output_text deltas, a function_call item, and
+// response.completed with the usage.
+func responsesEvents(r *Request, reply Reply) (map[string]any, []map[string]any) {
 	respID := nextID("resp")
 	var output []any
 	if reply.Text != "" {
@@ -32,12 +47,7 @@ func writeResponses(w http.ResponseWriter, r *Request, reply Reply) {
 		}
 		return m
 	}
-	if !r.Stream {
-		writeJSON(w, http.StatusOK, response("completed", output))
-		return
-	}
-	s := newSSE(w)
-	s.event("response.created", map[string]any{"type": "response.created", "response": response("in_progress", []any{})})
+	events := []map[string]any{{"type": "response.created", "response": response("in_progress", []any{})}}
 	for i, item := range output {
 		it := item.(map[string]any)
 		added := map[string]any{}
@@ -47,16 +57,18 @@ func writeResponses(w http.ResponseWriter, r *Request, reply Reply) {
 		if it["type"] == "message" {
 			added["content"], added["status"] = []any{}, "in_progress"
 		}
-		s.event("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": i, "item": added})
+		events = append(events, map[string]any{"type": "response.output_item.added", "output_index": i, "item": added})
 		if it["type"] == "message" {
 			for _, c := range chunks(reply.Text) {
-				s.event("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "item_id": it["id"],
+				events = append(events, map[string]any{"type": "response.output_text.delta", "item_id": it["id"],
 					"output_index": i, "content_index": 0, "delta": c})
 			}
 		}
-		s.event("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": i, "item": it})
+		events = append(events, map[string]any{"type": "response.output_item.done", "output_index": i, "item": it})
 	}
-	s.event("response.completed", map[string]any{"type": "response.completed", "response": response("completed", output)})
+	final := response("completed", output)
+	events = append(events, map[string]any{"type": "response.completed", "response": final})
+	return final, events
 }
 
 // writeChat answers a Chat Completions request with chat.completion.chunk
