@@ -89,8 +89,14 @@ func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) err
 // was lost and it is reconnecting), is sent again until ctx ends. A single
 // long wait would outlast what the request holds: a claim whose answer was
 // lost with a node leaves the run held, and its lease running, for a
-// runtime that never heard so.
+// runtime that never heard so. Without a deadline on ctx, the tries end
+// after DefaultCallTimeout.
 func CallIdempotent(ctx context.Context, nc *nats.Conn, subject string, req, resp any, tryTimeout time.Duration) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultCallTimeout)
+		defer cancel()
+	}
 	wait := 50 * time.Millisecond
 	for {
 		tctx, cancel := context.WithTimeout(ctx, tryTimeout)

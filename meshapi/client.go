@@ -200,10 +200,11 @@ func (c *RuntimeClient) Hello(ctx context.Context) (*HelloResponse, error) {
 	return &r, c.call(ctx, bus.RuntimeOpHello, struct{}{}, &r)
 }
 
-// Heartbeat marks the runtime online and renews the leases of its running runs.
+// Heartbeat marks the runtime online and renews the leases of its running
+// runs; a heartbeat whose answer was lost is sent again.
 func (c *RuntimeClient) Heartbeat(ctx context.Context, req HeartbeatRequest) (*HeartbeatResponse, error) {
 	var r HeartbeatResponse
-	return &r, c.call(ctx, bus.RuntimeOpHeartbeat, req, &r)
+	return &r, c.callAgain(ctx, bus.RuntimeOpHeartbeat, req, &r)
 }
 
 // Pull claims the next pending run, waiting up to req.Wait.
@@ -215,16 +216,23 @@ func (c *RuntimeClient) Pull(ctx context.Context, req PullRequest) (*mesh.TaskRu
 	return r.TaskRun, nil
 }
 
-// ClaimTryTimeout bounds one try of a claim; a claim is sent again until
-// the caller's context ends (see bus.CallIdempotent).
-const ClaimTryTimeout = 3 * time.Second
+// TryTimeout bounds one try of a runtime operation that is sent again until
+// the caller's context ends when its answer does not come (claim, renew,
+// heartbeat: see bus.CallIdempotent).
+const TryTimeout = 3 * time.Second
+
+// callAgain sends an operation that has the same effect when repeated,
+// again after a try whose answer was lost.
+func (c *RuntimeClient) callAgain(ctx context.Context, op string, req, resp any) error {
+	return bus.CallIdempotent(ctx, c.nc, bus.RuntimeSubject(c.agentID, c.runtimeID, op), req, resp, TryTimeout)
+}
 
 // Claim claims the run of a fetched queue message. Claiming the same
 // attempt again is answered with the run the runtime already holds, so a
 // try whose answer was lost is simply sent again.
 func (c *RuntimeClient) Claim(ctx context.Context, req ClaimRequest) (*mesh.TaskRun, error) {
 	var r TaskRunReply
-	if err := bus.CallIdempotent(ctx, c.nc, bus.RuntimeSubject(c.agentID, c.runtimeID, bus.RuntimeOpClaim), req, &r, ClaimTryTimeout); err != nil {
+	if err := c.callAgain(ctx, bus.RuntimeOpClaim, req, &r); err != nil {
 		return nil, err
 	}
 	return &r.TaskRun, nil
@@ -235,10 +243,11 @@ func (c *RuntimeClient) Release(ctx context.Context, req ReleaseRequest) error {
 	return c.call(ctx, bus.RuntimeOpRelease, req, nil)
 }
 
-// Renew extends the leases of running runs.
+// Renew extends the leases of running runs; a renewal whose answer was lost
+// is sent again, well before the leases run out.
 func (c *RuntimeClient) Renew(ctx context.Context, req RenewRequest) (*RenewResponse, error) {
 	var r RenewResponse
-	return &r, c.call(ctx, bus.RuntimeOpRenew, req, &r)
+	return &r, c.callAgain(ctx, bus.RuntimeOpRenew, req, &r)
 }
 
 // Progress reports progress on a run.

@@ -79,12 +79,14 @@ func (c *Connector) checkCredential(ctx context.Context) error {
 // renewLoop keeps the leases of the runs the runtime holds and stops work on
 // runs the platform no longer assigns to this runtime.
 func (c *Connector) renewLoop(ctx context.Context) {
+	wait := c.cfg.RenewInterval
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(bus.Jitter(c.cfg.RenewInterval, 0.1)):
+		case <-time.After(bus.Jitter(wait, 0.1)):
 		}
+		wait = c.cfg.RenewInterval
 		ids := c.heldIDs()
 		if len(ids) == 0 {
 			continue
@@ -98,6 +100,9 @@ func (c *Connector) renewLoop(ctx context.Context) {
 				return
 			}
 			c.log.Warn().Err(err).Msg("lease renewal failed; retrying")
+			// Not at the next interval: two missed intervals are most
+			// of a lease.
+			wait = min(c.cfg.RenewInterval, time.Second)
 		}
 		for _, id := range lost {
 			if c.cancelRun(id, errLeaseLost) {
