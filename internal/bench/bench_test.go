@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,6 +32,24 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 			}
 			if md := r.Markdown(); !strings.Contains(md, "### End to end") || strings.Contains(md, "### Processes") || strings.Contains(md, "### Task-run cycle") {
 				return "the report shows phases that did not run, or not the one that did"
+			}
+			return ""
+		}},
+		{"cluster", func(r *bench.Report) string {
+			c := r.Cluster
+			if c == nil || c.Nodes != 3 || c.Cycle.SingleRunsPerSec <= 0 || c.Cycle.ClusterRunsPerSec <= 0 || c.Cycle.ClusterClaim.Count == 0 || c.Cycle.Ratio <= 0 {
+				return "cluster cycle measured nothing"
+			}
+			if len(c.E2E) != 2 || c.ClusterIdle.Count != 10 || c.SingleIdle.Count != 10 {
+				return "cluster end to end measured nothing"
+			}
+			for _, e := range c.E2E {
+				if e.Single.RunsPerSec <= 0 || e.Cluster.RunsPerSec <= 0 || e.Cluster.Dispatch.Count == 0 || e.Cluster.EndToEnd.Count == 0 || e.Ratio <= 0 {
+					return fmt.Sprintf("cluster end to end with %d runtimes measured nothing", e.Runtimes)
+				}
+			}
+			if md := r.Markdown(); !strings.Contains(md, "### Three-node cluster") || strings.Contains(md, "### Task-run cycle") || strings.Contains(md, "### End to end") {
+				return "the cluster is missing from the report, or phases that did not run are shown"
 			}
 			return ""
 		}},
