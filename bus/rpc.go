@@ -63,8 +63,9 @@ func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) (er
 		return mesh.Errorf(mesh.CodeUnavailable, "no %s service is running", serviceOf(subject))
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return mesh.Errorf(mesh.CodeTimeout, "%s did not answer in time", serviceOf(subject))
-	case errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected):
-		// Not sent: the connection is finding a server again.
+	case errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrReconnectBufExceeded):
+		// Not sent: the connection is finding a server again (a connection
+		// that keeps nothing for later says its buffer is full).
 		return fmt.Errorf("%w: %w", mesh.Errorf(mesh.CodeUnavailable, "%s: not connected to NATS right now (reconnecting)", serviceOf(subject)), err)
 	case err != nil:
 		return fmt.Errorf("call %s: %w", subject, err)
