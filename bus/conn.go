@@ -67,6 +67,11 @@ type Conn struct {
 	JS jetstream.JetStream
 }
 
+// handshakeTimeout bounds one connection's handshake with a server (a
+// server that does not answer at all costs this much per try): a little
+// more than the server may take to admit it (AuthTimeout).
+const handshakeTimeout = AuthTimeout + 2*time.Second
+
 // Connect opens a connection that reconnects forever with jittered backoff.
 func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 	if cfg.Server == nil && cfg.URL == "" {
@@ -83,6 +88,11 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 		nats.RetryOnFailedConnect(false),
 		nats.CustomReconnectDelay(backoff(maxWait)),
 		nats.PingInterval(20 * time.Second),
+		// The handshake waits for the server's answer to CONNECT, which for
+		// a runtime or consumer includes the auth callout's round trip:
+		// when a few thousand runtimes connect at once (a platform
+		// restart) that takes longer than the client's default of 2 s.
+		nats.Timeout(handshakeTimeout),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn().Err(err).Msg("nats disconnected")
