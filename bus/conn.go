@@ -48,10 +48,6 @@ type ConnConfig struct {
 	// reconnect, e.g. after the platform closed a revoked credential's
 	// connection), so the caller can find out at once whether it was revoked.
 	OnAuthRefused func()
-	// OnReconnect is called after the connection reached a server again
-	// (possibly another node): what waited on the old server, such as a
-	// pull request of a JetStream consumer, is gone with it.
-	OnReconnect func()
 	// WaitForServer keeps trying to reach a server that cannot be reached
 	// yet (not started, or still starting) until ctx ends, with one log
 	// line, instead of failing at once: platform services started before
@@ -100,9 +96,6 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info().Str("server", nc.ConnectedUrlRedacted()).Msg("nats reconnected")
-			if cfg.OnReconnect != nil {
-				cfg.OnReconnect()
-			}
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			if errors.Is(err, nats.ErrAuthorization) && cfg.OnAuthRefused != nil {
