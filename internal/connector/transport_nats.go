@@ -45,10 +45,20 @@ type natsTransport struct {
 	authRefused chan struct{}
 }
 
-// fetchHeartbeat is the idle heartbeat asked for on a pull waiting wait:
-// 5 s, or less for a short wait (it must be under half of it).
-func fetchHeartbeat(wait time.Duration) time.Duration {
-	return min(5*time.Second, wait/3)
+// fetchHeartbeat is the idle heartbeat asked for on a pull that waits
+// until ctx's deadline: 5 s, less for a short wait (JetStream wants it
+// under half the pull's expiry, which is 90% of the wait), none (0) under
+// a second.
+func fetchHeartbeat(ctx context.Context) time.Duration {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return 5 * time.Second
+	}
+	wait := time.Until(d)
+	if wait < time.Second {
+		return 0
+	}
+	return min(5*time.Second, wait/4)
 }
 
 // errAuthRefused ends a fetch whose connection's credential was refused.
@@ -159,7 +169,11 @@ func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 	// of waiting out ClaimWait. A fetch is never ended from this side while
 	// its pull may still wait on a server: a message given to a pull whose
 	// fetch is gone waits for the consumer's AckWait.
-	batch, err := t.consumer.Fetch(1, jetstream.FetchContext(wctx), jetstream.FetchHeartbeat(fetchHeartbeat(t.cfg.ClaimWait)))
+	opts := []jetstream.FetchOpt{jetstream.FetchContext(wctx)}
+	if hb := fetchHeartbeat(wctx); hb > 0 {
+		opts = append(opts, jetstream.FetchHeartbeat(hb))
+	}
+	batch, err := t.consumer.Fetch(1, opts...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
