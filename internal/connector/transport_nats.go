@@ -45,22 +45,6 @@ type natsTransport struct {
 	authRefused chan struct{}
 }
 
-// fetchHeartbeat is the idle heartbeat asked for on a pull that waits
-// until ctx's deadline: 5 s, less for a short wait (JetStream wants it
-// under half the pull's expiry, which is 90% of the wait), none (0) under
-// a second.
-func fetchHeartbeat(ctx context.Context) time.Duration {
-	d, ok := ctx.Deadline()
-	if !ok {
-		return 5 * time.Second
-	}
-	wait := time.Until(d)
-	if wait < time.Second {
-		return 0
-	}
-	return min(5*time.Second, wait/4)
-}
-
 // errAuthRefused ends a fetch whose connection's credential was refused.
 var errAuthRefused = errors.New("the NATS server refused this runtime's credential")
 
@@ -163,17 +147,14 @@ func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 		case <-stopWatch:
 		}
 	}()
-	// The server sends idle heartbeats on a waiting pull: when they stop
-	// (the pull was on a node that was lost, and the connection is now on
-	// another), the fetch ends and the next one asks the new node, instead
-	// of waiting out ClaimWait. A fetch is never ended from this side while
-	// its pull may still wait on a server: a message given to a pull whose
-	// fetch is gone waits for the consumer's AckWait.
-	opts := []jetstream.FetchOpt{jetstream.FetchContext(wctx)}
-	if hb := fetchHeartbeat(wctx); hb > 0 {
-		opts = append(opts, jetstream.FetchHeartbeat(hb))
-	}
-	batch, err := t.consumer.Fetch(1, opts...)
+	// A pull that waits 10 s or more gets the server's idle heartbeats
+	// (5 s, the client's default): when they stop (the pull was on a node
+	// that was lost, and the connection is now on another), the fetch ends
+	// and the next one asks the new node. A fetch is never ended from this
+	// side while its pull may still wait on a server, nor with a heartbeat
+	// short enough for a busy machine to miss: a message given to a pull
+	// whose fetch is gone waits for the consumer's AckWait.
+	batch, err := t.consumer.Fetch(1, jetstream.FetchContext(wctx))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
