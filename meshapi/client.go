@@ -2,6 +2,7 @@ package meshapi
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -90,30 +91,27 @@ func (c *Client) ListRuntimes(ctx context.Context, agentID string) (*RuntimeList
 	return &l, c.call(ctx, bus.ServiceRegistry, OpRegistryList, ListRuntimesRequest{AgentID: agentID}, &l)
 }
 
-// CreateTaskRun creates a task run. A create with an idempotency key that
-// gets no answer within half the caller's time is sent once more with the
-// same key: the copy of the task queue that took it may have been lost with
-// its node, and another copy answers the second send with the run the first
-// stored, if it did, or creates it; the key never makes two. A create
-// without a key is sent once.
+// CreateTaskRun creates a task run. A create with an idempotency key is
+// sent again (every TryTimeout) while no copy of the task queue answers in
+// time, or none is reachable: the copy that took it may have been lost with
+// its node, and another answers the next send with the run the first
+// stored, if it did, or creates it; the key never makes two. If the
+// caller's time runs out that way, the answer is UNAVAILABLE (the doors'
+// 503 with Retry-After): sending the create again with the same key is
+// safe. A create without a key is sent once.
 func (c *Client) CreateTaskRun(ctx context.Context, req CreateTaskRunRequest) (*CreateTaskRunResponse, error) {
 	var r CreateTaskRunResponse
 	if req.IdempotencyKey == "" {
 		return &r, c.call(ctx, bus.ServiceTaskQueue, OpTaskCreate, req, &r)
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, bus.DefaultCallTimeout)
-		defer cancel()
+	err := bus.CallIdempotent(ctx, c.nc, bus.ServiceSubject(bus.ServiceTaskQueue, OpTaskCreate), req, &r, TryTimeout)
+	if err != nil && mesh.AsError(err).Code == mesh.CodeTimeout {
+		return nil, fmt.Errorf("%w: %w", mesh.Errorf(mesh.CodeUnavailable, "the task queue did not answer in time (a node may have been lost); send the create again with the same idempotency_key"), err)
 	}
-	deadline, _ := ctx.Deadline()
-	first, cancel := context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/2))
-	err := c.call(first, bus.ServiceTaskQueue, OpTaskCreate, req, &r)
-	cancel()
-	if err == nil || mesh.AsError(err).Code != mesh.CodeTimeout || ctx.Err() != nil {
-		return &r, err
+	if err != nil {
+		return nil, err
 	}
-	return &r, c.call(ctx, bus.ServiceTaskQueue, OpTaskCreate, req, &r)
+	return &r, nil
 }
 
 // GetTaskRun returns a task run.
