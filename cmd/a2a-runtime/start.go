@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/a2amesh/a2amesh/internal/toolserver"
 	"net/url"
 	"os"
 	"os/exec"
@@ -116,7 +117,17 @@ func newStart(g *globals) *cobra.Command {
 				log.Info().Str("status", "http://"+status.Addr()).Msg("status port: /metrics and /healthz")
 			}
 			store := g.store()
+			// Hosts get the delegation tools of their run when the
+			// transport speaks the delegation operations (NATS).
+			var tools *toolserver.Server
+			if rc, ok := connector.Delegation(tr); ok {
+				if tools, err = toolserver.Start(toolserver.Config{Platform: rc}); err != nil {
+					return fmt.Errorf("tool server: %w", err)
+				}
+				defer func() { _ = tools.Close() }()
+			}
 			c := connector.NewRuntime(connector.RuntimeConfig{
+				Tools:   tools,
 				AgentID: p.AgentID, RuntimeID: p.RuntimeID, Transport: tr, Hello: hello, API: api, Adapter: adapter,
 				Ledger: led, Platform: p.Platform, Concurrency: concurrency, TaskTimeout: taskTimeout, DrainGrace: drainGrace,
 				AdapterWait: adapterWait,

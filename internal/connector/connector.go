@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/a2amesh/a2amesh/internal/toolserver"
 	"sync"
 	"time"
 
@@ -70,6 +71,10 @@ type Config struct {
 	// returns its spare heap to the system (see idle.go). Default 5s;
 	// negative never trims.
 	IdleTrim time.Duration
+	// Tools serves each run's delegation tools to its host (the adapter
+	// gets their address and capability in the run-task request, the
+	// capability revoked when the run's turn ends); nil gives none.
+	Tools *toolserver.Server
 	// Metrics records what the runtime does; nil records nothing.
 	Metrics *Metrics
 	Logger  zerolog.Logger
