@@ -85,7 +85,11 @@ func (c *Claude) Run(ctx context.Context, t *Task, progress func(Progress)) (*Re
 			// Instructions too long for an argument travel with the prompt.
 			system, prompt = "", promptWithContext(t)
 		}
-		return invocation{args: c.args(system, resume), stdin: prompt, parser: newClaudeParser(report)}, nil
+		tools, err := claudeMCPArgs(t)
+		if err != nil {
+			return invocation{}, err
+		}
+		return invocation{args: append(c.args(system, resume), tools...), stdin: prompt, parser: newClaudeParser(report)}, nil
 	})
 }
 
