@@ -25,17 +25,20 @@ image: ## build the platform's container image (deploy/docker/Dockerfile) as $(I
 	docker build -f deploy/docker/Dockerfile --build-arg VERSION=$(VERSION) -t $(IMAGE):$(or $(VERSION),dev) .
 
 # The real agent host CLIs the adapter's host tests drive, from npm, pinned
-# (e2e/hosts/install-clis.sh; reinstalled only when a version changes).
+# (e2e/hosts/install-clis.sh; reinstalled only when a version changes), and
+# helm for the chart tests, built from source at a pinned version
+# (deploy/helm/install-helm.sh; rebuilt only when that version changes).
 HOSTCLIS ?= $(CURDIR)/.hostclis
 
-test-deps: ## install the real agent host CLIs (and Node 24 to run them) from npm into ./.hostclis
+test-deps: ## install the real agent host CLIs (and Node 24 to run them) from npm, and helm, into ./.hostclis
 	e2e/hosts/install-clis.sh $(HOSTCLIS)
+	GO=$(GO) deploy/helm/install-helm.sh $(HOSTCLIS)
 
 test: test-deps ## run every test with the race detector
 	A2A_HOST_CLIS=$(HOSTCLIS) $(GO) test -race -count=1 -timeout 30m ./...
 
-test-nodeloss: ## the cluster tests that kill a node under load (they reproduce open defects: see e2e/cluster/nodeloss_test.go)
-	$(GO) test -race -count=1 -timeout 20m -tags nodeloss -run 'LostMidLoad' ./e2e/cluster
+test-nodeloss: ## only the cluster tests that kill a node under load (make test runs them too)
+	$(GO) test -race -count=1 -timeout 20m -run 'LostMidLoad' ./e2e/cluster
 
 lint: ## gofmt and go vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -3,6 +3,7 @@ package bus
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // NATS accounts: the trust boundaries of the bus. The services and every
@@ -179,6 +180,11 @@ func (c AccountsConfig) Render() string {
 	w("system_account: %s", AccountSystem)
 	w("")
 	w("authorization {")
+	// How long a connecting client may take to be admitted, auth callout
+	// included: the server's default of 2 s refuses runtimes when a few
+	// thousand connect at once (a platform restart) and the callout
+	// service answers them in turn.
+	w("  timeout: %d", int(AuthTimeout/time.Second))
 	w("  auth_callout {")
 	w("    issuer: %s", c.AuthIssuer)
 	w("    account: %s", AccountPlatform)
@@ -187,6 +193,10 @@ func (c AccountsConfig) Render() string {
 	w("}")
 	return b.String()
 }
+
+// AuthTimeout is how long the server waits for a connecting client to be
+// admitted, the auth callout's answer included.
+const AuthTimeout = 5 * time.Second
 
 func exportLine(imp accountImport) string {
 	accounts := AccountRuntimes

@@ -48,10 +48,6 @@ type ConnConfig struct {
 	// reconnect, e.g. after the platform closed a revoked credential's
 	// connection), so the caller can find out at once whether it was revoked.
 	OnAuthRefused func()
-	// OnReconnect is called after the connection reached a server again
-	// (possibly another node): what waited on the old server, such as a
-	// pull request of a JetStream consumer, is gone with it.
-	OnReconnect func()
 	// WaitForServer keeps trying to reach a server that cannot be reached
 	// yet (not started, or still starting) until ctx ends, with one log
 	// line, instead of failing at once: platform services started before
@@ -66,6 +62,11 @@ type Conn struct {
 	NC *nats.Conn
 	JS jetstream.JetStream
 }
+
+// handshakeTimeout bounds one connection's handshake with a server (a
+// server that does not answer at all costs this much per try): a little
+// more than the server may take to admit it (AuthTimeout).
+const handshakeTimeout = AuthTimeout + 2*time.Second
 
 // Connect opens a connection that reconnects forever with jittered backoff.
 func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
@@ -83,6 +84,11 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 		nats.RetryOnFailedConnect(false),
 		nats.CustomReconnectDelay(backoff(maxWait)),
 		nats.PingInterval(20 * time.Second),
+		// The handshake waits for the server's answer to CONNECT, which for
+		// a runtime or consumer includes the auth callout's round trip:
+		// when a few thousand runtimes connect at once (a platform
+		// restart) that takes longer than the client's default of 2 s.
+		nats.Timeout(handshakeTimeout),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn().Err(err).Msg("nats disconnected")
@@ -90,9 +96,6 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info().Str("server", nc.ConnectedUrlRedacted()).Msg("nats reconnected")
-			if cfg.OnReconnect != nil {
-				cfg.OnReconnect()
-			}
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			if errors.Is(err, nats.ErrAuthorization) && cfg.OnAuthRefused != nil {

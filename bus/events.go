@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
@@ -135,21 +136,15 @@ func encodeBinary(e *event.Event, subject string) *nats.Msg {
 	return msg
 }
 
-type traceKey struct{}
-
-// WithTraceParent returns ctx carrying a W3C traceparent to stamp on events.
+// WithTraceParent returns ctx continuing the trace of a W3C traceparent,
+// stamped on the events published and sent with the requests made with it
+// (see internal/tracing). A malformed tp is ignored.
 func WithTraceParent(ctx context.Context, tp string) context.Context {
-	if tp == "" {
-		return ctx
-	}
-	return context.WithValue(ctx, traceKey{}, tp)
+	return tracing.WithTraceParent(ctx, tp)
 }
 
-// TraceParent returns the traceparent carried by ctx, or "".
-func TraceParent(ctx context.Context) string {
-	tp, _ := ctx.Value(traceKey{}).(string)
-	return tp
-}
+// TraceParent returns the traceparent of ctx's span, or "".
+func TraceParent(ctx context.Context) string { return tracing.TraceParent(ctx) }
 
 // LastType returns the type of the newest stored event about one entity (""
 // when there is none). A service that finds a change stored without its

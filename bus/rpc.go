@@ -37,7 +37,7 @@ const DefaultCallTimeout = 10 * time.Second
 // Call sends req as JSON to a service subject and decodes the reply into resp
 // (which may be nil). A service error comes back as *mesh.Error; a missing
 // service as UNAVAILABLE.
-func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) error {
+func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) (err error) {
 	data, err := json.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("call %s: encode: %w", subject, err)
@@ -47,6 +47,8 @@ func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) err
 		ctx, cancel = context.WithTimeout(ctx, DefaultCallTimeout)
 		defer cancel()
 	}
+	ctx, span := startCall(ctx, subject)
+	defer func() { endSpan(span, err) }()
 	msg := nats.NewMsg(subject)
 	msg.Data = data
 	if tp := TraceParent(ctx); tp != "" {
@@ -61,8 +63,9 @@ func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) err
 		return mesh.Errorf(mesh.CodeUnavailable, "no %s service is running", serviceOf(subject))
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return mesh.Errorf(mesh.CodeTimeout, "%s did not answer in time", serviceOf(subject))
-	case errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected):
-		// Not sent: the connection is finding a server again.
+	case errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrReconnectBufExceeded):
+		// Not sent: the connection is finding a server again (a connection
+		// that keeps nothing for later says its buffer is full).
 		return fmt.Errorf("%w: %w", mesh.Errorf(mesh.CodeUnavailable, "%s: not connected to NATS right now (reconnecting)", serviceOf(subject)), err)
 	case err != nil:
 		return fmt.Errorf("call %s: %w", subject, err)
@@ -204,6 +207,7 @@ func NewService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 // Handle adds an endpoint on subject. Each request runs in its own goroutine,
 // so one slow request never holds up the others.
 func (s *Service) Handle(name, subject string, h HandlerFunc) error {
+	h = traced(s.svc.Info().Name, name, h)
 	return s.svc.AddEndpoint(name, micro.HandlerFunc(func(r micro.Request) {
 		s.sem <- struct{}{}
 		s.wg.Add(1)

@@ -301,6 +301,8 @@ type platformOptions struct {
 	allowPrivateWebhooks bool
 	// downloadsDir is what the platform offers at /install.sh.
 	downloadsDir string
+	// env is added to the process's environment.
+	env []string
 }
 
 // platform is `a2a-platform up` running as its own process. Its HTTP calls
@@ -355,7 +357,7 @@ func (p *platform) boot() {
 	if p.opts.maxArtifactBytes > 0 {
 		args = append(args, "--max-artifact-bytes", strconv.FormatInt(p.opts.maxArtifactBytes, 10))
 	}
-	p.proc = p.l.start("platform", nil, bins.Platform, args...)
+	p.proc = p.l.start("platform", p.opts.env, bins.Platform, args...)
 	p.proc.waitOutput(t, `"message":"platform ready"`, waitStart)
 	ready := p.proc.logLine("platform ready")
 	p.httpAddr = strings.TrimPrefix(fmt.Sprint(ready["http"]), "http://")
@@ -526,13 +528,19 @@ type adapterProc struct {
 // argv is the command of the command provider.
 func (l *lab) startAdapter(provider string, argv ...string) *adapterProc {
 	l.t.Helper()
+	return l.startAdapterEnv(nil, provider, argv...)
+}
+
+// startAdapterEnv is startAdapter with extra environment.
+func (l *lab) startAdapterEnv(env []string, provider string, argv ...string) *adapterProc {
+	l.t.Helper()
 	workdir := filepath.Join(l.t.TempDir(), "work")
 	args := []string{"--provider", provider, "--listen", "127.0.0.1:0", "--workdir", workdir,
 		"--kill-grace", "500ms", "--log-level", "debug"}
 	if len(argv) > 0 {
 		args = append(append(args, "--"), argv...)
 	}
-	p := l.start("adapter", []string{"HOME=" + l.t.TempDir()}, bins.Adapter, args...)
+	p := l.start("adapter", append([]string{"HOME=" + l.t.TempDir()}, env...), bins.Adapter, args...)
 	p.waitOutput(l.t, "a2a-adapter listening on http://", waitStart)
 	m := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(p.output())
 	return &adapterProc{proc: p, Base: m[1], Endpoint: m[1] + "/run-task", Workdir: workdir}

@@ -55,6 +55,12 @@ type TaskRun struct {
 	// nobody else: events, API answers and listings leave it out, and it is
 	// erased from the record when the run ends.
 	Environment *HostEnvironment `json:"environment,omitempty"`
+	// TraceParent is the W3C trace context the run continues: its
+	// creation's, and in a claim's answer the claim's, so the runtime's
+	// work on it joins the trace of the request that created it. Like
+	// Environment it is for the runtime: events and API answers leave it
+	// out.
+	TraceParent string `json:"trace_parent,omitempty"`
 	// Revision is the record's store revision; it is filled on read and is the
 	// value a compare-and-set is made against.
 	Revision uint64 `json:"revision"`
@@ -105,10 +111,12 @@ func ReservedEnvName(name string) bool {
 func (r *TaskRun) Delegated() bool { return r.DelegatedTo != nil }
 
 // Public returns a copy of the run without what only its runtime may see
-// (the host environment): what events and API answers carry.
+// (the host environment, the trace context): what events and API answers
+// carry.
 func (r *TaskRun) Public() *TaskRun {
 	cp := *r
 	cp.Environment = nil
+	cp.TraceParent = ""
 	return &cp
 }
 

@@ -201,10 +201,12 @@ func (c *RuntimeClient) Hello(ctx context.Context) (*HelloResponse, error) {
 }
 
 // Heartbeat marks the runtime online and renews the leases of its running
-// runs; a heartbeat whose answer was lost is sent again.
+// runs. It is sent once: a failed heartbeat is how a runtime whose
+// connection is refused finds out at once to check its credential (leases
+// have their own renewals, which are sent again).
 func (c *RuntimeClient) Heartbeat(ctx context.Context, req HeartbeatRequest) (*HeartbeatResponse, error) {
 	var r HeartbeatResponse
-	return &r, c.callAgain(ctx, bus.RuntimeOpHeartbeat, req, &r)
+	return &r, c.call(ctx, bus.RuntimeOpHeartbeat, req, &r)
 }
 
 // Pull claims the next pending run, waiting up to req.Wait.
@@ -217,8 +219,8 @@ func (c *RuntimeClient) Pull(ctx context.Context, req PullRequest) (*mesh.TaskRu
 }
 
 // TryTimeout bounds one try of a runtime operation that is sent again until
-// the caller's context ends when its answer does not come (claim, renew,
-// heartbeat: see bus.CallIdempotent).
+// the caller's context ends when its answer does not come (claim and renew:
+// see bus.CallIdempotent).
 const TryTimeout = 3 * time.Second
 
 // callAgain sends an operation that has the same effect when repeated,

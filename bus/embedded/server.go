@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -32,6 +33,21 @@ type Config struct {
 	MaxPayload int32
 	// Logger receives the server's own log lines at debug level and up.
 	Logger zerolog.Logger
+	// ServerName names the server in monitoring and among the nodes of a
+	// cluster, where each needs its own. Default "a2a-mesh".
+	ServerName string
+	// ClusterName, when set, makes the server one node of a cluster of that
+	// name: JetStream is then clustered and needs a quorum of the nodes
+	// (two of three) to elect its leaders. Every node uses the same name.
+	// Empty runs a single server.
+	ClusterName string
+	// ClusterListen is host:port where the node takes routes from the other
+	// nodes. Required with ClusterName: the others must know it before it
+	// starts, so port 0 is refused.
+	ClusterListen string
+	// Routes are the nats-route:// URLs of the nodes of the cluster; listing
+	// the node's own is allowed, so every node can be given the same list.
+	Routes []string
 }
 
 // Server is a running embedded NATS server with JetStream.
@@ -52,7 +68,13 @@ func Start(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("bus: accounts configuration: %w", err)
 		}
 	}
-	opts.ServerName = "a2a-mesh"
+	opts.ServerName = cfg.ServerName
+	if opts.ServerName == "" {
+		opts.ServerName = "a2a-mesh"
+	}
+	if err := cfg.cluster(opts); err != nil {
+		return nil, err
+	}
 	opts.JetStream = true
 	opts.StoreDir = cfg.StoreDir
 	opts.DontListen = cfg.Listen == ""
@@ -121,10 +143,44 @@ func (s *Server) WebSocketURL() string {
 // JetStreamEnabled reports whether JetStream is up.
 func (s *Server) JetStreamEnabled() bool { return s.ns.JetStreamEnabled() }
 
+// Name is the server's name (Config.ServerName).
+func (s *Server) Name() string { return s.ns.Name() }
+
+// MetaLeader reports whether this node of a cluster leads its JetStream
+// meta group, which places every stream and consumer.
+func (s *Server) MetaLeader() bool { return s.ns.JetStreamIsLeader() }
+
 // Shutdown stops the server; JetStream flushes its files first.
 func (s *Server) Shutdown() {
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
+}
+
+// cluster sets the route options of a cluster node.
+func (cfg Config) cluster(opts *server.Options) error {
+	if cfg.ClusterName == "" {
+		if cfg.ClusterListen != "" || len(cfg.Routes) > 0 {
+			return errors.New("embedded: ClusterListen and Routes need ClusterName")
+		}
+		return nil
+	}
+	host, port, err := splitHostPort(cfg.ClusterListen)
+	if err != nil {
+		return fmt.Errorf("bus: cluster listen address: %w", err)
+	}
+	if port == server.RANDOM_PORT {
+		return errors.New("embedded: ClusterListen needs a fixed port, which the other nodes' routes name")
+	}
+	opts.Cluster.Name = cfg.ClusterName
+	opts.Cluster.Host, opts.Cluster.Port = host, port
+	for _, r := range cfg.Routes {
+		u, err := url.Parse(r)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("bus: route %q: not a nats-route:// URL", r)
+		}
+		opts.Routes = append(opts.Routes, u)
+	}
+	return nil
 }
 
 func splitHostPort(addr string) (string, int, error) {

@@ -28,6 +28,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/keeper"
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/internal/version"
 )
 
@@ -115,6 +116,11 @@ func run(o options, argv []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	spans, err := tracing.StartProgram(context.Background(), "a2a-adapter", log)
+	if err != nil {
+		return err
+	}
+	defer spans.ShutdownWithin(5*time.Second, log)
 	cfg, err := o.serverConfig(argv)
 	if err != nil {
 		return err

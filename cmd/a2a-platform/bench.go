@@ -51,7 +51,7 @@ func newBench() *cobra.Command {
 	f.StringVar(&cfg.BinDir, "bin-dir", "", "directory holding the three binaries (default: this executable's)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the in-process phases to this file")
-	f.StringVar(&cfg.Only, "only", "", "run only this phase: cycle, e2e, fanout, a2a, executions, processes, or scale (not run otherwise)")
+	f.StringVar(&cfg.Only, "only", "", "run only this phase: cycle, e2e, cluster, fanout, a2a, executions, processes, or scale (not run otherwise)")
 	f.IntVar(&cfg.ExecutionsRuns, "executions-runs", 100000, "executions phase: task runs created")
 	f.IntVar(&cfg.ExecutionsQueries, "executions-queries", 2000, "executions phase: GET /api/executions queries timed")
 	f.IntVar(&cfg.FanoutRuns, "fanout-runs", 1000, "fan-out phase: task runs completed")

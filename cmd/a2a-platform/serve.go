@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/spf13/cobra"
 )
 
@@ -25,6 +27,11 @@ func newServe(g *globals) *cobra.Command {
 			if cfg.NATSURL == "" {
 				return fmt.Errorf("--nats-url is required")
 			}
+			spans, err := tracing.StartProgram(cmd.Context(), "a2a-platform-"+args[0], log)
+			if err != nil {
+				return err
+			}
+			defer spans.ShutdownWithin(5*time.Second, log)
 			cfg.Service, cfg.Logger, cfg.DataDir = args[0], log, g.dataDir
 			cfg.NATSPassword = readSecretEnv("A2A_MESH_NATS_PASSWORD")
 			cfg.OwnerToken = readSecretEnv("A2A_MESH_OWNER_TOKEN")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -26,6 +27,11 @@ func newUp(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			spans, err := tracing.StartProgram(cmd.Context(), "a2a-platform", log)
+			if err != nil {
+				return err
+			}
+			defer spans.ShutdownWithin(5*time.Second, log)
 			cfg.DataDir, cfg.Logger = g.dataDir, log
 			p, err := platform.Up(cmd.Context(), cfg)
 			if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/ledger"
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
@@ -50,6 +51,11 @@ func newStart(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			spans, err := tracing.StartProgram(cmd.Context(), "a2a-runtime", log)
+			if err != nil {
+				return err
+			}
+			defer spans.ShutdownWithin(5*time.Second, log)
 			p, err := g.resolve(profileName)
 			if err != nil {
 				return err

@@ -178,10 +178,13 @@ func buildRun(t *testing.T, d *dockerfile) (instruction, string) {
 	return instruction{}, ""
 }
 
-var distRun = regexp.MustCompile(`(?:^|\s)deploy/dist\.sh\s+(\S+)`)
+var (
+	distRun  = regexp.MustCompile(`(?:^|\s)deploy/dist\.sh\s+(\S+)`)
+	mkdirRun = regexp.MustCompile(`^mkdir -p (\S+)$`)
+)
 
-// buildOutputs are the paths the build stage's RUNs write: the platform
-// and the dist.sh downloads folder.
+// buildOutputs are the paths the build stage's RUNs write: the platform,
+// the dist.sh downloads folder and the empty data folder.
 func buildOutputs(t *testing.T, d *dockerfile) map[string]string {
 	t.Helper()
 	_, platform := buildRun(t, d)
@@ -189,6 +192,9 @@ func buildOutputs(t *testing.T, d *dockerfile) map[string]string {
 	for _, in := range d.stage(t, "build").all("RUN") {
 		if m := distRun.FindStringSubmatch(runCommand(in)); m != nil {
 			out[m[1]] = "downloads"
+		}
+		if m := mkdirRun.FindStringSubmatch(runCommand(in)); m != nil {
+			out[m[1]] = "data"
 		}
 	}
 	return out
@@ -299,14 +305,24 @@ func TestDockerfile_CopiesWhatTheContextAndTheBuildStageHold(t *testing.T) {
 	if len(entry) != 1 || !strings.HasPrefix(entry[0].args, `["`+dest["platform"]+`"`) {
 		t.Errorf("ENTRYPOINT %v, want the copied platform %q", entry, dest["platform"])
 	}
-	var downloads string
+	env := map[string]string{}
 	for _, in := range final.all("ENV") {
-		if v, ok := strings.CutPrefix(in.args, "A2A_MESH_DOWNLOADS_DIR="); ok {
-			downloads = v
+		for _, kv := range strings.Fields(in.args) {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
 		}
 	}
-	if downloads == "" || downloads != dest["downloads"] {
-		t.Errorf("A2A_MESH_DOWNLOADS_DIR is %q, want the copied downloads %q", downloads, dest["downloads"])
+	for name, what := range map[string]string{"A2A_MESH_DOWNLOADS_DIR": "downloads", "A2A_MESH_DATA_DIR": "data"} {
+		if env[name] == "" || env[name] != dest[what] {
+			t.Errorf("%s is %q, want the copied %s folder %q", name, env[name], what, dest[what])
+		}
+	}
+	if user := final.all("USER"); len(user) > 0 {
+		for _, in := range final.all("COPY") {
+			if withoutFlags(in.args)[len(withoutFlags(in.args))-1] == dest["data"] && flag(in, "chown") != user[len(user)-1].args {
+				t.Errorf("Dockerfile:%d: the data folder is owned by %q, the image runs as %q: up could not write it", in.line, flag(in, "chown"), user[len(user)-1].args)
+			}
+		}
 	}
 }
 

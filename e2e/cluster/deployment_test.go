@@ -76,6 +76,9 @@ type deployment struct {
 	mu       sync.Mutex
 	programs []*program
 	secrets  []string
+	// focus holds the ids of runs that went wrong: on failure, every line
+	// of every program that names one is shown.
+	focus []string
 	// gateways are the base URLs of the gateway copies.
 	gateways []string
 	p        *meshtest.Platform
@@ -249,17 +252,28 @@ func (d *deployment) dumpOnFailure() {
 		}
 		d.mu.Lock()
 		programs := append([]*program(nil), d.programs...)
+		focus := append([]string(nil), d.focus...)
 		d.mu.Unlock()
 		for _, p := range programs {
 			out := d.mask(p.logs.String())
-			var errs []string
+			var errs, warns, about []string
 			for _, line := range strings.Split(out, "\n") {
-				if strings.Contains(line, `"level":"error"`) {
+				switch {
+				case strings.Contains(line, `"level":"error"`):
 					errs = append(errs, line)
+				case strings.Contains(line, `"level":"warn"`):
+					warns = append(warns, line)
+				}
+				for _, id := range focus {
+					if strings.Contains(line, id) {
+						about = append(about, line)
+						break
+					}
 				}
 			}
-			d.t.Logf("---- %s: %d error lines ----\n%s\n---- its last output ----\n%s", p.name, len(errs),
-				tail(strings.Join(errs, "\n"), 4000), tail(out, 6000))
+			d.t.Logf("---- %s: %d error lines ----\n%s\n---- its warnings (%d) ----\n%s\n---- its lines about the runs that went wrong ----\n%s\n---- its last output ----\n%s",
+				p.name, len(errs), tail(strings.Join(errs, "\n"), 4000), len(warns), tail(strings.Join(warns, "\n"), 3000),
+				tail(strings.Join(about, "\n"), 6000), tail(out, 3000))
 		}
 	})
 }

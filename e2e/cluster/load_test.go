@@ -325,6 +325,9 @@ func (d *deployment) checkOutcomes(t *testing.T, res *loadResult, w *watcher) {
 					mu.Lock()
 					wrong = append(wrong, msg)
 					mu.Unlock()
+					d.mu.Lock()
+					d.focus = append(d.focus, p.id)
+					d.mu.Unlock()
 				}
 			}
 		}()

@@ -1,11 +1,3 @@
-//go:build nodeloss
-
-// The node-loss tests reproduce open defects of issue 13 (a run stored
-// twice under one idempotency key when the copy creating it dies with its
-// node; a stored terminal transition whose event is missing): they fail
-// some of their runs, so they are kept out of `make test` until those are
-// fixed, and run with `make test-nodeloss`.
-
 package cluster
 
 import (

@@ -13,7 +13,11 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
 )
+
+var tracer = tracing.Tracer("adapter")
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -25,6 +29,8 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleRunTask(w http.ResponseWriter, r *http.Request) {
+	r, span := tracing.StartHTTPServer(r, tracer, "adapter run-task")
+	defer span.End()
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		writeFailure(w, http.StatusMethodNotAllowed, "method not allowed: use POST")
@@ -44,6 +50,9 @@ func (s *Server) handleRunTask(w http.ResponseWriter, r *http.Request) {
 		s.log.Info().Err(err).Msg("run-task request refused")
 		writeFailure(w, http.StatusBadRequest, err.Error())
 		return
+	}
+	if span.IsRecording() {
+		span.SetAttributes(tracing.AttrTaskRunID.String(req.TaskRunID), tracing.AttrProvider.String(s.cfg.Provider.Name()))
 	}
 	log := s.log.With().Str("task_run_id", req.TaskRunID).Str("conversation_id", req.ConversationID).Logger()
 	if err := s.queue.acquire(r.Context()); err != nil {
@@ -106,7 +115,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, log zerolog.Logger,
 
 	start := time.Now()
 	log.Info().Str("task_type", task.Request.TaskType).Msg("task started")
-	res, err := s.callProvider(ctx, task, progress)
+	res, err := s.runHost(ctx, task, progress)
 	if err != nil && ctx.Err() != nil {
 		// Why the task was stopped says more than how the provider noticed.
 		err = stopReason(ctx, r.Context())
@@ -131,6 +140,22 @@ func stopReason(taskCtx, reqCtx context.Context) error {
 		return errClientGone
 	}
 	return cause
+}
+
+// runHost runs the task's host process in a span of its own, a child of
+// the run-task request's.
+func (s *Server) runHost(ctx context.Context, t *provider.Task, progress func(provider.Progress)) (*provider.Result, error) {
+	if !tracing.Active() {
+		return s.callProvider(ctx, t, progress)
+	}
+	ctx, span := tracer.Start(ctx, "adapter host "+s.cfg.Provider.Name(),
+		trace.WithAttributes(tracing.AttrTaskRunID.String(t.Request.TaskRunID), tracing.AttrProvider.String(s.cfg.Provider.Name())))
+	defer span.End()
+	res, err := s.callProvider(ctx, t, progress)
+	if err != nil {
+		tracing.Fail(span, "HOST_FAILED")
+	}
+	return res, err
 }
 
 // callProvider runs the provider, turning a panic into a failure so that

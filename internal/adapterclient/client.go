@@ -20,7 +20,10 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/tracing"
 )
+
+var tracer = tracing.Tracer("adapterclient")
 
 // Failure codes the runtime reports when the adapter call itself fails.
 const (
@@ -92,11 +95,16 @@ func (c *Client) Run(ctx context.Context, req *adapterapi.RunTaskRequest, onProg
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", adapterapi.MediaNDJSON+", application/json")
+	// The adapter's span of the task continues the runtime's trace.
+	hreq, span := tracing.StartHTTPClient(hreq, tracer, "adapter run-task", tracing.AttrTaskRunID.String(req.TaskRunID))
+	defer span.End()
 	resp, err := c.http.Do(hreq)
 	if err != nil {
+		tracing.Fail(span, CodeConnectionLost)
 		return nil, c.transportFailure(ctx, err)
 	}
 	defer resp.Body.Close()
+	span.SetAttributes(tracing.AttrHTTPStatus.Int(resp.StatusCode))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
 		return nil, &Failure{Code: CodeHTTPStatus, Message: fmt.Sprintf("local adapter answered HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(snippet)))}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -124,6 +125,8 @@ func (c *Client) Send(ctx context.Context, method, path string, query url.Values
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.agent)
+	// A request made within a trace (a runtime's report on a task) carries it.
+	tracing.Inject(ctx, req.Header)
 	c.auth(req.Header)
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -151,7 +151,7 @@ func (r *Report) measureA2A(ctx context.Context, dir string, cfg Config) error {
 // NATS, as a2a-runtime runs it) working on a2aClients runs at once, and an
 // echo adapter over loopback HTTP.
 func startEchoAgent(ctx context.Context, p *platform.Platform, workdir string) (stop func(), agentID string, err error) {
-	ids, err := attachRuntimes(ctx, p, 1)
+	ids, err := attachRuntimes(ctx, platformTarget(p), 1)
 	if err != nil {
 		return nil, "", err
 	}
@@ -172,7 +172,7 @@ func startEchoAgent(ctx context.Context, p *platform.Platform, workdir string) (
 	}
 	go func() { _ = srv.Serve(ln) }()
 	stops = append(stops, func() { _ = srv.Shutdown(context.Background()) })
-	t, err := dialRuntime(ctx, p, id)
+	t, err := dialRuntime(ctx, platformTarget(p), id)
 	if err != nil {
 		stop()
 		return nil, "", err

@@ -1,8 +1,9 @@
 // Package bench measures A2A Mesh on the machine it runs on: the task-run
 // cycle through the services next to the raw JetStream operations it performs
 // (measured in the same run), end-to-end throughput and dispatch latency with
-// real runtimes and echo adapters over loopback, and the idle footprint and
-// start-up time of the platform and runtime processes.
+// real runtimes and echo adapters over loopback, the same two on a
+// three-node cluster next to one node, and the idle footprint and start-up
+// time of the platform and runtime processes.
 package bench
 
 import (
@@ -34,8 +35,10 @@ type Config struct {
 	BinDir string
 	// Idle is how long processes sit idle before their footprint is read. Default 10s.
 	Idle time.Duration
-	// Only runs one phase: "cycle", "e2e", "fanout", "a2a", "executions",
-	// "processes" or "scale" (default all but scale, which takes minutes).
+	// Only runs one phase: "cycle", "e2e", "cluster", "fanout", "a2a",
+	// "executions", "processes" or "scale" (default all but scale, which
+	// takes minutes). The cluster phase compares with the cycle and e2e
+	// phases' figures, and measures them itself when it runs alone.
 	Only string
 	// FanoutRuns, FanoutSubscribers and FanoutWebhooks size the fan-out
 	// phase. Defaults 1,000 runs, 100 SSE subscribers, 10 webhook endpoints.
@@ -104,6 +107,9 @@ type Report struct {
 	A2A     *A2AReport    `json:"a2a,omitempty"`
 	// Executions is the execution history over many runs (GET /api/executions).
 	Executions *ExecutionsReport `json:"executions,omitempty"`
+	// Cluster is the cycle and end to end on a three-node cluster next to
+	// the same on one node.
+	Cluster *ClusterReport `json:"cluster,omitempty"`
 	// Scale is what many connected runtimes cost (only with Only "scale").
 	Scale    *ScaleReport `json:"scale,omitempty"`
 	Duration string       `json:"duration"`
@@ -176,6 +182,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}
 	}
+	if phase("cluster") {
+		if err := r.measureCluster(ctx, filepath.Join(dir, "cluster"), cfg); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	}
 	if phase("fanout") {
 		cfg.Progress(fmt.Sprintf("fan-out: %d runs to %d SSE subscribers and %d webhooks", cfg.FanoutRuns, cfg.FanoutSubscribers, cfg.FanoutWebhooks))
 		if err := r.measureFanout(ctx, dir, cfg); err != nil {
@@ -244,17 +255,22 @@ func startPlatform(ctx context.Context, dir string) (*platform.Platform, error) 
 	})
 }
 
+// target is the platform a measurement drives, whatever runs it (one `up`
+// process, or services on a cluster): a service's bus connection, which
+// creates agents and task runs and watches events, the NATS URL runtimes
+// dial, and the HTTP API's address.
+type target struct {
+	conn     *bus.Conn
+	natsURL  string
+	httpAddr string
+}
+
+func platformTarget(p *platform.Platform) target {
+	return target{conn: p.Conn(), natsURL: p.NATSURL(), httpAddr: p.HTTPAddr()}
+}
+
 func (r *Report) measureService(ctx context.Context, dir string, cfg Config) error {
-	p, err := startPlatform(ctx, filepath.Join(dir, "service"))
-	if err != nil {
-		return err
-	}
-	defer p.Stop()
-	ids, err := attachRuntimes(ctx, p, cfg.Agents)
-	if err != nil {
-		return err
-	}
-	rps, claim, err := serviceCycle(ctx, p, ids, cfg.Window)
+	rps, claim, err := singleNodeCycle(ctx, filepath.Join(dir, "service"), cfg)
 	if err != nil {
 		return err
 	}
@@ -265,27 +281,67 @@ func (r *Report) measureService(ctx context.Context, dir string, cfg Config) err
 	return nil
 }
 
-func (r *Report) measureE2E(ctx context.Context, dir string, runtimes int, cfg Config) error {
-	p, err := startPlatform(ctx, filepath.Join(dir, fmt.Sprintf("e2e-%d", runtimes)))
+// singleNodeCycle measures the service cycle on a platform of its own.
+func singleNodeCycle(ctx context.Context, dir string, cfg Config) (float64, Summary, error) {
+	p, err := startPlatform(ctx, dir)
 	if err != nil {
-		return err
+		return 0, Summary{}, err
 	}
 	defer p.Stop()
-	rig, err := newE2ERig(ctx, p, runtimes, filepath.Join(dir, fmt.Sprintf("work-%d", runtimes)))
+	return cycleOn(ctx, platformTarget(p), cfg)
+}
+
+// cycleOn measures the service cycle with cfg.Agents new agents of tg.
+func cycleOn(ctx context.Context, tg target, cfg Config) (float64, Summary, error) {
+	ids, err := attachRuntimes(ctx, tg, cfg.Agents)
+	if err != nil {
+		return 0, Summary{}, err
+	}
+	return serviceCycle(ctx, tg, ids, cfg.Window)
+}
+
+func (r *Report) measureE2E(ctx context.Context, dir string, runtimes int, cfg Config) error {
+	e, idle, err := singleNodeE2E(ctx, dir, runtimes, cfg)
 	if err != nil {
 		return err
 	}
+	if runtimes == 1 {
+		r.Idle = idle
+	}
+	r.E2E = append(r.E2E, e)
+	return nil
+}
+
+// singleNodeE2E measures end to end on a platform of its own.
+func singleNodeE2E(ctx context.Context, dir string, runtimes int, cfg Config) (E2EReport, Summary, error) {
+	p, err := startPlatform(ctx, filepath.Join(dir, fmt.Sprintf("e2e-%d", runtimes)))
+	if err != nil {
+		return E2EReport{}, Summary{}, err
+	}
+	defer p.Stop()
+	return e2eOn(ctx, platformTarget(p), runtimes, filepath.Join(dir, fmt.Sprintf("work-%d", runtimes)), cfg)
+}
+
+// e2eOn measures end to end with the given number of new agents of tg, each
+// with a runtime and an echo adapter: the throughput with every runtime kept
+// busy, and with one runtime the idle dispatch latency first (cfg.Samples
+// tasks one at a time; a zero Summary otherwise).
+func e2eOn(ctx context.Context, tg target, runtimes int, workdir string, cfg Config) (E2EReport, Summary, error) {
+	rig, err := newE2ERig(ctx, tg, runtimes, workdir)
+	if err != nil {
+		return E2EReport{}, Summary{}, err
+	}
 	defer rig.close()
+	var idle Summary
 	if runtimes == 1 {
 		if err := rig.sequential(ctx, cfg.Samples); err != nil {
-			return err
+			return E2EReport{}, Summary{}, err
 		}
-		r.Idle = rig.dispatch.summary()
+		idle = rig.dispatch.summary()
 		rig.dispatch, rig.endToEnd = &latencies{}, &latencies{}
 	}
 	rps := rig.saturate(ctx, cfg.Window, 2)
-	r.E2E = append(r.E2E, E2EReport{Runtimes: runtimes, RunsPerSec: rps, Dispatch: rig.dispatch.summary(), EndToEnd: rig.endToEnd.summary()})
-	return nil
+	return E2EReport{Runtimes: runtimes, RunsPerSec: rps, Dispatch: rig.dispatch.summary(), EndToEnd: rig.endToEnd.summary()}, idle, nil
 }
 
 func machine() Machine {

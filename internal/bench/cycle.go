@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/connector"
-	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -20,8 +19,8 @@ type runtimeIdentity struct {
 }
 
 // attachRuntimes creates n agents, each with an attached, online runtime.
-func attachRuntimes(ctx context.Context, p *platform.Platform, n int) ([]runtimeIdentity, error) {
-	c := meshapi.NewClient(p.Conn().NC)
+func attachRuntimes(ctx context.Context, tg target, n int) ([]runtimeIdentity, error) {
+	c := meshapi.NewClient(tg.conn.NC)
 	out := make([]runtimeIdentity, 0, n)
 	for i := 0; i < n; i++ {
 		a, err := c.CreateAgent(ctx, meshapi.CreateAgentRequest{Name: fmt.Sprintf("bench-%d", i)})
@@ -43,9 +42,9 @@ func attachRuntimes(ctx context.Context, p *platform.Platform, n int) ([]runtime
 
 // dialRuntime connects a runtime over TCP NATS, as a2a-runtime does, and
 // announces it online.
-func dialRuntime(ctx context.Context, p *platform.Platform, id runtimeIdentity) (connector.Transport, error) {
+func dialRuntime(ctx context.Context, tg target, id runtimeIdentity) (connector.Transport, error) {
 	t, _, err := connector.DialNATS(ctx, connector.NATSConfig{
-		URL: p.NATSURL(), Token: id.token, AgentID: id.agentID, RuntimeID: id.runtimeID, InboxPrefix: id.inbox, ClaimWait: 2 * time.Second,
+		URL: tg.natsURL, Token: id.token, AgentID: id.agentID, RuntimeID: id.runtimeID, InboxPrefix: id.inbox, ClaimWait: 2 * time.Second,
 	})
 	if err != nil {
 		return nil, err
@@ -58,10 +57,10 @@ func dialRuntime(ctx context.Context, p *platform.Platform, id runtimeIdentity) 
 }
 
 // serviceCycle drives create -> claim -> complete through the services on the
-// bus: creates over the platform's own connection, claims and completes over
+// bus: creates over the target's service connection, claims and completes over
 // each runtime's NATS connection, with the same concurrency as rawCycle.
-func serviceCycle(ctx context.Context, p *platform.Platform, ids []runtimeIdentity, window time.Duration) (float64, Summary, error) {
-	client := meshapi.NewClient(p.Conn().NC)
+func serviceCycle(ctx context.Context, tg target, ids []runtimeIdentity, window time.Duration) (float64, Summary, error) {
+	client := meshapi.NewClient(tg.conn.NC)
 	var done atomic.Int64
 	claimLat := &latencies{}
 	created := sync.Map{}
@@ -70,7 +69,7 @@ func serviceCycle(ctx context.Context, p *platform.Platform, ids []runtimeIdenti
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*len(ids))
 	for _, id := range ids {
-		t, err := dialRuntime(ctx, p, id)
+		t, err := dialRuntime(ctx, tg, id)
 		if err != nil {
 			return 0, Summary{}, err
 		}

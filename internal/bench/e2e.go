@@ -13,7 +13,6 @@ import (
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/connector"
-	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/provider"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -32,10 +31,10 @@ func (s stamped) Run(ctx context.Context, t *provider.Task, p func(provider.Prog
 	return s.Echo.Run(ctx, t, p)
 }
 
-// e2eRig is a platform with runtimes (the connector, over TCP NATS, as
+// e2eRig is a target platform with runtimes (the connector, over TCP NATS, as
 // a2a-runtime runs it) and one echo adapter per runtime over loopback HTTP.
 type e2eRig struct {
-	p        *platform.Platform
+	tg       target
 	ids      []runtimeIdentity
 	sent     sync.Map // run id -> time the create call started
 	dispatch *latencies
@@ -45,15 +44,15 @@ type e2eRig struct {
 	stop     []func()
 }
 
-func newE2ERig(ctx context.Context, p *platform.Platform, runtimes int, workdir string) (*e2eRig, error) {
-	r := &e2eRig{p: p, dispatch: &latencies{}, endToEnd: &latencies{}, finished: make(chan string, 4096)}
-	ids, err := attachRuntimes(ctx, p, runtimes)
+func newE2ERig(ctx context.Context, tg target, runtimes int, workdir string) (*e2eRig, error) {
+	r := &e2eRig{tg: tg, dispatch: &latencies{}, endToEnd: &latencies{}, finished: make(chan string, 4096)}
+	ids, err := attachRuntimes(ctx, tg, runtimes)
 	if err != nil {
 		return nil, err
 	}
 	r.ids = ids
 	// Completions are watched on the bus, as any consumer would.
-	sub, err := p.Conn().NC.Subscribe(bus.EventFilter("", string(mesh.KindTaskRun), ""), func(m *nats.Msg) {
+	sub, err := tg.conn.NC.Subscribe(bus.EventFilter("", string(mesh.KindTaskRun), ""), func(m *nats.Msg) {
 		if bus.EventType(m.Header) != mesh.EventTaskRunCompleted {
 			return
 		}
@@ -97,7 +96,7 @@ func newE2ERig(ctx context.Context, p *platform.Platform, runtimes int, workdir 
 		}
 		go func() { _ = srv.Serve(ln) }()
 		r.stop = append(r.stop, func() { _ = srv.Shutdown(context.Background()) })
-		t, err := dialRuntime(ctx, p, id)
+		t, err := dialRuntime(ctx, tg, id)
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +104,7 @@ func newE2ERig(ctx context.Context, p *platform.Platform, runtimes int, workdir 
 		if err != nil {
 			return nil, err
 		}
-		api, _ := apiclient.New("http://"+p.HTTPAddr(), apiclient.WithRuntimeToken(id.token))
+		api, _ := apiclient.New("http://"+tg.httpAddr, apiclient.WithRuntimeToken(id.token))
 		c := connector.New(connector.Config{
 			AgentID: id.agentID, RuntimeID: id.runtimeID, Transport: t, Adapter: ac,
 			Artifacts: connector.HTTPArtifacts{API: api}, Logger: zerolog.Nop(),
@@ -140,7 +139,7 @@ func (r *e2eRig) create(ctx context.Context, client *meshapi.Client, agentID str
 // sequential sends one task at a time to the first runtime: the dispatch
 // latency of an idle system.
 func (r *e2eRig) sequential(ctx context.Context, n int) error {
-	client := meshapi.NewClient(r.p.Conn().NC)
+	client := meshapi.NewClient(r.tg.conn.NC)
 	for i := 0; i < n; i++ {
 		if err := r.create(ctx, client, r.ids[0].agentID); err != nil {
 			return err
@@ -158,7 +157,7 @@ func (r *e2eRig) sequential(ctx context.Context, n int) error {
 
 // saturate keeps every runtime busy for the window and returns completions per second.
 func (r *e2eRig) saturate(ctx context.Context, window time.Duration, perAgent int) float64 {
-	client := meshapi.NewClient(r.p.Conn().NC)
+	client := meshapi.NewClient(r.tg.conn.NC)
 	wctx, cancel := context.WithTimeout(ctx, window)
 	defer cancel()
 	before := r.done.Load()

@@ -75,7 +75,7 @@ func (r *Report) measureFanout(ctx context.Context, dir string, cfg Config) erro
 		return err
 	}
 	defer p.Stop()
-	ids, err := attachRuntimes(ctx, p, cfg.Agents)
+	ids, err := attachRuntimes(ctx, platformTarget(p), cfg.Agents)
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func completeRuns(ctx context.Context, p *platform.Platform, ids []runtimeIdenti
 		if mine == 0 {
 			break
 		}
-		t, err := dialRuntime(ctx, p, id)
+		t, err := dialRuntime(ctx, platformTarget(p), id)
 		if err != nil {
 			return err
 		}

@@ -77,6 +77,9 @@ func (r *Report) Markdown() string {
 		}
 		fmt.Fprintf(&b, "\nIdle dispatch latency (one task at a time, task created -> adapter receives it): %s\n\n", r.Idle)
 	}
+	if c := r.Cluster; c != nil {
+		c.markdown(&b)
+	}
 	if p := r.Process; p.PlatformReadyEmptyMs > 0 {
 		b.WriteString("### Processes\n\n| measure | value |\n|---|---|\n")
 		fmt.Fprintf(&b, "| `a2a-platform up` ready, empty data dir | %.0f ms |\n", p.PlatformReadyEmptyMs)
@@ -86,4 +89,30 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "| runtime idle CPU over %.0f s | %.2f %% |\n", p.RuntimeIdleSeconds, p.RuntimeIdleCPUPercent)
 	}
 	return b.String()
+}
+
+// markdown renders the cluster's figures next to one node's, each row with
+// the cluster's value over one node's.
+func (c *ClusterReport) markdown(b *strings.Builder) {
+	fmt.Fprintf(b, "### Three-node cluster (every service on R%d) next to one node, %d agents\n\n", c.Replicas, c.Agents)
+	b.WriteString("| measure | one node | three nodes | three / one |\n|---|---|---|---|\n")
+	runs := func(name string, one, three, ratio float64) {
+		fmt.Fprintf(b, "| %s: runs/s | %.0f | %.0f | %.2f |\n", name, one, three, ratio)
+	}
+	lat := func(name string, one, three Summary) {
+		fmt.Fprintf(b, "| %s p50 / p99 | %.2f / %.2f ms | %.2f / %.2f ms | %.2f / %.2f |\n",
+			name, one.P50Ms, one.P99Ms, three.P50Ms, three.P99Ms, ratio(three.P50Ms, one.P50Ms), ratio(three.P99Ms, one.P99Ms))
+	}
+	runs("cycle through the services", c.Cycle.SingleRunsPerSec, c.Cycle.ClusterRunsPerSec, c.Cycle.Ratio)
+	lat("cycle: claim latency", c.Cycle.SingleClaim, c.Cycle.ClusterClaim)
+	for _, e := range c.E2E {
+		name := fmt.Sprintf("end to end, %d runtime(s)", e.Runtimes)
+		runs(name, e.Single.RunsPerSec, e.Cluster.RunsPerSec, e.Ratio)
+		lat(name+": dispatch", e.Single.Dispatch, e.Cluster.Dispatch)
+		lat(name+": create->completed", e.Single.EndToEnd, e.Cluster.EndToEnd)
+	}
+	lat("idle dispatch latency (one task at a time)", c.SingleIdle, c.ClusterIdle)
+	b.WriteString("\nThe nodes are NATS servers in one process, routed over loopback, configured as deploy/nats/cluster.conf; " +
+		"each service runs as `a2a-platform serve <service> --replicas 3` runs it, the services spread over the nodes; " +
+		"runtimes connect through the auth callout to a node that does not lead the JetStream meta group.\n\n")
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
@@ -25,6 +26,8 @@ type ScaleReport struct {
 	// ConnectSeconds is how long connecting them (callout, hello, consumer,
 	// first heartbeat) took, 32 at a time.
 	ConnectSeconds float64 `json:"connect_seconds"`
+	// ConnectRetries counts connections refused and tried again.
+	ConnectRetries int `json:"connect_retries"`
 	// PlatformRSSBeforeMB and PlatformRSSAfterMB are the platform process's
 	// resident memory with the agents and runtimes created, before and
 	// after the runtimes connected and sat idle.
@@ -39,6 +42,9 @@ type ScaleReport struct {
 	StopMs  float64 `json:"stop_ms"`
 	ReadyMs float64 `json:"ready_ms"`
 }
+
+// connectTries is how often a runtime of the scale phase tries to connect.
+const connectTries = 3
 
 // measureScale connects cfg.ScaleRuntimes runtimes to a platform process and
 // reads what they cost it.
@@ -88,17 +94,29 @@ func (r *Report) measureScale(ctx context.Context, dir string, cfg Config) error
 	}
 
 	began = time.Now()
+	var retries atomic.Int64
 	transports, err := parallel(n, 32, func(i int) (connector.Transport, error) {
 		a := ids[i]
-		t, _, err := connector.DialNATS(ctx, connector.NATSConfig{
-			URL: "nats://" + natsAddr, Token: a.RuntimeToken, AgentID: a.AgentID, RuntimeID: a.RuntimeID,
-			InboxPrefix: a.NATS.InboxPrefix, ClaimWait: 20 * time.Second, ConnectTimeout: 30 * time.Second,
-		})
-		if err != nil {
-			return nil, err
+		// Like a2a-runtime start, a runtime whose connection was refused
+		// tries again: when thousands connect at once, the auth callout
+		// may not admit each one within the server's auth timeout.
+		for try := 1; ; try++ {
+			t, _, err := connector.DialNATS(ctx, connector.NATSConfig{
+				URL: "nats://" + natsAddr, Token: a.RuntimeToken, AgentID: a.AgentID, RuntimeID: a.RuntimeID,
+				InboxPrefix: a.NATS.InboxPrefix, ClaimWait: 20 * time.Second, ConnectTimeout: 30 * time.Second,
+			})
+			if err != nil && try < connectTries && ctx.Err() == nil {
+				retries.Add(1)
+				time.Sleep(time.Duration(try) * 500 * time.Millisecond)
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			return t, t.Heartbeat(ctx, meshapi.HeartbeatRequest{})
 		}
-		return t, t.Heartbeat(ctx, meshapi.HeartbeatRequest{})
 	})
+	rep.ConnectRetries = int(retries.Load())
 	defer func() {
 		for _, t := range transports {
 			if t != nil {
@@ -133,7 +151,10 @@ func (r *Report) measureScale(ctx context.Context, dir string, cfg Config) error
 	if plat, err = startChild(dir, filepath.Join(cfg.BinDir, "a2a-platform"), env, args...); err != nil {
 		return err
 	}
-	d, err := waitReady(rctx, base, began)
+	// A wait of its own: the first one's time went into the phases above.
+	sctx, scancel := context.WithTimeout(ctx, 60*time.Second)
+	defer scancel()
+	d, err := waitReady(sctx, base, began)
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,10 @@ import (
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/ledger"
 	"github.com/a2amesh/a2amesh/internal/toolserver"
+	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Failure codes the runtime itself reports.
@@ -26,6 +28,8 @@ const (
 func (c *Connector) execute(run *mesh.TaskRun) {
 	ctx, cancel := context.WithCancelCause(c.execCtx)
 	defer cancel(nil)
+	ctx, span := startTask(ctx, run, c.cfg.RuntimeID)
+	defer span.End()
 	t := &task{id: run.ID, attempt: run.Attempt, cancel: cancel}
 	c.track(t)
 	defer c.untrack(run.ID)
@@ -44,7 +48,7 @@ func (c *Connector) execute(run *mesh.TaskRun) {
 	req, err := c.request(tctx, run)
 	if err != nil {
 		progress.close()
-		c.failRun(run, CodeAttachmentUnavailable, err.Error())
+		c.failRun(ctx, run, CodeAttachmentUnavailable, err.Error())
 		return
 	}
 	if c.cfg.Tools != nil {
@@ -62,7 +66,7 @@ func (c *Connector) execute(run *mesh.TaskRun) {
 	c.suspectAdapter(err)
 
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		c.stopped(run, cause)
+		c.stopped(ctx, run, cause)
 		return
 	}
 	if err != nil && c.giveBack(run, err) {
@@ -73,11 +77,11 @@ func (c *Connector) execute(run *mesh.TaskRun) {
 	var failure *adapterclient.Failure
 	switch {
 	case errors.As(err, &failure):
-		c.failRun(run, failure.Code, failure.Message)
+		c.failRun(ctx, run, failure.Code, failure.Message)
 	case err != nil:
-		c.failRun(run, adapterclient.CodeConnectionLost, err.Error())
+		c.failRun(ctx, run, adapterclient.CodeConnectionLost, err.Error())
 	case reply.Kind == adapterapi.KindFailure:
-		c.failRun(run, CodeAdapterFailure, reply.Error)
+		c.failRun(ctx, run, CodeAdapterFailure, reply.Error)
 	default:
 		c.completeRun(ctx, run, reply.Output)
 	}
@@ -143,10 +147,10 @@ func (c *Connector) instructions(ctx context.Context) string {
 // stopped handles a run whose work was cut short. Canceled and reassigned
 // runs are not reported (the platform already ended them); a run cut short by
 // the runtime stopping is failed with the reason.
-func (c *Connector) stopped(run *mesh.TaskRun, cause error) {
+func (c *Connector) stopped(ctx context.Context, run *mesh.TaskRun, cause error) {
 	switch {
 	case errors.Is(cause, errShutdown):
-		c.failRun(run, CodeRuntimeShutdown, cause.Error())
+		c.failRun(ctx, run, CodeRuntimeShutdown, cause.Error())
 	case errors.Is(cause, errReauth):
 		c.record(ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: run.ID, Attempt: run.Attempt, ErrorCode: "RUNTIME_UNAUTHORIZED", Message: cause.Error()})
 	default:
@@ -155,18 +159,21 @@ func (c *Connector) stopped(run *mesh.TaskRun, cause error) {
 	}
 }
 
-func (c *Connector) failRun(run *mesh.TaskRun, code, message string) {
+// failRun reports a run failed; ctx is the task's (its span is marked
+// failed with the code).
+func (c *Connector) failRun(ctx context.Context, run *mesh.TaskRun, code, message string) {
+	tracing.Fail(trace.SpanFromContext(ctx), code)
 	out, _ := json.Marshal(map[string]any{"error": message, "code": code})
 	c.record(ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: run.ID, Attempt: run.Attempt, ErrorCode: code, Message: message})
 	c.log.Info().Str("task_run_id", run.ID).Str("code", code).Msg("task failed")
 	c.cfg.Metrics.taskEnded(false)
-	c.deliver(ledger.ReportFail, run, meshapi.FailRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out})
+	c.deliver(ctx, ledger.ReportFail, run, meshapi.FailRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out})
 }
 
 func (c *Connector) completeRun(ctx context.Context, run *mesh.TaskRun, output map[string]any) {
 	writes, err := adapterapi.ArtifactWrites(output)
 	if err != nil {
-		c.failRun(run, CodeArtifactWriteFailed, err.Error())
+		c.failRun(ctx, run, CodeArtifactWriteFailed, err.Error())
 		return
 	}
 	refs := make([]map[string]any, 0, len(writes))
@@ -176,7 +183,7 @@ func (c *Connector) completeRun(ctx context.Context, run *mesh.TaskRun, output m
 		cancel()
 		if err != nil {
 			// Seed 000 step 6: any failed write fails the run; it is not completed.
-			c.failRun(run, CodeArtifactWriteFailed, "artifact "+describe(w, i)+" could not be stored: "+err.Error())
+			c.failRun(ctx, run, CodeArtifactWriteFailed, "artifact "+describe(w, i)+" could not be stored: "+err.Error())
 			return
 		}
 		c.record(ledger.Entry{Event: ledger.EventArtifactWritten, TaskRunID: run.ID, Attempt: run.Attempt, Message: w.Filename})
@@ -188,13 +195,13 @@ func (c *Connector) completeRun(ctx context.Context, run *mesh.TaskRun, output m
 	delete(output, adapterapi.InputRequiredKey)
 	out, err := json.Marshal(cleanOutput(output, refs))
 	if err != nil {
-		c.failRun(run, adapterclient.CodeInvalidResponse, "output cannot be encoded: "+err.Error())
+		c.failRun(ctx, run, adapterclient.CodeInvalidResponse, "output cannot be encoded: "+err.Error())
 		return
 	}
 	c.record(ledger.Entry{Event: ledger.EventTaskCompleted, TaskRunID: run.ID, Attempt: run.Attempt})
 	c.log.Info().Str("task_run_id", run.ID).Int("artifacts", len(refs)).Bool("input_required", inputRequired).Msg("task completed")
 	c.cfg.Metrics.taskEnded(true)
-	c.deliver(ledger.ReportComplete, run, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out, InputRequired: inputRequired})
+	c.deliver(ctx, ledger.ReportComplete, run, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out, InputRequired: inputRequired})
 }
 
 func describe(w adapterapi.ArtifactWrite, i int) string {

@@ -13,14 +13,15 @@ import (
 
 // deliver sends a complete or fail report, retrying once (seed 001 §4.6). If
 // both tries fail for a reason that may pass, the report goes to the ledger's
-// outbox and the outbox loop re-sends it until the platform answers.
-func (c *Connector) deliver(kind ledger.ReportKind, run *mesh.TaskRun, req any) {
+// outbox and the outbox loop re-sends it until the platform answers. ctx is
+// the task's: only its values (the task's span) are kept, not its end.
+func (c *Connector) deliver(ctx context.Context, kind ledger.ReportKind, run *mesh.TaskRun, req any) {
 	var err error
 	for try := 0; try < 2; try++ {
 		if try > 0 {
 			time.Sleep(time.Second)
 		}
-		err = c.send(kind, req)
+		err = c.send(ctx, kind, req)
 		switch {
 		case err == nil:
 			return
@@ -51,8 +52,9 @@ func (c *Connector) deliver(kind ledger.ReportKind, run *mesh.TaskRun, req any) 
 	}
 }
 
-func (c *Connector) send(kind ledger.ReportKind, req any) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.execCtx), 15*time.Second)
+// send sends one report within ctx's trace; ctx's end does not stop it.
+func (c *Connector) send(ctx context.Context, kind ledger.ReportKind, req any) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	switch r := req.(type) {
 	case meshapi.CompleteRequest:
@@ -103,7 +105,7 @@ func (c *Connector) flushOutbox() int {
 			c.owe(false, rep.TaskRunID)
 			continue
 		}
-		err = c.send(rep.Kind, req)
+		err = c.send(c.execCtx, rep.Kind, req)
 		switch {
 		case err == nil:
 			_ = c.cfg.Ledger.MarkDelivered(rep.ID)

@@ -43,11 +43,12 @@ type natsTransport struct {
 	// reconnect: a waiting fetch ends at once, so the runtime asks about its
 	// credential now (the platform closes a revoked runtime's connection).
 	authRefused chan struct{}
-	// reconnected is signalled when the connection reached a server again:
-	// the waiting fetch's pull request was on the server that was left, and
-	// a fresh fetch asks the new one at once instead of at the end of the
-	// old one's wait (which would leave the agent's work waiting too).
-	reconnected chan struct{}
+}
+
+// fetchHeartbeat is the idle heartbeat asked for on a pull waiting wait:
+// 5 s, or less for a short wait (it must be under half of it).
+func fetchHeartbeat(wait time.Duration) time.Duration {
+	return min(5*time.Second, wait/3)
 }
 
 // errAuthRefused ends a fetch whose connection's credential was refused.
@@ -65,17 +66,14 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
-	authRefused, reconnected := make(chan struct{}, 1), make(chan struct{}, 1)
-	signal := func(c chan struct{}) func() {
-		return func() {
+	authRefused := make(chan struct{}, 1)
+	conn, err := bus.Connect(cctx, bus.ConnConfig{
+		OnAuthRefused: func() {
 			select {
-			case c <- struct{}{}:
+			case authRefused <- struct{}{}:
 			default:
 			}
-		}
-	}
-	conn, err := bus.Connect(cctx, bus.ConnConfig{
-		OnAuthRefused: signal(authRefused), OnReconnect: signal(reconnected),
+		},
 		URL: cfg.URL, Token: cfg.Token, InboxPrefix: cfg.InboxPrefix,
 		Name: "a2a-runtime " + cfg.RuntimeID, MaxReconnectWait: 5 * time.Second,
 		FailWhileDisconnected: true, RetryRefusedAuth: true, Logger: cfg.Logger,
@@ -83,7 +81,7 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s: %w", cfg.URL, err)
 	}
-	t := &natsTransport{cfg: cfg, conn: conn, canceled: make(chan string, 64), authRefused: authRefused, reconnected: reconnected}
+	t := &natsTransport{cfg: cfg, conn: conn, canceled: make(chan string, 64), authRefused: authRefused}
 	t.rc = meshapi.NewClient(conn.NC).Runtime(cfg.AgentID, cfg.RuntimeID)
 	if t.hello, err = t.rc.Hello(cctx); err != nil {
 		conn.NC.Close()
@@ -152,12 +150,16 @@ func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 		case <-t.authRefused:
 			close(refused)
 			cancel()
-		case <-t.reconnected:
-			cancel()
 		case <-stopWatch:
 		}
 	}()
-	batch, err := t.consumer.Fetch(1, jetstream.FetchContext(wctx))
+	// The server sends idle heartbeats on a waiting pull: when they stop
+	// (the pull was on a node that was lost, and the connection is now on
+	// another), the fetch ends and the next one asks the new node, instead
+	// of waiting out ClaimWait. A fetch is never ended from this side while
+	// its pull may still wait on a server: a message given to a pull whose
+	// fetch is gone waits for the consumer's AckWait.
+	batch, err := t.consumer.Fetch(1, jetstream.FetchContext(wctx), jetstream.FetchHeartbeat(fetchHeartbeat(t.cfg.ClaimWait)))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -178,8 +180,8 @@ func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 		return nil, errAuthRefused
 	default:
 	}
-	// The fetch's own wait ending, or ended early by a reconnect, is no error.
-	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, nats.ErrTimeout) {
+	// The fetch's own wait ending, or its pull lost with a node, is no error.
+	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoHeartbeat) {
 		return nil, fmt.Errorf("fetch from queue: %w", err)
 	}
 	return nil, nil

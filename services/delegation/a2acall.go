@@ -15,6 +15,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/a2atask"
 	"github.com/a2amesh/a2amesh/internal/a2atoken"
+	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -39,7 +40,10 @@ type bearerTransport struct {
 func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
+	r, span := tracing.StartHTTPClient(r, tracer, "delegation A2A call")
+	resp, err := b.next.RoundTrip(r)
+	tracing.EndHTTPClient(span, resp, err)
+	return resp, err
 }
 
 // agentClient returns an A2A client of the delegate's door, acting for the

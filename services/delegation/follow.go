@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -30,7 +31,9 @@ type follow struct {
 // whose delegate asked for input). A newer claim of the same run replaces
 // the follower of the older one.
 func (s *Service) startFollow(run *mesh.TaskRun) {
-	ctx, cancel := context.WithCancel(s.ctx)
+	// The A2A calls and bus requests of the delegation continue the run's
+	// trace (the claim's answer names it).
+	ctx, cancel := context.WithCancel(tracing.WithTraceParent(s.ctx, run.TraceParent))
 	f := &follow{parentID: run.ID, cancel: cancel}
 	f.held.Store(run.Status == mesh.StatusRunning)
 	s.mu.Lock()

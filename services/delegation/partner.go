@@ -19,6 +19,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
 	"github.com/a2amesh/a2amesh/internal/runwatch"
 	"github.com/a2amesh/a2amesh/internal/secret"
+	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -223,7 +224,9 @@ func (s *Service) postPartner(ctx context.Context, p *partnerRecord, url string,
 	if p.APIKey != "" {
 		req.Header.Set("X-API-Key", p.APIKey)
 	}
+	req, span := tracing.StartHTTPClient(req, tracer, "delegation partner call", tracing.AttrPartnerID.String(p.PartnerID))
 	resp, err := s.http.Do(req)
+	tracing.EndHTTPClient(span, resp, err)
 	if err != nil {
 		if errors.Is(err, netguard.ErrPrivateTarget) {
 			return permanent(err)

@@ -2,24 +2,30 @@ package gateway
 
 import (
 	"net/http"
-	"regexp"
 	"runtime/debug"
+	"strings"
 	"time"
 
-	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/mesh"
+	"go.opentelemetry.io/otel/trace"
 )
 
-var traceParentPattern = regexp.MustCompile(`^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`)
+var tracer = tracing.Tracer("gateway")
 
-// middleware recovers panics, carries a valid W3C traceparent into the
-// request context (and so onto events), and logs one line per request:
+// middleware recovers panics, makes the request's server span (continuing
+// the caller's trace from a valid W3C traceparent, so it reaches the bus
+// requests and events the request causes), and logs one line per request:
 // method, route, status and duration, never headers or bodies.
 func (g *Gateway) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		r, route := withRouteHolder(r)
+		var span trace.Span
+		if traced(r) {
+			r, span = tracing.StartHTTPServer(r, tracer, r.Method)
+		}
 		defer func() {
 			if p := recover(); p != nil {
 				g.log.Error().Interface("panic", p).Bytes("stack", debug.Stack()).Str("path", r.URL.Path).Msg("handler panicked")
@@ -27,15 +33,43 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 					g.writeError(rw, r, mesh.Errorf(mesh.CodeInternal, "internal error"))
 				}
 			}
+			if span != nil {
+				pattern := *route
+				if pattern == "" {
+					pattern = r.Pattern
+				}
+				tracing.EndHTTPServer(span, r.Method, routePath(pattern), rw.status)
+			}
 			g.metrics.observe(*route, rw.status, time.Since(start))
 			g.log.Debug().Str("method", r.Method).Str("path", r.URL.Path).Int("status", rw.status).
 				Dur("duration", time.Since(start)).Msg("http request")
 		}()
-		if tp := r.Header.Get("traceparent"); traceParentPattern.MatchString(tp) {
-			r = r.WithContext(bus.WithTraceParent(r.Context(), tp))
-		}
 		next.ServeHTTP(rw, r)
 	})
+}
+
+// traced reports whether a request gets a server span: any request within
+// a trace, and any other but the health and metrics probes and a
+// runtime's own requests (heartbeats and long polls, which would each
+// start a trace of their own).
+func traced(r *http.Request) bool {
+	if tracing.HasTraceParent(r.Header) {
+		return true
+	}
+	switch r.URL.Path {
+	case "/healthz", "/readyz", "/metrics":
+		return false
+	}
+	return r.Header.Get(HeaderRuntimeToken) == ""
+}
+
+// routePath is a route's pattern without its method ("POST /task-runs"
+// becomes "/task-runs").
+func routePath(route string) string {
+	if _, path, ok := strings.Cut(route, " "); ok {
+		return path
+	}
+	return route
 }
 
 // statusWriter remembers the status written, for the request log.

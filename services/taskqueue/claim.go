@@ -66,6 +66,7 @@ func (s *Service) handleClaim(ctx context.Context, req *bus.Request) (any, error
 // repeated claim of the same attempt by the same runtime returns the run, so a
 // runtime whose claim reply was lost may simply ask again.
 func (s *Service) claim(ctx context.Context, agentID, runtimeID, runID string, attempt int) (*mesh.TaskRun, error) {
+	began := time.Now()
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
 		return nil, err
 	}
@@ -101,6 +102,9 @@ func (s *Service) claim(ctx context.Context, agentID, runtimeID, runID string, a
 	})
 	if err == nil && claimed && s.claimLatency != nil {
 		s.claimLatency.Observe(run.ClaimedAt.Sub(run.CreatedAt).Seconds())
+	}
+	if err == nil && claimed {
+		run = traceClaim(run, began)
 	}
 	return run, err
 }

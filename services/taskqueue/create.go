@@ -174,6 +174,7 @@ func (s *Service) newRun(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 		ParentTaskRunID:  in.ParentTaskRunID,
 		DelegationChain:  in.DelegationChain,
 		Environment:      in.Environment,
+		TraceParent:      bus.TraceParent(ctx),
 		Deadline:         dl,
 		CreatedAt:        now,
 		UpdatedAt:        now,

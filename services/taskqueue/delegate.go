@@ -41,6 +41,7 @@ func setRemoteState(r *mesh.TaskRun, state string) {
 }
 
 func (s *Service) handleDelegateClaim(ctx context.Context, req *bus.Request) (any, error) {
+	began := time.Now()
 	var in meshapi.DelegateClaimRequest
 	if err := req.Decode(&in); err != nil {
 		return nil, err
@@ -71,7 +72,10 @@ func (s *Service) handleDelegateClaim(ctx context.Context, req *bus.Request) (an
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+	// The delegation service continues the run's trace, as a runtime does.
+	answer := run.Public()
+	answer.TraceParent = traceClaim(run, began).TraceParent
+	return meshapi.TaskRunReply{TaskRun: *answer}, nil
 }
 
 func (s *Service) handleDelegateLink(ctx context.Context, req *bus.Request) (any, error) {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/mesh"
-	"github.com/nats-io/nuid"
 )
 
 // Queue repair: a pending run must have a queue message, or no runtime will
@@ -144,7 +143,7 @@ func (s *Service) repairRun(runID string) {
 	if err != nil || ok {
 		return
 	}
-	msgID := fmt.Sprintf("%s.%d.%d.repair.%s", run.ID, run.Attempt+1, run.Revision, nuid.Next())
+	msgID := fmt.Sprintf("%s.%d.%d.repair.%s", run.ID, run.Attempt+1, run.Revision, mesh.NewID())
 	if err := s.publishQueued(ctx, run, msgID); err != nil {
 		s.cfg.Logger.Warn().Err(err).Str("task_run_id", runID).Msg("repair enqueue failed; will retry")
 		s.unqueued.add(runID)

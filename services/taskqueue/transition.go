@@ -109,6 +109,7 @@ const (
 // failure to publish is retried through leader elections of the event
 // stream (see eventBudget) and then logged.
 func (s *Service) publishRun(ctx context.Context, eventType string, run *mesh.TaskRun) {
+	ctx = inRunTrace(ctx, run)
 	ev := bus.Event{
 		Type:     eventType,
 		Kind:     mesh.KindTaskRun,

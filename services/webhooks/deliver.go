@@ -16,6 +16,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go"
@@ -134,7 +135,7 @@ func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.M
 		return
 	}
 	seq := meta.Sequence.Stream
-	attempt := s.attempt(ctx, sub, e.ID(), d)
+	attempt := s.attempt(bus.InEventTrace(ctx, e), sub, e.ID(), d)
 	if ctx.Err() != nil {
 		// Stopping: the attempt was cut short by us, not by the endpoint.
 		// The event is offered again once a worker runs.
@@ -222,7 +223,11 @@ func (s *Service) attempt(ctx context.Context, sub *subscription, eventID string
 	req.Header.Set(HeaderID, eventID)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
 	req.Header.Set(HeaderSignature, Sign(sub.key(), eventID, ts, d.body))
+	// The delivery continues the event's trace; its span names the
+	// webhook, never its URL (which may hold a secret).
+	req, span := tracing.StartHTTPClient(req, tracer, "webhook delivery", tracing.AttrWebhookID.String(sub.ID))
 	resp, err := s.client.Do(req)
+	tracing.EndHTTPClient(span, resp, err)
 	a.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
 	s.metrics.latency.Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -324,7 +329,7 @@ func (s *Service) redrive(ctx context.Context, sub *subscription, deliveryID str
 	if err != nil {
 		return nil, err
 	}
-	a := s.attempt(ctx, sub, e.ID(), body)
+	a := s.attempt(bus.InEventTrace(ctx, e), sub, e.ID(), body)
 	state := d.State
 	if a.Error == "" {
 		state = meshapi.DeliveryDelivered

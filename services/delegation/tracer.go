@@ -1,0 +1,5 @@
+package delegation
+
+import "github.com/a2amesh/a2amesh/internal/tracing"
+
+var tracer = tracing.Tracer("delegation")
