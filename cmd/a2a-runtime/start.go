@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/a2amesh/a2amesh/internal/toolserver"
 	"net/url"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/ledger"
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/a2amesh/a2amesh/internal/toolserver"
 	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -131,6 +131,8 @@ func newStart(g *globals) *cobra.Command {
 					return fmt.Errorf("tool server: %w", err)
 				}
 				defer func() { _ = tools.Close() }()
+			} else {
+				log.Info().Msg("delegation tools off: hosts are given them over the NATS transport only")
 			}
 			c := connector.NewRuntime(connector.RuntimeConfig{
 				Tools:   tools,

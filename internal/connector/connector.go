@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/a2amesh/a2amesh/internal/toolserver"
 	"sync"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/ledger"
+	"github.com/a2amesh/a2amesh/internal/toolserver"
 	"github.com/rs/zerolog"
 )
 

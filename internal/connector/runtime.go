@@ -2,7 +2,6 @@ package connector
 
 import (
 	"context"
-	"github.com/a2amesh/a2amesh/internal/toolserver"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -11,6 +10,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/ledger"
+	"github.com/a2amesh/a2amesh/internal/toolserver"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 

@@ -15,12 +15,13 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -69,7 +70,11 @@ type Server struct {
 
 // runTools is the tool server of one run.
 type runTools struct {
-	runID  string
+	runID string
+	// holder names the capability to the MCP handler, which binds each
+	// session to the holder that opened it: a session id never works with
+	// another run's capability.
+	holder string
 	server *mcp.Server
 	cfg    *Config
 	p      Platform
@@ -100,7 +105,8 @@ func Start(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, ln: ln, runs: map[string]*runTools{}}
 	mcpHandler := mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{SessionTimeout: 10 * time.Minute})
 	mux := http.NewServeMux()
-	mux.Handle(Path, s.authenticate(mcpHandler))
+	authenticate := auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	mux.Handle(Path, authenticate(mcpHandler))
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.http.Serve(ln) }()
 	return s, nil
@@ -119,10 +125,8 @@ func (s *Server) Close() error {
 // Open makes the tools of a run the runtime now holds and returns their
 // capability; close revokes it (call it when the run's turn ends).
 func (s *Server) Open(runID string) (capability string, close func()) {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b)
-	capability = "a2acap_" + hex.EncodeToString(b)
-	rt := &runTools{runID: runID, cfg: &s.cfg, p: s.cfg.Platform}
+	capability = "a2acap_" + randomHex(32)
+	rt := &runTools{runID: runID, holder: randomHex(16), cfg: &s.cfg, p: s.cfg.Platform}
 	rt.server = rt.newServer()
 	s.mu.Lock()
 	s.runs[capability] = rt
@@ -131,27 +135,36 @@ func (s *Server) Open(runID string) (capability string, close func()) {
 		s.mu.Lock()
 		delete(s.runs, capability)
 		s.mu.Unlock()
+		// Open sessions end with the capability, not at their idle timeout.
+		for ss := range rt.server.Sessions() {
+			_ = ss.Close()
+		}
 	}
 }
 
-type ctxKey struct{}
-
-// authenticate admits requests that carry a live run's capability.
-func (s *Server) authenticate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rt := s.lookup(r.Header.Get("Authorization"))
-		if rt == nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="a2a-runtime"`)
-			http.Error(w, "unknown or expired capability: the tools of a run work only while it runs", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, rt)))
-	})
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
-func (s *Server) lookup(header string) *runTools {
-	token, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok || token == "" {
+// errExpired is the answer to a capability no live run holds.
+var errExpired = fmt.Errorf("%w: unknown or expired capability: the tools of a run work only while it runs", auth.ErrInvalidToken)
+
+// verify admits requests that carry a live run's capability.
+func (s *Server) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	rt := s.lookup(token)
+	if rt == nil {
+		return nil, errExpired
+	}
+	return &auth.TokenInfo{UserID: rt.holder, Extra: map[string]any{runKey: rt}}, nil
+}
+
+// runKey is the run's tools in the TokenInfo's Extra.
+const runKey = "run"
+
+func (s *Server) lookup(token string) *runTools {
+	if token == "" {
 		return nil
 	}
 	s.mu.Lock()
@@ -165,7 +178,11 @@ func (s *Server) lookup(header string) *runTools {
 }
 
 func (s *Server) serverFor(r *http.Request) *mcp.Server {
-	rt, _ := r.Context().Value(ctxKey{}).(*runTools)
+	info := auth.TokenInfoFromContext(r.Context())
+	if info == nil {
+		return nil
+	}
+	rt, _ := info.Extra[runKey].(*runTools)
 	if rt == nil {
 		return nil
 	}

@@ -118,32 +118,62 @@ func TestTools_HostDelegatesWaitsForTheAnswerAndLosesTheCapabilityWithTheRun(t *
 		t.Fatalf("send_task with a file outside the folder: %q", msg)
 	}
 
-	// The reviewer answers while the host waits.
-	done := make(chan mesh.TaskRun, 1)
-	go func() {
-		var child mesh.TaskRun
-		meshtest.Eventually(t, 20*time.Second, func() bool {
-			r := p.Pull(t, b.ID, attB.RuntimeToken, "")
-			if r.Status != http.StatusOK {
-				return false
-			}
-			child = r.Run(t)
-			return true
-		}, func() string { return "the delegated task never reached the reviewer" })
-		p.Report(t, child.ID, "complete", attB.RuntimeToken, map[string]any{"output": map[string]any{"text": "approved"}}).Expect(t, http.StatusOK)
-		done <- child
-	}()
-	out, msg = call(t, s, "send_task", map[string]any{"agent_id": b.ID, "text": "review the notes", "files": []string{"notes.md"}, "wait": true})
-	if msg != "" || out["status"] != "completed" || out["text"] != "approved" {
-		t.Fatalf("send_task with wait = %v %q", out, msg)
+	// The host waits for the answer while the reviewer works.
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
 	}
-	child := <-done
+	answered := make(chan answer, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "send_task", Arguments: map[string]any{"agent_id": b.ID, "text": "review the notes", "files": []string{"notes.md"}, "wait": true}})
+		answered <- answer{res, err}
+	}()
+	var child mesh.TaskRun
+	meshtest.Eventually(t, 20*time.Second, func() bool {
+		r := p.Pull(t, b.ID, attB.RuntimeToken, "")
+		if r.Status != http.StatusOK {
+			return false
+		}
+		child = r.Run(t)
+		return true
+	}, func() string { return "the delegated task never reached the reviewer" })
+	p.Report(t, child.ID, "complete", attB.RuntimeToken, map[string]any{"output": map[string]any{"text": "approved"}}).Expect(t, http.StatusOK)
+	got := <-answered
+	if got.err != nil || got.res.IsError {
+		t.Fatalf("send_task with wait: %v %v", got.err, got.res)
+	}
+	b2, _ := json.Marshal(got.res.StructuredContent)
+	out = nil
+	_ = json.Unmarshal(b2, &out)
+	if out["status"] != "completed" || out["text"] != "approved" {
+		t.Fatalf("send_task with wait = %v", out)
+	}
 	if child.ParentTaskRunID != parent.ID || !strings.Contains(string(child.Input), "notes.md") {
 		t.Fatalf("delegated run: parent %s input %s", child.ParentTaskRunID, child.Input)
 	}
 	out, msg = call(t, s, "get_task", map[string]any{"task_id": child.ID})
 	if msg != "" || out["status"] != "completed" {
 		t.Fatalf("get_task = %v %q", out, msg)
+	}
+
+	// A session is bound to the capability that opened it: another run's
+	// capability does not work with its id.
+	other, closeOther := srv.Open("another-run")
+	defer closeOther()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL(), strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
+	req.Header.Set("Authorization", "Bearer "+other)
+	req.Header.Set("Mcp-Session-Id", s.ID())
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a session used with another run's capability: %d, want 403", resp.StatusCode)
 	}
 
 	closeRun()
