@@ -59,6 +59,21 @@ func claudeMCPArgs(t *Task) ([]string, error) {
 	return []string{"--mcp-config", path}, nil
 }
 
+// commandMCPEnv gives a command the tools: A2A_MCP_CONFIG names a file of
+// the run directory in Claude Code's --mcp-config shape ({"mcpServers":
+// {"a2a_mesh": {"type": "http", "url", "headers"}}}), which the command
+// reads or hands to an MCP client of its own.
+func commandMCPEnv(t *Task) ([]string, error) {
+	if t.Request.Tools == nil {
+		return nil, nil
+	}
+	path, err := writeMCPConfig(t, map[string]any{"type": "http", "url": t.Request.Tools.MCPURL, "headers": toolHeaders(t)})
+	if err != nil {
+		return nil, err
+	}
+	return []string{"A2A_MCP_CONFIG=" + path}, nil
+}
+
 // geminiMCPEnv gives Gemini CLI the tools: a system settings file with
 // mcpServers (httpUrl and headers), named by GEMINI_CLI_SYSTEM_SETTINGS_PATH.
 func geminiMCPEnv(t *Task) ([]string, error) {

@@ -79,3 +79,26 @@ func TestTools_CodexGetsConfigOverridesAndTheCapabilityInItsEnvironment(t *testi
 		t.Fatalf("overrides must precede resume: %v", full)
 	}
 }
+
+func TestTools_CommandGetsTheConfigFileInItsEnvironmentAndNotTheCapability(t *testing.T) {
+	task := toolTask(t)
+	env, err := commandMCPEnv(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, ok := strings.CutPrefix(strings.Join(env, ""), "A2A_MCP_CONFIG=")
+	if len(env) != 1 || !ok || strings.Contains(env[0], "a2acap_secret") {
+		t.Fatalf("env = %v", env)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(b), `"Authorization":"Bearer a2acap_secret"`) {
+		t.Fatalf("config = %s %v", b, err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("config file mode %v", fi.Mode().Perm())
+	}
+	task.Request.Tools = nil
+	if env, _ := commandMCPEnv(task); env != nil {
+		t.Fatalf("env without tools = %v", env)
+	}
+}
