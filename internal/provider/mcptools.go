@@ -19,6 +19,9 @@ const (
 	// token from their environment (Codex).
 	capabilityEnv = "A2A_MESH_TOOLS_CAPABILITY"
 	mcpConfigName = "mcp.json"
+	// claudeMeshTools is Claude Code's permission rule for every tool of
+	// the mesh's server (its tools are named mcp__<server>__<tool>).
+	claudeMeshTools = "mcp__" + mcpServerName
 )
 
 // toolHeaders are the headers the host sends the tool server.
@@ -88,7 +91,8 @@ func geminiMCPEnv(t *Task) ([]string, error) {
 }
 
 // codexMCPArgs gives Codex the tools: -c overrides of mcp_servers.<name>
-// (url, the folder header, and the capability read from the environment).
+// (url, the folder header, the capability read from the environment, and
+// its tools approved).
 func codexMCPArgs(t *Task) (args, env []string) {
 	tools := t.Request.Tools
 	if tools == nil {
@@ -98,6 +102,9 @@ func codexMCPArgs(t *Task) (args, env []string) {
 	args = []string{
 		"-c", prefix + "url=" + tomlString(tools.MCPURL),
 		"-c", prefix + "bearer_token_env_var=" + tomlString(capabilityEnv),
+		// codex exec cannot ask, and the platform, not the host, decides
+		// what a delegation may do.
+		"-c", prefix + "default_tools_approval_mode=" + tomlString("approve"),
 	}
 	if tools.FolderHeader != "" {
 		args = append(args, "-c", prefix+"http_headers={"+tomlString(tools.FolderHeader)+"="+tomlString(t.Workdir)+"}")

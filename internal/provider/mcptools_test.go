@@ -102,3 +102,17 @@ func TestTools_CommandGetsTheConfigFileInItsEnvironmentAndNotTheCapability(t *te
 		t.Fatalf("env without tools = %v", env)
 	}
 }
+
+func TestTools_ClaudeAllowsTheMeshToolsBesideTheConfiguredOnes(t *testing.T) {
+	for _, tc := range []struct{ configured, want string }{{"", "mcp__a2a_mesh"}, {"Read,Bash", "Read,Bash,mcp__a2a_mesh"}} {
+		c := &Claude{cfg: ClaudeConfig{AllowedTools: tc.configured}}
+		args := c.args("", "", true)
+		i := slices.Index(args, "--allowedTools")
+		if i < 0 || args[i+1] != tc.want || slices.Index(args[i+1:], "--allowedTools") >= 0 {
+			t.Errorf("configured %q: args %v, want one --allowedTools %s", tc.configured, args, tc.want)
+		}
+		if without := c.args("", "", false); tc.configured == "" && slices.Contains(without, "--allowedTools") {
+			t.Errorf("without the mesh's tools: %v", without)
+		}
+	}
+}
