@@ -167,3 +167,20 @@ func refusedAfterTheRun(t *testing.T, l *lab, keep, runID string) string {
 	_ = os.Remove(filepath.Join(keep, runID+".json"))
 	return capability
 }
+
+// A runtime on the HTTP transport gives its hosts no delegation tools, says
+// so once when it starts, and its runs carry none to the adapter.
+func TestDelegation_HTTPTransportOffersNoToolsAndSaysSo(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{})
+	host := script(t, `if [ -n "$A2A_MCP_CONFIG" ]; then echo "tools given"; else echo "no tools"; fi`)
+	c := l.connect(p, l.startAdapter("command", host).Endpoint, "--transport", "http")
+	run := waitEnded(t, p.Platform, c.task("anything").ID, mesh.StatusCompleted, waitStart)
+	if text := outputText(t, run); text != "no tools" {
+		t.Fatalf("the host on an HTTP runtime: %q", text)
+	}
+	if n := strings.Count(c.rt.output(), "delegation tools off"); n != 1 {
+		t.Fatalf("the runtime said %d times that hosts get no tools:\n%s", n, c.rt.shown(4000))
+	}
+}
