@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,8 +25,9 @@ type kept struct {
 // completes it, the planner's answer carries the result and the trace tree
 // has the reviewer's run under the planner's. An agent the policy does not
 // name is refused with a clear message; canceling the planner's run cancels
-// the reviewer's; the capability is refused once its run has ended and
-// appears in no process output, event or run. NATS only: the tools are
+// the reviewer's; a capability is refused once its run has ended, the tool
+// server listens only while a run is held, and no capability appears in a
+// process output, event or run. NATS only: the tools are
 // offered over that transport.
 func TestDelegation_HostDelegatesThroughItsRunsToolsToAnotherAgentsRuntime(t *testing.T) {
 	t.Parallel()
@@ -63,7 +63,7 @@ esac
 	if got := p.GetTask(child.TaskRunID); got.ParentTaskRunID != run.ID {
 		t.Fatalf("the reviewer's run has parent %q, want %s", got.ParentTaskRunID, run.ID)
 	}
-	capability := refusedAfterTheRun(t, l, keep, run.ID)
+	first := keptOf(t, l, keep, run.ID)
 
 	// Not allowed: a tool error that says so.
 	refused := planner.task(stranger.ID + " hi")
@@ -71,7 +71,7 @@ esac
 	if !strings.Contains(text, "refused: ") || !strings.Contains(text, "DELEGATION_NOT_ALLOWED") || !strings.Contains(text, "stranger") {
 		t.Fatalf("a delegation to an agent not allowed: %q", text)
 	}
-	refusedAfterTheRun(t, l, keep, refused.ID)
+	second := keptOf(t, l, keep, refused.ID)
 
 	// Canceling the parent cancels the child and stops its host.
 	long := planner.task(reviewer.AgentID + " slow benchmark")
@@ -85,10 +85,21 @@ esac
 		return false
 	}, func() string { return "the delegated task never ran" })
 	pids := readPids(t, filepath.Join(pidDir, childID), 1)
+	// While the tool server serves this run, the ended runs' capabilities
+	// are refused.
+	third := keptOf(t, l, keep, long.ID)
+	for _, ended := range []kept{first, second} {
+		if code := initialize(t, third.URL, ended.Authorization); code != http.StatusUnauthorized {
+			t.Fatalf("an ended run's capability: %d, want 401", code)
+		}
+	}
 	cancelTask(t, p.Platform, long.ID)
 	waitEnded(t, p.Platform, childID, mesh.StatusCanceled, waitStart)
 	waitGone(t, pids, waitStart)
 	waitEnded(t, p.Platform, long.ID, mesh.StatusCanceled, waitStart)
+	// With no run left the runtime stops listening: nothing answers.
+	meshtest.Eventually(t, waitStart, func() bool { return initialize(t, third.URL, third.Authorization) == 0 },
+		func() string { return "the tool server still answers after the last run ended" })
 
 	// The capability reached no output, event or run.
 	texts := l.outputs()
@@ -99,7 +110,7 @@ esac
 		texts["events"] += string(ev.Data)
 	}
 	for name, text := range texts {
-		if strings.Contains(text, capability) || strings.Contains(text, "a2acap_") {
+		if strings.Contains(text, first.capability()) || strings.Contains(text, "a2acap_") {
 			t.Errorf("%s carries a run's capability", name)
 		}
 	}
@@ -142,30 +153,34 @@ func onlyChild(t *testing.T, p *meshtest.Platform, runID string) meshapi.TraceNo
 	return n.Children[0]
 }
 
-// refusedAfterTheRun checks that the ended run's tools refuse its
-// capability (401) and returns the capability, masked from now on.
-func refusedAfterTheRun(t *testing.T, l *lab, keep, runID string) string {
+// keptOf reads what the delegating host kept of a run's tools; its
+// capability is masked from now on.
+func keptOf(t *testing.T, l *lab, keep, runID string) kept {
 	t.Helper()
 	var k kept
 	if err := json.Unmarshal([]byte(meshtest.ReadFile(filepath.Join(keep, runID+".json"))), &k); err != nil {
 		t.Fatalf("the host kept nothing of run %s: %v", runID, err)
 	}
-	capability := strings.TrimPrefix(k.Authorization, "Bearer ")
-	l.secret(capability)
-	req, _ := http.NewRequest(http.MethodPost, k.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"late","version":"1"}}}`))
-	req.Header.Set("Authorization", k.Authorization)
+	l.secret(k.capability())
+	return k
+}
+
+func (k kept) capability() string { return strings.TrimPrefix(k.Authorization, "Bearer ") }
+
+// initialize opens an MCP session at url with authorization and returns
+// the HTTP status, 0 when nothing answers.
+func initialize(t *testing.T, url, authorization string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"late","version":"1"}}}`))
+	req.Header.Set("Authorization", authorization)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("the capability of ended run %s: %d, want 401", runID, resp.StatusCode)
-	}
-	_ = os.Remove(filepath.Join(keep, runID+".json"))
-	return capability
+	return resp.StatusCode
 }
 
 // A runtime on the HTTP transport gives its hosts no delegation tools, says

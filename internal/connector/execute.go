@@ -52,10 +52,15 @@ func (c *Connector) execute(run *mesh.TaskRun) {
 		return
 	}
 	if c.cfg.Tools != nil {
-		capability, closeTools := c.cfg.Tools.Open(run.ID)
-		// The capability dies with the turn, however it ends.
-		defer closeTools()
-		req.Tools = &adapterapi.Tools{MCPURL: c.cfg.Tools.URL(), Capability: capability, FolderHeader: toolserver.FolderHeader}
+		capability, closeTools, err := c.cfg.Tools.Open(run.ID)
+		if err != nil {
+			// The host works without them rather than not at all.
+			log.Warn().Err(err).Msg("delegation tools unavailable for this run")
+		} else {
+			// The capability dies with the turn, however it ends.
+			defer closeTools()
+			req.Tools = &adapterapi.Tools{MCPURL: c.cfg.Tools.URL(), Capability: capability, FolderHeader: toolserver.FolderHeader}
+		}
 	}
 	began := time.Now()
 	reply, err := c.cfg.Adapter.Run(tctx, req, func(l adapterapi.StreamLine) {

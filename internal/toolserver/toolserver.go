@@ -58,14 +58,16 @@ type Config struct {
 }
 
 // Server serves the tools of every run the runtime holds, each behind its
-// own capability.
+// own capability. It listens only while a run's tools are open: a runtime
+// with no run opens no listening socket.
 type Server struct {
-	cfg  Config
-	ln   net.Listener
-	http *http.Server
+	cfg     Config
+	handler http.Handler
 
 	mu   sync.Mutex
 	runs map[string]*runTools // by capability
+	ln   net.Listener         // nil while no run is open
+	http *http.Server
 }
 
 // runTools is the tool server of one run.
@@ -80,7 +82,7 @@ type runTools struct {
 	p      Platform
 }
 
-// Start listens on loopback and serves.
+// Start checks cfg and prepares the server; it listens from the first Open.
 func Start(cfg Config) (*Server, error) {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
@@ -98,48 +100,83 @@ func Start(cfg Config) (*Server, error) {
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
 		return nil, errors.New("toolserver: the tool server listens on a loopback address only")
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{cfg: cfg, ln: ln, runs: map[string]*runTools{}}
+	s := &Server{cfg: cfg, runs: map[string]*runTools{}}
 	mcpHandler := mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{SessionTimeout: 10 * time.Minute})
 	mux := http.NewServeMux()
 	authenticate := auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	mux.Handle(Path, authenticate(mcpHandler))
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.http.Serve(ln) }()
+	s.handler = mux
 	return s, nil
 }
 
-// URL is the server's MCP endpoint.
-func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + Path }
-
-// Close stops serving.
-func (s *Server) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	return s.http.Shutdown(ctx)
+// URL is the server's MCP endpoint while a run's tools are open, else "".
+func (s *Server) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return "http://" + s.ln.Addr().String() + Path
 }
 
-// Open makes the tools of a run the runtime now holds and returns their
-// capability; close revokes it (call it when the run's turn ends).
-func (s *Server) Open(runID string) (capability string, close func()) {
+// Close stops serving and revokes every capability.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.runs)
+	s.stopLocked()
+	return nil
+}
+
+func (s *Server) listenLocked() error {
+	if s.ln != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("tool server: %w", err)
+	}
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	s.ln, s.http = ln, srv
+	go func() { _ = srv.Serve(ln) }()
+	return nil
+}
+
+// stopLocked closes the listener and every connection: no run is left
+// whose host may call.
+func (s *Server) stopLocked() {
+	if s.http == nil {
+		return
+	}
+	_ = s.http.Close()
+	s.ln, s.http = nil, nil
+}
+
+// Open makes the tools of a run the runtime now holds, listening if it
+// was not, and returns their capability; close revokes it (call it when
+// the run's turn ends), and stops listening when no run is left.
+func (s *Server) Open(runID string) (capability string, close func(), err error) {
 	capability = "a2acap_" + randomHex(32)
 	rt := &runTools{runID: runID, holder: randomHex(16), cfg: &s.cfg, p: s.cfg.Platform}
 	rt.server = rt.newServer()
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.listenLocked(); err != nil {
+		return "", nil, err
+	}
 	s.runs[capability] = rt
-	s.mu.Unlock()
 	return capability, func() {
-		s.mu.Lock()
-		delete(s.runs, capability)
-		s.mu.Unlock()
 		// Open sessions end with the capability, not at their idle timeout.
 		for ss := range rt.server.Sessions() {
 			_ = ss.Close()
 		}
-	}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.runs, capability)
+		if len(s.runs) == 0 {
+			s.stopLocked()
+		}
+	}, nil
 }
 
 func randomHex(n int) string {

@@ -91,7 +91,10 @@ func TestTools_HostDelegatesWaitsForTheAnswerAndLosesTheCapabilityWithTheRun(t *
 
 	parent := p.CreateTask(a.ID, "plan")
 	p.PullRun(t, a.ID, attA.RuntimeToken)
-	capability, closeRun := srv.Open(parent.ID)
+	capability, closeRun, err := srv.Open(parent.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	folder := t.TempDir()
 	if err := os.WriteFile(filepath.Join(folder, "notes.md"), []byte("# notes"), 0o600); err != nil {
 		t.Fatal(err)
@@ -160,8 +163,10 @@ func TestTools_HostDelegatesWaitsForTheAnswerAndLosesTheCapabilityWithTheRun(t *
 
 	// A session is bound to the capability that opened it: another run's
 	// capability does not work with its id.
-	other, closeOther := srv.Open("another-run")
-	defer closeOther()
+	other, closeOther, err := srv.Open("another-run")
+	if err != nil {
+		t.Fatal(err)
+	}
 	req, _ := http.NewRequest(http.MethodPost, srv.URL(), strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
 	req.Header.Set("Authorization", "Bearer "+other)
 	req.Header.Set("Mcp-Session-Id", s.ID())
@@ -184,5 +189,16 @@ func TestTools_HostDelegatesWaitsForTheAnswerAndLosesTheCapabilityWithTheRun(t *
 	}
 	if _, err := host(t, srv.URL(), capability, folder); err == nil || !strings.Contains(err.Error(), "401") && !strings.Contains(strings.ToLower(err.Error()), "unauthorized") {
 		t.Fatalf("a new session with the ended run's capability: %v, want 401", err)
+	}
+
+	// With no run left, nothing listens.
+	url := srv.URL()
+	closeOther()
+	if srv.URL() != "" {
+		t.Fatalf("the tool server still has an address with no run open: %s", srv.URL())
+	}
+	if resp, err := http.Post(url, "application/json", strings.NewReader("{}")); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the tool server answered %d with no run open", resp.StatusCode)
 	}
 }
