@@ -155,3 +155,39 @@ func TestSupervisedAdapter_ChosenAtPairingIsStartedByAPlainStart(t *testing.T) {
 		t.Errorf("start --adapter none started an adapter:\n%s", rt.shown(4000))
 	}
 }
+
+// A runtime run as a service does not have the user's shell environment,
+// where hosts read their credentials (OPENCLAW_GATEWAY_TOKEN,
+// ANTHROPIC_API_KEY…): the adapter it runs gets the variables of
+// ~/.a2a/adapter.env (only the user may read it), so a plain `start` gives
+// the host what it needs. A file others may read is refused at start.
+func TestSupervisedAdapter_GetsTheVariablesOfTheAdapterEnvFile(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{})
+	agent := p.CreateAgent("supervised with an env file")
+	m := l.newMachine()
+	addr := meshtest.FreeAddr(t)
+	prof := m.pair(p.Platform, agent.ID, "http://"+addr+"/run-task",
+		"--adapter", "command", "--adapter-bin", bins.Adapter,
+		"--", "--workdir", filepath.Join(t.TempDir(), "work"), "--", script(t, `cat >/dev/null; echo "greeting: $AGENT_GREETING"`))
+	envFile := filepath.Join(m.Home, ".a2a", "adapter.env")
+	if err := os.WriteFile(envFile, []byte("# for the host\nAGENT_GREETING=hello from the env file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	refused := m.spawnRuntime()
+	if code := refused.waitExit(t, waitStart); code == 0 || !strings.Contains(refused.output(), "chmod 600") {
+		t.Fatalf("start with an env file others may read exited %d:\n%s", code, refused.shown(3000))
+	}
+
+	if err := os.Chmod(envFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.startRuntime()
+	waitOnline(t, p.Platform, agent.ID, prof.RuntimeID)
+	run := waitEnded(t, p.Platform, p.CreateTask(agent.ID, "hi").ID, mesh.StatusCompleted, waitStart)
+	if !strings.Contains(string(run.Output), "greeting: hello from the env file") {
+		t.Fatalf("output %s, want the variable of the env file", run.Output)
+	}
+}

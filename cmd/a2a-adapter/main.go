@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/a2amesh/a2amesh/internal/adapter"
+	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/keeper"
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/provider"
@@ -71,6 +72,12 @@ func newRootCommand() *cobra.Command {
 		Version:      version.Line(),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
+				if cmd.SuggestionsMinimumDistance <= 0 {
+					cmd.SuggestionsMinimumDistance = 2
+				}
+				if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+					return fmt.Errorf("unknown command %q for %q; did you mean %s?", args[0], cmd.CommandPath(), strings.Join(s, " or "))
+				}
 				return errors.New("put the command and its arguments after --")
 			}
 			return nil
@@ -84,9 +91,6 @@ func newRootCommand() *cobra.Command {
 	}
 	cmd.AddCommand(newDoctorCommand())
 	cmd.CompletionOptions.DisableDefaultCmd = true
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return fmt.Errorf("%w (see a2a-adapter --help)", err)
-	})
 	f := cmd.Flags()
 	f.StringVar(&o.provider, "provider", "", "provider that runs tasks: "+strings.Join(allProviders, ", ")+" (required)")
 	f.StringVar(&o.listen, "listen", adapter.DefaultListen, "address to listen on; loopback unless --allow-remote")
@@ -100,6 +104,7 @@ func newRootCommand() *cobra.Command {
 	f.StringVar(&o.authTokenFile, "auth-token-file", "", "file holding the bearer token every request but /health must carry")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn or error")
 	o.host.addFlags(f)
+	cliusage.Guard(cmd)
 	return cmd
 }
 

@@ -313,6 +313,9 @@ func TestAdapter_RefusesBadFlags(t *testing.T) {
 		{"unknown flag", []string{"--provider", "echo", "--bogus"}, "unknown flag"},
 		{"empty token file", []string{"--provider", "echo", "--auth-token-file", emptyToken}, "empty"},
 		{"command before --", []string{"--provider", "command", "./agent.sh"}, "after --"},
+		{"mistyped subcommand", []string{"doctr"}, "did you mean doctor?"},
+		{"unknown flag points to help", []string{"--provider", "echo", "--provder", "x"}, "Run 'a2a-adapter --help'"},
+		{"doctor's unknown flag points to its help", []string{"doctor", "--provder", "x"}, "Run 'a2a-adapter doctor --help'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

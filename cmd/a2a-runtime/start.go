@@ -31,7 +31,7 @@ func newStart(g *globals) *cobra.Command {
 	var (
 		profileName, apiBase, transport, natsURL string
 		statusListen, endpoint                   string
-		adapterProvider, adapterBin              string
+		adapterProvider, adapterBin, adapterEnv  string
 		concurrency                              int
 		taskTimeout, drainGrace, adapterWait     time.Duration
 	)
@@ -78,7 +78,15 @@ func newStart(g *globals) *cobra.Command {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if run := supervised(cmd, p.SupervisedAdapter, adapterProvider, adapterBin, adapterArgs); run.Provider != "" {
-				proc, err := startAdapter(ctx, adapter, run.Provider, run.Program, run.Args, log)
+				envFile := adapterEnv
+				if envFile != "" {
+					if _, err := os.Stat(envFile); err != nil {
+						return fmt.Errorf("--adapter-env-file: %w", err)
+					}
+				} else {
+					envFile = filepath.Join(filepath.Dir(g.store().Path()), "adapter.env")
+				}
+				proc, err := startAdapter(ctx, adapter, run, envFile, log)
 				if err != nil {
 					return err
 				}
@@ -177,6 +185,7 @@ func newStart(g *globals) *cobra.Command {
 	f.DurationVar(&adapterWait, "adapter-wait", time.Minute, "while the local adapter does not answer, how long to claim nothing and wait for it (-1s: for ever); after that, task runs it cannot take fail with ADAPTER_UNREACHABLE")
 	f.StringVar(&endpoint, "local-agent-endpoint", "", "the local adapter's run-task URL for this start (default: the one given at pairing), e.g. http://127.0.0.1:8787/run-task")
 	f.StringVar(&adapterProvider, "adapter", "", "start a2a-adapter with this provider (claude, codex, gemini, cursor, hermes, openclaw, command; also --provider) on the endpoint's port, restart it when it exits and stop it on stop; arguments after -- are passed to it. Default: the one chosen at pairing; none runs no adapter. Without either, run the adapter yourself")
+	f.StringVar(&adapterEnv, "adapter-env-file", "", "KEY=VALUE lines added to the environment of the adapter start runs, e.g. OPENCLAW_GATEWAY_TOKEN=… (a service does not get your shell's environment); read at each start of the adapter, refused unless only you may read it (default: adapter.env next to the profile file, if it exists)")
 	f.StringVar(&adapterBin, "adapter-bin", "", "the a2a-adapter program for --adapter (default: the one next to a2a-runtime, else a2a-adapter on PATH)")
 	f.StringVar(&statusListen, "status-listen", "", "serve /metrics and /healthz on this local address, e.g. 127.0.0.1:9464 (off unless given: the runtime opens no port by default)")
 	return cmd
@@ -209,7 +218,8 @@ func supervised(cmd *cobra.Command, paired profile.SupervisedAdapter, provider, 
 
 // startAdapter runs a2a-adapter with provider on the endpoint's port, under
 // the runtime's supervision.
-func startAdapter(ctx context.Context, client *adapterclient.Client, provider, bin string, args []string, log zerolog.Logger) (*connector.AdapterProcess, error) {
+func startAdapter(ctx context.Context, client *adapterclient.Client, run profile.SupervisedAdapter, envFile string, log zerolog.Logger) (*connector.AdapterProcess, error) {
+	provider, bin, args := run.Provider, run.Program, run.Args
 	u, err := url.Parse(client.Endpoint())
 	if err != nil || u.Port() == "" {
 		return nil, fmt.Errorf("--adapter needs a local agent endpoint with a port, like http://127.0.0.1:8787/run-task (got %s)", client.Endpoint())
@@ -222,7 +232,7 @@ func startAdapter(ctx context.Context, client *adapterclient.Client, provider, b
 	}
 	proc, err := connector.StartAdapter(ctx, connector.AdapterProcessConfig{
 		Binary: bin, Provider: provider, Listen: u.Host, Args: args, Client: client,
-		Output: os.Stderr, Logger: log,
+		EnvFile: envFile, Output: os.Stderr, Logger: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--adapter %s: %w", provider, err)

@@ -29,6 +29,9 @@ type AdapterProcessConfig struct {
 	// Args are passed to it after its own flags, as they are (more flags,
 	// and for the command provider "--" and the command).
 	Args []string
+	// EnvFile names an adapter environment file (see ReadAdapterEnvFile)
+	// whose variables are added to the adapter's environment at each start.
+	EnvFile string
 	// Client checks its GET /health.
 	Client *adapterclient.Client
 	// Output receives its standard output and error. Nil discards them.
@@ -117,9 +120,14 @@ func portFree(ctx context.Context, cfg AdapterProcessConfig) error {
 // spawn starts one adapter process; exited is closed when it ends.
 func (a *AdapterProcess) spawn() (chan struct{}, error) {
 	args := append([]string{"--provider", a.cfg.Provider, "--listen", a.cfg.Listen}, a.cfg.Args...)
+	extra, err := ReadAdapterEnvFile(a.cfg.EnvFile)
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(a.cfg.Binary, args...)
 	cmd.Stdout, cmd.Stderr = a.cfg.Output, a.cfg.Output
-	cmd.Env = adapterEnv()
+	// A variable of the file wins over the runtime's own of the same name.
+	cmd.Env = append(adapterEnv(), extra...)
 	cmd.SysProcAttr = adapterSysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the local adapter %s: %w", a.cfg.Binary, err)

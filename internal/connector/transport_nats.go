@@ -45,12 +45,6 @@ type natsTransport struct {
 	authRefused chan struct{}
 }
 
-// fetchHeartbeat is the idle heartbeat asked for on a pull waiting wait:
-// 5 s, or less for a short wait (it must be under half of it).
-func fetchHeartbeat(wait time.Duration) time.Duration {
-	return min(5*time.Second, wait/3)
-}
-
 // errAuthRefused ends a fetch whose connection's credential was refused.
 var errAuthRefused = errors.New("the NATS server refused this runtime's credential")
 
@@ -153,13 +147,14 @@ func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 		case <-stopWatch:
 		}
 	}()
-	// The server sends idle heartbeats on a waiting pull: when they stop
-	// (the pull was on a node that was lost, and the connection is now on
-	// another), the fetch ends and the next one asks the new node, instead
-	// of waiting out ClaimWait. A fetch is never ended from this side while
-	// its pull may still wait on a server: a message given to a pull whose
-	// fetch is gone waits for the consumer's AckWait.
-	batch, err := t.consumer.Fetch(1, jetstream.FetchContext(wctx), jetstream.FetchHeartbeat(fetchHeartbeat(t.cfg.ClaimWait)))
+	// A pull that waits 10 s or more gets the server's idle heartbeats
+	// (5 s, the client's default): when they stop (the pull was on a node
+	// that was lost, and the connection is now on another), the fetch ends
+	// and the next one asks the new node. A fetch is never ended from this
+	// side while its pull may still wait on a server, nor with a heartbeat
+	// short enough for a busy machine to miss: a message given to a pull
+	// whose fetch is gone waits for the consumer's AckWait.
+	batch, err := t.consumer.Fetch(1, jetstream.FetchContext(wctx))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -115,7 +115,7 @@ export const hosts = [
     type: 'openclaw', label: 'OpenClaw', provider: 'openclaw',
     env: 'OPENCLAW_GATEWAY_TOKEN=<the gateway token>',
     endpoint: 'http://127.0.0.1:18790/run-task',
-    prepare: 'Make sure the OpenClaw gateway runs (`openclaw gateway`) with its OpenAI-compatible endpoint enabled (gateway.http.endpoints.chatCompletions.enabled: true), and have its gateway token at hand. The gateway already uses port 18789, so the adapter listens on 18790. The adapter reads the token from OPENCLAW_GATEWAY_TOKEN in the runtime\'s environment.',
+    prepare: 'Make sure the OpenClaw gateway runs (`openclaw gateway`) with its OpenAI-compatible endpoint enabled (gateway.http.endpoints.chatCompletions.enabled: true), and have its gateway token at hand. The gateway already uses port 18789, so the adapter listens on 18790. The adapter reads the token from OPENCLAW_GATEWAY_TOKEN: in the runtime\'s environment, or, for a runtime run as a service, from ~/.a2a/adapter.env (a line OPENCLAW_GATEWAY_TOKEN=<the token>, chmod 600).',
   },
   {
     type: 'custom', label: 'Custom Agent', provider: 'command',
