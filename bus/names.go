@@ -136,6 +136,14 @@ const (
 	RuntimeOpComplete  = "complete"
 	RuntimeOpFail      = "fail"
 	RuntimeOpRelease   = "release"
+	// Delegation from inside a run the runtime holds (the delegation
+	// service answers them): the agents it may delegate to, a task for one
+	// of them, a delegated task's state, its artifacts' content, its cancel.
+	RuntimeOpDelegateAgents   = "delegate_agents"
+	RuntimeOpDelegateSend     = "delegate_send"
+	RuntimeOpDelegateGet      = "delegate_get"
+	RuntimeOpDelegateArtifact = "delegate_artifact"
+	RuntimeOpDelegateCancel   = "delegate_cancel"
 )
 
 // RuntimeSubject is the subject of a runtime operation. The NATS server only

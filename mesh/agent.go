@@ -13,10 +13,13 @@ type Agent struct {
 	// Public lets anyone send tasks to the agent and read them through the
 	// A2A door without a credential (rate-limited per client address). Off by
 	// default: the agent card is public, everything else needs a credential.
-	Public    bool      `json:"public,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-	Revision  uint64    `json:"revision"`
+	Public bool `json:"public,omitempty"`
+	// Delegation says which agents this agent may hand tasks to from inside
+	// its work (the tools its runtime gives the host); nil: none.
+	Delegation *DelegationPolicy `json:"delegation,omitempty"`
+	CreatedAt  time.Time         `json:"created_at"`
+	UpdatedAt  time.Time         `json:"updated_at"`
+	Revision   uint64            `json:"revision"`
 }
 
 // Skill is something an agent says it can do; the A2A agent card lists them.
@@ -28,4 +31,30 @@ type Skill struct {
 	Examples    []string `json:"examples,omitempty"`
 	InputModes  []string `json:"input_modes,omitempty"`
 	OutputModes []string `json:"output_modes,omitempty"`
+}
+
+// DelegationPolicy is who an agent may delegate to from inside its work: the
+// agents named, and (Public) every public agent. The platform enforces it;
+// routing rules, which the owner writes, need no policy.
+type DelegationPolicy struct {
+	// Agents are the ids of the agents it may delegate to.
+	Agents []string `json:"agents,omitempty"`
+	// Public also allows every agent whose A2A door is public.
+	Public bool `json:"public,omitempty"`
+}
+
+// Allows reports whether the policy lets its agent delegate to target.
+func (p *DelegationPolicy) Allows(target *Agent) bool {
+	if p == nil || target == nil {
+		return false
+	}
+	if p.Public && target.Public {
+		return true
+	}
+	for _, id := range p.Agents {
+		if id == target.ID {
+			return true
+		}
+	}
+	return false
 }

@@ -33,6 +33,9 @@ const (
 	// address (loopback, private, link-local…) on a platform that does not
 	// allow private webhook targets.
 	CodeTargetNotAllowed Code = "TARGET_NOT_ALLOWED"
+	// CodeDelegationNotAllowed refuses a delegation from inside an agent's
+	// work to an agent its delegation policy does not name.
+	CodeDelegationNotAllowed Code = "DELEGATION_NOT_ALLOWED"
 )
 
 // Reasons recorded in a failed run's error.code by the platform itself.

@@ -36,6 +36,8 @@ type CreateAgentRequest struct {
 	Skills       []mesh.Skill `json:"skills,omitempty"`
 	// Public opens the agent's A2A door to callers without a credential.
 	Public bool `json:"public,omitempty"`
+	// Delegation is who the agent may delegate to from inside its work.
+	Delegation *mesh.DelegationPolicy `json:"delegation,omitempty"`
 }
 
 // UpdateAgentRequest edits an agent; nil fields stay as they are.
@@ -46,6 +48,9 @@ type UpdateAgentRequest struct {
 	Instructions *string       `json:"instructions,omitempty"`
 	Skills       *[]mesh.Skill `json:"skills,omitempty"`
 	Public       *bool         `json:"public,omitempty"`
+	// Delegation replaces the agent's delegation policy; an empty policy
+	// ({}) allows no one.
+	Delegation *mesh.DelegationPolicy `json:"delegation,omitempty"`
 }
 
 // GetAgentRequest names an agent.

@@ -19,6 +19,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/ledger"
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/a2amesh/a2amesh/internal/toolserver"
 	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -130,7 +131,19 @@ func newStart(g *globals) *cobra.Command {
 				log.Info().Str("status", "http://"+status.Addr()).Msg("status port: /metrics and /healthz")
 			}
 			store := g.store()
+			// Hosts get the delegation tools of their run when the
+			// transport speaks the delegation operations (NATS).
+			var tools *toolserver.Server
+			if rc, ok := connector.Delegation(tr); ok {
+				if tools, err = toolserver.Start(toolserver.Config{Platform: rc}); err != nil {
+					return fmt.Errorf("tool server: %w", err)
+				}
+				defer func() { _ = tools.Close() }()
+			} else {
+				log.Info().Msg("delegation tools off: hosts are given them over the NATS transport only")
+			}
 			c := connector.NewRuntime(connector.RuntimeConfig{
+				Tools:   tools,
 				AgentID: p.AgentID, RuntimeID: p.RuntimeID, Transport: tr, Hello: hello, API: api, Adapter: adapter,
 				Ledger: led, Platform: p.Platform, Concurrency: concurrency, TaskTimeout: taskTimeout, DrainGrace: drainGrace,
 				AdapterWait: adapterWait,

@@ -42,6 +42,23 @@ type RunTaskRequest struct {
 	// them in the host's environment only, never logs them and never
 	// writes them to files. Old adapters ignore the field.
 	Environment *Environment `json:"environment,omitempty"`
+	// Tools is a tool server the runtime serves for this run (the mesh's
+	// delegation tools). Its capability is a secret: an adapter puts it
+	// only in the host's tool configuration, never in logs, arguments or
+	// the task JSON it hands the host. Old adapters ignore the field.
+	Tools *Tools `json:"tools,omitempty"`
+}
+
+// Tools is a Model Context Protocol server (streamable HTTP, on loopback)
+// for one run, valid while the run runs.
+type Tools struct {
+	// MCPURL is the server's endpoint.
+	MCPURL string `json:"mcp_url"`
+	// Capability is the bearer token of the run's tools.
+	Capability string `json:"capability"`
+	// FolderHeader names the header that tells the server the run's
+	// folder (files are read from and saved into it).
+	FolderHeader string `json:"folder_header,omitempty"`
 }
 
 // Environment is a task's host environment. The platform refuses variables

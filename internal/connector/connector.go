@@ -16,6 +16,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/ledger"
+	"github.com/a2amesh/a2amesh/internal/toolserver"
 	"github.com/rs/zerolog"
 )
 
@@ -70,6 +71,10 @@ type Config struct {
 	// returns its spare heap to the system (see idle.go). Default 5s;
 	// negative never trims.
 	IdleTrim time.Duration
+	// Tools serves each run's delegation tools to its host (the adapter
+	// gets their address and capability in the run-task request, the
+	// capability revoked when the run's turn ends); nil gives none.
+	Tools *toolserver.Server
 	// Metrics records what the runtime does; nil records nothing.
 	Metrics *Metrics
 	Logger  zerolog.Logger

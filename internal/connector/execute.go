@@ -10,6 +10,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/ledger"
+	"github.com/a2amesh/a2amesh/internal/toolserver"
 	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -49,6 +50,17 @@ func (c *Connector) execute(run *mesh.TaskRun) {
 		progress.close()
 		c.failRun(ctx, run, CodeAttachmentUnavailable, err.Error())
 		return
+	}
+	if c.cfg.Tools != nil {
+		capability, closeTools, err := c.cfg.Tools.Open(run.ID)
+		if err != nil {
+			// The host works without them rather than not at all.
+			log.Warn().Err(err).Msg("delegation tools unavailable for this run")
+		} else {
+			// The capability dies with the turn, however it ends.
+			defer closeTools()
+			req.Tools = &adapterapi.Tools{MCPURL: c.cfg.Tools.URL(), Capability: capability, FolderHeader: toolserver.FolderHeader}
+		}
 	}
 	began := time.Now()
 	reply, err := c.cfg.Adapter.Run(tctx, req, func(l adapterapi.StreamLine) {

@@ -10,6 +10,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/ledger"
+	"github.com/a2amesh/a2amesh/internal/toolserver"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
@@ -44,8 +45,11 @@ type RuntimeConfig struct {
 	HeartbeatInterval time.Duration
 	RenewInterval     time.Duration
 	OnHeartbeat       func(at time.Time)
-	Metrics           *Metrics
-	Logger            zerolog.Logger
+	// Tools serves each run's delegation tools to its host; nil gives the
+	// host none.
+	Tools   *toolserver.Server
+	Metrics *Metrics
+	Logger  zerolog.Logger
 }
 
 // NewRuntime builds the official runtime: artifacts stored and input
@@ -73,6 +77,7 @@ func NewRuntime(cfg RuntimeConfig) *Connector {
 		AdapterWait:       cfg.AdapterWait,
 		HeartbeatInterval: cfg.HeartbeatInterval, RenewInterval: cfg.RenewInterval,
 		OnHeartbeat: cfg.OnHeartbeat,
+		Tools:       cfg.Tools,
 		CheckCredential: func(ctx context.Context) error {
 			_, err := HTTPHello(ctx, cfg.API)
 			return err

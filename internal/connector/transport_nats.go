@@ -227,3 +227,14 @@ func (t *natsTransport) Close() {
 	}
 	t.conn.Drain(2 * time.Second)
 }
+
+// Delegation returns the runtime's client for the delegation operations
+// of the runs it holds (the tool server's platform), when the transport
+// speaks them: only the NATS transport does.
+func Delegation(tr Transport) (*meshapi.RuntimeClient, bool) {
+	n, ok := tr.(*natsTransport)
+	if !ok {
+		return nil, false
+	}
+	return n.rc, true
+}

@@ -56,6 +56,10 @@ type ToolCall struct {
 	Name string
 	// Args are its arguments.
 	Args map[string]any
+	// Namespace, for the Responses API, is the namespace tool the called
+	// tool belongs to (hosts that group tools, e.g. an MCP server's, under
+	// one namespace); empty for a top-level tool.
+	Namespace string
 }
 
 // Respond decides the reply to a request.
@@ -311,6 +315,23 @@ func (r *Request) Tools() []string {
 		}
 	}
 	return names
+}
+
+// NamespaceOf returns the namespace tool (Responses API) that offers a tool
+// of that name, or "".
+func (r *Request) NamespaceOf(name string) string {
+	tools, _ := r.decoded["tools"].([]any)
+	for _, t := range tools {
+		m, _ := t.(map[string]any)
+		inner, _ := m["tools"].([]any)
+		for _, it := range inner {
+			if im, ok := it.(map[string]any); ok && im["name"] == name {
+				ns, _ := m["name"].(string)
+				return ns
+			}
+		}
+	}
+	return ""
 }
 
 // HasTool reports whether the request offered a tool of that name.

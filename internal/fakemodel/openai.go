@@ -31,8 +31,12 @@ func responsesEvents(r *Request, reply Reply) (map[string]any, []map[string]any)
 			"content": []any{map[string]any{"type": "output_text", "text": reply.Text, "annotations": []any{}}}})
 	}
 	if reply.Tool != nil {
-		output = append(output, map[string]any{"type": "function_call", "id": nextID("fc"), "call_id": nextID("call"),
-			"name": reply.Tool.Name, "arguments": argsJSON(reply.Tool), "status": "completed"})
+		call := map[string]any{"type": "function_call", "id": nextID("fc"), "call_id": nextID("call"),
+			"name": reply.Tool.Name, "arguments": argsJSON(reply.Tool), "status": "completed"}
+		if reply.Tool.Namespace != "" {
+			call["namespace"] = reply.Tool.Namespace
+		}
+		output = append(output, call)
 	}
 	if output == nil {
 		output = []any{}

@@ -85,11 +85,18 @@ func (c *Claude) Run(ctx context.Context, t *Task, progress func(Progress)) (*Re
 			// Instructions too long for an argument travel with the prompt.
 			system, prompt = "", promptWithContext(t)
 		}
-		return invocation{args: c.args(system, resume), stdin: prompt, parser: newClaudeParser(report)}, nil
+		tools, err := claudeMCPArgs(t)
+		if err != nil {
+			return invocation{}, err
+		}
+		return invocation{args: append(c.args(system, resume, tools != nil), tools...), stdin: prompt, parser: newClaudeParser(report)}, nil
 	})
 }
 
-func (c *Claude) args(system, resume string) []string {
+// args are Claude Code's arguments; with meshTools, the mesh's MCP tools
+// are allowed too (print mode cannot ask, and the platform, not the host,
+// decides what a delegation may do).
+func (c *Claude) args(system, resume string, meshTools bool) []string {
 	args := []string{"-p", "--output-format", "stream-json", "--verbose"}
 	if resume != "" {
 		args = append(args, "--resume", resume)
@@ -103,8 +110,12 @@ func (c *Claude) args(system, resume string) []string {
 	if c.cfg.PermissionMode != "" {
 		args = append(args, "--permission-mode", c.cfg.PermissionMode)
 	}
-	if c.cfg.AllowedTools != "" {
-		args = append(args, "--allowedTools", c.cfg.AllowedTools)
+	allowed := c.cfg.AllowedTools
+	if meshTools {
+		allowed = strings.TrimPrefix(allowed+","+claudeMeshTools, ",")
+	}
+	if allowed != "" {
+		args = append(args, "--allowedTools", allowed)
 	}
 	if c.cfg.MaxTurns > 0 {
 		args = append(args, "--max-turns", strconv.Itoa(c.cfg.MaxTurns))

@@ -81,7 +81,8 @@ func (c *Codex) Name() string { return codexHost.name }
 // gone.
 func (c *Codex) Run(ctx context.Context, t *Task, progress func(Progress)) (*Result, error) {
 	return c.host.run(ctx, t, progress, func(resume string, report func(string)) (invocation, error) {
-		return invocation{args: c.args(t, resume), stdin: promptWithContext(t), parser: newCodexParser(report)}, nil
+		_, env := codexMCPArgs(t)
+		return invocation{args: c.args(t, resume), env: env, stdin: promptWithContext(t), parser: newCodexParser(report)}, nil
 	})
 }
 
@@ -90,6 +91,8 @@ func (c *Codex) args(t *Task, resume string) []string {
 	if c.cfg.Model != "" {
 		args = append(args, "-m", c.cfg.Model)
 	}
+	tools, _ := codexMCPArgs(t)
+	args = append(args, tools...)
 	if resume != "" {
 		return append(args, "resume", resume, "-")
 	}

@@ -39,7 +39,8 @@ type CommandConfig struct {
 // directory. stdout, without its trailing line ends, becomes
 // output.text, and files written to $A2A_OUTPUT_DIR become artifact write
 // requests. Lines on stderr starting with "progress:" are progress reports
-// (see ParseProgressLine). A non-zero exit is a failure quoting the exit
+// (see ParseProgressLine). When the run has the mesh's tools, A2A_MCP_CONFIG
+// names their MCP configuration (see commandMCPEnv). A non-zero exit is a failure quoting the exit
 // status and the end of stderr.
 type Command struct {
 	cfg  CommandConfig
@@ -86,13 +87,17 @@ func (c *Command) Run(ctx context.Context, t *Task, progress func(Progress)) (*R
 	}
 	// The outputs travel in the reply; the conversation directory stays.
 	defer func() { _ = t.RemoveRunDir() }()
+	toolEnv, err := commandMCPEnv(t)
+	if err != nil {
+		return nil, err
+	}
 
 	stdout := &cappedBuffer{max: c.cfg.MaxStdoutBytes}
-	err := RunProcess(ctx, Process{
+	err = RunProcess(ctx, Process{
 		Path:       c.path,
 		Args:       c.cfg.Argv,
 		Dir:        t.Workdir,
-		Env:        append(append(slices.Clip(c.cfg.Env), t.CallerEnv()...), t.Env()...),
+		Env:        append(append(append(slices.Clip(c.cfg.Env), t.CallerEnv()...), t.Env()...), toolEnv...),
 		Stdin:      strings.NewReader(t.Text),
 		Stdout:     stdout,
 		StderrLine: progressLines(progress),

@@ -111,11 +111,15 @@ func (g *Gemini) Name() string { return geminiHost.name }
 // are gone.
 func (g *Gemini) Run(ctx context.Context, t *Task, progress func(Progress)) (*Result, error) {
 	return g.host.run(ctx, t, progress, func(resume string, report func(string)) (invocation, error) {
+		tools, err := geminiMCPEnv(t)
+		if err != nil {
+			return invocation{}, err
+		}
 		return invocation{
 			args:   g.args(resume),
 			stdin:  promptWithContext(t),
 			parser: newGeminiParser(report),
-			env:    []string{geminiTrustEnv},
+			env:    append([]string{geminiTrustEnv}, tools...),
 			stderrLine: func(line string) {
 				if msg := geminiRetryProgress(line); msg != "" {
 					report(msg)

@@ -61,10 +61,11 @@ type Task struct {
 // nothing. raw is the request body as received; instructions is the
 // adapter's instruction file text.
 func NewTask(req adapterapi.RunTaskRequest, raw []byte, root, instructions string) *Task {
-	if req.Environment != nil {
-		// The host gets the caller's variables in its environment; the
-		// task file and A2A_TASK_JSON must not carry them as well.
-		raw = withoutEnvironment(raw)
+	if req.Environment != nil || req.Tools != nil {
+		// The host gets the caller's variables in its environment and the
+		// tools' capability in its tool configuration; the task file and
+		// A2A_TASK_JSON must not carry them as well.
+		raw = withoutSecrets(raw)
 	}
 	conv := conversationDirName(req.ConversationID, req.TaskRunID)
 	workdir := filepath.Join(root, conv)
@@ -226,13 +227,14 @@ func (t *Task) CallerEnv() []string {
 	return appendEnv(env, "A2A_WORKING_DIRECTORY", e.WorkingDirectory)
 }
 
-// withoutEnvironment removes the environment from a request body.
-func withoutEnvironment(raw []byte) []byte {
+// withoutSecrets removes the environment and the tools from a request body.
+func withoutSecrets(raw []byte) []byte {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil {
 		return raw
 	}
 	delete(m, "environment")
+	delete(m, "tools")
 	b, err := json.Marshal(m)
 	if err != nil {
 		return raw

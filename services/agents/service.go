@@ -108,6 +108,7 @@ func (s *Service) create(ctx context.Context, req *bus.Request) (any, error) {
 		Instructions: in.Instructions,
 		Skills:       in.Skills,
 		Public:       in.Public,
+		Delegation:   normalPolicy(in.Delegation),
 		CreatedAt:    now,
 		UpdatedAt:    now,
 	}
@@ -193,6 +194,9 @@ func (s *Service) update(ctx context.Context, req *bus.Request) (any, error) {
 		}
 		if in.Public != nil {
 			a.Public = *in.Public
+		}
+		if in.Delegation != nil {
+			a.Delegation = normalPolicy(in.Delegation)
 		}
 		a.UpdatedAt = time.Now().UTC()
 		return validate(a)
@@ -326,6 +330,9 @@ func validate(a *mesh.Agent) error {
 	case len(a.Skills) > maxSkills:
 		return mesh.Errorf(mesh.CodeInvalidRequest, "more than %d skills", maxSkills)
 	}
+	if err := validatePolicy(a); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for i, sk := range a.Skills {
 		if strings.TrimSpace(sk.ID) == "" || strings.TrimSpace(sk.Name) == "" {
@@ -335,6 +342,44 @@ func validate(a *mesh.Agent) error {
 			return mesh.Errorf(mesh.CodeInvalidRequest, "skill id %q appears twice", sk.ID)
 		}
 		seen[sk.ID] = true
+	}
+	return nil
+}
+
+// maxDelegates bounds an agent's delegation allow-list.
+const maxDelegates = 100
+
+// normalPolicy keeps a policy that allows someone; one that allows no one
+// is no policy.
+func normalPolicy(p *mesh.DelegationPolicy) *mesh.DelegationPolicy {
+	if p == nil || (!p.Public && len(p.Agents) == 0) {
+		return nil
+	}
+	return &mesh.DelegationPolicy{Agents: p.Agents, Public: p.Public}
+}
+
+// validatePolicy checks the allow-list's shape. The agents it names need
+// not exist yet (nor still): the platform checks the target at each
+// delegation.
+func validatePolicy(a *mesh.Agent) error {
+	p := a.Delegation
+	if p == nil {
+		return nil
+	}
+	if len(p.Agents) > maxDelegates {
+		return mesh.Errorf(mesh.CodeInvalidRequest, "delegation.agents names more than %d agents", maxDelegates)
+	}
+	seen := map[string]bool{}
+	for i, id := range p.Agents {
+		switch {
+		case !mesh.ValidID(id):
+			return mesh.Errorf(mesh.CodeInvalidRequest, "delegation.agents[%d] is not an agent id", i)
+		case id == a.ID:
+			return mesh.Errorf(mesh.CodeInvalidRequest, "delegation.agents[%d] is the agent itself", i)
+		case seen[id]:
+			return mesh.Errorf(mesh.CodeInvalidRequest, "delegation.agents names %s twice", id)
+		}
+		seen[id] = true
 	}
 	return nil
 }

@@ -77,6 +77,13 @@ func (s *Service) sendToAgent(ctx context.Context, parent *mesh.TaskRun, childID
 	if skill, _ := parent.Metadata[meshapi.SkillKey].(string); skill != "" {
 		msg.Metadata = map[string]any{"skillId": skill}
 	}
+	return s.sendMessage(ctx, parent, target, msg)
+}
+
+// sendMessage sends msg to the target's door for the parent's agent and
+// returns the task id the door answered. Calls that fail for a passing
+// reason are retried; the message id makes a repeat the same task.
+func (s *Service) sendMessage(ctx context.Context, parent *mesh.TaskRun, target string, msg *a2a.Message) (string, error) {
 	var id string
 	err := s.retry(ctx, func() error {
 		c, err := s.agentClient(ctx, parent, target)

@@ -141,8 +141,13 @@ func (s *Service) handOver(ctx context.Context, parent *mesh.TaskRun) (*mesh.Tas
 // checkChain refuses a delegation that would come back to an agent of the
 // chain, or make it longer than the limit.
 func (s *Service) checkChain(ctx context.Context, parent *mesh.TaskRun) error {
+	return s.checkChainTo(ctx, parent, parent.DelegatedTo.AgentID)
+}
+
+// checkChainTo refuses a delegation of parent's work to target that would
+// come back to an agent of the chain, or make it longer than the limit.
+func (s *Service) checkChainTo(ctx context.Context, parent *mesh.TaskRun, target string) error {
 	chain := append(slices.Clone(parent.DelegationChain), parent.TargetAgentID)
-	target := parent.DelegatedTo.AgentID
 	if slices.Contains(chain, target) {
 		return &mesh.RunError{
 			Code:    mesh.ReasonDelegationLoop,

@@ -29,6 +29,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/a2atoken"
+	"github.com/a2amesh/a2amesh/internal/runtimedir"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
@@ -92,8 +93,12 @@ type Service struct {
 
 	consume jetstream.ConsumeContext
 
+	runtimes *runtimedir.Directory
+	objects  jetstream.ObjectStore
+
 	mu      sync.Mutex
-	follows map[string]*follow // by parent run id
+	follows map[string]*follow    // by parent run id
+	turns   map[string]*turnWatch // runs with tasks delegated from inside their work
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -103,7 +108,7 @@ type Service struct {
 // New returns a service; Start runs it.
 func New(cfg Config) *Service {
 	cfg.defaults()
-	return &Service{cfg: cfg, log: cfg.Logger, follows: map[string]*follow{}}
+	return &Service{cfg: cfg, log: cfg.Logger, follows: map[string]*follow{}, turns: map[string]*turnWatch{}}
 }
 
 // Start loads the rules, answers on the bus, takes delegated runs from its
@@ -126,15 +131,22 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.rules, err = startRuleBook(ctx, s.js, s.log); err != nil {
 		return err
 	}
+	if s.runtimes, err = runtimedir.Open(ctx, s.js, runtimedir.Options{Logger: s.log}); err != nil {
+		return err
+	}
+	if s.objects, err = s.js.ObjectStore(ctx, bus.ObjectArtifacts); err != nil {
+		return err
+	}
 	if err := s.serve(); err != nil {
 		return err
 	}
 	if err := s.startQueue(ctx); err != nil {
 		return err
 	}
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.renewLoop()
 	go s.resume()
+	go s.resumeTurns()
 	return nil
 }
 
@@ -162,6 +174,18 @@ func (s *Service) serve() error {
 			return err
 		}
 	}
+	runtimeOps := map[string]bus.HandlerFunc{
+		bus.RuntimeOpDelegateAgents:   s.handleDelegateAgents,
+		bus.RuntimeOpDelegateSend:     s.handleDelegateSend,
+		bus.RuntimeOpDelegateGet:      s.handleDelegateGet,
+		bus.RuntimeOpDelegateArtifact: s.handleDelegateArtifact,
+		bus.RuntimeOpDelegateCancel:   s.handleDelegateCancel,
+	}
+	for op, h := range runtimeOps {
+		if err := s.svc.Handle("runtime_"+op, bus.RuntimeSubjectPattern(op), h); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -186,5 +210,8 @@ func (s *Service) Stop(grace time.Duration) {
 	}
 	if s.rules != nil {
 		s.rules.stop()
+	}
+	if s.runtimes != nil {
+		s.runtimes.Close()
 	}
 }

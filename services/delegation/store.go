@@ -3,6 +3,7 @@ package delegation
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,6 +26,29 @@ func remoteKey(partnerID, remoteTaskID string) string {
 	return "remote." + partnerID + "." + secret.Hash(remoteTaskID)[:40]
 }
 
+// childKey links a run to a task it delegated from inside its work.
+func childKey(parentID, childID string) string { return "child." + parentID + "." + childID }
+
+// childrenOf filters the keys of a run's children ("child.*.*": all).
+func childrenOf(parentID string) string { return "child." + parentID + ".*" }
+
+// childRecord is a task a run delegated from inside its work.
+type childRecord struct {
+	ParentID string `json:"parent_task_run_id"`
+	ChildID  string `json:"task_run_id"`
+	AgentID  string `json:"agent_id"`
+	// RequestID is the runtime's id of the send, so a send repeated (its
+	// answer lost) finds the task it made.
+	RequestID string `json:"request_id,omitempty"`
+	// Attempt is the parent's attempt (turn) that delegated it: the task is
+	// canceled when that turn ends.
+	Attempt   int       `json:"attempt"`
+	CreatedAt time.Time `json:"created_at"`
+	// Settled is set once the parent's turn ended and the task was
+	// canceled or had ended already.
+	Settled bool `json:"settled,omitempty"`
+}
+
 // partnerRecord is a partner with its secrets: the shared secret its
 // callbacks are signed with, and the API key this platform sends it.
 type partnerRecord struct {
@@ -44,6 +68,7 @@ type store struct {
 	rules    *bus.Records[meshapi.RoutingRule]
 	partners *bus.Records[partnerRecord]
 	remotes  *bus.Records[remoteRecord]
+	children *bus.Records[childRecord]
 }
 
 func openStore(ctx context.Context, js jetstream.JetStream) (*store, error) {
@@ -59,7 +84,11 @@ func openStore(ctx context.Context, js jetstream.JetStream) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &store{rules: rules, partners: partners, remotes: remotes}, nil
+	children, err := bus.OpenRecords[childRecord](ctx, js, bus.BucketDelegation)
+	if err != nil {
+		return nil, err
+	}
+	return &store{rules: rules, partners: partners, remotes: remotes, children: children}, nil
 }
 
 // partner returns a partner with its secrets.
@@ -84,5 +113,27 @@ func keys(ctx context.Context, kv jetstream.KeyValue, filter string) ([]string, 
 	for k := range lister.Keys() {
 		out = append(out, k)
 	}
+	return out, nil
+}
+
+// childrenOfRun returns the tasks a run delegated from inside its work,
+// oldest first.
+func (st *store) childrenOfRun(ctx context.Context, parentID string) ([]*childRecord, error) {
+	ks, err := keys(ctx, st.children.KV(), childrenOf(parentID))
+	if err != nil {
+		return nil, err
+	}
+	var out []*childRecord
+	for _, k := range ks {
+		c, _, err := st.children.Get(ctx, k)
+		if errors.Is(err, mesh.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b *childRecord) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out, nil
 }

@@ -78,6 +78,27 @@ func (s *Service) node(ctx context.Context, run *mesh.TaskRun, names map[string]
 			PartnerID: d.PartnerID, RemoteTaskID: d.RemoteTaskID, Status: state, CreatedAt: d.DelegatedAt, Children: []meshapi.TraceNode{},
 		})
 	}
+	if depth >= maxTraceHops {
+		return n, nil
+	}
+	children, err := s.store.childrenOfRun(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range children {
+		child, err := s.client.GetTaskRun(ctx, c.ChildID)
+		if errors.Is(err, mesh.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		cn, err := s.node(ctx, child, names, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		n.Children = append(n.Children, *cn)
+	}
 	return n, nil
 }
 

@@ -27,7 +27,7 @@ func httpStatus(code mesh.Code) int {
 	case mesh.CodeUnauthorized, mesh.CodeInvalidPairing, mesh.CodeRuntimeRevoked:
 		// 401 tells a runtime to pair the same agent again (seed 001 §4.7).
 		return http.StatusUnauthorized
-	case mesh.CodeForbidden:
+	case mesh.CodeForbidden, mesh.CodeDelegationNotAllowed:
 		return http.StatusForbidden
 	case mesh.CodeNotFound:
 		return http.StatusNotFound

@@ -367,8 +367,36 @@ export async function agentView(main, { id: agentId }, nav) {
         h('dt', {}, 'Skills'), h('dd', {}, skills.length
           ? h('ul', {}, skills.map((s) => h('li', {}, h('strong', {}, s.name), s.description ? ` — ${s.description}` : '')))
           : '—'),
+        h('dt', {}, 'May delegate to'), h('dd', { id: 'delegates' }, delegates()),
         h('dt', {}, 'Created'), h('dd', {}, time(agent.created_at))),
       deleteZone());
+      nameDelegates();
+    }
+
+    // delegates is who the agent may hand tasks to from inside its work
+    // (its delegation policy, set through the API), each a link to its page.
+    function delegates() {
+      const policy = agent.delegation || {};
+      const ids = policy.agents || [];
+      if (!ids.length && !policy.public) return 'No other agent';
+      const items = ids.map((id) => h('li', {}, h('a', { href: `/agents/${encodeURIComponent(id)}`, 'data-agent-id': id }, id)));
+      if (policy.public) items.push(h('li', {}, 'every public agent'));
+      return h('ul', {}, items);
+    }
+
+    // nameDelegates replaces the ids of the delegates' links with their names.
+    async function nameDelegates() {
+      const links = body.querySelectorAll('#delegates a[data-agent-id]');
+      if (!links.length) return;
+      let names;
+      try {
+        const list = await api('GET', '/agent-accounts');
+        names = new Map((list.agents || []).map((a) => [a.agent_id, a.name]));
+      } catch { return; /* the ids stay */ }
+      for (const a of links) {
+        const name = names.get(a.dataset.agentId);
+        if (name) a.textContent = name;
+      }
     }
 
     // deleteZone deletes the agent after a second click: its machines are

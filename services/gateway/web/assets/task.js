@@ -120,19 +120,27 @@ export async function taskView(main, { id: runId }, nav) {
   // once more after it, so the last change is always shown.
   let traceBusy = false;
   let traceAgain = false;
+  // A run that hands tasks to other agents from inside its work has no
+  // mark of it on its record: its tree is read too, and shown once it has
+  // a branch.
   async function loadTrace() {
-    if (!run.parent_task_run_id && !run.delegated_to) return;
+    const linked = run.parent_task_run_id || run.delegated_to;
     if (traceBusy) { traceAgain = true; return; }
     traceBusy = true;
     do {
       traceAgain = false;
       try {
         const tree = await api('GET', `/task-runs/${encodeURIComponent(runId)}/trace`);
-        replace(traceBox, h('ul', { class: 'trace', 'aria-label': 'Delegation tree' }, hop(tree)));
+        if (linked || (tree.children || []).length) {
+          replace(traceBox, h('ul', { class: 'trace', 'aria-label': 'Delegation tree' }, hop(tree)));
+          traceSection.hidden = false;
+        }
       } catch (err) {
-        replace(traceBox, h('p', { class: 'form-error' }, `The delegation could not be loaded. ${explain(err)}`));
+        if (linked) {
+          replace(traceBox, h('p', { class: 'form-error' }, `The delegation could not be loaded. ${explain(err)}`));
+          traceSection.hidden = false;
+        }
       }
-      traceSection.hidden = false;
     } while (traceAgain);
     traceBusy = false;
   }

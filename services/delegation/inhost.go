@@ -1,0 +1,334 @@
+package delegation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/nats-io/nats.go"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// Delegation from inside a run: the runtime that holds a run asks, on its
+// own subjects, to hand another agent a task for it. The platform checks
+// everything the runtime cannot be trusted with: that it holds the run now,
+// that the agent's delegation policy allows the target, and the chain's
+// loop and depth limits. The task then goes through the target's A2A door
+// exactly as a routing rule's does (a token the platform signs for the
+// delegating agent, the run as parent), and is canceled when the turn of
+// the run that asked for it ends.
+
+// Limits of what a runtime may send and fetch over the bus (a message is
+// at most a few MiB; files travel base64-encoded).
+const (
+	maxDelegateText     = 1 << 20
+	maxDelegateFiles    = 16
+	maxDelegateFileSize = 2 << 20
+	maxDelegateWait     = 20 * time.Second
+	maxArtifactFetch    = 2 << 20
+)
+
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// heldRun returns the run the runtime named, if it is running on that
+// runtime now: a runtime acts only for runs it holds.
+func (s *Service) heldRun(ctx context.Context, req *bus.Request, runID string) (*mesh.TaskRun, error) {
+	agentID, runtimeID, _, ok := bus.ParseRuntimeSubject(req.Subject)
+	if !ok {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "not a runtime subject")
+	}
+	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
+		return nil, err
+	}
+	if !mesh.ValidID(runID) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "task_run_id is required")
+	}
+	run, err := s.client.GetTaskRun(ctx, runID)
+	if errors.Is(err, mesh.ErrNotFound) || (err == nil && run.TargetAgentID != agentID) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "task run %s not found", runID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if run.Status != mesh.StatusRunning || run.RuntimeID != runtimeID {
+		return nil, mesh.Errorf(mesh.CodeConflict, "task run %s is not running on this runtime: only a run the runtime holds may delegate", runID)
+	}
+	return run, nil
+}
+
+// delegatedChild returns a task the held run delegated.
+func (s *Service) delegatedChild(ctx context.Context, parent *mesh.TaskRun, childID string) (*mesh.TaskRun, error) {
+	if mesh.ValidID(childID) {
+		child, err := s.client.GetTaskRun(ctx, childID)
+		if err == nil && child.ParentTaskRunID == parent.ID {
+			return child, nil
+		}
+		if err != nil && !errors.Is(err, mesh.ErrNotFound) {
+			return nil, err
+		}
+	}
+	return nil, mesh.Errorf(mesh.CodeNotFound, "task %q was not delegated by task run %s", childID, parent.ID)
+}
+
+func (s *Service) handleDelegateAgents(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.DelegateAgentsRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	run, err := s.heldRun(ctx, req, in.TaskRunID)
+	if err != nil {
+		return nil, err
+	}
+	self, err := s.agent(ctx, run.TargetAgentID)
+	if err != nil {
+		return nil, err
+	}
+	out := meshapi.DelegateAgentList{Agents: []meshapi.DelegateAgent{}}
+	if self.Delegation == nil {
+		return out, nil
+	}
+	all, err := s.client.ListAgents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range all.Agents {
+		a := &all.Agents[i]
+		if a.ID == self.ID || !self.Delegation.Allows(a) {
+			continue
+		}
+		out.Agents = append(out.Agents, meshapi.DelegateAgent{
+			AgentID: a.ID, Name: a.Name, Description: a.Description, Skills: a.Skills, Online: s.online(ctx, a.ID),
+		})
+	}
+	return out, nil
+}
+
+// online reports whether one of the agent's runtimes is online.
+func (s *Service) online(ctx context.Context, agentID string) bool {
+	for _, rt := range s.runtimes.AgentRuntimes(agentID) {
+		if rt.State == mesh.RuntimeActive && s.runtimes.Online(ctx, rt.ID) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Service) handleDelegateSend(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.DelegateSendRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	parent, err := s.heldRun(ctx, req, in.TaskRunID)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSend(in); err != nil {
+		return nil, err
+	}
+	if prev, err := s.sentBefore(ctx, parent.ID, in.RequestID); err != nil || prev != nil {
+		if prev != nil {
+			return meshapi.DelegateSendResponse{TaskRunID: prev.ChildID, AgentID: prev.AgentID}, nil
+		}
+		return nil, err
+	}
+	if err := s.allowed(ctx, parent.TargetAgentID, in.AgentID); err != nil {
+		return nil, err
+	}
+	if err := s.checkChainTo(ctx, parent, in.AgentID); err != nil {
+		var re *mesh.RunError
+		if errors.As(err, &re) {
+			return nil, &mesh.Error{Code: mesh.Code(re.Code), Message: re.Message}
+		}
+		return nil, err
+	}
+	parts := []*a2a.Part{a2a.NewTextPart(in.Text)}
+	for _, f := range in.Files {
+		p := a2a.NewRawPart(f.Content)
+		p.Filename, p.MediaType = f.Name, f.MimeType
+		parts = append(parts, p)
+	}
+	msg := a2a.NewMessage(a2a.MessageRoleUser, parts...)
+	msg.ID = fmt.Sprintf("delegation.%s.%s", parent.ID, in.RequestID)
+	childID, err := s.sendMessage(ctx, parent, in.AgentID, msg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.linkChild(ctx, parent, childID, in.AgentID, in.RequestID); err != nil {
+		return nil, err
+	}
+	return meshapi.DelegateSendResponse{TaskRunID: childID, AgentID: in.AgentID}, nil
+}
+
+func checkSend(in meshapi.DelegateSendRequest) error {
+	switch {
+	case !requestIDPattern.MatchString(in.RequestID):
+		return mesh.Errorf(mesh.CodeInvalidRequest, "request_id must be 1-64 letters, digits, - or _")
+	case in.Text == "":
+		return mesh.Errorf(mesh.CodeInvalidRequest, "text is required")
+	case len(in.Text) > maxDelegateText:
+		return mesh.Errorf(mesh.CodePayloadTooLarge, "text is longer than %d bytes", maxDelegateText)
+	case len(in.Files) > maxDelegateFiles:
+		return mesh.Errorf(mesh.CodeInvalidRequest, "more than %d files", maxDelegateFiles)
+	}
+	total := 0
+	for _, f := range in.Files {
+		if f.Name == "" {
+			return mesh.Errorf(mesh.CodeInvalidRequest, "every file needs a name")
+		}
+		total += len(f.Content)
+	}
+	if total > maxDelegateFileSize {
+		return mesh.Errorf(mesh.CodePayloadTooLarge, "files hold %d bytes, over the limit of %d", total, maxDelegateFileSize)
+	}
+	return nil
+}
+
+// allowed checks the delegating agent's policy: the platform's decision,
+// whatever the runtime asks.
+func (s *Service) allowed(ctx context.Context, from, to string) error {
+	self, err := s.agent(ctx, from)
+	if err != nil {
+		return err
+	}
+	if to == from {
+		return mesh.Errorf(mesh.CodeDelegationNotAllowed, "agent %s may not delegate to itself", s.describeAgent(ctx, from))
+	}
+	target, err := s.agent(ctx, to)
+	if errors.Is(err, mesh.ErrNotFound) {
+		return mesh.Errorf(mesh.CodeNotFound, "agent %q not found", to)
+	}
+	if err != nil {
+		return err
+	}
+	if !self.Delegation.Allows(target) {
+		return mesh.Errorf(mesh.CodeDelegationNotAllowed,
+			"agent %s may not delegate to %s: its delegation policy does not allow it (the owner allows agents in the agent's \"delegation\" setting)",
+			s.describeAgent(ctx, from), s.describeAgent(ctx, to))
+	}
+	return nil
+}
+
+func (s *Service) handleDelegateGet(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.DelegateGetRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	parent, err := s.heldRun(ctx, req, in.TaskRunID)
+	if err != nil {
+		return nil, err
+	}
+	child, err := s.delegatedChild(ctx, parent, in.ChildID)
+	if err != nil {
+		return nil, err
+	}
+	if in.Wait > 0 {
+		if child, err = s.waitSettled(ctx, child, min(in.Wait, maxDelegateWait)); err != nil {
+			return nil, err
+		}
+	}
+	return delegatedTask(child), nil
+}
+
+// settled reports whether a delegated task waits for nobody but its caller.
+func settled(run *mesh.TaskRun) bool {
+	return run.Status.Terminal() || run.Status == mesh.StatusInputRequired
+}
+
+// waitSettled waits up to wait for the task to end (or ask for input),
+// watching its events, and returns it as it then is.
+func (s *Service) waitSettled(ctx context.Context, run *mesh.TaskRun, wait time.Duration) (*mesh.TaskRun, error) {
+	changed := make(chan struct{}, 1)
+	sub, err := s.cfg.Conn.NC.Subscribe(bus.EventSubject(run.TargetAgentID, string(mesh.KindTaskRun), run.ID), func(*nats.Msg) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		// Read after subscribing, so no change falls between.
+		fresh, err := s.client.GetTaskRun(ctx, run.ID)
+		if err != nil {
+			return nil, err
+		}
+		if settled(fresh) {
+			return fresh, nil
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return fresh, nil
+		case <-ctx.Done():
+			return fresh, nil
+		}
+	}
+}
+
+func delegatedTask(run *mesh.TaskRun) meshapi.DelegatedTask {
+	return meshapi.DelegatedTask{
+		TaskRunID: run.ID, AgentID: run.TargetAgentID, Status: run.Status, Progress: run.Progress,
+		Output: run.Output, Error: run.Error, Artifacts: run.Artifacts,
+	}
+}
+
+func (s *Service) handleDelegateArtifact(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.DelegateArtifactRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	parent, err := s.heldRun(ctx, req, in.TaskRunID)
+	if err != nil {
+		return nil, err
+	}
+	child, err := s.delegatedChild(ctx, parent, in.ChildID)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(child.Artifacts, func(a mesh.ArtifactRef) bool { return a.ArtifactID == in.ArtifactID })
+	if i < 0 {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "artifact %q is not one of task %s's", in.ArtifactID, child.ID)
+	}
+	ref := child.Artifacts[i]
+	if ref.Size > maxArtifactFetch {
+		return nil, mesh.Errorf(mesh.CodePayloadTooLarge, "artifact %s is %d bytes, over the %d a delegating run may fetch", ref.Filename, ref.Size, maxArtifactFetch)
+	}
+	b, err := s.objects.GetBytes(ctx, ref.ArtifactID)
+	if err != nil {
+		return nil, fmt.Errorf("read artifact %s: %w", ref.ArtifactID, err)
+	}
+	return meshapi.DelegateArtifactResponse{Filename: ref.Filename, MimeType: ref.MimeType, Content: b}, nil
+}
+
+func (s *Service) handleDelegateCancel(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.DelegateCancelRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	parent, err := s.heldRun(ctx, req, in.TaskRunID)
+	if err != nil {
+		return nil, err
+	}
+	child, err := s.delegatedChild(ctx, parent, in.ChildID)
+	if err != nil {
+		return nil, err
+	}
+	if !child.Status.Terminal() {
+		s.cancelChild(ctx, parent, child)
+		if child, err = s.client.GetTaskRun(ctx, child.ID); err != nil {
+			return nil, err
+		}
+	}
+	return delegatedTask(child), nil
+}
