@@ -11,6 +11,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/tracing"
+	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -117,7 +118,7 @@ func addPlatformFlags(cmd *cobra.Command, cfg *platform.Config) {
 	f.StringVar(&cfg.A2AJWTIssuer, "a2a-jwt-issuer", "", "issuer (iss) the identity provider's tokens must carry")
 	f.StringVar(&cfg.A2AJWTAudience, "a2a-jwt-audience", "", "audience (aud) the identity provider's tokens must carry")
 	f.BoolVar(&cfg.A2ADisablePush, "a2a-disable-push", false, "turn A2A push notifications off (agent cards say so)")
-	f.DurationVar(&cfg.A2ABlockingWait, "a2a-blocking-wait", 60*time.Second, "longest a blocking A2A message/send waits for its task to end before answering it as it is")
+	f.DurationVar(&cfg.A2ABlockingWait, "a2a-blocking-wait", mesh.DefaultBlockingWait, "longest a blocking A2A message/send waits for its task to end before answering it as it is")
 	f.IntVar(&cfg.DelegationMaxDepth, "delegation-max-depth", 3, "longest delegation chain: how many agents may delegate one after another")
 	f.StringVar(&cfg.A2ACardID, "a2a-card-id", "a2a-mesh", "agentId of the platform's card at GET /a2a/discovery")
 	f.StringVar(&cfg.A2ACardName, "a2a-card-name", "A2A Mesh", "agentName of the platform's card at GET /a2a/discovery")

@@ -12,6 +12,7 @@ package taskqueue
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -249,5 +250,5 @@ func endpointName(subject string) string {
 	if _, _, op, ok := bus.ParseRuntimeSubject(subject); ok {
 		return "runtime_" + op
 	}
-	return subject[len("mesh.svc.taskqueue."):]
+	return strings.TrimPrefix(subject, bus.ServiceSubject(bus.ServiceTaskQueue, ""))
 }

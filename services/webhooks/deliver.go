@@ -151,8 +151,13 @@ func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.M
 		if retiring(sub, e.Type()) {
 			// The task ended and its end was pushed: nothing more will come,
 			// so the subscription and its consumer go (not from this worker's
-			// goroutine, which stopping the worker waits for).
-			go s.retire(sub.ID)
+			// goroutine, which stopping the worker waits for; Stop waits for
+			// this one, at most retire's 10 s).
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.retire(sub.ID)
+			}()
 		}
 		return
 	}

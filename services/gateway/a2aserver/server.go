@@ -98,7 +98,7 @@ func (c *Config) defaults() {
 		c.RateLimitPerMinute = 60
 	}
 	if c.BlockingWait == 0 {
-		c.BlockingWait = 60 * time.Second
+		c.BlockingWait = mesh.DefaultBlockingWait
 	}
 	if c.OfflineWait == 0 {
 		c.OfflineWait = 3 * time.Second

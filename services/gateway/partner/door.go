@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 )
@@ -79,7 +80,7 @@ func (c *Config) defaults() {
 		c.HealthURL = c.BaseURL + "/healthz"
 	}
 	if c.BlockingWait == 0 {
-		c.BlockingWait = 60 * time.Second
+		c.BlockingWait = mesh.DefaultBlockingWait
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 1 << 20
