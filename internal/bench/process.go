@@ -108,5 +108,28 @@ func waitReady(ctx context.Context, base string, start time.Time) (time.Duration
 	return 0, fmt.Errorf("%s never became ready", base)
 }
 
+// upCommand is an `a2a-platform up` the bench runs as its own process, on
+// ports of its own and with warnings only in its log.
+type upCommand struct {
+	base, natsAddr string
+	args, env      []string
+}
+
+func newUpCommand(data string) (upCommand, error) {
+	httpAddr, err := freePort()
+	if err != nil {
+		return upCommand{}, err
+	}
+	natsAddr, err := freePort()
+	if err != nil {
+		return upCommand{}, err
+	}
+	return upCommand{
+		base: "http://" + httpAddr, natsAddr: natsAddr,
+		args: []string{"up", "--data-dir", data, "--http", httpAddr, "--nats-listen", natsAddr},
+		env:  []string{"A2A_MESH_LOG_LEVEL=warn"},
+	}, nil
+}
+
 // freePort returns a reserved free loopback address (package freeport).
 func freePort() (string, error) { return freeport.Addr() }

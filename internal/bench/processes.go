@@ -23,17 +23,11 @@ func (r *Report) measureProcesses(ctx context.Context, dir string, cfg Config) e
 		}
 	}
 	data := filepath.Join(dir, "proc-data")
-	httpAddr, err := freePort()
+	up, err := newUpCommand(data)
 	if err != nil {
 		return err
 	}
-	natsAddr, err := freePort()
-	if err != nil {
-		return err
-	}
-	base := "http://" + httpAddr
-	env := []string{"A2A_MESH_LOG_LEVEL=warn"}
-	args := []string{"up", "--data-dir", data, "--http", httpAddr, "--nats-listen", natsAddr}
+	base, env, args := up.base, up.env, up.args
 	start := time.Now()
 	plat, err := startChild(dir, bin("a2a-platform"), env, args...)
 	if err != nil {

@@ -51,17 +51,11 @@ const connectTries = 3
 func (r *Report) measureScale(ctx context.Context, dir string, cfg Config) error {
 	n := cfg.ScaleRuntimes
 	data := filepath.Join(dir, "scale-data")
-	httpAddr, err := freePort()
+	up, err := newUpCommand(data)
 	if err != nil {
 		return err
 	}
-	natsAddr, err := freePort()
-	if err != nil {
-		return err
-	}
-	base := "http://" + httpAddr
-	args := []string{"up", "--data-dir", data, "--http", httpAddr, "--nats-listen", natsAddr}
-	env := []string{"A2A_MESH_LOG_LEVEL=warn"}
+	base, natsAddr, args, env := up.base, up.natsAddr, up.args, up.env
 	plat, err := startChild(dir, filepath.Join(cfg.BinDir, "a2a-platform"), env, args...)
 	if err != nil {
 		return err
