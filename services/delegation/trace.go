@@ -57,18 +57,9 @@ func (s *Service) node(ctx context.Context, run *mesh.TaskRun, names map[string]
 	switch {
 	case d == nil || depth >= maxTraceHops:
 	case d.TaskRunID != "":
-		child, err := s.client.GetTaskRun(ctx, d.TaskRunID)
-		if errors.Is(err, mesh.ErrNotFound) {
-			break
-		}
-		if err != nil {
+		if err := s.appendChild(ctx, n, d.TaskRunID, names, depth); err != nil {
 			return nil, err
 		}
-		cn, err := s.node(ctx, child, names, depth+1)
-		if err != nil {
-			return nil, err
-		}
-		n.Children = append(n.Children, *cn)
 	case d.PartnerID != "":
 		state := d.RemoteState
 		if state == "" {
@@ -86,20 +77,29 @@ func (s *Service) node(ctx context.Context, run *mesh.TaskRun, names map[string]
 		return nil, err
 	}
 	for _, c := range children {
-		child, err := s.client.GetTaskRun(ctx, c.ChildID)
-		if errors.Is(err, mesh.ErrNotFound) {
-			continue
-		}
-		if err != nil {
+		if err := s.appendChild(ctx, n, c.ChildID, names, depth); err != nil {
 			return nil, err
 		}
-		cn, err := s.node(ctx, child, names, depth+1)
-		if err != nil {
-			return nil, err
-		}
-		n.Children = append(n.Children, *cn)
 	}
 	return n, nil
+}
+
+// appendChild adds the trace of the run childID under n; a run that is
+// gone is left out.
+func (s *Service) appendChild(ctx context.Context, n *meshapi.TraceNode, childID string, names map[string]string, depth int) error {
+	child, err := s.client.GetTaskRun(ctx, childID)
+	if errors.Is(err, mesh.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cn, err := s.node(ctx, child, names, depth+1)
+	if err != nil {
+		return err
+	}
+	n.Children = append(n.Children, *cn)
+	return nil
 }
 
 func (s *Service) agentName(ctx context.Context, id string, names map[string]string) string {
