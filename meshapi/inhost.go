@@ -98,33 +98,37 @@ type DelegateCancelRequest struct {
 	ChildID   string `json:"child_task_run_id"`
 }
 
+// callFor sends a runtime operation and returns its decoded answer.
+func callFor[T any](ctx context.Context, c *RuntimeClient, op string, req any) (*T, error) {
+	var r T
+	if err := c.call(ctx, op, req, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
 // DelegateAgents lists the agents a held run may delegate to.
 func (c *RuntimeClient) DelegateAgents(ctx context.Context, req DelegateAgentsRequest) (*DelegateAgentList, error) {
-	var r DelegateAgentList
-	return &r, c.call(ctx, bus.RuntimeOpDelegateAgents, req, &r)
+	return callFor[DelegateAgentList](ctx, c, bus.RuntimeOpDelegateAgents, req)
 }
 
 // DelegateSend sends a task to another agent for a held run.
 func (c *RuntimeClient) DelegateSend(ctx context.Context, req DelegateSendRequest) (*DelegateSendResponse, error) {
-	var r DelegateSendResponse
-	return &r, c.call(ctx, bus.RuntimeOpDelegateSend, req, &r)
+	return callFor[DelegateSendResponse](ctx, c, bus.RuntimeOpDelegateSend, req)
 }
 
 // DelegateGet returns a delegated task's state, waiting up to req.Wait for
 // it to end.
 func (c *RuntimeClient) DelegateGet(ctx context.Context, req DelegateGetRequest) (*DelegatedTask, error) {
-	var r DelegatedTask
-	return &r, c.call(ctx, bus.RuntimeOpDelegateGet, req, &r)
+	return callFor[DelegatedTask](ctx, c, bus.RuntimeOpDelegateGet, req)
 }
 
 // DelegateArtifact returns a delegated task's artifact.
 func (c *RuntimeClient) DelegateArtifact(ctx context.Context, req DelegateArtifactRequest) (*DelegateArtifactResponse, error) {
-	var r DelegateArtifactResponse
-	return &r, c.call(ctx, bus.RuntimeOpDelegateArtifact, req, &r)
+	return callFor[DelegateArtifactResponse](ctx, c, bus.RuntimeOpDelegateArtifact, req)
 }
 
 // DelegateCancel cancels a delegated task.
 func (c *RuntimeClient) DelegateCancel(ctx context.Context, req DelegateCancelRequest) (*DelegatedTask, error) {
-	var r DelegatedTask
-	return &r, c.call(ctx, bus.RuntimeOpDelegateCancel, req, &r)
+	return callFor[DelegatedTask](ctx, c, bus.RuntimeOpDelegateCancel, req)
 }

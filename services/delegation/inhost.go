@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/nats-io/nats.go"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/runwatch"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -75,6 +75,18 @@ func (s *Service) delegatedChild(ctx context.Context, parent *mesh.TaskRun, chil
 		}
 	}
 	return nil, mesh.Errorf(mesh.CodeNotFound, "task %q was not delegated by task run %s", childID, parent.ID)
+}
+
+// heldChild returns the held run the runtime named and a task that run
+// delegated: what every operation on a delegated task checks first.
+func (s *Service) heldChild(ctx context.Context, req *bus.Request, runID, childID string) (parent, child *mesh.TaskRun, err error) {
+	if parent, err = s.heldRun(ctx, req, runID); err != nil {
+		return nil, nil, err
+	}
+	if child, err = s.delegatedChild(ctx, parent, childID); err != nil {
+		return nil, nil, err
+	}
+	return parent, child, nil
 }
 
 func (s *Service) handleDelegateAgents(ctx context.Context, req *bus.Request) (any, error) {
@@ -220,60 +232,16 @@ func (s *Service) handleDelegateGet(ctx context.Context, req *bus.Request) (any,
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	parent, err := s.heldRun(ctx, req, in.TaskRunID)
-	if err != nil {
-		return nil, err
-	}
-	child, err := s.delegatedChild(ctx, parent, in.ChildID)
+	_, child, err := s.heldChild(ctx, req, in.TaskRunID, in.ChildID)
 	if err != nil {
 		return nil, err
 	}
 	if in.Wait > 0 {
-		if child, err = s.waitSettled(ctx, child, min(in.Wait, maxDelegateWait)); err != nil {
+		if child, err = runwatch.Await(ctx, s.js, s.client, child, min(in.Wait, maxDelegateWait)); err != nil {
 			return nil, err
 		}
 	}
 	return delegatedTask(child), nil
-}
-
-// settled reports whether a delegated task waits for nobody but its caller.
-func settled(run *mesh.TaskRun) bool {
-	return run.Status.Terminal() || run.Status == mesh.StatusInputRequired
-}
-
-// waitSettled waits up to wait for the task to end (or ask for input),
-// watching its events, and returns it as it then is.
-func (s *Service) waitSettled(ctx context.Context, run *mesh.TaskRun, wait time.Duration) (*mesh.TaskRun, error) {
-	changed := make(chan struct{}, 1)
-	sub, err := s.cfg.Conn.NC.Subscribe(bus.EventSubject(run.TargetAgentID, string(mesh.KindTaskRun), run.ID), func(*nats.Msg) {
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	for {
-		// Read after subscribing, so no change falls between.
-		fresh, err := s.client.GetTaskRun(ctx, run.ID)
-		if err != nil {
-			return nil, err
-		}
-		if settled(fresh) {
-			return fresh, nil
-		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			return fresh, nil
-		case <-ctx.Done():
-			return fresh, nil
-		}
-	}
 }
 
 func delegatedTask(run *mesh.TaskRun) meshapi.DelegatedTask {
@@ -288,11 +256,7 @@ func (s *Service) handleDelegateArtifact(ctx context.Context, req *bus.Request) 
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	parent, err := s.heldRun(ctx, req, in.TaskRunID)
-	if err != nil {
-		return nil, err
-	}
-	child, err := s.delegatedChild(ctx, parent, in.ChildID)
+	_, child, err := s.heldChild(ctx, req, in.TaskRunID, in.ChildID)
 	if err != nil {
 		return nil, err
 	}
@@ -316,11 +280,7 @@ func (s *Service) handleDelegateCancel(ctx context.Context, req *bus.Request) (a
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	parent, err := s.heldRun(ctx, req, in.TaskRunID)
-	if err != nil {
-		return nil, err
-	}
-	child, err := s.delegatedChild(ctx, parent, in.ChildID)
+	parent, child, err := s.heldChild(ctx, req, in.TaskRunID, in.ChildID)
 	if err != nil {
 		return nil, err
 	}
