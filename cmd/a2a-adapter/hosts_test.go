@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/keeper"
 )
 
 // fakeHostsDir holds the provider tests' fake agent hosts.
@@ -201,7 +202,7 @@ func TestAdapter_KilledAdapterLeavesNoProcessOfItsTask(t *testing.T) {
 	})
 	// Everything the adapter started for the task, whatever carries the
 	// task's environment, and the tool are all to go.
-	task := append(descendants(p.cmd.Process.Pid), processesWithEnv(marker)...)
+	task := append(keeper.Descendants(p.cmd.Process.Pid), processesWithEnv(marker)...)
 	task = append(task, host, tool)
 
 	if err := p.cmd.Process.Kill(); err != nil {
@@ -268,27 +269,6 @@ func allPIDs() []int {
 		}
 	}
 	return pids
-}
-
-// descendants walks the process table for every descendant of root.
-func descendants(root int) []int {
-	children := map[int][]int{}
-	for _, pid := range allPIDs() {
-		if f := procStat(pid); len(f) > 1 {
-			ppid, _ := strconv.Atoi(f[1])
-			children[ppid] = append(children[ppid], pid)
-		}
-	}
-	var out []int
-	var walk func(int)
-	walk = func(p int) {
-		for _, c := range children[p] {
-			out = append(out, c)
-			walk(c)
-		}
-	}
-	walk(root)
-	return out
 }
 
 // processesWithEnv walks the process table for the processes whose

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/fakemodel"
+	"github.com/a2amesh/a2amesh/internal/keeper"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 )
@@ -414,7 +415,7 @@ func (l *realLab) killAdapterMidTask(t *testing.T) {
 	t.Helper()
 	l.p.CreateTask(l.agent.ID, "@@cancel@@ Sleep, then lose the adapter.")
 	sleeps := waitProcesses(t, "sleep "+strconv.Itoa(l.sleep))
-	task := append(descendants(l.adapter.cmd.Process.Pid), sleeps...)
+	task := append(keeper.Descendants(l.adapter.cmd.Process.Pid), sleeps...)
 	if err := l.adapter.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -431,57 +432,6 @@ func (l *realLab) killAdapterMidTask(t *testing.T) {
 	meshtest.Eventually(t, 15*time.Second, func() bool { return len(left()) == 0 }, func() string {
 		return fmt.Sprintf("processes of the task outlived the killed adapter: %v", left())
 	})
-}
-
-// descendants walks the process table for every process below root.
-func descendants(root int) []int {
-	children := map[int][]int{}
-	for _, pid := range allProcesses() {
-		if ppid, ok := statField(pid, 1); ok {
-			children[ppid] = append(children[ppid], pid)
-		}
-	}
-	var out []int
-	var walk func(int)
-	walk = func(p int) {
-		for _, c := range children[p] {
-			out = append(out, c)
-			walk(c)
-		}
-	}
-	walk(root)
-	return out
-}
-
-func allProcesses() []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// statField returns the numeric field i of /proc/<pid>/stat counted after
-// the command name: 1 is the parent (0, the state, is a letter).
-func statField(pid, i int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	s := string(b)
-	end := strings.LastIndexByte(s, ')')
-	if end < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[end+1:])
-	if len(f) <= i {
-		return 0, false
-	}
-	n, err := strconv.Atoi(f[i])
-	return n, err == nil
 }
 
 // processRuns reports whether pid exists and is not a zombie, which has

@@ -19,9 +19,9 @@ func hostProcAttr() *syscall.SysProcAttr {
 
 func setName() {}
 
-// descendants lists every process below root from the kernel's process
+// Descendants lists every process below root from the kernel's process
 // table (sysctl kern.proc.all).
-func descendants(root int) []int {
+func Descendants(root int) []int {
 	procs, err := unix.SysctlKinfoProcSlice("kern.proc.all")
 	if err != nil {
 		return nil

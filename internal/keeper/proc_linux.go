@@ -33,8 +33,8 @@ func setName() {
 	_ = os.WriteFile("/proc/self/comm", []byte("a2a-adapter"), 0)
 }
 
-// descendants walks /proc for every process below root.
-func descendants(root int) []int {
+// Descendants walks /proc for every process below root.
+func Descendants(root int) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil

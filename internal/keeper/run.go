@@ -158,7 +158,7 @@ func (k *tree) stop(grace time.Duration) {
 
 func (k *tree) signal(sig syscall.Signal) {
 	_ = syscall.Kill(-k.pgid, sig)
-	for _, pid := range descendants(os.Getpid()) {
+	for _, pid := range Descendants(os.Getpid()) {
 		_ = syscall.Kill(pid, sig)
 	}
 }
