@@ -238,27 +238,35 @@ func effective(t *testing.T, overlay string) values {
 	return v
 }
 
-// renders are the two renders every check runs on: the defaults (with the
-// one required value) and a values file that scales every service.
-func renders(t *testing.T) map[string]struct {
+// chartRender is one render of the chart with the values it was given.
+type chartRender struct {
 	r *rendered
 	v values
-} {
+}
+
+// renders are the two renders every check runs on: the defaults (with the
+// one required value) and a values file that scales every service.
+func renders(t *testing.T) map[string]chartRender {
 	t.Helper()
 	scaled := filepath.Join("testdata", "scaled-values.yaml")
-	out := map[string]struct {
-		r *rendered
-		v values
-	}{}
-	out["defaults"] = struct {
-		r *rendered
-		v values
-	}{render(t, "--set", "publicURL="+publicURL), effective(t, "")}
-	out["scaled"] = struct {
-		r *rendered
-		v values
-	}{render(t, "-f", scaled), effective(t, scaled)}
-	return out
+	return map[string]chartRender{
+		"defaults": {render(t, "--set", "publicURL="+publicURL), effective(t, "")},
+		"scaled":   {render(t, "-f", scaled), effective(t, scaled)},
+	}
+}
+
+// eachContainer runs check, in a subtest per render, on every service's
+// Deployment and its only container.
+func eachContainer(t *testing.T, check func(t *testing.T, c chartRender, svc string, d *appsv1.Deployment, ctr *corev1.Container)) {
+	t.Helper()
+	for name, c := range renders(t) {
+		t.Run(name, func(t *testing.T) {
+			for _, svc := range platform.Services {
+				d := deploymentOf(t, c.r, svc)
+				check(t, c, svc, d, onlyContainer(t, d))
+			}
+		})
+	}
 }
 
 // TestChart_LintsStrictly: helm lint --strict passes with the defaults and
@@ -349,44 +357,38 @@ func TestChart_EveryServiceRunsAsItsOwnDeployment(t *testing.T) {
 // Service and Ingress send to.
 func TestChart_ProbesAskTheProcessOnThePortItServes(t *testing.T) {
 	t.Parallel()
-	for name, c := range renders(t) {
-		t.Run(name, func(t *testing.T) {
-			for _, svc := range platform.Services {
-				d := deploymentOf(t, c.r, svc)
-				ctr := onlyContainer(t, d)
-				flags := parseFlags(t, svc, ctr.Args[2:])
-				metrics := listenPort(t, svc, flags["--metrics-listen"])
-				if metrics != c.v.MetricsPort {
-					t.Errorf("%s: --metrics-listen port %d, want metricsPort %d", svc, metrics, c.v.MetricsPort)
-				}
-				for kind, p := range map[string]struct {
-					probe *corev1.Probe
-					path  string
-				}{
-					"startup":   {ctr.StartupProbe, "/healthz"},
-					"liveness":  {ctr.LivenessProbe, "/healthz"},
-					"readiness": {ctr.ReadinessProbe, "/readyz"},
-				} {
-					if p.probe == nil || p.probe.HTTPGet == nil {
-						t.Errorf("%s: no HTTP %s probe", svc, kind)
-						continue
-					}
-					if p.probe.HTTPGet.Path != p.path {
-						t.Errorf("%s: %s probe asks %s, want %s", svc, kind, p.probe.HTTPGet.Path, p.path)
-					}
-					if port := containerPort(t, ctr, p.probe.HTTPGet.Port); port != metrics {
-						t.Errorf("%s: %s probe asks port %d, the process serves it on %d", svc, kind, port, metrics)
-					}
-				}
-				if svc == "gateway" {
-					checkGatewayDoor(t, c.r, c.v, d, ctr, flags)
-				}
-				if svc == "delegation" {
-					checkDelegationReachesTheGateway(t, c.r, flags["--gateway-url"])
-				}
+	eachContainer(t, func(t *testing.T, c chartRender, svc string, d *appsv1.Deployment, ctr *corev1.Container) {
+		flags := parseFlags(t, svc, ctr.Args[2:])
+		metrics := listenPort(t, svc, flags["--metrics-listen"])
+		if metrics != c.v.MetricsPort {
+			t.Errorf("%s: --metrics-listen port %d, want metricsPort %d", svc, metrics, c.v.MetricsPort)
+		}
+		for kind, p := range map[string]struct {
+			probe *corev1.Probe
+			path  string
+		}{
+			"startup":   {ctr.StartupProbe, "/healthz"},
+			"liveness":  {ctr.LivenessProbe, "/healthz"},
+			"readiness": {ctr.ReadinessProbe, "/readyz"},
+		} {
+			if p.probe == nil || p.probe.HTTPGet == nil {
+				t.Errorf("%s: no HTTP %s probe", svc, kind)
+				continue
 			}
-		})
-	}
+			if p.probe.HTTPGet.Path != p.path {
+				t.Errorf("%s: %s probe asks %s, want %s", svc, kind, p.probe.HTTPGet.Path, p.path)
+			}
+			if port := containerPort(t, ctr, p.probe.HTTPGet.Port); port != metrics {
+				t.Errorf("%s: %s probe asks port %d, the process serves it on %d", svc, kind, port, metrics)
+			}
+		}
+		if svc == "gateway" {
+			checkGatewayDoor(t, c.r, c.v, d, ctr, flags)
+		}
+		if svc == "delegation" {
+			checkDelegationReachesTheGateway(t, c.r, flags["--gateway-url"])
+		}
+	})
 }
 
 // checkGatewayDoor: the gateway listens where its container port says, its
@@ -468,55 +470,49 @@ var secretLooking = regexp.MustCompile(`(?i)password|token|seed|secret|credentia
 // literal value.
 func TestChart_SecretsComeOnlyFromTheSecret(t *testing.T) {
 	t.Parallel()
-	for name, c := range renders(t) {
-		t.Run(name, func(t *testing.T) {
-			for _, svc := range platform.Services {
-				d := deploymentOf(t, c.r, svc)
-				ctr := onlyContainer(t, d)
-				got := map[string]bool{}
-				for _, e := range ctr.Env {
-					if e.Value != "" && secretLooking.MatchString(e.Name) {
-						t.Errorf("%s: %s has a literal value", svc, e.Name)
-					}
-					key, ok := secretEnv[e.Name]
-					if !ok {
-						continue
-					}
-					ref := e.ValueFrom
-					if ref == nil || ref.SecretKeyRef == nil || ref.SecretKeyRef.Name != c.v.Secret.Name || ref.SecretKeyRef.Key != key(c.v) || e.Value != "" {
-						t.Errorf("%s: %s is %+v, want a secretKeyRef to %s/%s", svc, e.Name, e, c.v.Secret.Name, key(c.v))
-					}
-					got[e.Name] = true
-				}
-				if !got["A2A_MESH_NATS_PASSWORD"] {
-					t.Errorf("%s: no A2A_MESH_NATS_PASSWORD: it cannot connect to NATS", svc)
-				}
-				if got["A2A_MESH_OWNER_TOKEN"] != (svc == "gateway") {
-					t.Errorf("%s: A2A_MESH_OWNER_TOKEN given: %v (the gateway's only)", svc, got["A2A_MESH_OWNER_TOKEN"])
-				}
-				flags := parseFlags(t, svc, ctr.Args[2:])
-				for flag := range flags {
-					if secretLooking.MatchString(flag) && !strings.HasSuffix(flag, "-file") {
-						t.Errorf("%s: %s %s on the command line", svc, flag, flags[flag])
-					}
-				}
-				seed, hasSeed := flags["--auth-issuer-seed-file"]
-				if hasSeed != (svc == "pairing") {
-					t.Errorf("%s: --auth-issuer-seed-file given: %v (pairing's only)", svc, hasSeed)
-				}
-				if hasSeed {
-					checkSecretFile(t, d, ctr, seed, c.v.Secret.Name, c.v.Secret.Keys.AuthIssuerSeed)
-				}
-				if svc == "pairing" {
-					for flag, want := range map[string]string{"--nats-advertise": c.v.NATS.Advertise, "--nats-ws-advertise": c.v.NATS.WebsocketAdvertise} {
-						if flags[flag] != want {
-							t.Errorf("pairing: %s %q, want %q", flag, flags[flag], want)
-						}
-					}
+	eachContainer(t, func(t *testing.T, c chartRender, svc string, d *appsv1.Deployment, ctr *corev1.Container) {
+		got := map[string]bool{}
+		for _, e := range ctr.Env {
+			if e.Value != "" && secretLooking.MatchString(e.Name) {
+				t.Errorf("%s: %s has a literal value", svc, e.Name)
+			}
+			key, ok := secretEnv[e.Name]
+			if !ok {
+				continue
+			}
+			ref := e.ValueFrom
+			if ref == nil || ref.SecretKeyRef == nil || ref.SecretKeyRef.Name != c.v.Secret.Name || ref.SecretKeyRef.Key != key(c.v) || e.Value != "" {
+				t.Errorf("%s: %s is %+v, want a secretKeyRef to %s/%s", svc, e.Name, e, c.v.Secret.Name, key(c.v))
+			}
+			got[e.Name] = true
+		}
+		if !got["A2A_MESH_NATS_PASSWORD"] {
+			t.Errorf("%s: no A2A_MESH_NATS_PASSWORD: it cannot connect to NATS", svc)
+		}
+		if got["A2A_MESH_OWNER_TOKEN"] != (svc == "gateway") {
+			t.Errorf("%s: A2A_MESH_OWNER_TOKEN given: %v (the gateway's only)", svc, got["A2A_MESH_OWNER_TOKEN"])
+		}
+		flags := parseFlags(t, svc, ctr.Args[2:])
+		for flag := range flags {
+			if secretLooking.MatchString(flag) && !strings.HasSuffix(flag, "-file") {
+				t.Errorf("%s: %s %s on the command line", svc, flag, flags[flag])
+			}
+		}
+		seed, hasSeed := flags["--auth-issuer-seed-file"]
+		if hasSeed != (svc == "pairing") {
+			t.Errorf("%s: --auth-issuer-seed-file given: %v (pairing's only)", svc, hasSeed)
+		}
+		if hasSeed {
+			checkSecretFile(t, d, ctr, seed, c.v.Secret.Name, c.v.Secret.Keys.AuthIssuerSeed)
+		}
+		if svc == "pairing" {
+			for flag, want := range map[string]string{"--nats-advertise": c.v.NATS.Advertise, "--nats-ws-advertise": c.v.NATS.WebsocketAdvertise} {
+				if flags[flag] != want {
+					t.Errorf("pairing: %s %q, want %q", flag, flags[flag], want)
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // checkSecretFile: path is a file of a volume mounted from the Secret's key,
@@ -556,32 +552,26 @@ func checkSecretFile(t *testing.T, d *appsv1.Deployment, ctr *corev1.Container, 
 // service account token, and with resource requests and a memory limit.
 func TestChart_PodsRunLockedDown(t *testing.T) {
 	t.Parallel()
-	for name, c := range renders(t) {
-		t.Run(name, func(t *testing.T) {
-			for _, svc := range platform.Services {
-				d := deploymentOf(t, c.r, svc)
-				pod := d.Spec.Template.Spec
-				ps := pod.SecurityContext
-				if ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot || ps.RunAsUser == nil || *ps.RunAsUser == 0 {
-					t.Errorf("%s: pod security context %+v: want runAsNonRoot with a non-root user", svc, ps)
-				}
-				if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
-					t.Errorf("%s: the pod mounts a service account token it has no use for", svc)
-				}
-				ctr := onlyContainer(t, d)
-				sc := ctr.SecurityContext
-				if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
-					sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
-					sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") {
-					t.Errorf("%s: container security context %+v", svc, sc)
-				}
-				req := ctr.Resources.Requests
-				if req.Cpu().IsZero() || req.Memory().IsZero() || ctr.Resources.Limits.Memory().IsZero() {
-					t.Errorf("%s: resources %+v: want CPU and memory requests and a memory limit", svc, ctr.Resources)
-				}
-			}
-		})
-	}
+	eachContainer(t, func(t *testing.T, _ chartRender, svc string, d *appsv1.Deployment, ctr *corev1.Container) {
+		pod := d.Spec.Template.Spec
+		ps := pod.SecurityContext
+		if ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot || ps.RunAsUser == nil || *ps.RunAsUser == 0 {
+			t.Errorf("%s: pod security context %+v: want runAsNonRoot with a non-root user", svc, ps)
+		}
+		if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+			t.Errorf("%s: the pod mounts a service account token it has no use for", svc)
+		}
+		sc := ctr.SecurityContext
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+			sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") {
+			t.Errorf("%s: container security context %+v", svc, sc)
+		}
+		req := ctr.Resources.Requests
+		if req.Cpu().IsZero() || req.Memory().IsZero() || ctr.Resources.Limits.Memory().IsZero() {
+			t.Errorf("%s: resources %+v: want CPU and memory requests and a memory limit", svc, ctr.Resources)
+		}
+	})
 }
 
 // TestChart_EachServiceHasADisruptionBudget: one PodDisruptionBudget per

@@ -35,6 +35,22 @@ func serve(t *testing.T, h http.HandlerFunc) *adapterclient.Client {
 	return c
 }
 
+// closedPort returns a client of an adapter address nothing listens on.
+func closedPort(t *testing.T) *adapterclient.Client {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c, err := adapterclient.New("http://" + addr + "/run-task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestRun_ClassifiesEveryReplyShape(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -155,14 +171,7 @@ func TestRun_StreamWithoutResultIsAConnectionLoss(t *testing.T) {
 
 func TestRun_UnreachableAndTimeoutHaveTheirOwnCodes(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	c, _ := adapterclient.New("http://" + addr + "/run-task")
-	_, err = c.Run(context.Background(), request(), nil)
+	_, err := closedPort(t).Run(context.Background(), request(), nil)
 	var f *adapterclient.Failure
 	if !errors.As(err, &f) || f.Code != adapterclient.CodeUnreachable {
 		t.Fatalf("closed port: %v, want %s", err, adapterclient.CodeUnreachable)
@@ -212,14 +221,7 @@ func TestNew_RefusesNonHTTPEndpoints(t *testing.T) {
 // connection the adapter took and then dropped may have started the task.
 func TestRun_OnlyAnUnopenedConnectionIsNotDelivered(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	c, _ := adapterclient.New("http://" + addr + "/run-task")
-	_, err = c.Run(context.Background(), request(), nil)
+	_, err := closedPort(t).Run(context.Background(), request(), nil)
 	var f *adapterclient.Failure
 	if !errors.As(err, &f) || !f.NotDelivered {
 		t.Fatalf("closed port: %v (%+v), want a failure marked not delivered", err, f)
@@ -245,13 +247,7 @@ func TestReachable_AnyHTTPAnswerCounts(t *testing.T) {
 	if err := missing.Reachable(context.Background()); err != nil {
 		t.Fatalf("adapter without /health: %v, want reachable", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	closed, _ := adapterclient.New("http://" + addr + "/run-task")
+	closed := closedPort(t)
 	if err := closed.Reachable(context.Background()); err == nil {
 		t.Fatal("closed port is reachable, want an error")
 	}
