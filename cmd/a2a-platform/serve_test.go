@@ -42,24 +42,11 @@ func TestServe_GatewayTakesTheOwnerCredentialFromTheEnvironment(t *testing.T) {
 	for _, args := range [][]string{{"agents"}, {"gateway", "--http", addr}} {
 		cmd := exec.Command(bins.Platform, append([]string{"serve", "--nats-url", server.ClientURL(), "--data-dir", t.TempDir()}, args...)...)
 		cmd.Env = []string{"HOME=" + t.TempDir(), "A2A_MESH_NATS_PASSWORD=" + password, "A2A_MESH_OWNER_TOKEN=" + owner}
-		cmd.Stdout, cmd.Stderr = logs, logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+		meshtest.StartCommand(t, cmd, logs)
 	}
 
 	base := "http://" + addr
-	meshtest.Eventually(t, 30*time.Second, func() bool {
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, func() string { return "serve gateway never became ready:\n" + logs.String() })
+	meshtest.WaitReady(t, base, 30*time.Second, logs)
 
 	for token, want := range map[string]int{owner: http.StatusOK, secret.NewToken(secret.PrefixOwner): http.StatusUnauthorized} {
 		req, _ := http.NewRequest(http.MethodGet, base+"/agent-accounts", nil)

@@ -76,23 +76,10 @@ func startDeployment(t *testing.T) *deployment {
 		}
 		cmd := exec.Command(bin, args...)
 		cmd.Env = append(os.Environ(), "A2A_MESH_NATS_PASSWORD="+password)
-		cmd.Stdout, cmd.Stderr = logs, logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+		meshtest.StartCommand(t, cmd, logs)
 	}
 	base := "http://" + httpAddr
-	meshtest.Eventually(t, 60*time.Second, func() bool {
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, func() string { return "the gateway never became ready:\n" + logs.String() })
+	meshtest.WaitReady(t, base, 60*time.Second, logs)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, err := bus.Connect(ctx, bus.ConnConfig{URL: natsURL, User: "mesh-service", Password: password, Name: "trust test"})
