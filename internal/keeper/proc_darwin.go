@@ -30,14 +30,5 @@ func Descendants(root int) []int {
 	for _, p := range procs {
 		children[int(p.Eproc.Ppid)] = append(children[int(p.Eproc.Ppid)], int(p.Proc.P_pid))
 	}
-	var out []int
-	var walk func(int)
-	walk = func(p int) {
-		for _, c := range children[p] {
-			out = append(out, c)
-			walk(c)
-		}
-	}
-	walk(root)
-	return out
+	return below(children, root)
 }

@@ -49,16 +49,7 @@ func Descendants(root int) []int {
 			children[ppid] = append(children[ppid], pid)
 		}
 	}
-	var out []int
-	var walk func(int)
-	walk = func(p int) {
-		for _, c := range children[p] {
-			out = append(out, c)
-			walk(c)
-		}
-	}
-	walk(root)
-	return out
+	return below(children, root)
 }
 
 // parentOf reads the parent from /proc/<pid>/stat: it follows the state,

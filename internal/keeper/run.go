@@ -190,3 +190,17 @@ func (k *tree) waitGone(d time.Duration) bool {
 func groupAlive(pgid int) bool {
 	return !errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
 }
+
+// below lists every process under root, given each process's children.
+func below(children map[int][]int, root int) []int {
+	var out []int
+	var walk func(int)
+	walk = func(p int) {
+		for _, c := range children[p] {
+			out = append(out, c)
+			walk(c)
+		}
+	}
+	walk(root)
+	return out
+}
