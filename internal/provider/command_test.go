@@ -300,10 +300,18 @@ func TestCommand_TimeoutStopsTheScriptAndItsChild(t *testing.T) {
 func TestCommand_StopSendsSIGINTBeforeSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "interrupted")
+	// The script waits with the wait builtin, which a trapped signal
+	// interrupts at once; a foreground sleep would hold the trap back
+	// until it ends, and one started just after the group was signalled
+	// never gets the signal. Its pid is written once the sleep runs, so
+	// the stop cannot come before the wait or the echo. A background
+	// job of a script ignores SIGINT: the trap ends it.
 	script := writeScript(t, dir, "trap.sh", `
-trap 'echo SIGINT > "$MARKER"; exit 0' INT
+sleep 1000 &
+child=$!
+trap 'echo SIGINT > "$MARKER"; kill $child; exit 0' INT
 echo $$ > "$PIDS/script"
-sleep 1000
+wait $child
 `)
 	c := newTestCommand(t, CommandConfig{
 		Argv:      []string{script},
