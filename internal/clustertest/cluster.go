@@ -1,9 +1,17 @@
-// Package clustertest runs a real NATS cluster for a test: a few nats-server
-// processes with JetStream, routed to each other on loopback through links
-// the test can cut (a network partition), which it can stop and start again
-// (a node lost and back). Tests of what the platform does on a cluster use
-// it instead of the single embedded server. The servers run as processes of
-// their own (natsserver), as operators run them.
+// Package clustertest runs real NATS deployments for a test, as processes
+// of their own (natsserver), as operators run them:
+//
+//   - Cluster: a few nats-server processes with JetStream, routed to each
+//     other on loopback through links the test can cut (a network
+//     partition), which it can stop and start again (a node lost and back).
+//     Tests of what the platform does on a cluster use it instead of the
+//     single embedded server.
+//   - Supercluster: regions, each a cluster, joined by gateways whose links
+//     add a delay the test chooses (a distance between regions), with the
+//     platform's accounts and auth callout; it counts what crosses the
+//     gateways (GatewayTraffic, AccountTraffic) and stops and restarts a
+//     whole region (a region lost and back). Tests of multi-region
+//     deployments use it.
 package clustertest
 
 import (
@@ -255,7 +263,12 @@ func (c *Cluster) StreamLeader(stream string) int {
 
 // monitorGet reads a JSON document from server i's monitoring endpoint.
 func (c *Cluster) monitorGet(i int, path string, v any) bool {
-	resp, err := http.Get("http://" + c.monitor[i] + path)
+	return monitorGet(c.monitor[i], path, v)
+}
+
+// monitorGet reads a JSON document from the monitoring endpoint at addr.
+func monitorGet(addr, path string, v any) bool {
+	resp, err := http.Get("http://" + addr + path)
 	if err != nil {
 		return false
 	}

@@ -3,19 +3,23 @@ package clustertest
 import (
 	"net"
 	"sync"
+	"time"
 )
 
-// link carries the route connections from one server to another through a
+// link carries the connections from one server to another through a
 // loopback listener, so a test can cut the two apart while both keep
-// serving their clients. While cut, bytes are read and dropped (the servers
-// see a silent peer, not a closed connection, as in a network partition) and
-// new connections are refused.
+// serving their clients, or slow them down. While cut, bytes are read and
+// dropped (the servers see a silent peer, not a closed connection, as in a
+// network partition) and new connections are refused. With a delay, every
+// byte arrives that much later in each direction, as over a long-distance
+// link; the bandwidth stays that of loopback.
 type link struct {
 	ln net.Listener
 
 	mu     sync.Mutex
 	target string
 	cut    bool
+	delay  time.Duration
 	conns  map[net.Conn]bool
 }
 
@@ -34,6 +38,14 @@ func (l *link) addr() string { return l.ln.Addr().String() }
 func (l *link) setTarget(addr string) {
 	l.mu.Lock()
 	l.target = addr
+	l.mu.Unlock()
+}
+
+// setDelay sets the delay added to each direction of the link's
+// connections, open ones included.
+func (l *link) setDelay(d time.Duration) {
+	l.mu.Lock()
+	l.delay = d
 	l.mu.Unlock()
 }
 
@@ -67,9 +79,41 @@ func (l *link) pipe(c net.Conn) {
 	go l.copy(c, u)
 }
 
+// chunk is what one read returned, and when it is to be written.
+type chunk struct {
+	due  time.Time
+	data []byte
+}
+
 // copy forwards src to dst until either closes, dropping what it reads while
-// the link is cut.
+// the link is cut. Reads and delayed writes run apart, so a delay adds
+// latency without throttling the connection.
 func (l *link) copy(dst, src net.Conn) {
+	out := make(chan chunk, 4096)
+	defer func() {
+		close(out)
+		_ = src.Close()
+	}()
+	go l.write(dst, src, out)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			l.mu.Lock()
+			cut, delay := l.cut, l.delay
+			l.mu.Unlock()
+			if !cut {
+				out <- chunk{due: time.Now().Add(delay), data: append([]byte(nil), buf[:n]...)}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// write writes each chunk to dst once it is due, in order.
+func (l *link) write(dst, src net.Conn, in <-chan chunk) {
 	defer func() {
 		_ = dst.Close()
 		_ = src.Close()
@@ -78,20 +122,16 @@ func (l *link) copy(dst, src net.Conn) {
 		delete(l.conns, src)
 		l.mu.Unlock()
 	}()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			l.mu.Lock()
-			cut := l.cut
-			l.mu.Unlock()
-			if !cut {
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					return
-				}
-			}
+	for c := range in {
+		if wait := time.Until(c.due); wait > 0 {
+			// The simulated distance, not a wait for an event.
+			time.Sleep(wait)
 		}
-		if err != nil {
+		if _, err := dst.Write(c.data); err != nil {
+			// Drain so the reader never blocks on a dead writer.
+			_ = src.Close()
+			for range in {
+			}
 			return
 		}
 	}
