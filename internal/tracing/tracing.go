@@ -19,15 +19,15 @@ import (
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// Environment variables that decide whether spans are exported. The SDK
-// and the exporter read the other OTEL_ variables themselves (sampler,
-// batching, headers, timeouts, resource attributes).
+// Environment variables that decide whether spans are exported. The
+// exporter's settings (headers, timeout, compression, certificates) are
+// read through Config.Getenv too; the SDK reads the sampler, batching and
+// resource attributes from the process's environment itself.
 const (
 	EnvEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT"
 	EnvTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
@@ -45,10 +45,11 @@ type Config struct {
 	// Version is the program's service.version.
 	Version string
 	// Getenv reads the variables that decide whether and where spans go
-	// (os.Getenv in the programs). Nil reads none: tracing stays off. The
-	// exporter's finer settings (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT,
-	// _COMPRESSION, _CERTIFICATE...), the sampler and the batching are
-	// read by the SDK from the process's environment.
+	// and the exporter's settings (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT,
+	// _COMPRESSION, _CERTIFICATE, _CLIENT_CERTIFICATE, _CLIENT_KEY and
+	// their _TRACES_ forms); os.Getenv in the programs. Nil reads none:
+	// tracing stays off. The sampler and the batching are read by the SDK
+	// from the process's environment.
 	Getenv func(string) string
 	// Logger receives export failures (at most one line a minute).
 	Logger zerolog.Logger
@@ -115,7 +116,7 @@ func Start(ctx context.Context, cfg Config) (*Tracing, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	exporter, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(cfg.tracesURL()))
+	exporter, err := newOTLPExporter(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("OTLP trace exporter: %w", err)
 	}
