@@ -17,9 +17,15 @@ type Agent struct {
 	// Delegation says which agents this agent may hand tasks to from inside
 	// its work (the tools its runtime gives the host); nil: none.
 	Delegation *DelegationPolicy `json:"delegation,omitempty"`
-	CreatedAt  time.Time         `json:"created_at"`
-	UpdatedAt  time.Time         `json:"updated_at"`
-	Revision   uint64            `json:"revision"`
+	// HomeRegion is the region whose data holds the agent's task runs,
+	// queue and events, and whose NATS servers its runtime should connect
+	// to. Set at creation (by default the region of the platform that
+	// created it); it changes only while the agent has no run that has not
+	// ended.
+	HomeRegion string    `json:"home_region"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	Revision   uint64    `json:"revision"`
 }
 
 // Skill is something an agent says it can do; the A2A agent card lists them.

@@ -38,6 +38,9 @@ type CreateAgentRequest struct {
 	Public bool `json:"public,omitempty"`
 	// Delegation is who the agent may delegate to from inside its work.
 	Delegation *mesh.DelegationPolicy `json:"delegation,omitempty"`
+	// HomeRegion is the agent's home region; empty: the region of the
+	// agents service that creates it.
+	HomeRegion string `json:"home_region,omitempty"`
 }
 
 // UpdateAgentRequest edits an agent; nil fields stay as they are.
@@ -51,6 +54,9 @@ type UpdateAgentRequest struct {
 	// Delegation replaces the agent's delegation policy; an empty policy
 	// ({}) allows no one.
 	Delegation *mesh.DelegationPolicy `json:"delegation,omitempty"`
+	// HomeRegion moves the agent to another region; refused (CONFLICT)
+	// while the agent has a run that has not ended.
+	HomeRegion *string `json:"home_region,omitempty"`
 }
 
 // GetAgentRequest names an agent.

@@ -170,3 +170,29 @@ func TestDataSchema_IsTheIDOfEachTypesSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestRegion_SchemaAcceptsTheNamesTheBusDoes: the Region definition of the
+// schemas and bus.ValidRegion agree on which names are regions.
+func TestRegion_SchemaAcceptsTheNamesTheBusDoes(t *testing.T) {
+	c, err := schemas.NewCompiler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile(schemas.BaseURL + "events/defs.json#/$defs/Region")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{
+		bus.DefaultRegion, "east", "us-west-2", "a", "a1", strings.Repeat("x", bus.MaxRegionLen),
+		"", "East", "1east", "east-", "-east", "us_west", "us.west", "eu west", strings.Repeat("x", bus.MaxRegionLen+1),
+	} {
+		busOK := bus.ValidRegion(name) == nil
+		schemaOK := sch.Validate(name) == nil
+		if busOK != schemaOK {
+			t.Errorf("region %q: bus says valid=%v, the schema says valid=%v", name, busOK, schemaOK)
+		}
+	}
+	if bus.ValidRegion("east") != nil || bus.ValidRegion("East") == nil {
+		t.Fatal("bus.ValidRegion refuses east or accepts East")
+	}
+}

@@ -4,11 +4,14 @@
 package platform
 
 import (
+	"fmt"
 	"net/url"
 	"path/filepath"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/a2amesh/a2amesh/bus"
 
 	"github.com/a2amesh/a2amesh/services/gateway"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
@@ -83,6 +86,12 @@ type Config struct {
 	A2ABaseURL    string
 	A2AWebhookURL string
 	A2AHealthURL  string
+	// Region is the region this platform process serves: the home region
+	// of the agents it creates without one. Default: the name of the NATS
+	// cluster it connects to (each region of a supercluster is one
+	// cluster), or bus.DefaultRegion on a server in no cluster (the
+	// embedded server of `up`). Resolved when the platform starts.
+	Region string
 	// DownloadsDir holds the runtime and adapter programs the gateway offers
 	// at GET /install.sh (`make dist` fills it). Default <DataDir>/downloads.
 	DownloadsDir string
@@ -121,6 +130,16 @@ func (c *Config) defaults() {
 	if c.DownloadsDir == "" && c.DataDir != "" {
 		c.DownloadsDir = filepath.Join(c.DataDir, "downloads")
 	}
+}
+
+// resolveRegion settles the region once connected to NATS (see Region).
+func (c *Config) resolveRegion(conn *bus.Conn) error {
+	region, err := bus.ResolveRegion(c.Region, conn.NC.ConnectedClusterName())
+	if err != nil {
+		return fmt.Errorf("platform: %w", err)
+	}
+	c.Region = region
+	return nil
 }
 
 // Version is the platform's version, which agent cards show. Builds set it

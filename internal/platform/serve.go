@@ -90,6 +90,10 @@ func Serve(ctx context.Context, cfg ServeConfig) (*Running, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.resolveRegion(conn); err != nil {
+		conn.Drain(cfg.ShutdownGrace)
+		return nil, err
+	}
 	// A cluster still forming is waited for (logged once), not an error:
 	// the services and the NATS nodes may start in any order.
 	pc := bus.ProvisionConfig{Replicas: cfg.Replicas, EventRetention: cfg.EventRetention, MaxArtifactBytes: cfg.MaxArtifactBytes, Logger: cfg.Logger.With().Str("service", cfg.Service).Logger()}
@@ -189,6 +193,9 @@ func (r *Running) startGateway(ctx context.Context, log zerolog.Logger) error {
 	return r.gw.Start(ctx)
 }
 
+// Region is the region the service serves (Config.Region, resolved).
+func (r *Running) Region() string { return r.cfg.Region }
+
 // HTTPAddr is the gateway's listen address ("" for other services).
 func (r *Running) HTTPAddr() string {
 	if r.gw == nil {
@@ -235,7 +242,7 @@ func (r *Running) readyz(w http.ResponseWriter, req *http.Request) {
 	if !ready {
 		status = http.StatusServiceUnavailable
 	}
-	writeHealth(w, status, map[string]any{"ready": ready, "service": r.cfg.Service, "checks": checks})
+	writeHealth(w, status, map[string]any{"ready": ready, "service": r.cfg.Service, "region": r.cfg.Region, "checks": checks})
 }
 
 func writeHealth(w http.ResponseWriter, status int, v any) {

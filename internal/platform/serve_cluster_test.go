@@ -64,8 +64,9 @@ func TestServe_WaitsForAClusterStillFormingAndAnswersProbes(t *testing.T) {
 	if status, body := probe(t, base+"/healthz"); status != http.StatusOK || body["ok"] != true {
 		t.Fatalf("/healthz: %d %v", status, body)
 	}
-	if status, body := probe(t, base+"/readyz"); status != http.StatusOK || body["ready"] != true {
-		t.Fatalf("/readyz: %d %v", status, body)
+	// The service serves the region its NATS cluster is named after.
+	if status, body := probe(t, base+"/readyz"); status != http.StatusOK || body["ready"] != true || body["region"] != "clustertest" || res.r.Region() != "clustertest" {
+		t.Fatalf("/readyz: %d %v; region %q", status, body, res.r.Region())
 	}
 	for i := range 3 {
 		c.Stop(i)

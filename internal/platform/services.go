@@ -53,7 +53,7 @@ func (c *Config) newService(name string, env serviceEnv) (service, error) {
 	conn, log, reg := env.conn, env.log, env.metrics
 	switch name {
 	case "agents":
-		return agents.New(agents.Config{Conn: conn, Logger: log, Metrics: reg}), nil
+		return agents.New(agents.Config{Conn: conn, Logger: log, Metrics: reg, Region: c.Region}), nil
 	case "pairing":
 		return pairing.New(pairing.Config{
 			Conn: conn, Logger: log, CodeTTL: c.PairingCodeTTL, HeartbeatTimeout: c.HeartbeatTimeout, Lease: c.Lease,

@@ -90,6 +90,10 @@ func Up(ctx context.Context, cfg Config) (*Platform, error) {
 		p.server.Shutdown()
 		return nil, err
 	}
+	if err := p.cfg.resolveRegion(p.conn); err != nil {
+		p.Stop()
+		return nil, err
+	}
 	if err := p.start(ctx, issuer, ownerToken); err != nil {
 		p.Stop()
 		return nil, err
@@ -187,6 +191,9 @@ func (p *Platform) WebSocketURL() string { return p.server.WebSocketURL() }
 
 // Metrics is the platform's Prometheus registry (what GET /metrics serves).
 func (p *Platform) Metrics() *prometheus.Registry { return p.metrics }
+
+// Region is the region the platform serves (Config.Region, resolved).
+func (p *Platform) Region() string { return p.cfg.Region }
 
 // Conn is the platform's own bus connection (for tests and embedding).
 func (p *Platform) Conn() *bus.Conn { return p.conn }

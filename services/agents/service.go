@@ -33,6 +33,9 @@ type Config struct {
 	Logger zerolog.Logger
 	// Metrics receives the service's metrics; nil records none.
 	Metrics prometheus.Registerer
+	// Region is the region this service runs in: the home region of the
+	// agents it creates without one. Default bus.DefaultRegion.
+	Region string
 }
 
 // Service serves agent accounts on the bus.
@@ -45,7 +48,12 @@ type Service struct {
 }
 
 // New returns a service; Start runs it.
-func New(cfg Config) *Service { return &Service{cfg: cfg} }
+func New(cfg Config) *Service {
+	if cfg.Region == "" {
+		cfg.Region = bus.DefaultRegion
+	}
+	return &Service{cfg: cfg}
+}
 
 // Start binds to the bus and starts answering.
 func (s *Service) Start(ctx context.Context) error {
@@ -63,6 +71,9 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	if err := s.mirror.WaitReady(ctx); err != nil {
 		return fmt.Errorf("agents: load: %w", err)
+	}
+	if err := s.homeUnhomed(ctx); err != nil {
+		return err
 	}
 	s.events = bus.NewPublisher(js, bus.ServiceAgents).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServiceAgents))
 	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
@@ -100,8 +111,16 @@ func (s *Service) create(ctx context.Context, req *bus.Request) (any, error) {
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
+	home := in.HomeRegion
+	if home == "" {
+		home = s.cfg.Region
+	}
+	if err := bus.ValidRegion(home); err != nil {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "home_region: %v", err)
+	}
 	now := time.Now().UTC()
 	a := &mesh.Agent{
+		HomeRegion:   home,
 		ID:           mesh.NewID(),
 		Name:         strings.TrimSpace(in.Name),
 		Description:  in.Description,
@@ -176,8 +195,17 @@ func (s *Service) update(ctx context.Context, req *bus.Request) (any, error) {
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	if _, err := s.lookup(ctx, in.AgentID); err != nil {
+	cur, err := s.lookup(ctx, in.AgentID)
+	if err != nil {
 		return nil, err
+	}
+	if in.HomeRegion != nil && *in.HomeRegion != cur.HomeRegion {
+		if err := bus.ValidRegion(*in.HomeRegion); err != nil {
+			return nil, mesh.Errorf(mesh.CodeInvalidRequest, "home_region: %v", err)
+		}
+		if err := s.movable(ctx, cur.ID); err != nil {
+			return nil, err
+		}
 	}
 	a, rev, err := s.agents.Modify(ctx, in.AgentID, func(a *mesh.Agent) error {
 		if in.Name != nil {
@@ -198,6 +226,9 @@ func (s *Service) update(ctx context.Context, req *bus.Request) (any, error) {
 		if in.Delegation != nil {
 			a.Delegation = normalPolicy(in.Delegation)
 		}
+		if in.HomeRegion != nil {
+			a.HomeRegion = *in.HomeRegion
+		}
 		a.UpdatedAt = time.Now().UTC()
 		return validate(a)
 	})
@@ -208,6 +239,59 @@ func (s *Service) update(ctx context.Context, req *bus.Request) (any, error) {
 	s.mirror.Apply(a.ID, a, rev)
 	s.publish(ctx, mesh.EventAgentUpdated, a)
 	return a, nil
+}
+
+// openStatuses are the statuses of a run that has not ended.
+var openStatuses = []mesh.Status{mesh.StatusPending, mesh.StatusRunning, mesh.StatusInputRequired}
+
+// movable refuses to move an agent to another region while it has a run
+// that has not ended: that run's record, queue message and events stay in
+// the region it was created in, where the agent's runtime, now served by
+// its new region, would no longer look for them. Once every run has ended
+// (or been canceled), the agent moves and its new runs live in the new
+// region; its finished runs stay where they ran.
+func (s *Service) movable(ctx context.Context, agentID string) error {
+	client := meshapi.NewClient(s.cfg.Conn.NC)
+	for _, st := range openStatuses {
+		page, err := client.ListTaskRuns(ctx, meshapi.ListTaskRunsRequest{AgentID: agentID, Status: st, Limit: 1})
+		if err != nil {
+			return fmt.Errorf("list the %s runs of agent %s: %w", st, agentID, err)
+		}
+		if len(page.TaskRuns) > 0 {
+			return mesh.Errorf(mesh.CodeConflict, "agent %s has %s task runs; its home region changes only when none of its runs is pending, running or waiting for input (cancel them or let them end first)", agentID, st)
+		}
+	}
+	return nil
+}
+
+// homeUnhomed gives the agents stored before agents had a home region this
+// service's region: the data of their runs lived where the platform ran,
+// and a deployment of one region has only that one.
+func (s *Service) homeUnhomed(ctx context.Context) error {
+	var ids []string
+	s.mirror.Range(func(id string, a *mesh.Agent) bool {
+		if a.HomeRegion == "" {
+			ids = append(ids, id)
+		}
+		return true
+	})
+	for _, id := range ids {
+		a, rev, err := s.agents.Modify(ctx, id, func(a *mesh.Agent) error {
+			if a.HomeRegion == "" {
+				a.HomeRegion = s.cfg.Region
+			}
+			return nil
+		})
+		if errors.Is(err, mesh.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("agents: give agent %s a home region: %w", id, err)
+		}
+		a.Revision = rev
+		s.mirror.Apply(id, a, rev)
+	}
+	return nil
 }
 
 // DeleteReason is why the open runs of a deleted agent were canceled.
@@ -274,7 +358,7 @@ func revokeRuntimes(ctx context.Context, client *meshapi.Client, agentID string)
 // DeleteReason. A run that ends meanwhile is left as it ended.
 func cancelOpenRuns(ctx context.Context, client *meshapi.Client, agentID string) (int, error) {
 	var ids []string
-	for _, st := range []mesh.Status{mesh.StatusPending, mesh.StatusRunning, mesh.StatusInputRequired} {
+	for _, st := range openStatuses {
 		cursor := ""
 		for {
 			page, err := client.ListTaskRuns(ctx, meshapi.ListTaskRunsRequest{AgentID: agentID, Status: st, Limit: 100, Cursor: cursor})

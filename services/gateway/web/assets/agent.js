@@ -362,6 +362,7 @@ export async function agentView(main, { id: agentId }, nav) {
       const skills = agent.skills || [];
       replace(body, h('dl', { class: 'meta' },
         h('dt', {}, 'Agent id'), h('dd', { class: 'mono ids' }, agent.agent_id),
+        h('dt', {}, 'Home region'), h('dd', { class: 'mono' }, agent.home_region || '—'),
         h('dt', {}, 'Description'), h('dd', {}, agent.description || '—'),
         h('dt', {}, 'Instructions'), h('dd', {}, agent.instructions ? h('pre', {}, agent.instructions) : '—'),
         h('dt', {}, 'Skills'), h('dd', {}, skills.length
