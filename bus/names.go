@@ -24,7 +24,7 @@ const (
 	BucketArtifactMeta  = "mesh_artifact_meta"
 	BucketConfig        = "mesh_config"
 	// BucketConsumers holds event consumer credentials (by id, and their
-	// hashes), owned by the pairing service.
+	// hashes), owned by the credential service.
 	BucketConsumers = "mesh_consumers"
 	// BucketWebhooks holds webhook subscriptions, owned by the webhooks service.
 	BucketWebhooks = "mesh_webhooks"
@@ -36,7 +36,7 @@ const (
 	// configurations), written only by the gateway's A2A door.
 	BucketA2ATasks = "mesh_a2a_tasks"
 	// BucketA2AKeys holds per-agent A2A API keys (by id, and their hashes),
-	// owned by the pairing service.
+	// owned by the credential service.
 	BucketA2AKeys = "mesh_a2a_keys"
 	// BucketWebSessions holds the web page's sign-in codes and sessions, by
 	// hash, owned by the gateway.
@@ -180,13 +180,13 @@ func ServiceSubject(service, op string) string { return subjService + "." + serv
 
 // Service names.
 const (
-	ServiceAgents    = "agents"
-	ServicePairing   = "pairing"
-	ServiceRegistry  = "registry"
-	ServiceTaskQueue = "taskqueue"
-	ServiceArtifacts = "artifacts"
-	ServiceGateway   = "gateway"
-	ServiceWebhooks  = "webhooks"
+	ServiceAgents      = "agents"
+	ServiceCredentials = "credentials"
+	ServiceRegistry    = "registry"
+	ServiceTaskQueue   = "taskqueue"
+	ServiceArtifacts   = "artifacts"
+	ServiceGateway     = "gateway"
+	ServiceWebhooks    = "webhooks"
 	// ServiceDelegation owns routing rules and delegated runs.
 	ServiceDelegation = "delegation"
 )

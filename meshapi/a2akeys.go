@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// A2A API key operations (service "pairing", which owns every credential).
+// A2A API key operations (service "credentials", which owns every credential).
 const (
 	OpA2AKeyCreate       = "a2a_key_create"
 	OpA2AKeyList         = "a2a_key_list"

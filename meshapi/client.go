@@ -64,25 +64,25 @@ func (c *Client) DeleteAgent(ctx context.Context, agentID string) (*DeleteAgentR
 // IssuePairingCode issues a one-time pairing code.
 func (c *Client) IssuePairingCode(ctx context.Context, req IssuePairingCodeRequest) (*PairingCode, error) {
 	var p PairingCode
-	return &p, c.call(ctx, bus.ServicePairing, OpPairingIssue, req, &p)
+	return &p, c.call(ctx, bus.ServiceCredentials, OpPairingIssue, req, &p)
 }
 
 // Attach redeems a pairing code for a runtime credential.
 func (c *Client) Attach(ctx context.Context, req AttachRequest) (*AttachResponse, error) {
 	var r AttachResponse
-	return &r, c.call(ctx, bus.ServicePairing, OpPairingAttach, req, &r)
+	return &r, c.call(ctx, bus.ServiceCredentials, OpPairingAttach, req, &r)
 }
 
 // RevokeRuntime revokes a runtime's credential.
 func (c *Client) RevokeRuntime(ctx context.Context, req RevokeRuntimeRequest) (*mesh.Runtime, error) {
 	var r mesh.Runtime
-	return &r, c.call(ctx, bus.ServicePairing, OpPairingRevoke, req, &r)
+	return &r, c.call(ctx, bus.ServiceCredentials, OpPairingRevoke, req, &r)
 }
 
 // Authenticate resolves a runtime credential hash to its runtime.
 func (c *Client) Authenticate(ctx context.Context, tokenHash string) (*Identity, error) {
 	var id Identity
-	return &id, c.call(ctx, bus.ServicePairing, OpPairingAuthenticate, AuthenticateRequest{TokenHash: tokenHash}, &id)
+	return &id, c.call(ctx, bus.ServiceCredentials, OpPairingAuthenticate, AuthenticateRequest{TokenHash: tokenHash}, &id)
 }
 
 // ListRuntimes lists an agent's runtimes with their presence.
@@ -268,18 +268,18 @@ func (c *RuntimeClient) Fail(ctx context.Context, req FailRequest) (*ReportAck, 
 // CreateConsumer creates an event consumer credential.
 func (c *Client) CreateConsumer(ctx context.Context, req CreateConsumerRequest) (*CreateConsumerResponse, error) {
 	var r CreateConsumerResponse
-	return &r, c.call(ctx, bus.ServicePairing, OpConsumerCreate, req, &r)
+	return &r, c.call(ctx, bus.ServiceCredentials, OpConsumerCreate, req, &r)
 }
 
 // ListConsumers lists event consumer credentials.
 func (c *Client) ListConsumers(ctx context.Context) (*ConsumerList, error) {
 	var l ConsumerList
-	return &l, c.call(ctx, bus.ServicePairing, OpConsumerList, ListConsumersRequest{}, &l)
+	return &l, c.call(ctx, bus.ServiceCredentials, OpConsumerList, ListConsumersRequest{}, &l)
 }
 
 // DeleteConsumer revokes an event consumer credential.
 func (c *Client) DeleteConsumer(ctx context.Context, consumerID string) error {
-	return c.call(ctx, bus.ServicePairing, OpConsumerDelete, DeleteConsumerRequest{ConsumerID: consumerID}, nil)
+	return c.call(ctx, bus.ServiceCredentials, OpConsumerDelete, DeleteConsumerRequest{ConsumerID: consumerID}, nil)
 }
 
 // CreateWebhook subscribes an endpoint to events.
@@ -331,24 +331,24 @@ func (c *Client) CommitInputArtifact(ctx context.Context, req CommitInputRequest
 // CreateA2AKey issues an A2A API key for an agent.
 func (c *Client) CreateA2AKey(ctx context.Context, req CreateA2AKeyRequest) (*CreateA2AKeyResponse, error) {
 	var r CreateA2AKeyResponse
-	return &r, c.call(ctx, bus.ServicePairing, OpA2AKeyCreate, req, &r)
+	return &r, c.call(ctx, bus.ServiceCredentials, OpA2AKeyCreate, req, &r)
 }
 
 // ListA2AKeys lists an agent's A2A API keys.
 func (c *Client) ListA2AKeys(ctx context.Context, agentID string) (*A2AKeyList, error) {
 	var l A2AKeyList
-	return &l, c.call(ctx, bus.ServicePairing, OpA2AKeyList, ListA2AKeysRequest{AgentID: agentID}, &l)
+	return &l, c.call(ctx, bus.ServiceCredentials, OpA2AKeyList, ListA2AKeysRequest{AgentID: agentID}, &l)
 }
 
 // RevokeA2AKey revokes one of an agent's A2A API keys.
 func (c *Client) RevokeA2AKey(ctx context.Context, req RevokeA2AKeyRequest) error {
-	return c.call(ctx, bus.ServicePairing, OpA2AKeyRevoke, req, nil)
+	return c.call(ctx, bus.ServiceCredentials, OpA2AKeyRevoke, req, nil)
 }
 
 // AuthenticateA2AKey resolves an A2A API key hash to its key.
 func (c *Client) AuthenticateA2AKey(ctx context.Context, keyHash string) (*A2AKey, error) {
 	var k A2AKey
-	return &k, c.call(ctx, bus.ServicePairing, OpA2AKeyAuthenticate, AuthenticateA2AKeyRequest{KeyHash: keyHash}, &k)
+	return &k, c.call(ctx, bus.ServiceCredentials, OpA2AKeyAuthenticate, AuthenticateA2AKeyRequest{KeyHash: keyHash}, &k)
 }
 
 // CreateRoutingRule adds a routing rule to an agent.

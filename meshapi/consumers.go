@@ -2,7 +2,7 @@ package meshapi
 
 import "time"
 
-// Event consumer credential operations (service "pairing", which answers the
+// Event consumer credential operations (service "credentials", which answers the
 // NATS auth callout and so decides what a credential may read).
 const (
 	OpConsumerCreate = "consumer_create"

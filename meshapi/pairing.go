@@ -6,7 +6,7 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
-// Pairing operations (service "pairing").
+// Pairing operations (service "credentials").
 const (
 	OpPairingIssue        = "issue"
 	OpPairingAttach       = "attach"

@@ -11,8 +11,8 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
-	"github.com/a2amesh/a2amesh/internal/connector"
 	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/a2amesh/a2amesh/internal/runtimeengine"
 	"github.com/a2amesh/a2amesh/internal/version"
 	"github.com/spf13/cobra"
 )
@@ -29,7 +29,7 @@ func main() {
 		return
 	}
 	fmt.Fprintln(os.Stderr, "a2a-runtime:", err)
-	if errors.Is(err, connector.ErrReauth) {
+	if errors.Is(err, runtimeengine.ErrReauth) {
 		os.Exit(exitReauth)
 	}
 	os.Exit(exitError)

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/a2amesh/a2amesh/internal/connector"
 	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/a2amesh/a2amesh/internal/runtimeengine"
 	"github.com/spf13/cobra"
 )
 
@@ -20,7 +20,7 @@ const envPairingCode = "A2A_PAIRING_CODE"
 var executorTypes = []string{"claude_cli", "hermes", "openclaw", "cursor", "codex", "gemini", "custom"}
 
 func newPair(g *globals) *cobra.Command {
-	var req connector.PairRequest
+	var req runtimeengine.PairRequest
 	var adapterProvider, adapterBin string
 	cmd := &cobra.Command{
 		Use:   "pair <PAIRING_CODE|-> [-- adapter arguments]",
@@ -67,7 +67,7 @@ func newPair(g *globals) *cobra.Command {
 				req.DeviceName, _ = os.Hostname()
 			}
 			req.Code = code
-			p, err := connector.Pair(cmd.Context(), req)
+			p, err := runtimeengine.Pair(cmd.Context(), req)
 			if err != nil {
 				return err
 			}

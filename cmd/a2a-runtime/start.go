@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
-	"github.com/a2amesh/a2amesh/internal/connector"
 	"github.com/a2amesh/a2amesh/internal/ledger"
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/a2amesh/a2amesh/internal/runtimeengine"
 	"github.com/a2amesh/a2amesh/internal/toolserver"
 	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/prometheus/client_golang/prometheus"
@@ -99,7 +99,7 @@ func newStart(g *globals) *cobra.Command {
 			}
 			defer led.Close()
 
-			tr, hello, err := connector.Dial(ctx, connector.DialConfig{Profile: p, Mode: transport, NATSURL: natsURL, API: api, Logger: log})
+			tr, hello, err := runtimeengine.Dial(ctx, runtimeengine.DialConfig{Profile: p, Mode: transport, NATSURL: natsURL, API: api, Logger: log})
 			if err != nil {
 				return reauthHint(err)
 			}
@@ -112,14 +112,14 @@ func newStart(g *globals) *cobra.Command {
 			}
 			hcancel()
 
-			var metrics *connector.Metrics
-			// The status port serves before the connector exists.
-			var running atomic.Pointer[connector.Connector]
+			var metrics *runtimeengine.Metrics
+			// The status port serves before the engine exists.
+			var running atomic.Pointer[runtimeengine.Engine]
 			if statusListen != "" {
 				reg := prometheus.NewRegistry()
 				reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-				metrics = connector.NewMetrics(reg, led)
-				status, err := connector.ServeStatus(statusListen, reg, func() []byte {
+				metrics = runtimeengine.NewMetrics(reg, led)
+				status, err := runtimeengine.ServeStatus(statusListen, reg, func() []byte {
 					health, _ := json.Marshal(map[string]any{"ok": true, "agent_id": p.AgentID, "runtime_id": p.RuntimeID,
 						"transport": tr.Name(), "adapter_ready": running.Load() == nil || running.Load().AdapterReady()})
 					return health
@@ -134,7 +134,7 @@ func newStart(g *globals) *cobra.Command {
 			// Hosts get the delegation tools of their run when the
 			// transport speaks the delegation operations (NATS).
 			var tools *toolserver.Server
-			if rc, ok := connector.Delegation(tr); ok {
+			if rc, ok := runtimeengine.Delegation(tr); ok {
 				if tools, err = toolserver.Start(toolserver.Config{Platform: rc}); err != nil {
 					return fmt.Errorf("tool server: %w", err)
 				}
@@ -142,7 +142,7 @@ func newStart(g *globals) *cobra.Command {
 			} else {
 				log.Info().Msg("delegation tools off: hosts are given them over the NATS transport only")
 			}
-			c := connector.NewRuntime(connector.RuntimeConfig{
+			c := runtimeengine.NewRuntime(runtimeengine.RuntimeConfig{
 				Tools:   tools,
 				AgentID: p.AgentID, RuntimeID: p.RuntimeID, Transport: tr, Hello: hello, API: api, Adapter: adapter,
 				Ledger: led, Platform: p.Platform, Concurrency: concurrency, TaskTimeout: taskTimeout, DrainGrace: drainGrace,
@@ -177,7 +177,7 @@ func newStart(g *globals) *cobra.Command {
 	f.SetNormalizeFunc(providerAlias)
 	f.StringVar(&profileName, "profile", "", "profile to use (agent_id/runtime_id); default the active one")
 	f.StringVar(&apiBase, "api-base", "", "override the platform API base stored in the profile")
-	f.StringVar(&transport, "transport", connector.ModeAuto, "auto (NATS as advertised, HTTP when it is unreachable), nats or http")
+	f.StringVar(&transport, "transport", runtimeengine.ModeAuto, "auto (NATS as advertised, HTTP when it is unreachable), nats or http")
 	f.StringVar(&natsURL, "nats-url", "", "override the NATS URL advertised at pairing (nats:// or ws://)")
 	f.IntVar(&concurrency, "concurrency", 1, "task runs worked on at once")
 	f.DurationVar(&taskTimeout, "task-timeout", 10*time.Minute, "longest one adapter call may take")
@@ -193,8 +193,8 @@ func newStart(g *globals) *cobra.Command {
 
 // reauthHint turns a refused credential into plain instructions (seed 001 §4.7).
 func reauthHint(err error) error {
-	if connector.IsAuthError(err) {
-		return fmt.Errorf("%w (%v); generate a new pairing code for this same agent on the platform and run a2a-runtime pair again: do not create a new agent", connector.ErrReauth, err)
+	if runtimeengine.IsAuthError(err) {
+		return fmt.Errorf("%w (%v); generate a new pairing code for this same agent on the platform and run a2a-runtime pair again: do not create a new agent", runtimeengine.ErrReauth, err)
 	}
 	return err
 }
@@ -218,7 +218,7 @@ func supervised(cmd *cobra.Command, paired profile.SupervisedAdapter, provider, 
 
 // startAdapter runs a2a-adapter with provider on the endpoint's port, under
 // the runtime's supervision.
-func startAdapter(ctx context.Context, client *adapterclient.Client, run profile.SupervisedAdapter, envFile string, log zerolog.Logger) (*connector.AdapterProcess, error) {
+func startAdapter(ctx context.Context, client *adapterclient.Client, run profile.SupervisedAdapter, envFile string, log zerolog.Logger) (*runtimeengine.AdapterProcess, error) {
 	provider, bin, args := run.Provider, run.Program, run.Args
 	u, err := url.Parse(client.Endpoint())
 	if err != nil || u.Port() == "" {
@@ -230,7 +230,7 @@ func startAdapter(ctx context.Context, client *adapterclient.Client, run profile
 			return nil, err
 		}
 	}
-	proc, err := connector.StartAdapter(ctx, connector.AdapterProcessConfig{
+	proc, err := runtimeengine.StartAdapter(ctx, runtimeengine.AdapterProcessConfig{
 		Binary: bin, Provider: provider, Listen: u.Host, Args: args, Client: client,
 		EnvFile: envFile, Output: os.Stderr, Logger: log,
 	})

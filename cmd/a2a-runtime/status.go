@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
-	"github.com/a2amesh/a2amesh/internal/connector"
 	"github.com/a2amesh/a2amesh/internal/ledger"
 	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/a2amesh/a2amesh/internal/runtimeengine"
 	"github.com/spf13/cobra"
 )
 
@@ -76,9 +76,9 @@ func gatherStatus(ctx context.Context, p profile.Profile) statusReport {
 	defer cancel()
 	if api, err := platformAPI(p); err != nil {
 		r.Platform, r.PlatformError = "misconfigured", err.Error()
-	} else if _, err := connector.HTTPHello(ctx, api); err != nil {
+	} else if _, err := runtimeengine.HTTPHello(ctx, api); err != nil {
 		r.Platform, r.PlatformError = "unreachable", err.Error()
-		if connector.IsAuthError(err) {
+		if runtimeengine.IsAuthError(err) {
 			r.Platform = "credential refused: pair the same agent again"
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -464,7 +465,7 @@ var secretLooking = regexp.MustCompile(`(?i)password|token|seed|secret|credentia
 
 // TestChart_SecretsComeOnlyFromTheSecret: the password reaches every
 // service and the owner credential the gateway as secretKeyRefs of the
-// configured Secret; the pairing service's issuer seed is a file of that
+// configured Secret; the credential service's issuer seed is a file of that
 // Secret that its non-root user can read; no argument or literal
 // environment value carries a secret, and no secret-looking variable has a
 // literal value.
@@ -499,16 +500,16 @@ func TestChart_SecretsComeOnlyFromTheSecret(t *testing.T) {
 			}
 		}
 		seed, hasSeed := flags["--auth-issuer-seed-file"]
-		if hasSeed != (svc == "pairing") {
-			t.Errorf("%s: --auth-issuer-seed-file given: %v (pairing's only)", svc, hasSeed)
+		if hasSeed != (svc == bus.ServiceCredentials) {
+			t.Errorf("%s: --auth-issuer-seed-file given: %v (the credential service's only)", svc, hasSeed)
 		}
 		if hasSeed {
 			checkSecretFile(t, d, ctr, seed, c.v.Secret.Name, c.v.Secret.Keys.AuthIssuerSeed)
 		}
-		if svc == "pairing" {
+		if svc == bus.ServiceCredentials {
 			for flag, want := range map[string]string{"--nats-advertise": c.v.NATS.Advertise, "--nats-ws-advertise": c.v.NATS.WebsocketAdvertise} {
 				if flags[flag] != want {
-					t.Errorf("pairing: %s %q, want %q", flag, flags[flag], want)
+					t.Errorf("credentials: %s %q, want %q", flag, flags[flag], want)
 				}
 			}
 		}

@@ -178,9 +178,9 @@ func (d *deployment) startServices() []*program {
 				"--lease", testLease.String(), "--heartbeat-timeout", testHeartbeatTimeout.String(),
 				"--metrics-listen", health}
 			switch svc {
-			case "pairing":
+			case bus.ServiceCredentials:
 				args = append(args, "--auth-issuer-seed-file", filepath.Join(d.dir, "issuer.nk"), "--nats-advertise", n.URL())
-			case "gateway":
+			case bus.ServiceGateway:
 				addr := meshtest.FreeAddr(d.t)
 				args = append(args, "--owner-token-file", filepath.Join(d.dir, "owner.token"), "--http", addr)
 				d.gateways = append(d.gateways, "http://"+addr)

@@ -69,9 +69,9 @@ func startDeployment(t *testing.T) *deployment {
 		args := []string{"serve", svc, "--data-dir", dir, "--nats-url", natsURL, "--log-level", "debug",
 			"--lease", "2s", "--heartbeat-timeout", "3s"}
 		switch svc {
-		case "pairing":
+		case bus.ServiceCredentials:
 			args = append(args, "--auth-issuer-seed-file", filepath.Join(dir, "issuer.nk"), "--nats-advertise", natsURL)
-		case "gateway":
+		case bus.ServiceGateway:
 			args = append(args, "--owner-token-file", filepath.Join(dir, "owner.token"), "--http", httpAddr)
 		}
 		cmd := exec.Command(bin, args...)

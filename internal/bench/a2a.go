@@ -17,9 +17,9 @@ import (
 	"github.com/a2amesh/a2amesh/internal/adapter"
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/apiclient"
-	"github.com/a2amesh/a2amesh/internal/connector"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/internal/runtimeengine"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
@@ -147,7 +147,7 @@ func (r *Report) measureA2A(ctx context.Context, dir string, cfg Config) error {
 	return nil
 }
 
-// startEchoAgent attaches one agent with a runtime (the connector over TCP
+// startEchoAgent attaches one agent with a runtime (the runtime engine over TCP
 // NATS, as a2a-runtime runs it) working on a2aClients runs at once, and an
 // echo adapter over loopback HTTP.
 func startEchoAgent(ctx context.Context, p *platform.Platform, workdir string) (stop func(), agentID string, err error) {
@@ -183,9 +183,9 @@ func startEchoAgent(ctx context.Context, p *platform.Platform, workdir string) (
 		return nil, "", err
 	}
 	api, _ := apiclient.New("http://"+p.HTTPAddr(), apiclient.WithRuntimeToken(id.token))
-	c := connector.New(connector.Config{
+	c := runtimeengine.New(runtimeengine.Config{
 		AgentID: id.agentID, RuntimeID: id.runtimeID, Transport: t, Adapter: ac,
-		Artifacts: connector.HTTPArtifacts{API: api}, Logger: zerolog.Nop(), Concurrency: a2aClients,
+		Artifacts: runtimeengine.HTTPArtifacts{API: api}, Logger: zerolog.Nop(), Concurrency: a2aClients,
 		HeartbeatInterval: 20 * time.Second, RenewInterval: 10 * time.Second, DrainGrace: time.Second,
 	})
 	cctx, cancel := context.WithCancel(ctx)

@@ -282,7 +282,7 @@ func (cl *benchCluster) stop() {
 }
 
 // writeIssuerSeed makes the account key that signs the auth callout's
-// answers and writes its seed where the pairing service reads it.
+// answers and writes its seed where the credential service reads it.
 func writeIssuerSeed(dir string) (path, pub string, err error) {
 	issuer, err := nkeys.CreateAccount()
 	if err != nil {

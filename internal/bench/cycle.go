@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/connector"
+	"github.com/a2amesh/a2amesh/internal/runtimeengine"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -42,8 +42,8 @@ func attachRuntimes(ctx context.Context, tg target, n int) ([]runtimeIdentity, e
 
 // dialRuntime connects a runtime over TCP NATS, as a2a-runtime does, and
 // announces it online.
-func dialRuntime(ctx context.Context, tg target, id runtimeIdentity) (connector.Transport, error) {
-	t, _, err := connector.DialNATS(ctx, connector.NATSConfig{
+func dialRuntime(ctx context.Context, tg target, id runtimeIdentity) (runtimeengine.Transport, error) {
+	t, _, err := runtimeengine.DialNATS(ctx, runtimeengine.NATSConfig{
 		URL: tg.natsURL, Token: id.token, AgentID: id.agentID, RuntimeID: id.runtimeID, InboxPrefix: id.inbox, ClaimWait: 2 * time.Second,
 	})
 	if err != nil {

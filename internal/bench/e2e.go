@@ -12,8 +12,8 @@ import (
 	"github.com/a2amesh/a2amesh/internal/adapter"
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/apiclient"
-	"github.com/a2amesh/a2amesh/internal/connector"
 	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/internal/runtimeengine"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go"
@@ -31,7 +31,7 @@ func (s stamped) Run(ctx context.Context, t *provider.Task, p func(provider.Prog
 	return s.Echo.Run(ctx, t, p)
 }
 
-// e2eRig is a target platform with runtimes (the connector, over TCP NATS, as
+// e2eRig is a target platform with runtimes (the runtime engine, over TCP NATS, as
 // a2a-runtime runs it) and one echo adapter per runtime over loopback HTTP.
 type e2eRig struct {
 	tg       target
@@ -105,9 +105,9 @@ func newE2ERig(ctx context.Context, tg target, runtimes int, workdir string) (*e
 			return nil, err
 		}
 		api, _ := apiclient.New("http://"+tg.httpAddr, apiclient.WithRuntimeToken(id.token))
-		c := connector.New(connector.Config{
+		c := runtimeengine.New(runtimeengine.Config{
 			AgentID: id.agentID, RuntimeID: id.runtimeID, Transport: t, Adapter: ac,
-			Artifacts: connector.HTTPArtifacts{API: api}, Logger: zerolog.Nop(),
+			Artifacts: runtimeengine.HTTPArtifacts{API: api}, Logger: zerolog.Nop(),
 			HeartbeatInterval: 20 * time.Second, RenewInterval: 10 * time.Second, DrainGrace: time.Second,
 		})
 		cctx, cancel := context.WithCancel(ctx)

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
-	"github.com/a2amesh/a2amesh/internal/connector"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/runtimeengine"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
@@ -89,13 +89,13 @@ func (r *Report) measureScale(ctx context.Context, dir string, cfg Config) error
 
 	began = time.Now()
 	var retries atomic.Int64
-	transports, err := parallel(n, 32, func(i int) (connector.Transport, error) {
+	transports, err := parallel(n, 32, func(i int) (runtimeengine.Transport, error) {
 		a := ids[i]
 		// Like a2a-runtime start, a runtime whose connection was refused
 		// tries again: when thousands connect at once, the auth callout
 		// may not admit each one within the server's auth timeout.
 		for try := 1; ; try++ {
-			t, _, err := connector.DialNATS(ctx, connector.NATSConfig{
+			t, _, err := runtimeengine.DialNATS(ctx, runtimeengine.NATSConfig{
 				URL: "nats://" + natsAddr, Token: a.RuntimeToken, AgentID: a.AgentID, RuntimeID: a.RuntimeID,
 				InboxPrefix: a.NATS.InboxPrefix, ClaimWait: 20 * time.Second, ConnectTimeout: 30 * time.Second,
 			})
@@ -184,7 +184,7 @@ func attachOverHTTP(ctx context.Context, owner *apiclient.Client, base string, i
 
 // dispatchAll gives every agent one task at once and times each from its
 // creation to its claim by the agent's runtime.
-func dispatchAll(ctx context.Context, owner *apiclient.Client, ids []meshapi.AttachResponse, ts []connector.Transport) (Summary, error) {
+func dispatchAll(ctx context.Context, owner *apiclient.Client, ids []meshapi.AttachResponse, ts []runtimeengine.Transport) (Summary, error) {
 	created := make([]time.Time, len(ids))
 	claimed := make([]time.Time, len(ids))
 	var wg sync.WaitGroup

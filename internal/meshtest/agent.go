@@ -11,8 +11,8 @@ import (
 	"github.com/a2amesh/a2amesh/internal/adapter"
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/apiclient"
-	"github.com/a2amesh/a2amesh/internal/connector"
 	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/internal/runtimeengine"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -75,7 +75,7 @@ func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tr, hello, err := connector.DialNATS(ctx, connector.NATSConfig{
+	tr, hello, err := runtimeengine.DialNATS(ctx, runtimeengine.NATSConfig{
 		URL: p.NATSURL(), Token: att.RuntimeToken, AgentID: att.AgentID, RuntimeID: att.RuntimeID,
 		InboxPrefix: att.NATS.InboxPrefix, ClaimWait: 2 * time.Second,
 	})
@@ -87,7 +87,7 @@ func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *
 		t.Fatal(err)
 	}
 	// The runtime a2a-runtime start builds, with short intervals.
-	c := connector.NewRuntime(connector.RuntimeConfig{
+	c := runtimeengine.NewRuntime(runtimeengine.RuntimeConfig{
 		AgentID: att.AgentID, RuntimeID: att.RuntimeID, Transport: tr, Hello: hello, API: api, Adapter: ac,
 		Logger: zerolog.Nop(), HeartbeatInterval: time.Second, RenewInterval: time.Second, DrainGrace: time.Second,
 	})

@@ -243,7 +243,7 @@ func (p *Platform) RuntimeView(t testing.TB, agentID, runtimeID string) mesh.Run
 
 // WaitRuntimeView polls an agent's runtime list until runtimeID is listed
 // and cond holds, and returns the view. The list is served by the registry
-// from its directory of runtimes, which follows the pairing service's writes
+// from its directory of runtimes, which follows the credential service's writes
 // over the bus a moment later: a read right after an attach, re-pair or
 // revoke waits for it.
 func (p *Platform) WaitRuntimeView(t testing.TB, agentID, runtimeID string, cond func(mesh.RuntimeView) bool) mesh.RuntimeView {

@@ -60,7 +60,7 @@ func TestAttach_OriginIsTheBoundAddress(t *testing.T) {
 }
 
 // TestRuntimes_ListedRightAfterAttachAndRevoke: the runtimes list answers
-// with the writes the pairing service made before the question.
+// with the writes the credential service made before the question.
 func TestRuntimes_ListedRightAfterAttachAndRevoke(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t, meshtest.Options{})

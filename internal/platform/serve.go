@@ -43,7 +43,7 @@ type ServeConfig struct {
 	// and NATSPassword are not used.
 	NATSNkeySeedFile string
 	// AuthIssuerSeedFile holds the account nkey seed whose public key is the
-	// server's auth_callout issuer (pairing only).
+	// server's auth_callout issuer (credentials only).
 	AuthIssuerSeedFile string
 	// OwnerTokenFile, for the gateway, publishes the hash of this owner
 	// credential (otherwise OwnerToken's, or a previously stored one, is used).
@@ -142,15 +142,15 @@ func (r *Running) start(ctx context.Context) error {
 		natsURL: cfg.NATSAdvertise, wsURL: cfg.NATSWebSocketAdvertise, gatewayURL: cfg.GatewayURL,
 	}
 	switch cfg.Service {
-	case "gateway":
+	case bus.ServiceGateway:
 		return r.startGateway(ctx, log)
-	case "pairing":
+	case bus.ServiceCredentials:
 		issuer, err := readIssuer(cfg.AuthIssuerSeedFile)
 		if err != nil {
 			return err
 		}
 		env.issuer = issuer
-	case "delegation":
+	case bus.ServiceDelegation:
 		if env.gatewayURL == "" {
 			env.gatewayURL = cfg.PublicURL
 		}
@@ -275,7 +275,7 @@ func (r *Running) Stop() {
 
 func readIssuer(path string) (nkeys.KeyPair, error) {
 	if path == "" {
-		return nil, fmt.Errorf("pairing needs --auth-issuer-seed-file: the account seed whose public key the NATS server's auth_callout trusts")
+		return nil, fmt.Errorf("credentials needs --auth-issuer-seed-file: the account seed whose public key the NATS server's auth_callout trusts")
 	}
 	return readSeed(path, "auth issuer seed")
 }

@@ -144,7 +144,7 @@ func TestServe_ServicesStartedOneByOneMeetOnlyOnTheBus(t *testing.T) {
 		}
 	}
 
-	// The callout, answered by the pairing service's own connection, admits
+	// The callout, answered by the credential service's own connection, admits
 	// the runtime on NATS; the registry answers its heartbeat there.
 	nc, err := nats.Connect(server.ClientURL(), nats.Token(rt.RuntimeToken), nats.CustomInboxPrefix(rt.NATS.InboxPrefix))
 	if err != nil {

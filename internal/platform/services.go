@@ -10,8 +10,8 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/agents"
 	"github.com/a2amesh/a2amesh/services/artifacts"
+	"github.com/a2amesh/a2amesh/services/credentials"
 	"github.com/a2amesh/a2amesh/services/delegation"
-	"github.com/a2amesh/a2amesh/services/pairing"
 	"github.com/a2amesh/a2amesh/services/registry"
 	"github.com/a2amesh/a2amesh/services/taskqueue"
 	"github.com/a2amesh/a2amesh/services/webhooks"
@@ -21,7 +21,10 @@ import (
 )
 
 // Services lists what `serve` can run.
-var Services = []string{"agents", "pairing", "registry", "taskqueue", "artifacts", "webhooks", "delegation", "gateway"}
+var Services = []string{
+	bus.ServiceAgents, bus.ServiceCredentials, bus.ServiceRegistry, bus.ServiceTaskQueue,
+	bus.ServiceArtifacts, bus.ServiceWebhooks, bus.ServiceDelegation, bus.ServiceGateway,
+}
 
 // stopper is a started service.
 type stopper interface{ Stop(grace time.Duration) }
@@ -39,7 +42,7 @@ type serviceEnv struct {
 	conn    *bus.Conn
 	log     zerolog.Logger
 	metrics prometheus.Registerer
-	// issuer signs the auth callout's answers (pairing).
+	// issuer signs the auth callout's answers (credentials).
 	issuer nkeys.KeyPair
 	// natsURL and wsURL are told to runtimes at pairing.
 	natsURL, wsURL string
@@ -52,26 +55,26 @@ type serviceEnv struct {
 func (c *Config) newService(name string, env serviceEnv) (service, error) {
 	conn, log, reg := env.conn, env.log, env.metrics
 	switch name {
-	case "agents":
+	case bus.ServiceAgents:
 		return agents.New(agents.Config{Conn: conn, Logger: log, Metrics: reg, Region: c.Region}), nil
-	case "pairing":
-		return pairing.New(pairing.Config{
+	case bus.ServiceCredentials:
+		return credentials.New(credentials.Config{
 			Conn: conn, Logger: log, CodeTTL: c.PairingCodeTTL, HeartbeatTimeout: c.HeartbeatTimeout, Lease: c.Lease,
 			NATSURL: env.natsURL, NATSWebSocketURL: env.wsURL, AuthIssuer: env.issuer,
 			Platform: meshapi.PlatformInfo{Name: c.PlatformName, Origin: c.origin()}, Metrics: reg,
 		}), nil
-	case "registry":
+	case bus.ServiceRegistry:
 		return registry.New(registry.Config{Conn: conn, Logger: log, HeartbeatTimeout: c.HeartbeatTimeout, Metrics: reg}), nil
-	case "taskqueue":
+	case bus.ServiceTaskQueue:
 		return taskqueue.New(taskqueue.Config{Conn: conn, Logger: log, Lease: c.Lease, HeartbeatTimeout: c.HeartbeatTimeout, Metrics: reg}), nil
-	case "artifacts":
+	case bus.ServiceArtifacts:
 		return artifacts.New(artifacts.Config{Conn: conn, Logger: log, MaxBytes: c.MaxArtifactBytes, Metrics: reg}), nil
-	case "webhooks":
+	case bus.ServiceWebhooks:
 		return webhooks.New(webhooks.Config{
 			Conn: conn, Logger: log, AllowPrivate: c.AllowPrivateWebhooks, Metrics: reg, PublicURL: c.PublicURL,
 			AttemptTimeout: c.WebhookAttemptTimeout, RetryMin: c.WebhookRetryMin, RetryMax: c.WebhookRetryMax, RetryFor: c.WebhookRetryFor,
 		}), nil
-	case "delegation":
+	case bus.ServiceDelegation:
 		return delegation.New(delegation.Config{
 			Conn: conn, Logger: log, GatewayURL: env.gatewayURL, MaxDepth: c.DelegationMaxDepth, Lease: c.Lease,
 			AllowPrivate: c.AllowPrivateWebhooks,

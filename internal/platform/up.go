@@ -149,7 +149,7 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 		p.conns = append(p.conns, c)
 	}
 	for _, name := range Services {
-		if name == "gateway" {
+		if name == bus.ServiceGateway {
 			continue
 		}
 		svc, err := cfg.newService(name, serviceEnv{
@@ -170,7 +170,7 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 		return err
 	}
 	p.gateway = gateway.New(gateway.Config{
-		Conn: conns["gateway"], Logger: log.With().Str("service", "gateway").Logger(),
+		Conn: conns[bus.ServiceGateway], Logger: log.With().Str("service", bus.ServiceGateway).Logger(),
 		Listener: ln, MaxArtifactBytes: cfg.MaxArtifactBytes, Metrics: reg, Gatherer: reg,
 		PublicURL: cfg.PublicURL, A2A: cfg.a2aConfig(), Doors: cfg.doorsConfig(), DownloadsDir: cfg.DownloadsDir,
 	})

@@ -29,8 +29,8 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/a2atoken"
-	"github.com/a2amesh/a2amesh/internal/runtimedir"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/internal/runtimedir"
 )
 
 // Config configures the service. Zero values take the documented defaults.

@@ -14,9 +14,9 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/metrics"
-	"github.com/a2amesh/a2amesh/internal/runtimedir"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/internal/runtimedir"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )

@@ -17,7 +17,7 @@ type apiKeyRequest struct {
 
 // serveAPIKeys manages an agent's API keys: POST creates one (the key is in
 // this answer only), GET lists them by prefix, DELETE revokes one. The
-// pairing service keeps them, hashed. These are people's routes (see
+// credential service keeps them, hashed. These are people's routes (see
 // Route.People): the gateway has admitted the owner credential or a web
 // sign-in session before the request gets here.
 func (s *Server) serveAPIKeys(w http.ResponseWriter, r *http.Request) {

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package connector
-
-import "syscall"
-
-// adapterSysProcAttr: only Linux can tie the adapter's life to the runtime's.
-func adapterSysProcAttr() *syscall.SysProcAttr { return nil }

@@ -1,0 +1,184 @@
+package runtimeengine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/adapterclient"
+	"github.com/a2amesh/a2amesh/internal/ledger"
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// An adapter that is restarted, upgraded or crashed is gone for a moment.
+// Tasks claimed meanwhile would all fail with ADAPTER_UNREACHABLE, so the
+// runtime asks the adapter's GET /health before each claim and claims
+// nothing while it does not answer; a run it claimed just before the adapter
+// went away, and could not deliver, goes back to the queue.
+const (
+	// adapterCheckTimeout bounds one GET /health.
+	adapterCheckTimeout = 2 * time.Second
+	// adapterBackoffMin and adapterBackoffMax pace the checks of an adapter
+	// that does not answer: quickly at first (a restart takes a second),
+	// then every few seconds.
+	adapterBackoffMin = 200 * time.Millisecond
+	adapterBackoffMax = 5 * time.Second
+	// maxGiveBacks is how often one run is given back because the adapter
+	// could not be reached; the next time it fails (seed 000: the runtime
+	// fails a task whose endpoint cannot be reached).
+	maxGiveBacks = 3
+	// giveBackMargin: a run this close to its deadline is failed rather
+	// than given back, so its caller learns why now instead of at the
+	// deadline.
+	giveBackMargin = 15 * time.Second
+)
+
+// EventTaskGivenBack is the ledger entry of a run given back to the queue
+// because the adapter could not be reached: it was never started.
+const EventTaskGivenBack ledger.Event = "task_given_back"
+
+// AdapterReady reports whether the local adapter answered its last check.
+func (c *Engine) AdapterReady() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.adapterDown
+}
+
+// waitAdapter returns once the adapter answers GET /health, checking with
+// backoff while it does not, or once it has not answered for AdapterWait:
+// an adapter gone that long is not restarting, and the runs claimed then
+// fail as seed 000 says (once given back maxGiveBacks times). False when
+// ctx ended first. An adapter believed up (its last check and its last
+// task went well) is not asked again before each claim: that would put a
+// round trip in front of every claim; the heartbeat loop checks it, and a
+// run it does not receive is given back and marks it down.
+func (c *Engine) waitAdapter(ctx context.Context) bool {
+	if c.cfg.Adapter == nil {
+		return true
+	}
+	c.mu.Lock()
+	trusted := !c.adapterDown && !c.adapterSuspect
+	c.mu.Unlock()
+	if trusted {
+		return true
+	}
+	backoff := adapterBackoffMin
+	for {
+		c.checkAdapter(ctx)
+		if ctx.Err() != nil {
+			return false
+		}
+		if c.AdapterReady() || c.adapterGaveUp() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(bus.Jitter(backoff, 0.2)):
+		}
+		backoff = min(backoff*2, adapterBackoffMax)
+	}
+}
+
+// checkAdapter asks the adapter once, so an idle runtime also notices (and
+// its heartbeat reports) an adapter that went away.
+func (c *Engine) checkAdapter(ctx context.Context) {
+	if c.cfg.Adapter == nil {
+		return
+	}
+	hctx, cancel := context.WithTimeout(ctx, adapterCheckTimeout)
+	err := c.cfg.Adapter.Reachable(hctx)
+	cancel()
+	c.mu.Lock()
+	c.adapterSuspect = false
+	c.mu.Unlock()
+	if ctx.Err() == nil {
+		c.setAdapterState(err)
+	}
+}
+
+// suspectAdapter makes the next claim check the adapter first: a call to
+// it failed in transport (err is a transport error, not the adapter's own
+// failure answer).
+func (c *Engine) suspectAdapter(err error) {
+	var f *adapterclient.Failure
+	if err == nil || (errors.As(err, &f) && !f.NotDelivered && f.Code != adapterclient.CodeConnectionLost) {
+		return
+	}
+	c.mu.Lock()
+	c.adapterSuspect = true
+	c.mu.Unlock()
+}
+
+// adapterGaveUp reports whether the adapter has been unreachable for longer
+// than AdapterWait (a negative AdapterWait waits for ever).
+func (c *Engine) adapterGaveUp() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.adapterDown && c.cfg.AdapterWait >= 0 && time.Since(c.adapterDownSince) > c.cfg.AdapterWait
+}
+
+// setAdapterState records the result of a check and logs the changes only:
+// one line when the adapter goes away, one when it is back.
+func (c *Engine) setAdapterState(err error) {
+	c.mu.Lock()
+	was := c.adapterDown
+	c.adapterDown = err != nil
+	if err != nil && !was {
+		c.adapterDownSince = time.Now()
+	}
+	c.mu.Unlock()
+	switch {
+	case err != nil && !was:
+		c.log.Warn().Err(err).Str("endpoint", c.cfg.Adapter.Endpoint()).
+			Msg("local adapter unreachable: no task runs are claimed until it answers")
+		c.cfg.Metrics.adapterReady(false)
+		c.kickHeartbeat()
+	case err == nil && was:
+		c.log.Info().Str("endpoint", c.cfg.Adapter.Endpoint()).Msg("local adapter answering again: claiming task runs")
+		c.cfg.Metrics.adapterReady(true)
+		c.kickHeartbeat()
+	}
+}
+
+// giveBack returns a run the adapter never received to the queue, unless it
+// was given back often enough already or its deadline is near. It reports
+// whether the run was given back; if not, the caller fails it.
+func (c *Engine) giveBack(run *mesh.TaskRun, err error) bool {
+	var f *adapterclient.Failure
+	if !errors.As(err, &f) || !f.NotDelivered {
+		return false
+	}
+	if run.Deadline != nil && time.Until(*run.Deadline) < giveBackMargin {
+		return false
+	}
+	c.mu.Lock()
+	n := c.givenBack[run.ID]
+	if n >= maxGiveBacks {
+		delete(c.givenBack, run.ID)
+		c.mu.Unlock()
+		return false
+	}
+	c.givenBack[run.ID] = n + 1
+	c.mu.Unlock()
+	c.setAdapterState(err)
+
+	ctx, cancel := context.WithTimeout(c.execCtx, 5*time.Second)
+	defer cancel()
+	if rerr := c.cfg.Transport.Release(ctx, run); rerr != nil {
+		c.log.Warn().Err(rerr).Str("task_run_id", run.ID).Msg("task run could not be given back; failing it")
+		return false
+	}
+	c.log.Warn().Str("task_run_id", run.ID).Int("given_back", n+1).Err(err).
+		Msg("local adapter unreachable: task run given back to the queue")
+	c.cfg.Metrics.taskGivenBack()
+	return true
+}
+
+// delivered forgets the give-backs of a run the adapter received.
+func (c *Engine) delivered(id string) {
+	c.mu.Lock()
+	delete(c.givenBack, id)
+	c.mu.Unlock()
+}

@@ -1,0 +1,64 @@
+package runtimeengine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/apiclient"
+)
+
+// ArtifactWriter materialises one artifact write request for a run and
+// returns the artifact_ref part to append to the output (seed 000 steps 2, 4).
+type ArtifactWriter interface {
+	Write(ctx context.Context, runID string, attempt int, w adapterapi.ArtifactWrite) (map[string]any, error)
+}
+
+// HTTPArtifacts writes artifacts through POST /task-runs/{id}/artifacts with
+// the runtime's own credential (the adapter never calls the platform).
+type HTTPArtifacts struct {
+	API *apiclient.Client
+}
+
+// Write implements ArtifactWriter.
+func (h HTTPArtifacts) Write(ctx context.Context, runID string, attempt int, w adapterapi.ArtifactWrite) (map[string]any, error) {
+	body := map[string]any{
+		"attempt": attempt, "artifact_type": w.ArtifactType, "filename": w.Filename, "title": w.Title,
+		"summary": w.Summary, "keywords": w.Keywords, "mime_type": w.MimeType,
+	}
+	switch {
+	case w.ContentBase64 != "":
+		body["content_base64"] = w.ContentBase64
+	default:
+		body["content_text"] = w.ContentText
+	}
+	var res struct {
+		ArtifactRef map[string]any `json:"artifact_ref"`
+	}
+	if _, err := h.API.Do(ctx, http.MethodPost, "/task-runs/"+url.PathEscape(runID)+"/artifacts", nil, body, &res); err != nil {
+		return nil, err
+	}
+	return res.ArtifactRef, nil
+}
+
+// ReadAttachment implements AttachmentReader: GET
+// /agent-runtimes/runtime/artifacts/{id}/content, which serves only files of
+// the runtime's own agent.
+func (h HTTPArtifacts) ReadAttachment(ctx context.Context, artifactID string) ([]byte, error) {
+	resp, err := h.API.Send(ctx, http.MethodGet, "/agent-runtimes/runtime/artifacts/"+url.PathEscape(artifactID)+"/content", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAttachmentBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxAttachmentBytes {
+		return nil, fmt.Errorf("attachment %s is larger than %d bytes", artifactID, maxAttachmentBytes)
+	}
+	return b, nil
+}

@@ -1,0 +1,388 @@
+// Package runtimeengine is the runtime's engine (seed 001 §2.3): it keeps the
+// runtime online with heartbeats, claims its agent's task runs over a
+// Transport, hands each to the local adapter, renews leases while the adapter
+// works, reports progress and the result, and never loses a result: a report
+// the platform cannot take goes to the ledger's outbox and is re-sent later.
+package runtimeengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/adapterclient"
+	"github.com/a2amesh/a2amesh/internal/ledger"
+	"github.com/a2amesh/a2amesh/internal/toolserver"
+	"github.com/rs/zerolog"
+)
+
+// Config configures an Engine. Zero values take the documented defaults.
+type Config struct {
+	AgentID   string
+	RuntimeID string
+	Transport Transport
+	Adapter   *adapterclient.Client
+	// Artifacts materialises artifact write requests with the runtime's credential.
+	Artifacts ArtifactWriter
+	// Attachments fetches the files stored for a task's input, which are
+	// passed inline to the adapter. Nil passes attachments as they are.
+	Attachments AttachmentReader
+	Ledger      *ledger.Ledger
+	// Platform is passed to the adapter in every task (seed 000).
+	Platform adapterapi.Platform
+	// Instructions are the agent's business instructions, passed to the adapter.
+	Instructions string
+	// FreshInstructions asks the platform for the agent's instructions
+	// (Transport.Hello) before each task, so that instructions edited while
+	// the runtime runs reach the next task; Instructions is then only the
+	// fallback when the platform does not answer. False (the default) sends
+	// Instructions as they are.
+	FreshInstructions bool
+	// Concurrency is how many runs are worked on at once. Default 1 (an
+	// adapter runs one task at a time, seed 001 §2.5).
+	Concurrency int
+	// TaskTimeout bounds one adapter call. Default 10 minutes.
+	TaskTimeout time.Duration
+	// AdapterWait is how long claiming pauses while the local adapter does
+	// not answer GET /health (a restart or an upgrade). After it the runtime
+	// claims again and fails the runs it cannot deliver, as seed 000 says.
+	// Default 1 minute; negative pauses for as long as the adapter is gone.
+	AdapterWait time.Duration
+	// DrainGrace is how long a stopping runtime lets running tasks finish
+	// before failing them. Default 30s.
+	DrainGrace time.Duration
+	// HeartbeatInterval defaults to a third of the heartbeat timeout (120s).
+	HeartbeatInterval time.Duration
+	// RenewInterval defaults to a third of the lease (60s).
+	RenewInterval time.Duration
+	// OnHeartbeat is called after each accepted heartbeat (to record it in the profile).
+	OnHeartbeat func(at time.Time)
+	// CheckCredential asks the platform, over its REST API, whether it still
+	// accepts the runtime's credential. It is called when a heartbeat fails
+	// for another reason: a NATS server that refuses a revoked credential
+	// only drops the connection, and an error from it then is not an answer.
+	// Nil skips the check.
+	CheckCredential func(ctx context.Context) error
+	// IdleTrim is how long the runtime waits without a task before it
+	// returns its spare heap to the system (see idle.go). Default 5s;
+	// negative never trims.
+	IdleTrim time.Duration
+	// Tools serves each run's delegation tools to its host (the adapter
+	// gets their address and capability in the run-task request, the
+	// capability revoked when the run's turn ends); nil gives none.
+	Tools *toolserver.Server
+	// Metrics records what the runtime does; nil records nothing.
+	Metrics *Metrics
+	Logger  zerolog.Logger
+
+	// trim replaces debug.FreeOSMemory in tests.
+	trim func()
+}
+
+func (c *Config) defaults() {
+	if c.Concurrency <= 0 {
+		c.Concurrency = 1
+	}
+	if c.TaskTimeout == 0 {
+		c.TaskTimeout = 10 * time.Minute
+	}
+	if c.AdapterWait == 0 {
+		c.AdapterWait = time.Minute
+	}
+	if c.DrainGrace == 0 {
+		c.DrainGrace = 30 * time.Second
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = 40 * time.Second
+	}
+	if c.RenewInterval == 0 {
+		c.RenewInterval = 20 * time.Second
+	}
+	if c.IdleTrim == 0 {
+		c.IdleTrim = defaultIdleTrim
+	}
+}
+
+// ErrReauth is returned by Run when the platform refused the runtime's
+// credential: the same agent must be paired again (seed 001 §4.7).
+var ErrReauth = errors.New("the platform refused this runtime's credential")
+
+// Engine runs one runtime.
+type Engine struct {
+	cfg Config
+	log zerolog.Logger
+
+	mu      sync.Mutex
+	running map[string]*task
+	// owed are the runs whose report waits in the outbox: the runtime still
+	// holds them, so their leases are renewed with the running ones.
+	owed map[string]bool
+	// idleTimer trims the heap once no task ran for IdleTrim; idleGen
+	// tells a timer that fired late whether it is still the current one.
+	idleTimer *time.Timer
+	idleGen   uint64
+	// adapterDown is set while the local adapter does not answer (see
+	// adapter.go); givenBack counts the runs given back because of it.
+	adapterDown      bool
+	adapterDownSince time.Time
+	// adapterSuspect is set when a call to the adapter failed in transport
+	// (it may have gone away mid-task): the next claim checks it first.
+	adapterSuspect bool
+	givenBack      map[string]int
+
+	execCtx    context.Context
+	execCancel context.CancelFunc
+	fatalOnce  sync.Once
+	fatalErr   error
+	fatal      chan struct{}
+	outboxKick chan struct{}
+	// heartbeatKick sends a heartbeat now: the adapter's readiness changed.
+	heartbeatKick chan struct{}
+	stopNow       chan struct{}
+	stopOnce      sync.Once
+}
+
+// task is a run being worked on.
+type task struct {
+	id      string
+	attempt int
+	cancel  context.CancelCauseFunc
+}
+
+// Cancellation causes, which decide whether the run is still reported.
+var (
+	errCanceledOnPlatform = errors.New("the task run was canceled on the platform")
+	errLeaseLost          = errors.New("the platform no longer assigns this task run to this runtime")
+	errShutdown           = errors.New("the runtime stopped before the task finished")
+	errReauth             = errors.New("the runtime's credential was refused")
+)
+
+// New returns an engine.
+func New(cfg Config) *Engine {
+	cfg.defaults()
+	return &Engine{
+		cfg: cfg, log: cfg.Logger, running: map[string]*task{}, owed: map[string]bool{}, givenBack: map[string]int{},
+		fatal: make(chan struct{}), outboxKick: make(chan struct{}, 1), heartbeatKick: make(chan struct{}, 1),
+		stopNow: make(chan struct{}),
+	}
+}
+
+// StopNow ends a drain at once: running tasks are aborted and failed.
+func (c *Engine) StopNow() { c.stopOnce.Do(func() { close(c.stopNow) }) }
+
+// Run works until ctx ends (then drains) or the credential is refused
+// (then returns an error wrapping ErrReauth).
+func (c *Engine) Run(ctx context.Context) error {
+	c.execCtx, c.execCancel = context.WithCancel(context.WithoutCancel(ctx))
+	defer c.execCancel()
+	c.record(ledger.Entry{Event: ledger.EventRuntimeStarted, Message: "transport " + c.cfg.Transport.Name()})
+	defer c.record(ledger.Entry{Event: ledger.EventRuntimeStopped})
+
+	if err := c.heartbeat(ctx); err != nil && IsAuthError(err) {
+		c.fail(err)
+	}
+	// Start-up (profile, ledger, connection) leaves garbage too.
+	c.mu.Lock()
+	c.armIdleTrim()
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.cancelIdleTrim()
+		c.mu.Unlock()
+	}()
+	claimCtx, stopClaiming := context.WithCancel(ctx)
+	defer stopClaiming()
+	var loops, workers sync.WaitGroup
+	// The loops keep running while tasks drain: leases stay renewed and
+	// cancellations still arrive until the last task has ended.
+	for _, loop := range []func(context.Context){c.heartbeatLoop, c.renewLoop, c.cancelLoop, c.outboxLoop} {
+		loops.Add(1)
+		go func() { defer loops.Done(); loop(c.execCtx) }()
+	}
+	for i := 0; i < c.cfg.Concurrency; i++ {
+		workers.Add(1)
+		go func() { defer workers.Done(); c.work(claimCtx) }()
+	}
+	select {
+	case <-ctx.Done():
+	case <-c.fatal:
+	}
+	stopClaiming()
+	if c.fatalErr == nil {
+		c.log.Info().Msg("stopping: no new task runs are claimed; running ones may finish")
+	}
+	c.drain(&workers)
+	c.execCancel()
+	loops.Wait()
+	if c.fatalErr != nil {
+		return c.fatalErr
+	}
+	return nil
+}
+
+// drain waits for running tasks up to the grace period (or StopNow), then
+// aborts what is left; aborted runs are failed with the reason.
+func (c *Engine) drain(workers *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() { workers.Wait(); close(done) }()
+	if n := c.runningCount(); n > 0 && c.fatalErr == nil {
+		c.log.Info().Int("running", n).Dur("grace", c.cfg.DrainGrace).Msg("waiting for running tasks")
+	}
+	timer := time.NewTimer(c.cfg.DrainGrace)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return
+	case <-timer.C:
+	case <-c.stopNow:
+	case <-c.fatal:
+	}
+	cause := errShutdown
+	if c.fatalErr != nil {
+		cause = errReauth
+	}
+	c.mu.Lock()
+	for _, t := range c.running {
+		t.cancel(cause)
+	}
+	c.mu.Unlock()
+	<-done
+}
+
+// fail records a refused credential and stops the runtime.
+func (c *Engine) fail(err error) {
+	c.fatalOnce.Do(func() {
+		c.fatalErr = fmt.Errorf("%w (%v); generate a new pairing code for this same agent on the platform and run a2a-runtime pair again: do not create a new agent", ErrReauth, err)
+		c.record(ledger.Entry{Event: ledger.EventAuthRejected, Message: err.Error()})
+		close(c.fatal)
+	})
+}
+
+func (c *Engine) work(ctx context.Context) {
+	backoff := 500 * time.Millisecond
+	for ctx.Err() == nil {
+		if !c.waitAdapter(ctx) {
+			return
+		}
+		run, err := c.cfg.Transport.Next(ctx)
+		switch {
+		case err != nil && IsAuthError(err):
+			c.fail(err)
+			return
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			// The platform closes a revoked runtime's connection at once:
+			// a heartbeat now (and, if it fails, a credential check) finds
+			// out whether that was why, instead of at the next interval.
+			c.kickHeartbeat()
+			c.log.Warn().Err(err).Dur("retry_in", backoff).Msg("cannot claim work; retrying")
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(bus.Jitter(backoff, 0.2)):
+			}
+			backoff = min(backoff*2, 15*time.Second)
+			continue
+		case run == nil:
+			continue
+		}
+		backoff = 500 * time.Millisecond
+		if ctx.Err() != nil {
+			// Claimed while stopping: give it back rather than start it.
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = c.cfg.Transport.Release(rctx, run)
+			cancel()
+			return
+		}
+		c.execute(run)
+	}
+}
+
+func (c *Engine) track(t *task) {
+	c.mu.Lock()
+	c.running[t.id] = t
+	c.cancelIdleTrim()
+	c.mu.Unlock()
+}
+
+func (c *Engine) untrack(id string) {
+	c.mu.Lock()
+	delete(c.running, id)
+	if len(c.running) == 0 {
+		c.armIdleTrim()
+	}
+	c.mu.Unlock()
+}
+
+func (c *Engine) runningIDs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]string, 0, len(c.running))
+	for id := range c.running {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// heldIDs are the runs whose leases the runtime keeps: those it works on and
+// those whose report it owes. Never nil: the platform renews exactly these.
+func (c *Engine) heldIDs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]string, 0, len(c.running)+len(c.owed))
+	for id := range c.running {
+		ids = append(ids, id)
+	}
+	for id := range c.owed {
+		if c.running[id] == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// owe marks runs as owed (their report is in the outbox) or settled.
+func (c *Engine) owe(owed bool, ids ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if owed {
+			c.owed[id] = true
+		} else {
+			delete(c.owed, id)
+		}
+	}
+}
+
+func (c *Engine) runningCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.running)
+}
+
+func (c *Engine) cancelRun(id string, cause error) bool {
+	c.mu.Lock()
+	t, ok := c.running[id]
+	c.mu.Unlock()
+	if ok {
+		t.cancel(cause)
+	}
+	return ok
+}
+
+// record appends to the ledger; a ledger that cannot be written is logged,
+// never fatal for the task.
+func (c *Engine) record(e ledger.Entry) {
+	if c.cfg.Ledger == nil {
+		return
+	}
+	if err := c.cfg.Ledger.Append(e); err != nil {
+		c.log.Warn().Err(err).Str("event", string(e.Event)).Msg("ledger entry not written")
+	}
+}

@@ -1,0 +1,290 @@
+package runtimeengine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/adapterclient"
+	"github.com/a2amesh/a2amesh/internal/ledger"
+	"github.com/a2amesh/a2amesh/internal/toolserver"
+	"github.com/a2amesh/a2amesh/internal/tracing"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Failure codes the runtime itself reports.
+const (
+	CodeArtifactWriteFailed = "ARTIFACT_WRITE_FAILED"
+	CodeRuntimeShutdown     = "RUNTIME_SHUTDOWN"
+	CodeAdapterFailure      = "ADAPTER_REPORTED_FAILURE"
+)
+
+// execute works on one claimed run from dispatch to report.
+func (c *Engine) execute(run *mesh.TaskRun) {
+	ctx, cancel := context.WithCancelCause(c.execCtx)
+	defer cancel(nil)
+	ctx, span := startTask(ctx, run, c.cfg.RuntimeID)
+	defer span.End()
+	t := &task{id: run.ID, attempt: run.Attempt, cancel: cancel}
+	c.track(t)
+	defer c.untrack(run.ID)
+	log := c.log.With().Str("task_run_id", run.ID).Int("attempt", run.Attempt).Logger()
+	c.record(ledger.Entry{Event: ledger.EventTaskPulled, TaskRunID: run.ID, Attempt: run.Attempt, Status: string(run.Status)})
+
+	// Progress is what the adapter reports (the claim already shows the run
+	// running).
+	progress := newProgressSender(c, run)
+	c.record(ledger.Entry{Event: ledger.EventTaskStarted, TaskRunID: run.ID, Attempt: run.Attempt})
+	log.Info().Msg("task started")
+	c.cfg.Metrics.taskStarted()
+
+	tctx, tcancel := context.WithTimeout(ctx, c.cfg.TaskTimeout)
+	defer tcancel()
+	req, err := c.request(tctx, run)
+	if err != nil {
+		progress.close()
+		c.failRun(ctx, run, CodeAttachmentUnavailable, err.Error())
+		return
+	}
+	if c.cfg.Tools != nil {
+		capability, closeTools, err := c.cfg.Tools.Open(run.ID)
+		if err != nil {
+			// The host works without them rather than not at all.
+			log.Warn().Err(err).Msg("delegation tools unavailable for this run")
+		} else {
+			// The capability dies with the turn, however it ends.
+			defer closeTools()
+			req.Tools = &adapterapi.Tools{MCPURL: c.cfg.Tools.URL(), Capability: capability, FolderHeader: toolserver.FolderHeader}
+		}
+	}
+	began := time.Now()
+	reply, err := c.cfg.Adapter.Run(tctx, req, func(l adapterapi.StreamLine) {
+		progress.send(l.Message, l.Percent)
+	})
+	c.cfg.Metrics.adapterCall(time.Since(began))
+	progress.close()
+	c.suspectAdapter(err)
+
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		c.stopped(ctx, run, cause)
+		return
+	}
+	if err != nil && c.giveBack(run, err) {
+		c.record(ledger.Entry{Event: EventTaskGivenBack, TaskRunID: run.ID, Attempt: run.Attempt, Message: err.Error()})
+		return
+	}
+	c.delivered(run.ID)
+	var failure *adapterclient.Failure
+	switch {
+	case errors.As(err, &failure):
+		c.failRun(ctx, run, failure.Code, failure.Message)
+	case err != nil:
+		c.failRun(ctx, run, adapterclient.CodeConnectionLost, err.Error())
+	case reply.Kind == adapterapi.KindFailure:
+		c.failRun(ctx, run, CodeAdapterFailure, reply.Error)
+	default:
+		c.completeRun(ctx, run, reply.Output)
+	}
+}
+
+// request builds seed 000's run-task body, with the input's stored
+// attachments fetched and inline. It never carries the runtime token or the
+// platform's API base.
+func (c *Engine) request(ctx context.Context, run *mesh.TaskRun) (*adapterapi.RunTaskRequest, error) {
+	input := run.Input
+	if len(input) == 0 {
+		input = json.RawMessage(`{}`)
+	}
+	input, err := c.withAttachments(ctx, run, input)
+	if err != nil {
+		return nil, err
+	}
+	var env *adapterapi.Environment
+	if run.Environment != nil {
+		env = &adapterapi.Environment{WorkingDirectory: run.Environment.WorkingDirectory, Variables: run.Environment.Variables}
+	}
+	return &adapterapi.RunTaskRequest{
+		Environment:      env,
+		TaskRunID:        run.ID,
+		ConversationID:   run.ConversationID,
+		WorkspaceID:      run.WorkspaceID,
+		TaskType:         run.TaskType,
+		Input:            input,
+		InitiatorAgentID: run.InitiatorAgentID,
+		TargetAgentID:    run.TargetAgentID,
+		Platform:         c.cfg.Platform,
+		Instructions:     c.instructions(ctx),
+	}, nil
+}
+
+// instructionsTimeout bounds the question for the agent's current
+// instructions before a task; a platform that does not answer in time
+// gets the task sent with the instructions last known.
+const instructionsTimeout = 5 * time.Second
+
+// instructions returns the agent's instructions for the next task: the
+// platform's current ones when FreshInstructions is set.
+func (c *Engine) instructions(ctx context.Context) string {
+	c.mu.Lock()
+	known := c.cfg.Instructions
+	c.mu.Unlock()
+	if !c.cfg.FreshInstructions {
+		return known
+	}
+	hctx, cancel := context.WithTimeout(ctx, instructionsTimeout)
+	defer cancel()
+	hello, err := c.cfg.Transport.Hello(hctx)
+	if err != nil {
+		c.log.Warn().Err(err).Msg("current instructions not fetched; the task gets those last known")
+		return known
+	}
+	c.mu.Lock()
+	c.cfg.Instructions = hello.Instructions
+	c.mu.Unlock()
+	return hello.Instructions
+}
+
+// stopped handles a run whose work was cut short. Canceled and reassigned
+// runs are not reported (the platform already ended them); a run cut short by
+// the runtime stopping is failed with the reason.
+func (c *Engine) stopped(ctx context.Context, run *mesh.TaskRun, cause error) {
+	switch {
+	case errors.Is(cause, errShutdown):
+		c.failRun(ctx, run, CodeRuntimeShutdown, cause.Error())
+	case errors.Is(cause, errReauth):
+		c.record(ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: run.ID, Attempt: run.Attempt, ErrorCode: "RUNTIME_UNAUTHORIZED", Message: cause.Error()})
+	default:
+		c.record(ledger.Entry{Event: ledger.EventTaskCanceled, TaskRunID: run.ID, Attempt: run.Attempt, Message: cause.Error()})
+		c.log.Info().Str("task_run_id", run.ID).Str("reason", cause.Error()).Msg("task stopped")
+	}
+}
+
+// failRun reports a run failed; ctx is the task's (its span is marked
+// failed with the code).
+func (c *Engine) failRun(ctx context.Context, run *mesh.TaskRun, code, message string) {
+	tracing.Fail(trace.SpanFromContext(ctx), code)
+	out, _ := json.Marshal(map[string]any{"error": message, "code": code})
+	c.record(ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: run.ID, Attempt: run.Attempt, ErrorCode: code, Message: message})
+	c.log.Info().Str("task_run_id", run.ID).Str("code", code).Msg("task failed")
+	c.cfg.Metrics.taskEnded(false)
+	c.deliver(ctx, ledger.ReportFail, run, meshapi.FailRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out})
+}
+
+func (c *Engine) completeRun(ctx context.Context, run *mesh.TaskRun, output map[string]any) {
+	writes, err := adapterapi.ArtifactWrites(output)
+	if err != nil {
+		c.failRun(ctx, run, CodeArtifactWriteFailed, err.Error())
+		return
+	}
+	refs := make([]map[string]any, 0, len(writes))
+	for i, w := range writes {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		ref, err := c.cfg.Artifacts.Write(actx, run.ID, run.Attempt, w)
+		cancel()
+		if err != nil {
+			// Seed 000 step 6: any failed write fails the run; it is not completed.
+			c.failRun(ctx, run, CodeArtifactWriteFailed, "artifact "+describe(w, i)+" could not be stored: "+err.Error())
+			return
+		}
+		c.record(ledger.Entry{Event: ledger.EventArtifactWritten, TaskRunID: run.ID, Attempt: run.Attempt, Message: w.Filename})
+		refs = append(refs, ref)
+	}
+	// An adapter that ends its turn with a question says so in the output;
+	// the platform learns it from the report, so it leaves the output.
+	inputRequired, _ := output[adapterapi.InputRequiredKey].(bool)
+	delete(output, adapterapi.InputRequiredKey)
+	out, err := json.Marshal(cleanOutput(output, refs))
+	if err != nil {
+		c.failRun(ctx, run, adapterclient.CodeInvalidResponse, "output cannot be encoded: "+err.Error())
+		return
+	}
+	c.record(ledger.Entry{Event: ledger.EventTaskCompleted, TaskRunID: run.ID, Attempt: run.Attempt})
+	c.log.Info().Str("task_run_id", run.ID).Int("artifacts", len(refs)).Bool("input_required", inputRequired).Msg("task completed")
+	c.cfg.Metrics.taskEnded(true)
+	c.deliver(ctx, ledger.ReportComplete, run, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out, InputRequired: inputRequired})
+}
+
+func describe(w adapterapi.ArtifactWrite, i int) string {
+	if w.Filename != "" {
+		return w.Filename
+	}
+	return "#" + strconv.Itoa(i+1)
+}
+
+// cleanOutput applies seed 000 steps 3-4: the artifact write requests and
+// every content_text leave the output, and artifact_ref parts are appended to
+// output.parts.
+func cleanOutput(output map[string]any, refs []map[string]any) map[string]any {
+	delete(output, "artifacts")
+	delete(output, "artifact_writes")
+	stripContentText(output)
+	if len(refs) > 0 {
+		parts, _ := output["parts"].([]any)
+		for _, r := range refs {
+			parts = append(parts, r)
+		}
+		output["parts"] = parts
+	}
+	return output
+}
+
+func stripContentText(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		delete(x, "content_text")
+		for _, child := range x {
+			stripContentText(child)
+		}
+	case []any:
+		for _, child := range x {
+			stripContentText(child)
+		}
+	}
+}
+
+// progressSender reports progress in order without holding up the task: a
+// slow platform drops progress (it is non-fatal, seed 001 §4.4), never the task.
+type progressSender struct {
+	c    *Engine
+	run  *mesh.TaskRun
+	ch   chan meshapi.ProgressRequest
+	done chan struct{}
+}
+
+func newProgressSender(c *Engine, run *mesh.TaskRun) *progressSender {
+	p := &progressSender{c: c, run: run, ch: make(chan meshapi.ProgressRequest, 32), done: make(chan struct{})}
+	go p.loop()
+	return p
+}
+
+func (p *progressSender) send(message string, percent *float64) {
+	select {
+	case p.ch <- meshapi.ProgressRequest{TaskRunID: p.run.ID, Attempt: p.run.Attempt, Message: message, Percent: percent}:
+	default:
+	}
+}
+
+func (p *progressSender) loop() {
+	defer close(p.done)
+	for req := range p.ch {
+		ctx, cancel := context.WithTimeout(p.c.execCtx, 5*time.Second)
+		if err := p.c.cfg.Transport.Progress(ctx, req); err != nil {
+			p.c.log.Debug().Err(err).Str("task_run_id", req.TaskRunID).Msg("progress not reported")
+		}
+		cancel()
+	}
+}
+
+// close waits until queued progress is sent, so it precedes the result.
+func (p *progressSender) close() {
+	close(p.ch)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+	}
+}

@@ -1,0 +1,69 @@
+package runtimeengine
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// PairRequest is what `a2a-runtime pair` knows.
+type PairRequest struct {
+	Code               string
+	APIBase            string
+	LocalAgentEndpoint string
+	DeviceName         string
+	LocalExecutor      profile.LocalExecutor
+}
+
+// Pair redeems a pairing code and returns the profile to store. The returned
+// profile holds the runtime credential: it must only be written to the
+// profile file.
+func Pair(ctx context.Context, req PairRequest) (profile.Profile, error) {
+	api, err := apiclient.New(req.APIBase, apiclient.WithUserAgent("a2a-runtime"))
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	body := meshapi.AttachRequest{
+		PairingToken: req.Code,
+		DeviceName:   req.DeviceName,
+		LocalExecutor: mesh.LocalExecutor{
+			Type: req.LocalExecutor.Type, Ref: req.LocalExecutor.Ref, Workspace: req.LocalExecutor.Workspace,
+			Cwd: req.LocalExecutor.Cwd, InstructionFile: req.LocalExecutor.InstructionFile,
+		},
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var res meshapi.AttachResponse
+	if _, err := api.Do(ctx, http.MethodPost, "/agent-runtimes/runtime/attach-via-pairing", nil, body, &res); err != nil {
+		return profile.Profile{}, fmt.Errorf("pairing with %s failed: %w", req.APIBase, err)
+	}
+	endpoint := req.LocalAgentEndpoint
+	if endpoint == "" {
+		endpoint = adapterapi.DefaultEndpoint
+	}
+	return profile.Profile{
+		AgentID:            res.AgentID,
+		RuntimeID:          res.RuntimeID,
+		RuntimeToken:       res.RuntimeToken,
+		APIBase:            api.Base(),
+		LocalAgentEndpoint: endpoint,
+		Adapter:            profile.DefaultAdapter,
+		HeartbeatTimeoutMS: res.HeartbeatTimeoutMS,
+		LeaseMS:            res.LeaseMS,
+		LocalExecutor:      req.LocalExecutor,
+		DeviceName:         req.DeviceName,
+		PairedAt:           time.Now().UTC(),
+		Platform:           adapterapi.Platform{Name: res.Platform.Name, Origin: res.Platform.Origin},
+		NATS: profile.NATS{
+			URL: res.NATS.URL, WSURL: res.NATS.WSURL, InboxPrefix: res.NATS.InboxPrefix,
+			Stream: res.NATS.Stream, Consumer: res.NATS.Consumer,
+		},
+	}, nil
+}

@@ -1,0 +1,138 @@
+package runtimeengine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/ledger"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// deliver sends a complete or fail report, retrying once (seed 001 §4.6). If
+// both tries fail for a reason that may pass, the report goes to the ledger's
+// outbox and the outbox loop re-sends it until the platform answers. ctx is
+// the task's: only its values (the task's span) are kept, not its end.
+func (c *Engine) deliver(ctx context.Context, kind ledger.ReportKind, run *mesh.TaskRun, req any) {
+	var err error
+	for try := 0; try < 2; try++ {
+		if try > 0 {
+			time.Sleep(time.Second)
+		}
+		err = c.send(ctx, kind, req)
+		switch {
+		case err == nil:
+			return
+		case IsAuthError(err):
+			c.fail(err)
+			return
+		case isFinalAnswer(err):
+			c.log.Warn().Err(err).Str("task_run_id", run.ID).Msg("platform refused the report (the run ended otherwise)")
+			c.record(ledger.Entry{Event: ledger.EventReportFailed, TaskRunID: run.ID, Attempt: run.Attempt, Message: err.Error()})
+			return
+		}
+	}
+	c.log.Warn().Err(err).Str("task_run_id", run.ID).Msg("report not delivered; kept in the outbox for later")
+	c.record(ledger.Entry{Event: ledger.EventReportFailed, TaskRunID: run.ID, Attempt: run.Attempt, Message: err.Error()})
+	body, _ := json.Marshal(req)
+	rep := ledger.Report{ID: ledger.NewReportID(), Kind: kind, TaskRunID: run.ID, Attempt: run.Attempt, Body: body}
+	if c.cfg.Ledger == nil {
+		return
+	}
+	if err := c.cfg.Ledger.AppendPending(rep); err != nil {
+		c.log.Error().Err(err).Str("task_run_id", run.ID).Msg("report could not be kept in the outbox")
+		return
+	}
+	c.owe(true, run.ID)
+	select {
+	case c.outboxKick <- struct{}{}:
+	default:
+	}
+}
+
+// send sends one report within ctx's trace; ctx's end does not stop it.
+func (c *Engine) send(ctx context.Context, kind ledger.ReportKind, req any) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	switch r := req.(type) {
+	case meshapi.CompleteRequest:
+		return c.cfg.Transport.Complete(ctx, r)
+	case meshapi.FailRequest:
+		return c.cfg.Transport.Fail(ctx, r)
+	}
+	return fmt.Errorf("unknown report %s", kind)
+}
+
+// outboxLoop re-sends kept reports: at start (reports left by an earlier
+// process), when a report is added, and every few seconds while any remain.
+func (c *Engine) outboxLoop(ctx context.Context) {
+	if c.cfg.Ledger == nil {
+		return
+	}
+	wait := time.Duration(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.outboxKick:
+		case <-time.After(wait):
+		}
+		remaining := c.flushOutbox()
+		if remaining == 0 {
+			wait = time.Hour
+		} else {
+			wait = 3 * time.Second
+		}
+	}
+}
+
+// flushOutbox sends every pending report once and returns how many remain.
+func (c *Engine) flushOutbox() int {
+	pending, err := c.cfg.Ledger.Pending()
+	if err != nil {
+		c.log.Warn().Err(err).Msg("outbox unreadable")
+		return 1
+	}
+	remaining := 0
+	for _, rep := range pending {
+		// Reports left by an earlier process are owed by this one.
+		c.owe(true, rep.TaskRunID)
+		req, err := decodeReport(rep)
+		if err != nil {
+			_ = c.cfg.Ledger.MarkAbandoned(rep.ID, err.Error())
+			c.owe(false, rep.TaskRunID)
+			continue
+		}
+		err = c.send(c.execCtx, rep.Kind, req)
+		switch {
+		case err == nil:
+			_ = c.cfg.Ledger.MarkDelivered(rep.ID)
+			c.owe(false, rep.TaskRunID)
+			c.log.Info().Str("task_run_id", rep.TaskRunID).Msg("kept report delivered")
+		case IsAuthError(err):
+			c.fail(err)
+			return len(pending)
+		case isFinalAnswer(err):
+			_ = c.cfg.Ledger.MarkAbandoned(rep.ID, err.Error())
+			c.owe(false, rep.TaskRunID)
+			c.log.Warn().Err(err).Str("task_run_id", rep.TaskRunID).Msg("kept report refused: the run ended otherwise")
+		default:
+			remaining++
+		}
+	}
+	return remaining
+}
+
+func decodeReport(rep ledger.Report) (any, error) {
+	switch rep.Kind {
+	case ledger.ReportComplete:
+		var r meshapi.CompleteRequest
+		return r, json.Unmarshal(rep.Body, &r)
+	case ledger.ReportFail:
+		var r meshapi.FailRequest
+		return r, json.Unmarshal(rep.Body, &r)
+	}
+	return nil, fmt.Errorf("unknown report kind %q", rep.Kind)
+}

@@ -1,0 +1,61 @@
+package runtimeengine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// Transport is how a runtime talks to the platform: over NATS directly (the
+// default) or over the REST API of seed 001. Both have the same semantics.
+type Transport interface {
+	// Name is "nats" or "http".
+	Name() string
+	// Heartbeat marks the runtime online (and says whether its adapter
+	// answers); the platform also renews the leases of the runs listed.
+	Heartbeat(ctx context.Context, req meshapi.HeartbeatRequest) error
+	// Next waits for a pending run and claims it. It returns (nil, nil) when
+	// its wait ended with nothing to claim, and ctx's error when ctx ended.
+	Next(ctx context.Context) (*mesh.TaskRun, error)
+	// Release gives back a claimed run that was never started.
+	Release(ctx context.Context, run *mesh.TaskRun) error
+	// Renew extends the leases of running runs and returns those the runtime
+	// no longer holds (canceled, reaped or ended elsewhere).
+	Renew(ctx context.Context, ids []string) (lost []string, err error)
+	Progress(ctx context.Context, req meshapi.ProgressRequest) error
+	Complete(ctx context.Context, req meshapi.CompleteRequest) error
+	Fail(ctx context.Context, req meshapi.FailRequest) error
+	// Canceled delivers the ids of this agent's runs canceled on the platform.
+	Canceled() <-chan string
+	// Hello asks the platform for the agent's current instructions and
+	// timings; it changes nothing.
+	Hello(ctx context.Context) (*meshapi.HelloResponse, error)
+	Close()
+}
+
+// IsAuthError reports whether the platform refused the runtime's credential:
+// the runtime must stop and the same agent must be paired again.
+func IsAuthError(err error) bool {
+	var e *mesh.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	return e.Code == mesh.CodeUnauthorized || e.Code == mesh.CodeRuntimeRevoked || e.Code == mesh.CodeForbidden
+}
+
+// isFinalAnswer reports whether the platform answered a report in a way that
+// will not change if it is sent again (the run ended otherwise, or the report
+// was malformed): such reports leave the outbox.
+func isFinalAnswer(err error) bool {
+	var e *mesh.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Code {
+	case mesh.CodeInvalidTransition, mesh.CodeStaleAttempt, mesh.CodeNotFound, mesh.CodeInvalidRequest, mesh.CodeConflict:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,170 @@
+package runtimeengine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/rs/zerolog"
+)
+
+// HTTPConfig configures the HTTP transport (seed 001's REST contract).
+type HTTPConfig struct {
+	API     *apiclient.Client
+	AgentID string
+	// PullWait is how long one long-poll pull waits. Default 25s.
+	PullWait time.Duration
+	Logger   zerolog.Logger
+}
+
+type httpTransport struct {
+	cfg      HTTPConfig
+	canceled chan string
+	stop     context.CancelFunc
+}
+
+// NewHTTP returns the REST transport. It follows the runtime's own event
+// stream in the background so cancellations arrive within a second.
+func NewHTTP(cfg HTTPConfig) Transport {
+	if cfg.PullWait == 0 {
+		cfg.PullWait = 25 * time.Second
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	t := &httpTransport{cfg: cfg, canceled: make(chan string, 64), stop: stop}
+	go t.followCancellations(ctx)
+	return t
+}
+
+func (t *httpTransport) Name() string { return "http" }
+
+func (t *httpTransport) followCancellations(ctx context.Context) {
+	q := url.Values{"type": {mesh.EventTaskRunCanceled}}
+	err := t.cfg.API.StreamEvents(ctx, apiclient.PathRuntimeEvents, q, func(ev apiclient.Event) error {
+		var ce struct {
+			Subject string `json:"subject"`
+		}
+		if json.Unmarshal(ev.Data, &ce) == nil && ce.Subject != "" {
+			select {
+			case t.canceled <- ce.Subject:
+			default:
+			}
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		t.cfg.Logger.Warn().Err(err).Msg("cancellation stream ended; cancellations now arrive with lease renewals")
+	}
+}
+
+func (t *httpTransport) Canceled() <-chan string { return t.canceled }
+
+func (t *httpTransport) Hello(ctx context.Context) (*meshapi.HelloResponse, error) {
+	return HTTPHello(ctx, t.cfg.API)
+}
+
+func (t *httpTransport) Heartbeat(ctx context.Context, req meshapi.HeartbeatRequest) error {
+	body := map[string]any{"agent_id": t.cfg.AgentID, "running_task_run_ids": req.RunningTaskRunIDs}
+	if req.AdapterUnreachable {
+		body["adapter_unreachable"] = true
+	}
+	_, err := t.cfg.API.Do(ctx, http.MethodPost, "/agent-runtimes/runtime/heartbeat", nil, body, nil)
+	return err
+}
+
+func (t *httpTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
+	q := url.Values{"wait": {t.cfg.PullWait.String()}}
+	var run mesh.TaskRun
+	pctx, done := pullContext(ctx)
+	defer done()
+	status, err := t.cfg.API.Do(pctx, http.MethodPost, "/agent-accounts/"+url.PathEscape(t.cfg.AgentID)+"/task-runs/pull", q, nil, &run)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	if status == http.StatusNoContent || run.ID == "" {
+		return nil, nil
+	}
+	return &run, nil
+}
+
+// pullContext is the context of one long-poll pull: it ends with ctx only
+// while the platform has not started to answer. An answer carrying a run
+// means the run is claimed for this runtime; cutting it off half-read would
+// leave the run claimed by nobody until its lease ran out, so it is read to
+// the end and the caller, stopping, releases the run. done releases it.
+func pullContext(ctx context.Context) (pctx context.Context, done func()) {
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var mu sync.Mutex
+	answered := false
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !answered {
+			cancel()
+		}
+	})
+	traced := httptrace.WithClientTrace(pctx, &httptrace.ClientTrace{
+		GotFirstResponseByte: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			answered = pctx.Err() == nil
+		},
+	})
+	return traced, func() { stop(); cancel() }
+}
+
+func (t *httpTransport) Release(ctx context.Context, run *mesh.TaskRun) error {
+	_, err := t.cfg.API.Do(ctx, http.MethodPost, "/task-runs/"+url.PathEscape(run.ID)+"/release", nil, map[string]any{"attempt": run.Attempt}, nil)
+	return err
+}
+
+func (t *httpTransport) Renew(ctx context.Context, ids []string) ([]string, error) {
+	var lost []string
+	for _, id := range ids {
+		_, err := t.cfg.API.Do(ctx, http.MethodPost, "/task-runs/"+url.PathEscape(id)+"/renew", nil, map[string]any{}, nil)
+		switch {
+		case err == nil:
+		case isFinalAnswer(err):
+			lost = append(lost, id)
+		default:
+			return lost, err
+		}
+	}
+	return lost, nil
+}
+
+func (t *httpTransport) report(ctx context.Context, runID, op string, body any) error {
+	_, err := t.cfg.API.Do(ctx, http.MethodPost, "/task-runs/"+url.PathEscape(runID)+"/"+op, nil, body, nil)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", op, runID, err)
+	}
+	return nil
+}
+
+func (t *httpTransport) Progress(ctx context.Context, req meshapi.ProgressRequest) error {
+	return t.report(ctx, req.TaskRunID, "progress", map[string]any{"attempt": req.Attempt, "message": req.Message, "percent": req.Percent})
+}
+
+func (t *httpTransport) Complete(ctx context.Context, req meshapi.CompleteRequest) error {
+	body := map[string]any{"attempt": req.Attempt, "output": req.Output}
+	if req.InputRequired {
+		body["input_required"] = true
+	}
+	return t.report(ctx, req.TaskRunID, "complete", body)
+}
+
+func (t *httpTransport) Fail(ctx context.Context, req meshapi.FailRequest) error {
+	return t.report(ctx, req.TaskRunID, "fail", map[string]any{"attempt": req.Attempt, "output": req.Output})
+}
+
+func (t *httpTransport) Close() { t.stop() }

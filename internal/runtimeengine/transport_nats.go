@@ -1,0 +1,240 @@
+package runtimeengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// NATSConfig configures the NATS transport.
+type NATSConfig struct {
+	// URL is the nats:// or ws:// URL the platform advertised.
+	URL       string
+	Token     string
+	AgentID   string
+	RuntimeID string
+	// InboxPrefix is the runtime's private reply inbox (its NATS permissions
+	// allow no other).
+	InboxPrefix string
+	// ClaimWait is how long one fetch waits for a pending run. Default 25s.
+	ClaimWait time.Duration
+	// ConnectTimeout bounds the first connection. Default 5s.
+	ConnectTimeout time.Duration
+	Logger         zerolog.Logger
+}
+
+type natsTransport struct {
+	cfg      NATSConfig
+	conn     *bus.Conn
+	rc       *meshapi.RuntimeClient
+	consumer jetstream.Consumer
+	canceled chan string
+	sub      *nats.Subscription
+	hello    *meshapi.HelloResponse
+	// authRefused is signalled when the server refuses the credential on a
+	// reconnect: a waiting fetch ends at once, so the runtime asks about its
+	// credential now (the platform closes a revoked runtime's connection).
+	authRefused chan struct{}
+}
+
+// errAuthRefused ends a fetch whose connection's credential was refused.
+var errAuthRefused = errors.New("the NATS server refused this runtime's credential")
+
+// DialNATS connects to the platform's NATS with the runtime credential and
+// binds to the agent's queue consumer. The NATS server admits the connection
+// only with a valid credential and confines it to this agent's subjects.
+func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloResponse, error) {
+	if cfg.ClaimWait == 0 {
+		cfg.ClaimWait = 25 * time.Second
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 5 * time.Second
+	}
+	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+	authRefused := make(chan struct{}, 1)
+	conn, err := bus.Connect(cctx, bus.ConnConfig{
+		OnAuthRefused: func() {
+			select {
+			case authRefused <- struct{}{}:
+			default:
+			}
+		},
+		URL: cfg.URL, Token: cfg.Token, InboxPrefix: cfg.InboxPrefix,
+		Name: "a2a-runtime " + cfg.RuntimeID, MaxReconnectWait: 5 * time.Second,
+		FailWhileDisconnected: true, RetryRefusedAuth: true, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to %s: %w", cfg.URL, err)
+	}
+	t := &natsTransport{cfg: cfg, conn: conn, canceled: make(chan string, 64), authRefused: authRefused}
+	t.rc = meshapi.NewClient(conn.NC).Runtime(cfg.AgentID, cfg.RuntimeID)
+	if t.hello, err = t.rc.Hello(cctx); err != nil {
+		conn.NC.Close()
+		return nil, nil, err
+	}
+	// The queue consumer lives in the platform's NATS account; the runtime's
+	// account reaches it through the API prefix the platform names.
+	js := conn.JS
+	if t.hello.JSAPIPrefix != "" {
+		if js, err = jetstream.NewWithAPIPrefix(conn.NC, t.hello.JSAPIPrefix); err != nil {
+			conn.NC.Close()
+			return nil, nil, fmt.Errorf("queue consumer api: %w", err)
+		}
+	}
+	if t.consumer, err = js.Consumer(cctx, t.hello.Stream, t.hello.Consumer); err != nil {
+		conn.NC.Close()
+		return nil, nil, fmt.Errorf("bind queue consumer: %w", err)
+	}
+	// Cancellations are task_run events of this agent; the subscription is
+	// core NATS, so it costs nothing while idle.
+	t.sub, err = conn.NC.Subscribe(bus.EventFilter(cfg.AgentID, string(mesh.KindTaskRun), ""), t.onRunEvent)
+	if err != nil {
+		conn.NC.Close()
+		return nil, nil, fmt.Errorf("subscribe to cancellations: %w", err)
+	}
+	return t, t.hello, nil
+}
+
+func (t *natsTransport) Name() string { return "nats" }
+
+func (t *natsTransport) onRunEvent(msg *nats.Msg) {
+	if bus.EventType(msg.Header) != mesh.EventTaskRunCanceled {
+		return
+	}
+	_, _, id, ok := bus.ParseEventSubject(msg.Subject)
+	if !ok {
+		return
+	}
+	select {
+	case t.canceled <- id:
+	default:
+		// A full channel only delays a cancellation until the next renewal
+		// reports the run lost.
+	}
+}
+
+func (t *natsTransport) Canceled() <-chan string { return t.canceled }
+
+func (t *natsTransport) Hello(ctx context.Context) (*meshapi.HelloResponse, error) {
+	return t.rc.Hello(ctx)
+}
+
+func (t *natsTransport) Heartbeat(ctx context.Context, req meshapi.HeartbeatRequest) error {
+	_, err := t.rc.Heartbeat(ctx, req)
+	return err
+}
+
+func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
+	wctx, cancel := context.WithTimeout(ctx, t.cfg.ClaimWait)
+	defer cancel()
+	refused := make(chan struct{})
+	stopWatch := make(chan struct{})
+	defer close(stopWatch)
+	go func() {
+		select {
+		case <-t.authRefused:
+			close(refused)
+			cancel()
+		case <-stopWatch:
+		}
+	}()
+	// A pull that waits 10 s or more gets the server's idle heartbeats
+	// (5 s, the client's default): when they stop (the pull was on a node
+	// that was lost, and the connection is now on another), the fetch ends
+	// and the next one asks the new node. A fetch is never ended from this
+	// side while its pull may still wait on a server, nor with a heartbeat
+	// short enough for a busy machine to miss: a message given to a pull
+	// whose fetch is gone waits for the consumer's AckWait.
+	batch, err := t.consumer.Fetch(1, jetstream.FetchContext(wctx))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("fetch from queue: %w", err)
+	}
+	for msg := range batch.Messages() {
+		run, err := t.claim(ctx, msg)
+		if err != nil || run != nil {
+			return run, err
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	select {
+	case <-refused:
+		return nil, errAuthRefused
+	default:
+	}
+	// The fetch's own wait ending, or its pull lost with a node, is no error.
+	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoHeartbeat) {
+		return nil, fmt.Errorf("fetch from queue: %w", err)
+	}
+	return nil, nil
+}
+
+// claim turns a queue message into a claimed run and settles the message
+// (meshapi.ClaimQueued).
+func (t *natsTransport) claim(ctx context.Context, msg jetstream.Msg) (*mesh.TaskRun, error) {
+	// The claim must not be abandoned half-way by a drain: a claimed run is
+	// then released properly by the caller.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	return meshapi.ClaimQueued(msg, func(qm meshapi.QueueMessage) (*mesh.TaskRun, error) {
+		return t.rc.Claim(cctx, meshapi.ClaimRequest{TaskRunID: qm.TaskRunID, Attempt: qm.Attempt})
+	})
+}
+
+func (t *natsTransport) Release(ctx context.Context, run *mesh.TaskRun) error {
+	return t.rc.Release(ctx, meshapi.ReleaseRequest{TaskRunID: run.ID, Attempt: run.Attempt})
+}
+
+func (t *natsTransport) Renew(ctx context.Context, ids []string) ([]string, error) {
+	res, err := t.rc.Renew(ctx, meshapi.RenewRequest{TaskRunIDs: ids})
+	if err != nil {
+		return nil, err
+	}
+	return res.Lost, nil
+}
+
+func (t *natsTransport) Progress(ctx context.Context, req meshapi.ProgressRequest) error {
+	_, err := t.rc.Progress(ctx, req)
+	return err
+}
+
+func (t *natsTransport) Complete(ctx context.Context, req meshapi.CompleteRequest) error {
+	_, err := t.rc.Complete(ctx, req)
+	return err
+}
+
+func (t *natsTransport) Fail(ctx context.Context, req meshapi.FailRequest) error {
+	_, err := t.rc.Fail(ctx, req)
+	return err
+}
+
+func (t *natsTransport) Close() {
+	if t.sub != nil {
+		_ = t.sub.Unsubscribe()
+	}
+	t.conn.Drain(2 * time.Second)
+}
+
+// Delegation returns the runtime's client for the delegation operations
+// of the runs it holds (the tool server's platform), when the transport
+// speaks them: only the NATS transport does.
+func Delegation(tr Transport) (*meshapi.RuntimeClient, bool) {
+	n, ok := tr.(*natsTransport)
+	if !ok {
+		return nil, false
+	}
+	return n.rc, true
+}

@@ -1,0 +1,180 @@
+package credentials
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/secret"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+const maxFieldLen = 512
+
+func (s *Service) handleAttach(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.AttachRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(in.PairingToken) == "" {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "pairing_token is required")
+	}
+	if err := validateAttach(&in); err != nil {
+		return nil, err
+	}
+	code, err := s.redeem(ctx, in.PairingToken)
+	if err != nil {
+		return nil, err
+	}
+	rt, token, err := s.attach(ctx, code.AgentID, &in)
+	if err != nil {
+		return nil, err
+	}
+	s.publish(ctx, bus.Event{
+		Type: mesh.EventPairingCodeRedeemed, Kind: mesh.KindPairingCode, AgentID: code.AgentID, Subject: code.CodeID,
+		ID: code.CodeID + ".redeemed", Data: codeEventData{CodeID: code.CodeID, AgentID: code.AgentID, RuntimeID: rt.ID},
+	})
+	return meshapi.AttachResponse{
+		AgentID:            rt.AgentID,
+		RuntimeID:          rt.ID,
+		RuntimeToken:       token,
+		HeartbeatTimeoutMS: s.cfg.HeartbeatTimeout.Milliseconds(),
+		LeaseMS:            s.cfg.Lease.Milliseconds(),
+		NATS: meshapi.NATSConnection{
+			URL:         s.cfg.NATSURL,
+			WSURL:       s.cfg.NATSWebSocketURL,
+			InboxPrefix: bus.RuntimeInboxPrefix(rt.ID),
+			Stream:      bus.QueueStream,
+			Consumer:    bus.QueueConsumer(rt.AgentID),
+			JSAPIPrefix: bus.JetStreamAPIPrefix,
+		},
+		Platform: s.cfg.Platform,
+	}, nil
+}
+
+func validateAttach(in *meshapi.AttachRequest) error {
+	fields := map[string]string{
+		"device_name":                     in.DeviceName,
+		"local_executor.type":             in.LocalExecutor.Type,
+		"local_executor.ref":              in.LocalExecutor.Ref,
+		"local_executor.workspace":        in.LocalExecutor.Workspace,
+		"local_executor.cwd":              in.LocalExecutor.Cwd,
+		"local_executor.instruction_file": in.LocalExecutor.InstructionFile,
+	}
+	for name, v := range fields {
+		if len(v) > maxFieldLen || !utf8.ValidString(v) {
+			return mesh.Errorf(mesh.CodeInvalidRequest, "%s must be valid text of at most %d bytes", name, maxFieldLen)
+		}
+	}
+	return nil
+}
+
+// attach creates (or re-keys) the runtime, makes it the agent's active
+// runtime, and replaces the previous active one (one active runtime per agent,
+// seed 001 §2.1). It returns the new credential.
+func (s *Service) attach(ctx context.Context, agentID string, in *meshapi.AttachRequest) (*mesh.Runtime, string, error) {
+	token := secret.NewToken(secret.PrefixRuntime)
+	hash := secret.Hash(token)
+	now := time.Now().UTC()
+	rec := &runtimeRecord{
+		Runtime: mesh.Runtime{
+			ID:            mesh.NewID(),
+			AgentID:       agentID,
+			DeviceName:    in.DeviceName,
+			LocalExecutor: in.LocalExecutor,
+			State:         mesh.RuntimeActive,
+			AttachedAt:    now,
+		},
+		TokenHash: hash,
+	}
+	if reuse := s.reusable(ctx, agentID, in.RuntimeID); reuse != nil {
+		rec.ID = reuse.ID
+		if reuse.TokenHash != "" {
+			_ = s.creds.Delete(ctx, reuse.TokenHash, 0)
+		}
+	}
+	// The credential is written first: a runtime record is only ever active
+	// when its credential exists.
+	if _, err := s.creds.Put(ctx, hash, &credentialRecord{RuntimeID: rec.ID, AgentID: agentID}); err != nil {
+		return nil, "", err
+	}
+	rev, err := s.runtimes.Put(ctx, rec.ID, rec)
+	if err != nil {
+		return nil, "", err
+	}
+	rec.Revision = rev
+	previous, err := s.setActive(ctx, agentID, rec.ID)
+	if err != nil {
+		return nil, "", err
+	}
+	s.publishRuntime(ctx, mesh.EventRuntimeAttached, &rec.Runtime, "")
+	if previous != "" && previous != rec.ID {
+		if _, err := s.revoke(ctx, previous, mesh.RuntimeReplaced, "replaced by a new runtime paired to the same agent"); err != nil {
+			s.cfg.Logger.Error().Err(err).Str("runtime_id", previous).Msg("replaced runtime not revoked")
+		}
+	}
+	return &rec.Runtime, token, nil
+}
+
+// reusable returns the runtime a re-pair asked to keep, if it belongs to agentID.
+func (s *Service) reusable(ctx context.Context, agentID, runtimeID string) *runtimeRecord {
+	if !mesh.ValidID(runtimeID) {
+		return nil
+	}
+	rec, _, err := s.runtimes.Get(ctx, runtimeID)
+	if err != nil || rec.AgentID != agentID {
+		return nil
+	}
+	return rec
+}
+
+// setActive points the agent at runtimeID and returns the runtime it replaced.
+func (s *Service) setActive(ctx context.Context, agentID, runtimeID string) (string, error) {
+	key := bus.ActiveRuntimeKey(agentID)
+	for {
+		cur, rev, err := s.active.Get(ctx, key)
+		if errors.Is(err, mesh.ErrNotFound) {
+			if _, err := s.active.Create(ctx, key, &activeRecord{RuntimeID: runtimeID}); errors.Is(err, mesh.ErrConflict) {
+				continue
+			} else if err != nil {
+				return "", err
+			}
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if _, err := s.active.Update(ctx, key, &activeRecord{RuntimeID: runtimeID}, rev); errors.Is(err, mesh.ErrConflict) {
+			continue
+		} else if err != nil {
+			return "", err
+		}
+		return cur.RuntimeID, nil
+	}
+}
+
+// runtimeEventData is a runtime event's data: the public view plus why.
+type runtimeEventData struct {
+	mesh.RuntimeView
+	Reason string `json:"reason,omitempty"`
+}
+
+func (s *Service) publishRuntime(ctx context.Context, typ string, rt *mesh.Runtime, reason string) {
+	s.publish(ctx, bus.Event{
+		Type: typ, Kind: mesh.KindRuntime, AgentID: rt.AgentID, Subject: rt.ID,
+		ID:       rt.ID + "." + typ[len(mesh.EventTypePrefix):] + "." + rt.AttachedAt.Format("20060102T150405.000000000"),
+		Sequence: rt.Revision,
+		Data: runtimeEventData{
+			RuntimeView: mesh.RuntimeView{
+				RuntimeID: rt.ID, AgentID: rt.AgentID, DeviceName: rt.DeviceName,
+				HostType: rt.LocalExecutor.Type, HostLabel: mesh.HostLabel(rt.LocalExecutor.Type),
+				State: rt.State, Status: mesh.PresenceOffline, AttachedAt: rt.AttachedAt,
+			},
+			Reason: reason,
+		},
+	})
+}

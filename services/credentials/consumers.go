@@ -1,0 +1,203 @@
+package credentials
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/secret"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// consumerRecord is an event consumer credential as stored under
+// consumerKey(id); a record holding only the id, under consumerHashKey(hash),
+// finds it from its credential.
+type consumerRecord struct {
+	ID        string           `json:"consumer_id"`
+	Name      string           `json:"name"`
+	AgentID   string           `json:"agent_id,omitempty"`
+	Kinds     []mesh.EventKind `json:"kinds,omitempty"`
+	Types     []string         `json:"types,omitempty"`
+	TokenHash string           `json:"token_hash"`
+	CreatedAt time.Time        `json:"created_at"`
+}
+
+func consumerKey(id string) string       { return "consumer." + id }
+func consumerHashKey(hash string) string { return "hash." + hash }
+
+// subjects are the event subjects the credential may read: its agent's (or
+// every agent's), narrowed to the kinds of its types.
+func (c *consumerRecord) subjects() []string {
+	if len(c.Kinds) == 0 {
+		if c.AgentID == "" {
+			return bus.EventStreamSubjects()
+		}
+		return []string{bus.AgentEventsFilter(c.AgentID)}
+	}
+	out := make([]string, 0, len(c.Kinds))
+	for _, k := range c.Kinds {
+		out = append(out, bus.EventFilter(c.AgentID, string(k), ""))
+	}
+	return out
+}
+
+func (c *consumerRecord) view() meshapi.Consumer {
+	return meshapi.Consumer{
+		ConsumerID: c.ID, Name: c.Name, AgentID: c.AgentID, Types: c.Types, Subjects: c.subjects(),
+		DurableName: bus.ConsumerNameBase(c.ID), JSAPIPrefix: bus.JetStreamAPIPrefix, InboxPrefix: bus.ConsumerInboxPrefix(c.ID),
+		Stream: bus.EventStream, CreatedAt: c.CreatedAt,
+	}
+}
+
+func (s *Service) handleConsumerCreate(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.CreateConsumerRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	rec, err := s.newConsumer(ctx, &in)
+	if err != nil {
+		return nil, err
+	}
+	// The credential's one JetStream consumer is made here, not by its
+	// holder: a consumer's configuration names subjects in the platform's
+	// account (a push delivery subject), which no untrusted client may choose.
+	if err := s.createEventConsumer(ctx, rec); err != nil {
+		return nil, err
+	}
+	token := secret.NewToken(secret.PrefixConsumer)
+	rec.TokenHash = secret.Hash(token)
+	// The hash is written first: a listed consumer always has a credential.
+	if _, err := s.consumers.Put(ctx, consumerHashKey(rec.TokenHash), &consumerRecord{ID: rec.ID}); err != nil {
+		return nil, err
+	}
+	if _, err := s.consumers.Create(ctx, consumerKey(rec.ID), rec); err != nil {
+		return nil, err
+	}
+	return meshapi.CreateConsumerResponse{Consumer: rec.view(), Credential: token, NATSURL: s.cfg.NATSURL}, nil
+}
+
+// newConsumer validates a create request into a record.
+func (s *Service) newConsumer(ctx context.Context, in *meshapi.CreateConsumerRequest) (*consumerRecord, error) {
+	name := strings.TrimSpace(in.Name)
+	if name == "" || len(name) > 200 || !utf8.ValidString(name) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "name is required (at most 200 bytes)")
+	}
+	rec := &consumerRecord{ID: mesh.NewID(), Name: name, CreatedAt: time.Now().UTC()}
+	if in.AgentID != "" {
+		if err := s.checkAgent(ctx, in.AgentID); err != nil {
+			return nil, err
+		}
+		rec.AgentID = in.AgentID
+	}
+	for _, t := range in.Types {
+		full := t
+		if !strings.HasPrefix(full, mesh.EventTypePrefix) {
+			full = mesh.EventTypePrefix + full
+		}
+		kind, ok := kindOf(full)
+		if !ok {
+			return nil, mesh.Errorf(mesh.CodeInvalidRequest, "unknown event type %q", t)
+		}
+		if !slices.Contains(rec.Types, full) {
+			rec.Types = append(rec.Types, full)
+		}
+		if !slices.Contains(rec.Kinds, kind) {
+			rec.Kinds = append(rec.Kinds, kind)
+		}
+	}
+	return rec, nil
+}
+
+func kindOf(eventType string) (mesh.EventKind, bool) {
+	e, ok := mesh.LookupEventType(eventType)
+	return e.Kind, ok
+}
+
+func (s *Service) handleConsumerList(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.ListConsumersRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	lister, err := s.consumers.KV().ListKeysFiltered(ctx, consumerKey("*"))
+	if err != nil {
+		return nil, err
+	}
+	out := meshapi.ConsumerList{Consumers: []meshapi.Consumer{}}
+	for key := range lister.Keys() {
+		rec, _, err := s.consumers.Get(ctx, key)
+		if err != nil {
+			continue
+		}
+		out.Consumers = append(out.Consumers, rec.view())
+	}
+	sort.Slice(out.Consumers, func(i, j int) bool { return out.Consumers[i].ConsumerID < out.Consumers[j].ConsumerID })
+	return out, nil
+}
+
+func (s *Service) handleConsumerDelete(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.DeleteConsumerRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if !mesh.ValidID(in.ConsumerID) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "consumer %q not found", in.ConsumerID)
+	}
+	rec, rev, err := s.consumers.Get(ctx, consumerKey(in.ConsumerID))
+	if errors.Is(err, mesh.ErrNotFound) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "consumer %s not found", in.ConsumerID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The credential goes first: from then on the callout refuses it.
+	if err := s.consumers.Delete(ctx, consumerHashKey(rec.TokenHash), 0); err != nil {
+		return nil, err
+	}
+	if err := s.consumers.Delete(ctx, consumerKey(rec.ID), rev); err != nil && !errors.Is(err, mesh.ErrConflict) {
+		return nil, err
+	}
+	s.disconnect(bus.AccountConsumers, bus.ConsumerUserName(rec.ID))
+	if err := s.cfg.Conn.JS.DeleteConsumer(ctx, bus.EventStream, bus.ConsumerNameBase(rec.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, err
+	}
+	return struct{}{}, nil
+}
+
+// createEventConsumer makes the credential's durable pull consumer on the
+// event stream, from the start of the retention window, filtered to the
+// credential's subjects.
+func (s *Service) createEventConsumer(ctx context.Context, rec *consumerRecord) error {
+	_, err := s.cfg.Conn.JS.CreateConsumer(ctx, bus.EventStream, jetstream.ConsumerConfig{
+		Durable:        bus.ConsumerNameBase(rec.ID),
+		Description:    "events for consumer credential " + rec.ID,
+		FilterSubjects: rec.subjects(),
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("event consumer for credential %s: %w", rec.ID, err)
+	}
+	return nil
+}
+
+// authenticateConsumer resolves a consumer credential to its record.
+func (s *Service) authenticateConsumer(ctx context.Context, token string) (*consumerRecord, error) {
+	hash := secret.Hash(token)
+	ref, _, err := s.consumers.Get(ctx, consumerHashKey(hash))
+	if err != nil {
+		return nil, mesh.Errorf(mesh.CodeUnauthorized, "invalid or revoked consumer credential")
+	}
+	rec, _, err := s.consumers.Get(ctx, consumerKey(ref.ID))
+	if err != nil || !secret.Equal(rec.TokenHash, hash) {
+		return nil, mesh.Errorf(mesh.CodeUnauthorized, "invalid or revoked consumer credential")
+	}
+	return rec, nil
+}

@@ -1,0 +1,105 @@
+package credentials
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+func (s *Service) handleRevoke(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.RevokeRuntimeRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if !mesh.ValidID(in.RuntimeID) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "runtime %q not found", in.RuntimeID)
+	}
+	if in.AgentID != "" {
+		rec, _, err := s.runtimes.Get(ctx, in.RuntimeID)
+		if errors.Is(err, mesh.ErrNotFound) {
+			return nil, mesh.Errorf(mesh.CodeNotFound, "runtime %s not found", in.RuntimeID)
+		} else if err != nil {
+			return nil, err
+		}
+		if rec.AgentID != in.AgentID {
+			return nil, mesh.Errorf(mesh.CodeForbidden, "runtime belongs to another agent")
+		}
+	}
+	return s.revoke(ctx, in.RuntimeID, mesh.RuntimeRevoked, "revoked")
+}
+
+// revoke ends a runtime's credential. Revoking a revoked runtime changes nothing.
+func (s *Service) revoke(ctx context.Context, runtimeID string, state mesh.RuntimeState, reason string) (*mesh.Runtime, error) {
+	var tokenHash string
+	rec, rev, err := s.runtimes.Modify(ctx, runtimeID, func(r *runtimeRecord) error {
+		if r.State != mesh.RuntimeActive {
+			return bus.ErrSkip
+		}
+		now := time.Now().UTC()
+		tokenHash = r.TokenHash
+		r.State = state
+		r.RevokedAt = &now
+		r.TokenHash = ""
+		return nil
+	})
+	if errors.Is(err, mesh.ErrNotFound) {
+		return nil, mesh.Errorf(mesh.CodeNotFound, "runtime %s not found", runtimeID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec.Revision = rev
+	if tokenHash == "" {
+		return &rec.Runtime, nil
+	}
+	if err := s.creds.Delete(ctx, tokenHash, 0); err != nil {
+		s.cfg.Logger.Error().Err(err).Str("runtime_id", runtimeID).Msg("credential not deleted")
+	}
+	s.disconnect(bus.AccountRuntimes, bus.RuntimeUserName(runtimeID))
+	if state == mesh.RuntimeRevoked {
+		s.clearActive(ctx, rec.AgentID, runtimeID)
+	}
+	s.publishRuntime(ctx, mesh.EventRuntimeRevoked, &rec.Runtime, reason)
+	return &rec.Runtime, nil
+}
+
+// clearActive removes the agent's active pointer if it still names runtimeID.
+func (s *Service) clearActive(ctx context.Context, agentID, runtimeID string) {
+	key := bus.ActiveRuntimeKey(agentID)
+	cur, rev, err := s.active.Get(ctx, key)
+	if err != nil || cur.RuntimeID != runtimeID {
+		return
+	}
+	_ = s.active.Delete(ctx, key, rev)
+}
+
+func (s *Service) handleAuthenticate(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.AuthenticateRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	return s.authenticate(ctx, in.TokenHash)
+}
+
+// authenticate resolves a credential hash to an active runtime.
+func (s *Service) authenticate(ctx context.Context, tokenHash string) (*meshapi.Identity, error) {
+	if len(tokenHash) != 64 {
+		return nil, mesh.Errorf(mesh.CodeUnauthorized, "invalid runtime token")
+	}
+	cred, _, err := s.creds.Get(ctx, tokenHash)
+	if errors.Is(err, mesh.ErrNotFound) {
+		return nil, mesh.Errorf(mesh.CodeUnauthorized, "invalid or revoked runtime token; pair the same agent again with a new pairing code")
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec, _, err := s.runtimes.Get(ctx, cred.RuntimeID)
+	if err != nil || rec.State != mesh.RuntimeActive || rec.TokenHash != tokenHash {
+		return nil, mesh.Errorf(mesh.CodeUnauthorized, "invalid or revoked runtime token; pair the same agent again with a new pairing code")
+	}
+	return &meshapi.Identity{AgentID: rec.AgentID, RuntimeID: rec.ID}, nil
+}

@@ -1,0 +1,204 @@
+// Package credentials is the credential service: it issues and checks every
+// credential the platform hands out and answers the NATS server's auth
+// callout. One concept per file: pairing codes, redeemed exactly once for a
+// long-lived runtime credential (codes.go, attach.go; seed 001 §3), one active
+// runtime per agent and revocation (revoke.go, disconnect.go), agents' A2A API
+// keys (a2akeys.go), event-consumer credentials (consumers.go), and the auth
+// callout that places each untrusted connection in its account
+// (bus.AccountsConfig) with permissions for its own agent only (callout.go).
+package credentials
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/metrics"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// Config configures the service. Zero values take the documented defaults.
+type Config struct {
+	Conn   *bus.Conn
+	Logger zerolog.Logger
+	// CodeTTL is how long a pairing code stays valid. Default 10 minutes.
+	CodeTTL time.Duration
+	// HeartbeatTimeout is told to runtimes at attach. Default 120s.
+	HeartbeatTimeout time.Duration
+	// Lease is told to runtimes at attach. Default 60s.
+	Lease time.Duration
+	// NATSURL and NATSWebSocketURL are advertised to runtimes; empty ones are
+	// left out and the runtime uses the HTTP transport.
+	NATSURL          string
+	NATSWebSocketURL string
+	// Platform is the public origin identifier runtimes pass to adapters.
+	Platform meshapi.PlatformInfo
+	// AuthIssuer signs the user JWTs of auth callout replies. Nil disables the
+	// callout (the NATS server then admits no runtime connections).
+	AuthIssuer nkeys.KeyPair
+	// UserJWTTTL bounds one runtime connection's authorisation; a connection
+	// re-authenticates (and a revoked credential is refused) when it expires.
+	// A revoked credential's connections are also closed at once, on every
+	// server (disconnect). Default 15 minutes.
+	UserJWTTTL time.Duration
+	// SweepInterval is how often expired pairing codes are removed. Default 30s.
+	SweepInterval time.Duration
+	// Metrics receives the service's metrics; nil records none.
+	Metrics prometheus.Registerer
+}
+
+func (c *Config) defaults() {
+	if c.CodeTTL == 0 {
+		c.CodeTTL = 10 * time.Minute
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = 120 * time.Second
+	}
+	if c.Lease == 0 {
+		c.Lease = 60 * time.Second
+	}
+	if c.UserJWTTTL == 0 {
+		c.UserJWTTTL = 15 * time.Minute
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = 30 * time.Second
+	}
+	if c.Platform.Name == "" {
+		c.Platform.Name = "A2A Mesh"
+	}
+}
+
+// codeRecord is a pairing code as stored: under the hash of the code.
+type codeRecord struct {
+	CodeID    string    `json:"code_id"`
+	AgentID   string    `json:"agent_id"`
+	IssuedAt  time.Time `json:"issued_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// credentialRecord maps a credential hash to its runtime.
+type credentialRecord struct {
+	RuntimeID string `json:"runtime_id"`
+	AgentID   string `json:"agent_id"`
+}
+
+// runtimeRecord is a runtime as stored; other services read it as mesh.Runtime.
+type runtimeRecord struct {
+	mesh.Runtime
+	TokenHash string `json:"token_hash,omitempty"`
+}
+
+// activeRecord names an agent's active runtime.
+type activeRecord struct {
+	RuntimeID string `json:"runtime_id"`
+}
+
+// Service is the credential service.
+type Service struct {
+	cfg      Config
+	codes    *bus.Records[codeRecord]
+	creds    *bus.Records[credentialRecord]
+	runtimes *bus.Records[runtimeRecord]
+	active   *bus.Records[activeRecord]
+	agents   *bus.Records[mesh.Agent]
+	// consumers holds event consumer credentials.
+	consumers *bus.Records[consumerRecord]
+	// a2aKeys holds A2A API keys.
+	a2aKeys *bus.Records[a2aKeyRecord]
+	events  *bus.Publisher
+	svc     *bus.Service
+	authSub *nats.Subscription
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// New returns a service; Start runs it.
+func New(cfg Config) *Service {
+	cfg.defaults()
+	return &Service{cfg: cfg, stop: make(chan struct{})}
+}
+
+// Start binds to the bus and starts answering.
+func (s *Service) Start(ctx context.Context) error {
+	js := s.cfg.Conn.JS
+	var err error
+	if s.codes, err = bus.OpenRecords[codeRecord](ctx, js, bus.BucketPairing); err != nil {
+		return err
+	}
+	if s.creds, err = bus.OpenRecords[credentialRecord](ctx, js, bus.BucketCredentials); err != nil {
+		return err
+	}
+	if s.runtimes, err = bus.OpenRecords[runtimeRecord](ctx, js, bus.BucketRuntimes); err != nil {
+		return err
+	}
+	if s.active, err = bus.OpenRecords[activeRecord](ctx, js, bus.BucketRuntimes); err != nil {
+		return err
+	}
+	if s.agents, err = bus.OpenRecords[mesh.Agent](ctx, js, bus.BucketAgents); err != nil {
+		return err
+	}
+	if s.consumers, err = bus.OpenRecords[consumerRecord](ctx, js, bus.BucketConsumers); err != nil {
+		return err
+	}
+	if s.a2aKeys, err = bus.OpenRecords[a2aKeyRecord](ctx, js, bus.BucketA2AKeys); err != nil {
+		return err
+	}
+	s.events = bus.NewPublisher(js, bus.ServiceCredentials).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServiceCredentials))
+	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
+		Name: bus.ServiceCredentials, Version: "1.0.0", Description: "pairing codes, runtime tokens, A2A API keys, event-consumer credentials, the auth callout", Logger: s.cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	for op, h := range map[string]bus.HandlerFunc{
+		meshapi.OpPairingIssue:        s.handleIssue,
+		meshapi.OpPairingAttach:       s.handleAttach,
+		meshapi.OpPairingRevoke:       s.handleRevoke,
+		meshapi.OpPairingAuthenticate: s.handleAuthenticate,
+		meshapi.OpConsumerCreate:      s.handleConsumerCreate,
+		meshapi.OpConsumerList:        s.handleConsumerList,
+		meshapi.OpConsumerDelete:      s.handleConsumerDelete,
+		meshapi.OpA2AKeyCreate:        s.handleA2AKeyCreate,
+		meshapi.OpA2AKeyList:          s.handleA2AKeyList,
+		meshapi.OpA2AKeyRevoke:        s.handleA2AKeyRevoke,
+		meshapi.OpA2AKeyAuthenticate:  s.handleA2AKeyAuthenticate,
+	} {
+		if err := s.svc.Handle(op, bus.ServiceSubject(bus.ServiceCredentials, op), h); err != nil {
+			return err
+		}
+	}
+	if s.cfg.AuthIssuer != nil {
+		s.authSub, err = s.cfg.Conn.NC.QueueSubscribe(bus.AuthCalloutSubject, "credentials-auth", s.onAuthRequest)
+		if err != nil {
+			return fmt.Errorf("credentials: auth callout subscription: %w", err)
+		}
+	}
+	s.wg.Add(1)
+	go s.sweepLoop()
+	return nil
+}
+
+// Stop stops answering and waits up to grace for requests in flight.
+func (s *Service) Stop(grace time.Duration) {
+	if s.authSub != nil {
+		_ = s.authSub.Unsubscribe()
+	}
+	if s.svc != nil {
+		_ = s.svc.Stop(grace)
+	}
+	close(s.stop)
+	s.wg.Wait()
+}
+
+func (s *Service) publish(ctx context.Context, ev bus.Event) {
+	if err := s.events.Publish(ctx, ev); err != nil {
+		s.cfg.Logger.Error().Err(err).Str("type", ev.Type).Str("subject", ev.Subject).Msg("event not published")
+	}
+}
