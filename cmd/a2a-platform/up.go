@@ -13,6 +13,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -115,7 +116,7 @@ func addPlatformFlags(cmd *cobra.Command, cfg *platform.Config) {
 	f.StringVar(&cfg.Region, "region", "", "region this process serves, the home region of agents created without one (default: the NATS cluster's name, or \""+bus.DefaultRegion+"\" on a server in no cluster)")
 	f.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long a graceful stop may take")
 	f.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs reach loopback, private and link-local addresses (off: such targets are refused)")
-	f.IntVar(&cfg.A2ARateLimitPerMinute, "a2a-rate-limit-per-minute", envInt("A2A_RATE_LIMIT_PER_MINUTE", 60), "A2A requests each caller may make to each agent (and to the partner and envelope routes) per minute, per gateway process [A2A_RATE_LIMIT_PER_MINUTE]")
+	f.IntVar(&cfg.A2ARateLimitPerMinute, "a2a-rate-limit-per-minute", envInt("A2A_RATE_LIMIT_PER_MINUTE", admission.DefaultRateLimitPerMinute), "A2A requests each caller may make to each agent (and to the partner and envelope routes) per minute, per gateway process [A2A_RATE_LIMIT_PER_MINUTE]")
 	f.StringVar(&cfg.A2AJWKSURL, "a2a-jwks-url", "", "JWKS of an identity provider whose bearer tokens A2A callers may use (with --a2a-jwt-issuer and --a2a-jwt-audience)")
 	f.StringVar(&cfg.A2AJWTIssuer, "a2a-jwt-issuer", "", "issuer (iss) the identity provider's tokens must carry")
 	f.StringVar(&cfg.A2AJWTAudience, "a2a-jwt-audience", "", "audience (aud) the identity provider's tokens must carry")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/services/gateway"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 	"github.com/a2amesh/a2amesh/services/gateway/partner"
 )
 
@@ -150,9 +151,16 @@ var Version = "0.5.0-dev"
 // gateway fills in the rest.
 func (c *Config) a2aConfig() a2aserver.Config {
 	return a2aserver.Config{
-		Version: Version, RateLimitPerMinute: c.A2ARateLimitPerMinute, NoPush: c.A2ADisablePush,
-		JWKSURL: c.A2AJWKSURL, JWTIssuer: c.A2AJWTIssuer, JWTAudience: c.A2AJWTAudience,
-		BlockingWait: c.A2ABlockingWait, OfflineWait: c.A2AOfflineWait,
+		Version: Version, NoPush: c.A2ADisablePush, BlockingWait: c.A2ABlockingWait, OfflineWait: c.A2AOfflineWait,
+	}
+}
+
+// admissionConfig is who may call the A2A endpoints and how often, from the
+// platform's configuration; the gateway fills in the rest.
+func (c *Config) admissionConfig() admission.Config {
+	return admission.Config{
+		RateLimitPerMinute: c.A2ARateLimitPerMinute,
+		JWKSURL:            c.A2AJWKSURL, JWTIssuer: c.A2AJWTIssuer, JWTAudience: c.A2AJWTAudience,
 	}
 }
 

@@ -182,7 +182,7 @@ func (r *Running) startGateway(ctx context.Context, log zerolog.Logger) error {
 	}
 	gc := gateway.Config{
 		Conn: conn, Logger: log, Addr: cfg.HTTPAddr, MaxArtifactBytes: cfg.MaxArtifactBytes,
-		Metrics: r.metrics, Gatherer: r.metrics, A2A: cfg.a2aConfig(), Doors: cfg.doorsConfig(),
+		Metrics: r.metrics, Gatherer: r.metrics, A2A: cfg.a2aConfig(), Admission: cfg.admissionConfig(), Doors: cfg.doorsConfig(),
 		DownloadsDir: cfg.DownloadsDir,
 	}
 	if cfg.publicURLSet {

@@ -4,21 +4,33 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/a2amesh/a2amesh/internal/a2atoken"
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
 // Every agent's A2A door lives in a2aserver; the gateway mounts its routes
 // under /a2a/{agentId} (and the runtime's file route) and gives it the bus,
 // the public URL and the owner check.
 
-// startA2A readies the A2A door.
+// startA2A readies admission and the A2A endpoint.
 func (g *Gateway) startA2A(ctx context.Context) error {
+	signer, err := a2atoken.Load(ctx, g.js)
+	if err != nil {
+		return err
+	}
+	ac := g.cfg.Admission
+	ac.Client, ac.IsOwner, ac.Signer, ac.Logger = g.client, g.isOwnerToken, signer, g.log
+	ac.AgentURL = func(agentID string) string { return a2aserver.AgentURL(g.publicURL, agentID) }
+	if g.admission, err = admission.New(ctx, ac); err != nil {
+		return err
+	}
 	cfg := g.cfg.A2A
 	cfg.Client, cfg.JS, cfg.Objects = g.client, g.js, g.objects
-	cfg.Logger = g.log.With().Str("door", "a2a").Logger()
+	cfg.Logger = g.log.With().Str("endpoint", "a2a").Logger()
 	cfg.PublicURL = g.publicURL
-	cfg.IsOwner = g.isOwnerToken
+	cfg.Admission = g.admission
 	cfg.WriteError = g.writeError
 	cfg.Closing = g.closing
 	if cfg.MaxAnonymousBodyBytes == 0 {
@@ -28,10 +40,14 @@ func (g *Gateway) startA2A(ctx context.Context) error {
 	return g.a2a.Start(ctx)
 }
 
-// stopA2A ends the door's event streams.
+// stopA2A ends the A2A endpoint's event streams and releases admission's
+// identity-provider key cache.
 func (g *Gateway) stopA2A() {
 	if g.a2a != nil {
 		g.a2a.Stop()
+	}
+	if g.admission != nil {
+		g.admission.Close()
 	}
 }
 
@@ -62,13 +78,4 @@ func (g *Gateway) a2aRoutes(mux *http.ServeMux) {
 			g.a2a.Serve(rt, "", w, r)
 		}))
 	}
-}
-
-// A2ASigner returns the signer of the platform's A2A bearer tokens (for
-// calls the platform makes on an agent's behalf), once the gateway started.
-func (g *Gateway) A2ASigner() *a2aserver.Signer {
-	if g.a2a == nil {
-		return nil
-	}
-	return g.a2a.Signer()
 }

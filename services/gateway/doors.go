@@ -33,7 +33,7 @@ type doors struct {
 // startDoors readies the older doors over the A2A door's authentication.
 func (g *Gateway) startDoors(ctx context.Context) error {
 	pc := g.cfg.Doors.Partner
-	pc.Client, pc.JS, pc.A2A, pc.PublicURL, pc.Closing = g.client, g.js, g.a2a, g.publicURL, g.closing
+	pc.Client, pc.JS, pc.A2A, pc.Admission, pc.PublicURL, pc.Closing = g.client, g.js, g.a2a, g.admission, g.publicURL, g.closing
 	pc.Logger = g.log.With().Str("door", "partner").Logger()
 	if pc.CardVersion == "" {
 		pc.CardVersion = g.cfg.A2A.Version
@@ -42,7 +42,7 @@ func (g *Gateway) startDoors(ctx context.Context) error {
 		pc.BlockingWait = g.cfg.A2A.BlockingWait
 	}
 	ec := g.cfg.Doors.Envelope
-	ec.Client, ec.JS, ec.A2A, ec.WriteError = g.client, g.js, g.a2a, g.writeError
+	ec.Client, ec.JS, ec.A2A, ec.Admission, ec.WriteError = g.client, g.js, g.a2a, g.admission, g.writeError
 	ec.Logger = g.log.With().Str("door", "envelope").Logger()
 	if ec.Version == "" {
 		ec.Version = g.cfg.A2A.Version

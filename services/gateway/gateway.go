@@ -20,6 +20,7 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -62,6 +63,9 @@ type Config struct {
 	// A2A configures every agent's A2A door (a2a.go); the gateway fills in
 	// the bus, the public URL and the owner check.
 	A2A a2aserver.Config
+	// Admission configures who may call the A2A endpoints and how often
+	// (a2a.go); the gateway fills in the bus, the signer and the owner check.
+	Admission admission.Config
 	// Doors configures the older A2A doors (partner routes, envelope protocol: doors.go).
 	Doors DoorsConfig
 	// DownloadsDir holds the runtime and adapter programs GET /install.sh
@@ -117,6 +121,8 @@ type Gateway struct {
 	crossOrigin   *http.CrossOriginProtection
 	// a2a is every agent's A2A door (a2a.go).
 	a2a *a2aserver.Server
+	// admission authenticates the callers of every A2A endpoint (a2a.go).
+	admission *admission.Admission
 	// doors are the older A2A doors (doors.go).
 	doors *doors
 }

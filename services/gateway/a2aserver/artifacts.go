@@ -51,7 +51,7 @@ func (s *Server) serveArtifact(w http.ResponseWriter, r *http.Request) {
 // checkContextReader admits the caller whose context it is (and the owner).
 func (s *Server) checkContextReader(ctx context.Context, contextID string) error {
 	rq := requestOf(ctx)
-	if rq.caller.Kind == callerOwner {
+	if rq.caller.Owner() {
 		return nil
 	}
 	owner, err := s.records.contextOwner(ctx, contextID)

@@ -15,10 +15,10 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	jwxt "github.com/lestrrat-go/jwx/v3/jwt"
 
+	"github.com/a2amesh/a2amesh/internal/a2atoken"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 )
 
 // idp is an external identity provider: an RSA key whose public half a
@@ -88,12 +88,12 @@ func TestAuth_WhoMayCall(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	signer, err := a2aserver.LoadSigner(ctx, d.p.Conn().JS)
+	signer, err := a2atoken.Load(ctx, d.p.Conn().JS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	platformToken := func(aud string, scopes []string, issued time.Time) string {
-		tok, err := signer.Sign(a2aserver.TokenRequest{Subject: other.Agent.ID, Audience: aud, Scopes: scopes, TTL: time.Minute, IssuedAt: issued})
+		tok, err := signer.Sign(a2atoken.TokenRequest{Subject: other.Agent.ID, Audience: aud, Scopes: scopes, TTL: time.Minute, IssuedAt: issued})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/a2atask"
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
 // Security scheme names of agent cards.
@@ -57,7 +58,7 @@ func (s *Server) card(agent *mesh.Agent) *a2a.AgentCard {
 		DefaultInputModes:  inputModes,
 		DefaultOutputModes: outputModes,
 		SecuritySchemes: a2a.NamedSecuritySchemes{
-			schemeAPIKey: a2a.APIKeySecurityScheme{Location: a2a.APIKeySecuritySchemeLocationHeader, Name: HeaderAPIKey,
+			schemeAPIKey: a2a.APIKeySecurityScheme{Location: a2a.APIKeySecuritySchemeLocationHeader, Name: admission.HeaderAPIKey,
 				Description: "A per-agent API key; Authorization: Bearer <key> works too."},
 			schemeBearer: a2a.HTTPAuthSecurityScheme{Scheme: "Bearer", BearerFormat: "JWT",
 				Description: "A JWT the platform signed for an agent, or one of the identity provider this platform trusts."},

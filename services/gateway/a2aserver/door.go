@@ -16,6 +16,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/a2atask"
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
 // The door's front: what happens to a request before the SDK's transport
@@ -73,7 +74,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 // callers (of a public agent) get the platform's cap for every route, callers
 // with a credential the door's larger one, which leaves room for inline
 // files.
-func (s *Server) bodyLimit(c *Caller) int64 {
+func (s *Server) bodyLimit(c *admission.Caller) int64 {
 	if c.Anonymous() {
 		return s.cfg.MaxAnonymousBodyBytes
 	}
@@ -250,7 +251,7 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request, version strin
 // admit authenticates the caller and checks the method's scope and the
 // caller's rate limit. A refusal sets what the answer needs in w's headers
 // (WWW-Authenticate, Retry-After).
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, agent *mesh.Agent, method string) (*Caller, error) {
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, agent *mesh.Agent, method string) (*admission.Caller, error) {
 	c, err := s.authenticate(w, r, agent)
 	if err != nil {
 		return nil, err
@@ -263,28 +264,21 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, agent *mesh.Agent
 
 // authenticate returns the caller of r, from its headers only. A refusal
 // sets WWW-Authenticate.
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, agent *mesh.Agent) (*Caller, error) {
-	c, err := s.auth.authenticate(r, agent)
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, agent *mesh.Agent) (*admission.Caller, error) {
+	c, err := s.admission.Authenticate(w, r, agent)
 	if err != nil {
-		if errors.Is(err, a2a.ErrUnauthenticated) {
-			w.Header().Set("WWW-Authenticate", challenge)
-		}
-		return nil, err
+		return nil, toA2A(s.log, err)
 	}
 	return c, nil
 }
 
 // authorize checks the method's scope and takes one request from the
 // caller's rate limit (setting Retry-After when refused).
-func (s *Server) authorize(w http.ResponseWriter, agent *mesh.Agent, c *Caller, method string) error {
-	if scope := scopes[method]; scope != "" && !c.can(scope) {
+func (s *Server) authorize(w http.ResponseWriter, agent *mesh.Agent, c *admission.Caller, method string) error {
+	if scope := scopes[method]; scope != "" && !c.Can(scope) {
 		return a2a.NewError(a2a.ErrUnauthorized, fmt.Sprintf("this credential lacks the %s scope that %s needs", scope, method))
 	}
-	if ok, wait := s.limiter.allow(agent.ID + "|" + c.RateKey); !ok {
-		retryAfter(w, wait)
-		return a2a.NewError(errRateLimited, fmt.Sprintf("rate limit of %d requests a minute exceeded; retry after %s s", s.cfg.RateLimitPerMinute, w.Header().Get("Retry-After")))
-	}
-	return nil
+	return s.admission.AllowAgent(w, agent.ID, c)
 }
 
 // retryMeta puts the Retry-After of a refusal into the error's details.

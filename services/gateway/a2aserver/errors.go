@@ -3,9 +3,7 @@ package a2aserver
 import (
 	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/a2atask"
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
 // This file is the A2A door's one place for errors: which JSON-RPC code,
@@ -21,10 +20,11 @@ import (
 // platform errors become A2A errors, and how the errors the door raises
 // itself (before the SDK's transports see a request) are written.
 
-// errRateLimited is a caller over its rate limit. A2A defines no error for
-// it; the door answers JSON-RPC code -31429 (next to the SDK's -31401 and
-// -31403) and HTTP 429 on REST, with Retry-After.
-var errRateLimited = errors.New("rate limit exceeded")
+// errRateLimited is a caller over its rate limit (admission refused it).
+// A2A defines no error for it; the endpoint answers JSON-RPC code -31429
+// (next to the SDK's -31401 and -31403) and HTTP 429 on REST, with
+// Retry-After.
+var errRateLimited = admission.ErrRateLimited
 
 // errPayloadTooLarge is a body over the door's cap. A2A defines no error
 // for it either: JSON-RPC code -31413, HTTP 413 on both bindings.
@@ -227,13 +227,6 @@ func closeUnread(w http.ResponseWriter, err error) {
 	if errors.Is(err, errPayloadTooLarge) {
 		w.Header().Set("Connection", "close")
 	}
-}
-
-// retryAfter sets Retry-After to d rounded up to whole seconds.
-func retryAfter(w http.ResponseWriter, d time.Duration) string {
-	s := strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
-	w.Header().Set("Retry-After", s)
-	return s
 }
 
 func writeJSONBody(w http.ResponseWriter, status int, v any) {

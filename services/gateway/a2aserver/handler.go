@@ -250,9 +250,9 @@ func (h *handler) checkContext(ctx context.Context, rq *request, contextID strin
 		return toA2A(h.s.log, err)
 	}
 	switch {
-	case owner != nil && owner.AgentID == rq.agent.ID && owner.Caller == rq.caller.ID && rq.caller.Kind != callerPublic:
+	case owner != nil && owner.AgentID == rq.agent.ID && owner.Caller == rq.caller.ID && !rq.caller.Anonymous():
 		return nil
-	case rq.caller.Kind == callerOwner:
+	case rq.caller.Owner():
 		if _, err := h.s.client.GetConversation(ctx, contextID); err != nil {
 			return errUnknownContext
 		}

@@ -13,11 +13,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/a2atoken"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
-	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 )
 
 // TestSecrets_A2ACredentialsNeverLeak uses API keys (good, revoked, of
@@ -39,12 +39,12 @@ func TestSecrets_A2ACredentialsNeverLeak(t *testing.T) {
 	unknown := secret.NewToken(secret.PrefixAPIKey)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	signer, err := a2aserver.LoadSigner(ctx, d.p.Conn().JS)
+	signer, err := a2atoken.Load(ctx, d.p.Conn().JS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, _ := signer.Sign(a2aserver.TokenRequest{Subject: other.ID, Audience: agentID, Scopes: []string{"a2a:send"}})
-	expired, _ := signer.Sign(a2aserver.TokenRequest{Subject: other.ID, Audience: agentID, IssuedAt: time.Now().Add(-time.Hour)})
+	good, _ := signer.Sign(a2atoken.TokenRequest{Subject: other.ID, Audience: agentID, Scopes: []string{"a2a:send"}})
+	expired, _ := signer.Sign(a2atoken.TokenRequest{Subject: other.ID, Audience: agentID, IssuedAt: time.Now().Add(-time.Hour)})
 	kv, _ := d.p.Conn().JS.KeyValue(ctx, bus.BucketConfig)
 	e, err := kv.Get(ctx, bus.ConfigA2AJWTSecret)
 	if err != nil {

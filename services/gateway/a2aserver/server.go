@@ -35,6 +35,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/a2atask"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
 // Config configures the A2A door. Zero values take the documented defaults.
@@ -50,16 +51,9 @@ type Config struct {
 	PublicURL string
 	// Version is the platform version agent cards show. Default "dev".
 	Version string
-	// IsOwner checks the owner credential, which may do anything.
-	IsOwner func(token string) bool
-	// RateLimitPerMinute bounds each caller's requests to each agent
-	// (callers without a credential: each client address). Default 60.
-	RateLimitPerMinute int
-	// JWKSURL, JWTIssuer and JWTAudience admit bearer tokens of an external
-	// identity provider; all three or none.
-	JWKSURL     string
-	JWTIssuer   string
-	JWTAudience string
+	// Admission authenticates callers and keeps their rate limits (set by
+	// the gateway, shared with its other A2A endpoints).
+	Admission *admission.Admission
 	// BlockingWait bounds a blocking message/send: past it the task is
 	// answered as it is. Default 60s.
 	BlockingWait time.Duration
@@ -94,9 +88,6 @@ func (c *Config) defaults() {
 	if c.Version == "" {
 		c.Version = "dev"
 	}
-	if c.RateLimitPerMinute <= 0 {
-		c.RateLimitPerMinute = 60
-	}
 	if c.BlockingWait == 0 {
 		c.BlockingWait = mesh.DefaultBlockingWait
 	}
@@ -120,21 +111,19 @@ func (c *Config) defaults() {
 
 // Server is the A2A door of every agent.
 type Server struct {
-	cfg      Config
-	log      zerolog.Logger
-	client   *meshapi.Client
-	js       jetstream.JetStream
-	records  *records
-	agents   *bus.Mirror[mesh.Agent, *mesh.Agent]
-	auth     *authenticator
-	limiter  *limiter
-	signer   *Signer
-	cards    *cardCache
-	handler  *handler
-	closing  chan struct{}
-	jsonrpc  map[string]http.Handler // by version
-	rest     map[string]http.Handler // by version
-	download a2atask.ArtifactURL
+	cfg       Config
+	log       zerolog.Logger
+	client    *meshapi.Client
+	js        jetstream.JetStream
+	records   *records
+	agents    *bus.Mirror[mesh.Agent, *mesh.Agent]
+	admission *admission.Admission
+	cards     *cardCache
+	handler   *handler
+	closing   chan struct{}
+	jsonrpc   map[string]http.Handler // by version
+	rest      map[string]http.Handler // by version
+	download  a2atask.ArtifactURL
 }
 
 // New returns a server; Start readies it.
@@ -164,16 +153,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.agents.WaitReady(ctx); err != nil {
 		return fmt.Errorf("a2a: load agents: %w", err)
 	}
-	if s.signer, err = LoadSigner(ctx, s.js); err != nil {
-		return err
-	}
-	s.auth = &authenticator{client: s.client, isOwner: s.cfg.IsOwner, signer: s.signer, agentURL: s.agentURL, log: s.log}
-	if s.cfg.JWKSURL != "" {
-		if s.auth.jwks, err = newJWKSVerifier(ctx, s.cfg.JWKSURL, s.cfg.JWTIssuer, s.cfg.JWTAudience); err != nil {
-			return err
-		}
-	}
-	s.limiter = newLimiter(s.cfg.RateLimitPerMinute)
+	s.admission = s.cfg.Admission
 	s.cards = newCardCache()
 	s.download = a2atask.DownloadURL(s.cfg.PublicURL)
 	s.handler = newHandler(s)
@@ -192,7 +172,7 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop ends event streams and releases the identity provider's key cache.
+// Stop ends event streams.
 func (s *Server) Stop() {
 	select {
 	case <-s.closing:
@@ -202,13 +182,7 @@ func (s *Server) Stop() {
 	if s.agents != nil {
 		_ = s.agents.Stop()
 	}
-	if s.auth != nil && s.auth.jwks != nil {
-		s.auth.jwks.close()
-	}
 }
-
-// Signer returns the signer of the platform's A2A bearer tokens.
-func (s *Server) Signer() *Signer { return s.signer }
 
 // panicked turns a panic in a transport into an internal error, logged.
 func (s *Server) panicked(r any) error {
@@ -217,8 +191,11 @@ func (s *Server) panicked(r any) error {
 }
 
 // agentURL is an agent's A2A endpoint.
-func (s *Server) agentURL(agentID string) string {
-	return s.cfg.PublicURL + "/a2a/" + agentID
+func (s *Server) agentURL(agentID string) string { return AgentURL(s.cfg.PublicURL, agentID) }
+
+// AgentURL is the A2A endpoint of an agent on the platform at publicURL.
+func AgentURL(publicURL, agentID string) string {
+	return strings.TrimRight(publicURL, "/") + "/a2a/" + agentID
 }
 
 // agent returns an agent account: from the mirror, or the agents service

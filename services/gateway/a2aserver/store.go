@@ -130,7 +130,7 @@ func (t *taskStore) get(ctx context.Context, taskID string) (*taskstore.StoredTa
 	if rec != nil {
 		owner = rec.Caller
 	}
-	if run.TargetAgentID != rq.agent.ID || !rq.caller.sees(owner) {
+	if run.TargetAgentID != rq.agent.ID || !rq.caller.Sees(owner) {
 		return nil, nil, errTaskNotFound
 	}
 	return &taskstore.StoredTask{Task: t.task(run, rec), Version: taskstore.TaskVersion(run.Revision), User: owner}, run, nil
@@ -187,7 +187,7 @@ func (t *taskStore) List(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.L
 	}
 	var runs []*mesh.TaskRun
 	var err error
-	if rq.caller.Kind == callerOwner {
+	if rq.caller.Owner() {
 		runs, err = t.agentRuns(ctx, rq.agent.ID, status, req.ContextID, match)
 	} else {
 		runs, err = t.callerRuns(ctx, rq, match)
@@ -250,7 +250,7 @@ func (t *taskStore) agentRuns(ctx context.Context, agentID string, status mesh.S
 // callerRuns lists the runs of the tasks the caller created that match,
 // newest first.
 func (t *taskStore) callerRuns(ctx context.Context, rq *request, match func(*mesh.TaskRun) bool) ([]*mesh.TaskRun, error) {
-	if rq.caller.Kind == callerPublic {
+	if rq.caller.Anonymous() {
 		// Callers without a credential are all one caller: listing would
 		// show each of them everyone's tasks.
 		return nil, nil

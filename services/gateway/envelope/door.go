@@ -18,6 +18,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
 // Config configures the envelope door. Zero values take the documented
@@ -35,7 +36,9 @@ type Config struct {
 	Client *meshapi.Client
 	JS     jetstream.JetStream
 	A2A    *a2aserver.Server
-	Logger zerolog.Logger
+	// Admission authenticates callers and keeps their rate limits.
+	Admission *admission.Admission
+	Logger    zerolog.Logger
 	// WriteError answers the internal routes in the platform's error shape.
 	WriteError func(w http.ResponseWriter, r *http.Request, err error)
 }
@@ -58,19 +61,20 @@ type Door struct {
 	log           zerolog.Logger
 	client        *meshapi.Client
 	a2a           *a2aserver.Server
-	conversations *a2aserver.Conversations
+	admission     *admission.Admission
+	conversations *admission.Conversations
 }
 
 // New returns a door; Start readies it.
 func New(cfg Config) *Door {
 	cfg.defaults()
-	return &Door{cfg: cfg, log: cfg.Logger, client: cfg.Client, a2a: cfg.A2A}
+	return &Door{cfg: cfg, log: cfg.Logger, client: cfg.Client, a2a: cfg.A2A, admission: cfg.Admission}
 }
 
 // Start opens the door's bucket.
 func (d *Door) Start(ctx context.Context) error {
 	var err error
-	d.conversations, err = a2aserver.OpenConversations(ctx, d.cfg.JS, d.client)
+	d.conversations, err = admission.OpenConversations(ctx, d.cfg.JS, d.client)
 	return err
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/a2amesh/a2amesh/mesh"
-	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
 // This file is the envelope door's one place for errors: the codes of an
@@ -81,11 +81,11 @@ func classify(log zerolog.Logger, err error) *payloadError {
 		return pe
 	}
 	switch {
-	case a2aserver.IsUnauthenticated(err):
-		return &payloadError{Code: codeUnauthenticated, Message: a2aserver.ErrorMessage(err)}
+	case admission.IsUnauthenticated(err):
+		return &payloadError{Code: codeUnauthenticated, Message: admission.ErrorMessage(err)}
 	case errors.Is(err, a2a.ErrUnauthorized):
-		return &payloadError{Code: codeForbidden, Message: a2aserver.ErrorMessage(err)}
-	case errors.Is(err, a2aserver.ErrRateLimited):
+		return &payloadError{Code: codeForbidden, Message: admission.ErrorMessage(err)}
+	case errors.Is(err, admission.ErrRateLimited):
 		return &payloadError{Code: codeRateLimited, Message: err.Error()}
 	}
 	var me *mesh.Error

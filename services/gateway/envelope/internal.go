@@ -9,7 +9,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
 // The envelope protocol's internal routes (seed 002 "Internal API"). They
@@ -34,8 +34,8 @@ type agentEntry struct {
 
 // admit authenticates the caller of an internal route and takes one
 // request from its rate limit.
-func (d *Door) admit(w http.ResponseWriter, r *http.Request) (*a2aserver.Caller, bool) {
-	c, err := d.a2a.Admit(w, r)
+func (d *Door) admit(w http.ResponseWriter, r *http.Request) (*admission.Caller, bool) {
+	c, err := d.admission.Admit(w, r)
 	if err != nil {
 		d.cfg.WriteError(w, r, platformError(err))
 		return nil, false
@@ -168,7 +168,7 @@ func (d *Door) executions(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case c.Anonymous():
-		a2aserver.Challenge(w)
+		admission.Challenge(w)
 		d.cfg.WriteError(w, r, mesh.Errorf(mesh.CodeUnauthorized, "the execution history is the owner's: send the owner credential as Authorization: Bearer <owner token>"))
 		return
 	case !c.Owner():

@@ -18,7 +18,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
 // Methods of the envelope protocol.
@@ -42,7 +42,7 @@ func (d *Door) serveEnvelope(w http.ResponseWriter, r *http.Request) {
 		d.reply(w, m, "", nil, perr)
 		return
 	}
-	c, err := d.a2a.Admit(w, r)
+	c, err := d.admission.Admit(w, r)
 	if err != nil {
 		d.reply(w, m, "", nil, classify(d.log, err))
 		return
@@ -151,7 +151,7 @@ type executeResult struct {
 // text, answered with its output once it ended. 503 when the agent cannot
 // answer now (no runtime online, no routing rule); 202 with the execution
 // still running when it takes longer than the door waits.
-func (d *Door) execute(ctx context.Context, c *a2aserver.Caller, m *message) (int, any, string, error) {
+func (d *Door) execute(ctx context.Context, c *admission.Caller, m *message) (int, any, string, error) {
 	var p executeParams
 	if err := json.Unmarshal(m.Payload.Params, &p); err != nil {
 		return 0, nil, "", &payloadError{Code: codeInvalidParams, Message: "params are agentId, input, workingDirectory and environmentVariables (an object of strings)"}
@@ -253,7 +253,7 @@ type agentInfo struct {
 
 // agentStatus is status: ready when the agent's runtime is online and
 // idle, busy when it is working on a run, error when it is offline.
-func (d *Door) agentStatus(ctx context.Context, c *a2aserver.Caller, m *message) (any, string, error) {
+func (d *Door) agentStatus(ctx context.Context, c *admission.Caller, m *message) (any, string, error) {
 	var p struct {
 		AgentID string `json:"agentId"`
 	}
@@ -291,7 +291,7 @@ func (d *Door) running(ctx context.Context, agentID string) (int, error) {
 
 // reach returns an agent the caller reaches, and the caller as that agent's
 // door sees it, checking a scope.
-func (d *Door) reach(ctx context.Context, c *a2aserver.Caller, agentID, scope string) (*mesh.Agent, *a2aserver.Caller, error) {
+func (d *Door) reach(ctx context.Context, c *admission.Caller, agentID, scope string) (*mesh.Agent, *admission.Caller, error) {
 	a, err := d.a2a.Agent(ctx, agentID)
 	if errors.Is(err, mesh.ErrNotFound) || (err == nil && !c.Reaches(a) && !c.Anonymous()) {
 		return nil, nil, &payloadError{Code: codeAgentNotFound, Message: "no agent " + agentID + " that this credential reaches"}

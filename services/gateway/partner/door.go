@@ -4,7 +4,7 @@
 // same task runs as every other door. Callers authenticate as at the A2A
 // door (an API key, then a bearer token), each method needs its scope, and
 // the A2A door's rate limit applies; what agents a caller reaches is the
-// A2A door's rule (a2aserver.Caller.Reaches). docs/a2a.md "Partner routes"
+// A2A door's rule (admission.Caller.Reaches). docs/a2a.md "Partner routes"
 // tells the whole story.
 package partner
 
@@ -20,6 +20,7 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
 // Config configures the partner door. Zero values take the documented
@@ -50,9 +51,11 @@ type Config struct {
 	KeepAlive time.Duration
 
 	// Set by the gateway.
-	Client    *meshapi.Client
-	JS        jetstream.JetStream
-	A2A       *a2aserver.Server
+	Client *meshapi.Client
+	JS     jetstream.JetStream
+	A2A    *a2aserver.Server
+	// Admission authenticates callers and keeps their rate limits.
+	Admission *admission.Admission
 	Logger    zerolog.Logger
 	PublicURL string
 	// Closing, when closed, ends status streams (the gateway is stopping).
@@ -92,17 +95,18 @@ func (c *Config) defaults() {
 
 // Door is the partner door.
 type Door struct {
-	cfg     Config
-	log     zerolog.Logger
-	client  *meshapi.Client
-	a2a     *a2aserver.Server
-	records *records
+	cfg       Config
+	log       zerolog.Logger
+	client    *meshapi.Client
+	a2a       *a2aserver.Server
+	admission *admission.Admission
+	records   *records
 }
 
 // New returns a door; Start readies it.
 func New(cfg Config) *Door {
 	cfg.defaults()
-	return &Door{cfg: cfg, log: cfg.Logger, client: cfg.Client, a2a: cfg.A2A}
+	return &Door{cfg: cfg, log: cfg.Logger, client: cfg.Client, a2a: cfg.A2A, admission: cfg.Admission}
 }
 
 // Start opens the door's bucket.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
 	"github.com/a2amesh/a2amesh/mesh"
-	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
 // This file is the partner door's one place for errors: which seed 003
@@ -59,11 +59,11 @@ func classify(log zerolog.Logger, err error, internal string) *doorError {
 		return de
 	}
 	switch {
-	case a2aserver.IsUnauthenticated(err):
-		return refuse(partnerapi.CodeAuthenticationFailed, http.StatusUnauthorized, "Authentication failed: %s", a2aserver.ErrorMessage(err))
+	case admission.IsUnauthenticated(err):
+		return refuse(partnerapi.CodeAuthenticationFailed, http.StatusUnauthorized, "Authentication failed: %s", admission.ErrorMessage(err))
 	case errors.Is(err, a2a.ErrUnauthorized):
-		return refuse(partnerapi.CodeAuthenticationFailed, http.StatusForbidden, "Authentication failed: %s", a2aserver.ErrorMessage(err))
-	case errors.Is(err, a2aserver.ErrRateLimited):
+		return refuse(partnerapi.CodeAuthenticationFailed, http.StatusForbidden, "Authentication failed: %s", admission.ErrorMessage(err))
+	case errors.Is(err, admission.ErrRateLimited):
 		return refuse(partnerapi.CodeRateLimitExceeded, http.StatusTooManyRequests, "Rate limit exceeded: %s", err.Error())
 	}
 	var me *mesh.Error

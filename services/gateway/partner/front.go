@@ -12,7 +12,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
 	"github.com/a2amesh/a2amesh/mesh"
-	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
 // The door's front: reading bodies, who is calling, what they reach, and
@@ -40,7 +40,7 @@ func (d *Door) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *doorEr
 // door sees it, checking the scope the method needs ("" for none). An agent
 // the caller does not reach is not found; an anonymous caller is told to
 // authenticate instead.
-func (d *Door) reach(ctx context.Context, c *a2aserver.Caller, agentID, scope string) (*mesh.Agent, *a2aserver.Caller, error) {
+func (d *Door) reach(ctx context.Context, c *admission.Caller, agentID, scope string) (*mesh.Agent, *admission.Caller, error) {
 	a, err := d.a2a.Agent(ctx, agentID)
 	if errors.Is(err, mesh.ErrNotFound) {
 		return nil, nil, errAgentNotFound
@@ -64,7 +64,7 @@ func (d *Door) reach(ctx context.Context, c *a2aserver.Caller, agentID, scope st
 // visibleTask returns a task the caller may see with the given scope: one
 // of an agent it reaches, created by the same caller (the owner sees every
 // task). Anything else is not found.
-func (d *Door) visibleTask(ctx context.Context, c *a2aserver.Caller, taskID, scope string) (*mesh.TaskRun, *taskRecord, error) {
+func (d *Door) visibleTask(ctx context.Context, c *admission.Caller, taskID, scope string) (*mesh.TaskRun, *taskRecord, error) {
 	if !mesh.ValidID(taskID) {
 		return nil, nil, errTaskNotFound
 	}

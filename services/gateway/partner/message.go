@@ -10,7 +10,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/runwatch"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
 // Methods of POST /a2a/message besides the task methods: any other method
@@ -40,7 +40,7 @@ func (d *Door) message(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, id, de)
 		return
 	}
-	c, err := d.a2a.Admit(w, r)
+	c, err := d.admission.Admit(w, r)
 	if err != nil {
 		writeRPCError(w, env.id, classify(d.log, err, "Internal error"))
 		return
@@ -79,7 +79,7 @@ var elsewhere = map[string]bool{
 }
 
 // call runs one method for the caller.
-func (d *Door) call(ctx context.Context, c *a2aserver.Caller, env *envelope) (any, error) {
+func (d *Door) call(ctx context.Context, c *admission.Caller, env *envelope) (any, error) {
 	if elsewhere[env.method] {
 		return nil, refuse(partnerapi.CodeCapabilityNotSupported, http.StatusBadRequest,
 			"Capability not supported: %s is served by each agent's A2A door at /a2a/{agentId}; use GET /a2a/status for a task's updates", env.method)
@@ -105,7 +105,7 @@ func (d *Door) call(ctx context.Context, c *a2aserver.Caller, env *envelope) (an
 }
 
 // cancel cancels a task the caller sees.
-func (d *Door) cancel(ctx context.Context, c *a2aserver.Caller, taskID string) (any, error) {
+func (d *Door) cancel(ctx context.Context, c *admission.Caller, taskID string) (any, error) {
 	run, rec, err := d.visibleTask(ctx, c, taskID, meshapi.ScopeCancel)
 	if err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ func (d *Door) cancel(ctx context.Context, c *a2aserver.Caller, taskID string) (
 // know and whose params name no agent is not found. When the agent cannot
 // answer while the caller waits (no runtime online, no routing rule), the
 // answer is 503 "A2A adapter not available" and no task is created.
-func (d *Door) runMethod(ctx context.Context, c *a2aserver.Caller, env *envelope) (any, error) {
+func (d *Door) runMethod(ctx context.Context, c *admission.Caller, env *envelope) (any, error) {
 	var p sendParams
 	_ = json.Unmarshal(env.params, &p)
 	agentID := firstOf(p.AgentID, p.RemoteAgentID)
@@ -166,7 +166,7 @@ type listedAgent struct {
 }
 
 // agentList lists the agents the caller reaches, by name.
-func (d *Door) agentList(_ context.Context, c *a2aserver.Caller) []listedAgent {
+func (d *Door) agentList(_ context.Context, c *admission.Caller) []listedAgent {
 	out := []listedAgent{}
 	for _, a := range d.a2a.Agents() {
 		if !c.Reaches(a) {

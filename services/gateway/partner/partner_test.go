@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/internal/a2atoken"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 )
 
 // door is a platform with an online agent (real runtime, scripted host)
@@ -165,12 +165,12 @@ func TestPartner_SeedExamples(t *testing.T) {
 	}
 
 	// 1) Create a task (asynchronous), with a bearer JWT.
-	signer, err := a2aserver.LoadSigner(context.Background(), d.p.Conn().JS)
+	signer, err := a2atoken.Load(context.Background(), d.p.Conn().JS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	caller := d.p.CreateAgent("partner-agent")
-	jwt, err := signer.Sign(a2aserver.TokenRequest{Subject: caller.ID, Audience: agentID, Scopes: []string{"a2a:send", "a2a:read"}})
+	jwt, err := signer.Sign(a2atoken.TokenRequest{Subject: caller.ID, Audience: agentID, Scopes: []string{"a2a:send", "a2a:read"}})
 	if err != nil {
 		t.Fatal(err)
 	}

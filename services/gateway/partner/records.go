@@ -11,7 +11,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
 // taskRecord is what the partner door keeps about a task beyond its run
@@ -33,7 +33,7 @@ func sessionKey(callerID, sessionID string) string {
 
 type records struct {
 	tasks    *bus.Records[taskRecord]
-	sessions *a2aserver.Conversations
+	sessions *admission.Conversations
 }
 
 func openRecords(ctx context.Context, js jetstream.JetStream, client *meshapi.Client) (*records, error) {
@@ -41,7 +41,7 @@ func openRecords(ctx context.Context, js jetstream.JetStream, client *meshapi.Cl
 	if err != nil {
 		return nil, err
 	}
-	sessions, err := a2aserver.OpenConversations(ctx, js, client)
+	sessions, err := admission.OpenConversations(ctx, js, client)
 	if err != nil {
 		return nil, err
 	}

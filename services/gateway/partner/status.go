@@ -20,7 +20,7 @@ import (
 // canceled. 400 without taskId.
 func (d *Door) status(w http.ResponseWriter, r *http.Request) {
 	const internal = "Status check failed"
-	c, err := d.a2a.Admit(w, r)
+	c, err := d.admission.Admit(w, r)
 	if err != nil {
 		writeError(w, classify(d.log, err, internal))
 		return

@@ -13,7 +13,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
 // defaultMethod is the method of a task created through another door.
@@ -104,7 +104,7 @@ type newTask struct {
 }
 
 // create makes the task run of a partner task and records the door's side.
-func (d *Door) create(ctx context.Context, c *a2aserver.Caller, agent *mesh.Agent, nt newTask) (*mesh.TaskRun, *taskRecord, error) {
+func (d *Door) create(ctx context.Context, c *admission.Caller, agent *mesh.Agent, nt newTask) (*mesh.TaskRun, *taskRecord, error) {
 	input := map[string]any{"text": paramsText(nt.method, nt.params)}
 	if p := bytes.TrimSpace(nt.params); len(p) > 0 && string(p) != "null" {
 		input["data"] = nt.params
@@ -228,7 +228,7 @@ type taskRequest struct {
 // and no routing rule delegating it.
 func (d *Door) createTask(w http.ResponseWriter, r *http.Request) {
 	const internal = "Task creation failed"
-	c, err := d.a2a.Admit(w, r)
+	c, err := d.admission.Admit(w, r)
 	if err != nil {
 		writeError(w, classify(d.log, err, internal))
 		return

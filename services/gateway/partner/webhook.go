@@ -7,7 +7,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
 // webhook is POST /a2a/webhook: a partner platform's callback about a task
@@ -18,7 +18,7 @@ import (
 // (seed 003's machine) 409 with -32003.
 func (d *Door) webhook(w http.ResponseWriter, r *http.Request) {
 	const internal = "Webhook processing failed"
-	if err := d.a2a.Allow(w, a2aserver.Anonymous(r)); err != nil {
+	if err := d.admission.Allow(w, admission.Anonymous(r)); err != nil {
 		writeError(w, classify(d.log, err, internal))
 		return
 	}

@@ -1,4 +1,4 @@
-package a2aserver
+package admission
 
 import (
 	"context"
@@ -11,37 +11,9 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
 	jwxt "github.com/lestrrat-go/jwx/v3/jwt"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/a2amesh/a2amesh/internal/a2atoken"
 )
-
-// PlatformIssuer is the iss of the bearer JWTs the platform signs.
-const PlatformIssuer = a2atoken.Issuer
-
-// jwtSkew is how far a token's times may be off the platform's clock.
-const jwtSkew = a2atoken.Skew
-
-// Claims are the claims of a platform-signed A2A bearer token (see
-// a2atoken.Claims).
-type Claims = a2atoken.Claims
-
-// TokenRequest asks for a platform-signed token (see a2atoken.TokenRequest).
-type TokenRequest = a2atoken.TokenRequest
-
-// Signer signs and checks the platform's A2A bearer JWTs. The delegation
-// service signs with the same key when the platform calls an agent on
-// another agent's behalf.
-type Signer = a2atoken.Signer
-
-// LoadSigner reads the signing key from the config bucket, creating it the
-// first time.
-func LoadSigner(ctx context.Context, js jetstream.JetStream) (*Signer, error) {
-	return a2atoken.Load(ctx, js)
-}
-
-// tokenIssuer returns the iss claim of a JWT without checking anything.
-func tokenIssuer(token string) string { return a2atoken.IssuerOf(token) }
 
 // jwksVerifier checks bearer tokens of an external identity provider against
 // its JWKS (fetched and refreshed in the background by jwx's cache), with
@@ -81,7 +53,7 @@ func (v *jwksVerifier) verify(ctx context.Context, token string) (sub string, sc
 		jwxt.WithValidate(true),
 		jwxt.WithIssuer(v.issuer),
 		jwxt.WithAudience(v.audience),
-		jwxt.WithAcceptableSkew(jwtSkew),
+		jwxt.WithAcceptableSkew(a2atoken.Skew),
 	)
 	if err != nil {
 		return "", nil, err

@@ -1,4 +1,4 @@
-package a2aserver
+package admission
 
 import (
 	"context"
@@ -12,8 +12,9 @@ import (
 )
 
 // Conversations are the platform conversations that the ids callers choose
-// at the older doors stand for (a partner's session id, an envelope's
-// conversationId), kept in BucketA2ADoors under each door's own keys.
+// at the partner and envelope endpoints stand for (a partner's session id,
+// an envelope's conversationId), kept in BucketA2ADoors under each
+// endpoint's own keys.
 type Conversations struct {
 	recs   *bus.Records[conversationRecord]
 	client *meshapi.Client
@@ -24,7 +25,7 @@ type conversationRecord struct {
 	ConversationID string `json:"conversation_id"`
 }
 
-// OpenConversations opens the doors' bucket.
+// OpenConversations opens the endpoints' bucket.
 func OpenConversations(ctx context.Context, js jetstream.JetStream, client *meshapi.Client) (*Conversations, error) {
 	recs, err := bus.OpenRecords[conversationRecord](ctx, js, bus.BucketA2ADoors)
 	if err != nil {

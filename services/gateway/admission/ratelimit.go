@@ -1,4 +1,4 @@
-package a2aserver
+package admission
 
 import (
 	"sync"

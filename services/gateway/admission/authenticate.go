@@ -1,4 +1,4 @@
-package a2aserver
+package admission
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/rs/zerolog"
 
+	"github.com/a2amesh/a2amesh/internal/a2atoken"
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -18,7 +19,7 @@ import (
 // HeaderAPIKey carries a per-agent A2A API key (Authorization: Bearer works too).
 const HeaderAPIKey = "X-API-Key"
 
-// authenticator decides who calls an agent's A2A door. As seed 003 orders
+// authenticator decides who calls an agent's A2A endpoint. As seed 003 orders
 // it, an API key is tried first (X-API-Key, or a bearer token that is an
 // API key), then the bearer token: the owner credential, a JWT the platform
 // signed, or a JWT of the configured identity provider. A request without a
@@ -27,7 +28,7 @@ type authenticator struct {
 	client *meshapi.Client
 	// isOwner checks the owner credential.
 	isOwner func(token string) bool
-	signer  *Signer
+	signer  *a2atoken.Signer
 	// jwks checks external tokens; nil when no identity provider is set.
 	jwks *jwksVerifier
 	// agentURL is an agent's A2A URL: platform tokens may name it, or the
@@ -62,7 +63,7 @@ func (a *authenticator) authenticate(r *http.Request, agent *mesh.Agent) (*Calle
 		// Anyone may send and read: each client address has its own rate
 		// limit, and every anonymous caller is one caller, so tasks are only
 		// found again by their (unguessable) ids.
-		return &Caller{ID: callerPublic, Kind: callerPublic, Scopes: []string{meshapi.ScopeSend, meshapi.ScopeRead},
+		return &Caller{ID: KindPublic, Kind: KindPublic, Scopes: []string{meshapi.ScopeSend, meshapi.ScopeRead},
 			RateKey: "ip:" + clientAddr(r)}, nil
 	}
 	return nil, errNoCredential
@@ -74,13 +75,13 @@ func (a *authenticator) apiKey(ctx context.Context, key string, agent *mesh.Agen
 		return nil, errBadKey
 	}
 	if err != nil {
-		return nil, toA2A(a.log, err)
+		return nil, err
 	}
 	if k.AgentID != agent.ID {
 		return nil, errOtherAgent
 	}
 	id := "key:" + k.KeyID
-	return &Caller{ID: id, Kind: callerAPIKey, Scopes: k.Scopes, RateKey: id, KeyAgentID: k.AgentID}, nil
+	return &Caller{ID: id, Kind: KindAPIKey, Scopes: k.Scopes, RateKey: id, KeyAgentID: k.AgentID}, nil
 }
 
 func (a *authenticator) bearer(ctx context.Context, token string, agent *mesh.Agent) (*Caller, error) {
@@ -93,7 +94,7 @@ func (a *authenticator) bearer(ctx context.Context, token string, agent *mesh.Ag
 	if strings.Count(token, ".") != 2 {
 		return nil, errBadToken
 	}
-	if tokenIssuer(token) == PlatformIssuer {
+	if a2atoken.IssuerOf(token) == a2atoken.Issuer {
 		claims, err := a.signer.Verify(token, agent.ID, a.agentURL(agent.ID))
 		if err != nil || !mesh.ValidID(claims.Subject) {
 			return nil, errBadToken
@@ -109,19 +110,19 @@ func (a *authenticator) bearer(ctx context.Context, token string, agent *mesh.Ag
 		return nil, errBadToken
 	}
 	id := "jwt:" + a.jwks.issuer + "|" + sub
-	return &Caller{ID: id, Kind: callerExternalJWT, Scopes: scopes, RateKey: id}, nil
+	return &Caller{ID: id, Kind: KindExternalJWT, Scopes: scopes, RateKey: id}, nil
 }
 
 // platformCaller is the caller of a platform-signed token.
-func platformCaller(claims *Claims) *Caller {
+func platformCaller(claims *a2atoken.Claims) *Caller {
 	id := "agent:" + claims.Subject
 	return &Caller{
-		ID: id, Kind: callerPlatformJWT, AgentID: claims.Subject, Scopes: claims.Scopes(), RateKey: id,
+		ID: id, Kind: KindPlatformJWT, AgentID: claims.Subject, Scopes: claims.Scopes(), RateKey: id,
 		Audience: claims.Audience, ParentTaskRunID: claims.ParentTaskRunID, DelegationChain: claims.DelegationChain,
 	}
 }
 
-// identify returns the caller of r for the platform-wide doors, which serve
+// identify returns the caller of r for the platform-wide endpoints, which serve
 // no one agent: credentials are checked the same way, in the same order,
 // and what each reaches is decided per agent (Caller.Reaches). A request
 // without a credential is an anonymous caller, who reaches public agents.
@@ -138,12 +139,12 @@ func (a *authenticator) identify(r *http.Request) (*Caller, error) {
 			return nil, errBadKey
 		}
 		if err != nil {
-			return nil, toA2A(a.log, err)
+			return nil, err
 		}
 		id := "key:" + k.KeyID
-		return &Caller{ID: id, Kind: callerAPIKey, Scopes: k.Scopes, RateKey: id, KeyAgentID: k.AgentID}, nil
+		return &Caller{ID: id, Kind: KindAPIKey, Scopes: k.Scopes, RateKey: id, KeyAgentID: k.AgentID}, nil
 	case token == "":
-		return &Caller{ID: callerPublic, Kind: callerPublic, RateKey: "ip:" + clientAddr(r)}, nil
+		return &Caller{ID: KindPublic, Kind: KindPublic, RateKey: "ip:" + clientAddr(r)}, nil
 	case strings.HasPrefix(token, secret.PrefixOwner):
 		if a.isOwner != nil && a.isOwner(token) {
 			return ownerCaller(), nil
@@ -151,7 +152,7 @@ func (a *authenticator) identify(r *http.Request) (*Caller, error) {
 		return nil, errBadToken
 	case strings.Count(token, ".") != 2:
 		return nil, errBadToken
-	case tokenIssuer(token) == PlatformIssuer:
+	case a2atoken.IssuerOf(token) == a2atoken.Issuer:
 		claims, err := a.signer.VerifyAnyAudience(token)
 		if err != nil || !mesh.ValidID(claims.Subject) {
 			return nil, errBadToken
@@ -166,7 +167,7 @@ func (a *authenticator) identify(r *http.Request) (*Caller, error) {
 		return nil, errBadToken
 	}
 	id := "jwt:" + a.jwks.issuer + "|" + sub
-	return &Caller{ID: id, Kind: callerExternalJWT, Scopes: scopes, RateKey: id}, nil
+	return &Caller{ID: id, Kind: KindExternalJWT, Scopes: scopes, RateKey: id}, nil
 }
 
 // bearerToken returns the token of Authorization: Bearer, or "".
