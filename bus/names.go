@@ -33,7 +33,7 @@ const (
 	BucketDeliveries = "mesh_webhook_deliveries"
 	// BucketA2ATasks holds what the A2A standard knows of a task and a task
 	// run does not (message history with ids and roles, the caller, push
-	// configurations), written only by the gateway's A2A door.
+	// configurations), written only by the gateway's A2A endpoint.
 	BucketA2ATasks = "mesh_a2a_tasks"
 	// BucketA2AKeys holds per-agent A2A API keys (by id, and their hashes),
 	// owned by the credential service.
@@ -45,11 +45,12 @@ const (
 	// the delegations it is following, and partner platforms (with their
 	// shared secrets).
 	BucketDelegation = "mesh_delegation"
-	// BucketA2ADoors holds what the older A2A doors (partner routes, the
-	// envelope protocol) keep beyond a task run: the partner method of a
-	// task, and which conversation a caller's session id stands for.
-	// Written only by those doors.
-	BucketA2ADoors = "mesh_a2a_doors"
+	// BucketA2AEndpoints holds what the partner and envelope endpoints keep
+	// beyond a task run: the partner method of a task, and which
+	// conversation a caller's session id stands for. Written only by those
+	// endpoints. The bucket keeps its first name, under which deployments
+	// already hold these records.
+	BucketA2AEndpoints = "mesh_a2a_doors"
 
 	ObjectArtifacts = "mesh_artifacts"
 )

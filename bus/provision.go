@@ -223,6 +223,6 @@ func bucketConfigs(eventRetention time.Duration) []jetstream.KeyValueConfig {
 		// No sign-in session outlives a week; expired ones are dropped unread.
 		{Bucket: BucketWebSessions, Description: "web sign-in codes and sessions, by hash", TTL: 7 * 24 * time.Hour},
 		{Bucket: BucketDelegation, Description: "routing rules, delegations being followed, partner platforms"},
-		{Bucket: BucketA2ADoors, Description: "partner-route and envelope-protocol data a task run does not hold"},
+		{Bucket: BucketA2AEndpoints, Description: "partner-route and envelope-protocol data a task run does not hold"},
 	}
 }

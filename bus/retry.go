@@ -15,7 +15,7 @@ import (
 // it led have no leader for a few seconds, and JetStream answers "no
 // responders", "cluster not available" or nothing at all. Such a call is
 // tried again until RetryBudget has passed (or the caller's context ends),
-// and then reported as mesh UNAVAILABLE, which the doors answer with 503
+// and then reported as mesh UNAVAILABLE, which the endpoints answer with 503
 // and Retry-After: nothing was stored, the caller may try again.
 const (
 	// RetryBudget bounds how long one store call is retried. It is well

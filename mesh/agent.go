@@ -11,7 +11,7 @@ type Agent struct {
 	Instructions string  `json:"instructions,omitempty"`
 	Skills       []Skill `json:"skills,omitempty"`
 	// Public lets anyone send tasks to the agent and read them through the
-	// A2A door without a credential (rate-limited per client address). Off by
+	// A2A endpoint without a credential (rate-limited per client address). Off by
 	// default: the agent card is public, everything else needs a credential.
 	Public bool `json:"public,omitempty"`
 	// Delegation says which agents this agent may hand tasks to from inside
@@ -45,7 +45,7 @@ type Skill struct {
 type DelegationPolicy struct {
 	// Agents are the ids of the agents it may delegate to.
 	Agents []string `json:"agents,omitempty"`
-	// Public also allows every agent whose A2A door is public.
+	// Public also allows every agent whose A2A endpoint is public.
 	Public bool `json:"public,omitempty"`
 }
 

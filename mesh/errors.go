@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Code is a stable, machine-readable error code. Front doors map each code to
+// Code is a stable, machine-readable error code. Front endpoints map each code to
 // their own shape (HTTP status, JSON-RPC code) in exactly one place.
 type Code string
 
@@ -51,7 +51,7 @@ const (
 	// platform's limit.
 	ReasonDelegationDepth = "DELEGATION_DEPTH_EXCEEDED"
 	// ReasonDelegationFailed: the delegate could not be given the task (its
-	// door refused the call, the partner was unreachable).
+	// endpoint refused the call, the partner was unreachable).
 	ReasonDelegationFailed = "DELEGATION_FAILED"
 )
 

@@ -13,7 +13,7 @@ const (
 	OpA2AKeyAuthenticate = "a2a_key_authenticate"
 )
 
-// Scopes of the A2A door: what a caller's credential lets it do with an
+// Scopes of the A2A endpoint: what a caller's credential lets it do with an
 // agent's tasks. A method needs one scope (see docs/a2a.md).
 const (
 	// ScopeSend: send messages (create and continue tasks).

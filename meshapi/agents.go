@@ -34,7 +34,7 @@ type CreateAgentRequest struct {
 	Description  string       `json:"description,omitempty"`
 	Instructions string       `json:"instructions,omitempty"`
 	Skills       []mesh.Skill `json:"skills,omitempty"`
-	// Public opens the agent's A2A door to callers without a credential.
+	// Public opens the agent's A2A endpoint to callers without a credential.
 	Public bool `json:"public,omitempty"`
 	// Delegation is who the agent may delegate to from inside its work.
 	Delegation *mesh.DelegationPolicy `json:"delegation,omitempty"`

@@ -19,7 +19,7 @@ type CommitArtifactRequest struct {
 	Artifact  mesh.Artifact `json:"artifact"`
 }
 
-// CommitInputRequest registers content a front door already wrote to the
+// CommitInputRequest registers content a front endpoint already wrote to the
 // artifact object store under Artifact.ID as a file given to AgentID in a
 // conversation's input (an A2A file part): no run owns it yet.
 type CommitInputRequest struct {

@@ -96,7 +96,7 @@ func (c *Client) ListRuntimes(ctx context.Context, agentID string) (*RuntimeList
 // time, or none is reachable: the copy that took it may have been lost with
 // its node, and another answers the next send with the run the first
 // stored, if it did, or creates it; the key never makes two. If the
-// caller's time runs out that way, the answer is UNAVAILABLE (the doors'
+// caller's time runs out that way, the answer is UNAVAILABLE (the endpoints'
 // 503 with Retry-After): sending the create again with the same key is
 // safe. A create without a key is sent once.
 func (c *Client) CreateTaskRun(ctx context.Context, req CreateTaskRunRequest) (*CreateTaskRunResponse, error) {

@@ -13,7 +13,7 @@ import (
 // agents it may delegate to, sends one of them a task, follows and cancels
 // it. The platform checks that the runtime holds the run and that the
 // agent's delegation policy allows the target; the task goes through the
-// target's A2A door like a routing rule's, as a child of the run.
+// target's A2A endpoint like a routing rule's, as a child of the run.
 
 // DelegateAgentsRequest asks which agents a held run may delegate to.
 type DelegateAgentsRequest struct {

@@ -7,7 +7,7 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
-// Task-run operations for people and front doors (service "taskqueue").
+// Task-run operations for people and front endpoints (service "taskqueue").
 const (
 	OpTaskCreate         = "create"
 	OpTaskGet            = "get"
@@ -45,7 +45,7 @@ type CreateTaskRunRequest struct {
 	// Metadata is free-form caller data; metadata.skill_id names the skill
 	// the task asks for, which routing rules may match on.
 	Metadata map[string]any `json:"metadata,omitempty"`
-	// ParentTaskRunID and DelegationChain are set by the A2A door for a
+	// ParentTaskRunID and DelegationChain are set by the A2A endpoint for a
 	// task the platform delegated (from the claims of its platform-signed
 	// token, which only the platform can make).
 	ParentTaskRunID string   `json:"parent_task_run_id,omitempty"`

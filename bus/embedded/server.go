@@ -29,7 +29,7 @@ type Config struct {
 	// with one open account, for tests of the bus alone.
 	Accounts string
 	// MaxPayload is the largest message the server accepts. Default 4 MiB: a task
-	// run record holds its input and output, each limited to 1 MiB at the door.
+	// run record holds its input and output, each limited to 1 MiB at the endpoint.
 	MaxPayload int32
 	// Logger receives the server's own log lines at debug level and up.
 	Logger zerolog.Logger

@@ -57,7 +57,7 @@ func newServe(g *globals) *cobra.Command {
 	f.StringVar(&cfg.NATSNkeySeedFile, "nats-nkey-seed-file", "", "user nkey seed of platform services, for servers that list them by nkey (replaces --nats-user)")
 	f.StringVar(&cfg.AuthIssuerSeedFile, "auth-issuer-seed-file", "", "credentials: account nkey seed of the server's auth_callout issuer")
 	f.StringVar(&cfg.OwnerTokenFile, "owner-token-file", "", "gateway: owner credential file whose hash the API accepts (or the credential itself in A2A_MESH_OWNER_TOKEN)")
-	f.StringVar(&cfg.GatewayURL, "gateway-url", "", "delegation: where the gateway's A2A doors are reached (default: --public-url)")
+	f.StringVar(&cfg.GatewayURL, "gateway-url", "", "delegation: where the gateway's A2A endpoints are reached (default: --public-url)")
 	f.StringVar(&cfg.MetricsListen, "metrics-listen", "", "serve this process's Prometheus metrics at http://<address>/metrics (off unless given)")
 	return cmd
 }

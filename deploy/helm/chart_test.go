@@ -384,7 +384,7 @@ func TestChart_ProbesAskTheProcessOnThePortItServes(t *testing.T) {
 			}
 		}
 		if svc == "gateway" {
-			checkGatewayDoor(t, c.r, c.v, d, ctr, flags)
+			checkGatewayEndpoint(t, c.r, c.v, d, ctr, flags)
 		}
 		if svc == "delegation" {
 			checkDelegationReachesTheGateway(t, c.r, flags["--gateway-url"])
@@ -392,10 +392,10 @@ func TestChart_ProbesAskTheProcessOnThePortItServes(t *testing.T) {
 	})
 }
 
-// checkGatewayDoor: the gateway listens where its container port says, its
+// checkGatewayEndpoint: the gateway listens where its container port says, its
 // Service selects the gateway's pods only and sends to that port, and the
 // Ingress (when on) sends to the Service.
-func checkGatewayDoor(t *testing.T, r *rendered, v values, d *appsv1.Deployment, ctr *corev1.Container, flags map[string]string) {
+func checkGatewayEndpoint(t *testing.T, r *rendered, v values, d *appsv1.Deployment, ctr *corev1.Container, flags map[string]string) {
 	t.Helper()
 	httpPort := listenPort(t, "gateway", flags["--http"])
 	if httpPort != v.Gateway.Port || containerPort(t, ctr, intstr.FromString("http")) != httpPort {
@@ -442,7 +442,7 @@ func checkGatewayDoor(t *testing.T, r *rendered, v values, d *appsv1.Deployment,
 }
 
 // checkDelegationReachesTheGateway: the delegation service calls the
-// gateway's A2A doors through the gateway's Service.
+// gateway's A2A endpoints through the gateway's Service.
 func checkDelegationReachesTheGateway(t *testing.T, r *rendered, raw string) {
 	t.Helper()
 	u, err := url.Parse(raw)

@@ -1,7 +1,7 @@
 // Package a2atask is the A2A standard's view of a task run: the task state of
 // each run status, the Task object built from the run record (status message,
 // artifacts with download links), and the A2A events a run's bus events
-// become. The gateway's A2A door and the webhooks service (A2A push
+// become. The gateway's A2A endpoint and the webhooks service (A2A push
 // notifications) both build tasks here, so a task looks the same whichever
 // way it reaches a client.
 package a2atask
@@ -81,7 +81,7 @@ func StatusMessage(run *mesh.TaskRun) *a2a.Message {
 	}
 }
 
-// RunOutput is what the A2A door reads of a run's output.
+// RunOutput is what the A2A endpoint reads of a run's output.
 type RunOutput struct {
 	Text string `json:"text"`
 	Data any    `json:"data"`
@@ -97,7 +97,7 @@ func Output(run *mesh.TaskRun) RunOutput {
 // ArtifactURL builds the download address of an artifact of an agent's task.
 type ArtifactURL func(agentID, artifactID string) string
 
-// DownloadURL returns the A2A door's authenticated download route for
+// DownloadURL returns the A2A endpoint's authenticated download route for
 // artifacts under publicURL: <publicURL>/a2a/<agent>/artifacts/<id>.
 func DownloadURL(publicURL string) ArtifactURL {
 	base := strings.TrimRight(publicURL, "/")
@@ -146,7 +146,7 @@ func Artifacts(run *mesh.TaskRun, url ArtifactURL) []*a2a.Artifact {
 	return out
 }
 
-// Task builds the A2A task of a run. history is what the A2A door recorded
+// Task builds the A2A task of a run. history is what the A2A endpoint recorded
 // of the conversation with this task (nil leaves history out).
 func Task(run *mesh.TaskRun, history []*a2a.Message, url ArtifactURL) *a2a.Task {
 	return &a2a.Task{
@@ -159,7 +159,7 @@ func Task(run *mesh.TaskRun, history []*a2a.Message, url ArtifactURL) *a2a.Task 
 }
 
 // InputMessage is the user message a run's input stands for, for tasks that
-// were created through another door (so the A2A door recorded no history):
+// were created through another endpoint (so the A2A endpoint recorded no history):
 // input.text as one text part.
 func InputMessage(run *mesh.TaskRun) *a2a.Message {
 	return &a2a.Message{

@@ -1,6 +1,6 @@
 // Package a2atoken makes and checks the bearer JWTs the platform signs for
 // A2A calls it makes on an agent's behalf (HS256, issuer
-// urn:a2amesh:platform): the gateway's A2A door checks them, and the
+// urn:a2amesh:platform): the gateway's A2A endpoint checks them, and the
 // delegation service signs them when it hands a task to another agent. The
 // key is generated once and kept in the config bucket, so every process
 // signs and checks with the same one.
@@ -33,7 +33,7 @@ const Skew = 30 * time.Second
 // scope the space-separated A2A scopes granted. A token made for a
 // delegation also names the run that delegated (the new task's parent) and
 // the delegation chain down to it; only the platform can sign them, so the
-// target's door may trust them.
+// target's endpoint may trust them.
 type Claims struct {
 	jwt.RegisteredClaims
 	Scope string `json:"scope,omitempty"`
@@ -142,7 +142,7 @@ func (s *Signer) Verify(token string, audiences ...string) (*Claims, error) {
 
 // VerifyAnyAudience checks a platform token's signature, issuer and expiry;
 // the caller decides what its audience lets it reach (the platform-wide
-// doors: the agents it names).
+// endpoints: the agents it names).
 func (s *Signer) VerifyAnyAudience(token string) (*Claims, error) {
 	var claims Claims
 	_, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return s.key, nil },

@@ -23,7 +23,7 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// A2AReport is blocking message/send over the agent's A2A door (JSON-RPC,
+// A2AReport is blocking message/send over the agent's A2A endpoint (JSON-RPC,
 // spec 1.0, the official Go client) to an echo agent: each request creates a
 // task run, a runtime claims it, the echo adapter answers and the completed
 // task comes back.
@@ -57,8 +57,8 @@ func (r *Report) measureA2A(ctx context.Context, dir string, cfg Config) error {
 	p, err := platform.Up(ctx, platform.Config{
 		DataDir: filepath.Join(dir, "a2a"), HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", Logger: zerolog.Nop(),
 		ShutdownGrace: 2 * time.Second,
-		// The door's per-caller limit (60 a minute by default) would
-		// measure the limiter, not the door.
+		// The endpoint's per-caller limit (60 a minute by default) would
+		// measure the limiter, not the endpoint.
 		A2ARateLimitPerMinute: 1 << 30,
 	})
 	if err != nil {

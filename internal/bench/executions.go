@@ -42,7 +42,7 @@ func (r *Report) measureExecutions(ctx context.Context, dir string, cfg Config) 
 	p, err := platform.Up(ctx, platform.Config{
 		DataDir: filepath.Join(dir, "executions"), HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", Logger: zerolog.Nop(),
 		ShutdownGrace: 2 * time.Second,
-		// The doors' per-caller limit would measure the limiter.
+		// The endpoints' per-caller limit would measure the limiter.
 		A2ARateLimitPerMinute: 1 << 30,
 	})
 	if err != nil {

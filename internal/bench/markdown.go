@@ -43,7 +43,7 @@ func (r *Report) Markdown() string {
 			fmt.Fprintf(&b, "| 1 (one request at a time, n=%d) | %.0f | %.2f ms | %.2f ms | %.2f ms | %.2f ms |\n", seq.Count, a.SequentialPerSec, seq.P50Ms, seq.P90Ms, seq.P99Ms, seq.MaxMs)
 		}
 		fmt.Fprintf(&b, "| %d (concurrent, n=%d) | %.0f | %.2f ms | %.2f ms | %.2f ms | %.2f ms |\n", a.Clients, a.Concurrent.Count, a.RequestsSec, a.Concurrent.P50Ms, a.Concurrent.P90Ms, a.Concurrent.P99Ms, a.Concurrent.MaxMs)
-		b.WriteString("\nLatency is the client's: request sent -> completed task decoded, through the door, a task run, a runtime claim, the echo adapter and the completion event.\n\n")
+		b.WriteString("\nLatency is the client's: request sent -> completed task decoded, through the endpoint, a task run, a runtime claim, the echo adapter and the completion event.\n\n")
 		if r.Cycle.Agents == 0 && len(r.E2E) == 0 && r.Process.PlatformReadyEmptyMs == 0 {
 			return b.String()
 		}

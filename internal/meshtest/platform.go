@@ -46,7 +46,7 @@ type Options struct {
 	WebhookRetryMin       time.Duration
 	WebhookRetryMax       time.Duration
 	WebhookRetryFor       time.Duration
-	// A2A door settings. The rate limit defaults to 6000 a minute here, so
+	// A2A endpoint settings. The rate limit defaults to 6000 a minute here, so
 	// only tests of the limit meet it.
 	A2ARateLimitPerMinute int
 	A2AJWKSURL            string

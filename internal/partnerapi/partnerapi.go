@@ -1,7 +1,7 @@
 // Package partnerapi is the contract of the partner routes (seed 003):
 // the Task object, its states and their strict machine, the JSON-RPC error
 // catalog, and the signature of a partner's callbacks. The gateway's
-// partner door serves it; the delegation service speaks it to partner
+// partner endpoint serves it; the delegation service speaks it to partner
 // platforms and checks their callbacks.
 package partnerapi
 

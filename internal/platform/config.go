@@ -67,7 +67,7 @@ type Config struct {
 	WebhookRetryMin       time.Duration
 	WebhookRetryMax       time.Duration
 	WebhookRetryFor       time.Duration
-	// A2A settings of every agent's A2A door; zero values take the door's
+	// A2A settings of every agent's A2A endpoint; zero values take the endpoint's
 	// defaults (see a2aserver.Config).
 	A2ARateLimitPerMinute int
 	A2AJWKSURL            string
@@ -81,7 +81,7 @@ type Config struct {
 	DelegationMaxDepth int
 	// The partner routes' card and URLs (seed 003; A2A_BASE_URL,
 	// A2A_WEBHOOK_URL, A2A_HEALTH_URL); zero values take the partner
-	// door's defaults.
+	// endpoint's defaults.
 	A2ACardID     string
 	A2ACardName   string
 	A2ABaseURL    string
@@ -147,7 +147,7 @@ func (c *Config) resolveRegion(conn *bus.Conn) error {
 // with -ldflags "-X github.com/a2amesh/a2amesh/internal/platform.Version=...".
 var Version = "0.5.0-dev"
 
-// a2aConfig is the A2A door's configuration from the platform's; the
+// a2aConfig is the A2A endpoint's configuration from the platform's; the
 // gateway fills in the rest.
 func (c *Config) a2aConfig() a2aserver.Config {
 	return a2aserver.Config{
@@ -164,9 +164,9 @@ func (c *Config) admissionConfig() admission.Config {
 	}
 }
 
-// doorsConfig is the older A2A doors' configuration from the platform's.
-func (c *Config) doorsConfig() gateway.DoorsConfig {
-	return gateway.DoorsConfig{Partner: partner.Config{
+// endpointsConfig is the older A2A endpoints' configuration from the platform's.
+func (c *Config) endpointsConfig() gateway.EndpointsConfig {
+	return gateway.EndpointsConfig{Partner: partner.Config{
 		CardID: c.A2ACardID, CardName: c.A2ACardName, BaseURL: c.A2ABaseURL, WebhookURL: c.A2AWebhookURL, HealthURL: c.A2AHealthURL,
 	}}
 }

@@ -53,7 +53,7 @@ type ServeConfig struct {
 	// Secret) rather than as a file of mode 0600. OwnerTokenFile wins.
 	OwnerToken string
 	// GatewayURL, for the delegation service, is where it reaches the
-	// gateway's A2A doors. Default: the public URL.
+	// gateway's A2A endpoints. Default: the public URL.
 	GatewayURL string
 	// MetricsListen, when set, serves this process's Prometheus metrics at
 	// http://<MetricsListen>/metrics, and /healthz (the process is alive)
@@ -182,7 +182,7 @@ func (r *Running) startGateway(ctx context.Context, log zerolog.Logger) error {
 	}
 	gc := gateway.Config{
 		Conn: conn, Logger: log, Addr: cfg.HTTPAddr, MaxArtifactBytes: cfg.MaxArtifactBytes,
-		Metrics: r.metrics, Gatherer: r.metrics, A2A: cfg.a2aConfig(), Admission: cfg.admissionConfig(), Doors: cfg.doorsConfig(),
+		Metrics: r.metrics, Gatherer: r.metrics, A2A: cfg.a2aConfig(), Admission: cfg.admissionConfig(), Endpoints: cfg.endpointsConfig(),
 		DownloadsDir: cfg.DownloadsDir,
 	}
 	if cfg.publicURLSet {

@@ -46,7 +46,7 @@ type serviceEnv struct {
 	issuer nkeys.KeyPair
 	// natsURL and wsURL are told to runtimes at pairing.
 	natsURL, wsURL string
-	// gatewayURL is where the delegation service reaches the A2A doors.
+	// gatewayURL is where the delegation service reaches the A2A endpoints.
 	gatewayURL string
 }
 

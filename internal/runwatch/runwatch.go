@@ -1,5 +1,5 @@
 // Package runwatch follows one task run on the event stream, for the
-// gateway's doors that answer when a run reaches a state (a synchronous
+// gateway's endpoints that answer when a run reaches a state (a synchronous
 // call) or stream its changes: an ordered consumer of the run's subject,
 // started before the run is read, so no change falls between.
 package runwatch

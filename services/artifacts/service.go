@@ -1,5 +1,5 @@
 // Package artifacts is the artifact service: it registers artifact content
-// that a front door stored in the artifact object store for a running task
+// that a front endpoint stored in the artifact object store for a running task
 // run, attaches a reference to the run (through the task queue, on the bus),
 // and answers metadata queries. Content is read straight from the object store.
 package artifacts

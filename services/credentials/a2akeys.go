@@ -15,7 +15,7 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// A2A API keys let callers of one agent's A2A door in. They live in their
+// A2A API keys let callers of one agent's A2A endpoint in. They live in their
 // own bucket: the key under a2aKeyKey(agent, id), so an agent's keys are
 // listed by prefix, and a record holding only the key's agent and id under
 // a2aKeyHashKey(hash), found from the key a caller presents.

@@ -21,13 +21,13 @@ import (
 )
 
 // Calls to a delegate agent are real A2A 1.0 calls (JSON-RPC, the official
-// Go client) to its door on the platform's gateway, with a bearer token the
-// platform signs for the delegating agent: the delegate's door
+// Go client) to its endpoint on the platform's gateway, with a bearer token the
+// platform signs for the delegating agent: the delegate's endpoint
 // authenticates, scopes and rate-limits them as any caller's, and the task
 // it creates records the delegating agent as its initiator, the delegating
 // run as its parent and the delegation chain (from the token's claims).
 
-// delegationScopes are what a delegation token may do at the delegate's door.
+// delegationScopes are what a delegation token may do at the delegate's endpoint.
 var delegationScopes = []string{meshapi.ScopeSend, meshapi.ScopeRead, meshapi.ScopeCancel}
 
 // bearerTransport adds a token to every request.
@@ -46,7 +46,7 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// agentClient returns an A2A client of the delegate's door, acting for the
+// agentClient returns an A2A client of the delegate's endpoint, acting for the
 // parent's agent.
 func (s *Service) agentClient(ctx context.Context, parent *mesh.TaskRun, target string) (*a2aclient.Client, error) {
 	token, err := s.signer.Sign(a2atoken.TokenRequest{
@@ -80,8 +80,8 @@ func (s *Service) sendToAgent(ctx context.Context, parent *mesh.TaskRun, childID
 	return s.sendMessage(ctx, parent, target, msg)
 }
 
-// sendMessage sends msg to the target's door for the parent's agent and
-// returns the task id the door answered. Calls that fail for a passing
+// sendMessage sends msg to the target's endpoint for the parent's agent and
+// returns the task id the endpoint answered. Calls that fail for a passing
 // reason are retried; the message id makes a repeat the same task.
 func (s *Service) sendMessage(ctx context.Context, parent *mesh.TaskRun, target string, msg *a2a.Message) (string, error) {
 	var id string
@@ -97,7 +97,7 @@ func (s *Service) sendMessage(ctx context.Context, parent *mesh.TaskRun, target 
 		}
 		task, ok := res.(*a2a.Task)
 		if !ok || task.ID == "" {
-			return permanent(errors.New("the delegate's door answered without a task"))
+			return permanent(errors.New("the delegate's endpoint answered without a task"))
 		}
 		id = string(task.ID)
 		return nil
@@ -105,7 +105,7 @@ func (s *Service) sendMessage(ctx context.Context, parent *mesh.TaskRun, target 
 	if err != nil {
 		return "", &mesh.RunError{
 			Code:    mesh.ReasonDelegationFailed,
-			Message: fmt.Sprintf("the A2A door of %s did not take the delegated task: %s", s.describeAgent(ctx, target), err.Error()),
+			Message: fmt.Sprintf("the A2A endpoint of %s did not take the delegated task: %s", s.describeAgent(ctx, target), err.Error()),
 			Details: map[string]any{"target_agent_id": target},
 		}
 	}
@@ -160,7 +160,7 @@ func (p permanentError) Unwrap() error { return p.err }
 
 func permanent(err error) error { return permanentError{err} }
 
-// isPermanent reports whether a call failed for good: the door refused the
+// isPermanent reports whether a call failed for good: the endpoint refused the
 // request (an A2A error other than an internal one, or a 4xx answer).
 func isPermanent(err error) bool {
 	var p permanentError

@@ -15,7 +15,7 @@ import (
 )
 
 // TestDelegation_KeywordRuleHandsTheTaskToTheTargetAgent: a task for A whose
-// text matches A's rule is answered by B, through B's A2A door; both runs
+// text matches A's rule is answered by B, through B's A2A endpoint; both runs
 // carry the link; a task that matches no rule stays with A.
 func TestDelegation_KeywordRuleHandsTheTaskToTheTargetAgent(t *testing.T) {
 	t.Parallel()
@@ -274,7 +274,7 @@ func TestTrace_ShowsTheWholeDelegationTree(t *testing.T) {
 			t.Fatalf("hop %d: %+v", i, n)
 		}
 		if i > 0 && !strings.HasPrefix(n.IdempotencyKey, "a2a:") {
-			t.Fatalf("hop %d was not created through the A2A door (idempotency key %q)", i, n.IdempotencyKey)
+			t.Fatalf("hop %d was not created through the A2A endpoint (idempotency key %q)", i, n.IdempotencyKey)
 		}
 		if i == len(hops)-1 {
 			if len(n.Children) != 0 {
@@ -330,7 +330,7 @@ func TestDelegation_SurvivesAPlatformRestart(t *testing.T) {
 }
 
 // TestDelegation_QuestionsOfTheDelegateReachTheCaller: when B asks for
-// input, A's run asks it; the caller's answer (through A's A2A door) goes
+// input, A's run asks it; the caller's answer (through A's A2A endpoint) goes
 // on to B's task, and A's run takes B's final answer.
 func TestDelegation_QuestionsOfTheDelegateReachTheCaller(t *testing.T) {
 	t.Parallel()

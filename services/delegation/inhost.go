@@ -20,7 +20,7 @@ import (
 // own subjects, to hand another agent a task for it. The platform checks
 // everything the runtime cannot be trusted with: that it holds the run now,
 // that the agent's delegation policy allows the target, and the chain's
-// loop and depth limits. The task then goes through the target's A2A door
+// loop and depth limits. The task then goes through the target's A2A endpoint
 // exactly as a routing rule's does (a token the platform signs for the
 // delegating agent, the run as parent), and is canceled when the turn of
 // the run that asked for it ends.

@@ -2,8 +2,8 @@
 // the delegated task runs they cause. When a task for agent A matches one
 // of A's rules, the task queue does not queue it for A's runtime but for
 // this service, which takes it (a platform-side claim, with a lease it
-// renews), makes a real A2A call to the target agent B's door with a token
-// the platform signs for A (so B's door authenticates, scopes and rate
+// renews), makes a real A2A call to the target agent B's endpoint with a token
+// the platform signs for A (so B's endpoint authenticates, scopes and rate
 // limits it as any caller), and follows B's task on the bus until it ends:
 // A's run then ends with B's answer or B's failure. Loops and chains deeper
 // than the limit are refused; canceling a delegating run cancels its
@@ -11,7 +11,7 @@
 // speaks seed 003's routes, which reports back through signed callbacks.
 //
 // The state of every delegation is on the bus: the run records (the parent
-// holds its delegate's id once linked) and the A2A door's idempotent send,
+// holds its delegate's id once linked) and the A2A endpoint's idempotent send,
 // so after a restart the service finds the runs it was holding and follows
 // them again. docs/delegation.md tells the whole story.
 package delegation
@@ -37,7 +37,7 @@ import (
 type Config struct {
 	Conn   *bus.Conn
 	Logger zerolog.Logger
-	// GatewayURL is where this service reaches the platform's A2A doors:
+	// GatewayURL is where this service reaches the platform's A2A endpoints:
 	// a delegation is a call to <GatewayURL>/a2a/<target agent>. Required.
 	GatewayURL string
 	// MaxDepth bounds a delegation chain: a run may be delegated only while
@@ -50,10 +50,10 @@ type Config struct {
 	// AllowPrivate lets partner URLs reach loopback, private and link-local
 	// addresses (the platform's --allow-private-webhooks).
 	AllowPrivate bool
-	// CallTimeout bounds one call to an A2A door or a partner. Default 30s.
+	// CallTimeout bounds one call to an A2A endpoint or a partner. Default 30s.
 	CallTimeout time.Duration
 	// RetryBackoff is the first wait before a failed call to a delegate's
-	// door is retried (doubling, five tries in all). Default 500ms.
+	// endpoint is retried (doubling, five tries in all). Default 500ms.
 	RetryBackoff time.Duration
 	// CallbackTolerance is how far a partner callback's timestamp may be
 	// from now. Default 5 minutes.

@@ -16,7 +16,7 @@ import (
 // for it: when the run ends (completed, failed, canceled, past its
 // deadline), asks its caller for input, or goes back to the queue, the
 // tasks it delegated in that turn and that are still open are canceled at
-// their doors, as routing-rule delegations are. This service watches each
+// their endpoints, as routing-rule delegations are. This service watches each
 // run with open delegated tasks; the links are in its bucket, so a
 // restarted service watches them again.
 

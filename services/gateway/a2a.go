@@ -10,7 +10,7 @@ import (
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
-// Every agent's A2A door lives in a2aserver; the gateway mounts its routes
+// Every agent's A2A endpoint lives in a2aserver; the gateway mounts its routes
 // under /a2a/{agentId} (and the runtime's file route) and gives it the bus,
 // the public URL and the owner check.
 
@@ -57,9 +57,9 @@ func (g *Gateway) isOwnerToken(token string) bool {
 	return want != "" && secret.Equal(secret.Hash(token), want)
 }
 
-// a2aRoutes registers the A2A door's routes. Runtime routes get the
+// a2aRoutes registers the A2A endpoint's routes. Runtime routes get the
 // gateway's runtime authentication, people's routes (API keys) the owner
-// credential or a sign-in session; the door authenticates the others.
+// credential or a sign-in session; the endpoint authenticates the others.
 func (g *Gateway) a2aRoutes(mux *http.ServeMux) {
 	for _, rt := range a2aserver.Routes() {
 		if rt.People() {

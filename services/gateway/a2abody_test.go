@@ -18,7 +18,7 @@ import (
 )
 
 // gatedBody is a request body that hands out its first n bytes and then
-// waits until the answer has arrived before it ends: a door that needs more
+// waits until the answer has arrived before it ends: an endpoint that needs more
 // than n bytes to answer never answers (the request's context ends), one
 // that answers within n bytes does.
 type gatedBody struct {
@@ -26,7 +26,7 @@ type gatedBody struct {
 	n, given int
 	answered chan struct{}
 	once     sync.Once
-	// ctx ends the wait when the door never answers.
+	// ctx ends the wait when the endpoint never answers.
 	ctx context.Context
 }
 
@@ -74,7 +74,7 @@ func postGated(t *testing.T, url string, header http.Header, body *gatedBody) (i
 	req.Header.Set("A2A-Version", "1.0")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("no answer before %d body bytes (%v): the door reads more than that before it answers", body.n, err)
+		t.Fatalf("no answer before %d body bytes (%v): the endpoint reads more than that before it answers", body.n, err)
 	}
 	body.done()
 	defer resp.Body.Close()
@@ -103,11 +103,11 @@ func rpcErrorOf(t *testing.T, what string, header http.Header, body []byte, code
 	return e
 }
 
-// TestA2ABody_AuthenticatedFirstAndBounded: the A2A door authenticates
+// TestA2ABody_AuthenticatedFirstAndBounded: the A2A endpoint authenticates
 // before it reads a body. A caller without a credential is refused (401)
 // before the body is read; an anonymous caller of a public agent has the
-// platform's 1 MiB cap; a caller with a credential the door's larger one
-// (inline files). A body over its cap is 413 with the door's JSON-RPC
+// platform's 1 MiB cap; a caller with a credential the endpoint's larger one
+// (inline files). A body over its cap is 413 with the endpoint's JSON-RPC
 // error (or the REST error on HTTP+JSON), and creates no task.
 func TestA2ABody_AuthenticatedFirstAndBounded(t *testing.T) {
 	t.Parallel()

@@ -1,4 +1,4 @@
-// Package gateway is the platform's HTTP front door: the REST API for people
+// Package gateway is the platform's HTTP front endpoint: the REST API for people
 // (agents, pairing codes, conversations, task runs, artifacts, events) and for
 // runtimes (seed 001's attach / heartbeat / pull / progress / complete / fail /
 // artifacts), and the web page people use (web/, signed in with sessions kept
@@ -60,14 +60,14 @@ type Config struct {
 	// however much it is used. Default 7 days (the sessions bucket keeps
 	// nothing longer).
 	SessionMaxAge time.Duration
-	// A2A configures every agent's A2A door (a2a.go); the gateway fills in
+	// A2A configures every agent's A2A endpoint (a2a.go); the gateway fills in
 	// the bus, the public URL and the owner check.
 	A2A a2aserver.Config
 	// Admission configures who may call the A2A endpoints and how often
 	// (a2a.go); the gateway fills in the bus, the signer and the owner check.
 	Admission admission.Config
-	// Doors configures the older A2A doors (partner routes, envelope protocol: doors.go).
-	Doors DoorsConfig
+	// Endpoints configures the older A2A endpoints (partner routes, envelope protocol: endpoints.go).
+	Endpoints EndpointsConfig
 	// DownloadsDir holds the runtime and adapter programs GET /install.sh
 	// installs (`make dist`); empty or missing offers none (downloads.go).
 	DownloadsDir string
@@ -100,7 +100,7 @@ func (c *Config) defaults() {
 	}
 }
 
-// Gateway is the HTTP front door.
+// Gateway is the HTTP front endpoint.
 type Gateway struct {
 	cfg     Config
 	log     zerolog.Logger
@@ -119,12 +119,12 @@ type Gateway struct {
 	publicURL     string
 	secureCookies bool
 	crossOrigin   *http.CrossOriginProtection
-	// a2a is every agent's A2A door (a2a.go).
+	// a2a is every agent's A2A endpoint (a2a.go).
 	a2a *a2aserver.Server
 	// admission authenticates the callers of every A2A endpoint (a2a.go).
 	admission *admission.Admission
-	// doors are the older A2A doors (doors.go).
-	doors *doors
+	// endpoints are the older A2A endpoints (endpoints.go).
+	endpoints *endpoints
 }
 
 // New returns a gateway; Start serves it.
@@ -159,7 +159,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.startA2A(ctx); err != nil {
 		return err
 	}
-	if err := g.startDoors(ctx); err != nil {
+	if err := g.startEndpoints(ctx); err != nil {
 		return err
 	}
 	g.srv = &http.Server{
@@ -268,11 +268,11 @@ func (g *Gateway) Handler() http.Handler {
 	// The web page and sign-in (webroutes.go).
 	g.webRoutes(mux)
 
-	// Every agent's A2A door (a2a.go).
+	// Every agent's A2A endpoint (a2a.go).
 	g.a2aRoutes(mux)
 
-	// Delegation, the partner routes and the envelope protocol (doors.go).
-	g.doorRoutes(mux)
+	// Delegation, the partner routes and the envelope protocol (endpoints.go).
+	g.endpointRoutes(mux)
 
 	// The install script and the programs it fetches (downloads.go).
 	g.downloadRoutes(mux)

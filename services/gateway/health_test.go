@@ -60,14 +60,14 @@ func TestHealth_ReadyzNamesEveryMissingBucket(t *testing.T) {
 	p := meshtest.StartPlatform(t, meshtest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, name := range []string{"KV_" + bus.BucketPresence, "KV_" + bus.BucketA2ADoors} {
+	for _, name := range []string{"KV_" + bus.BucketPresence, "KV_" + bus.BucketA2AEndpoints} {
 		if err := p.Conn().JS.DeleteStream(ctx, name); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var ready readiness
 	p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/readyz"}).Expect(t, http.StatusServiceUnavailable).Decode(t, &ready)
-	for _, name := range []string{"KV_" + bus.BucketPresence, "KV_" + bus.BucketA2ADoors} {
+	for _, name := range []string{"KV_" + bus.BucketPresence, "KV_" + bus.BucketA2AEndpoints} {
 		if ready.Ready || !strings.Contains(ready.Checks["jetstream"], name) {
 			t.Fatalf("/readyz without %s: %+v", name, ready)
 		}

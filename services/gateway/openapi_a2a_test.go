@@ -13,7 +13,7 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// driveA2ARoutes calls every route of the A2A door once with success and
+// driveA2ARoutes calls every route of the A2A endpoint once with success and
 // checks each answer against the OpenAPI document. The agent has a runtime
 // (token) that works its tasks over HTTP: pull claims the next one.
 func driveA2ARoutes(t *testing.T, o *openAPI, p *meshtest.Platform, agentID, token string, pull func() mesh.TaskRun, receiver string) {

@@ -115,7 +115,7 @@ func (o *openAPI) check(method, path string, resp *meshtest.Response) {
 			o.t.Fatalf("%s %s %d: the document says no body, got %s", method, op.path, resp.Status, resp.Body)
 		}
 	case media["text/event-stream"] && ct == "text/event-stream":
-		// A route answering JSON or an event stream (the A2A door's
+		// A route answering JSON or an event stream (the A2A endpoint's
 		// subscribe and JSON-RPC routes) answered the stream.
 	case media["application/json"]:
 		if ct != "application/json" {
@@ -337,7 +337,7 @@ func TestOpenAPI_EveryRouteAnswersAsDocumented(t *testing.T) {
 	owner(http.MethodGet, "/consumers", nil)
 	owner(http.MethodDelete, "/consumers/"+con.ConsumerID, nil)
 	driveA2ARoutes(t, o, p, agent.ID, tok, pull, recv.URL)
-	driveDoorRoutes(t, o, p)
+	driveEndpointRoutes(t, o, p)
 	runtime(http.MethodPost, "/agent-runtimes/runtime/revoke", tok, nil)
 
 	for key, op := range o.ops {

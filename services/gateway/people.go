@@ -177,7 +177,7 @@ type inputRequest struct {
 
 // answerTaskRun gives a run waiting in input-required its next turn: the
 // same run goes back to its agent (the task queue's continue, as the A2A
-// door's answer does).
+// endpoint's answer does).
 func (g *Gateway) answerTaskRun(w http.ResponseWriter, r *http.Request) {
 	var in inputRequest
 	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {

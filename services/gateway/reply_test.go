@@ -43,7 +43,7 @@ func TestReply_APersonAnswersARunWaitingForInput(t *testing.T) {
 	if again := p.PullRun(t, agent.ID, rt.RuntimeToken); again.ID != run.ID || again.InputText() != "four" {
 		t.Fatalf("the runtime claimed %s with input %s", again.ID, again.Input)
 	}
-	// A structured answer, as the A2A door gives one.
+	// A structured answer, as the A2A endpoint gives one.
 	p.Report(t, run.ID, "complete", rt.RuntimeToken, map[string]any{"output": map[string]any{"text": "Which day?"}, "input_required": true}).Expect(t, http.StatusOK)
 	data := reply(run.ID, map[string]any{"input": map[string]any{"text": "friday", "data": map[string]any{"day": 5}}}).Expect(t, http.StatusOK).Run(t)
 	var stored struct {

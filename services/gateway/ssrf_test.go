@@ -23,13 +23,13 @@ var internalTargets = []string{
 	"http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hook",
 }
 
-// TestSSRF_EmbeddedInternalAddressesAreRefusedAtEveryDoor: webhooks, A2A
+// TestSSRF_EmbeddedInternalAddressesAreRefusedAtEveryEndpoint: webhooks, A2A
 // push configurations, partner platforms and routing rules that name a
 // partner URL all refuse every internal target with 400
 // TARGET_NOT_ALLOWED (A2A: -32602), and none of them is stored. (The
 // connections the webhooks and delegation services make are checked by the
 // same guard when dialed: internal/netguard's tests.)
-func TestSSRF_EmbeddedInternalAddressesAreRefusedAtEveryDoor(t *testing.T) {
+func TestSSRF_EmbeddedInternalAddressesAreRefusedAtEveryEndpoint(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t, meshtest.Options{})
 	agent := p.CreateAgent("guarded")
@@ -54,11 +54,11 @@ func TestSSRF_EmbeddedInternalAddressesAreRefusedAtEveryDoor(t *testing.T) {
 	}
 
 	for _, target := range internalTargets {
-		refused := func(door string, r *meshtest.Response) {
+		refused := func(endpoint string, r *meshtest.Response) {
 			t.Helper()
 			e := r.ExpectError(t, http.StatusBadRequest, mesh.CodeTargetNotAllowed)
 			if !strings.Contains(e.Error.Message, "allow-private-webhooks") {
-				t.Errorf("%s %s: the refusal does not say how to allow it: %s", door, target, e.Error.Message)
+				t.Errorf("%s %s: the refusal does not say how to allow it: %s", endpoint, target, e.Error.Message)
 			}
 		}
 		refused("webhook", owner(http.MethodPost, "/webhooks", map[string]any{"url": target}))

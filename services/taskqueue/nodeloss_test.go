@@ -15,7 +15,7 @@ import (
 
 // TestCreate_NodeLossIsARetryNotAnError: while the node leading the runs
 // bucket is lost and its streams elect new leaders, every creation is either
-// stored (and readable afterwards) or refused as UNAVAILABLE, which the doors
+// stored (and readable afterwards) or refused as UNAVAILABLE, which the endpoints
 // answer with 503 and Retry-After; none fails as an internal error.
 func TestCreate_NodeLossIsARetryNotAnError(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Nodes: 3})

@@ -76,7 +76,7 @@ func (i *idp) token(t *testing.T, iss, aud, sub, scope string, exp time.Time) st
 func TestAuth_WhoMayCall(t *testing.T) {
 	t.Parallel()
 	provider := newIDP(t)
-	d := startDoor(t, doorOptions{platform: meshtest.Options{
+	d := startEndpoint(t, endpointOptions{platform: meshtest.Options{
 		A2AJWKSURL: provider.srv.URL, A2AJWTIssuer: "https://idp.test", A2AJWTAudience: "a2a-mesh",
 	}})
 	agentID := d.agent.Agent.ID
@@ -202,7 +202,7 @@ func TestAuth_WhoMayCall(t *testing.T) {
 // credential lists tasks.
 func TestAuth_PublicAgent(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, doorOptions{})
+	d := startEndpoint(t, endpointOptions{})
 	agentID := d.agent.Agent.ID
 	d.p.Do(http.MethodPatch, "/agent-accounts/"+agentID, map[string]any{"public": true}, nil)
 	meshtest.Eventually(t, 5*time.Second, func() bool {

@@ -21,7 +21,7 @@ import (
 // form both 0.3 and 1.0 clients read.
 func TestCard_PublicCacheableAndDescribesTheAgent(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, doorOptions{agent: meshtest.AgentOptions{Name: "Travel agent", Skills: []mesh.Skill{
+	d := startEndpoint(t, endpointOptions{agent: meshtest.AgentOptions{Name: "Travel agent", Skills: []mesh.Skill{
 		{ID: "book", Name: "Book a table", Description: "Books restaurants", Tags: []string{"food"}, Examples: []string{"a table for 2"}, InputModes: []string{"text/plain"}},
 	}}})
 	base := "/a2a/" + d.agent.Agent.ID
@@ -109,7 +109,7 @@ func TestCard_PublicCacheableAndDescribesTheAgent(t *testing.T) {
 // is not affected; every task accepted before the limit runs.
 func TestRateLimit_PerCallerPerAgent(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, doorOptions{platform: meshtest.Options{A2ARateLimitPerMinute: 3}})
+	d := startEndpoint(t, endpointOptions{platform: meshtest.Options{A2ARateLimitPerMinute: 3}})
 	base := "/a2a/" + d.agent.Agent.ID
 	var accepted []string
 	for i := 0; i < 3; i++ {

@@ -16,7 +16,7 @@ import (
 
 // finishedTask sends one message through the official 1.0 client and
 // returns the id of the completed task.
-func (d *door) finishedTask(t *testing.T) a2a.TaskID {
+func (d *endpoint) finishedTask(t *testing.T) a2a.TaskID {
 	t.Helper()
 	c := d.client("1.0", a2a.TransportProtocolJSONRPC)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -49,7 +49,7 @@ func rawFields(t *testing.T, a *answer) map[string]json.RawMessage {
 // versions, REST, and the official Go client.
 func TestPush_DeleteAnswersAResultAndIsIdempotent(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, doorOptions{platform: meshtest.Options{AllowPrivateWebhooks: true}})
+	d := startEndpoint(t, endpointOptions{platform: meshtest.Options{AllowPrivateWebhooks: true}})
 	taskID := d.finishedTask(t)
 	rc := newReceiver(t, 0)
 	set := func(id string) {
@@ -123,7 +123,7 @@ func TestPush_DeleteAnswersAResultAndIsIdempotent(t *testing.T) {
 // configurations, as 1.0's answers an empty configs list.
 func TestPush_03ListOfTaskWithoutConfigsIsAnEmptyArray(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, doorOptions{})
+	d := startEndpoint(t, endpointOptions{})
 	taskID := d.finishedTask(t)
 	a := d.rpc("0.3", "tasks/pushNotificationConfig/list", map[string]any{"id": taskID})
 	if res := rawFields(t, a)["result"]; string(res) != "[]" {
@@ -146,7 +146,7 @@ func TestPush_03ListOfTaskWithoutConfigsIsAnEmptyArray(t *testing.T) {
 // -32700 Parse error, in both versions, sent and streamed.
 func TestParts_UnknownKindIsInvalidParams(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, doorOptions{})
+	d := startEndpoint(t, endpointOptions{})
 	for _, c := range []struct {
 		version, method string
 		message         map[string]any
@@ -183,7 +183,7 @@ func TestParts_UnknownKindIsInvalidParams(t *testing.T) {
 // error; the official client sees the error.
 func TestREST_SubscribeToFinishedTaskIs400(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, doorOptions{})
+	d := startEndpoint(t, endpointOptions{})
 	taskID := d.finishedTask(t)
 	base := "/a2a/" + d.agent.Agent.ID
 	for _, c := range []struct{ method, path, version, reason string }{
@@ -234,7 +234,7 @@ func TestREST_SubscribeToFinishedTaskIs400(t *testing.T) {
 // least one element), which the official client reads.
 func TestCard_AgentWithoutSkillsHasADefaultSkill(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, doorOptions{agent: meshtest.AgentOptions{Name: "Plain agent"}})
+	d := startEndpoint(t, endpointOptions{agent: meshtest.AgentOptions{Name: "Plain agent"}})
 	a := d.do(raw{method: http.MethodGet, path: "/a2a/" + d.agent.Agent.ID + "/.well-known/agent-card.json"})
 	var card struct {
 		Skills []struct {

@@ -15,9 +15,9 @@ import (
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
-// This file is the A2A door's one place for errors: which JSON-RPC code,
+// This file is the A2A endpoint's one place for errors: which JSON-RPC code,
 // HTTP status and reason each A2A error has in each protocol version, how
-// platform errors become A2A errors, and how the errors the door raises
+// platform errors become A2A errors, and how the errors the endpoint raises
 // itself (before the SDK's transports see a request) are written.
 
 // errRateLimited is a caller over its rate limit (admission refused it).
@@ -26,11 +26,11 @@ import (
 // Retry-After.
 var errRateLimited = admission.ErrRateLimited
 
-// errPayloadTooLarge is a body over the door's cap. A2A defines no error
+// errPayloadTooLarge is a body over the endpoint's cap. A2A defines no error
 // for it either: JSON-RPC code -31413, HTTP 413 on both bindings.
 var errPayloadTooLarge = errors.New("payload too large")
 
-// Errors the door raises itself, with the messages clients see.
+// Errors the endpoint raises itself, with the messages clients see.
 var (
 	errUnknownContext = a2a.NewError(a2a.ErrInvalidParams, "contextId must be a context this agent gave you (or left out to start a new one)")
 	errTaskNotFound   = a2a.NewError(a2a.ErrTaskNotFound, "task not found")
@@ -70,7 +70,7 @@ var errorKinds = []errorKind{
 	{errPayloadTooLarge, -31413, http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT"},
 }
 
-// ErrorInfo reasons of the door's own errors.
+// ErrorInfo reasons of the endpoint's own errors.
 const (
 	reasonRateLimited     = "RATE_LIMIT_EXCEEDED"
 	reasonPayloadTooLarge = "PAYLOAD_TOO_LARGE"
@@ -145,7 +145,7 @@ func toA2A(log zerolog.Logger, err error) error {
 	return a2a.NewError(a2a.ErrInternalError, "internal error")
 }
 
-// errorInfo is the google.rpc.ErrorInfo every error of the door carries.
+// errorInfo is the google.rpc.ErrorInfo every error of the endpoint carries.
 func errorInfo(reason string, meta map[string]string) *errordetails.Typed {
 	if meta == nil {
 		meta = map[string]string{}
@@ -186,7 +186,7 @@ func flattenInfo(info *errordetails.Typed) map[string]any {
 	return data
 }
 
-// writeRPCError answers a JSON-RPC request the door refused before the
+// writeRPCError answers a JSON-RPC request the endpoint refused before the
 // transport saw it. Authentication failures are HTTP 401 (both versions put
 // authentication in the HTTP layer), a body over the cap 413 (the request
 // was never read as JSON-RPC); everything else is HTTP 200 with the error
@@ -206,7 +206,7 @@ func writeRPCError(w http.ResponseWriter, version string, id any, err error, met
 	writeJSONBody(w, status, body)
 }
 
-// writeRESTError answers a REST request the door refused, in the AIP-193
+// writeRESTError answers a REST request the endpoint refused, in the AIP-193
 // status shape of spec 1.0 §11.6 (0.3 leaves the shape open; the same one
 // serves it).
 func writeRESTError(w http.ResponseWriter, err error, meta map[string]string) {

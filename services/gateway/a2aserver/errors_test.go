@@ -52,7 +52,7 @@ func checkRPCError(t *testing.T, name, version string, a *answer, code int, reas
 // JSON-RPC in both versions, and checks each error's code and shape.
 func TestErrors_EveryCodeInBothVersions(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, doorOptions{})
+	d := startEndpoint(t, endpointOptions{})
 	path := "/a2a/" + d.agent.Agent.ID
 	done := d.p.CreateTask(d.agent.Agent.ID, "finished")
 	d.p.WaitTask(done.ID, 20*time.Second, meshtest.StatusIs(mesh.StatusCompleted))
@@ -91,7 +91,7 @@ func TestErrors_EveryCodeInBothVersions(t *testing.T) {
 			{"missing params", d.do(raw{method: http.MethodPost, path: path, header: map[string]string{"X-API-Key": d.key, "A2A-Version": version}, body: `{"jsonrpc": "2.0", "id": 1, "method": "` + get + `"}`}), -32602, "INVALID_PARAMS"},
 			{"message without parts", d.rpc(version, send, map[string]any{"message": map[string]any{"messageId": "m", "role": msg["role"], "parts": []any{}}}), -32602, "INVALID_PARAMS"},
 			{"unknown task", d.rpc(version, get, map[string]any{"id": mesh.NewID()}), -32001, "TASK_NOT_FOUND"},
-			{"a task of another door", d.rpc(version, get, map[string]any{"id": done.ID}), -32001, "TASK_NOT_FOUND"},
+			{"a task of another endpoint", d.rpc(version, get, map[string]any{"id": done.ID}), -32001, "TASK_NOT_FOUND"},
 			{"cancel a finished task", d.rpc(version, cancel, map[string]any{"id": finished}), -32002, "TASK_NOT_CANCELABLE"},
 			{"message to a finished task", d.rpc(version, send, map[string]any{"message": withTask(msg, finished)}), -32004, "UNSUPPORTED_OPERATION"},
 			{"no acceptable output mode", d.rpc(version, send, map[string]any{"message": msg, "configuration": map[string]any{"acceptedOutputModes": []string{"image/png"}}}), -32005, "CONTENT_TYPE_NOT_SUPPORTED"},
@@ -136,7 +136,7 @@ func withContext(msg map[string]any, contextID string) map[string]any {
 // methods, in both versions.
 func TestErrors_PushNotSupportedWhenTurnedOff(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, doorOptions{platform: meshtest.Options{A2ADisablePush: true}})
+	d := startEndpoint(t, endpointOptions{platform: meshtest.Options{A2ADisablePush: true}})
 	card := d.do(raw{method: http.MethodGet, path: "/a2a/" + d.agent.Agent.ID + "/.well-known/agent-card.json"}).json(t)
 	if card["capabilities"].(map[string]any)["pushNotifications"] == true {
 		t.Errorf("the card offers push notifications: %v", card["capabilities"])
@@ -154,7 +154,7 @@ func TestErrors_PushNotSupportedWhenTurnedOff(t *testing.T) {
 // spec 1.0 §5.4's HTTP status and the AIP-193 body with an ErrorInfo.
 func TestErrors_RESTStatusesFollowTheSpecification(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, doorOptions{})
+	d := startEndpoint(t, endpointOptions{})
 	base := "/a2a/" + d.agent.Agent.ID
 	h := map[string]string{"X-API-Key": d.key, "A2A-Version": "1.0"}
 	send := d.do(raw{method: http.MethodPost, path: base + "/message:send", header: h,
@@ -215,7 +215,7 @@ func TestErrors_RESTStatusesFollowTheSpecification(t *testing.T) {
 func TestVersions_NegotiationAndRoutes(t *testing.T) {
 	t.Parallel()
 	host := newScripted()
-	d := startDoor(t, doorOptions{agent: meshtest.AgentOptions{Provider: host}})
+	d := startEndpoint(t, endpointOptions{agent: meshtest.AgentOptions{Provider: host}})
 	base := "/a2a/" + d.agent.Agent.ID
 	id := mesh.NewID()
 	for _, c := range []struct {

@@ -19,9 +19,9 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// door is a platform with an online agent (a real runtime and adapter)
-// and an API key for its A2A door.
-type door struct {
+// endpoint is a platform with an online agent (a real runtime and adapter)
+// and an API key for its A2A endpoint.
+type endpoint struct {
 	t     testing.TB
 	p     *meshtest.Platform
 	agent *meshtest.OnlineAgent
@@ -29,27 +29,27 @@ type door struct {
 	key   string
 }
 
-type doorOptions struct {
+type endpointOptions struct {
 	platform meshtest.Options
 	agent    meshtest.AgentOptions
 }
 
-func startDoor(t testing.TB, o doorOptions) *door {
+func startEndpoint(t testing.TB, o endpointOptions) *endpoint {
 	t.Helper()
 	p := meshtest.StartPlatform(t, o.platform)
 	a := meshtest.StartOnlineAgent(t, p, o.agent)
-	d := &door{t: t, p: p, agent: a, url: p.APIBase + "/a2a/" + a.Agent.ID}
+	d := &endpoint{t: t, p: p, agent: a, url: p.APIBase + "/a2a/" + a.Agent.ID}
 	d.key = d.newKey(nil)
 	return d
 }
 
-// newKey creates an API key for the door's agent.
-func (d *door) newKey(scopes []string) string {
+// newKey creates an API key for the endpoint's agent.
+func (d *endpoint) newKey(scopes []string) string {
 	d.t.Helper()
 	return d.newKeyFor(d.agent.Agent.ID, scopes).APIKey
 }
 
-func (d *door) newKeyFor(agentID string, scopes []string) meshapi.CreateA2AKeyResponse {
+func (d *endpoint) newKeyFor(agentID string, scopes []string) meshapi.CreateA2AKeyResponse {
 	d.t.Helper()
 	var res meshapi.CreateA2AKeyResponse
 	d.p.Do(http.MethodPost, "/a2a/"+agentID+"/api-keys", map[string]any{"name": "test", "scopes": scopes}, &res)
@@ -76,7 +76,7 @@ func keyClient(key string) *http.Client {
 
 // client returns an official Go client (a2a-go v2) for one binding and
 // version, made from the agent's card as a client resolves it.
-func (d *door) client(version string, binding a2a.TransportProtocol) *a2aclient.Client {
+func (d *endpoint) client(version string, binding a2a.TransportProtocol) *a2aclient.Client {
 	d.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -103,7 +103,7 @@ func (d *door) client(version string, binding a2a.TransportProtocol) *a2aclient.
 	return c
 }
 
-// raw is one raw HTTP call to the door, for status codes, headers and exact bodies.
+// raw is one raw HTTP call to the endpoint, for status codes, headers and exact bodies.
 type raw struct {
 	method, path string
 	header       map[string]string
@@ -125,7 +125,7 @@ func (a *answer) json(t testing.TB) map[string]any {
 	return m
 }
 
-func (d *door) do(r raw) *answer {
+func (d *endpoint) do(r raw) *answer {
 	d.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -156,8 +156,8 @@ func (d *door) do(r raw) *answer {
 	return &answer{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
-// rpc sends one JSON-RPC request with the door's key and returns the answer.
-func (d *door) rpc(version, method string, params any) *answer {
+// rpc sends one JSON-RPC request with the endpoint's key and returns the answer.
+func (d *endpoint) rpc(version, method string, params any) *answer {
 	d.t.Helper()
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
 	h := map[string]string{"X-API-Key": d.key}
@@ -199,7 +199,7 @@ func resultText(task *a2a.Task) string {
 
 // sse reads a Server-Sent Events answer and sends each data payload to
 // events, closing it when the stream ends (or after a minute).
-func (d *door) sse(method, path, version string, events chan<- string) {
+func (d *endpoint) sse(method, path, version string, events chan<- string) {
 	defer close(events)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

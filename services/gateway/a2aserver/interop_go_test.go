@@ -24,7 +24,7 @@ import (
 func TestInterop_GoClientsOfBothVersions(t *testing.T) {
 	t.Parallel()
 	host := newScripted()
-	d := startDoor(t, doorOptions{platform: meshtest.Options{AllowPrivateWebhooks: true}, agent: meshtest.AgentOptions{Provider: host}})
+	d := startEndpoint(t, endpointOptions{platform: meshtest.Options{AllowPrivateWebhooks: true}, agent: meshtest.AgentOptions{Provider: host}})
 	for _, tc := range []struct {
 		version string
 		binding a2a.TransportProtocol
@@ -164,7 +164,7 @@ func TestInterop_GoClientsOfBothVersions(t *testing.T) {
 func TestInterop_LegacyGoClient(t *testing.T) {
 	t.Parallel()
 	host := newScripted()
-	d := startDoor(t, doorOptions{agent: meshtest.AgentOptions{Provider: host}})
+	d := startEndpoint(t, endpointOptions{agent: meshtest.AgentOptions{Provider: host}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	card, err := legacycard.DefaultResolver.Resolve(ctx, d.url)

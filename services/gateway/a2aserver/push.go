@@ -201,7 +201,7 @@ func (h *handler) createPush(ctx context.Context, run *mesh.TaskRun, cfg *a2a.Pu
 			return nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("a task has at most %d push notification configurations", maxPushConfigs))
 		}
 		if errors.Is(err, mesh.ErrNotFound) {
-			return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "push notifications are for tasks sent through the A2A door")
+			return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "push notifications are for tasks sent through the A2A endpoint")
 		}
 		return nil, toA2A(h.s.log, err)
 	}

@@ -78,7 +78,7 @@ func (p push) state() string {
 func TestPush_DeliveredOnEveryStateChangeWithRetries(t *testing.T) {
 	t.Parallel()
 	host := newScripted()
-	d := startDoor(t, doorOptions{
+	d := startEndpoint(t, endpointOptions{
 		platform: meshtest.Options{AllowPrivateWebhooks: true, WebhookRetryMin: 50 * time.Millisecond, WebhookRetryMax: 200 * time.Millisecond},
 		agent:    meshtest.AgentOptions{Provider: host},
 	})
@@ -161,7 +161,7 @@ func states(r *receiver) []string {
 // the give-up is a webhook.delivery_failed event.
 func TestPush_PrivateTargetsRefusedAndGiveUpAnnounced(t *testing.T) {
 	t.Parallel()
-	strict := startDoor(t, doorOptions{})
+	strict := startEndpoint(t, endpointOptions{})
 	res := strict.rpc("1.0", "SendMessage", map[string]any{"message": map[string]any{"messageId": mesh.NewID(), "role": "ROLE_USER", "parts": []any{map[string]any{"text": "x"}}}}).json(t)
 	taskID := res["result"].(map[string]any)["task"].(map[string]any)["id"].(string)
 	for _, target := range []string{"http://127.0.0.1:9/hook", "http://169.254.169.254/latest/meta-data", "http://10.0.0.1/hook"} {
@@ -173,7 +173,7 @@ func TestPush_PrivateTargetsRefusedAndGiveUpAnnounced(t *testing.T) {
 	}
 
 	host := newScripted()
-	d := startDoor(t, doorOptions{
+	d := startEndpoint(t, endpointOptions{
 		platform: meshtest.Options{AllowPrivateWebhooks: true, WebhookRetryMin: 20 * time.Millisecond, WebhookRetryMax: 50 * time.Millisecond, WebhookRetryFor: 300 * time.Millisecond},
 		agent:    meshtest.AgentOptions{Provider: host},
 	})
@@ -215,7 +215,7 @@ func TestPush_PrivateTargetsRefusedAndGiveUpAnnounced(t *testing.T) {
 // CreateTaskPushNotificationConfigRequest (as the Go client sends it).
 func TestPush_03RESTTakesBothConfigBodies(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, doorOptions{platform: meshtest.Options{AllowPrivateWebhooks: true}})
+	d := startEndpoint(t, endpointOptions{platform: meshtest.Options{AllowPrivateWebhooks: true}})
 	res := d.rpc("1.0", "SendMessage", map[string]any{"message": map[string]any{"messageId": mesh.NewID(), "role": "ROLE_USER", "parts": []any{map[string]any{"text": "x"}}}}).json(t)
 	taskID := res["result"].(map[string]any)["task"].(map[string]any)["id"].(string)
 	path := "/a2a/" + d.agent.Agent.ID + "/v1/tasks/" + taskID + "/pushNotificationConfigs"

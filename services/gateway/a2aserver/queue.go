@@ -30,7 +30,7 @@ type busQueues struct {
 var _ eventqueue.Manager = (*busQueues)(nil)
 
 // errWriterUnsupported: the task queue writes a task's events (runs change
-// only through it), so nothing in the A2A door writes to a queue.
+// only through it), so nothing in the A2A endpoint writes to a queue.
 var errWriterUnsupported = errors.New("a2a: task events are published by the task queue")
 
 // CreateReader follows a task of the request's agent from now on.

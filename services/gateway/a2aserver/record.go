@@ -14,11 +14,11 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
-// record is what the A2A door keeps about a task beyond its task run, in
+// record is what the A2A endpoint keeps about a task beyond its task run, in
 // its own bucket: the messages exchanged (with their ids and roles), who
 // created the task, the protocol version it was created with, and its push
 // configurations. The run record stays the only truth about the task's
-// state; this one is written only by the A2A door.
+// state; this one is written only by the A2A endpoint.
 type record struct {
 	TaskID    string         `json:"task_id"`
 	AgentID   string         `json:"agent_id"`
@@ -85,7 +85,7 @@ func openRecords(ctx context.Context, js jetstream.JetStream) (*records, error) 
 }
 
 // get returns a task's record and its bucket revision, or nil when the task
-// has none (it was created through another door).
+// has none (it was created through another endpoint).
 func (r *records) get(ctx context.Context, taskID string) (*record, uint64, error) {
 	rec, rev, err := r.tasks.Get(ctx, taskKey(taskID))
 	if errors.Is(err, mesh.ErrNotFound) {

@@ -7,7 +7,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/a2atask"
 )
 
-// routeKind says which part of the door serves a route.
+// routeKind says which part of the endpoint serves a route.
 type routeKind int
 
 const (
@@ -19,7 +19,7 @@ const (
 	kindRuntimeArtifact
 )
 
-// Route is one HTTP route of the A2A door, in ServeMux syntax.
+// Route is one HTTP route of the A2A endpoint, in ServeMux syntax.
 type Route struct {
 	Pattern string
 	kind    routeKind
@@ -40,14 +40,14 @@ var restPaths = []string{
 	"DELETE {p}/tasks/{taskId}/pushNotificationConfigs/{configId}",
 }
 
-// agentPrefix is where an agent's door is. /a2a itself, and /a2a/<word>
-// without a further segment (the older doors' /a2a/discovery, /a2a/message,
-// ...), are left to other doors: every route here has at least one segment
+// agentPrefix is where an agent's endpoint is. /a2a itself, and /a2a/<word>
+// without a further segment (the older endpoints' /a2a/discovery, /a2a/message,
+// ...), are left to other endpoints: every route here has at least one segment
 // after the agent id, except the JSON-RPC endpoint, which is POST only and
 // more general than any literal route ServeMux prefers over it.
 const agentPrefix = "/a2a/{agentId}"
 
-// Routes lists every route of the door. The gateway registers each and hands
+// Routes lists every route of the endpoint. The gateway registers each and hands
 // its requests to Serve.
 func Routes() []Route {
 	rs := []Route{

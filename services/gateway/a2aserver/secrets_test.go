@@ -29,7 +29,7 @@ import (
 // keep to use, so those are searched for everywhere else).
 func TestSecrets_A2ACredentialsNeverLeak(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, doorOptions{platform: meshtest.Options{AllowPrivateWebhooks: true, WebhookRetryMin: 20 * time.Millisecond, WebhookRetryMax: 40 * time.Millisecond, WebhookRetryFor: 200 * time.Millisecond}})
+	d := startEndpoint(t, endpointOptions{platform: meshtest.Options{AllowPrivateWebhooks: true, WebhookRetryMin: 20 * time.Millisecond, WebhookRetryMax: 40 * time.Millisecond, WebhookRetryFor: 200 * time.Millisecond}})
 	agentID := d.agent.Agent.ID
 	texts := map[string]string{}
 	revoked := d.newKeyFor(agentID, nil)

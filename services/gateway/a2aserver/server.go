@@ -1,4 +1,4 @@
-// Package a2aserver is the gateway's A2A door: every agent account speaks
+// Package a2aserver is the gateway's A2A endpoint: every agent account speaks
 // the A2A standard under /a2a/{agentId}, versions 1.0 and 0.3, over JSON-RPC
 // and HTTP+JSON, with its agent card, streaming, push notifications, API
 // keys and bearer tokens, scopes and a rate limit.
@@ -9,7 +9,7 @@
 // conversion makes the card readable by 0.3 and 1.0 clients. Underneath, an
 // A2A task is a task run: the run record is the only truth about a task's
 // state, so any gateway instance, before or after a restart, answers for any
-// task, and a task created through any door can be watched through this one.
+// task, and a task created through any endpoint can be watched through this one.
 // The SDK's own request handler keeps executions in the memory of the
 // process that accepted them, which a run outlives; this package therefore
 // implements a2asrv.RequestHandler over task runs (handler.go), built from
@@ -38,7 +38,7 @@ import (
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
-// Config configures the A2A door. Zero values take the documented defaults.
+// Config configures the A2A endpoint. Zero values take the documented defaults.
 type Config struct {
 	Client *meshapi.Client
 	JS     jetstream.JetStream
@@ -76,10 +76,10 @@ type Config struct {
 	// KeepAlive is the interval of keep-alive comments on event streams.
 	// Default 15s.
 	KeepAlive time.Duration
-	// WriteError answers the door's platform-REST routes (API keys) in the
+	// WriteError answers the endpoint's platform-REST routes (API keys) in the
 	// gateway's error shape.
 	WriteError func(w http.ResponseWriter, r *http.Request, err error)
-	// Closing, when closed, ends the door's event streams (the gateway is
+	// Closing, when closed, ends the endpoint's event streams (the gateway is
 	// shutting down and waits for requests in flight).
 	Closing <-chan struct{}
 }
@@ -109,7 +109,7 @@ func (c *Config) defaults() {
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 }
 
-// Server is the A2A door of every agent.
+// Server is the A2A endpoint of every agent.
 type Server struct {
 	cfg       Config
 	log       zerolog.Logger

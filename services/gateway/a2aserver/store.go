@@ -78,7 +78,7 @@ func (t *taskStore) Update(ctx context.Context, req *taskstore.UpdateRequest) (t
 		return nil
 	})
 	if errors.Is(err, mesh.ErrNotFound) {
-		// A task of another door gets its A2A record when first continued
+		// A task of another endpoint gets its A2A record when first continued
 		// here (only the owner sees such tasks).
 		rq := requestOf(ctx)
 		err = t.s.records.create(ctx, &record{
@@ -150,7 +150,7 @@ const maxPageSize = 100
 
 // List pages the tasks the caller may see, newest first, with the last task
 // id of a page as the token of the next. The owner sees every task of the
-// agent (through any door); other callers the tasks they created. Creation
+// agent (through any endpoint); other callers the tasks they created. Creation
 // order (not the last update) keeps pages stable while tasks change.
 func (t *taskStore) List(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
 	rq := requestOf(ctx)

@@ -23,7 +23,7 @@ import (
 // whose link downloads the file with the caller's credential only.
 func TestParts_EveryKindBothWays(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, doorOptions{agent: meshtest.AgentOptions{Provider: newScripted()}})
+	d := startEndpoint(t, endpointOptions{agent: meshtest.AgentOptions{Provider: newScripted()}})
 	c := d.client("1.0", a2a.TransportProtocolJSONRPC)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -131,7 +131,7 @@ func get2(t *testing.T, url, key string) (int, string) {
 // task run in the same conversation, and the agent sees the earlier turns.
 func TestInputRequired_ContinuesTheSameTask(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, doorOptions{agent: meshtest.AgentOptions{Provider: newScripted()}})
+	d := startEndpoint(t, endpointOptions{agent: meshtest.AgentOptions{Provider: newScripted()}})
 	for _, version := range []string{"1.0", "0.3"} {
 		c := d.client(version, a2a.TransportProtocolJSONRPC)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -187,7 +187,7 @@ func TestInputRequired_ContinuesTheSameTask(t *testing.T) {
 func TestStreaming_SubscribersSeeTheSameOrderedEvents(t *testing.T) {
 	t.Parallel()
 	host := newScripted()
-	d := startDoor(t, doorOptions{agent: meshtest.AgentOptions{Provider: host}})
+	d := startEndpoint(t, endpointOptions{agent: meshtest.AgentOptions{Provider: host}})
 	c := d.client("1.0", a2a.TransportProtocolJSONRPC)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -299,7 +299,7 @@ func contains(list []string, s string) bool {
 // bounded wait, and the task runs once the runtime is back.
 func TestBlockingSend_OfflineAgentAnswersTheSubmittedTask(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, doorOptions{platform: meshtest.Options{A2AOfflineWait: 500 * time.Millisecond}})
+	d := startEndpoint(t, endpointOptions{platform: meshtest.Options{A2AOfflineWait: 500 * time.Millisecond}})
 	d.agent.Stop()
 	meshtest.Eventually(t, 10*time.Second, func() bool {
 		var l struct {
@@ -325,7 +325,7 @@ func TestBlockingSend_OfflineAgentAnswersTheSubmittedTask(t *testing.T) {
 	}
 }
 
-// TestTasks_OutliveTheGateway: a task created through the A2A door is read
+// TestTasks_OutliveTheGateway: a task created through the A2A endpoint is read
 // and followed after the platform restarted, from the run record and the
 // event stream; listing shows each caller its own tasks and the owner all.
 func TestTasks_OutliveTheGateway(t *testing.T) {
@@ -361,7 +361,7 @@ func TestTasks_OutliveTheGateway(t *testing.T) {
 	p.Stop()
 
 	p2 := meshtest.StartPlatform(t, meshtest.Options{DataDir: dir})
-	online := &door{t: t, p: p2, url: p2.APIBase + "/a2a/" + agent.ID, key: keyA}
+	online := &endpoint{t: t, p: p2, url: p2.APIBase + "/a2a/" + agent.ID, key: keyA}
 	online.agent = &meshtest.OnlineAgent{Agent: agent}
 	list := func(key string) []string {
 		a := online.do(raw{method: http.MethodGet, path: "/a2a/" + agent.ID + "/tasks", header: map[string]string{"A2A-Version": "1.0", "X-API-Key": key}})

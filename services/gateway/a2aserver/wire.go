@@ -24,7 +24,7 @@ import (
 //   - The 0.3 JSON-RPC transport answers a list of no push configurations
 //     with a null result: it becomes [] (0.3 §7.7 returns an array).
 //   - The JSON-RPC transports call params they cannot decode (a part of an
-//     unknown kind) a parse error, -32700. The door has parsed the request
+//     unknown kind) a parse error, -32700. The endpoint has parsed the request
 //     before the transport sees it, so the JSON was valid: it is -32602
 //     invalid params.
 //   - The 0.3 JSON-RPC transport leaves Content-Type unset on errors, and

@@ -13,7 +13,7 @@ import (
 
 // Conversations are the platform conversations that the ids callers choose
 // at the partner and envelope endpoints stand for (a partner's session id,
-// an envelope's conversationId), kept in BucketA2ADoors under each
+// an envelope's conversationId), kept in BucketA2AEndpoints under each
 // endpoint's own keys.
 type Conversations struct {
 	recs   *bus.Records[conversationRecord]
@@ -27,7 +27,7 @@ type conversationRecord struct {
 
 // OpenConversations opens the endpoints' bucket.
 func OpenConversations(ctx context.Context, js jetstream.JetStream, client *meshapi.Client) (*Conversations, error) {
-	recs, err := bus.OpenRecords[conversationRecord](ctx, js, bus.BucketA2ADoors)
+	recs, err := bus.OpenRecords[conversationRecord](ctx, js, bus.BucketA2AEndpoints)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/secret"
 )
 
-// conversationKey is the key of BucketA2ADoors for a caller's
+// conversationKey is the key of BucketA2AEndpoints for a caller's
 // conversationId (seed 002's ids are the caller's to choose), hashed into
 // the key alphabet.
 func conversationKey(callerID, conversationID string) string {
@@ -15,6 +15,6 @@ func conversationKey(callerID, conversationID string) string {
 
 // conversation returns the platform conversation of a caller's
 // conversationId, starting one the first time.
-func (d *Door) conversation(ctx context.Context, callerID, conversationID string) (string, error) {
+func (d *Endpoint) conversation(ctx context.Context, callerID, conversationID string) (string, error) {
 	return d.conversations.Get(ctx, conversationKey(callerID, conversationID))
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// door is a platform with an online agent (real runtime, scripted host)
+// endpoint is a platform with an online agent (real runtime, scripted host)
 // and an API key of it.
-type door struct {
+type endpoint struct {
 	t     *testing.T
 	p     *meshtest.Platform
 	agent *meshtest.OnlineAgent
@@ -22,18 +22,18 @@ type door struct {
 	key   string
 }
 
-func startDoor(t *testing.T) *door {
+func startEndpoint(t *testing.T) *endpoint {
 	t.Helper()
 	p := meshtest.StartPlatform(t, meshtest.Options{})
 	host := meshtest.NewScripted("")
 	a := meshtest.StartOnlineAgent(t, p, meshtest.AgentOptions{Name: "Claude Code Agent", Provider: host})
 	var k meshapi.CreateA2AKeyResponse
 	p.Do(http.MethodPost, "/a2a/"+a.Agent.ID+"/api-keys", map[string]any{"name": "envelope"}, &k)
-	return &door{t: t, p: p, agent: a, host: host, key: k.APIKey}
+	return &endpoint{t: t, p: p, agent: a, host: host, key: k.APIKey}
 }
 
 // post sends an envelope with the agent's key (none when key is "").
-func (d *door) post(key string, body any) *meshtest.Response {
+func (d *endpoint) post(key string, body any) *meshtest.Response {
 	d.t.Helper()
 	h := http.Header{}
 	if key != "" {
@@ -92,7 +92,7 @@ func request(id, to, method string, params map[string]any) map[string]any {
 // error), the agents' status and the execution history.
 func TestEnvelope_SeedExamples(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t)
+	d := startEndpoint(t)
 	agentID := d.agent.Agent.ID
 	started := time.Now()
 
@@ -225,7 +225,7 @@ func TestEnvelope_SeedExamples(t *testing.T) {
 // error, and the right HTTP status.
 func TestEnvelope_MalformedMessagesGetAnErrorEnvelope(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t)
+	d := startEndpoint(t)
 	agentID := d.agent.Agent.ID
 	mutate := func(f func(m map[string]any)) map[string]any {
 		m := request("bad-id", agentID, "status", map[string]any{})

@@ -12,7 +12,7 @@ import (
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
-// This file is the envelope door's one place for errors: the codes of an
+// This file is the envelope endpoint's one place for errors: the codes of an
 // error payload, the HTTP status each is answered with, and how platform
 // errors become them.
 

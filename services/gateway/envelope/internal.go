@@ -34,7 +34,7 @@ type agentEntry struct {
 
 // admit authenticates the caller of an internal route and takes one
 // request from its rate limit.
-func (d *Door) admit(w http.ResponseWriter, r *http.Request) (*admission.Caller, bool) {
+func (d *Endpoint) admit(w http.ResponseWriter, r *http.Request) (*admission.Caller, bool) {
 	c, err := d.admission.Admit(w, r)
 	if err != nil {
 		d.cfg.WriteError(w, r, platformError(err))
@@ -59,7 +59,7 @@ func platformError(err error) error {
 
 // agentsStatus is GET /api/agents/status: every agent the caller reaches
 // (the owner: every agent).
-func (d *Door) agentsStatus(w http.ResponseWriter, r *http.Request) {
+func (d *Endpoint) agentsStatus(w http.ResponseWriter, r *http.Request) {
 	c, ok := d.admit(w, r)
 	if !ok {
 		return
@@ -86,7 +86,7 @@ func (d *Door) agentsStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"agents": out})
 }
 
-func (d *Door) agentEntry(ctx context.Context, a *mesh.Agent) (agentEntry, error) {
+func (d *Endpoint) agentEntry(ctx context.Context, a *mesh.Agent) (agentEntry, error) {
 	e := agentEntry{ID: a.ID, Name: a.Name, Type: "custom", Status: "inactive", MaxConcurrent: 1}
 	rts, err := d.client.ListRuntimes(ctx, a.ID)
 	if err != nil {
@@ -161,7 +161,7 @@ func runStatus(s string) (mesh.Status, bool) {
 // 50 (at most 500); offset skips matches.
 // It pages over the task queue's in-memory index, so it stays fast on
 // hundreds of thousands of runs (docs/benchmarks.md).
-func (d *Door) executions(w http.ResponseWriter, r *http.Request) {
+func (d *Endpoint) executions(w http.ResponseWriter, r *http.Request) {
 	c, ok := d.admit(w, r)
 	if !ok {
 		return

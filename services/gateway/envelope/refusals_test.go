@@ -15,7 +15,7 @@ import (
 // needs one; a credential that is not the owner's is 403; a wrong one 401.
 func TestEnvelope_ExecutionsAskForACredential(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t)
+	d := startEndpoint(t)
 	for _, tc := range []struct {
 		name   string
 		header http.Header
@@ -46,7 +46,7 @@ func TestEnvelope_ExecutionsAskForACredential(t *testing.T) {
 // reaches the host.
 func TestEnvelope_EnvironmentVariablesAreRefusedAndNeverStored(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t)
+	d := startEndpoint(t)
 	agentID := d.agent.Agent.ID
 	marker := "env-marker-" + mesh.NewID()
 
@@ -65,7 +65,7 @@ func TestEnvelope_EnvironmentVariablesAreRefusedAndNeverStored(t *testing.T) {
 		t.Fatalf("the refused execution created %d runs", len(list.TaskRuns))
 	}
 
-	// The platform REST API refuses them too: every door creates runs there.
+	// The platform REST API refuses them too: every endpoint creates runs there.
 	d.p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/task-runs", Owner: true, JSON: map[string]any{
 		"target_agent_id": agentID, "input": map[string]any{"text": "x"},
 		"environment": map[string]any{"variables": map[string]any{"API_TOKEN": marker}},

@@ -31,7 +31,7 @@ const (
 var capabilities = []string{methodExecute, methodStatus}
 
 // serveEnvelope is POST /a2a.
-func (d *Door) serveEnvelope(w http.ResponseWriter, r *http.Request) {
+func (d *Endpoint) serveEnvelope(w http.ResponseWriter, r *http.Request) {
 	body, perr := d.readBody(w, r)
 	if perr != nil {
 		d.reply(w, nil, "", nil, perr)
@@ -68,8 +68,8 @@ func (d *Door) serveEnvelope(w http.ResponseWriter, r *http.Request) {
 	d.replyStatus(w, status, m, from, result, nil)
 }
 
-// readBody reads a JSON body within the door's limit.
-func (d *Door) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *payloadError) {
+// readBody reads a JSON body within the endpoint's limit.
+func (d *Endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *payloadError) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, d.cfg.MaxBodyBytes))
 	var tooLarge *http.MaxBytesError
 	switch {
@@ -85,7 +85,7 @@ func (d *Door) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *payloa
 }
 
 // reply answers with a response message whose status is the payload's.
-func (d *Door) reply(w http.ResponseWriter, req *message, from string, result any, perr *payloadError) {
+func (d *Endpoint) reply(w http.ResponseWriter, req *message, from string, result any, perr *payloadError) {
 	status := http.StatusOK
 	if perr != nil {
 		status = statusOf(perr.Code)
@@ -96,7 +96,7 @@ func (d *Door) reply(w http.ResponseWriter, req *message, from string, result an
 // replyStatus answers with a response message: a new id, inResponseTo the
 // request's id, the request's addressing turned around, and the result or
 // the error.
-func (d *Door) replyStatus(w http.ResponseWriter, status int, req *message, from string, result any, perr *payloadError) {
+func (d *Endpoint) replyStatus(w http.ResponseWriter, status int, req *message, from string, result any, perr *payloadError) {
 	resp := message{A2A: header{
 		Protocol: protocolA2A, Version: protocolVersion, ID: uuid.NewString(),
 		Timestamp: time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), Type: typeResponse,
@@ -150,8 +150,8 @@ type executeResult struct {
 // execute is execute-agent: a task run for the agent with input as its
 // text, answered with its output once it ended. 503 when the agent cannot
 // answer now (no runtime online, no routing rule); 202 with the execution
-// still running when it takes longer than the door waits.
-func (d *Door) execute(ctx context.Context, c *admission.Caller, m *message) (int, any, string, error) {
+// still running when it takes longer than the endpoint waits.
+func (d *Endpoint) execute(ctx context.Context, c *admission.Caller, m *message) (int, any, string, error) {
 	var p executeParams
 	if err := json.Unmarshal(m.Payload.Params, &p); err != nil {
 		return 0, nil, "", &payloadError{Code: codeInvalidParams, Message: "params are agentId, input, workingDirectory and environmentVariables (an object of strings)"}
@@ -253,7 +253,7 @@ type agentInfo struct {
 
 // agentStatus is status: ready when the agent's runtime is online and
 // idle, busy when it is working on a run, error when it is offline.
-func (d *Door) agentStatus(ctx context.Context, c *admission.Caller, m *message) (any, string, error) {
+func (d *Endpoint) agentStatus(ctx context.Context, c *admission.Caller, m *message) (any, string, error) {
 	var p struct {
 		AgentID string `json:"agentId"`
 	}
@@ -281,7 +281,7 @@ func (d *Door) agentStatus(ctx context.Context, c *admission.Caller, m *message)
 }
 
 // running counts an agent's runs in progress.
-func (d *Door) running(ctx context.Context, agentID string) (int, error) {
+func (d *Endpoint) running(ctx context.Context, agentID string) (int, error) {
 	l, err := d.client.ListTaskRuns(ctx, meshapi.ListTaskRunsRequest{AgentID: agentID, Status: mesh.StatusRunning, Limit: 1, WithTotal: true})
 	if err != nil || l.Total == nil {
 		return 0, err
@@ -290,8 +290,8 @@ func (d *Door) running(ctx context.Context, agentID string) (int, error) {
 }
 
 // reach returns an agent the caller reaches, and the caller as that agent's
-// door sees it, checking a scope.
-func (d *Door) reach(ctx context.Context, c *admission.Caller, agentID, scope string) (*mesh.Agent, *admission.Caller, error) {
+// endpoint sees it, checking a scope.
+func (d *Endpoint) reach(ctx context.Context, c *admission.Caller, agentID, scope string) (*mesh.Agent, *admission.Caller, error) {
 	a, err := d.a2a.Agent(ctx, agentID)
 	if errors.Is(err, mesh.ErrNotFound) || (err == nil && !c.Reaches(a) && !c.Anonymous()) {
 		return nil, nil, &payloadError{Code: codeAgentNotFound, Message: "no agent " + agentID + " that this credential reaches"}
@@ -309,7 +309,7 @@ func (d *Door) reach(ctx context.Context, c *admission.Caller, agentID, scope st
 	return a, cc, nil
 }
 
-func (d *Door) delegates(ctx context.Context, agentID string) bool {
+func (d *Endpoint) delegates(ctx context.Context, agentID string) bool {
 	rules, err := d.client.ListRoutingRules(ctx, agentID)
 	return err == nil && len(rules.Rules) > 0
 }

@@ -47,7 +47,7 @@ type cardAuth struct {
 
 // discovery is GET /a2a/discovery: {"agentCard": {...}}. It needs no
 // credential; the skills are the agents the credential (if any) reaches.
-func (d *Door) discovery(w http.ResponseWriter, r *http.Request) {
+func (d *Endpoint) discovery(w http.ResponseWriter, r *http.Request) {
 	c, err := d.admission.Admit(w, r)
 	if err != nil {
 		writeError(w, classify(d.log, err, "Failed to retrieve agent card"))

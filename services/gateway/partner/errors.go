@@ -14,14 +14,14 @@ import (
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
-// This file is the partner door's one place for errors: which seed 003
+// This file is the partner endpoint's one place for errors: which seed 003
 // code (-32700..-32603, -32000..-32010) and HTTP status each refusal and
 // each platform error has, and how both shapes are written: JSON-RPC error
 // envelopes on /a2a/message, {"error": ...} bodies on the other routes.
 
-// doorError is a refusal of the door: a seed 003 code, the HTTP status it
+// endpointError is a refusal of the endpoint: a seed 003 code, the HTTP status it
 // is answered with, and a message for people.
-type doorError struct {
+type endpointError struct {
 	code   int
 	status int
 	msg    string
@@ -29,32 +29,32 @@ type doorError struct {
 }
 
 // Error makes a refusal usable as an error.
-func (e *doorError) Error() string { return e.msg }
+func (e *endpointError) Error() string { return e.msg }
 
-func refuse(code, status int, format string, args ...any) *doorError {
-	return &doorError{code: code, status: status, msg: fmt.Sprintf(format, args...)}
+func refuse(code, status int, format string, args ...any) *endpointError {
+	return &endpointError{code: code, status: status, msg: fmt.Sprintf(format, args...)}
 }
 
-// notAvailable is seed 003's 503 "A2A adapter not available": the door
+// notAvailable is seed 003's 503 "A2A adapter not available": the endpoint
 // answers it when a service it needs is not running, and when a task needs
 // an agent that can run it now (detail says which).
 const notAvailable = "A2A adapter not available"
 
-func unavailable(detail string) *doorError {
-	return &doorError{code: partnerapi.CodeInternalError, status: http.StatusServiceUnavailable, msg: notAvailable, data: map[string]any{"detail": detail}}
+func unavailable(detail string) *endpointError {
+	return &endpointError{code: partnerapi.CodeInternalError, status: http.StatusServiceUnavailable, msg: notAvailable, data: map[string]any{"detail": detail}}
 }
 
-// Refusals the door makes itself.
+// Refusals the endpoint makes itself.
 var (
 	errAgentNotFound = refuse(partnerapi.CodeAgentNotFound, http.StatusNotFound, "Agent not found: no agent with this id that this credential reaches")
 	errTaskNotFound  = refuse(partnerapi.CodeTaskNotFound, http.StatusNotFound, "Task not found")
 )
 
-// classify is the one mapping from what went wrong to the door's answer.
+// classify is the one mapping from what went wrong to the endpoint's answer.
 // internal is the message of an internal error on the route at hand (seed
 // 003 gives each route its own).
-func classify(log zerolog.Logger, err error, internal string) *doorError {
-	var de *doorError
+func classify(log zerolog.Logger, err error, internal string) *endpointError {
+	var de *endpointError
 	if errors.As(err, &de) {
 		return de
 	}
@@ -94,7 +94,7 @@ func classify(log zerolog.Logger, err error, internal string) *doorError {
 // stateError is the refusal of an operation the task's state does not
 // allow: seed 003 has a code for a completed and for a canceled task, and
 // one for every other state.
-func stateError(status mesh.Status, detail string) *doorError {
+func stateError(status mesh.Status, detail string) *endpointError {
 	switch status {
 	case mesh.StatusCompleted:
 		return refuse(partnerapi.CodeTaskAlreadyCompleted, http.StatusConflict, "Task already completed")
@@ -127,7 +127,7 @@ type rpcResponse struct {
 // HTTP status is 200, as for every JSON-RPC answer, except for what the
 // transport itself decides: 401 and 403 (credentials), 429 (rate limit),
 // 503 (adapter not available) and 500 (internal error).
-func writeRPCError(w http.ResponseWriter, id any, e *doorError) {
+func writeRPCError(w http.ResponseWriter, id any, e *endpointError) {
 	status := http.StatusOK
 	switch e.status {
 	case http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusInternalServerError:
@@ -148,7 +148,7 @@ type errorBody struct {
 	Detail any    `json:"detail,omitempty"`
 }
 
-func writeError(w http.ResponseWriter, e *doorError) {
+func writeError(w http.ResponseWriter, e *endpointError) {
 	body := errorBody{Error: e.msg, Code: e.code}
 	if m, ok := e.data.(map[string]any); ok {
 		body.Detail = m["detail"]

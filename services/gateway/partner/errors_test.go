@@ -16,7 +16,7 @@ import (
 // answering the request's id when it could be read.
 func TestPartner_EnvelopeRules(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, meshtest.Options{})
+	d := startEndpoint(t, meshtest.Options{})
 	for _, c := range []struct {
 		name, body string
 		code       int
@@ -53,7 +53,7 @@ func TestPartner_EnvelopeRules(t *testing.T) {
 // platform has its meaning, and the transport variants.
 func TestPartner_ErrorCatalog(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, meshtest.Options{})
+	d := startEndpoint(t, meshtest.Options{})
 	agentID := d.agent.Agent.ID
 	rpc := func(key, method string, params map[string]any) (*meshtest.Response, rpcAnswer) {
 		t.Helper()
@@ -74,7 +74,7 @@ func TestPartner_ErrorCatalog(t *testing.T) {
 	code("unknown task", r, a, http.StatusOK, partnerapi.CodeTaskNotFound)
 
 	done := d.p.WaitTask(d.p.CreateTask(agentID, "finished").ID, 30*time.Second, meshtest.StatusIs(mesh.StatusCompleted))
-	// Created through another door with the owner: this key does not see it.
+	// Created through another endpoint with the owner: this key does not see it.
 	r, a = rpc(d.key, "tasks/cancel", map[string]any{"taskId": done.ID})
 	code("another caller's task", r, a, http.StatusOK, partnerapi.CodeTaskNotFound)
 

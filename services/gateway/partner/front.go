@@ -15,11 +15,11 @@ import (
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
-// The door's front: reading bodies, who is calling, what they reach, and
+// The endpoint's front: reading bodies, who is calling, what they reach, and
 // which tasks they see.
 
-// readBody reads a JSON body within the door's limit.
-func (d *Door) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *doorError) {
+// readBody reads a JSON body within the endpoint's limit.
+func (d *Endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *endpointError) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, d.cfg.MaxBodyBytes))
 	var tooLarge *http.MaxBytesError
 	switch {
@@ -37,10 +37,10 @@ func (d *Door) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *doorEr
 }
 
 // reach returns an agent the caller reaches, and the caller as that agent's
-// door sees it, checking the scope the method needs ("" for none). An agent
+// endpoint sees it, checking the scope the method needs ("" for none). An agent
 // the caller does not reach is not found; an anonymous caller is told to
 // authenticate instead.
-func (d *Door) reach(ctx context.Context, c *admission.Caller, agentID, scope string) (*mesh.Agent, *admission.Caller, error) {
+func (d *Endpoint) reach(ctx context.Context, c *admission.Caller, agentID, scope string) (*mesh.Agent, *admission.Caller, error) {
 	a, err := d.a2a.Agent(ctx, agentID)
 	if errors.Is(err, mesh.ErrNotFound) {
 		return nil, nil, errAgentNotFound
@@ -64,7 +64,7 @@ func (d *Door) reach(ctx context.Context, c *admission.Caller, agentID, scope st
 // visibleTask returns a task the caller may see with the given scope: one
 // of an agent it reaches, created by the same caller (the owner sees every
 // task). Anything else is not found.
-func (d *Door) visibleTask(ctx context.Context, c *admission.Caller, taskID, scope string) (*mesh.TaskRun, *taskRecord, error) {
+func (d *Endpoint) visibleTask(ctx context.Context, c *admission.Caller, taskID, scope string) (*mesh.TaskRun, *taskRecord, error) {
 	if !mesh.ValidID(taskID) {
 		return nil, nil, errTaskNotFound
 	}
@@ -107,7 +107,7 @@ type envelope struct {
 // exactly "2.0"; id a string, a number or null; method a non-empty string;
 // params, when present, an object or an array. What is not JSON is -32700,
 // JSON that breaks a rule -32600 (with the id, when it could be read).
-func parseEnvelope(body []byte) (*envelope, *doorError) {
+func parseEnvelope(body []byte) (*envelope, *endpointError) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
 		if !json.Valid(body) {

@@ -25,7 +25,7 @@ const (
 )
 
 // message is POST /a2a/message: JSON-RPC 2.0 by seed 003's envelope rules.
-func (d *Door) message(w http.ResponseWriter, r *http.Request) {
+func (d *Endpoint) message(w http.ResponseWriter, r *http.Request) {
 	body, de := d.readBody(w, r)
 	if de != nil {
 		writeRPCError(w, nil, de)
@@ -59,7 +59,7 @@ type taskParams struct {
 	ID     string `json:"id"`
 }
 
-// sendParams are the params the door reads of a task method.
+// sendParams are the params the endpoint reads of a task method.
 type sendParams struct {
 	AgentID       string `json:"agentId"`
 	RemoteAgentID string `json:"remoteAgentId"`
@@ -71,7 +71,7 @@ type sendParams struct {
 
 // elsewhere are methods of the A2A standard these routes do not offer:
 // streaming, resubscription and push configurations are the agents' own
-// A2A doors' (at /a2a/{agentId}).
+// A2A endpoints' (at /a2a/{agentId}).
 var elsewhere = map[string]bool{
 	"message/stream": true, "tasks/resubscribe": true, "tasks/pushNotificationConfig/set": true,
 	"tasks/pushNotificationConfig/get": true, "tasks/pushNotificationConfig/list": true,
@@ -79,10 +79,10 @@ var elsewhere = map[string]bool{
 }
 
 // call runs one method for the caller.
-func (d *Door) call(ctx context.Context, c *admission.Caller, env *envelope) (any, error) {
+func (d *Endpoint) call(ctx context.Context, c *admission.Caller, env *envelope) (any, error) {
 	if elsewhere[env.method] {
 		return nil, refuse(partnerapi.CodeCapabilityNotSupported, http.StatusBadRequest,
-			"Capability not supported: %s is served by each agent's A2A door at /a2a/{agentId}; use GET /a2a/status for a task's updates", env.method)
+			"Capability not supported: %s is served by each agent's A2A endpoint at /a2a/{agentId}; use GET /a2a/status for a task's updates", env.method)
 	}
 	switch env.method {
 	case methodAgentList:
@@ -105,7 +105,7 @@ func (d *Door) call(ctx context.Context, c *admission.Caller, env *envelope) (an
 }
 
 // cancel cancels a task the caller sees.
-func (d *Door) cancel(ctx context.Context, c *admission.Caller, taskID string) (any, error) {
+func (d *Endpoint) cancel(ctx context.Context, c *admission.Caller, taskID string) (any, error) {
 	run, rec, err := d.visibleTask(ctx, c, taskID, meshapi.ScopeCancel)
 	if err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ func (d *Door) cancel(ctx context.Context, c *admission.Caller, taskID string) (
 // know and whose params name no agent is not found. When the agent cannot
 // answer while the caller waits (no runtime online, no routing rule), the
 // answer is 503 "A2A adapter not available" and no task is created.
-func (d *Door) runMethod(ctx context.Context, c *admission.Caller, env *envelope) (any, error) {
+func (d *Endpoint) runMethod(ctx context.Context, c *admission.Caller, env *envelope) (any, error) {
 	var p sendParams
 	_ = json.Unmarshal(env.params, &p)
 	agentID := firstOf(p.AgentID, p.RemoteAgentID)
@@ -166,7 +166,7 @@ type listedAgent struct {
 }
 
 // agentList lists the agents the caller reaches, by name.
-func (d *Door) agentList(_ context.Context, c *admission.Caller) []listedAgent {
+func (d *Endpoint) agentList(_ context.Context, c *admission.Caller) []listedAgent {
 	out := []listedAgent{}
 	for _, a := range d.a2a.Agents() {
 		if !c.Reaches(a) {

@@ -16,9 +16,9 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// door is a platform with an online agent (real runtime, scripted host)
+// endpoint is a platform with an online agent (real runtime, scripted host)
 // and an API key of it.
-type door struct {
+type endpoint struct {
 	t     *testing.T
 	p     *meshtest.Platform
 	agent *meshtest.OnlineAgent
@@ -26,17 +26,17 @@ type door struct {
 	key   string
 }
 
-func startDoor(t *testing.T, o meshtest.Options) *door {
+func startEndpoint(t *testing.T, o meshtest.Options) *endpoint {
 	t.Helper()
 	p := meshtest.StartPlatform(t, o)
 	host := meshtest.NewScripted("")
 	a := meshtest.StartOnlineAgent(t, p, meshtest.AgentOptions{Name: "storyteller", Provider: host})
-	d := &door{t: t, p: p, agent: a, host: host}
+	d := &endpoint{t: t, p: p, agent: a, host: host}
 	d.key = d.newKey(a.Agent.ID, nil)
 	return d
 }
 
-func (d *door) newKey(agentID string, scopes []string) string {
+func (d *endpoint) newKey(agentID string, scopes []string) string {
 	d.t.Helper()
 	var k meshapi.CreateA2AKeyResponse
 	d.p.Do(http.MethodPost, "/a2a/"+agentID+"/api-keys", map[string]any{"name": "partner", "scopes": scopes}, &k)
@@ -45,7 +45,7 @@ func (d *door) newKey(agentID string, scopes []string) string {
 
 // call sends a request with a credential header ("X-API-Key" or
 // "Authorization") and returns the answer.
-func (d *door) call(method, path, header, value string, body any) *meshtest.Response {
+func (d *endpoint) call(method, path, header, value string, body any) *meshtest.Response {
 	d.t.Helper()
 	h := http.Header{"Accept": {"application/json"}}
 	if header != "" {
@@ -54,7 +54,7 @@ func (d *door) call(method, path, header, value string, body any) *meshtest.Resp
 	return d.p.Send(d.t, meshtest.Request{Method: method, Path: path, Header: h, JSON: body})
 }
 
-func (d *door) keyed(method, path string, body any) *meshtest.Response {
+func (d *endpoint) keyed(method, path string, body any) *meshtest.Response {
 	return d.call(method, path, "X-API-Key", d.key, body)
 }
 
@@ -120,7 +120,7 @@ func checkTask(t *testing.T, task partnerapi.Task, want partnerapi.Task) {
 // platform with a real runtime, and checks the answers' shapes.
 func TestPartner_SeedExamples(t *testing.T) {
 	t.Parallel()
-	d := startDoor(t, meshtest.Options{A2ACardID: "storytailor-agent", A2ABaseURL: "https://storyintelligence.example"})
+	d := startEndpoint(t, meshtest.Options{A2ACardID: "storytailor-agent", A2ABaseURL: "https://storyintelligence.example"})
 	agentID := d.agent.Agent.ID
 
 	// 1) Discover capabilities (no credential: public agents only; with

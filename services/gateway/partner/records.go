@@ -14,7 +14,7 @@ import (
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
-// taskRecord is what the partner door keeps about a task beyond its run
+// taskRecord is what the partner endpoint keeps about a task beyond its run
 // (the run's input holds the params as input.data): the method it was
 // called with and what the caller said about itself and its session.
 type taskRecord struct {
@@ -24,7 +24,7 @@ type taskRecord struct {
 	CreatedAt     time.Time `json:"created_at"`
 }
 
-// Keys of BucketA2ADoors used by this door. Session ids are the caller's
+// Keys of BucketA2AEndpoints used by this endpoint. Session ids are the caller's
 // to choose, so they are hashed (with the caller) into the key alphabet.
 func taskKey(runID string) string { return "ptask." + runID }
 func sessionKey(callerID, sessionID string) string {
@@ -37,7 +37,7 @@ type records struct {
 }
 
 func openRecords(ctx context.Context, js jetstream.JetStream, client *meshapi.Client) (*records, error) {
-	tasks, err := bus.OpenRecords[taskRecord](ctx, js, bus.BucketA2ADoors)
+	tasks, err := bus.OpenRecords[taskRecord](ctx, js, bus.BucketA2AEndpoints)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func openRecords(ctx context.Context, js jetstream.JetStream, client *meshapi.Cl
 }
 
 // task returns a task's record, or nil when the task was created through
-// another door.
+// another endpoint.
 func (r *records) task(ctx context.Context, runID string) (*taskRecord, error) {
 	rec, _, err := r.tasks.Get(ctx, taskKey(runID))
 	if errors.Is(err, mesh.ErrNotFound) {

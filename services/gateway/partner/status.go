@@ -18,7 +18,7 @@ import (
 // names text/event-stream, a stream of it (seed 003): the Task now, then
 // the Task again at each change, until it is completed, failed or
 // canceled. 400 without taskId.
-func (d *Door) status(w http.ResponseWriter, r *http.Request) {
+func (d *Endpoint) status(w http.ResponseWriter, r *http.Request) {
 	const internal = "Status check failed"
 	c, err := d.admission.Admit(w, r)
 	if err != nil {
@@ -44,7 +44,7 @@ func (d *Door) status(w http.ResponseWriter, r *http.Request) {
 
 // stream serves a task's changes as Server-Sent Events: each event is
 // "event: task", "id: <run revision>" and the Task as data.
-func (d *Door) stream(w http.ResponseWriter, r *http.Request, run *mesh.TaskRun, rec *taskRecord) {
+func (d *Endpoint) stream(w http.ResponseWriter, r *http.Request, run *mesh.TaskRun, rec *taskRecord) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	go func() {

@@ -16,12 +16,12 @@ import (
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
-// defaultMethod is the method of a task created through another door.
+// defaultMethod is the method of a task created through another endpoint.
 const defaultMethod = "message/send"
 
 // taskOf is seed 003's Task of a run: its state by the strict machine's
 // names, the method and params it was created with (params are the run's
-// input.data; a task of another door shows its text), the result of a
+// input.data; a task of another endpoint shows its text), the result of a
 // completed run (its output; for input-required, the question), the error
 // of a failed or canceled one, sessionId (the caller's, or the run's
 // conversation), clientAgentId (the caller's, or the initiating agent),
@@ -103,8 +103,8 @@ type newTask struct {
 	sessionID     string
 }
 
-// create makes the task run of a partner task and records the door's side.
-func (d *Door) create(ctx context.Context, c *admission.Caller, agent *mesh.Agent, nt newTask) (*mesh.TaskRun, *taskRecord, error) {
+// create makes the task run of a partner task and records the endpoint's side.
+func (d *Endpoint) create(ctx context.Context, c *admission.Caller, agent *mesh.Agent, nt newTask) (*mesh.TaskRun, *taskRecord, error) {
 	input := map[string]any{"text": paramsText(nt.method, nt.params)}
 	if p := bytes.TrimSpace(nt.params); len(p) > 0 && string(p) != "null" {
 		input["data"] = nt.params
@@ -131,7 +131,7 @@ func (d *Door) create(ctx context.Context, c *admission.Caller, agent *mesh.Agen
 	if _, err := d.records.tasks.Put(ctx, taskKey(run.ID), rec); err != nil {
 		return nil, nil, err
 	}
-	// The A2A door (and every other) shows the task to the same caller.
+	// The A2A endpoint (and every other) shows the task to the same caller.
 	if err := d.a2a.Adopt(ctx, run, c, a2atask.Version10); err != nil {
 		return nil, nil, err
 	}
@@ -187,7 +187,7 @@ func textOf(raw json.RawMessage) string {
 // canRun reports whether anything can run a task for the agent: a paired
 // runtime (online or not: tasks for an offline runtime wait for it), or a
 // routing rule that delegates it.
-func (d *Door) canRun(ctx context.Context, agentID string) (bool, error) {
+func (d *Endpoint) canRun(ctx context.Context, agentID string) (bool, error) {
 	l, err := d.client.ListRuntimes(ctx, agentID)
 	if err != nil {
 		return false, err
@@ -202,11 +202,11 @@ func (d *Door) canRun(ctx context.Context, agentID string) (bool, error) {
 
 // runsNow reports whether a task for the agent can be answered while the
 // caller waits: its runtime is online, or a routing rule delegates it.
-func (d *Door) runsNow(ctx context.Context, agentID string) bool {
+func (d *Endpoint) runsNow(ctx context.Context, agentID string) bool {
 	return d.a2a.Online(ctx, agentID) || d.delegates(ctx, agentID)
 }
 
-func (d *Door) delegates(ctx context.Context, agentID string) bool {
+func (d *Endpoint) delegates(ctx context.Context, agentID string) bool {
 	rules, err := d.client.ListRoutingRules(ctx, agentID)
 	return err == nil && len(rules.Rules) > 0
 }
@@ -226,7 +226,7 @@ type taskRequest struct {
 // its Task. 400 without method or clientAgentId; 503 ("A2A adapter not
 // available") when nothing can run a task for the agent: no runtime paired
 // and no routing rule delegating it.
-func (d *Door) createTask(w http.ResponseWriter, r *http.Request) {
+func (d *Endpoint) createTask(w http.ResponseWriter, r *http.Request) {
 	const internal = "Task creation failed"
 	c, err := d.admission.Admit(w, r)
 	if err != nil {

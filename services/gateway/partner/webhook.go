@@ -16,7 +16,7 @@ import (
 // delegation service checks it and moves the delegating run. Unknown
 // partners and bad signatures get 401; a state the task cannot move to
 // (seed 003's machine) 409 with -32003.
-func (d *Door) webhook(w http.ResponseWriter, r *http.Request) {
+func (d *Endpoint) webhook(w http.ResponseWriter, r *http.Request) {
 	const internal = "Webhook processing failed"
 	if err := d.admission.Allow(w, admission.Anonymous(r)); err != nil {
 		writeError(w, classify(d.log, err, internal))

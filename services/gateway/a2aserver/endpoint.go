@@ -19,7 +19,7 @@ import (
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
-// The door's front: what happens to a request before the SDK's transport
+// The endpoint's front: what happens to a request before the SDK's transport
 // decodes it. It finds the agent, reads the protocol version, authenticates
 // the caller (from the headers, before any of the body is read), bounds and
 // checks the body, checks the scope of the method and the rate limit, and answers every refusal in the shape of the
@@ -70,9 +70,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return b, nil
 }
 
-// bodyLimit is how much of a body the door reads for a caller: anonymous
+// bodyLimit is how much of a body the endpoint reads for a caller: anonymous
 // callers (of a public agent) get the platform's cap for every route, callers
-// with a credential the door's larger one, which leaves room for inline
+// with a credential the endpoint's larger one, which leaves room for inline
 // files.
 func (s *Server) bodyLimit(c *admission.Caller) int64 {
 	if c.Anonymous() {
@@ -134,7 +134,7 @@ func (s *Server) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		shape = a2atask.Version10
 	}
 	// Who calls is known before any of the body is read: a caller without
-	// a credential never makes the door read megabytes.
+	// a credential never makes the endpoint read megabytes.
 	c, err := s.authenticate(w, r, agent)
 	if err != nil {
 		writeRPCError(w, shape, nil, err, nil)
@@ -293,6 +293,6 @@ func retryMeta(w http.ResponseWriter) map[string]string {
 	return map[string]string{"retryAfterSeconds": ra}
 }
 
-// streamDeadline bounds how long the door keeps an event stream open for
+// streamDeadline bounds how long the endpoint keeps an event stream open for
 // one task when the task never ends (it has its own deadline otherwise).
 const streamDeadline = 24 * time.Hour

@@ -15,11 +15,11 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// driveDoorRoutes calls every route of delegation, the partner routes and
+// driveEndpointRoutes calls every route of delegation, the partner routes and
 // the envelope protocol once with success (and some refusals), checking
 // each answer against the OpenAPI document. It brings two agents of its
 // own online.
-func driveDoorRoutes(t *testing.T, o *openAPI, p *meshtest.Platform) {
+func driveEndpointRoutes(t *testing.T, o *openAPI, p *meshtest.Platform) {
 	t.Helper()
 	call := func(r meshtest.Request) *meshtest.Response {
 		t.Helper()
@@ -31,8 +31,8 @@ func driveDoorRoutes(t *testing.T, o *openAPI, p *meshtest.Platform) {
 		t.Helper()
 		return call(meshtest.Request{Method: method, Path: path, Owner: true, JSON: body})
 	}
-	a := meshtest.StartOnlineAgent(t, p, meshtest.AgentOptions{Name: "doors A"})
-	b := meshtest.StartOnlineAgent(t, p, meshtest.AgentOptions{Name: "doors B"})
+	a := meshtest.StartOnlineAgent(t, p, meshtest.AgentOptions{Name: "endpoints A"})
+	b := meshtest.StartOnlineAgent(t, p, meshtest.AgentOptions{Name: "endpoints B"})
 	var key meshapi.CreateA2AKeyResponse
 	p.Do(http.MethodPost, "/a2a/"+a.Agent.ID+"/api-keys", nil, &key)
 	keyed := func(method, path string, body any) *meshtest.Response {

@@ -9,14 +9,14 @@ import (
 	"github.com/a2amesh/a2amesh/services/gateway/partner"
 )
 
-// Delegation and the older A2A doors. The routing rules, delegation traces
+// Delegation and the older A2A endpoints. The routing rules, delegation traces
 // and partner registry are people routes over the delegation service; the
 // partner routes of seed 003 (partner package) and the envelope protocol of
-// seed 002 (envelope package) are doors of their own, mounted at /a2a and
-// /a2a/<word>, which the A2A door leaves to them (a2a.go).
+// seed 002 (envelope package) are endpoints of their own, mounted at /a2a and
+// /a2a/<word>, which the A2A endpoint leaves to them (a2a.go).
 
-// DoorsConfig configures the older A2A doors.
-type DoorsConfig struct {
+// EndpointsConfig configures the older A2A endpoints.
+type EndpointsConfig struct {
 	// Partner configures the partner routes (card identity, base, webhook
 	// and health URLs); the gateway fills in the rest.
 	Partner partner.Config
@@ -24,41 +24,41 @@ type DoorsConfig struct {
 	Envelope envelope.Config
 }
 
-// doors are the started older doors.
-type doors struct {
-	partner  *partner.Door
-	envelope *envelope.Door
+// endpoints are the started older endpoints.
+type endpoints struct {
+	partner  *partner.Endpoint
+	envelope *envelope.Endpoint
 }
 
-// startDoors readies the older doors over the A2A door's authentication.
-func (g *Gateway) startDoors(ctx context.Context) error {
-	pc := g.cfg.Doors.Partner
+// startEndpoints readies the older endpoints over the A2A endpoint's authentication.
+func (g *Gateway) startEndpoints(ctx context.Context) error {
+	pc := g.cfg.Endpoints.Partner
 	pc.Client, pc.JS, pc.A2A, pc.Admission, pc.PublicURL, pc.Closing = g.client, g.js, g.a2a, g.admission, g.publicURL, g.closing
-	pc.Logger = g.log.With().Str("door", "partner").Logger()
+	pc.Logger = g.log.With().Str("endpoint", "partner").Logger()
 	if pc.CardVersion == "" {
 		pc.CardVersion = g.cfg.A2A.Version
 	}
 	if pc.BlockingWait == 0 {
 		pc.BlockingWait = g.cfg.A2A.BlockingWait
 	}
-	ec := g.cfg.Doors.Envelope
+	ec := g.cfg.Endpoints.Envelope
 	ec.Client, ec.JS, ec.A2A, ec.Admission, ec.WriteError = g.client, g.js, g.a2a, g.admission, g.writeError
-	ec.Logger = g.log.With().Str("door", "envelope").Logger()
+	ec.Logger = g.log.With().Str("endpoint", "envelope").Logger()
 	if ec.Version == "" {
 		ec.Version = g.cfg.A2A.Version
 	}
 	if ec.ExecuteWait == 0 {
 		ec.ExecuteWait = g.cfg.A2A.BlockingWait
 	}
-	g.doors = &doors{partner: partner.New(pc), envelope: envelope.New(ec)}
-	if err := g.doors.partner.Start(ctx); err != nil {
+	g.endpoints = &endpoints{partner: partner.New(pc), envelope: envelope.New(ec)}
+	if err := g.endpoints.partner.Start(ctx); err != nil {
 		return err
 	}
-	return g.doors.envelope.Start(ctx)
+	return g.endpoints.envelope.Start(ctx)
 }
 
-// doorRoutes registers delegation's people routes and the older doors.
-func (g *Gateway) doorRoutes(mux *http.ServeMux) {
+// endpointRoutes registers delegation's people routes and the older endpoints.
+func (g *Gateway) endpointRoutes(mux *http.ServeMux) {
 	g.people(mux, "POST /agent-accounts/{agentId}/routing-rules", g.createRoutingRule)
 	g.people(mux, "GET /agent-accounts/{agentId}/routing-rules", g.listRoutingRules)
 	g.people(mux, "DELETE /agent-accounts/{agentId}/routing-rules/{ruleId}", g.deleteRoutingRule)
@@ -68,12 +68,12 @@ func (g *Gateway) doorRoutes(mux *http.ServeMux) {
 	g.people(mux, "DELETE /a2a/partners/{partnerId}", g.deletePartner)
 	for _, rt := range partner.Routes() {
 		g.handle(mux, rt.Pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			g.doors.partner.Serve(rt, w, r)
+			g.endpoints.partner.Serve(rt, w, r)
 		}))
 	}
 	for _, rt := range envelope.Routes() {
 		g.handle(mux, rt.Pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			g.doors.envelope.Serve(rt, w, r)
+			g.endpoints.envelope.Serve(rt, w, r)
 		}))
 	}
 }

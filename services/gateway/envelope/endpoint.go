@@ -1,10 +1,10 @@
-// Package envelope is the gateway's envelope door (seed 002): POST /a2a
+// Package envelope is the gateway's envelope endpoint (seed 002): POST /a2a
 // with the a2a / context / payload blocks, whose methods are execute-agent
 // (run a task on an agent and answer its output) and status (is the agent
 // ready, busy or in error), and the two internal routes GET
 // /api/agents/status and GET /api/executions, over the same task runs as
-// every other door. Callers authenticate as at the A2A door; what agents a
-// caller reaches is the A2A door's rule. docs/a2a.md "Envelope protocol"
+// every other endpoint. Callers authenticate as at the A2A endpoint; what agents a
+// caller reaches is the A2A endpoint's rule. docs/a2a.md "Envelope protocol"
 // tells the whole story.
 package envelope
 
@@ -21,7 +21,7 @@ import (
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
-// Config configures the envelope door. Zero values take the documented
+// Config configures the envelope endpoint. Zero values take the documented
 // defaults.
 type Config struct {
 	// Version is the agents' version in status answers. Default "dev".
@@ -55,8 +55,8 @@ func (c *Config) defaults() {
 	}
 }
 
-// Door is the envelope door.
-type Door struct {
+// Endpoint is the envelope endpoint.
+type Endpoint struct {
 	cfg           Config
 	log           zerolog.Logger
 	client        *meshapi.Client
@@ -65,35 +65,35 @@ type Door struct {
 	conversations *admission.Conversations
 }
 
-// New returns a door; Start readies it.
-func New(cfg Config) *Door {
+// New returns an endpoint; Start readies it.
+func New(cfg Config) *Endpoint {
 	cfg.defaults()
-	return &Door{cfg: cfg, log: cfg.Logger, client: cfg.Client, a2a: cfg.A2A, admission: cfg.Admission}
+	return &Endpoint{cfg: cfg, log: cfg.Logger, client: cfg.Client, a2a: cfg.A2A, admission: cfg.Admission}
 }
 
-// Start opens the door's bucket.
-func (d *Door) Start(ctx context.Context) error {
+// Start opens the endpoint's bucket.
+func (d *Endpoint) Start(ctx context.Context) error {
 	var err error
 	d.conversations, err = admission.OpenConversations(ctx, d.cfg.JS, d.client)
 	return err
 }
 
-// Route is one route of the door, in ServeMux syntax.
+// Route is one route of the endpoint, in ServeMux syntax.
 type Route struct {
 	Pattern string
-	handler func(*Door, http.ResponseWriter, *http.Request)
+	handler func(*Endpoint, http.ResponseWriter, *http.Request)
 }
 
-// Routes lists the door's routes.
+// Routes lists the endpoint's routes.
 func Routes() []Route {
 	return []Route{
-		{"POST /a2a", (*Door).serveEnvelope},
-		{"GET /api/agents/status", (*Door).agentsStatus},
-		{"GET /api/executions", (*Door).executions},
+		{"POST /a2a", (*Endpoint).serveEnvelope},
+		{"GET /api/agents/status", (*Endpoint).agentsStatus},
+		{"GET /api/executions", (*Endpoint).executions},
 	}
 }
 
 // Serve answers one request of a route.
-func (d *Door) Serve(rt Route, w http.ResponseWriter, r *http.Request) {
+func (d *Endpoint) Serve(rt Route, w http.ResponseWriter, r *http.Request) {
 	rt.handler(d, w, r)
 }

@@ -15,16 +15,16 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// doorsView reads one task through every door and says what each thinks
-// its state is, in each door's own names.
-type doorsView struct {
+// endpointsView reads one task through every endpoint and says what each thinks
+// its state is, in each endpoint's own names.
+type endpointsView struct {
 	t     *testing.T
 	p     *meshtest.Platform
 	agent string
 	key   string
 }
 
-func (v *doorsView) keyed(r meshtest.Request) *meshtest.Response {
+func (v *endpointsView) keyed(r meshtest.Request) *meshtest.Response {
 	v.t.Helper()
 	if r.Header == nil {
 		r.Header = http.Header{}
@@ -33,8 +33,8 @@ func (v *doorsView) keyed(r meshtest.Request) *meshtest.Response {
 	return v.p.Send(v.t, r).Expect(v.t, http.StatusOK)
 }
 
-// states returns each door's state of the task.
-func (v *doorsView) states(id string) map[string]string {
+// states returns each endpoint's state of the task.
+func (v *endpointsView) states(id string) map[string]string {
 	v.t.Helper()
 	out := map[string]string{}
 	out["rest"] = string(v.p.GetTask(id).Status)
@@ -65,15 +65,15 @@ func (v *doorsView) states(id string) map[string]string {
 	return out
 }
 
-// agree checks that every door tells the same state, each in its names.
-func (v *doorsView) agree(id string, want mesh.Status) {
+// agree checks that every endpoint tells the same state, each in its names.
+func (v *endpointsView) agree(id string, want mesh.Status) {
 	v.t.Helper()
 	a2aState := map[mesh.Status]string{mesh.StatusRunning: "TASK_STATE_WORKING", mesh.StatusCompleted: "TASK_STATE_COMPLETED", mesh.StatusCanceled: "TASK_STATE_CANCELED"}[want]
 	partnerState := map[mesh.Status]string{mesh.StatusRunning: "working", mesh.StatusCompleted: "completed", mesh.StatusCanceled: "canceled"}[want]
 	envState := map[mesh.Status]string{mesh.StatusRunning: "running", mesh.StatusCompleted: "success", mesh.StatusCanceled: "canceled"}[want]
 	wantAll := map[string]string{"rest": string(want), "partner": partnerState, "a2a": a2aState, "envelope": envState}
 	if got := v.states(id); meshtest.JSON(got) != meshtest.JSON(wantAll) {
-		v.t.Fatalf("the doors disagree on task %s: %v, want %v", id, got, wantAll)
+		v.t.Fatalf("the endpoints disagree on task %s: %v, want %v", id, got, wantAll)
 	}
 }
 
@@ -132,21 +132,21 @@ func last(t *testing.T, states <-chan string) string {
 	}
 }
 
-// TestDoors_OneTaskThroughEveryDoor walks tasks through every door: one
+// TestEndpoints_OneTaskThroughEveryEndpoint walks tasks through every endpoint: one
 // created through the envelope protocol is read and streamed through the
-// partner routes, the A2A door, the REST API and the execution history,
-// and canceled through the A2A door; one created through the partner
-// routes completes and every door says so; one created through the A2A
-// door is canceled through the partner routes. All doors agree on the
+// partner routes, the A2A endpoint, the REST API and the execution history,
+// and canceled through the A2A endpoint; one created through the partner
+// routes completes and every endpoint says so; one created through the A2A
+// endpoint is canceled through the partner routes. All endpoints agree on the
 // state at each step.
-func TestDoors_OneTaskThroughEveryDoor(t *testing.T) {
+func TestEndpoints_OneTaskThroughEveryEndpoint(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t, meshtest.Options{})
 	host := meshtest.NewScripted("")
 	agent := meshtest.StartOnlineAgent(t, p, meshtest.AgentOptions{Name: "everywhere", Provider: host})
 	var key meshapi.CreateA2AKeyResponse
 	p.Do(http.MethodPost, "/a2a/"+agent.Agent.ID+"/api-keys", nil, &key)
-	v := &doorsView{t: t, p: p, agent: agent.Agent.ID, key: key.APIKey}
+	v := &endpointsView{t: t, p: p, agent: agent.Agent.ID, key: key.APIKey}
 	keyHeader := func() http.Header { return http.Header{"X-Api-Key": {key.APIKey}, "A2a-Version": {"1.0"}} }
 
 	// 1. Created through the envelope protocol (which waits for the end).
@@ -155,7 +155,7 @@ func TestDoors_OneTaskThroughEveryDoor(t *testing.T) {
 		answer <- p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/a2a", Header: http.Header{"X-Api-Key": {key.APIKey}}, JSON: map[string]any{
 			"a2a":     map[string]any{"protocol": "a2a", "version": "1.0", "id": "walk-1", "timestamp": time.Now().UTC().Format(time.RFC3339), "type": "request"},
 			"context": map[string]any{"from": "walker", "to": agent.Agent.ID},
-			"payload": map[string]any{"method": "execute-agent", "params": map[string]any{"input": "wait at every door"}},
+			"payload": map[string]any{"method": "execute-agent", "params": map[string]any{"input": "wait at every endpoint"}},
 		}})
 	}()
 	var list struct {
@@ -163,11 +163,11 @@ func TestDoors_OneTaskThroughEveryDoor(t *testing.T) {
 			ID string `json:"id"`
 		} `json:"tasks"`
 	}
-	// The envelope's caller finds it through the A2A door's list.
+	// The envelope's caller finds it through the A2A endpoint's list.
 	meshtest.Eventually(t, 30*time.Second, func() bool {
 		v.keyed(meshtest.Request{Method: http.MethodGet, Path: "/a2a/" + agent.Agent.ID + "/tasks", Header: keyHeader()}).Decode(t, &list)
 		return len(list.Tasks) == 1
-	}, func() string { return "the envelope's task is not listed by the A2A door" })
+	}, func() string { return "the envelope's task is not listed by the A2A endpoint" })
 	id := list.Tasks[0].ID
 	p.WaitTask(id, 30*time.Second, meshtest.StatusIs(mesh.StatusRunning))
 	v.agree(id, mesh.StatusRunning)
@@ -209,7 +209,7 @@ func TestDoors_OneTaskThroughEveryDoor(t *testing.T) {
 	p.WaitTask(task.TaskID, 30*time.Second, meshtest.StatusIs(mesh.StatusCompleted))
 	v.agree(task.TaskID, mesh.StatusCompleted)
 
-	// 3. Created through the A2A door; canceled through the partner routes.
+	// 3. Created through the A2A endpoint; canceled through the partner routes.
 	var sent struct {
 		Result struct {
 			Task struct {

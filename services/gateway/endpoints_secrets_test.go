@@ -16,12 +16,12 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// TestDoors_SecretsNeverLeak: the working directory of an envelope
+// TestEndpoints_SecretsNeverLeak: the working directory of an envelope
 // execute-agent reaches the agent's host and nothing else (no log, event, API
-// answer of any door, or the run record once the run ended; environment
+// answer of any endpoint, or the run record once the run ended; environment
 // variables are refused: envelope/refusals_test.go); a partner's
 // shared secret and API key appear only in the answer that registers it.
-func TestDoors_SecretsNeverLeak(t *testing.T) {
+func TestEndpoints_SecretsNeverLeak(t *testing.T) {
 	t.Parallel()
 	logs := &meshtest.Logs{}
 	p := meshtest.StartPlatform(t, meshtest.Options{Logs: logs, AllowPrivateWebhooks: true})

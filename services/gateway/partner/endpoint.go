@@ -1,10 +1,10 @@
-// Package partner is the gateway's partner door: the platform-wide routes
+// Package partner is the gateway's partner endpoint: the platform-wide routes
 // of seed 003 under /a2a/ (discovery, JSON-RPC messages, tasks, status as
 // JSON or Server-Sent Events, and partners' signed callbacks), over the
-// same task runs as every other door. Callers authenticate as at the A2A
-// door (an API key, then a bearer token), each method needs its scope, and
-// the A2A door's rate limit applies; what agents a caller reaches is the
-// A2A door's rule (admission.Caller.Reaches). docs/a2a.md "Partner routes"
+// same task runs as every other endpoint. Callers authenticate as at the A2A
+// endpoint (an API key, then a bearer token), each method needs its scope, and
+// the A2A endpoint's rate limit applies; what agents a caller reaches is the
+// A2A endpoint's rule (admission.Caller.Reaches). docs/a2a.md "Partner routes"
 // tells the whole story.
 package partner
 
@@ -23,7 +23,7 @@ import (
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
-// Config configures the partner door. Zero values take the documented
+// Config configures the partner endpoint. Zero values take the documented
 // defaults.
 type Config struct {
 	// CardID, CardName and CardVersion identify the platform's card at GET
@@ -93,8 +93,8 @@ func (c *Config) defaults() {
 	}
 }
 
-// Door is the partner door.
-type Door struct {
+// Endpoint is the partner endpoint.
+type Endpoint struct {
 	cfg       Config
 	log       zerolog.Logger
 	client    *meshapi.Client
@@ -103,37 +103,37 @@ type Door struct {
 	records   *records
 }
 
-// New returns a door; Start readies it.
-func New(cfg Config) *Door {
+// New returns an endpoint; Start readies it.
+func New(cfg Config) *Endpoint {
 	cfg.defaults()
-	return &Door{cfg: cfg, log: cfg.Logger, client: cfg.Client, a2a: cfg.A2A, admission: cfg.Admission}
+	return &Endpoint{cfg: cfg, log: cfg.Logger, client: cfg.Client, a2a: cfg.A2A, admission: cfg.Admission}
 }
 
-// Start opens the door's bucket.
-func (d *Door) Start(ctx context.Context) error {
+// Start opens the endpoint's bucket.
+func (d *Endpoint) Start(ctx context.Context) error {
 	var err error
 	d.records, err = openRecords(ctx, d.cfg.JS, d.client)
 	return err
 }
 
-// Route is one route of the door, in ServeMux syntax.
+// Route is one route of the endpoint, in ServeMux syntax.
 type Route struct {
 	Pattern string
-	handler func(*Door, http.ResponseWriter, *http.Request)
+	handler func(*Endpoint, http.ResponseWriter, *http.Request)
 }
 
-// Routes lists the door's routes (seed 003 "Endpoints").
+// Routes lists the endpoint's routes (seed 003 "Endpoints").
 func Routes() []Route {
 	return []Route{
-		{"GET /a2a/discovery", (*Door).discovery},
-		{"POST /a2a/message", (*Door).message},
-		{"POST /a2a/task", (*Door).createTask},
-		{"GET /a2a/status", (*Door).status},
-		{"POST /a2a/webhook", (*Door).webhook},
+		{"GET /a2a/discovery", (*Endpoint).discovery},
+		{"POST /a2a/message", (*Endpoint).message},
+		{"POST /a2a/task", (*Endpoint).createTask},
+		{"GET /a2a/status", (*Endpoint).status},
+		{"POST /a2a/webhook", (*Endpoint).webhook},
 	}
 }
 
 // Serve answers one request of a route.
-func (d *Door) Serve(rt Route, w http.ResponseWriter, r *http.Request) {
+func (d *Endpoint) Serve(rt Route, w http.ResponseWriter, r *http.Request) {
 	rt.handler(d, w, r)
 }
