@@ -53,6 +53,13 @@ type ConnConfig struct {
 	// line, instead of failing at once: platform services started before
 	// their NATS. A refused credential still fails at once.
 	WaitForServer bool
+	// InOrder tries URL's servers, and only those, in the order given, at
+	// the first connection and at every reconnection, instead of in random
+	// order and with the servers a cluster tells of: a runtime lists its
+	// home region's servers first, other regions' after, as pairing told
+	// it (a region's servers are often reached through one advertised
+	// address, their own addresses being internal).
+	InOrder bool
 	// Logger receives connection state changes.
 	Logger zerolog.Logger
 }
@@ -95,7 +102,7 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			log.Info().Str("server", nc.ConnectedUrlRedacted()).Msg("nats reconnected")
+			log.Info().Str("server", nc.ConnectedUrlRedacted()).Str("cluster", nc.ConnectedClusterName()).Msg("nats reconnected")
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			if errors.Is(err, nats.ErrAuthorization) && cfg.OnAuthRefused != nil {
@@ -132,6 +139,9 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 	}
 	if cfg.RetryRefusedAuth {
 		opts = append(opts, nats.IgnoreAuthErrorAbort())
+	}
+	if cfg.InOrder {
+		opts = append(opts, nats.DontRandomize(), nats.IgnoreDiscoveredServers())
 	}
 	url := cfg.URL
 	if cfg.Server != nil {

@@ -52,6 +52,11 @@ const (
 	// already hold these records.
 	BucketA2AEndpoints = "mesh_a2a_doors"
 
+	// BucketRegions holds, per region, the NATS URLs its runtimes are told
+	// to connect to, each written by that region's credentials service and
+	// read by every region's.
+	BucketRegions = "mesh_regions"
+
 	ObjectArtifacts = "mesh_artifacts"
 )
 

@@ -224,5 +224,6 @@ func bucketConfigs(eventRetention time.Duration) []jetstream.KeyValueConfig {
 		{Bucket: BucketWebSessions, Description: "web sign-in codes and sessions, by hash", TTL: 7 * 24 * time.Hour},
 		{Bucket: BucketDelegation, Description: "routing rules, delegations being followed, partner platforms"},
 		{Bucket: BucketA2AEndpoints, Description: "partner-route and envelope-protocol data a task run does not hold"},
+		{Bucket: BucketRegions, Description: "each region's NATS URLs for runtimes"},
 	}
 }

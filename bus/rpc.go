@@ -60,7 +60,9 @@ func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) (er
 	reply, err := nc.RequestMsgWithContext(ctx, msg)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return mesh.Errorf(mesh.CodeUnavailable, "no %s service is running", serviceOf(subject))
+		// The NATS error stays reachable: a runtime tells "no service
+		// answers through this server" apart from other unavailability.
+		return fmt.Errorf("%w: %w", mesh.Errorf(mesh.CodeUnavailable, "no %s service is running", serviceOf(subject)), err)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return mesh.Errorf(mesh.CodeTimeout, "%s did not answer in time", serviceOf(subject))
 	case errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrReconnectBufExceeded):

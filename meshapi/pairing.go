@@ -42,14 +42,28 @@ type AttachRequest struct {
 
 // NATSConnection tells a runtime how to reach the bus directly.
 type NATSConnection struct {
-	URL         string `json:"url,omitempty"`
-	WSURL       string `json:"ws_url,omitempty"`
-	InboxPrefix string `json:"inbox_prefix"`
-	Stream      string `json:"stream"`
-	Consumer    string `json:"consumer"`
+	// URL and WSURL reach the servers of Region, the agent's home region.
+	URL   string `json:"url,omitempty"`
+	WSURL string `json:"ws_url,omitempty"`
+	// Region is the agent's home region, the one URL and WSURL reach.
+	Region string `json:"region,omitempty"`
+	// Fallbacks are the other regions' servers, in the order a runtime
+	// tries them when its home region's cannot be reached: slower (its
+	// work crosses to the home region) but working.
+	Fallbacks   []NATSRegion `json:"fallbacks,omitempty"`
+	InboxPrefix string       `json:"inbox_prefix"`
+	Stream      string       `json:"stream"`
+	Consumer    string       `json:"consumer"`
 	// JSAPIPrefix is the JetStream API prefix the runtime's connection reads
 	// its queue consumer through (jetstream.NewWithAPIPrefix).
 	JSAPIPrefix string `json:"js_api_prefix"`
+}
+
+// NATSRegion is where a runtime reaches the NATS servers of one region.
+type NATSRegion struct {
+	Region string `json:"region"`
+	URL    string `json:"url,omitempty"`
+	WSURL  string `json:"ws_url,omitempty"`
 }
 
 // PlatformInfo is the public origin identifier passed on to adapters (seed 000).

@@ -131,6 +131,22 @@ func newStart(g *globals) *cobra.Command {
 				log.Info().Str("status", "http://"+status.Addr()).Msg("status port: /metrics and /healthz")
 			}
 			store := g.store()
+			// Where the runtime is connected goes into the profile for
+			// a2a-runtime status: at once, and again at a heartbeat after
+			// the connection moved (to another server or region).
+			var recorded profile.Connection
+			recordConnection := func() {
+				c := tr.Connection()
+				if c.Transport == recorded.Transport && c.Server == recorded.Server && c.Region == recorded.Region && !recorded.At.IsZero() {
+					return
+				}
+				if err := store.RecordConnection(p.Name(), c); err != nil {
+					log.Debug().Err(err).Msg("connection not recorded in the profile")
+					return
+				}
+				recorded = c
+			}
+			recordConnection()
 			// Hosts get the delegation tools of their run when the
 			// transport speaks the delegation operations (NATS).
 			var tools *toolserver.Server
@@ -151,6 +167,7 @@ func newStart(g *globals) *cobra.Command {
 					if err := store.RecordHeartbeat(p.Name(), at); err != nil {
 						log.Debug().Err(err).Msg("last heartbeat not recorded in the profile")
 					}
+					recordConnection()
 				},
 				Metrics: metrics,
 				Logger:  log,

@@ -24,10 +24,15 @@ type statusReport struct {
 	Platform      string         `json:"platform_connection"`
 	PlatformError string         `json:"platform_error,omitempty"`
 	LastHeartbeat *time.Time     `json:"last_heartbeat_at,omitempty"`
-	Adapter       string         `json:"adapter"`
-	AdapterError  string         `json:"adapter_error,omitempty"`
-	LedgerPath    string         `json:"ledger_path"`
-	LedgerBacklog int            `json:"ledger_backlog"`
+	// HomeRegion is the agent's home region, as it was at pairing.
+	HomeRegion string `json:"home_region,omitempty"`
+	// Connection is where a running a2a-runtime start last recorded it was
+	// connected.
+	Connection    *profile.Connection `json:"connection,omitempty"`
+	Adapter       string              `json:"adapter"`
+	AdapterError  string              `json:"adapter_error,omitempty"`
+	LedgerPath    string              `json:"ledger_path"`
+	LedgerBacklog int                 `json:"ledger_backlog"`
 	// Version is this a2a-runtime's own version.
 	Version string `json:"version"`
 }
@@ -72,6 +77,10 @@ func gatherStatus(ctx context.Context, p profile.Profile) statusReport {
 		t := p.LastHeartbeatAt
 		r.LastHeartbeat = &t
 	}
+	r.HomeRegion = p.NATS.Region
+	if c := p.Public().Connection; !c.At.IsZero() {
+		r.Connection = &c
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if api, err := platformAPI(p); err != nil {
@@ -109,6 +118,8 @@ func printStatus(r statusReport) {
 	} else {
 		fmt.Printf("last heartbeat:  never\n")
 	}
+	fmt.Printf("home region:     %s\n", orNone(r.HomeRegion))
+	fmt.Printf("connected:       %s\n", connectionLine(r))
 	fmt.Printf("local executor:  %s\n", r.Executor)
 	fmt.Printf("local adapter:   %s at %s\n", withDetail(r.Adapter, r.AdapterError), r.Endpoint)
 	if a := r.Profile.SupervisedAdapter; a.Provider != "" {
@@ -118,6 +129,41 @@ func printStatus(r statusReport) {
 		fmt.Printf("                 a running a2a-runtime start claims no task runs until the adapter answers\n")
 	}
 	fmt.Printf("ledger:          %s (%d reports waiting to be re-sent)\n", r.LedgerPath, r.LedgerBacklog)
+}
+
+// connectionLine says where a running runtime is connected, as it last
+// recorded it, and what that means: a region other than the home region
+// works, slower; HTTP instead of NATS says why.
+func connectionLine(r statusReport) string {
+	c := r.Connection
+	if c == nil {
+		return "not recorded (no a2a-runtime start has run with this profile)"
+	}
+	at := c.At.Local().Format(time.RFC3339)
+	if c.Transport != runtimeengine.ModeNATS {
+		line := fmt.Sprintf("%s to %s (as of %s)", c.Transport, c.Server, at)
+		if c.NATSError != "" {
+			line += "\n                 NATS not used: " + c.NATSError
+		}
+		return line
+	}
+	region := c.Region
+	switch {
+	case region == "" && c.Cluster != "":
+		region = "none (a server of cluster " + c.Cluster + ", not one of the platform's regions: a site's leaf node, say)"
+	case region == "":
+		region = "none (a server in no cluster)"
+	case r.HomeRegion != "" && region != r.HomeRegion:
+		region += " (not the home region " + r.HomeRegion + ": working, with each request crossing to it)"
+	}
+	return fmt.Sprintf("nats, region %s, server %s (as of %s)", region, c.Server, at)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none given at pairing"
+	}
+	return s
 }
 
 func withDetail(state, detail string) string {

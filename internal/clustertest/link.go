@@ -157,6 +157,11 @@ func (l *link) setCut(cut bool) {
 
 func (l *link) close() {
 	_ = l.ln.Close()
+	l.dropAll()
+}
+
+// dropAll closes every connection the link carries.
+func (l *link) dropAll() {
 	l.mu.Lock()
 	var all []net.Conn
 	for c := range l.conns {

@@ -60,7 +60,7 @@ func (c *Config) newService(name string, env serviceEnv) (service, error) {
 	case bus.ServiceCredentials:
 		return credentials.New(credentials.Config{
 			Conn: conn, Logger: log, CodeTTL: c.PairingCodeTTL, HeartbeatTimeout: c.HeartbeatTimeout, Lease: c.Lease,
-			NATSURL: env.natsURL, NATSWebSocketURL: env.wsURL, AuthIssuer: env.issuer,
+			NATSURL: env.natsURL, NATSWebSocketURL: env.wsURL, Region: c.Region, AuthIssuer: env.issuer,
 			Platform: meshapi.PlatformInfo{Name: c.PlatformName, Origin: c.origin()}, Metrics: reg,
 		}), nil
 	case bus.ServiceRegistry:

@@ -46,6 +46,9 @@ type Profile struct {
 	// LeaseMS is how long a claimed run stays the runtime's without renewal;
 	// the runtime renews at a third of it.
 	LeaseMS int64 `json:"lease_ms,omitempty"`
+	// Connection is where the running runtime was last connected, as it
+	// recorded it (a2a-runtime status shows it).
+	Connection Connection `json:"connection,omitzero"`
 	// SupervisedAdapter is the adapter `a2a-runtime start` runs and
 	// supervises on LocalAgentEndpoint's port, as chosen at pairing; zero
 	// when the adapter is run separately.
@@ -83,11 +86,44 @@ type SupervisedAdapter struct {
 // NATS holds the connection details the platform advertises at pairing. Any
 // may be empty when the platform offers no direct bus access.
 type NATS struct {
-	URL         string `json:"url,omitempty"`
-	WSURL       string `json:"ws_url,omitempty"`
-	InboxPrefix string `json:"inbox_prefix,omitempty"`
-	Stream      string `json:"stream,omitempty"`
-	Consumer    string `json:"consumer,omitempty"`
+	// URL and WSURL reach the servers of Region, the agent's home region.
+	URL   string `json:"url,omitempty"`
+	WSURL string `json:"ws_url,omitempty"`
+	// Region is the agent's home region, as it was at pairing.
+	Region string `json:"region,omitempty"`
+	// Fallbacks are the other regions' servers, tried in this order when
+	// the home region's cannot be reached.
+	Fallbacks   []NATSRegion `json:"fallbacks,omitempty"`
+	InboxPrefix string       `json:"inbox_prefix,omitempty"`
+	Stream      string       `json:"stream,omitempty"`
+	Consumer    string       `json:"consumer,omitempty"`
+}
+
+// NATSRegion is where the NATS servers of one region are reached.
+type NATSRegion struct {
+	Region string `json:"region"`
+	URL    string `json:"url,omitempty"`
+	WSURL  string `json:"ws_url,omitempty"`
+}
+
+// Connection is where a running runtime is connected to the platform.
+type Connection struct {
+	// Transport is nats or http.
+	Transport string `json:"transport"`
+	// Server is the URL of the NATS server (without user information), or
+	// the API base over HTTP.
+	Server string `json:"server,omitempty"`
+	// Cluster is the NATS cluster of that server, as the server names it.
+	Cluster string `json:"cluster,omitempty"`
+	// Region is the platform's region that server is in (a cluster named
+	// after one of the regions the runtime knows); empty for any other
+	// server, such as a site's leaf node.
+	Region string `json:"region,omitempty"`
+	// NATSError says why the runtime works over HTTP although the platform
+	// offered NATS.
+	NATSError string `json:"nats_error,omitempty"`
+	// At is when this was recorded.
+	At time.Time `json:"at"`
 }
 
 // Name is the profile's key in the file, "{agent_id}/{runtime_id}" (seed 001

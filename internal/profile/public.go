@@ -26,6 +26,7 @@ type Public struct {
 	PairedAt           time.Time           `json:"paired_at,omitzero"`
 	Platform           adapterapi.Platform `json:"platform,omitzero"`
 	NATS               NATS                `json:"nats,omitzero"`
+	Connection         Connection          `json:"connection,omitzero"`
 	SupervisedAdapter  SupervisedAdapter   `json:"supervised_adapter,omitzero"`
 	// HasRuntimeToken tells whether the profile can authenticate, without
 	// saying anything about the token.
@@ -37,6 +38,12 @@ func (p Profile) Public() Public {
 	nats := p.NATS
 	nats.URL = redactURL(nats.URL)
 	nats.WSURL = redactURL(nats.WSURL)
+	nats.Fallbacks = nil
+	for _, f := range p.NATS.Fallbacks {
+		nats.Fallbacks = append(nats.Fallbacks, NATSRegion{Region: f.Region, URL: redactURL(f.URL), WSURL: redactURL(f.WSURL)})
+	}
+	conn := p.Connection
+	conn.Server = redactURL(conn.Server)
 	return Public{
 		Name:               p.Name(),
 		AgentID:            p.AgentID,
@@ -51,6 +58,7 @@ func (p Profile) Public() Public {
 		PairedAt:           p.PairedAt,
 		Platform:           p.Platform,
 		NATS:               nats,
+		Connection:         conn,
 		SupervisedAdapter:  p.SupervisedAdapter,
 		HasRuntimeToken:    p.RuntimeToken != "",
 	}

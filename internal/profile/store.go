@@ -116,6 +116,21 @@ func (s *Store) RecordHeartbeat(name string, at time.Time) error {
 	})
 }
 
+// RecordConnection sets the named profile's connection without touching
+// anything else.
+func (s *Store) RecordConnection(name string, c Connection) error {
+	return s.Update(func(f *File) error {
+		p, ok := f.Profiles[name]
+		if !ok {
+			return f.notFound(name, "profile")
+		}
+		c.At = c.At.UTC()
+		p.Connection = c
+		f.Profiles[name] = p
+		return nil
+	})
+}
+
 // List returns the profile names in sorted order; none when the file is
 // missing.
 func (s *Store) List() ([]string, error) {

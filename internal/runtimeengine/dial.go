@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
@@ -45,10 +47,15 @@ func Dial(ctx context.Context, cfg DialConfig) (Transport, *meshapi.HelloRespons
 		for _, url := range natsURLs(cfg) {
 			t, hello, err := DialNATS(ctx, NATSConfig{
 				URL: url, Token: p.RuntimeToken, AgentID: p.AgentID, RuntimeID: p.RuntimeID,
-				InboxPrefix: p.NATS.InboxPrefix, Logger: cfg.Logger,
+				InboxPrefix: p.NATS.InboxPrefix, Regions: regions(p.NATS), Logger: cfg.Logger,
 			})
 			if err == nil {
-				cfg.Logger.Info().Str("transport", "nats").Str("url", url).Msg("connected")
+				c := t.Connection()
+				ev := cfg.Logger.Info()
+				if home := p.NATS.Region; home != "" && c.Region != home {
+					ev = cfg.Logger.Warn().Str("home_region", home)
+				}
+				ev.Str("transport", "nats").Str("url", c.Server).Str("region", c.Region).Msg("connected")
 				return t, hello, nil
 			}
 			if IsAuthError(err) {
@@ -67,27 +74,82 @@ func Dial(ctx context.Context, cfg DialConfig) (Transport, *meshapi.HelloRespons
 			}
 			return nil, nil, fmt.Errorf("nats transport: %w", natsErr)
 		}
-		cfg.Logger.Warn().Err(natsErr).Msg("NATS unreachable; using the HTTP transport")
+		hello, err := HTTPHello(ctx, cfg.API)
+		if err != nil {
+			return nil, nil, err
+		}
+		if errors.Is(natsErr, ErrNoPlatform) {
+			// Reaching a server the platform does not answer through is a
+			// deployment to fix, not a network that comes and goes.
+			cfg.Logger.Error().Err(natsErr).Msg("the platform does not answer through its NATS server; working over HTTP until this runtime is restarted")
+		} else {
+			cfg.Logger.Warn().Err(natsErr).Msg("NATS unreachable; using the HTTP transport")
+		}
+		return dialedHTTP(cfg, hello, natsErr), hello, nil
 	}
 	hello, err := HTTPHello(ctx, cfg.API)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.Logger.Info().Str("transport", "http").Str("api_base", cfg.API.Base()).Msg("connected")
-	return NewHTTP(HTTPConfig{API: cfg.API, AgentID: p.AgentID, Logger: cfg.Logger}), hello, nil
+	return dialedHTTP(cfg, hello, nil), hello, nil
 }
 
+func dialedHTTP(cfg DialConfig, hello *meshapi.HelloResponse, natsErr error) Transport {
+	cfg.Logger.Info().Str("transport", "http").Str("api_base", cfg.API.Base()).Msg("connected")
+	t := NewHTTP(HTTPConfig{API: cfg.API, AgentID: cfg.Profile.AgentID, Logger: cfg.Logger})
+	t.(*httpTransport).natsErr = natsErr
+	return t
+}
+
+// natsURLs are the server lists the runtime tries, one connection each:
+// the nats:// servers of the agent's home region followed by those of every
+// fallback region, then the same for WebSocket. Within a region the
+// servers are shuffled, so a region's runtimes spread over its servers;
+// the regions keep their order.
 func natsURLs(cfg DialConfig) []string {
 	if cfg.NATSURL != "" {
 		return []string{cfg.NATSURL}
 	}
-	var urls []string
-	for _, u := range []string{cfg.Profile.NATS.URL, cfg.Profile.NATS.WSURL} {
-		if u != "" {
-			urls = append(urls, u)
+	n := cfg.Profile.NATS
+	var plain, ws []string
+	add := func(url, wsURL string) {
+		plain = append(plain, shuffled(url)...)
+		ws = append(ws, shuffled(wsURL)...)
+	}
+	add(n.URL, n.WSURL)
+	for _, f := range n.Fallbacks {
+		add(f.URL, f.WSURL)
+	}
+	var lists []string
+	for _, l := range [][]string{plain, ws} {
+		if len(l) > 0 {
+			lists = append(lists, strings.Join(l, ","))
 		}
 	}
-	return urls
+	return lists
+}
+
+// regions are the names of the regions the profile knows of.
+func regions(n profile.NATS) []string {
+	var names []string
+	if n.Region != "" {
+		names = append(names, n.Region)
+	}
+	for _, f := range n.Fallbacks {
+		names = append(names, f.Region)
+	}
+	return names
+}
+
+func shuffled(urls string) []string {
+	var out []string
+	for _, u := range strings.Split(urls, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
 }
 
 // HTTPHello asks the REST API who the runtime is and how to work.

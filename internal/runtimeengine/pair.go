@@ -62,8 +62,16 @@ func Pair(ctx context.Context, req PairRequest) (profile.Profile, error) {
 		PairedAt:           time.Now().UTC(),
 		Platform:           adapterapi.Platform{Name: res.Platform.Name, Origin: res.Platform.Origin},
 		NATS: profile.NATS{
-			URL: res.NATS.URL, WSURL: res.NATS.WSURL, InboxPrefix: res.NATS.InboxPrefix,
-			Stream: res.NATS.Stream, Consumer: res.NATS.Consumer,
+			URL: res.NATS.URL, WSURL: res.NATS.WSURL, Region: res.NATS.Region, Fallbacks: fallbacks(res.NATS.Fallbacks),
+			InboxPrefix: res.NATS.InboxPrefix, Stream: res.NATS.Stream, Consumer: res.NATS.Consumer,
 		},
 	}, nil
+}
+
+func fallbacks(regions []meshapi.NATSRegion) []profile.NATSRegion {
+	var out []profile.NATSRegion
+	for _, r := range regions {
+		out = append(out, profile.NATSRegion{Region: r.Region, URL: r.URL, WSURL: r.WSURL})
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/a2amesh/a2amesh/internal/profile"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -32,6 +33,9 @@ type Transport interface {
 	// Hello asks the platform for the agent's current instructions and
 	// timings; it changes nothing.
 	Hello(ctx context.Context) (*meshapi.HelloResponse, error)
+	// Connection says where the transport is connected now (a2a-runtime
+	// status shows it).
+	Connection() profile.Connection
 	Close()
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/profile"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/rs/zerolog"
@@ -26,7 +27,9 @@ type HTTPConfig struct {
 }
 
 type httpTransport struct {
-	cfg      HTTPConfig
+	cfg HTTPConfig
+	// natsErr is why the platform's NATS was not used, when it was offered.
+	natsErr  error
 	canceled chan string
 	stop     context.CancelFunc
 }
@@ -65,6 +68,14 @@ func (t *httpTransport) followCancellations(ctx context.Context) {
 }
 
 func (t *httpTransport) Canceled() <-chan string { return t.canceled }
+
+func (t *httpTransport) Connection() profile.Connection {
+	c := profile.Connection{Transport: ModeHTTP, Server: t.cfg.API.Base(), At: time.Now()}
+	if t.natsErr != nil {
+		c.NATSError = t.natsErr.Error()
+	}
+	return c
+}
 
 func (t *httpTransport) Hello(ctx context.Context) (*meshapi.HelloResponse, error) {
 	return HTTPHello(ctx, t.cfg.API)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/profile"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go"
@@ -16,11 +18,17 @@ import (
 
 // NATSConfig configures the NATS transport.
 type NATSConfig struct {
-	// URL is the nats:// or ws:// URL the platform advertised.
+	// URL is one or more comma-separated nats:// or ws:// URLs, tried in
+	// the order given, at the first connection and at every reconnection:
+	// the servers of the agent's home region first, then other regions'.
 	URL       string
 	Token     string
 	AgentID   string
 	RuntimeID string
+	// Regions are the names of the platform's regions the runtime knows of
+	// (its home region and fallbacks): a server in a cluster of one of
+	// these names is in that region.
+	Regions []string
 	// InboxPrefix is the runtime's private reply inbox (its NATS permissions
 	// allow no other).
 	InboxPrefix string
@@ -68,7 +76,7 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 			default:
 			}
 		},
-		URL: cfg.URL, Token: cfg.Token, InboxPrefix: cfg.InboxPrefix,
+		URL: cfg.URL, InOrder: true, Token: cfg.Token, InboxPrefix: cfg.InboxPrefix,
 		Name: "a2a-runtime " + cfg.RuntimeID, MaxReconnectWait: 5 * time.Second,
 		FailWhileDisconnected: true, RetryRefusedAuth: true, Logger: cfg.Logger,
 	})
@@ -78,6 +86,7 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	t := &natsTransport{cfg: cfg, conn: conn, canceled: make(chan string, 64), authRefused: authRefused}
 	t.rc = meshapi.NewClient(conn.NC).Runtime(cfg.AgentID, cfg.RuntimeID)
 	if t.hello, err = t.rc.Hello(cctx); err != nil {
+		err = t.explain(err, "the runtime's hello")
 		conn.NC.Close()
 		return nil, nil, err
 	}
@@ -91,8 +100,9 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 		}
 	}
 	if t.consumer, err = js.Consumer(cctx, t.hello.Stream, t.hello.Consumer); err != nil {
+		err = fmt.Errorf("bind queue consumer: %w", t.explain(err, "the task queue ("+t.hello.Stream+" "+t.hello.Consumer+")"))
 		conn.NC.Close()
-		return nil, nil, fmt.Errorf("bind queue consumer: %w", err)
+		return nil, nil, err
 	}
 	// Cancellations are task_run events of this agent; the subscription is
 	// core NATS, so it costs nothing while idle.
@@ -104,7 +114,53 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	return t, t.hello, nil
 }
 
-func (t *natsTransport) Name() string { return "nats" }
+func (t *natsTransport) Name() string { return ModeNATS }
+
+func (t *natsTransport) Connection() profile.Connection {
+	nc := t.conn.NC
+	c := profile.Connection{Transport: ModeNATS, Server: nc.ConnectedUrlRedacted(), Cluster: nc.ConnectedClusterName(), At: time.Now()}
+	// Each region is a NATS cluster of that name, and a server in no
+	// cluster is the one region of its deployment (bus.ResolveRegion); any
+	// other cluster (a site's leaf node has one of its own) is none of the
+	// platform's.
+	region := c.Cluster
+	if region == "" {
+		region = bus.DefaultRegion
+	}
+	if slices.Contains(t.cfg.Regions, region) {
+		c.Region = region
+	}
+	return c
+}
+
+// ErrNoPlatform means the runtime reached a NATS server but the platform
+// does not answer it through that server: a site's leaf node whose
+// connection to the platform is down or refused, or one that does not carry
+// the runtimes' account.
+var ErrNoPlatform = errors.New("the platform does not answer through this NATS server")
+
+// server names the NATS server the transport is connected to, for errors.
+func (t *natsTransport) server() string {
+	nc := t.conn.NC
+	where := nc.ConnectedUrlRedacted()
+	if name := nc.ConnectedServerName(); name != "" {
+		where = fmt.Sprintf("%q at %s", name, where)
+	}
+	if cluster := nc.ConnectedClusterName(); cluster != "" {
+		return where + " (cluster " + cluster + ")"
+	}
+	return where + " (in no cluster)"
+}
+
+// explain turns a request nothing answered into ErrNoPlatform, saying
+// what went unanswered and where.
+func (t *natsTransport) explain(err error, what string) error {
+	if !errors.Is(err, nats.ErrNoResponders) {
+		return err
+	}
+	return fmt.Errorf("%w: the NATS server %s took the connection, but nothing answers %s there; "+
+		"if it is a site's leaf node, its connection to the platform is down or was refused (see the leaf node's log)", ErrNoPlatform, t.server(), what)
+}
 
 func (t *natsTransport) onRunEvent(msg *nats.Msg) {
 	if bus.EventType(msg.Header) != mesh.EventTaskRunCanceled {
@@ -130,7 +186,7 @@ func (t *natsTransport) Hello(ctx context.Context) (*meshapi.HelloResponse, erro
 
 func (t *natsTransport) Heartbeat(ctx context.Context, req meshapi.HeartbeatRequest) error {
 	_, err := t.rc.Heartbeat(ctx, req)
-	return err
+	return t.explain(err, "the runtime's heartbeat")
 }
 
 func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {

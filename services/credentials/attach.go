@@ -34,6 +34,12 @@ func (s *Service) handleAttach(ctx context.Context, req *bus.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
+	home := ""
+	if agent, _, err := s.agents.Get(ctx, code.AgentID); err == nil {
+		home = agent.HomeRegion
+	}
+	nc := s.natsConnection(home)
+	nc.InboxPrefix, nc.Stream, nc.Consumer, nc.JSAPIPrefix = bus.RuntimeInboxPrefix(rt.ID), bus.QueueStream, bus.QueueConsumer(rt.AgentID), bus.JetStreamAPIPrefix
 	s.publish(ctx, bus.Event{
 		Type: mesh.EventPairingCodeRedeemed, Kind: mesh.KindPairingCode, AgentID: code.AgentID, Subject: code.CodeID,
 		ID: code.CodeID + ".redeemed", Data: codeEventData{CodeID: code.CodeID, AgentID: code.AgentID, RuntimeID: rt.ID},
@@ -44,15 +50,8 @@ func (s *Service) handleAttach(ctx context.Context, req *bus.Request) (any, erro
 		RuntimeToken:       token,
 		HeartbeatTimeoutMS: s.cfg.HeartbeatTimeout.Milliseconds(),
 		LeaseMS:            s.cfg.Lease.Milliseconds(),
-		NATS: meshapi.NATSConnection{
-			URL:         s.cfg.NATSURL,
-			WSURL:       s.cfg.NATSWebSocketURL,
-			InboxPrefix: bus.RuntimeInboxPrefix(rt.ID),
-			Stream:      bus.QueueStream,
-			Consumer:    bus.QueueConsumer(rt.AgentID),
-			JSAPIPrefix: bus.JetStreamAPIPrefix,
-		},
-		Platform: s.cfg.Platform,
+		NATS:               nc,
+		Platform:           s.cfg.Platform,
 	}, nil
 }
 

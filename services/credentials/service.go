@@ -38,6 +38,10 @@ type Config struct {
 	// left out and the runtime uses the HTTP transport.
 	NATSURL          string
 	NATSWebSocketURL string
+	// Region is the region this service serves; NATSURL and
+	// NATSWebSocketURL are that region's, recorded for every region's
+	// pairing to read. Default bus.DefaultRegion.
+	Region string
 	// Platform is the public origin identifier runtimes pass to adapters.
 	Platform meshapi.PlatformInfo
 	// AuthIssuer signs the user JWTs of auth callout replies. Nil disables the
@@ -69,6 +73,9 @@ func (c *Config) defaults() {
 	}
 	if c.SweepInterval == 0 {
 		c.SweepInterval = 30 * time.Second
+	}
+	if c.Region == "" {
+		c.Region = bus.DefaultRegion
 	}
 	if c.Platform.Name == "" {
 		c.Platform.Name = "A2A Mesh"
@@ -112,6 +119,8 @@ type Service struct {
 	consumers *bus.Records[consumerRecord]
 	// a2aKeys holds A2A API keys.
 	a2aKeys *bus.Records[a2aKeyRecord]
+	// regions mirrors every region's NATS URLs (regions.go).
+	regions *bus.Mirror[regionRecord, regionRecord]
 	events  *bus.Publisher
 	svc     *bus.Service
 	authSub *nats.Subscription
@@ -148,6 +157,9 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	if s.a2aKeys, err = bus.OpenRecords[a2aKeyRecord](ctx, js, bus.BucketA2AKeys); err != nil {
+		return err
+	}
+	if err := s.startRegions(ctx); err != nil {
 		return err
 	}
 	s.events = bus.NewPublisher(js, bus.ServiceCredentials).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServiceCredentials))
@@ -195,6 +207,9 @@ func (s *Service) Stop(grace time.Duration) {
 	}
 	close(s.stop)
 	s.wg.Wait()
+	if s.regions != nil {
+		_ = s.regions.Stop()
+	}
 }
 
 func (s *Service) publish(ctx context.Context, ev bus.Event) {

@@ -1,0 +1,330 @@
+package edge
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/clustertest"
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/a2amesh/a2amesh/internal/secret"
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// Timings long enough that a busy machine never loses a run whose runtime
+// is alive, and short enough that a runtime's new connection is recorded
+// soon (it heartbeats every third of the timeout).
+const (
+	testLease            = 15 * time.Second
+	testHeartbeatTimeout = 9 * time.Second
+)
+
+// agentScript completes every task with a reply naming it.
+const agentScript = `read -r text
+echo "done: $text"
+`
+
+// program is a process the test started; it is killed when the test ends.
+type program struct {
+	name string
+	cmd  *exec.Cmd
+	logs meshtest.Logs
+	done chan struct{}
+}
+
+func (p *program) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// region is one region of the deployment: its NATS cluster, every service
+// as `a2a-platform serve` processes, and the address its runtimes are told
+// (a proxy in front of its servers, which the test can make unreachable).
+type region struct {
+	name  string
+	front *clustertest.Proxy
+	api   string
+	p     *meshtest.Platform
+}
+
+// deployment is the platform across regions as an operator runs it: a
+// NATS supercluster (a cluster per region, joined by gateways) and, in each
+// region, each service as its own process.
+type deployment struct {
+	t       *testing.T
+	sc      *clustertest.Supercluster
+	dir     string
+	owner   string
+	regions map[string]*region
+	mu      sync.Mutex
+	secrets []string
+	progs   []*program
+}
+
+// startRegions starts a supercluster of one-server regions and every service
+// in each, and waits until every gateway answers /readyz.
+func startRegions(t *testing.T, names ...string) *deployment {
+	t.Helper()
+	var rs []clustertest.Region
+	for _, n := range names {
+		rs = append(rs, clustertest.Region{Name: n})
+	}
+	d := &deployment{t: t, sc: clustertest.StartSupercluster(t, clustertest.SuperclusterOptions{Regions: rs}),
+		dir: t.TempDir(), owner: secret.NewToken(secret.PrefixOwner), regions: map[string]*region{}}
+	d.secrets = []string{d.owner, d.sc.Password(), d.sc.IssuerSeed()}
+	d.dumpOnFailure()
+	for name, content := range map[string]string{"issuer.nk": d.sc.IssuerSeed(), "owner.token": d.owner + "\n"} {
+		if err := os.WriteFile(filepath.Join(d.dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range names {
+		d.regions[n] = d.startServices(n)
+	}
+	for _, r := range d.regions {
+		meshtest.WaitReady(t, r.api, 120*time.Second, &meshtest.Logs{})
+	}
+	return d
+}
+
+// startServices runs every service of one region against its servers. The
+// region's name comes from its NATS cluster, as it does by default.
+func (d *deployment) startServices(name string) *region {
+	t := d.t
+	r := &region{name: name, front: clustertest.NewProxy(t, strings.TrimPrefix(d.sc.URL(name, 0), "nats://"))}
+	for _, svc := range platform.Services {
+		args := []string{"serve", svc, "--data-dir", filepath.Join(d.dir, name+"-"+svc), "--nats-url", d.sc.URLs(name),
+			"--log-level", "info", "--lease", testLease.String(), "--heartbeat-timeout", testHeartbeatTimeout.String()}
+		switch svc {
+		case "credentials":
+			args = append(args, "--auth-issuer-seed-file", filepath.Join(d.dir, "issuer.nk"), "--nats-advertise", r.front.URL())
+		case "gateway":
+			addr := meshtest.FreeAddr(t)
+			args = append(args, "--owner-token-file", filepath.Join(d.dir, "owner.token"), "--http", addr)
+			r.api = "http://" + addr
+		}
+		d.start(svc+" in "+name, []string{"A2A_MESH_NATS_PASSWORD=" + d.sc.Password()}, bins.Platform, args...)
+	}
+	r.p = meshtest.Remote(t, r.api, d.owner)
+	return r
+}
+
+// start runs bin with args and extra environment.
+func (d *deployment) start(name string, env []string, bin string, args ...string) *program {
+	d.t.Helper()
+	p := &program{name: name, done: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.logs, &p.logs
+	if err := p.cmd.Start(); err != nil {
+		d.t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	d.mu.Lock()
+	d.progs = append(d.progs, p)
+	d.mu.Unlock()
+	d.t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+func (d *deployment) secret(s string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.secrets = append(d.secrets, s)
+}
+
+// mask hides the test's credentials in text shown on failure.
+func (d *deployment) mask(text string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, s := range d.secrets {
+		if s != "" {
+			text = strings.ReplaceAll(text, s, "[credential]")
+		}
+	}
+	return text
+}
+
+// dumpOnFailure shows the end of every program's output when the test fails.
+func (d *deployment) dumpOnFailure() {
+	d.t.Cleanup(func() {
+		if !d.t.Failed() {
+			return
+		}
+		d.mu.Lock()
+		progs := append([]*program(nil), d.progs...)
+		d.mu.Unlock()
+		for _, p := range progs {
+			d.t.Logf("---- %s ----\n%s", p.name, tail(d.mask(p.logs.String()), 3000))
+		}
+	})
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// startAdapter runs a2a-adapter with the command provider and agentScript,
+// and returns its run-task URL.
+func (d *deployment) startAdapter() string {
+	d.t.Helper()
+	path := filepath.Join(d.t.TempDir(), "agent.sh")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+agentScript), 0o755); err != nil {
+		d.t.Fatal(err)
+	}
+	p := d.start("adapter", []string{"HOME=" + d.t.TempDir()}, bins.Adapter, "--provider", "command",
+		"--listen", "127.0.0.1:0", "--workdir", filepath.Join(d.t.TempDir(), "work"), "--log-level", "warn", "--", path)
+	re := regexp.MustCompile(`listening on (http://\S+)`)
+	var m []string
+	meshtest.Eventually(d.t, 20*time.Second, func() bool {
+		m = re.FindStringSubmatch(p.logs.String())
+		return m != nil || p.exited()
+	}, func() string { return "the adapter never listened:\n" + p.logs.String() })
+	if m == nil {
+		d.t.Fatalf("the adapter exited:\n%s", p.logs.String())
+	}
+	return m[1] + "/run-task"
+}
+
+// machine is a runtime's machine: its home folder holds the profile.
+type machine struct {
+	d       *deployment
+	home    string
+	agentID string
+	profile profile.Profile
+}
+
+// createAgent creates an agent through region via's gateway with the given
+// home region.
+func (d *deployment) createAgent(via, name, home string) mesh.Agent {
+	d.t.Helper()
+	var a mesh.Agent
+	d.regions[via].p.Send(d.t, meshtest.Request{Method: http.MethodPost, Path: "/agent-accounts", Owner: true,
+		JSON: map[string]any{"name": name, "home_region": home}}).Expect(d.t, http.StatusCreated).Decode(d.t, &a)
+	if a.HomeRegion != home {
+		d.t.Fatalf("agent created with home region %q, want %q", a.HomeRegion, home)
+	}
+	return a
+}
+
+// pair pairs a new machine with agent through region via's gateway, as
+// `a2a-runtime pair` does, and reads the profile it wrote.
+func (d *deployment) pair(agent mesh.Agent, via, endpoint string) *machine {
+	t := d.t
+	t.Helper()
+	m := &machine{d: d, home: t.TempDir(), agentID: agent.ID}
+	code := d.regions[via].p.PairingCode(agent.ID)
+	d.secret(code)
+	out, err := m.command("pair", code, "--api-base", d.regions[via].api, "--local-agent-endpoint", endpoint).CombinedOutput()
+	if err != nil {
+		t.Fatalf("a2a-runtime pair: %v\n%s", err, d.mask(string(out)))
+	}
+	m.profile = m.readProfile()
+	d.secret(m.profile.RuntimeToken)
+	return m
+}
+
+func (m *machine) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(bins.Runtime, args...)
+	cmd.Env = append(os.Environ(), "HOME="+m.home)
+	return cmd
+}
+
+func (m *machine) readProfile() profile.Profile {
+	m.d.t.Helper()
+	var f struct {
+		Profiles map[string]profile.Profile `json:"profiles"`
+	}
+	if err := json.Unmarshal([]byte(meshtest.ReadFile(filepath.Join(m.home, ".a2a", "runtime.json"))), &f); err != nil {
+		m.d.t.Fatal(err)
+	}
+	for _, p := range f.Profiles {
+		return p
+	}
+	m.d.t.Fatal("no profile written")
+	return profile.Profile{}
+}
+
+// start runs `a2a-runtime start` with args on the machine.
+func (m *machine) start(args ...string) *program {
+	return m.d.start("a2a-runtime of "+m.agentID, []string{"HOME=" + m.home}, bins.Runtime,
+		append([]string{"start", "--log-level", "info"}, args...)...)
+}
+
+// status is `a2a-runtime status --json` on the machine.
+func (m *machine) status() statusJSON {
+	m.d.t.Helper()
+	out, err := m.command("status", "--json").Output()
+	if err != nil {
+		m.d.t.Fatalf("a2a-runtime status: %v\n%s", err, out)
+	}
+	var s statusJSON
+	if err := json.Unmarshal(out, &s); err != nil {
+		m.d.t.Fatalf("a2a-runtime status --json: %v\n%s", err, out)
+	}
+	return s
+}
+
+// statusText is `a2a-runtime status` as people read it.
+func (m *machine) statusText() string {
+	m.d.t.Helper()
+	out, err := m.command("status").Output()
+	if err != nil {
+		m.d.t.Fatalf("a2a-runtime status: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+type statusJSON struct {
+	HomeRegion string              `json:"home_region"`
+	Connection *profile.Connection `json:"connection"`
+}
+
+// waitConnected waits until the machine's status says it is connected over
+// transport in region.
+func (m *machine) waitConnected(rt *program, transport, region string) statusJSON {
+	m.d.t.Helper()
+	var s statusJSON
+	meshtest.Eventually(m.d.t, 60*time.Second, func() bool {
+		if rt.exited() {
+			m.d.t.Fatalf("the runtime exited:\n%s", m.d.mask(rt.logs.String()))
+		}
+		s = m.status()
+		return s.Connection != nil && s.Connection.Transport == transport && s.Connection.Region == region
+	}, func() string {
+		return fmt.Sprintf("status never said %s in region %q: %+v\n%s", transport, region, s.Connection, m.d.mask(rt.logs.String()))
+	})
+	return s
+}
+
+// completes creates a task for the machine's agent through region via's
+// gateway and waits until it completed.
+func (m *machine) completes(via, text string) {
+	m.d.t.Helper()
+	p := m.d.regions[via].p
+	run := p.CreateTask(m.agentID, text)
+	got := p.WaitTask(run.ID, 60*time.Second, meshtest.StatusIs(mesh.StatusCompleted, mesh.StatusFailed))
+	if got.Status != mesh.StatusCompleted {
+		m.d.t.Fatalf("task %q ended %s: %+v", text, got.Status, got.Error)
+	}
+}

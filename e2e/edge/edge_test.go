@@ -1,0 +1,132 @@
+package edge
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/natsserver"
+	"github.com/a2amesh/a2amesh/internal/runtimeengine"
+)
+
+// TestEdges runs two regions, east and west, each a NATS cluster of its own
+// with every service, and checks how runtimes and sites reach them. The
+// deployment is shared: starting it is most of the cost.
+func TestEdges(t *testing.T) {
+	d := startRegions(t, "east", "west")
+	endpoint := d.startAdapter()
+	t.Run("a runtime connects to its home region and falls back to another", func(t *testing.T) {
+		runtimeFollowsItsRegion(t, d, endpoint)
+	})
+	t.Run("a runtime behind the shipped leaf node claims and completes runs", func(t *testing.T) {
+		runtimeBehindALeaf(t, d, endpoint)
+	})
+	t.Run("a leaf node that cannot reach the platform is named as the cause", func(t *testing.T) {
+		leafWithoutThePlatform(t, d, endpoint)
+	})
+}
+
+// runtimeFollowsItsRegion: an agent homed in west, paired through east,
+// gets west's address first and east's as a fallback; its runtime connects
+// to west, and when west's address stops answering it goes on through
+// east, slower but working, and says so.
+func runtimeFollowsItsRegion(t *testing.T, d *deployment, endpoint string) {
+	agent := d.createAgent("east", "homed in west", "west")
+	m := d.pair(agent, "east", endpoint)
+	n := m.profile.NATS
+	if n.Region != "west" || n.URL != d.regions["west"].front.URL() || len(n.Fallbacks) != 1 ||
+		n.Fallbacks[0].Region != "east" || n.Fallbacks[0].URL != d.regions["east"].front.URL() {
+		t.Fatalf("the profile's NATS details: %+v; want west's address, then east's", n)
+	}
+	rt := m.start("--transport", "nats")
+	s := m.waitConnected(rt, "nats", "west")
+	if s.HomeRegion != "west" {
+		t.Fatalf("status shows home region %q, want west", s.HomeRegion)
+	}
+	m.completes("west", "at home")
+
+	d.regions["west"].front.Block()
+	m.waitConnected(rt, "nats", "east")
+	if text := m.statusText(); !strings.Contains(text, "region east (not the home region west") {
+		t.Fatalf("status does not say the runtime works through another region:\n%s", text)
+	}
+	m.completes("west", "through east")
+	m.completes("east", "created in east, through east")
+	d.regions["west"].front.Unblock()
+}
+
+// startLeaf runs deploy/nats/leaf.conf as shipped with hubURL as its remote
+// and returns the site's client URL.
+func startLeaf(t *testing.T, hubURL string) (string, *natsserver.Process) {
+	t.Helper()
+	site := meshtest.FreeAddr(t)
+	leaf := natsserver.Start(t, filepath.Join("..", "..", "deploy", "nats", "leaf.conf"), map[string]string{
+		"MESH_LEAF_LISTEN":  site,
+		"MESH_LEAF_HUB_URL": hubURL,
+	}, site)
+	return "nats://" + site, leaf
+}
+
+// leafHubURL is west's leaf node address with userinfo.
+func (d *deployment) leafHubURL(userinfo string) string {
+	return strings.Replace(d.sc.LeafURL("west", 0), "nats-leaf://", "nats-leaf://"+userinfo+"@", 1)
+}
+
+func runtimeBehindALeaf(t *testing.T, d *deployment, endpoint string) {
+	agent := d.createAgent("west", "at a site", "west")
+	m := d.pair(agent, "west", endpoint)
+	site, leaf := startLeaf(t, d.leafHubURL(m.profile.RuntimeToken))
+	rt := m.start("--transport", "nats", "--nats-url", site)
+	meshtest.Eventually(t, 60*time.Second, func() bool {
+		s := m.status()
+		return s.Connection != nil && s.Connection.Transport == "nats" && s.Connection.Server == site
+	}, func() string {
+		return "the runtime never connected through the leaf:\n" + d.mask(rt.logs.String()+leaf.Logs())
+	})
+	if text := m.statusText(); !strings.Contains(text, "region none (a server of cluster a2a-mesh-site, not one of the platform's regions") {
+		t.Fatalf("status does not say the runtime is connected to a server outside the regions:\n%s", text)
+	}
+	for i := range 5 {
+		m.completes("west", fmt.Sprintf("site task %d", i))
+	}
+}
+
+// leafWithoutThePlatform: the site's leaf runs, but its remote reaches no
+// platform (the hub is down or refuses it). A runtime told to use NATS
+// stops with an error that says so; one in auto mode says so in its log
+// and its status, and works over HTTP.
+func leafWithoutThePlatform(t *testing.T, d *deployment, endpoint string) {
+	agent := d.createAgent("west", "at a cut-off site", "west")
+	m := d.pair(agent, "west", endpoint)
+	nowhere := "nats-leaf://" + m.profile.RuntimeToken + "@" + meshtest.FreeAddr(t)
+	site, _ := startLeaf(t, nowhere)
+
+	out, err := m.command("start", "--transport", "nats", "--nats-url", site).CombinedOutput()
+	if err == nil {
+		t.Fatalf("a2a-runtime start over a leaf without the platform did not stop:\n%s", d.mask(string(out)))
+	}
+	const cause = "took the connection, but nothing answers the runtime's hello there; if it is a site's leaf node, its connection to the platform is down or was refused"
+	if !strings.Contains(string(out), cause) || !strings.Contains(string(out), site) {
+		t.Fatalf("a2a-runtime start does not name the leaf as the cause:\n%s", d.mask(string(out)))
+	}
+
+	rt := m.start("--nats-url", site)
+	s := m.waitConnected(rt, "http", "")
+	if !strings.Contains(s.Connection.NATSError, cause) {
+		t.Fatalf("status does not say why NATS is not used: %+v", s.Connection)
+	}
+	line := meshtest.LogLine(rt.logs.String(), "the platform does not answer through its NATS server; working over HTTP until this runtime is restarted")
+	if line == nil || line["level"] != "error" || !strings.Contains(fmt.Sprint(line["error"]), cause) {
+		t.Fatalf("no error line names the cause:\n%s", d.mask(rt.logs.String()))
+	}
+	if strings.Contains(rt.logs.String(), "bind queue consumer: nats: no responders available for request") {
+		t.Fatalf("the runtime still logs the bare no-responders error:\n%s", d.mask(rt.logs.String()))
+	}
+	m.completes("west", "over HTTP")
+	if !strings.Contains(m.statusText(), "NATS not used: "+runtimeengine.ErrNoPlatform.Error()) {
+		t.Fatalf("status text does not say why NATS is not used:\n%s", m.statusText())
+	}
+}

@@ -1,0 +1,12 @@
+package edge
+
+import (
+	"testing"
+
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+)
+
+// bins are the programs under test, built once per `go test` run.
+var bins meshtest.Programs
+
+func TestMain(m *testing.M) { meshtest.RunWithPrograms(m, &bins) }

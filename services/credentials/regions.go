@@ -1,0 +1,106 @@
+package credentials
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// regionRecord is where runtimes reach one region's NATS servers: what that
+// region's credentials service was told to advertise. Each region's
+// credentials service writes its own, under the region's name, and reads
+// every other's, so pairing in any region can hand a runtime its agent's
+// home region's URLs and the others as fallbacks.
+type regionRecord struct {
+	Region           string    `json:"region"`
+	NATSURL          string    `json:"nats_url,omitempty"`
+	NATSWebSocketURL string    `json:"nats_ws_url,omitempty"`
+	UpdatedAt        time.Time `json:"updated_at"`
+}
+
+// regionRetry bounds the wait between two attempts to store this region's
+// record while the bucket cannot be written (the region holding it is
+// unreachable).
+const regionRetry = 10 * time.Second
+
+// startRegions starts the mirror of every region's record and stores this
+// region's in the background: pairing works on what it knows meanwhile.
+func (s *Service) startRegions(ctx context.Context) error {
+	recs, err := bus.OpenRecords[regionRecord](ctx, s.cfg.Conn.JS, bus.BucketRegions)
+	if err != nil {
+		return err
+	}
+	s.regions, err = bus.StartMirror(ctx, s.cfg.Conn.JS, bus.BucketRegions, bus.MirrorConfig[regionRecord, regionRecord]{
+		Project: func(_ string, v *regionRecord, _ uint64) (regionRecord, bool) { return *v, true },
+		Logger:  s.cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	if s.cfg.NATSURL == "" && s.cfg.NATSWebSocketURL == "" {
+		return nil
+	}
+	own := regionRecord{Region: s.cfg.Region, NATSURL: s.cfg.NATSURL, NATSWebSocketURL: s.cfg.NATSWebSocketURL}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		wait := time.Second
+		for {
+			own.UpdatedAt = time.Now().UTC()
+			pctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			rev, err := recs.Put(pctx, own.Region, &own)
+			cancel()
+			if err == nil {
+				s.regions.Apply(own.Region, &own, rev)
+				return
+			}
+			s.cfg.Logger.Warn().Err(err).Str("region", own.Region).Msg("this region's NATS URLs not stored yet; retrying")
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, regionRetry)
+		}
+	}()
+	return nil
+}
+
+// natsConnection is what a runtime of an agent homed in home is told: that
+// region's URLs first, then every other region's as fallbacks, in name
+// order. A home region whose record is not known yet (or an agent without
+// one) gets this region's own URLs.
+func (s *Service) natsConnection(home string) meshapi.NATSConnection {
+	own := regionRecord{Region: s.cfg.Region, NATSURL: s.cfg.NATSURL, NATSWebSocketURL: s.cfg.NATSWebSocketURL}
+	known := map[string]regionRecord{own.Region: own}
+	if s.regions != nil {
+		s.regions.Range(func(name string, r regionRecord) bool {
+			if name != own.Region {
+				known[name] = r
+			}
+			return true
+		})
+	}
+	first, ok := known[home]
+	if home == "" || !ok {
+		first = own
+	}
+	c := meshapi.NATSConnection{URL: first.NATSURL, WSURL: first.NATSWebSocketURL, Region: first.Region}
+	names := make([]string, 0, len(known))
+	for name := range known {
+		names = append(names, name)
+	}
+	slices.SortFunc(names, strings.Compare)
+	for _, name := range names {
+		r := known[name]
+		if name == first.Region || (r.NATSURL == "" && r.NATSWebSocketURL == "") {
+			continue
+		}
+		c.Fallbacks = append(c.Fallbacks, meshapi.NATSRegion{Region: name, URL: r.NATSURL, WSURL: r.NATSWebSocketURL})
+	}
+	return c
+}
