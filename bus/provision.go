@@ -130,6 +130,10 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 			MaxAge:       cfg.EventRetention,
 			Duplicates:   DuplicateWindow,
 			MaxConsumers: -1,
+			// Followers of runs read it with direct gets (see
+			// internal/runfollow): any replica answers them, and they need
+			// neither a consumer nor the JetStream meta group.
+			AllowDirect: true,
 		},
 	}
 	for _, sc := range streams {

@@ -49,13 +49,14 @@ func OpenRecords[T any](ctx context.Context, js jetstream.JetStream, bucket stri
 		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
 	}
 	if stream.CachedInfo().Config.Replicas > 1 {
-		r.msgGet = apiPrefix(js) + "STREAM.MSG.GET.KV_" + bucket
+		r.msgGet = APIPrefix(js) + "STREAM.MSG.GET.KV_" + bucket
 	}
 	return r, nil
 }
 
-// apiPrefix is the JetStream API prefix js sends its requests to.
-func apiPrefix(js jetstream.JetStream) string {
+// APIPrefix is the JetStream API prefix js sends its requests to, ending
+// in a dot ("$JS.API.", or a domain's or an import's prefix).
+func APIPrefix(js jetstream.JetStream) string {
 	o := js.Options()
 	switch {
 	case o.APIPrefix != "":

@@ -40,6 +40,10 @@ func (s Status) Terminal() bool {
 	return s == StatusCompleted || s == StatusFailed || s == StatusCanceled
 }
 
+// Settled reports whether a caller waiting for a run stops waiting: the run
+// ended, or asks for input.
+func (s Status) Settled() bool { return s.Terminal() || s == StatusInputRequired }
+
 // CanTransition reports whether the state machine allows from -> to.
 func CanTransition(from, to Status) bool {
 	for _, next := range transitions[from] {

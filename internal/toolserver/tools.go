@@ -13,7 +13,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/a2amesh/a2amesh/internal/runwatch"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -126,7 +125,7 @@ func (rt *runTools) result(ctx context.Context, folder, taskID string, wait bool
 		if err != nil {
 			return nil, TaskOutput{}, explain(err)
 		}
-		if !wait || runwatch.Settled(t.Status) || time.Now().After(deadline) || ctx.Err() != nil {
+		if !wait || t.Status.Settled() || time.Now().After(deadline) || ctx.Err() != nil {
 			out := view(t)
 			if t.Status == mesh.StatusCompleted && folder != "" {
 				if out.Files, err = rt.saveArtifacts(ctx, folder, t); err != nil {

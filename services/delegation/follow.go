@@ -9,9 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -187,24 +184,13 @@ func (s *Service) describeAgent(ctx context.Context, id string) string {
 func (s *Service) watch(ctx context.Context, f *follow, parent *mesh.TaskRun) {
 	childID := parent.DelegatedTo.TaskRunID
 	childAgent := parent.DelegatedTo.AgentID
-	cons, err := s.js.OrderedConsumer(ctx, bus.EventStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{
-			bus.EventSubject(parent.TargetAgentID, string(mesh.KindTaskRun), parent.ID),
-			bus.EventSubject(childAgent, string(mesh.KindTaskRun), childID),
-		},
-		DeliverPolicy: jetstream.DeliverNewPolicy,
-	})
+	runs, err := s.runs.FollowRuns(ctx, parent, &mesh.TaskRun{ID: childID, TargetAgentID: childAgent})
 	if err != nil {
 		s.log.Error().Err(err).Str("task_run_id", parent.ID).Msg("delegation not followed")
 		return
 	}
-	msgs, err := cons.Messages()
-	if err != nil {
-		s.log.Error().Err(err).Str("task_run_id", parent.ID).Msg("delegation not followed")
-		return
-	}
-	defer msgs.Stop()
-	// Read both runs after the consumer started, so no change falls between.
+	defer runs.Stop()
+	// Read both runs after the follower started, so no change falls between.
 	if parent, err = s.client.GetTaskRun(ctx, parent.ID); err != nil {
 		return
 	}
@@ -217,13 +203,9 @@ func (s *Service) watch(ctx context.Context, f *follow, parent *mesh.TaskRun) {
 		if s.step(ctx, f, st, parent, child) {
 			return
 		}
-		m, err := msgs.Next(jetstream.NextContext(ctx))
+		run, err := runs.NextRun(ctx)
 		if err != nil {
 			return
-		}
-		run, err := bus.TaskRunOf(m.Headers(), m.Data())
-		if err != nil {
-			continue
 		}
 		switch {
 		case run.ID == parent.ID && run.Revision > parent.Revision:

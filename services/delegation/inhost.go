@@ -11,7 +11,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/internal/runwatch"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -237,7 +236,7 @@ func (s *Service) handleDelegateGet(ctx context.Context, req *bus.Request) (any,
 		return nil, err
 	}
 	if in.Wait > 0 {
-		if child, err = runwatch.Await(ctx, s.js, s.client, child, min(in.Wait, maxDelegateWait)); err != nil {
+		if child, err = s.runs.Await(ctx, s.client, child, min(in.Wait, maxDelegateWait)); err != nil {
 			return nil, err
 		}
 	}

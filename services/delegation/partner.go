@@ -17,7 +17,6 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/netguard"
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
-	"github.com/a2amesh/a2amesh/internal/runwatch"
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -141,7 +140,7 @@ func (s *Service) followPartner(ctx context.Context, f *follow, parent *mesh.Tas
 			Message: "the partner platform asked for input, and its routes (seed 003) take no further input for a task"})
 		return
 	}
-	w, err := runwatch.Watch(ctx, s.js, parent)
+	w, err := s.runs.FollowRuns(ctx, parent)
 	if err != nil {
 		return
 	}
@@ -161,7 +160,7 @@ func (s *Service) followPartner(ctx context.Context, f *follow, parent *mesh.Tas
 			}
 			return
 		}
-		run, err := w.Next(ctx)
+		run, err := w.NextRun(ctx)
 		if err != nil {
 			return
 		}

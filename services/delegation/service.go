@@ -29,6 +29,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/a2atoken"
+	"github.com/a2amesh/a2amesh/internal/runfollow"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/internal/runtimedir"
 )
@@ -81,9 +82,11 @@ func (c *Config) defaults() {
 
 // Service is the delegation service.
 type Service struct {
-	cfg    Config
-	log    zerolog.Logger
-	js     jetstream.JetStream
+	cfg Config
+	log zerolog.Logger
+	js  jetstream.JetStream
+	// runs follows delegating runs and their delegates on the event stream.
+	runs   *runfollow.Source
 	client *meshapi.Client
 	signer *a2atoken.Signer
 	store  *store
@@ -118,6 +121,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("delegation: the gateway URL is required (delegations are A2A calls to it)")
 	}
 	s.js = s.cfg.Conn.JS
+	s.runs = runfollow.NewSource(s.cfg.Conn, runfollow.Config{Stream: bus.EventStream})
 	s.client = meshapi.NewClient(s.cfg.Conn.NC)
 	s.http = newHTTPClient(s.cfg.AllowPrivate, s.cfg.CallTimeout)
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))

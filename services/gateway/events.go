@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/runfollow"
 	"github.com/a2amesh/a2amesh/mesh"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // eventFilter is what GET /events streams.
@@ -85,8 +85,7 @@ func knownEventType(t string) bool {
 // startPosition reads where a stream starts: after Last-Event-ID (a stream
 // sequence) when reconnecting, at ?since= (RFC 3339 time or a duration ago),
 // or with new events only.
-func startPosition(r *http.Request) (jetstream.OrderedConsumerConfig, error) {
-	var cfg jetstream.OrderedConsumerConfig
+func startPosition(r *http.Request) (runfollow.Position, error) {
 	last := r.Header.Get("Last-Event-ID")
 	if last == "" {
 		last = r.URL.Query().Get("last_event_id")
@@ -94,27 +93,22 @@ func startPosition(r *http.Request) (jetstream.OrderedConsumerConfig, error) {
 	if last != "" {
 		seq, err := strconv.ParseUint(last, 10, 64)
 		if err != nil {
-			return cfg, mesh.Errorf(mesh.CodeInvalidRequest, "Last-Event-ID must be an event id from this stream")
+			return runfollow.Position{}, mesh.Errorf(mesh.CodeInvalidRequest, "Last-Event-ID must be an event id from this stream")
 		}
-		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = seq + 1
-		return cfg, nil
+		return runfollow.After(seq), nil
 	}
 	if since := r.URL.Query().Get("since"); since != "" {
 		t, err := time.Parse(time.RFC3339, since)
 		if err != nil {
 			d, derr := time.ParseDuration(since)
 			if derr != nil || d < 0 {
-				return cfg, mesh.Errorf(mesh.CodeInvalidRequest, "since must be an RFC 3339 time or a duration like 10m")
+				return runfollow.Position{}, mesh.Errorf(mesh.CodeInvalidRequest, "since must be an RFC 3339 time or a duration like 10m")
 			}
 			t = time.Now().Add(-d)
 		}
-		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
-		cfg.OptStartTime = &t
-		return cfg, nil
+		return runfollow.Since(t), nil
 	}
-	cfg.DeliverPolicy = jetstream.DeliverNewPolicy
-	return cfg, nil
+	return runfollow.Now(), nil
 }
 
 // streamEvents serves GET /events: matching CloudEvents as Server-Sent Events
@@ -147,25 +141,19 @@ func (g *Gateway) streamRuntimeEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, f *eventFilter) {
-	cfg, err := startPosition(r)
+	pos, err := startPosition(r)
 	if err != nil {
 		g.writeError(w, r, err)
 		return
 	}
-	cfg.FilterSubjects = f.subjects()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	cons, err := g.js.OrderedConsumer(ctx, bus.EventStream, cfg)
+	events, err := g.runs.Follow(ctx, f.subjects(), pos)
 	if err != nil {
-		g.writeError(w, r, fmt.Errorf("event consumer: %w", err))
+		g.writeError(w, r, fmt.Errorf("follow events: %w", err))
 		return
 	}
-	msgs, err := cons.Messages()
-	if err != nil {
-		g.writeError(w, r, fmt.Errorf("event consumer: %w", err))
-		return
-	}
-	defer msgs.Stop()
+	defer events.Stop()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -174,11 +162,11 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, f *eventFi
 	fmt.Fprint(w, "retry: 2000\n: connected\n\n")
 	_ = rc.Flush()
 
-	next := make(chan jetstream.Msg)
+	next := make(chan *runfollow.Event)
 	go func() {
 		defer close(next)
 		for {
-			m, err := msgs.Next()
+			m, err := events.Next(ctx)
 			if err != nil {
 				return
 			}
@@ -216,12 +204,8 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, f *eventFi
 	}
 }
 
-func writeSSE(w http.ResponseWriter, r *http.Request, m jetstream.Msg, f *eventFilter) error {
-	meta, err := m.Metadata()
-	if err != nil {
-		return nil
-	}
-	e, err := bus.DecodeEvent(r.Context(), natsMsg(m))
+func writeSSE(w http.ResponseWriter, r *http.Request, m *runfollow.Event, f *eventFilter) error {
+	e, err := bus.DecodeEvent(r.Context(), m.Msg())
 	if err != nil || !f.match(e.Type(), e.Data()) {
 		return nil
 	}
@@ -229,6 +213,6 @@ func writeSSE(w http.ResponseWriter, r *http.Request, m jetstream.Msg, f *eventF
 	if err != nil {
 		return nil
 	}
-	_, err = fmt.Fprintf(w, "id: %d\ndata: %s\n\n", meta.Sequence.Stream, body)
+	_, err = fmt.Fprintf(w, "id: %d\ndata: %s\n\n", m.Seq, body)
 	return err
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/runfollow"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
@@ -102,10 +103,13 @@ func (c *Config) defaults() {
 
 // Gateway is the HTTP front endpoint.
 type Gateway struct {
-	cfg     Config
-	log     zerolog.Logger
-	client  *meshapi.Client
-	js      jetstream.JetStream
+	cfg    Config
+	log    zerolog.Logger
+	client *meshapi.Client
+	js     jetstream.JetStream
+	// runs follows runs on the event stream, for every endpoint that streams
+	// or waits for them.
+	runs    *runfollow.Source
 	objects jetstream.ObjectStore
 	owner   *ownerAuth
 	srv     *http.Server
@@ -137,6 +141,7 @@ func New(cfg Config) *Gateway {
 func (g *Gateway) Start(ctx context.Context) error {
 	g.client = meshapi.NewClient(g.cfg.Conn.NC)
 	g.js = g.cfg.Conn.JS
+	g.runs = runfollow.NewSource(g.cfg.Conn, runfollow.Config{Stream: bus.EventStream})
 	var err error
 	if g.objects, err = g.js.ObjectStore(ctx, bus.ObjectArtifacts); err != nil {
 		return fmt.Errorf("gateway: artifact store: %w", err)

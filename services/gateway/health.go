@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // healthz says the process is alive.
@@ -33,9 +31,4 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusServiceUnavailable
 	}
 	writeJSON(w, status, map[string]any{"ready": ready, "checks": checks})
-}
-
-// natsMsg rebuilds the core message of a JetStream message for CloudEvent decoding.
-func natsMsg(m jetstream.Msg) *nats.Msg {
-	return &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
 }

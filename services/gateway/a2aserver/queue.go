@@ -2,23 +2,22 @@ package a2aserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/eventqueue"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/a2atask"
+	"github.com/a2amesh/a2amesh/internal/runfollow"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
 // busQueues is the SDK's eventqueue.Manager over the event stream: a
 // task's queue is its run's CloudEvents (and its artifacts'), read with a
-// JetStream ordered consumer and translated into A2A events. Every reader
+// run follower (internal/runfollow) and translated into A2A events. Every reader
 // reads the one stream in its one order, so several subscribers to a task
 // see the same events in the same order, whichever gateway instance each is
 // connected to, and a gateway restart loses nothing a reader has not yet
@@ -43,7 +42,7 @@ func (q *busQueues) CreateWriter(context.Context, a2a.TaskID) (eventqueue.Writer
 	return nil, errWriterUnsupported
 }
 
-// Destroy has nothing to free: each reader owns its consumer.
+// Destroy has nothing to free: each reader owns its follower.
 func (q *busQueues) Destroy(context.Context, a2a.TaskID) error { return nil }
 
 // follow starts reading a run's events from now on. Callers take the
@@ -53,26 +52,16 @@ func (q *busQueues) follow(ctx context.Context, agentID, taskID string) (*follow
 	if !mesh.ValidID(agentID) || !mesh.ValidID(taskID) {
 		return nil, errTaskNotFound
 	}
-	cons, err := q.s.js.OrderedConsumer(ctx, bus.EventStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{
-			bus.EventSubject(agentID, string(mesh.KindTaskRun), taskID),
-			bus.EventFilter(agentID, string(mesh.KindArtifact), ""),
-		},
-		DeliverPolicy: jetstream.DeliverNewPolicy,
-	})
+	runs, err := q.s.cfg.Runs.Follow(ctx, runfollow.RunSubjects(agentID, taskID, true), runfollow.Now())
 	if err != nil {
 		return nil, fmt.Errorf("follow task %s: %w", taskID, err)
 	}
-	msgs, err := cons.Messages()
-	if err != nil {
-		return nil, fmt.Errorf("follow task %s: %w", taskID, err)
-	}
-	return &follower{msgs: msgs, taskID: taskID, url: q.s.download, sent: map[a2a.ArtifactID]bool{}}, nil
+	return &follower{runs: runs, taskID: taskID, url: q.s.download, sent: map[a2a.ArtifactID]bool{}}, nil
 }
 
 // follower is one reader of a task's events.
 type follower struct {
-	msgs    jetstream.MessagesContext
+	runs    *runfollow.Follower
 	taskID  string
 	url     a2atask.ArtifactURL
 	after   uint64
@@ -101,47 +90,42 @@ func (f *follower) Read(ctx context.Context) (*eventqueue.Message, error) {
 		if f.ended {
 			return nil, eventqueue.ErrQueueClosed
 		}
-		m, err := f.msgs.Next(jetstream.NextContext(ctx))
+		e, err := f.runs.Next(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return nil, fmt.Errorf("follow task %s: %w", f.taskID, err)
 		}
-		f.translate(m)
+		f.translate(e)
 	}
 	msg := f.pending[0]
 	f.pending = f.pending[1:]
 	return msg, nil
 }
 
-// Close stops the reader's consumer.
+// Close stops the reader's follower.
 func (f *follower) Close() error {
-	f.msgs.Stop()
+	f.runs.Stop()
 	return nil
 }
 
 // translate turns one bus event into the A2A events it means.
-func (f *follower) translate(m jetstream.Msg) {
-	_, kind, _, ok := bus.ParseEventSubject(m.Subject())
-	if !ok {
-		return
-	}
-	typ := bus.EventType(m.Headers())
-	switch mesh.EventKind(kind) {
+func (f *follower) translate(e *runfollow.Event) {
+	switch e.Kind() {
 	case mesh.KindArtifact:
-		var a mesh.Artifact
-		if json.Unmarshal(m.Data(), &a) != nil || a.TaskRunID != f.taskID || a.Role == mesh.ArtifactRoleInput {
+		a, ok := runfollow.ArtifactOf(e, f.taskID)
+		if !ok || a.Role == mesh.ArtifactRoleInput {
 			return
 		}
 		f.artifact(&mesh.TaskRun{ID: f.taskID, TargetAgentID: a.AgentID, ConversationID: f.context}, a2atask.FileArtifact(a.AgentID, a.Ref(), f.url))
 	case mesh.KindTaskRun:
-		run, err := bus.TaskRunOf(m.Headers(), m.Data())
+		run, err := e.TaskRun()
 		if err != nil || run.ID != f.taskID || run.Revision <= f.after {
 			return
 		}
 		f.after, f.context = run.Revision, run.ConversationID
-		f.run(run, typ)
+		f.run(run, bus.EventType(e.Header))
 	}
 }
 

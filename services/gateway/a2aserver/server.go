@@ -33,6 +33,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/a2atask"
+	"github.com/a2amesh/a2amesh/internal/runfollow"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
@@ -42,6 +43,8 @@ import (
 type Config struct {
 	Client *meshapi.Client
 	JS     jetstream.JetStream
+	// Runs follows the runs of tasks a caller streams or waits for.
+	Runs *runfollow.Source
 	// Objects is the artifact object store (input files are written there,
 	// downloads read from there).
 	Objects jetstream.ObjectStore

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/a2amesh/a2amesh/internal/runfollow"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
@@ -35,7 +36,9 @@ type Config struct {
 	// Set by the gateway.
 	Client *meshapi.Client
 	JS     jetstream.JetStream
-	A2A    *a2aserver.Server
+	// Runs follows the runs an execution waits for.
+	Runs *runfollow.Source
+	A2A  *a2aserver.Server
 	// Admission authenticates callers and keeps their rate limits.
 	Admission *admission.Admission
 	Logger    zerolog.Logger

@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/a2amesh/a2amesh/internal/a2atask"
-	"github.com/a2amesh/a2amesh/internal/runwatch"
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -199,7 +198,7 @@ func (d *Endpoint) execute(ctx context.Context, c *admission.Caller, m *message)
 			return 0, nil, agent.ID, err
 		}
 	}
-	if run, err = runwatch.Await(ctx, d.cfg.JS, d.client, run, d.cfg.ExecuteWait); err != nil {
+	if run, err = d.cfg.Runs.Await(ctx, d.client, run, d.cfg.ExecuteWait); err != nil {
 		return 0, nil, agent.ID, err
 	}
 	return executed(run, agent.ID)

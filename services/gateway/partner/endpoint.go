@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/a2amesh/a2amesh/internal/runfollow"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
@@ -53,7 +54,9 @@ type Config struct {
 	// Set by the gateway.
 	Client *meshapi.Client
 	JS     jetstream.JetStream
-	A2A    *a2aserver.Server
+	// Runs follows the runs a call waits for or a status stream tells.
+	Runs *runfollow.Source
+	A2A  *a2aserver.Server
 	// Admission authenticates callers and keeps their rate limits.
 	Admission *admission.Admission
 	Logger    zerolog.Logger

@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
-	"github.com/a2amesh/a2amesh/internal/runwatch"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
@@ -148,7 +147,7 @@ func (d *Endpoint) runMethod(ctx context.Context, c *admission.Caller, env *enve
 		return nil, err
 	}
 	if blocking {
-		if run, err = runwatch.Await(ctx, d.cfg.JS, d.client, run, d.cfg.BlockingWait); err != nil {
+		if run, err = d.cfg.Runs.Await(ctx, d.client, run, d.cfg.BlockingWait); err != nil {
 			return nil, err
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
-	"github.com/a2amesh/a2amesh/internal/runwatch"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -54,13 +53,13 @@ func (d *Endpoint) stream(w http.ResponseWriter, r *http.Request, run *mesh.Task
 		case <-ctx.Done():
 		}
 	}()
-	watch, err := runwatch.Watch(ctx, d.cfg.JS, run)
+	follow, err := d.cfg.Runs.FollowRuns(ctx, run)
 	if err != nil {
 		writeError(w, classify(d.log, err, "Status check failed"))
 		return
 	}
-	defer watch.Stop()
-	// Read after the consumer started, so no change falls between.
+	defer follow.Stop()
+	// Read after the follower started, so no change falls between.
 	if run, err = d.client.GetTaskRun(ctx, run.ID); err != nil {
 		writeError(w, classify(d.log, err, "Status check failed"))
 		return
@@ -82,7 +81,7 @@ func (d *Endpoint) stream(w http.ResponseWriter, r *http.Request, run *mesh.Task
 	go func() {
 		defer close(updates)
 		for {
-			next, err := watch.Next(ctx)
+			next, err := follow.NextRun(ctx)
 			if err != nil {
 				return
 			}
