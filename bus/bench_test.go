@@ -26,12 +26,12 @@ func benchService(b *testing.B) *Conn {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { conn.NC.Close() })
-	svc, err := NewService(conn.NC, ServiceConfig{Name: "echo", Version: "1.0.0"})
+	svc, err := newService(conn.NC, serviceConfig{Name: "echo", Version: "1.0.0"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = svc.Stop(time.Second) })
-	if err := svc.Handle("echo", "bench.echo", func(_ context.Context, req *Request) (any, error) {
+	if err := svc.handle("echo", "bench.echo", func(_ context.Context, req *Request) (any, error) {
 		var in map[string]any
 		return in, req.Decode(&in)
 	}); err != nil {

@@ -165,7 +165,13 @@ func DecodeStrict(data []byte, v any) error {
 // HandlerFunc handles a request and returns the reply body or an error.
 type HandlerFunc func(ctx context.Context, req *Request) (any, error)
 
-// Service is a NATS micro service whose handlers run concurrently.
+// Service is a platform service answering on the bus (Serve starts one). It
+// is a service of nats.go's micro package, which brings what copies of a
+// service need: one queue group per endpoint, so copies share the requests;
+// errors in the micro headers; discovery and statistics on $SRV. On top of
+// micro, each request is handled on its own goroutine (micro calls an
+// endpoint's handler one request at a time) within a bound, under the
+// caller's deadline and trace, and answered only on a requester's inbox.
 type Service struct {
 	nc      *nats.Conn
 	svc     micro.Service
@@ -175,8 +181,8 @@ type Service struct {
 	wg      sync.WaitGroup
 }
 
-// ServiceConfig configures a Service.
-type ServiceConfig struct {
+// serviceConfig configures a Service (Serve builds it from a ServiceSpec).
+type serviceConfig struct {
 	Name        string
 	Version     string
 	Description string
@@ -187,8 +193,8 @@ type ServiceConfig struct {
 	Logger  zerolog.Logger
 }
 
-// NewService registers a micro service on nc.
-func NewService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
+// newService registers a micro service on nc.
+func newService(nc *nats.Conn, cfg serviceConfig) (*Service, error) {
 	svc, err := micro.AddService(nc, micro.Config{
 		Name:        cfg.Name,
 		Version:     cfg.Version,
@@ -206,9 +212,9 @@ func NewService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 	return &Service{nc: nc, svc: svc, sem: make(chan struct{}, cfg.Concurrency), log: cfg.Logger, timeout: cfg.Timeout}, nil
 }
 
-// Handle adds an endpoint on subject. Each request runs in its own goroutine,
+// handle adds an endpoint on subject. Each request runs in its own goroutine,
 // so one slow request never holds up the others.
-func (s *Service) Handle(name, subject string, h HandlerFunc) error {
+func (s *Service) handle(name, subject string, h HandlerFunc) error {
 	h = traced(s.svc.Info().Name, name, h)
 	return s.svc.AddEndpoint(name, micro.HandlerFunc(func(r micro.Request) {
 		s.sem <- struct{}{}

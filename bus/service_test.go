@@ -20,7 +20,7 @@ import (
 // bookkeeping of the request.
 func TestService_AnswersConcurrentRequestsWithValuesAndErrors(t *testing.T) {
 	conn := embeddedConn(t)
-	svc, err := NewService(conn.NC, ServiceConfig{Name: "echo", Version: "1.0.0"})
+	svc, err := newService(conn.NC, serviceConfig{Name: "echo", Version: "1.0.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestService_AnswersConcurrentRequestsWithValuesAndErrors(t *testing.T) {
 	type echo struct {
 		N int `json:"n"`
 	}
-	err = svc.Handle("echo", "test.echo", func(_ context.Context, req *Request) (any, error) {
+	err = svc.handle("echo", "test.echo", func(_ context.Context, req *Request) (any, error) {
 		var in echo
 		if err := req.Decode(&in); err != nil {
 			return nil, err
@@ -92,12 +92,12 @@ func TestService_AnswersConcurrentRequestsWithValuesAndErrors(t *testing.T) {
 // answered there: a service publishes only to the inbox of whoever asked.
 func TestService_RepliesOnlyToARequestersInbox(t *testing.T) {
 	conn := embeddedConn(t)
-	svc, err := NewService(conn.NC, ServiceConfig{Name: "hello", Version: "1.0.0"})
+	svc, err := newService(conn.NC, serviceConfig{Name: "hello", Version: "1.0.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop(time.Second) })
-	if err := svc.Handle("hello", "test.hello", func(context.Context, *Request) (any, error) {
+	if err := svc.handle("hello", "test.hello", func(context.Context, *Request) (any, error) {
 		return map[string]string{"hello": "world"}, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -152,12 +152,12 @@ func embeddedConn(t *testing.T) *Conn {
 // work the caller will not wait for (store retries) stops and is answered.
 func TestService_HandlerEndsBeforeItsCallerGivesUp(t *testing.T) {
 	conn := embeddedConn(t)
-	svc, err := NewService(conn.NC, ServiceConfig{Name: "slow", Version: "1.0.0", Timeout: time.Minute})
+	svc, err := newService(conn.NC, serviceConfig{Name: "slow", Version: "1.0.0", Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop(time.Second) })
-	if err := svc.Handle("slow", "test.slow", func(ctx context.Context, _ *Request) (any, error) {
+	if err := svc.handle("slow", "test.slow", func(ctx context.Context, _ *Request) (any, error) {
 		<-ctx.Done()
 		return nil, mesh.Errorf(mesh.CodeUnavailable, "gave up in time")
 	}); err != nil {
@@ -176,12 +176,12 @@ func TestService_HandlerEndsBeforeItsCallerGivesUp(t *testing.T) {
 // left still gets its answer: the handler keeps most of that time.
 func TestService_ShortRequestsKeepMostOfTheirTime(t *testing.T) {
 	conn := embeddedConn(t)
-	svc, err := NewService(conn.NC, ServiceConfig{Name: "brief", Version: "1.0.0"})
+	svc, err := newService(conn.NC, serviceConfig{Name: "brief", Version: "1.0.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop(time.Second) })
-	if err := svc.Handle("brief", "test.brief", func(ctx context.Context, _ *Request) (any, error) {
+	if err := svc.handle("brief", "test.brief", func(ctx context.Context, _ *Request) (any, error) {
 		d, _ := ctx.Deadline()
 		return map[string]int64{"left_ms": time.Until(d).Milliseconds()}, nil
 	}); err != nil {

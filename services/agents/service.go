@@ -76,24 +76,17 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.events = bus.NewPublisher(js, bus.ServiceAgents).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServiceAgents))
-	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
-		Name: "agents", Version: "1.0.0", Description: "agent accounts", Logger: s.cfg.Logger,
+	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
+		Name: bus.ServiceAgents, Description: "agent accounts", Logger: s.cfg.Logger,
+		Ops: map[string]bus.HandlerFunc{
+			meshapi.OpAgentCreate: s.create,
+			meshapi.OpAgentGet:    s.get,
+			meshapi.OpAgentList:   s.list,
+			meshapi.OpAgentUpdate: s.update,
+			meshapi.OpAgentDelete: s.delete,
+		},
 	})
-	if err != nil {
-		return err
-	}
-	for op, h := range map[string]bus.HandlerFunc{
-		meshapi.OpAgentCreate: s.create,
-		meshapi.OpAgentGet:    s.get,
-		meshapi.OpAgentList:   s.list,
-		meshapi.OpAgentUpdate: s.update,
-		meshapi.OpAgentDelete: s.delete,
-	} {
-		if err := s.svc.Handle(op, bus.ServiceSubject(bus.ServiceAgents, op), h); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 // Stop stops answering and waits up to grace for requests in flight.

@@ -70,23 +70,16 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.client = meshapi.NewClient(s.cfg.Conn.NC)
 	s.events = bus.NewPublisher(js, bus.ServiceArtifacts).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServiceArtifacts))
-	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
-		Name: "artifacts", Version: "1.0.0", Description: "task-run artifacts", Logger: s.cfg.Logger,
+	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
+		Name: bus.ServiceArtifacts, Description: "task-run artifacts", Logger: s.cfg.Logger,
+		Ops: map[string]bus.HandlerFunc{
+			meshapi.OpArtifactCommit:      s.handleCommit,
+			meshapi.OpArtifactCommitInput: s.handleCommitInput,
+			meshapi.OpArtifactGet:         s.handleGet,
+			meshapi.OpArtifactList:        s.handleList,
+		},
 	})
-	if err != nil {
-		return err
-	}
-	for op, h := range map[string]bus.HandlerFunc{
-		meshapi.OpArtifactCommit:      s.handleCommit,
-		meshapi.OpArtifactCommitInput: s.handleCommitInput,
-		meshapi.OpArtifactGet:         s.handleGet,
-		meshapi.OpArtifactList:        s.handleList,
-	} {
-		if err := s.svc.Handle(op, bus.ServiceSubject(bus.ServiceArtifacts, op), h); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 // Stop stops answering and waits up to grace for requests in flight.

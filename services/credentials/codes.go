@@ -91,23 +91,9 @@ func (s *Service) publishExpired(ctx context.Context, rec *codeRecord) {
 	})
 }
 
-func (s *Service) sweepLoop() {
-	defer s.wg.Done()
-	t := time.NewTicker(s.cfg.SweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.sweep()
-		}
-	}
-}
-
 // sweep removes expired codes and announces their expiry.
-func (s *Service) sweep() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (s *Service) sweep(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	lister, err := s.codes.KV().ListKeys(ctx)
 	if err != nil {

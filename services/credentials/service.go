@@ -124,14 +124,20 @@ type Service struct {
 	events  *bus.Publisher
 	svc     *bus.Service
 	authSub *nats.Subscription
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// sweeper removes expired pairing codes (codes.go).
+	sweeper *bus.Periodic
+	// stop and wg end and wait for the disconnections of ended credentials
+	// (disconnect.go).
+	stop chan struct{}
+	wg   sync.WaitGroup
 }
 
 // New returns a service; Start runs it.
 func New(cfg Config) *Service {
 	cfg.defaults()
-	return &Service{cfg: cfg, stop: make(chan struct{})}
+	s := &Service{cfg: cfg, stop: make(chan struct{})}
+	s.sweeper = &bus.Periodic{Interval: cfg.SweepInterval, Run: s.sweep}
+	return s
 }
 
 // Start binds to the bus and starts answering.
@@ -163,28 +169,25 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.events = bus.NewPublisher(js, bus.ServiceCredentials).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServiceCredentials))
-	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
-		Name: bus.ServiceCredentials, Version: "1.0.0", Description: "pairing codes, runtime tokens, A2A API keys, event-consumer credentials, the auth callout", Logger: s.cfg.Logger,
+	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
+		Name: bus.ServiceCredentials, Logger: s.cfg.Logger,
+		Description: "pairing codes, runtime tokens, A2A API keys, event-consumer credentials, the auth callout",
+		Ops: map[string]bus.HandlerFunc{
+			meshapi.OpPairingIssue:        s.handleIssue,
+			meshapi.OpPairingAttach:       s.handleAttach,
+			meshapi.OpPairingRevoke:       s.handleRevoke,
+			meshapi.OpPairingAuthenticate: s.handleAuthenticate,
+			meshapi.OpConsumerCreate:      s.handleConsumerCreate,
+			meshapi.OpConsumerList:        s.handleConsumerList,
+			meshapi.OpConsumerDelete:      s.handleConsumerDelete,
+			meshapi.OpA2AKeyCreate:        s.handleA2AKeyCreate,
+			meshapi.OpA2AKeyList:          s.handleA2AKeyList,
+			meshapi.OpA2AKeyRevoke:        s.handleA2AKeyRevoke,
+			meshapi.OpA2AKeyAuthenticate:  s.handleA2AKeyAuthenticate,
+		},
 	})
 	if err != nil {
 		return err
-	}
-	for op, h := range map[string]bus.HandlerFunc{
-		meshapi.OpPairingIssue:        s.handleIssue,
-		meshapi.OpPairingAttach:       s.handleAttach,
-		meshapi.OpPairingRevoke:       s.handleRevoke,
-		meshapi.OpPairingAuthenticate: s.handleAuthenticate,
-		meshapi.OpConsumerCreate:      s.handleConsumerCreate,
-		meshapi.OpConsumerList:        s.handleConsumerList,
-		meshapi.OpConsumerDelete:      s.handleConsumerDelete,
-		meshapi.OpA2AKeyCreate:        s.handleA2AKeyCreate,
-		meshapi.OpA2AKeyList:          s.handleA2AKeyList,
-		meshapi.OpA2AKeyRevoke:        s.handleA2AKeyRevoke,
-		meshapi.OpA2AKeyAuthenticate:  s.handleA2AKeyAuthenticate,
-	} {
-		if err := s.svc.Handle(op, bus.ServiceSubject(bus.ServiceCredentials, op), h); err != nil {
-			return err
-		}
 	}
 	if s.cfg.AuthIssuer != nil {
 		s.authSub, err = s.cfg.Conn.NC.QueueSubscribe(bus.AuthCalloutSubject, "credentials-auth", s.onAuthRequest)
@@ -192,8 +195,8 @@ func (s *Service) Start(ctx context.Context) error {
 			return fmt.Errorf("credentials: auth callout subscription: %w", err)
 		}
 	}
-	s.wg.Add(1)
-	go s.sweepLoop()
+	// ctx bounds the start only: the sweep lives until Stop.
+	s.sweeper.Start(context.WithoutCancel(ctx))
 	return nil
 }
 
@@ -205,6 +208,7 @@ func (s *Service) Stop(grace time.Duration) {
 	if s.svc != nil {
 		_ = s.svc.Stop(grace)
 	}
+	s.sweeper.Stop()
 	close(s.stop)
 	s.wg.Wait()
 	if s.regions != nil {

@@ -96,28 +96,14 @@ func (s *Service) resume() {
 	}
 }
 
-// renewLoop keeps the leases of the runs this service holds, at a third of
-// the lease, so two renewals may be lost in a row.
-func (s *Service) renewLoop() {
-	defer s.wg.Done()
-	t := time.NewTicker(max(s.cfg.Lease/3, 50*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-t.C:
-			s.renew()
-		}
-	}
-}
-
-func (s *Service) renew() {
+// renew keeps the leases of the runs this service holds (the renewer runs
+// it at a third of the lease).
+func (s *Service) renew(ctx context.Context) {
 	ids := s.held()
 	for len(ids) > 0 {
 		n := min(len(ids), 1000)
-		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
-		if _, err := s.client.DelegateRenew(ctx, meshapi.DelegateRenewRequest{TaskRunIDs: ids[:n]}); err != nil && s.ctx.Err() == nil {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if _, err := s.client.DelegateRenew(cctx, meshapi.DelegateRenewRequest{TaskRunIDs: ids[:n]}); err != nil && ctx.Err() == nil {
 			s.log.Warn().Err(err).Msg("leases of delegated runs not renewed; retrying")
 		}
 		cancel()

@@ -103,6 +103,9 @@ type Service struct {
 	follows map[string]*follow    // by parent run id
 	turns   map[string]*turnWatch // runs with tasks delegated from inside their work
 
+	// renewer keeps the leases of the runs this service holds (queue.go).
+	renewer *bus.Periodic
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -111,7 +114,10 @@ type Service struct {
 // New returns a service; Start runs it.
 func New(cfg Config) *Service {
 	cfg.defaults()
-	return &Service{cfg: cfg, log: cfg.Logger, follows: map[string]*follow{}, turns: map[string]*turnWatch{}}
+	s := &Service{cfg: cfg, log: cfg.Logger, follows: map[string]*follow{}, turns: map[string]*turnWatch{}}
+	// At a third of the lease, so two renewals may be lost in a row.
+	s.renewer = &bus.Periodic{Interval: max(cfg.Lease/3, 50*time.Millisecond), Run: s.renew}
+	return s
 }
 
 // Start loads the rules, answers on the bus, takes delegated runs from its
@@ -147,8 +153,8 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.startQueue(ctx); err != nil {
 		return err
 	}
-	s.wg.Add(3)
-	go s.renewLoop()
+	s.renewer.Start(s.ctx)
+	s.wg.Add(2)
 	go s.resume()
 	go s.resumeTurns()
 	return nil
@@ -156,41 +162,28 @@ func (s *Service) Start(ctx context.Context) error {
 
 func (s *Service) serve() error {
 	var err error
-	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
-		Name: "delegation", Version: "1.0.0", Description: "routing rules and delegated task runs", Logger: s.log,
+	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
+		Name: bus.ServiceDelegation, Description: "routing rules and delegated task runs", Logger: s.log,
+		Ops: map[string]bus.HandlerFunc{
+			meshapi.OpRuleCreate:      s.handleRuleCreate,
+			meshapi.OpRuleList:        s.handleRuleList,
+			meshapi.OpRuleDelete:      s.handleRuleDelete,
+			meshapi.OpMatch:           s.handleMatch,
+			meshapi.OpTrace:           s.handleTrace,
+			meshapi.OpPartnerCreate:   s.handlePartnerCreate,
+			meshapi.OpPartnerList:     s.handlePartnerList,
+			meshapi.OpPartnerDelete:   s.handlePartnerDelete,
+			meshapi.OpPartnerCallback: s.handlePartnerCallback,
+		},
+		RuntimeOps: map[string]bus.HandlerFunc{
+			bus.RuntimeOpDelegateAgents:   s.handleDelegateAgents,
+			bus.RuntimeOpDelegateSend:     s.handleDelegateSend,
+			bus.RuntimeOpDelegateGet:      s.handleDelegateGet,
+			bus.RuntimeOpDelegateArtifact: s.handleDelegateArtifact,
+			bus.RuntimeOpDelegateCancel:   s.handleDelegateCancel,
+		},
 	})
-	if err != nil {
-		return err
-	}
-	endpoints := map[string]bus.HandlerFunc{
-		meshapi.OpRuleCreate:      s.handleRuleCreate,
-		meshapi.OpRuleList:        s.handleRuleList,
-		meshapi.OpRuleDelete:      s.handleRuleDelete,
-		meshapi.OpMatch:           s.handleMatch,
-		meshapi.OpTrace:           s.handleTrace,
-		meshapi.OpPartnerCreate:   s.handlePartnerCreate,
-		meshapi.OpPartnerList:     s.handlePartnerList,
-		meshapi.OpPartnerDelete:   s.handlePartnerDelete,
-		meshapi.OpPartnerCallback: s.handlePartnerCallback,
-	}
-	for op, h := range endpoints {
-		if err := s.svc.Handle(op, bus.ServiceSubject(bus.ServiceDelegation, op), h); err != nil {
-			return err
-		}
-	}
-	runtimeOps := map[string]bus.HandlerFunc{
-		bus.RuntimeOpDelegateAgents:   s.handleDelegateAgents,
-		bus.RuntimeOpDelegateSend:     s.handleDelegateSend,
-		bus.RuntimeOpDelegateGet:      s.handleDelegateGet,
-		bus.RuntimeOpDelegateArtifact: s.handleDelegateArtifact,
-		bus.RuntimeOpDelegateCancel:   s.handleDelegateCancel,
-	}
-	for op, h := range runtimeOps {
-		if err := s.svc.Handle("runtime_"+op, bus.RuntimeSubjectPattern(op), h); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 // Stop stops answering, stops taking runs and following delegations (the
@@ -207,7 +200,7 @@ func (s *Service) Stop(grace time.Duration) {
 		s.cancel()
 	}
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	go func() { s.renewer.Stop(); s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(grace):

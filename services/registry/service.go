@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -51,14 +50,16 @@ type Service struct {
 	dir      *runtimedir.Directory
 	events   *bus.Publisher
 	svc      *bus.Service
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	// sweeper marks offline the runtimes whose heartbeats stopped.
+	sweeper *bus.Periodic
 }
 
 // New returns a service; Start runs it.
 func New(cfg Config) *Service {
 	cfg.defaults()
-	return &Service{cfg: cfg, stop: make(chan struct{})}
+	s := &Service{cfg: cfg}
+	s.sweeper = &bus.Periodic{Interval: cfg.SweepInterval, Run: s.sweep}
+	return s
 }
 
 // Start binds to the bus and starts answering.
@@ -80,20 +81,16 @@ func (s *Service) Start(ctx context.Context) error {
 			Help: "Runtimes whose heartbeats arrive within their timeout.",
 		}, func() float64 { return float64(len(s.dir.OnlinePresences())) }))
 	}
-	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
-		Name: "registry", Version: "1.0.0", Description: "runtime presence", Logger: s.cfg.Logger,
+	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
+		Name: bus.ServiceRegistry, Description: "runtime presence", Logger: s.cfg.Logger,
+		Ops:        map[string]bus.HandlerFunc{meshapi.OpRegistryList: s.handleList},
+		RuntimeOps: map[string]bus.HandlerFunc{bus.RuntimeOpHeartbeat: s.handleHeartbeat},
 	})
 	if err != nil {
 		return err
 	}
-	if err := s.svc.Handle("heartbeat", bus.RuntimeSubjectPattern(bus.RuntimeOpHeartbeat), s.handleHeartbeat); err != nil {
-		return err
-	}
-	if err := s.svc.Handle(meshapi.OpRegistryList, bus.ServiceSubject(bus.ServiceRegistry, meshapi.OpRegistryList), s.handleList); err != nil {
-		return err
-	}
-	s.wg.Add(1)
-	go s.sweepLoop()
+	// ctx bounds the start only: the sweep lives until Stop.
+	s.sweeper.Start(context.WithoutCancel(ctx))
 	return nil
 }
 
@@ -102,8 +99,7 @@ func (s *Service) Stop(grace time.Duration) {
 	if s.svc != nil {
 		_ = s.svc.Stop(grace)
 	}
-	close(s.stop)
-	s.wg.Wait()
+	s.sweeper.Stop()
 	if s.dir != nil {
 		s.dir.Close()
 	}
@@ -151,23 +147,10 @@ func (s *Service) handleHeartbeat(ctx context.Context, req *bus.Request) (any, e
 	return meshapi.HeartbeatResponse{Status: mesh.PresenceOnline, HeartbeatTimeoutMS: p.HeartbeatTimeoutMS, ServerTime: now}, nil
 }
 
-func (s *Service) sweepLoop() {
-	defer s.wg.Done()
-	t := time.NewTicker(s.cfg.SweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.sweep(time.Now())
-		}
-	}
-}
-
 // sweep marks offline every runtime whose last heartbeat is older than its timeout.
-func (s *Service) sweep(now time.Time) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func (s *Service) sweep(ctx context.Context) {
+	now := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for _, p := range s.dir.OnlinePresences() {
 		if p.LastHeartbeatAt == nil || now.Sub(*p.LastHeartbeatAt) <= time.Duration(p.HeartbeatTimeoutMS)*time.Millisecond {

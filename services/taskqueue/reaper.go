@@ -12,38 +12,26 @@ import (
 // allow, and otherwise fails with RUNTIME_LOST; any run past its deadline
 // fails with DEADLINE_EXCEEDED.
 
-func (s *Service) reapLoop() {
-	defer s.wg.Done()
-	t := time.NewTicker(s.cfg.ReapInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.reap(time.Now())
-		}
-	}
-}
-
-// reap handles every run whose lease or deadline has passed at now.
-func (s *Service) reap(now time.Time) {
+// reap handles every run whose lease or deadline has passed (the reaper
+// runs it every ReapInterval).
+func (s *Service) reap(ctx context.Context) {
+	now := time.Now()
 	// Leases that ran out while the platform itself was down could not have
 	// been renewed; they get one lease period from start-up before they count.
 	grace := s.startedAt.Add(s.cfg.Lease)
 	for _, r := range s.index.activeRuns() {
 		switch {
 		case !r.deadline.IsZero() && now.After(r.deadline):
-			s.expire(r.id, mesh.ReasonDeadlineExceeded, "the task run passed its deadline")
+			s.expire(ctx, r.id, mesh.ReasonDeadlineExceeded, "the task run passed its deadline")
 		case r.status == mesh.StatusRunning && !r.lease.IsZero() && now.After(r.lease) && now.After(grace):
-			s.loseLease(r.id)
+			s.loseLease(ctx, r.id)
 		}
 	}
 }
 
 // expire fails a run that is past its deadline.
-func (s *Service) expire(runID, code, message string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func (s *Service) expire(ctx context.Context, runID, code, message string) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var wasPending bool
 	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
@@ -68,8 +56,8 @@ func (s *Service) expire(runID, code, message string) {
 }
 
 // loseLease ends or re-queues a running run whose runtime stopped renewing.
-func (s *Service) loseLease(runID string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func (s *Service) loseLease(ctx context.Context, runID string) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	requeued := false
 	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {

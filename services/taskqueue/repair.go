@@ -69,31 +69,22 @@ func (s *Service) enqueueOrRetry(ctx context.Context, run *mesh.TaskRun) {
 	}
 }
 
-func (s *Service) repairLoop() {
-	defer s.wg.Done()
-	s.repair()
-	sweep := time.NewTicker(s.cfg.RepairInterval)
-	defer sweep.Stop()
-	retry := time.NewTicker(retryInterval)
-	defer retry.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-retry.C:
-			for _, id := range s.unqueued.take() {
-				s.retryEnqueue(id)
-			}
-		case <-sweep.C:
-			s.repair()
+// retryEnqueues tries again the enqueues that failed (the requeuer runs it
+// every retryInterval).
+func (s *Service) retryEnqueues(ctx context.Context) {
+	for _, id := range s.unqueued.take() {
+		if ctx.Err() != nil {
+			s.unqueued.add(id)
+			continue
 		}
+		s.retryEnqueue(ctx, id)
 	}
 }
 
 // retryEnqueue publishes the queue message of a run whose enqueue failed,
 // if it is still pending; another failure keeps it for the next try.
-func (s *Service) retryEnqueue(runID string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func (s *Service) retryEnqueue(ctx context.Context, runID string) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	unlock := s.locks.lock(runID)
 	defer unlock()
@@ -114,24 +105,23 @@ func (s *Service) retryEnqueue(runID string) {
 	s.cfg.Logger.Info().Str("task_run_id", runID).Msg("task run queued after an earlier failure")
 }
 
-// repair re-queues every settled pending run that has no queue message.
-func (s *Service) repair() {
+// repair re-queues every settled pending run that has no queue message
+// (the repairer runs it at start and every RepairInterval).
+func (s *Service) repair(ctx context.Context) {
 	settled := time.Now().Add(-repairSettle)
 	for _, r := range s.index.activeRuns() {
-		select {
-		case <-s.stop:
+		if ctx.Err() != nil {
 			return
-		default:
 		}
 		if r.status != mesh.StatusPending || r.updatedAt.After(settled) {
 			continue
 		}
-		s.repairRun(r.id)
+		s.repairRun(ctx, r.id)
 	}
 }
 
-func (s *Service) repairRun(runID string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func (s *Service) repairRun(ctx context.Context, runID string) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	unlock := s.locks.lock(runID)
 	defer unlock()

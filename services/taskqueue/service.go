@@ -12,7 +12,6 @@ package taskqueue
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -105,14 +104,19 @@ type Service struct {
 	claimLatency prometheus.Observer
 
 	startedAt time.Time
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	// The maintenance jobs: the reaper (reaper.go), the queue repair and
+	// the retry of failed enqueues (repair.go).
+	reaper, repairer, requeuer *bus.Periodic
 }
 
 // New returns a service; Start runs it.
 func New(cfg Config) *Service {
 	cfg.defaults()
-	return &Service{cfg: cfg, consumers: map[string]jetstream.Consumer{}, recent: newRecentRuns(), stop: make(chan struct{})}
+	s := &Service{cfg: cfg, consumers: map[string]jetstream.Consumer{}, recent: newRecentRuns()}
+	s.reaper = &bus.Periodic{Interval: cfg.ReapInterval, Run: s.reap}
+	s.repairer = &bus.Periodic{Interval: cfg.RepairInterval, AtStart: true, Run: s.repair}
+	s.requeuer = &bus.Periodic{Interval: retryInterval, Run: s.retryEnqueues}
+	return s
 }
 
 // Start loads the run index, starts answering on the bus and starts the reaper
@@ -129,9 +133,11 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.serve(); err != nil {
 		return err
 	}
-	s.wg.Add(2)
-	go s.reapLoop()
-	go s.repairLoop()
+	// ctx bounds the start only: the jobs live until Stop.
+	life := context.WithoutCancel(ctx)
+	for _, job := range []*bus.Periodic{s.reaper, s.repairer, s.requeuer} {
+		job.Start(life)
+	}
 	return nil
 }
 
@@ -181,40 +187,37 @@ func (s *Service) open(ctx context.Context) error {
 
 func (s *Service) serve() error {
 	var err error
-	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
-		Name: "taskqueue", Version: "1.0.0", Description: "task runs", Logger: s.cfg.Logger,
+	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
+		Name: bus.ServiceTaskQueue, Description: "task runs", Logger: s.cfg.Logger,
 		Timeout: s.cfg.MaxPullWait + 5*time.Second,
+		Ops: map[string]bus.HandlerFunc{
+			meshapi.OpTaskCreate:           s.handleCreate,
+			meshapi.OpTaskGet:              s.handleGet,
+			meshapi.OpTaskList:             s.handleList,
+			meshapi.OpTaskCancel:           s.handleCancel,
+			meshapi.OpTaskContinue:         s.handleContinue,
+			meshapi.OpTaskAttachArtifact:   s.handleAttachArtifact,
+			meshapi.OpConversationCreate:   s.handleConversationCreate,
+			meshapi.OpConversationGet:      s.handleConversationGet,
+			meshapi.OpTaskDelegateClaim:    s.handleDelegateClaim,
+			meshapi.OpTaskDelegateLink:     s.handleDelegateLink,
+			meshapi.OpTaskDelegateRenew:    s.handleDelegateRenew,
+			meshapi.OpTaskDelegateProgress: s.handleDelegateProgress,
+			meshapi.OpTaskDelegateEnd:      s.handleDelegateEnd,
+		},
+		RuntimeOps: map[string]bus.HandlerFunc{
+			bus.RuntimeOpHello:    s.handleHello,
+			bus.RuntimeOpPull:     s.handlePull,
+			bus.RuntimeOpClaim:    s.handleClaim,
+			bus.RuntimeOpRelease:  s.handleRelease,
+			bus.RuntimeOpRenew:    s.handleRenew,
+			bus.RuntimeOpProgress: s.handleProgress,
+			bus.RuntimeOpComplete: s.handleComplete,
+			bus.RuntimeOpFail:     s.handleFail,
+		},
 	})
 	if err != nil {
 		return err
-	}
-	endpoints := map[string]bus.HandlerFunc{
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskCreate):           s.handleCreate,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskGet):              s.handleGet,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskList):             s.handleList,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskCancel):           s.handleCancel,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskContinue):         s.handleContinue,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskAttachArtifact):   s.handleAttachArtifact,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpConversationCreate):   s.handleConversationCreate,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpConversationGet):      s.handleConversationGet,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskDelegateClaim):    s.handleDelegateClaim,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskDelegateLink):     s.handleDelegateLink,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskDelegateRenew):    s.handleDelegateRenew,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskDelegateProgress): s.handleDelegateProgress,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpTaskDelegateEnd):      s.handleDelegateEnd,
-		bus.RuntimeSubjectPattern(bus.RuntimeOpHello):                            s.handleHello,
-		bus.RuntimeSubjectPattern(bus.RuntimeOpPull):                             s.handlePull,
-		bus.RuntimeSubjectPattern(bus.RuntimeOpClaim):                            s.handleClaim,
-		bus.RuntimeSubjectPattern(bus.RuntimeOpRelease):                          s.handleRelease,
-		bus.RuntimeSubjectPattern(bus.RuntimeOpRenew):                            s.handleRenew,
-		bus.RuntimeSubjectPattern(bus.RuntimeOpProgress):                         s.handleProgress,
-		bus.RuntimeSubjectPattern(bus.RuntimeOpComplete):                         s.handleComplete,
-		bus.RuntimeSubjectPattern(bus.RuntimeOpFail):                             s.handleFail,
-	}
-	for subject, h := range endpoints {
-		if err := s.svc.Handle(endpointName(subject), subject, h); err != nil {
-			return err
-		}
 	}
 	// Heartbeats are answered by the registry; the task queue listens in its
 	// own queue group only to renew the leases of the runtime's running runs.
@@ -234,8 +237,9 @@ func (s *Service) Stop(grace time.Duration) {
 	if s.svc != nil {
 		_ = s.svc.Stop(grace)
 	}
-	close(s.stop)
-	s.wg.Wait()
+	for _, job := range []*bus.Periodic{s.reaper, s.repairer, s.requeuer} {
+		job.Stop()
+	}
 	for _, m := range []interface{ Stop() error }{s.runView, s.agents} {
 		if m != nil {
 			_ = m.Stop()
@@ -244,11 +248,4 @@ func (s *Service) Stop(grace time.Duration) {
 	if s.runtimes != nil {
 		s.runtimes.Close()
 	}
-}
-
-func endpointName(subject string) string {
-	if _, _, op, ok := bus.ParseRuntimeSubject(subject); ok {
-		return "runtime_" + op
-	}
-	return strings.TrimPrefix(subject, bus.ServiceSubject(bus.ServiceTaskQueue, ""))
 }

@@ -185,26 +185,19 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.watch(ctx); err != nil {
 		return err
 	}
-	s.svc, err = bus.NewService(s.cfg.Conn.NC, bus.ServiceConfig{
-		Name: "webhooks", Version: "1.0.0", Description: "webhook subscriptions and deliveries", Logger: s.cfg.Logger,
+	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
+		Name: bus.ServiceWebhooks, Description: "webhook subscriptions and deliveries", Logger: s.cfg.Logger,
 		Timeout: s.cfg.AttemptTimeout + 10*time.Second,
+		Ops: map[string]bus.HandlerFunc{
+			meshapi.OpWebhookCreate:     s.handleCreate,
+			meshapi.OpWebhookList:       s.handleList,
+			meshapi.OpWebhookGet:        s.handleGet,
+			meshapi.OpWebhookDelete:     s.handleDelete,
+			meshapi.OpWebhookDeliveries: s.handleDeliveries,
+			meshapi.OpWebhookRedrive:    s.handleRedrive,
+		},
 	})
-	if err != nil {
-		return err
-	}
-	for op, h := range map[string]bus.HandlerFunc{
-		meshapi.OpWebhookCreate:     s.handleCreate,
-		meshapi.OpWebhookList:       s.handleList,
-		meshapi.OpWebhookGet:        s.handleGet,
-		meshapi.OpWebhookDelete:     s.handleDelete,
-		meshapi.OpWebhookDeliveries: s.handleDeliveries,
-		meshapi.OpWebhookRedrive:    s.handleRedrive,
-	} {
-		if err := s.svc.Handle(op, bus.ServiceSubject(bus.ServiceWebhooks, op), h); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 // watch follows the subscriptions bucket: a worker runs for each
