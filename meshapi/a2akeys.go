@@ -1,8 +1,11 @@
 package meshapi
 
 import (
+	"context"
 	"slices"
 	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
 )
 
 // A2A API key operations (service "credentials", which owns every credential).
@@ -80,4 +83,27 @@ type RevokeA2AKeyRequest struct {
 // never travels on the bus.
 type AuthenticateA2AKeyRequest struct {
 	KeyHash string `json:"key_hash"`
+}
+
+// CreateA2AKey issues an A2A API key for an agent.
+func (c *Client) CreateA2AKey(ctx context.Context, req CreateA2AKeyRequest) (*CreateA2AKeyResponse, error) {
+	var r CreateA2AKeyResponse
+	return &r, c.call(ctx, bus.ServiceCredentials, OpA2AKeyCreate, req, &r)
+}
+
+// ListA2AKeys lists an agent's A2A API keys.
+func (c *Client) ListA2AKeys(ctx context.Context, agentID string) (*A2AKeyList, error) {
+	var l A2AKeyList
+	return &l, c.call(ctx, bus.ServiceCredentials, OpA2AKeyList, ListA2AKeysRequest{AgentID: agentID}, &l)
+}
+
+// RevokeA2AKey revokes one of an agent's A2A API keys.
+func (c *Client) RevokeA2AKey(ctx context.Context, req RevokeA2AKeyRequest) error {
+	return c.call(ctx, bus.ServiceCredentials, OpA2AKeyRevoke, req, nil)
+}
+
+// AuthenticateA2AKey resolves an A2A API key hash to its key.
+func (c *Client) AuthenticateA2AKey(ctx context.Context, keyHash string) (*A2AKey, error) {
+	var k A2AKey
+	return &k, c.call(ctx, bus.ServiceCredentials, OpA2AKeyAuthenticate, AuthenticateA2AKeyRequest{KeyHash: keyHash}, &k)
 }

@@ -1,6 +1,11 @@
 package meshapi
 
-import "github.com/a2amesh/a2amesh/mesh"
+import (
+	"context"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+)
 
 // Agent operations (service "agents").
 const (
@@ -70,4 +75,34 @@ type ListAgentsRequest struct{}
 // AgentList is a list of agents.
 type AgentList struct {
 	Agents []mesh.Agent `json:"agents"`
+}
+
+// CreateAgent creates an agent account.
+func (c *Client) CreateAgent(ctx context.Context, req CreateAgentRequest) (*mesh.Agent, error) {
+	var a mesh.Agent
+	return &a, c.call(ctx, bus.ServiceAgents, OpAgentCreate, req, &a)
+}
+
+// GetAgent returns an agent account.
+func (c *Client) GetAgent(ctx context.Context, agentID string) (*mesh.Agent, error) {
+	var a mesh.Agent
+	return &a, c.call(ctx, bus.ServiceAgents, OpAgentGet, GetAgentRequest{AgentID: agentID}, &a)
+}
+
+// ListAgents lists agent accounts.
+func (c *Client) ListAgents(ctx context.Context) (*AgentList, error) {
+	var l AgentList
+	return &l, c.call(ctx, bus.ServiceAgents, OpAgentList, ListAgentsRequest{}, &l)
+}
+
+// UpdateAgent edits an agent account.
+func (c *Client) UpdateAgent(ctx context.Context, req UpdateAgentRequest) (*mesh.Agent, error) {
+	var a mesh.Agent
+	return &a, c.call(ctx, bus.ServiceAgents, OpAgentUpdate, req, &a)
+}
+
+// DeleteAgent deletes an agent account (see DeleteAgentRequest).
+func (c *Client) DeleteAgent(ctx context.Context, agentID string) (*DeleteAgentResponse, error) {
+	var out DeleteAgentResponse
+	return &out, c.call(ctx, bus.ServiceAgents, OpAgentDelete, DeleteAgentRequest{AgentID: agentID}, &out)
 }

@@ -1,6 +1,11 @@
 package meshapi
 
-import "github.com/a2amesh/a2amesh/mesh"
+import (
+	"context"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+)
 
 // Artifact operations (service "artifacts").
 const (
@@ -41,4 +46,28 @@ type ListArtifactsRequest struct {
 // ArtifactList is a run's artifacts, oldest first.
 type ArtifactList struct {
 	Artifacts []mesh.Artifact `json:"artifacts"`
+}
+
+// CommitArtifact registers stored artifact content.
+func (c *Client) CommitArtifact(ctx context.Context, req CommitArtifactRequest) (*mesh.Artifact, error) {
+	var a mesh.Artifact
+	return &a, c.call(ctx, bus.ServiceArtifacts, OpArtifactCommit, req, &a)
+}
+
+// GetArtifact returns artifact metadata.
+func (c *Client) GetArtifact(ctx context.Context, artifactID string) (*mesh.Artifact, error) {
+	var a mesh.Artifact
+	return &a, c.call(ctx, bus.ServiceArtifacts, OpArtifactGet, GetArtifactRequest{ArtifactID: artifactID}, &a)
+}
+
+// ListArtifacts lists a run's artifacts.
+func (c *Client) ListArtifacts(ctx context.Context, taskRunID string) (*ArtifactList, error) {
+	var l ArtifactList
+	return &l, c.call(ctx, bus.ServiceArtifacts, OpArtifactList, ListArtifactsRequest{TaskRunID: taskRunID}, &l)
+}
+
+// CommitInputArtifact registers stored content as a file of a conversation's input.
+func (c *Client) CommitInputArtifact(ctx context.Context, req CommitInputRequest) (*mesh.Artifact, error) {
+	var a mesh.Artifact
+	return &a, c.call(ctx, bus.ServiceArtifacts, OpArtifactCommitInput, req, &a)
 }

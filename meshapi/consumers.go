@@ -1,6 +1,11 @@
 package meshapi
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+)
 
 // Event consumer credential operations (service "credentials", which answers the
 // NATS auth callout and so decides what a credential may read).
@@ -68,4 +73,21 @@ type ListConsumersRequest struct{}
 // DeleteConsumerRequest revokes a consumer credential.
 type DeleteConsumerRequest struct {
 	ConsumerID string `json:"consumer_id"`
+}
+
+// CreateConsumer creates an event consumer credential.
+func (c *Client) CreateConsumer(ctx context.Context, req CreateConsumerRequest) (*CreateConsumerResponse, error) {
+	var r CreateConsumerResponse
+	return &r, c.call(ctx, bus.ServiceCredentials, OpConsumerCreate, req, &r)
+}
+
+// ListConsumers lists event consumer credentials.
+func (c *Client) ListConsumers(ctx context.Context) (*ConsumerList, error) {
+	var l ConsumerList
+	return &l, c.call(ctx, bus.ServiceCredentials, OpConsumerList, ListConsumersRequest{}, &l)
+}
+
+// DeleteConsumer revokes an event consumer credential.
+func (c *Client) DeleteConsumer(ctx context.Context, consumerID string) error {
+	return c.call(ctx, bus.ServiceCredentials, OpConsumerDelete, DeleteConsumerRequest{ConsumerID: consumerID}, nil)
 }

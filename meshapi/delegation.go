@@ -1,9 +1,11 @@
 package meshapi
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -217,4 +219,81 @@ type DelegateEndRequest struct {
 	Error     *mesh.RunError  `json:"error,omitempty"`
 	// RemoteState records the partner task's state that ended the run.
 	RemoteState string `json:"remote_state,omitempty"`
+}
+
+// CreateRoutingRule adds a routing rule to an agent.
+func (c *Client) CreateRoutingRule(ctx context.Context, req CreateRoutingRuleRequest) (*RoutingRule, error) {
+	var r RoutingRule
+	return &r, c.call(ctx, bus.ServiceDelegation, OpRuleCreate, req, &r)
+}
+
+// ListRoutingRules lists an agent's routing rules in the order they are tried.
+func (c *Client) ListRoutingRules(ctx context.Context, agentID string) (*RoutingRuleList, error) {
+	var l RoutingRuleList
+	return &l, c.call(ctx, bus.ServiceDelegation, OpRuleList, ListRoutingRulesRequest{AgentID: agentID}, &l)
+}
+
+// DeleteRoutingRule removes one of an agent's routing rules.
+func (c *Client) DeleteRoutingRule(ctx context.Context, req DeleteRoutingRuleRequest) error {
+	return c.call(ctx, bus.ServiceDelegation, OpRuleDelete, req, nil)
+}
+
+// MatchRoutingRule asks whether a task for an agent is to be delegated.
+func (c *Client) MatchRoutingRule(ctx context.Context, req MatchRequest) (*MatchResponse, error) {
+	var r MatchResponse
+	return &r, c.call(ctx, bus.ServiceDelegation, OpMatch, req, &r)
+}
+
+// TraceDelegation returns the delegation tree a run belongs to, from its root.
+func (c *Client) TraceDelegation(ctx context.Context, taskRunID string) (*TraceNode, error) {
+	var n TraceNode
+	return &n, c.call(ctx, bus.ServiceDelegation, OpTrace, TraceRequest{TaskRunID: taskRunID}, &n)
+}
+
+// CreatePartner registers a partner platform.
+func (c *Client) CreatePartner(ctx context.Context, req CreatePartnerRequest) (*CreatePartnerResponse, error) {
+	var r CreatePartnerResponse
+	return &r, c.call(ctx, bus.ServiceDelegation, OpPartnerCreate, req, &r)
+}
+
+// ListPartners lists partner platforms (never their secrets).
+func (c *Client) ListPartners(ctx context.Context) (*PartnerList, error) {
+	var l PartnerList
+	return &l, c.call(ctx, bus.ServiceDelegation, OpPartnerList, ListPartnersRequest{}, &l)
+}
+
+// DeletePartner removes a partner platform.
+func (c *Client) DeletePartner(ctx context.Context, partnerID string) error {
+	return c.call(ctx, bus.ServiceDelegation, OpPartnerDelete, DeletePartnerRequest{PartnerID: partnerID}, nil)
+}
+
+// PartnerCallback hands a partner's signed callback to the delegation service.
+func (c *Client) PartnerCallback(ctx context.Context, req PartnerCallbackRequest) error {
+	return c.call(ctx, bus.ServiceDelegation, OpPartnerCallback, req, nil)
+}
+
+// DelegateClaim takes a delegated pending run for the delegation service.
+func (c *Client) DelegateClaim(ctx context.Context, req DelegateClaimRequest) (*mesh.TaskRun, error) {
+	return c.runCall(ctx, OpTaskDelegateClaim, req)
+}
+
+// DelegateLink records where a held run was delegated.
+func (c *Client) DelegateLink(ctx context.Context, req DelegateLinkRequest) (*mesh.TaskRun, error) {
+	return c.runCall(ctx, OpTaskDelegateLink, req)
+}
+
+// DelegateRenew extends the leases of held runs.
+func (c *Client) DelegateRenew(ctx context.Context, req DelegateRenewRequest) (*RenewResponse, error) {
+	var r RenewResponse
+	return &r, c.call(ctx, bus.ServiceTaskQueue, OpTaskDelegateRenew, req, &r)
+}
+
+// DelegateProgress mirrors a delegate's progress on a held run.
+func (c *Client) DelegateProgress(ctx context.Context, req DelegateProgressRequest) (*mesh.TaskRun, error) {
+	return c.runCall(ctx, OpTaskDelegateProgress, req)
+}
+
+// DelegateEnd ends a held run with the delegate's outcome.
+func (c *Client) DelegateEnd(ctx context.Context, req DelegateEndRequest) (*mesh.TaskRun, error) {
+	return c.runCall(ctx, OpTaskDelegateEnd, req)
 }

@@ -1,8 +1,10 @@
 package meshapi
 
 import (
+	"context"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -101,4 +103,28 @@ type AuthenticateRequest struct {
 type Identity struct {
 	AgentID   string `json:"agent_id"`
 	RuntimeID string `json:"runtime_id"`
+}
+
+// IssuePairingCode issues a one-time pairing code.
+func (c *Client) IssuePairingCode(ctx context.Context, req IssuePairingCodeRequest) (*PairingCode, error) {
+	var p PairingCode
+	return &p, c.call(ctx, bus.ServiceCredentials, OpPairingIssue, req, &p)
+}
+
+// Attach redeems a pairing code for a runtime credential.
+func (c *Client) Attach(ctx context.Context, req AttachRequest) (*AttachResponse, error) {
+	var r AttachResponse
+	return &r, c.call(ctx, bus.ServiceCredentials, OpPairingAttach, req, &r)
+}
+
+// RevokeRuntime revokes a runtime's credential.
+func (c *Client) RevokeRuntime(ctx context.Context, req RevokeRuntimeRequest) (*mesh.Runtime, error) {
+	var r mesh.Runtime
+	return &r, c.call(ctx, bus.ServiceCredentials, OpPairingRevoke, req, &r)
+}
+
+// Authenticate resolves a runtime credential hash to its runtime.
+func (c *Client) Authenticate(ctx context.Context, tokenHash string) (*Identity, error) {
+	var id Identity
+	return &id, c.call(ctx, bus.ServiceCredentials, OpPairingAuthenticate, AuthenticateRequest{TokenHash: tokenHash}, &id)
 }

@@ -1,8 +1,10 @@
 package meshapi
 
 import (
+	"context"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -40,4 +42,10 @@ type ListRuntimesRequest struct {
 // RuntimeList is an agent's runtimes, the active one first.
 type RuntimeList struct {
 	Runtimes []mesh.RuntimeView `json:"runtimes"`
+}
+
+// ListRuntimes lists an agent's runtimes with their presence.
+func (c *Client) ListRuntimes(ctx context.Context, agentID string) (*RuntimeList, error) {
+	var l RuntimeList
+	return &l, c.call(ctx, bus.ServiceRegistry, OpRegistryList, ListRuntimesRequest{AgentID: agentID}, &l)
 }

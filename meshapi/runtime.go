@@ -1,10 +1,13 @@
 package meshapi
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/nats-io/nats.go"
 )
 
 // Runtime operations arrive on bus.RuntimeSubject(agent, runtime, op); the
@@ -113,4 +116,104 @@ func AckOf(run *mesh.TaskRun) ReportAck {
 // TaskRunReply is a run after an operation.
 type TaskRunReply struct {
 	TaskRun mesh.TaskRun `json:"task_run"`
+}
+
+// Runtime returns a client that speaks for one runtime. Over a runtime's own
+// NATS connection the server only lets it use its own ids; the gateway uses it
+// on behalf of runtimes it has authenticated.
+func (c *Client) Runtime(agentID, runtimeID string) *RuntimeClient {
+	return &RuntimeClient{nc: c.nc, agentID: agentID, runtimeID: runtimeID}
+}
+
+// RuntimeClient sends runtime operations for one runtime.
+type RuntimeClient struct {
+	nc        *nats.Conn
+	agentID   string
+	runtimeID string
+}
+
+func (c *RuntimeClient) call(ctx context.Context, op string, req, resp any) error {
+	return bus.Call(ctx, c.nc, bus.RuntimeSubject(c.agentID, c.runtimeID, op), req, resp)
+}
+
+// report sends a progress, complete or fail report.
+func (c *RuntimeClient) report(ctx context.Context, op string, req any) (*ReportAck, error) {
+	var r ReportAck
+	if err := c.call(ctx, op, req, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Hello announces the runtime and returns its queue consumer and timings.
+func (c *RuntimeClient) Hello(ctx context.Context) (*HelloResponse, error) {
+	var r HelloResponse
+	return &r, c.call(ctx, bus.RuntimeOpHello, struct{}{}, &r)
+}
+
+// Heartbeat marks the runtime online and renews the leases of its running
+// runs. It is sent once: a failed heartbeat is how a runtime whose
+// connection is refused finds out at once to check its credential (leases
+// have their own renewals, which are sent again).
+func (c *RuntimeClient) Heartbeat(ctx context.Context, req HeartbeatRequest) (*HeartbeatResponse, error) {
+	var r HeartbeatResponse
+	return &r, c.call(ctx, bus.RuntimeOpHeartbeat, req, &r)
+}
+
+// Pull claims the next pending run, waiting up to req.Wait.
+func (c *RuntimeClient) Pull(ctx context.Context, req PullRequest) (*mesh.TaskRun, error) {
+	var r PullResponse
+	if err := c.call(ctx, bus.RuntimeOpPull, req, &r); err != nil {
+		return nil, err
+	}
+	return r.TaskRun, nil
+}
+
+// TryTimeout bounds one try of a runtime operation that is sent again until
+// the caller's context ends when its answer does not come (claim and renew:
+// see bus.CallIdempotent).
+const TryTimeout = 3 * time.Second
+
+// callAgain sends an operation that has the same effect when repeated,
+// again after a try whose answer was lost.
+func (c *RuntimeClient) callAgain(ctx context.Context, op string, req, resp any) error {
+	return bus.CallIdempotent(ctx, c.nc, bus.RuntimeSubject(c.agentID, c.runtimeID, op), req, resp, TryTimeout)
+}
+
+// Claim claims the run of a fetched queue message. Claiming the same
+// attempt again is answered with the run the runtime already holds, so a
+// try whose answer was lost is simply sent again.
+func (c *RuntimeClient) Claim(ctx context.Context, req ClaimRequest) (*mesh.TaskRun, error) {
+	var r TaskRunReply
+	if err := c.callAgain(ctx, bus.RuntimeOpClaim, req, &r); err != nil {
+		return nil, err
+	}
+	return &r.TaskRun, nil
+}
+
+// Release gives back a claimed run that never started.
+func (c *RuntimeClient) Release(ctx context.Context, req ReleaseRequest) error {
+	return c.call(ctx, bus.RuntimeOpRelease, req, nil)
+}
+
+// Renew extends the leases of running runs; a renewal whose answer was lost
+// is sent again, well before the leases run out.
+func (c *RuntimeClient) Renew(ctx context.Context, req RenewRequest) (*RenewResponse, error) {
+	var r RenewResponse
+	return &r, c.callAgain(ctx, bus.RuntimeOpRenew, req, &r)
+}
+
+// Progress reports progress on a run.
+func (c *RuntimeClient) Progress(ctx context.Context, req ProgressRequest) (*ReportAck, error) {
+	return c.report(ctx, bus.RuntimeOpProgress, req)
+}
+
+// Complete ends a run with its output.
+func (c *RuntimeClient) Complete(ctx context.Context, req CompleteRequest) (*ReportAck, error) {
+	return c.report(ctx, bus.RuntimeOpComplete, req)
+}
+
+// Fail ends a run as failed.
+func (c *RuntimeClient) Fail(ctx context.Context, req FailRequest) (*ReportAck, error) {
+	return c.report(ctx, bus.RuntimeOpFail, req)
 }

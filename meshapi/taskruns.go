@@ -1,9 +1,12 @@
 package meshapi
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -123,4 +126,65 @@ type CreateConversationRequest struct {
 // GetConversationRequest names a conversation.
 type GetConversationRequest struct {
 	ConversationID string `json:"conversation_id"`
+}
+
+// CreateTaskRun creates a task run. A create with an idempotency key is
+// sent again (every TryTimeout) while no copy of the task queue answers in
+// time, or none is reachable: the copy that took it may have been lost with
+// its node, and another answers the next send with the run the first
+// stored, if it did, or creates it; the key never makes two. If the
+// caller's time runs out that way, the answer is UNAVAILABLE (the endpoints'
+// 503 with Retry-After): sending the create again with the same key is
+// safe. A create without a key is sent once.
+func (c *Client) CreateTaskRun(ctx context.Context, req CreateTaskRunRequest) (*CreateTaskRunResponse, error) {
+	var r CreateTaskRunResponse
+	if req.IdempotencyKey == "" {
+		return &r, c.call(ctx, bus.ServiceTaskQueue, OpTaskCreate, req, &r)
+	}
+	err := bus.CallIdempotent(ctx, c.nc, bus.ServiceSubject(bus.ServiceTaskQueue, OpTaskCreate), req, &r, TryTimeout)
+	if err != nil && mesh.AsError(err).Code == mesh.CodeTimeout {
+		return nil, fmt.Errorf("%w: %w", mesh.Errorf(mesh.CodeUnavailable, "the task queue did not answer in time (a node may have been lost); send the create again with the same idempotency_key"), err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// GetTaskRun returns a task run.
+func (c *Client) GetTaskRun(ctx context.Context, taskRunID string) (*mesh.TaskRun, error) {
+	return c.runCall(ctx, OpTaskGet, GetTaskRunRequest{TaskRunID: taskRunID})
+}
+
+// ListTaskRuns pages task runs, newest first.
+func (c *Client) ListTaskRuns(ctx context.Context, req ListTaskRunsRequest) (*TaskRunList, error) {
+	var l TaskRunList
+	return &l, c.call(ctx, bus.ServiceTaskQueue, OpTaskList, req, &l)
+}
+
+// CancelTaskRun cancels a task run.
+func (c *Client) CancelTaskRun(ctx context.Context, req CancelTaskRunRequest) (*mesh.TaskRun, error) {
+	return c.runCall(ctx, OpTaskCancel, req)
+}
+
+// AttachArtifact records an artifact on a running run.
+func (c *Client) AttachArtifact(ctx context.Context, req AttachArtifactRequest) (*mesh.TaskRun, error) {
+	return c.runCall(ctx, OpTaskAttachArtifact, req)
+}
+
+// CreateConversation starts a conversation and its workspace.
+func (c *Client) CreateConversation(ctx context.Context, req CreateConversationRequest) (*mesh.Conversation, error) {
+	var conv mesh.Conversation
+	return &conv, c.call(ctx, bus.ServiceTaskQueue, OpConversationCreate, req, &conv)
+}
+
+// GetConversation returns a conversation.
+func (c *Client) GetConversation(ctx context.Context, conversationID string) (*mesh.Conversation, error) {
+	var conv mesh.Conversation
+	return &conv, c.call(ctx, bus.ServiceTaskQueue, OpConversationGet, GetConversationRequest{ConversationID: conversationID}, &conv)
+}
+
+// ContinueTaskRun answers a run waiting for input with its next turn's input.
+func (c *Client) ContinueTaskRun(ctx context.Context, req ContinueTaskRunRequest) (*mesh.TaskRun, error) {
+	return c.runCall(ctx, OpTaskContinue, req)
 }

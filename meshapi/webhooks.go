@@ -1,6 +1,11 @@
 package meshapi
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+)
 
 // Webhook operations (service "webhooks").
 const (
@@ -140,4 +145,39 @@ type DeliveryList struct {
 type RedriveRequest struct {
 	WebhookID  string `json:"webhook_id"`
 	DeliveryID string `json:"delivery_id"`
+}
+
+// CreateWebhook subscribes an endpoint to events.
+func (c *Client) CreateWebhook(ctx context.Context, req CreateWebhookRequest) (*CreateWebhookResponse, error) {
+	var r CreateWebhookResponse
+	return &r, c.call(ctx, bus.ServiceWebhooks, OpWebhookCreate, req, &r)
+}
+
+// ListWebhooks lists webhook subscriptions.
+func (c *Client) ListWebhooks(ctx context.Context) (*WebhookList, error) {
+	var l WebhookList
+	return &l, c.call(ctx, bus.ServiceWebhooks, OpWebhookList, ListWebhooksRequest{}, &l)
+}
+
+// GetWebhook returns one subscription.
+func (c *Client) GetWebhook(ctx context.Context, webhookID string) (*Webhook, error) {
+	var w Webhook
+	return &w, c.call(ctx, bus.ServiceWebhooks, OpWebhookGet, WebhookRequest{WebhookID: webhookID}, &w)
+}
+
+// DeleteWebhook removes a subscription and its pending deliveries.
+func (c *Client) DeleteWebhook(ctx context.Context, webhookID string) error {
+	return c.call(ctx, bus.ServiceWebhooks, OpWebhookDelete, WebhookRequest{WebhookID: webhookID}, nil)
+}
+
+// ListDeliveries lists a subscription's recorded deliveries.
+func (c *Client) ListDeliveries(ctx context.Context, req ListDeliveriesRequest) (*DeliveryList, error) {
+	var l DeliveryList
+	return &l, c.call(ctx, bus.ServiceWebhooks, OpWebhookDeliveries, req, &l)
+}
+
+// RedriveDelivery sends a recorded delivery again and returns it updated.
+func (c *Client) RedriveDelivery(ctx context.Context, req RedriveRequest) (*Delivery, error) {
+	var d Delivery
+	return &d, c.call(ctx, bus.ServiceWebhooks, OpWebhookRedrive, req, &d)
 }
