@@ -2,6 +2,7 @@ package edge
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,6 +24,9 @@ func TestEdges(t *testing.T) {
 	})
 	t.Run("a runtime behind the shipped leaf node claims and completes runs", func(t *testing.T) {
 		runtimeBehindALeaf(t, d, endpoint)
+	})
+	t.Run("a leaf node running a JetStream of its own in a domain of its own carries the runtime too", func(t *testing.T) {
+		runtimeBehindALeaf(t, d, endpoint, fmt.Sprintf("jetstream { domain: site-lab, store_dir: %q }", t.TempDir()))
 	})
 	t.Run("a leaf node that cannot reach the platform is named as the cause", func(t *testing.T) {
 		leafWithoutThePlatform(t, d, endpoint)
@@ -59,11 +63,23 @@ func runtimeFollowsItsRegion(t *testing.T, d *deployment, endpoint string) {
 }
 
 // startLeaf runs deploy/nats/leaf.conf as shipped with hubURL as its remote
-// and returns the site's client URL.
-func startLeaf(t *testing.T, hubURL string) (string, *natsserver.Process) {
+// and returns the site's client URL. Extra configuration, when given, is
+// added after the shipped file.
+func startLeaf(t *testing.T, hubURL string, extra ...string) (string, *natsserver.Process) {
 	t.Helper()
 	site := meshtest.FreeAddr(t)
-	leaf := natsserver.Start(t, filepath.Join("..", "..", "deploy", "nats", "leaf.conf"), map[string]string{
+	conf := filepath.Join("..", "..", "deploy", "nats", "leaf.conf")
+	if len(extra) > 0 {
+		shipped, err := os.ReadFile(conf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conf = filepath.Join(t.TempDir(), "leaf.conf")
+		if err := os.WriteFile(conf, []byte(string(shipped)+"\n"+strings.Join(extra, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leaf := natsserver.Start(t, conf, map[string]string{
 		"MESH_LEAF_LISTEN":  site,
 		"MESH_LEAF_HUB_URL": hubURL,
 	}, site)
@@ -75,10 +91,12 @@ func (d *deployment) leafHubURL(userinfo string) string {
 	return strings.Replace(d.sc.LeafURL("west", 0), "nats-leaf://", "nats-leaf://"+userinfo+"@", 1)
 }
 
-func runtimeBehindALeaf(t *testing.T, d *deployment, endpoint string) {
+// runtimeBehindALeaf: the shipped leaf (or the same with a JetStream of
+// the site's own, in a domain of its own) carries a runtime's work.
+func runtimeBehindALeaf(t *testing.T, d *deployment, endpoint string, extra ...string) {
 	agent := d.createAgent("west", "at a site", "west")
 	m := d.pair(agent, "west", endpoint)
-	site, leaf := startLeaf(t, d.leafHubURL(m.profile.RuntimeToken))
+	site, leaf := startLeaf(t, d.leafHubURL(m.profile.RuntimeToken), extra...)
 	rt := m.start("--transport", "nats", "--nats-url", site)
 	meshtest.Eventually(t, 60*time.Second, func() bool {
 		s := m.status()

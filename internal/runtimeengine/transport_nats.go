@@ -85,7 +85,7 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	}
 	t := &natsTransport{cfg: cfg, conn: conn, canceled: make(chan string, 64), authRefused: authRefused}
 	t.rc = meshapi.NewClient(conn.NC).Runtime(cfg.AgentID, cfg.RuntimeID)
-	if t.hello, err = t.rc.Hello(cctx); err != nil {
+	if t.hello, err = t.helloWhenAnswered(cctx); err != nil {
 		err = t.explain(err, "the runtime's hello")
 		conn.NC.Close()
 		return nil, nil, err
@@ -112,6 +112,24 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 		return nil, nil, fmt.Errorf("subscribe to cancellations: %w", err)
 	}
 	return t, t.hello, nil
+}
+
+// helloWhenAnswered says hello once the platform answers through the server: a leaf
+// node that has just started, or just reconnected to its hub, learns what
+// the hub answers a moment later, so "no responders" is asked again until
+// ctx ends.
+func (t *natsTransport) helloWhenAnswered(ctx context.Context) (*meshapi.HelloResponse, error) {
+	for {
+		hello, err := t.rc.Hello(ctx)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return hello, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 func (t *natsTransport) Name() string { return ModeNATS }
