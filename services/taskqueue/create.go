@@ -87,6 +87,23 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 		}
 		run.ConversationID, run.WorkspaceID = conv.ID, conv.WorkspaceID
 	}
+	created, existing, err := s.store(ctx, in, run)
+	if err != nil || existing != nil {
+		return existing, err
+	}
+	// Announced before it is queued (see completeCreate); the event leaves
+	// off the run's lock, and ctx bounds the wait for it.
+	created.wait(ctx)
+	// A failed enqueue leaves a pending run without a queue message; the
+	// repair loop finds and re-queues it, so the create still succeeds.
+	s.enqueueOrRetry(ctx, run)
+	return &meshapi.CreateTaskRunResponse{TaskRun: *run.Public(), Created: true}, nil
+}
+
+// store stores a new run under its lock and queues its created event. When
+// an earlier create with the same idempotency key stored it first, it
+// answers with that run instead.
+func (s *Service) store(ctx context.Context, in *meshapi.CreateTaskRunRequest, run *mesh.TaskRun) (*outgoing, *meshapi.CreateTaskRunResponse, error) {
 	unlock := s.locks.lock(run.ID)
 	defer unlock()
 	rev, err := s.runs.Create(ctx, run.ID, run)
@@ -94,24 +111,20 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 		// Another create with the same key stored the run first.
 		existing, existingRev, gerr := s.runs.Get(ctx, run.ID)
 		if gerr != nil {
-			return nil, fmt.Errorf("read task run %s: %w", run.ID, gerr)
+			return nil, nil, fmt.Errorf("read task run %s: %w", run.ID, gerr)
 		}
 		existing.Revision = existingRev
-		return &meshapi.CreateTaskRunResponse{TaskRun: *existing.Public()}, nil
+		return nil, &meshapi.CreateTaskRunResponse{TaskRun: *existing.Public()}, nil
 	}
 	if err != nil {
 		// Whether or not the run was stored, the key keeps naming its
 		// id: the caller's retry with the key stores it or finds it.
-		return nil, fmt.Errorf("create task run: %w", err)
+		return nil, nil, fmt.Errorf("create task run: %w", err)
 	}
 	run.Revision = rev
 	s.recent.put(run, rev)
 	s.runView.Apply(run.ID, run, rev)
-	s.publishRun(ctx, mesh.EventTaskRunCreated, run)
-	// A failed enqueue leaves a pending run without a queue message; the
-	// repair loop finds and re-queues it, so the create still succeeds.
-	s.enqueueOrRetry(ctx, run)
-	return &meshapi.CreateTaskRunResponse{TaskRun: *run.Public(), Created: true}, nil
+	return s.announce(ctx, mesh.EventTaskRunCreated, run), nil, nil
 }
 
 // newRun validates a create request and builds the pending run.

@@ -12,9 +12,14 @@ import (
 type stripedLocks [256]sync.Mutex
 
 func (l *stripedLocks) lock(key string) func() {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(key))
-	m := &l[h.Sum32()%uint32(len(l))]
+	m := &l[stripeOf(key)]
 	m.Lock()
 	return m.Unlock
+}
+
+// stripeOf is the stripe whose lock serialises key.
+func stripeOf(key string) uint32 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return h.Sum32() % uint32(len(stripedLocks{}))
 }

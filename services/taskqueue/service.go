@@ -88,6 +88,8 @@ type Service struct {
 	runtimes *runtimedir.Directory
 
 	events *bus.Publisher
+	// outbox publishes runs' events in order, off the runs' locks.
+	outbox *outbox
 	svc    *bus.Service
 	// client asks other services (the delegation service's routing rules).
 	client *meshapi.Client
@@ -129,6 +131,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.events = bus.NewPublisher(s.js, bus.ServiceTaskQueue).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServiceTaskQueue))
+	s.outbox = newOutbox(s.events.Publish, s.cfg.Logger)
 	s.registerMetrics()
 	if err := s.serve(); err != nil {
 		return err
@@ -239,6 +242,9 @@ func (s *Service) Stop(grace time.Duration) {
 	}
 	for _, job := range []*bus.Periodic{s.reaper, s.repairer, s.requeuer} {
 		job.Stop()
+	}
+	if s.outbox != nil {
+		s.outbox.stop()
 	}
 	for _, m := range []interface{ Stop() error }{s.runView, s.agents} {
 		if m != nil {

@@ -23,11 +23,22 @@ type mutation func(r *mesh.TaskRun) (eventType string, err error)
 // names, and returns the run as stored. It is the only way runs change, and
 // the one place the state machine (mesh.CanTransition) is enforced: a change
 // of status the table does not allow is refused with INVALID_TRANSITION,
-// whatever the mutation asked for.
+// whatever the mutation asked for. The event leaves through the outbox, after
+// the run's lock is released; the caller waits for it as long as ctx allows.
 func (s *Service) transition(ctx context.Context, runID string, m mutation) (*mesh.TaskRun, error) {
 	if !mesh.ValidID(runID) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "task run %q not found", runID)
 	}
+	run, announced, err := s.transitionLocked(ctx, runID, m)
+	if announced != nil {
+		announced.wait(ctx)
+	}
+	return run, err
+}
+
+// transitionLocked is transition under the run's lock; it returns the
+// event it queued, if any.
+func (s *Service) transitionLocked(ctx context.Context, runID string, m mutation) (*mesh.TaskRun, *outgoing, error) {
 	unlock := s.locks.lock(runID)
 	defer unlock()
 	for attempt := 0; ; attempt++ {
@@ -35,9 +46,9 @@ func (s *Service) transition(ctx context.Context, runID string, m mutation) (*me
 		if !cached || attempt > 0 {
 			var err error
 			if run, rev, err = s.runs.Get(ctx, runID); errors.Is(err, mesh.ErrNotFound) {
-				return nil, mesh.Errorf(mesh.CodeNotFound, "task run %s not found", runID)
+				return nil, nil, mesh.Errorf(mesh.CodeNotFound, "task run %s not found", runID)
 			} else if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			cached = false
 		}
@@ -56,12 +67,12 @@ func (s *Service) transition(ctx context.Context, runID string, m mutation) (*me
 			if run.Status.Terminal() {
 				// A repeated report or cancel: the first may have been
 				// stored with its event lost.
-				s.announceLate(ctx, run, mesh.TaskRunEventType(run.Status))
+				return run, s.announceLate(ctx, run, mesh.TaskRunEventType(run.Status)), nil
 			}
-			return run, nil
+			return run, nil, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if run.Status.Terminal() {
 			// What the host was to run with is needed no more, and may be secret.
@@ -74,15 +85,15 @@ func (s *Service) transition(ctx context.Context, runID string, m mutation) (*me
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("update task run %s: %w", runID, err)
+			return nil, nil, fmt.Errorf("update task run %s: %w", runID, err)
 		}
 		run.Revision = next
 		s.recent.put(run, next)
 		s.runView.Apply(runID, run, next)
-		if eventType != "" {
-			s.publishRun(ctx, eventType, run)
+		if eventType == "" {
+			return run, nil, nil
 		}
-		return run, nil
+		return run, s.announce(ctx, eventType, run), nil
 	}
 }
 
@@ -93,24 +104,10 @@ func moves(from, to mesh.Status, eventType string) bool {
 	return from != to || eventType == mesh.TaskRunEventType(to) || eventType == mesh.EventTaskRunRequeued
 }
 
-// Publishing a stored change's event is given more time than a store call:
-// the change cannot be taken back, and every try carries the same event id,
-// so each is a duplicate of any that was stored after all (without an
-// acknowledgement) as long as the tries stay inside the stream's duplicate
-// window.
-const (
-	eventBudget = bus.DuplicateWindow / 2
-	// eventTryTimeout bounds one try: a publish whose stream leader was lost
-	// is never acknowledged, and must not use up the budget.
-	eventTryTimeout = 2 * time.Second
-)
-
-// publishRun announces a run's change. The change is already stored, so a
-// failure to publish is retried through leader elections of the event
-// stream (see eventBudget) and then logged.
-func (s *Service) publishRun(ctx context.Context, eventType string, run *mesh.TaskRun) {
-	ctx = inRunTrace(ctx, run)
-	ev := bus.Event{
+// announce queues the event of a run's stored change in the outbox. Call
+// it under the run's lock, so a run's events leave in revision order.
+func (s *Service) announce(ctx context.Context, eventType string, run *mesh.TaskRun) *outgoing {
+	return s.outbox.add(inRunTrace(ctx, run), bus.Event{
 		Type:     eventType,
 		Kind:     mesh.KindTaskRun,
 		AgentID:  run.TargetAgentID,
@@ -119,56 +116,42 @@ func (s *Service) publishRun(ctx context.Context, eventType string, run *mesh.Ta
 		Sequence: run.Revision,
 		Data:     run.Public(),
 		Time:     run.UpdatedAt,
-	}
-	var err error
-	deadline := time.Now().Add(eventBudget)
-	for try := 1; ; try++ {
-		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTryTimeout)
-		err = s.events.Publish(tctx, ev)
-		cancel()
-		if err == nil {
-			return
-		}
-		if (try >= 3 && !bus.Transient(err)) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(min(time.Duration(try)*50*time.Millisecond, 500*time.Millisecond))
-	}
-	s.cfg.Logger.Error().Err(err).Str("task_run_id", run.ID).Str("type", eventType).Msg("task run event not published")
+	})
 }
 
-// announceLate publishes the event announcing run's present state (of type
+// announceLate queues the event announcing run's present state (of type
 // want) when the newest event stored about the run is another: the change
 // was stored but its event was lost with a node, or with the process that
 // stored it. The event carries the id the first publish would have had (run
-// id and revision), so one that was stored after all is a duplicate.
-func (s *Service) announceLate(ctx context.Context, run *mesh.TaskRun, want string) {
+// id and revision), so one that was stored after all is a duplicate. Call
+// it under the run's lock.
+func (s *Service) announceLate(ctx context.Context, run *mesh.TaskRun, want string) *outgoing {
 	last, err := s.events.LastType(ctx, run.TargetAgentID, mesh.KindTaskRun, run.ID)
 	if err != nil {
 		s.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("could not check the run's last event")
-		return
+		return nil
 	}
 	if last == want {
-		return
+		return nil
 	}
 	s.cfg.Logger.Warn().Str("task_run_id", run.ID).Str("type", want).Str("last", last).Msg("run stored without its event; publishing it now")
-	s.publishRun(ctx, want, run)
+	return s.announce(ctx, want, run)
 }
 
-// announceCreated publishes the created event of a never-claimed run when
-// no event about the run was stored at all (its creator stored the run and
-// failed, or died, before announcing it), and reports whether it did.
-func (s *Service) announceCreated(ctx context.Context, run *mesh.TaskRun) bool {
+// announceCreated queues the created event of a never-claimed run when no
+// event about the run was stored at all (its creator stored the run and
+// failed, or died, before announcing it), and returns it (nil when it did
+// not). Call it under the run's lock.
+func (s *Service) announceCreated(ctx context.Context, run *mesh.TaskRun) *outgoing {
 	if run.Status != mesh.StatusPending || run.Attempt != 0 {
-		return false
+		return nil
 	}
 	last, err := s.events.LastType(ctx, run.TargetAgentID, mesh.KindTaskRun, run.ID)
 	if err != nil || last != "" {
-		return false
+		return nil
 	}
 	s.cfg.Logger.Warn().Str("task_run_id", run.ID).Msg("run stored without its created event; publishing it now")
-	s.publishRun(ctx, mesh.EventTaskRunCreated, run)
-	return true
+	return s.announce(ctx, mesh.EventTaskRunCreated, run)
 }
 
 // completeCreate finishes the create of a run that an idempotent retry
@@ -176,7 +159,11 @@ func (s *Service) announceCreated(ctx context.Context, run *mesh.TaskRun) bool {
 // either (it announces first), so both are done now, under the ids the
 // creator used, which makes anything it stored after all a duplicate.
 func (s *Service) completeCreate(ctx context.Context, run *mesh.TaskRun) {
-	if s.announceCreated(ctx, run) {
+	unlock := s.locks.lock(run.ID)
+	created := s.announceCreated(ctx, run)
+	unlock()
+	if created != nil {
+		created.wait(ctx)
 		s.enqueueOrRetry(ctx, run)
 	}
 }
