@@ -53,12 +53,14 @@ type ConnConfig struct {
 	// line, instead of failing at once: platform services started before
 	// their NATS. A refused credential still fails at once.
 	WaitForServer bool
-	// InOrder tries URL's servers, and only those, in the order given, at
-	// the first connection and at every reconnection, instead of in random
-	// order and with the servers a cluster tells of: a runtime lists its
-	// home region's servers first, other regions' after, as pairing told
-	// it (a region's servers are often reached through one advertised
-	// address, their own addresses being internal).
+	// InOrder tries URL's servers in the order given, at the first
+	// connection and at every reconnection, instead of in random order: a
+	// runtime lists its home region's servers first, other regions' after,
+	// as pairing told it. The servers the connected cluster tells of are
+	// kept, after all the given ones, so a runtime given one server of its
+	// region still reconnects when that server goes; it tries the next
+	// region's given servers before them, so a region should advertise
+	// every one of its servers to keep its runtimes.
 	InOrder bool
 	// Logger receives connection state changes.
 	Logger zerolog.Logger
@@ -141,7 +143,7 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 		opts = append(opts, nats.IgnoreAuthErrorAbort())
 	}
 	if cfg.InOrder {
-		opts = append(opts, nats.DontRandomize(), nats.IgnoreDiscoveredServers())
+		opts = append(opts, nats.DontRandomize())
 	}
 	url := cfg.URL
 	if cfg.Server != nil {
