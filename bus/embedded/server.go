@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -48,6 +49,16 @@ type Config struct {
 	// Routes are the nats-route:// URLs of the nodes of the cluster; listing
 	// the node's own is allowed, so every node can be given the same list.
 	Routes []string
+	// GatewayListen, with ClusterName, makes the cluster one region of a
+	// supercluster: the server takes gateway connections from the other
+	// clusters here (host:port). Gateways names where each other cluster's
+	// gateways are reached (cluster name to gateway URLs).
+	GatewayListen string
+	Gateways      map[string][]string
+	// GatewayAdvertise is the gateway address the server tells the other
+	// clusters (default: GatewayListen). An address no one listens on keeps
+	// them to the URLs they were given, when those run through proxies.
+	GatewayAdvertise string
 }
 
 // Server is a running embedded NATS server with JetStream.
@@ -73,6 +84,9 @@ func Start(cfg Config) (*Server, error) {
 		opts.ServerName = "a2a-mesh"
 	}
 	if err := cfg.cluster(opts); err != nil {
+		return nil, err
+	}
+	if err := cfg.gateway(opts); err != nil {
 		return nil, err
 	}
 	opts.JetStream = true
@@ -179,6 +193,43 @@ func (cfg Config) cluster(opts *server.Options) error {
 			return fmt.Errorf("bus: route %q: not a nats-route:// URL", r)
 		}
 		opts.Routes = append(opts.Routes, u)
+	}
+	return nil
+}
+
+// gateway sets the gateway options of a region's node.
+func (cfg Config) gateway(opts *server.Options) error {
+	if cfg.GatewayListen == "" {
+		if len(cfg.Gateways) > 0 || cfg.GatewayAdvertise != "" {
+			return errors.New("embedded: Gateways and GatewayAdvertise need GatewayListen")
+		}
+		return nil
+	}
+	if cfg.ClusterName == "" {
+		return errors.New("embedded: GatewayListen needs ClusterName, the region's name")
+	}
+	host, port, err := splitHostPort(cfg.GatewayListen)
+	if err != nil {
+		return fmt.Errorf("bus: gateway listen address: %w", err)
+	}
+	opts.Gateway.Name = cfg.ClusterName
+	opts.Gateway.Host, opts.Gateway.Port = host, port
+	opts.Gateway.Advertise = cfg.GatewayAdvertise
+	names := make([]string, 0, len(cfg.Gateways))
+	for name := range cfg.Gateways {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		remote := &server.RemoteGatewayOpts{Name: name}
+		for _, g := range cfg.Gateways[name] {
+			u, err := url.Parse(g)
+			if err != nil || u.Host == "" {
+				return fmt.Errorf("bus: gateway %q of %s: not a nats:// URL", g, name)
+			}
+			remote.URLs = append(remote.URLs, u)
+		}
+		opts.Gateway.Gateways = append(opts.Gateway.Gateways, remote)
 	}
 	return nil
 }

@@ -36,8 +36,8 @@ type Config struct {
 	// Idle is how long processes sit idle before their footprint is read. Default 10s.
 	Idle time.Duration
 	// Only runs one phase: "cycle", "e2e", "cluster", "fanout", "a2a",
-	// "executions", "processes" or "scale" (default all but scale, which
-	// takes minutes). The cluster phase compares with the cycle and e2e
+	// "executions", "processes", "scale" or "regions" (default all but
+	// scale and regions, which take minutes). The cluster phase compares with the cycle and e2e
 	// phases' figures, and measures them itself when it runs alone.
 	Only string
 	// FanoutRuns, FanoutSubscribers and FanoutWebhooks size the fan-out
@@ -51,6 +51,12 @@ type Config struct {
 	ExecutionsQueries int
 	// ScaleRuntimes is how many runtimes the scale phase connects. Default 1,000.
 	ScaleRuntimes int
+	// RegionDelay is added to each gateway link of the regions phase, each
+	// way. Default 40ms.
+	RegionDelay time.Duration
+	// RegionSamples is how many tasks, one at a time, each case of the
+	// regions phase measures. Default 100.
+	RegionSamples int
 	// Progress receives one line per phase.
 	Progress func(string)
 }
@@ -91,6 +97,12 @@ func (c *Config) defaults() {
 	if c.ScaleRuntimes == 0 {
 		c.ScaleRuntimes = 1000
 	}
+	if c.RegionDelay == 0 {
+		c.RegionDelay = 40 * time.Millisecond
+	}
+	if c.RegionSamples == 0 {
+		c.RegionSamples = 100
+	}
 	if c.Progress == nil {
 		c.Progress = func(string) {}
 	}
@@ -110,6 +122,8 @@ type Report struct {
 	// Cluster is the cycle and end to end on a three-node cluster next to
 	// the same on one node.
 	Cluster *ClusterReport `json:"cluster,omitempty"`
+	// Regions is latency across regions (only with Only "regions").
+	Regions *RegionsReport `json:"regions,omitempty"`
 	// Scale is what many connected runtimes cost (only with Only "scale").
 	Scale    *ScaleReport `json:"scale,omitempty"`
 	Duration string       `json:"duration"`
@@ -211,6 +225,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("processes: %w", err)
 		}
 	}
+	if cfg.Only == "regions" {
+		if err := r.measureRegions(ctx, filepath.Join(dir, "regions"), cfg); err != nil {
+			return nil, fmt.Errorf("regions: %w", err)
+		}
+	}
 	if cfg.Only == "scale" {
 		cfg.Progress(fmt.Sprintf("scale: %d runtimes connected to a platform process", cfg.ScaleRuntimes))
 		if err := r.measureScale(ctx, dir, cfg); err != nil {
@@ -263,6 +282,9 @@ type target struct {
 	conn     *bus.Conn
 	natsURL  string
 	httpAddr string
+	// home is the home region of the agents made for the measurement;
+	// empty: the region of the agents service that creates them.
+	home string
 }
 
 func platformTarget(p *platform.Platform) target {

@@ -77,6 +77,27 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 			}
 			return ""
 		}},
+		{"regions", func(r *bench.Report) string {
+			g := r.Regions
+			if g == nil || len(g.Cases) != 3 {
+				return "regions measured nothing"
+			}
+			for i, c := range g.Cases {
+				if c.Dispatch.Count != 5 || c.Completion.Count != 5 || c.Completion.P50Ms < c.Dispatch.P50Ms {
+					return fmt.Sprintf("regions case %q measured %d dispatches and %d completions", c.Name, c.Dispatch.Count, c.Completion.Count)
+				}
+				// A task created in another region, or a runtime connected to
+				// one, crosses a gateway link at least once before its
+				// adapter has it: the link's delay is a floor.
+				if i > 0 && c.Dispatch.P50Ms < 20 {
+					return fmt.Sprintf("regions case %q dispatched in %.2f ms, under the 20 ms of one crossing", c.Name, c.Dispatch.P50Ms)
+				}
+			}
+			if md := r.Markdown(); !strings.Contains(md, "### Regions: west and east") || strings.Contains(md, "### End to end") {
+				return "regions missing from the report, or other phases shown"
+			}
+			return ""
+		}},
 		{"fanout", func(r *bench.Report) string {
 			if f := r.Fanout; f == nil || f.Runs != 20 || f.RunsPerSec <= 0 || f.SSE.Latency.Count == 0 || f.Webhooks.Latency.Count == 0 {
 				return "fan-out measured nothing"
@@ -91,9 +112,12 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.only, func(t *testing.T) {
 			var r *bench.Report
-			if tc.only == "cluster" {
+			switch tc.only {
+			case "cluster":
 				r = benchProgram(t, tc.only)
-			} else {
+			case "regions":
+				r = benchProgram(t, tc.only, "--region-samples", "5", "--region-delay", "20ms")
+			default:
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				var err error
@@ -114,22 +138,23 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 }
 
 // benchProgram runs one phase as `a2a-platform bench --only <phase> --json`
-// does, in the program built without the race detector: the cluster phase
-// runs three NATS servers in one process, and the clustered JetStream code
+// (with extra flags) does, in the program built without the race
+// detector: the cluster and regions phases run several NATS servers in one
+// process, and the clustered JetStream code
 // of nats-server 2.15.2 has a data race of its own that the detector
 // reports (the cluster tests run nats-server as processes for the same
 // reason).
-func benchProgram(t *testing.T, phase string) *bench.Report {
+func benchProgram(t *testing.T, phase string, extra ...string) *bench.Report {
 	t.Helper()
 	progs, remove, err := meshtest.BuildPrograms()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(remove)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, progs.Platform, "bench", "--only", phase, "--json",
-		"--window", "500ms", "--samples", "10", "--agents", "2", "--bin-dir", filepath.Dir(progs.Platform))
+	cmd := exec.CommandContext(ctx, progs.Platform, append([]string{"bench", "--only", phase, "--json",
+		"--window", "500ms", "--samples", "10", "--agents", "2", "--bin-dir", filepath.Dir(progs.Platform)}, extra...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -23,7 +23,7 @@ func attachRuntimes(ctx context.Context, tg target, n int) ([]runtimeIdentity, e
 	c := meshapi.NewClient(tg.conn.NC)
 	out := make([]runtimeIdentity, 0, n)
 	for i := 0; i < n; i++ {
-		a, err := c.CreateAgent(ctx, meshapi.CreateAgentRequest{Name: fmt.Sprintf("bench-%d", i)})
+		a, err := c.CreateAgent(ctx, meshapi.CreateAgentRequest{Name: fmt.Sprintf("bench-%d", i), HomeRegion: tg.home})
 		if err != nil {
 			return nil, err
 		}

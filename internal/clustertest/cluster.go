@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/natsserver"
+	"github.com/a2amesh/a2amesh/internal/tcplink"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -56,7 +57,7 @@ type Cluster struct {
 	// restarts.
 	client, route, monitor []string
 	// links[i][j] carries the routes server i opens to server j.
-	links [][]*link
+	links [][]*tcplink.Link
 }
 
 // Start starts a cluster and waits until JetStream answers on every node
@@ -68,22 +69,22 @@ func Start(t testing.TB, opts Options) *Cluster {
 	}
 	n := opts.Nodes + opts.Relays
 	c := &Cluster{t: t, opts: opts, proc: make([]*natsserver.Process, n), dirs: make([]string, n),
-		client: make([]string, n), route: make([]string, n), monitor: make([]string, n), links: make([][]*link, n)}
+		client: make([]string, n), route: make([]string, n), monitor: make([]string, n), links: make([][]*tcplink.Link, n)}
 	for i := range n {
 		c.dirs[i] = t.TempDir()
 		c.client[i], c.route[i], c.monitor[i] = natsserver.FreeAddr(t), natsserver.FreeAddr(t), natsserver.FreeAddr(t)
-		c.links[i] = make([]*link, n)
+		c.links[i] = make([]*tcplink.Link, n)
 	}
 	for i := range n {
 		for j := range n {
 			if j == i {
 				continue
 			}
-			l, err := newLink()
+			l, err := tcplink.New()
 			if err != nil {
 				t.Fatalf("clustertest: link: %v", err)
 			}
-			l.setTarget(c.route[j])
+			l.SetTarget(c.route[j])
 			c.links[i][j] = l
 		}
 	}
@@ -115,7 +116,7 @@ func (c *Cluster) Start(i int) {
 		var routes []string
 		for j, l := range c.links[i] {
 			if j != i {
-				routes = append(routes, fmt.Sprintf("%q", "nats-route://"+l.addr()))
+				routes = append(routes, fmt.Sprintf("%q", "nats-route://"+l.Addr()))
 			}
 		}
 		// Servers learn about each other only from their configured
@@ -166,14 +167,14 @@ func (c *Cluster) URLs() string {
 
 // Cut partitions servers i and j from each other; Heal joins them again.
 func (c *Cluster) Cut(i, j int) {
-	c.links[i][j].setCut(true)
-	c.links[j][i].setCut(true)
+	c.links[i][j].SetCut(true)
+	c.links[j][i].SetCut(true)
 }
 
 // Heal undoes Cut.
 func (c *Cluster) Heal(i, j int) {
-	c.links[i][j].setCut(false)
-	c.links[j][i].setCut(false)
+	c.links[i][j].SetCut(false)
+	c.links[j][i].SetCut(false)
 }
 
 // Connect opens a plain client connection to server i, closed at the end
@@ -345,7 +346,7 @@ func (c *Cluster) shutdown() {
 	for _, ls := range c.links {
 		for _, l := range ls {
 			if l != nil {
-				l.close()
+				l.Close()
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/natsserver"
 	"github.com/a2amesh/a2amesh/internal/secret"
+	"github.com/a2amesh/a2amesh/internal/tcplink"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
@@ -58,7 +59,7 @@ type Supercluster struct {
 	issuer   nkeys.KeyPair
 	// links[a][b][j] carries the gateway connections region a opens to
 	// server j of region b.
-	links map[string]map[string][]*link
+	links map[string]map[string][]*tcplink.Link
 }
 
 type region struct {
@@ -92,7 +93,7 @@ func StartSupercluster(t testing.TB, opts SuperclusterOptions) *Supercluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := &Supercluster{t: t, password: secret.NewToken("pw_"), issuer: issuer, links: map[string]map[string][]*link{}}
+	sc := &Supercluster{t: t, password: secret.NewToken("pw_"), issuer: issuer, links: map[string]map[string][]*tcplink.Link{}}
 	t.Cleanup(sc.shutdown)
 	for _, r := range opts.Regions {
 		if r.Nodes == 0 {
@@ -109,18 +110,18 @@ func StartSupercluster(t testing.TB, opts SuperclusterOptions) *Supercluster {
 		sc.regions = append(sc.regions, reg)
 	}
 	for _, a := range sc.regions {
-		sc.links[a.name] = map[string][]*link{}
+		sc.links[a.name] = map[string][]*tcplink.Link{}
 		for _, b := range sc.regions {
 			if a == b {
 				continue
 			}
 			for _, n := range b.nodes {
-				l, err := newLink()
+				l, err := tcplink.New()
 				if err != nil {
 					t.Fatalf("clustertest: gateway link: %v", err)
 				}
-				l.setTarget(n.gateway)
-				l.setDelay(opts.Delay)
+				l.SetTarget(n.gateway)
+				l.SetDelay(opts.Delay)
 				sc.links[a.name][b.name] = append(sc.links[a.name][b.name], l)
 			}
 		}
@@ -208,10 +209,10 @@ func (sc *Supercluster) Connect(region string, i int) (*nats.Conn, jetstream.Jet
 // b, in both directions, open connections included.
 func (sc *Supercluster) SetDelay(a, b string, d time.Duration) {
 	for _, l := range sc.links[a][b] {
-		l.setDelay(d)
+		l.SetDelay(d)
 	}
 	for _, l := range sc.links[b][a] {
-		l.setDelay(d)
+		l.SetDelay(d)
 	}
 }
 
@@ -287,7 +288,7 @@ func (sc *Supercluster) config(r *region, n *server) string {
 		}
 		var urls []string
 		for _, l := range sc.links[r.name][o.name] {
-			urls = append(urls, fmt.Sprintf("%q", "nats://"+l.addr()))
+			urls = append(urls, fmt.Sprintf("%q", "nats://"+l.Addr()))
 		}
 		w("    { name: %s, urls: [ %s ] }", o.name, strings.Join(urls, ", "))
 	}
@@ -512,7 +513,7 @@ func (sc *Supercluster) shutdown() {
 	for _, byTarget := range sc.links {
 		for _, ls := range byTarget {
 			for _, l := range ls {
-				l.close()
+				l.Close()
 			}
 		}
 	}

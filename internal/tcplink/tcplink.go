@@ -1,4 +1,8 @@
-package clustertest
+// Package tcplink runs a TCP link on loopback between two programs: a
+// proxy that can add a delay to every byte, as a link between distant
+// regions does, and be cut, as a network partition does. Tests
+// (clustertest) and the bench (regions) put them between NATS servers.
+package tcplink
 
 import (
 	"net"
@@ -6,14 +10,14 @@ import (
 	"time"
 )
 
-// link carries the connections from one server to another through a
+// Link carries the connections from one server to another through a
 // loopback listener, so a test can cut the two apart while both keep
 // serving their clients, or slow them down. While cut, bytes are read and
 // dropped (the servers see a silent peer, not a closed connection, as in a
 // network partition) and new connections are refused. With a delay, every
 // byte arrives that much later in each direction, as over a long-distance
 // link; the bandwidth stays that of loopback.
-type link struct {
+type Link struct {
 	ln net.Listener
 
 	mu     sync.Mutex
@@ -23,33 +27,37 @@ type link struct {
 	conns  map[net.Conn]bool
 }
 
-func newLink() (*link, error) {
+// New starts a link with no target yet; connections are refused until
+// SetTarget.
+func New() (*Link, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	l := &link{ln: ln, conns: map[net.Conn]bool{}}
+	l := &Link{ln: ln, conns: map[net.Conn]bool{}}
 	go l.accept()
 	return l, nil
 }
 
-func (l *link) addr() string { return l.ln.Addr().String() }
+// Addr is the address to connect to instead of the target.
+func (l *Link) Addr() string { return l.ln.Addr().String() }
 
-func (l *link) setTarget(addr string) {
+// SetTarget sets where new connections are carried (host:port).
+func (l *Link) SetTarget(addr string) {
 	l.mu.Lock()
 	l.target = addr
 	l.mu.Unlock()
 }
 
-// setDelay sets the delay added to each direction of the link's
+// SetDelay sets the delay added to each direction of the link's
 // connections, open ones included.
-func (l *link) setDelay(d time.Duration) {
+func (l *Link) SetDelay(d time.Duration) {
 	l.mu.Lock()
 	l.delay = d
 	l.mu.Unlock()
 }
 
-func (l *link) accept() {
+func (l *Link) accept() {
 	for {
 		c, err := l.ln.Accept()
 		if err != nil {
@@ -59,7 +67,7 @@ func (l *link) accept() {
 	}
 }
 
-func (l *link) pipe(c net.Conn) {
+func (l *Link) pipe(c net.Conn) {
 	l.mu.Lock()
 	target, cut := l.target, l.cut
 	l.mu.Unlock()
@@ -88,7 +96,7 @@ type chunk struct {
 // copy forwards src to dst until either closes, dropping what it reads while
 // the link is cut. Reads and delayed writes run apart, so a delay adds
 // latency without throttling the connection.
-func (l *link) copy(dst, src net.Conn) {
+func (l *Link) copy(dst, src net.Conn) {
 	out := make(chan chunk, 4096)
 	defer func() {
 		close(out)
@@ -113,7 +121,7 @@ func (l *link) copy(dst, src net.Conn) {
 }
 
 // write writes each chunk to dst once it is due, in order.
-func (l *link) write(dst, src net.Conn, in <-chan chunk) {
+func (l *Link) write(dst, src net.Conn, in <-chan chunk) {
 	defer func() {
 		_ = dst.Close()
 		_ = src.Close()
@@ -137,9 +145,9 @@ func (l *link) write(dst, src net.Conn, in <-chan chunk) {
 	}
 }
 
-// setCut cuts or heals the link. Healing closes the connections that were
+// SetCut cuts or heals the link. Healing closes the connections that were
 // cut (their streams lost bytes), so the servers connect again cleanly.
-func (l *link) setCut(cut bool) {
+func (l *Link) SetCut(cut bool) {
 	l.mu.Lock()
 	was := l.cut
 	l.cut = cut
@@ -155,13 +163,14 @@ func (l *link) setCut(cut bool) {
 	}
 }
 
-func (l *link) close() {
+// Close stops the link and closes its connections.
+func (l *Link) Close() {
 	_ = l.ln.Close()
-	l.dropAll()
+	l.DropAll()
 }
 
-// dropAll closes every connection the link carries.
-func (l *link) dropAll() {
+// DropAll closes every connection the link carries.
+func (l *Link) DropAll() {
 	l.mu.Lock()
 	var all []net.Conn
 	for c := range l.conns {
