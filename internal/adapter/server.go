@@ -64,6 +64,9 @@ type Server struct {
 	// abortCtx ends when a shutdown runs out of grace; running tasks stop.
 	abortCtx context.Context
 	abort    context.CancelCauseFunc
+	// conns knows the connections with a request being answered, so a
+	// shutdown closes connections only once each has its reply.
+	conns activeConns
 }
 
 // New checks cfg, fills in its defaults and returns a Server.
@@ -100,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 		// its task ends, up to TaskTimeout later.
 		ReadTimeout: time.Minute,
 		IdleTimeout: 2 * time.Minute,
+		ConnState:   s.conns.track,
 	}
 	return s, nil
 }
@@ -147,6 +151,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// The provider returns only once its processes are gone, and the
 	// handler has flushed the reply by then; no host outlives the adapter.
 	<-s.queue.idleCh()
+	// A refused queued request may still be writing its 503: closing the
+	// connections now would cut it off.
+	select {
+	case <-s.conns.done():
+	case <-time.After(replyFlushTimeout):
+	}
 	_ = s.http.Close()
 	return fmt.Errorf("shutdown grace ran out, running task stopped: %w", err)
 }
