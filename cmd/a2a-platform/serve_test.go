@@ -10,6 +10,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus/embedded"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/secret"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 )
@@ -47,6 +48,12 @@ func TestServe_GatewayTakesTheOwnerCredentialFromTheEnvironment(t *testing.T) {
 
 	base := "http://" + addr
 	meshtest.WaitReady(t, base, 30*time.Second, logs)
+	nc, err := nats.Connect(server.ClientURL(), nats.UserInfo("mesh-service", password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	meshtest.WaitServices(t, nc, 30*time.Second, logs, bus.ServiceAgents)
 
 	for token, want := range map[string]int{owner: http.StatusOK, secret.NewToken(secret.PrefixOwner): http.StatusUnauthorized} {
 		req, _ := http.NewRequest(http.MethodGet, base+"/agent-accounts", nil)
