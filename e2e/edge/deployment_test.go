@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/clustertest"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
@@ -95,8 +96,17 @@ func startRegions(t *testing.T, names ...string) *deployment {
 	for _, n := range names {
 		d.regions[n] = d.startServices(n)
 	}
-	for _, r := range d.regions {
-		meshtest.WaitReady(t, r.api, 120*time.Second, &meshtest.Logs{})
+	var services []string
+	for _, svc := range platform.Services {
+		if svc != bus.ServiceGateway {
+			services = append(services, svc)
+		}
+	}
+	for _, n := range names {
+		meshtest.WaitReady(t, d.regions[n].api, 120*time.Second, &meshtest.Logs{})
+		// A gateway is ready before the services behind it answer.
+		nc, _ := d.sc.Connect(n, 0)
+		meshtest.WaitServices(t, nc, 120*time.Second, &meshtest.Logs{}, services...)
 	}
 	return d
 }
