@@ -43,13 +43,23 @@ type MirrorConfig[T, P any] struct {
 	Logger   zerolog.Logger
 }
 
-// StartMirror starts watching bucket. Use WaitReady before trusting its contents.
+// StartMirror starts watching bucket. Use WaitReady before trusting its
+// contents. A global bucket is watched through this region's mirror of it
+// where there is one (outside the origin region), so the watch stays in the
+// region and goes on while the origin is unreachable.
 func StartMirror[T, P any](ctx context.Context, js jetstream.JetStream, bucket string, cfg MirrorConfig[T, P]) (*Mirror[T, P], error) {
+	if stream, ok := localMirror(ctx, js, bucket); ok {
+		// The watch outlives the call that starts it.
+		w, err := watchMirror(context.WithoutCancel(ctx), js, bucket, stream)
+		if err != nil {
+			return nil, fmt.Errorf("mirror %s: watch: %w", bucket, err)
+		}
+		return startMirror(bucket, w, stream, cfg), nil
+	}
 	kv, err := js.KeyValue(ctx, bucket)
 	if err != nil {
 		return nil, fmt.Errorf("mirror %s: %w", bucket, err)
 	}
-	// The watch outlives the call that starts it.
 	w, err := kv.WatchAll(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("mirror %s: watch: %w", bucket, err)
@@ -59,9 +69,13 @@ func StartMirror[T, P any](ctx context.Context, js jetstream.JetStream, bucket s
 		_ = w.Stop()
 		return nil, fmt.Errorf("mirror %s: %w", bucket, err)
 	}
+	return startMirror(bucket, w, stream, cfg), nil
+}
+
+func startMirror[T, P any](bucket string, w jetstream.KeyWatcher, stream jetstream.Stream, cfg MirrorConfig[T, P]) *Mirror[T, P] {
 	m := &Mirror[T, P]{items: map[string]mirrorEntry[P]{}, ready: make(chan struct{}), watcher: w, stream: stream, cfg: cfg, changed: make(chan struct{})}
 	go m.run(bucket)
-	return m, nil
+	return m
 }
 
 func (m *Mirror[T, P]) run(bucket string) {

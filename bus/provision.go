@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -98,7 +99,6 @@ const (
 const provisionTry = 5 * time.Second
 
 func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig) error {
-	try := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, provisionTry) }
 	if cfg.Replicas == 0 {
 		cfg.Replicas = 1
 	}
@@ -108,7 +108,212 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 	if cfg.MaxArtifactBytes == 0 {
 		cfg.MaxArtifactBytes = DefaultMaxArtifactBytes
 	}
-	streams := []jetstream.StreamConfig{
+	p := provisioner{js: js, cfg: cfg, region: connRegion(js)}
+	origin, err := p.origin(ctx)
+	if err != nil {
+		return err
+	}
+	for _, sc := range streamConfigs(cfg) {
+		if err := p.ensure(ctx, sc); err != nil {
+			return err
+		}
+	}
+	for _, kc := range bucketConfigs(cfg.EventRetention) {
+		if err := p.ensure(ctx, p.bucketStream(kc)); err != nil {
+			return err
+		}
+		if origin != p.region && IsGlobalBucket(kc.Bucket) {
+			if err := p.ensureMirror(ctx, kc); err != nil {
+				return err
+			}
+		}
+	}
+	return p.ensureObjects(ctx)
+}
+
+// provisioner creates what is missing and corrects what drifted, asking
+// JetStream's meta leader only then: a stream's info is answered by the
+// stream itself, so a start on a complete deployment needs no meta
+// operation and works while the supercluster's meta group has no quorum.
+type provisioner struct {
+	js  jetstream.JetStream
+	cfg ProvisionConfig
+	// region is the cluster this process is connected to ("" on a server in
+	// no cluster): what it creates is placed there.
+	region string
+}
+
+func (p *provisioner) try(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, provisionTry)
+}
+
+// placement places what this process creates in its own region.
+func (p *provisioner) placement() *jetstream.Placement {
+	if p.region == "" {
+		return nil
+	}
+	return &jetstream.Placement{Cluster: p.region}
+}
+
+// origin is the region holding the records every region reads (the global
+// buckets): where the agents bucket lives, or this region when there is
+// none yet (this process creates them).
+func (p *provisioner) origin(ctx context.Context) (string, error) {
+	tctx, cancel := p.try(ctx)
+	defer cancel()
+	s, err := p.js.Stream(tctx, "KV_"+BucketAgents)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return p.region, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("provision: where the global records live: %w", err)
+	}
+	if info := s.CachedInfo(); info.Cluster != nil && info.Cluster.Name != "" && p.region != "" {
+		return info.Cluster.Name, nil
+	}
+	return p.region, nil
+}
+
+// ensure creates a stream that is missing, placed in this region, and
+// updates one that drifted from cfg if it lives in this region (a stream
+// of another region is that region's to size: its replicas follow its own
+// number of nodes).
+func (p *provisioner) ensure(ctx context.Context, want jetstream.StreamConfig) error {
+	tctx, cancel := p.try(ctx)
+	defer cancel()
+	s, err := p.js.Stream(tctx, want.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		want.Placement = p.placement()
+		_, err = p.js.CreateStream(tctx, want)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			// Another process created it a moment ago, maybe elsewhere.
+			return p.ensure(ctx, want)
+		}
+		if err != nil {
+			return fmt.Errorf("provision stream %s: %w", want.Name, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("provision stream %s: %w", want.Name, err)
+	}
+	info := s.CachedInfo()
+	if !p.ours(info) || !drifted(info.Config, want) {
+		return nil
+	}
+	want.Placement = info.Config.Placement
+	if _, err := p.js.UpdateStream(tctx, want); err != nil {
+		return fmt.Errorf("provision stream %s: %w", want.Name, err)
+	}
+	return nil
+}
+
+// ours reports whether a stream lives in this process's region.
+func (p *provisioner) ours(info *jetstream.StreamInfo) bool {
+	return p.region == "" || info.Cluster == nil || info.Cluster.Name == "" || info.Cluster.Name == p.region
+}
+
+// drifted reports whether have differs from want in what Provision sets
+// (fields want leaves zero compare as the server's defaults).
+func drifted(have, want jetstream.StreamConfig) bool {
+	if want.MaxMsgSize == 0 {
+		want.MaxMsgSize = -1
+	}
+	if want.MaxMsgsPerSubject == 0 {
+		want.MaxMsgsPerSubject = -1
+	}
+	if want.MaxConsumers == 0 {
+		want.MaxConsumers = -1
+	}
+	switch {
+	case want.Mirror != nil:
+		// A mirror keeps its origin's message ids: the server gives it no
+		// duplicate window of its own.
+		want.Duplicates = 0
+	case want.Duplicates == 0:
+		want.Duplicates = DuplicateWindow
+	}
+	return have.Description != want.Description || !slices.Equal(have.Subjects, want.Subjects) ||
+		have.Retention != want.Retention || have.MaxAge != want.MaxAge || have.Replicas != want.Replicas ||
+		have.Duplicates != want.Duplicates || have.MaxConsumers != want.MaxConsumers ||
+		have.MaxMsgSize != want.MaxMsgSize || have.MaxMsgsPerSubject != want.MaxMsgsPerSubject ||
+		have.AllowDirect != want.AllowDirect
+}
+
+// bucketStream is the stream configuration of a key-value bucket, as the
+// client would make it: Provision compares and creates buckets as streams,
+// so it can tell a bucket that needs nothing from one that drifted.
+func (p *provisioner) bucketStream(kc jetstream.KeyValueConfig) jetstream.StreamConfig {
+	maxAge := kc.TTL
+	dup := 2 * time.Minute
+	if maxAge > 0 && maxAge < dup {
+		dup = maxAge
+	}
+	return jetstream.StreamConfig{
+		Name:              "KV_" + kc.Bucket,
+		Description:       kc.Description,
+		Subjects:          []string{"$KV." + kc.Bucket + ".>"},
+		MaxMsgsPerSubject: 1,
+		MaxBytes:          -1,
+		MaxAge:            maxAge,
+		MaxMsgSize:        maxRecordBytes,
+		Storage:           jetstream.FileStorage,
+		Replicas:          p.cfg.Replicas,
+		AllowRollup:       true,
+		DenyDelete:        true,
+		Duplicates:        dup,
+		MaxMsgs:           -1,
+		MaxConsumers:      -1,
+		AllowDirect:       true,
+		Discard:           jetstream.DiscardNew,
+	}
+}
+
+// MirrorBucket is the name of region's mirror of a global bucket.
+func MirrorBucket(bucket, region string) string { return bucket + "_" + region }
+
+// ensureMirror keeps a mirror of a global bucket in this region, which
+// answers this region's direct gets of the bucket (MirrorDirect) and feeds
+// its services' watches (StartMirror), so reads of records every region
+// needs stay in the region, and go on while the origin is unreachable.
+// Writes still go to the origin.
+func (p *provisioner) ensureMirror(ctx context.Context, kc jetstream.KeyValueConfig) error {
+	want := p.bucketStream(kc)
+	want.Name = "KV_" + MirrorBucket(kc.Bucket, p.region)
+	want.Description = kc.Description + " (mirror of " + kc.Bucket + ")"
+	want.Subjects = nil
+	want.Mirror = &jetstream.StreamSource{Name: "KV_" + kc.Bucket}
+	want.MirrorDirect = true
+	want.Duplicates = 0
+	return p.ensure(ctx, want)
+}
+
+func (p *provisioner) ensureObjects(ctx context.Context) error {
+	tctx, cancel := p.try(ctx)
+	defer cancel()
+	_, err := p.js.ObjectStore(tctx, ObjectArtifacts)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return fmt.Errorf("provision object store %s: %w", ObjectArtifacts, err)
+	}
+	_, err = p.js.CreateObjectStore(tctx, jetstream.ObjectStoreConfig{
+		Bucket:      ObjectArtifacts,
+		Description: "artifact content",
+		Storage:     jetstream.FileStorage,
+		Replicas:    p.cfg.Replicas,
+		Placement:   p.placement(),
+	})
+	if err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
+		return fmt.Errorf("provision object store %s: %w", ObjectArtifacts, err)
+	}
+	return nil
+}
+
+// streamConfigs are the queue and event streams.
+func streamConfigs(cfg ProvisionConfig) []jetstream.StreamConfig {
+	return []jetstream.StreamConfig{
 		{
 			Name:        QueueStream,
 			Description: "pending task-run attempts, one durable consumer per agent",
@@ -136,39 +341,6 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 			AllowDirect: true,
 		},
 	}
-	for _, sc := range streams {
-		tctx, cancel := try()
-		_, err := js.CreateOrUpdateStream(tctx, sc)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("provision stream %s: %w", sc.Name, err)
-		}
-	}
-	buckets := bucketConfigs(cfg.EventRetention)
-	for _, kc := range buckets {
-		kc.Storage = jetstream.FileStorage
-		kc.Replicas = cfg.Replicas
-		kc.History = 1
-		kc.MaxValueSize = maxRecordBytes
-		tctx, cancel := try()
-		_, err := js.CreateOrUpdateKeyValue(tctx, kc)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("provision bucket %s: %w", kc.Bucket, err)
-		}
-	}
-	tctx, cancel := try()
-	defer cancel()
-	_, err := js.CreateOrUpdateObjectStore(tctx, jetstream.ObjectStoreConfig{
-		Bucket:      ObjectArtifacts,
-		Description: "artifact content",
-		Storage:     jetstream.FileStorage,
-		Replicas:    cfg.Replicas,
-	})
-	if err != nil {
-		return fmt.Errorf("provision object store %s: %w", ObjectArtifacts, err)
-	}
-	return nil
 }
 
 // ProvisionedStreams names every stream Provision makes: the queue and event
@@ -182,20 +354,34 @@ func ProvisionedStreams() []string {
 }
 
 // Provisioned reports whether every stream, bucket and object store exists,
-// for readiness checks, naming each that is missing. It asks JetStream once.
+// for readiness checks, naming each that is missing. It asks each stream
+// (not the meta leader, which a supercluster may lack while a region is
+// down); a global bucket counts as there when this region's mirror of it
+// answers.
 func Provisioned(ctx context.Context, js jetstream.JetStream) error {
-	have := map[string]bool{}
-	lister := js.StreamNames(ctx)
-	for name := range lister.Name() {
-		have[name] = true
-	}
-	if err := lister.Err(); err != nil {
-		return fmt.Errorf("stream names: %w", err)
+	region := connRegion(js)
+	// In the origin region there are no mirrors to look for (and asking for
+	// a stream that does not exist needs the meta leader).
+	mirrored := region != ""
+	if s, err := js.Stream(ctx, "KV_"+BucketAgents); err == nil {
+		if c := s.CachedInfo().Cluster; c == nil || c.Name == "" || c.Name == region {
+			mirrored = false
+		}
 	}
 	var missing []string
 	for _, name := range ProvisionedStreams() {
-		if !have[name] {
+		if bucket, ok := strings.CutPrefix(name, "KV_"); ok && mirrored && IsGlobalBucket(bucket) {
+			if _, err := js.Stream(ctx, "KV_"+MirrorBucket(bucket, region)); err == nil {
+				continue
+			}
+		}
+		_, err := js.Stream(ctx, name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			missing = append(missing, name)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", name, err)
 		}
 	}
 	if len(missing) > 0 {
@@ -203,6 +389,20 @@ func Provisioned(ctx context.Context, js jetstream.JetStream) error {
 	}
 	return nil
 }
+
+// globalBuckets hold the records every region reads: who the agents,
+// runtimes and credentials are, the platform's settings, the owner's
+// subscriptions and rules. They are kept once, in the origin region, and
+// mirrored to every other region.
+var globalBuckets = map[string]bool{
+	BucketAgents: true, BucketRuntimes: true, BucketCredentials: true, BucketPairing: true,
+	BucketConfig: true, BucketConsumers: true, BucketWebhooks: true, BucketA2AKeys: true,
+	BucketWebSessions: true, BucketDelegation: true,
+}
+
+// IsGlobalBucket reports whether bucket holds records every region reads
+// (kept once, mirrored to every region).
+func IsGlobalBucket(bucket string) bool { return globalBuckets[bucket] }
 
 // bucketConfigs lists every key-value bucket the platform keeps.
 func bucketConfigs(eventRetention time.Duration) []jetstream.KeyValueConfig {

@@ -20,7 +20,8 @@ import (
 // Get reads through the bucket's stream leader: on a replicated bucket a
 // direct get may be answered by a replica that has not applied the latest
 // write yet, and a decision taken on it (a claim, a "not found", a
-// compare-and-set) would be wrong. Peek is the cheaper read that may be a
+// compare-and-set) would be wrong. The exception is a global bucket read
+// outside its origin region, from that region's mirror (see OpenRecords). Peek is the cheaper read that may be a
 // moment old, for lists and cards. Every call rides out a leader election
 // (see retry.go).
 type Records[T any] struct {
@@ -29,8 +30,11 @@ type Records[T any] struct {
 	nc   *nats.Conn
 	// msgGet is the JetStream API subject of a leader's message get of the
 	// bucket's stream; empty when the bucket has one replica, whose direct
-	// get is the truth.
+	// get is the truth (and this region has no mirror of it).
 	msgGet string
+	// local: Get reads this region's mirror of the bucket (Modify still
+	// reads the origin, whose revision its compare-and-set needs).
+	local bool
 }
 
 // OpenRecords binds to an existing bucket.
@@ -48,7 +52,14 @@ func OpenRecords[T any](ctx context.Context, js jetstream.JetStream, bucket stri
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
 	}
-	if stream.CachedInfo().Config.Replicas > 1 {
+	// Outside its origin region, a global bucket is read from the region's
+	// mirror (a direct get its mirror answers): a record written in another
+	// region a moment ago may be missing there for as long as the gateway
+	// takes to carry it, which is the price of reads that stay in the
+	// region and go on while the origin is down. Writes, and their
+	// compare-and-set, still go to the origin.
+	_, r.local = localMirror(ctx, js, bucket)
+	if r.local || stream.CachedInfo().Config.Replicas > 1 {
 		r.msgGet = APIPrefix(js) + "STREAM.MSG.GET.KV_" + bucket
 	}
 	return r, nil
@@ -70,8 +81,23 @@ func APIPrefix(js jetstream.JetStream) string {
 // KV returns the underlying bucket.
 func (r *Records[T]) KV() jetstream.KeyValue { return r.kv }
 
-// Get returns the record at its latest revision, or mesh NOT_FOUND.
+// Get returns the record at its latest revision, or mesh NOT_FOUND; outside
+// a global bucket's origin region, as this region's mirror has it.
 func (r *Records[T]) Get(ctx context.Context, key string) (*T, uint64, error) {
+	if r.local {
+		return r.Peek(ctx, key)
+	}
+	return r.getLatest(ctx, key)
+}
+
+// Latest reads the record from its stream's leader, in the origin region
+// for a global bucket: for a read whose revision a compare-and-set uses.
+func (r *Records[T]) Latest(ctx context.Context, key string) (*T, uint64, error) {
+	return r.getLatest(ctx, key)
+}
+
+// getLatest reads the record from its stream's leader.
+func (r *Records[T]) getLatest(ctx context.Context, key string) (*T, uint64, error) {
 	var data []byte
 	var rev uint64
 	err := retry(ctx, "get "+r.name+"/"+key, func(ctx context.Context) error {
@@ -302,7 +328,7 @@ var ErrSkip = errors.New("bus: leave record unchanged")
 // free of side effects: it may run more than once.
 func (r *Records[T]) Modify(ctx context.Context, key string, fn func(v *T) error) (*T, uint64, error) {
 	for attempt := 0; ; attempt++ {
-		v, rev, err := r.Get(ctx, key)
+		v, rev, err := r.getLatest(ctx, key)
 		if err != nil {
 			return nil, 0, err
 		}

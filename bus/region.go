@@ -3,6 +3,8 @@ package bus
 import (
 	"fmt"
 	"regexp"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // DefaultRegion is the region of a platform whose NATS server belongs to no
@@ -27,21 +29,37 @@ func ValidRegion(name string) error {
 	return nil
 }
 
-// ResolveRegion is the region a platform process belongs to: configured when
-// set, otherwise the name of the NATS cluster it is connected to (in a
-// supercluster each region is one cluster), otherwise DefaultRegion.
+// ResolveRegion is the region a platform process belongs to. In a NATS
+// supercluster each region is one cluster, named after the region: the
+// region is the name of the cluster the process is connected to, and a
+// configured region must be that name (data is placed by cluster name). On a
+// server in no cluster (one server, the embedded server of `up`) it is the
+// configured region, or DefaultRegion.
 func ResolveRegion(configured, clusterName string) (string, error) {
-	if configured != "" {
-		if err := ValidRegion(configured); err != nil {
-			return "", err
+	if clusterName != "" {
+		if configured != "" && configured != clusterName {
+			return "", fmt.Errorf("region %q, but the NATS server belongs to cluster %q: in a supercluster each region is one cluster named after the region; connect to a server of region %q, or leave the region unset", configured, clusterName, configured)
 		}
-		return configured, nil
+		if err := ValidRegion(clusterName); err != nil {
+			return "", fmt.Errorf("the NATS cluster name %q cannot name a region (each region is one cluster named after it); rename the cluster: %w", clusterName, err)
+		}
+		return clusterName, nil
 	}
-	if clusterName == "" {
+	if configured == "" {
 		return DefaultRegion, nil
 	}
-	if err := ValidRegion(clusterName); err != nil {
-		return "", fmt.Errorf("the NATS cluster name %q cannot name this platform's region; set the region (--region): %w", clusterName, err)
+	if err := ValidRegion(configured); err != nil {
+		return "", err
 	}
-	return clusterName, nil
+	return configured, nil
+}
+
+// connRegion is the region of a connection's server for data placement:
+// its cluster's name, or "" for a server in no cluster, where every stream
+// lives on that one server and placement means nothing.
+func connRegion(js jetstream.JetStream) string {
+	if js.Conn() == nil {
+		return ""
+	}
+	return js.Conn().ConnectedClusterName()
 }

@@ -5,19 +5,21 @@ import (
 	"testing"
 )
 
-// TestResolveRegion: the configured region wins, then the NATS cluster's
-// name, then DefaultRegion; a name that cannot be a region is refused,
-// saying how to set one.
+// TestResolveRegion: on a cluster the region is the cluster's name, and a
+// configured region must be that name; on a server in no cluster it is the
+// configured region, or DefaultRegion; a name that cannot be a region is
+// refused, saying what to do.
 func TestResolveRegion(t *testing.T) {
 	cases := []struct {
 		configured, cluster, want, err string
 	}{
-		{"west", "east", "west", ""},
 		{"", "east", "east", ""},
+		{"east", "east", "east", ""},
+		{"west", "east", "", "belongs to cluster \"east\""},
 		{"", "", DefaultRegion, ""},
+		{"west", "", "west", ""},
 		{"West", "", "", "lowercase"},
-		{"", "A2A_MESH", "", "--region"},
-		{"west", "A2A_MESH", "west", ""},
+		{"", "A2A_MESH", "", "rename the cluster"},
 	}
 	for _, c := range cases {
 		got, err := ResolveRegion(c.configured, c.cluster)

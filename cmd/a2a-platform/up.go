@@ -113,7 +113,7 @@ func addPlatformFlags(cmd *cobra.Command, cfg *platform.Config) {
 	f.Int64Var(&cfg.MaxArtifactBytes, "max-artifact-bytes", 25<<20, "largest artifact accepted")
 	f.StringVar(&cfg.DownloadsDir, "downloads-dir", envOr("A2A_MESH_DOWNLOADS_DIR", ""), "runtime and adapter programs offered at /install.sh, from make dist (default <data-dir>/downloads) [A2A_MESH_DOWNLOADS_DIR]")
 	f.StringVar(&cfg.PlatformName, "platform-name", "A2A Mesh", "platform name passed to adapters")
-	f.StringVar(&cfg.Region, "region", "", "region this process serves, the home region of agents created without one (default: the NATS cluster's name, or \""+bus.DefaultRegion+"\" on a server in no cluster)")
+	f.StringVar(&cfg.Region, "region", "", "region this process serves, the home region of agents created without one: on a NATS cluster its name (which this must match), on a server in no cluster this (default \""+bus.DefaultRegion+"\")")
 	f.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long a graceful stop may take")
 	f.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs reach loopback, private and link-local addresses (off: such targets are refused)")
 	f.IntVar(&cfg.A2ARateLimitPerMinute, "a2a-rate-limit-per-minute", envInt("A2A_RATE_LIMIT_PER_MINUTE", admission.DefaultRateLimitPerMinute), "A2A requests each caller may make to each agent (and to the partner and envelope routes) per minute, per gateway process [A2A_RATE_LIMIT_PER_MINUTE]")

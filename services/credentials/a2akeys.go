@@ -117,7 +117,7 @@ func (s *Service) handleA2AKeyRevoke(ctx context.Context, req *bus.Request) (any
 	if !mesh.ValidID(in.AgentID) || !mesh.ValidID(in.KeyID) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "API key %q not found", in.KeyID)
 	}
-	rec, rev, err := s.a2aKeys.Get(ctx, a2aKeyKey(in.AgentID, in.KeyID))
+	rec, rev, err := s.a2aKeys.Latest(ctx, a2aKeyKey(in.AgentID, in.KeyID))
 	if errors.Is(err, mesh.ErrNotFound) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "API key %s not found", in.KeyID)
 	}

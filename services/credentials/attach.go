@@ -135,7 +135,7 @@ func (s *Service) reusable(ctx context.Context, agentID, runtimeID string) *runt
 func (s *Service) setActive(ctx context.Context, agentID, runtimeID string) (string, error) {
 	key := bus.ActiveRuntimeKey(agentID)
 	for {
-		cur, rev, err := s.active.Get(ctx, key)
+		cur, rev, err := s.active.Latest(ctx, key)
 		if errors.Is(err, mesh.ErrNotFound) {
 			if _, err := s.active.Create(ctx, key, &activeRecord{RuntimeID: runtimeID}); errors.Is(err, mesh.ErrConflict) {
 				continue

@@ -65,7 +65,7 @@ func errInvalidCode() error {
 // attempts, only the one whose conditional delete lands wins.
 func (s *Service) redeem(ctx context.Context, code string) (*codeRecord, error) {
 	key := secret.Hash(secret.NormalizePairingCode(code))
-	rec, rev, err := s.codes.Get(ctx, key)
+	rec, rev, err := s.codes.Latest(ctx, key)
 	if errors.Is(err, mesh.ErrNotFound) {
 		return nil, errInvalidCode()
 	}
@@ -101,7 +101,7 @@ func (s *Service) sweep(ctx context.Context) {
 	}
 	now := time.Now()
 	for key := range lister.Keys() {
-		rec, rev, err := s.codes.Get(ctx, key)
+		rec, rev, err := s.codes.Latest(ctx, key)
 		if err != nil || now.Before(rec.ExpiresAt) {
 			continue
 		}

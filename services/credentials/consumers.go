@@ -150,7 +150,7 @@ func (s *Service) handleConsumerDelete(ctx context.Context, req *bus.Request) (a
 	if !mesh.ValidID(in.ConsumerID) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "consumer %q not found", in.ConsumerID)
 	}
-	rec, rev, err := s.consumers.Get(ctx, consumerKey(in.ConsumerID))
+	rec, rev, err := s.consumers.Latest(ctx, consumerKey(in.ConsumerID))
 	if errors.Is(err, mesh.ErrNotFound) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "consumer %s not found", in.ConsumerID)
 	}

@@ -70,7 +70,7 @@ func (s *Service) revoke(ctx context.Context, runtimeID string, state mesh.Runti
 // clearActive removes the agent's active pointer if it still names runtimeID.
 func (s *Service) clearActive(ctx context.Context, agentID, runtimeID string) {
 	key := bus.ActiveRuntimeKey(agentID)
-	cur, rev, err := s.active.Get(ctx, key)
+	cur, rev, err := s.active.Latest(ctx, key)
 	if err != nil || cur.RuntimeID != runtimeID {
 		return
 	}

@@ -79,7 +79,7 @@ func (s *webSessions) issueCode(ctx context.Context, ttl time.Duration) (string,
 // pairing codes are redeemed).
 func (s *webSessions) redeemCode(ctx context.Context, code string) error {
 	key := signInKeyPrefix + secret.Hash(code)
-	rec, rev, err := s.codes.Get(ctx, key)
+	rec, rev, err := s.codes.Latest(ctx, key)
 	if errors.Is(err, mesh.ErrNotFound) {
 		return errSignInInvalid
 	}

@@ -62,7 +62,12 @@ func (s *Service) queued(ctx context.Context, run *mesh.TaskRun) (bool, error) {
 	return err == nil, err
 }
 
-// consumer returns the agent's durable pull consumer, creating it on first use.
+// consumer returns the agent's durable pull consumer, creating it only when
+// it does not exist: its info is answered by the consumer itself, while a
+// create (even of a consumer that exists) needs JetStream's meta leader,
+// which a supercluster lacks while a region holding most of its servers is
+// down. So once an agent has its consumer, queueing its runs needs no meta
+// operation.
 func (s *Service) consumer(ctx context.Context, agentID string) (jetstream.Consumer, error) {
 	s.consumersMu.Lock()
 	c, ok := s.consumers[agentID]
@@ -70,7 +75,17 @@ func (s *Service) consumer(ctx context.Context, agentID string) (jetstream.Consu
 	if ok {
 		return c, nil
 	}
-	c, err := s.js.CreateOrUpdateConsumer(ctx, bus.QueueStream, jetstream.ConsumerConfig{
+	c, err := s.js.Consumer(ctx, bus.QueueStream, bus.QueueConsumer(agentID))
+	if err == nil {
+		s.consumersMu.Lock()
+		s.consumers[agentID] = c
+		s.consumersMu.Unlock()
+		return c, nil
+	}
+	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("queue consumer for agent %s: %w", agentID, err)
+	}
+	c, err = s.js.CreateOrUpdateConsumer(ctx, bus.QueueStream, jetstream.ConsumerConfig{
 		Durable:       bus.QueueConsumer(agentID),
 		Description:   "pending task runs of agent " + agentID,
 		FilterSubject: bus.QueueFilter(agentID),

@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -101,6 +102,14 @@ type Service struct {
 
 	consumersMu sync.Mutex
 	consumers   map[string]jetstream.Consumer
+	// agentsLoaded is set once the agents view holds every agent: agents
+	// that change after it are new or edited, not loaded.
+	agentsLoaded atomic.Bool
+	// bg counts the background work of agent changes (their consumers);
+	// bgMu guards stopping, so none starts once Stop waits for it.
+	bg       sync.WaitGroup
+	bgMu     sync.Mutex
+	stopping bool
 
 	// claimLatency observes claim time minus creation time (nil: no metrics).
 	claimLatency prometheus.Observer
@@ -171,8 +180,9 @@ func (s *Service) open(ctx context.Context) error {
 		return err
 	}
 	s.agents, err = bus.StartMirror(ctx, s.js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, *mesh.Agent]{
-		Project: bus.Identity[mesh.Agent],
-		Logger:  s.cfg.Logger,
+		Project:  bus.Identity[mesh.Agent],
+		OnChange: s.onAgentChange,
+		Logger:   s.cfg.Logger,
 	})
 	if err != nil {
 		return err
@@ -185,7 +195,38 @@ func (s *Service) open(ctx context.Context) error {
 			return fmt.Errorf("taskqueue: load: %w", err)
 		}
 	}
+	s.agentsLoaded.Store(true)
 	return nil
+}
+
+// onAgentChange gives an agent created after start its queue consumer at
+// once, rather than at its first run: the consumer then exists before any
+// outage that leaves JetStream unable to create one.
+func (s *Service) onAgentChange(id string, a **mesh.Agent) {
+	if a == nil || !s.agentsLoaded.Load() {
+		return
+	}
+	s.consumersMu.Lock()
+	_, known := s.consumers[id]
+	s.consumersMu.Unlock()
+	if known {
+		return
+	}
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.stopping {
+		return
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := s.consumer(ctx, id); err != nil {
+			// The first run of the agent creates it then.
+			s.cfg.Logger.Warn().Err(err).Str("agent_id", id).Msg("queue consumer of a new agent not created")
+		}
+	}()
 }
 
 func (s *Service) serve() error {
@@ -243,6 +284,10 @@ func (s *Service) Stop(grace time.Duration) {
 	for _, job := range []*bus.Periodic{s.reaper, s.repairer, s.requeuer} {
 		job.Stop()
 	}
+	s.bgMu.Lock()
+	s.stopping = true
+	s.bgMu.Unlock()
+	s.bg.Wait()
 	if s.outbox != nil {
 		s.outbox.stop()
 	}

@@ -1,0 +1,121 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// localMirror finds this region's mirror of a global bucket (see
+// MirrorBucket), if the connection's region has one.
+func localMirror(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.Stream, bool) {
+	region := connRegion(js)
+	if region == "" || !IsGlobalBucket(bucket) {
+		return nil, false
+	}
+	s, err := js.Stream(ctx, "KV_"+MirrorBucket(bucket, region))
+	if err != nil {
+		return nil, false
+	}
+	return s, true
+}
+
+// mirrorWatcher watches a bucket through a mirror of it, as a key watcher
+// does through the bucket itself: the current value of every key, then nil,
+// then every change. The client's own watch cannot read a mirror (it looks
+// for the mirror's name in the subjects, which keep the origin's).
+type mirrorWatcher struct {
+	bucket  string
+	updates chan jetstream.KeyValueEntry
+	cc      jetstream.ConsumeContext
+	stop    sync.Once
+	done    chan struct{}
+}
+
+// watchMirror starts watching bucket's records in the mirror stream.
+func watchMirror(ctx context.Context, js jetstream.JetStream, bucket string, mirror jetstream.Stream) (*mirrorWatcher, error) {
+	info, err := mirror.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prefix := "$KV." + bucket + "."
+	cons, err := js.OrderedConsumer(ctx, info.Config.Name, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{prefix + ">"},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	})
+	if err != nil {
+		return nil, err
+	}
+	w := &mirrorWatcher{bucket: bucket, updates: make(chan jetstream.KeyValueEntry, 256), done: make(chan struct{})}
+	initial := info.State.Msgs > 0
+	if !initial {
+		w.updates <- nil
+	}
+	w.cc, err = cons.Consume(func(msg jetstream.Msg) {
+		md, err := msg.Metadata()
+		if err != nil {
+			return
+		}
+		e := &kvEntry{bucket: bucket, key: strings.TrimPrefix(msg.Subject(), prefix), value: msg.Data(),
+			rev: md.Sequence.Stream, created: md.Timestamp, delta: md.NumPending, op: jetstream.KeyValuePut}
+		switch msg.Headers().Get("KV-Operation") {
+		case "DEL":
+			e.op = jetstream.KeyValueDelete
+		case "PURGE":
+			e.op = jetstream.KeyValuePurge
+		}
+		select {
+		case w.updates <- e:
+		case <-w.done:
+			return
+		}
+		if initial && md.NumPending == 0 {
+			initial = false
+			select {
+			case w.updates <- nil:
+			case <-w.done:
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch mirror %s: %w", info.Config.Name, err)
+	}
+	return w, nil
+}
+
+// Updates delivers the entries; it is closed by Stop.
+func (w *mirrorWatcher) Updates() <-chan jetstream.KeyValueEntry { return w.updates }
+
+// Stop ends the watch.
+func (w *mirrorWatcher) Stop() error {
+	w.stop.Do(func() {
+		close(w.done)
+		w.cc.Stop()
+		go func() {
+			<-w.cc.Closed()
+			close(w.updates)
+		}()
+	})
+	return nil
+}
+
+// kvEntry is one record version read from a mirror.
+type kvEntry struct {
+	bucket, key string
+	value       []byte
+	rev, delta  uint64
+	created     time.Time
+	op          jetstream.KeyValueOp
+}
+
+func (e *kvEntry) Bucket() string                  { return e.bucket }
+func (e *kvEntry) Key() string                     { return e.key }
+func (e *kvEntry) Value() []byte                   { return e.value }
+func (e *kvEntry) Revision() uint64                { return e.rev }
+func (e *kvEntry) Created() time.Time              { return e.created }
+func (e *kvEntry) Delta() uint64                   { return e.delta }
+func (e *kvEntry) Operation() jetstream.KeyValueOp { return e.op }
