@@ -24,6 +24,36 @@ func localMirror(ctx context.Context, js jetstream.JetStream, bucket string) (je
 	return s, true
 }
 
+// mirrorCatchUp bounds how long a watch waits for a mirror created a moment
+// ago to copy what its origin holds.
+const mirrorCatchUp = 10 * time.Second
+
+// catchUp waits, for at most mirrorCatchUp, until the mirror holds every
+// write its origin had when asked: a mirror created a moment ago is still
+// copying, and a view started on it would begin without records that
+// exist. An origin that cannot be reached is not waited for: the view
+// starts from what the mirror has.
+func catchUp(ctx context.Context, js jetstream.JetStream, bucket string, mirror jetstream.Stream) {
+	ctx, cancel := context.WithTimeout(ctx, mirrorCatchUp)
+	defer cancel()
+	origin, err := js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return
+	}
+	target := origin.CachedInfo().State.LastSeq
+	for {
+		info, err := mirror.Info(ctx)
+		if err == nil && info.State.LastSeq >= target {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // mirrorWatcher watches a bucket through a mirror of it, as a key watcher
 // does through the bucket itself: the current value of every key, then nil,
 // then every change. The client's own watch cannot read a mirror (it looks
@@ -38,6 +68,7 @@ type mirrorWatcher struct {
 
 // watchMirror starts watching bucket's records in the mirror stream.
 func watchMirror(ctx context.Context, js jetstream.JetStream, bucket string, mirror jetstream.Stream) (*mirrorWatcher, error) {
+	catchUp(ctx, js, bucket, mirror)
 	info, err := mirror.Info(ctx)
 	if err != nil {
 		return nil, err

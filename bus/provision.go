@@ -392,12 +392,12 @@ func Provisioned(ctx context.Context, js jetstream.JetStream) error {
 
 // globalBuckets hold the records every region reads: who the agents,
 // runtimes and credentials are, the platform's settings, the owner's
-// subscriptions and rules. They are kept once, in the origin region, and
-// mirrored to every other region.
+// subscriptions and rules, where each region's NATS servers are. They are
+// kept once, in the origin region, and mirrored to every other region.
 var globalBuckets = map[string]bool{
 	BucketAgents: true, BucketRuntimes: true, BucketCredentials: true, BucketPairing: true,
 	BucketConfig: true, BucketConsumers: true, BucketWebhooks: true, BucketA2AKeys: true,
-	BucketWebSessions: true, BucketDelegation: true,
+	BucketWebSessions: true, BucketDelegation: true, BucketRegions: true,
 }
 
 // IsGlobalBucket reports whether bucket holds records every region reads

@@ -2,7 +2,6 @@ package bus
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,19 +11,16 @@ import (
 // metaRequests records the JetStream API requests that need the meta
 // leader: creating or updating streams and consumers, listing streams.
 type metaRequests struct {
-	mu   sync.Mutex
-	seen []string
+	// msgs is filled by the connection's reader, so a flush returns only
+	// once every request sent before it is in.
+	msgs chan *nats.Msg
 }
 
 func watchMetaRequests(t *testing.T, nc *nats.Conn) *metaRequests {
 	t.Helper()
-	m := &metaRequests{}
+	m := &metaRequests{msgs: make(chan *nats.Msg, 1024)}
 	for _, subj := range []string{"$JS.API.STREAM.CREATE.>", "$JS.API.STREAM.UPDATE.>", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.CONSUMER.CREATE.>", "$JS.API.CONSUMER.DURABLE.CREATE.>"} {
-		if _, err := nc.Subscribe(subj, func(msg *nats.Msg) {
-			m.mu.Lock()
-			m.seen = append(m.seen, msg.Subject)
-			m.mu.Unlock()
-		}); err != nil {
+		if _, err := nc.ChanSubscribe(subj, m.msgs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -39,11 +35,15 @@ func (m *metaRequests) take(t *testing.T, nc *nats.Conn) []string {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	seen := m.seen
-	m.seen = nil
-	return seen
+	var seen []string
+	for {
+		select {
+		case msg := <-m.msgs:
+			seen = append(seen, msg.Subject)
+		default:
+			return seen
+		}
+	}
 }
 
 // TestProvision_AsksTheMetaLeaderOnlyForWhatIsMissingOrDrifted: provisioning

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -196,21 +195,18 @@ func gatewayMsgs(sc *clustertest.Supercluster, region string) int64 {
 // leader (stream and consumer creates and updates, stream lists) made in
 // the platform's account.
 type metaRequests struct {
-	nc   *nats.Conn
-	mu   sync.Mutex
-	seen []string
+	nc *nats.Conn
+	// msgs is filled by the connection's reader, so a flush returns only
+	// once every request sent before it is in.
+	msgs chan *nats.Msg
 }
 
 func watchMetaRequests(t *testing.T, sc *clustertest.Supercluster, region string) *metaRequests {
 	t.Helper()
 	nc, _ := sc.Connect(region, 0)
-	m := &metaRequests{nc: nc}
+	m := &metaRequests{nc: nc, msgs: make(chan *nats.Msg, 1024)}
 	for _, subj := range []string{"$JS.API.STREAM.CREATE.>", "$JS.API.STREAM.UPDATE.>", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.CONSUMER.CREATE.>", "$JS.API.CONSUMER.DURABLE.CREATE.>"} {
-		if _, err := nc.Subscribe(subj, func(msg *nats.Msg) {
-			m.mu.Lock()
-			m.seen = append(m.seen, msg.Subject)
-			m.mu.Unlock()
-		}); err != nil {
+		if _, err := nc.ChanSubscribe(subj, m.msgs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -226,11 +222,15 @@ func (m *metaRequests) take(t *testing.T) []string {
 	if err := m.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	seen := m.seen
-	m.seen = nil
-	return seen
+	var seen []string
+	for {
+		select {
+		case msg := <-m.msgs:
+			seen = append(seen, msg.Subject)
+		default:
+			return seen
+		}
+	}
 }
 
 // waitFor polls ok until it holds or limit passes.
