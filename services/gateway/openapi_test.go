@@ -289,6 +289,9 @@ func TestOpenAPI_EveryRouteAnswersAsDocumented(t *testing.T) {
 		return owner(http.MethodPost, "/task-runs", map[string]any{"target_agent_id": agent.ID, "conversation_id": conv.ID, "input": map[string]any{"text": text}}).Run(t)
 	}
 	pull := func() mesh.TaskRun {
+		// A live runtime heartbeats all along; the calls since the last
+		// one may have taken longer than the heartbeat timeout.
+		runtime(http.MethodPost, "/agent-runtimes/runtime/heartbeat", tok, map[string]any{"agent_id": agent.ID})
 		return runtime(http.MethodPost, "/agent-accounts/"+agent.ID+"/task-runs/pull?wait=1s", tok, nil).Expect(t, http.StatusOK).Run(t)
 	}
 	run := create("documented work")

@@ -86,6 +86,9 @@ func subscribe(t *testing.T, p *meshtest.Platform, body map[string]any) meshapi.
 func completeRun(t *testing.T, p *meshtest.Platform, agentID, token string) string {
 	t.Helper()
 	run := p.CreateTask(agentID, "work")
+	// A live runtime heartbeats all along; the test may have run longer
+	// than the heartbeat timeout since the runtime's last one.
+	p.Heartbeat(t, token)
 	got := p.PullRun(t, agentID, token)
 	if got.ID != run.ID {
 		t.Fatalf("pulled %s, want %s", got.ID, run.ID)
