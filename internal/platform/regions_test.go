@@ -162,6 +162,15 @@ func TestRegions_GlobalRecordsAreKeptOnceAndReadInEveryRegion(t *testing.T) {
 		got, _, err := agents.Get(ctx, agent.ID)
 		return err == nil && got.Description == "edited"
 	})
+	// West's services watched their mirror through the outage: an edit made
+	// in east now reaches the view the west agents service answers from.
+	east.Send(t, meshtest.Request{Method: http.MethodPatch, Path: "/agent-accounts/" + agent.ID, Owner: true, JSON: map[string]any{"description": "edited in east"}}).
+		Expect(t, http.StatusOK)
+	waitFor(t, 30*time.Second, "west's agents service to see the edit made in east", func() bool {
+		var got mesh.Agent
+		west.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/agent-accounts/" + agent.ID, Owner: true}).Expect(t, http.StatusOK).Decode(t, &got)
+		return got.Description == "edited in east"
+	})
 }
 
 // caughtUp reports whether region's mirror of a global bucket holds every
