@@ -150,7 +150,22 @@ const (
 	RuntimeOpDelegateGet      = "delegate_get"
 	RuntimeOpDelegateArtifact = "delegate_artifact"
 	RuntimeOpDelegateCancel   = "delegate_cancel"
+	// RuntimeOpArtifactOpen starts writing an artifact of a run the runtime
+	// holds (the artifacts service answers it); the content follows on
+	// ArtifactUploadSubject.
+	RuntimeOpArtifactOpen = "artifact_open"
 )
+
+// runtimeOpArtifactUpload is the token of an artifact's upload subject.
+const runtimeOpArtifactUpload = "artifact_upload"
+
+// ArtifactUploadSubject is where a runtime sends the content of an artifact
+// it opened, in order, and then ends it: the artifacts service instance that
+// answered the open listens there alone. It is under the runtime's own
+// subjects, so no other runtime can write to it.
+func ArtifactUploadSubject(agentID, runtimeID, artifactID string) string {
+	return RuntimeSubject(agentID, runtimeID, runtimeOpArtifactUpload) + "." + artifactID
+}
 
 // RuntimeSubject is the subject of a runtime operation. The NATS server only
 // lets a runtime publish under its own agent and runtime id, so a service may

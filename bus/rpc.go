@@ -37,10 +37,22 @@ const DefaultCallTimeout = 10 * time.Second
 // Call sends req as JSON to a service subject and decodes the reply into resp
 // (which may be nil). A service error comes back as *mesh.Error; a missing
 // service as UNAVAILABLE.
-func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) (err error) {
+func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) error {
 	data, err := json.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("call %s: encode: %w", subject, err)
+	}
+	msg := nats.NewMsg(subject)
+	msg.Data = data
+	return CallMsg(ctx, nc, msg, resp)
+}
+
+// CallMsg is Call with a request message made by the caller (a body that is
+// not JSON, headers of its own).
+func CallMsg(ctx context.Context, nc *nats.Conn, msg *nats.Msg, resp any) (err error) {
+	subject := msg.Subject
+	if msg.Header == nil {
+		msg.Header = nats.Header{}
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -49,8 +61,6 @@ func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) (er
 	}
 	ctx, span := startCall(ctx, subject)
 	defer func() { endSpan(span, err) }()
-	msg := nats.NewMsg(subject)
-	msg.Data = data
 	if tp := TraceParent(ctx); tp != "" {
 		msg.Header.Set(headerTraceParent, tp)
 	}
@@ -275,11 +285,33 @@ func handlerContext(h micro.Headers, timeout time.Duration) (context.Context, co
 }
 
 func (s *Service) respondError(r micro.Request, e *mesh.Error) {
+	_ = s.reply(r, errorAnswer(e))
+}
+
+// errorAnswer is a service's answer of an error, as Call decodes it.
+func errorAnswer(e *mesh.Error) *nats.Msg {
 	body, _ := json.Marshal(e)
 	msg := &nats.Msg{Header: nats.Header{}, Data: body}
 	msg.Header.Set(micro.ErrorHeader, e.Message)
 	msg.Header.Set(micro.ErrorCodeHeader, string(e.Code))
-	_ = s.reply(r, msg)
+	return msg
+}
+
+// Answer replies to a request a service took on a subscription of its own
+// rather than through Serve (an artifact upload's subject): resp as JSON, or
+// err as Call decodes it. Like Serve, it answers only a requester's inbox.
+func Answer(nc *nats.Conn, req *nats.Msg, resp any, err error) error {
+	if !IsRequesterInbox(req.Reply) {
+		return fmt.Errorf("%w: reply subject %q is not a requester's inbox", errNotAnInbox, req.Reply)
+	}
+	msg := &nats.Msg{}
+	if err != nil {
+		msg = errorAnswer(mesh.AsError(err))
+	} else if msg.Data, err = json.Marshal(resp); err != nil {
+		msg = errorAnswer(mesh.Errorf(mesh.CodeInternal, "internal error"))
+	}
+	msg.Subject = req.Reply
+	return nc.PublishMsg(msg)
 }
 
 // reply answers a request through the connection. micro's own Respond and

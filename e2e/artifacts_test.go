@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,10 +18,16 @@ import (
 // Seed 000 "Artifact Write Requests": files the host writes to
 // $A2A_OUTPUT_DIR, text and binary, are stored on the platform by the
 // runtime; the completed output refers to them with artifact_ref parts and
-// carries no file body.
+// carries no file body. A runtime on NATS writes them to the artifacts
+// service on the bus (the gateway sees no upload), an HTTP runtime through
+// the gateway; either way they are readable over REST and A2A.
 func TestArtifacts_HostOutputFilesAreMaterialisedOnThePlatform(t *testing.T) {
-	t.Parallel()
-	l := newLab(t)
+	eachTransport(t, func(t *testing.T, l *lab, transport string) {
+		hostOutputFilesAreMaterialised(t, l, transport)
+	})
+}
+
+func hostOutputFilesAreMaterialised(t *testing.T, l *lab, transport string) {
 	p := l.startPlatform(platformOptions{})
 	dir := t.TempDir()
 	report := "# Result\n\nAll green.\n"
@@ -36,8 +44,12 @@ cp '`+dir+`/report.md' "$A2A_OUTPUT_DIR/reports/result.md"
 cp '`+dir+`/chart.png' "$A2A_OUTPUT_DIR/chart.png"
 echo "two files written"
 `)
-	c := l.connect(p, l.startAdapter("command", host).Endpoint)
+	c := l.connect(p, l.startAdapter("command", host).Endpoint, "--transport", transport)
 	run := waitEnded(t, p.Platform, c.task("make the report").ID, mesh.StatusCompleted, waitStart)
+	uploads := strings.Count(p.proc.output(), `"path":"/task-runs/`+run.ID+`/artifacts"`)
+	if want := map[string]int{"nats": 0, "http": 2}[transport]; uploads != want {
+		t.Errorf("the gateway saw %d artifact uploads over HTTP from a runtime on %s, want %d", uploads, transport, want)
+	}
 
 	var list struct {
 		Artifacts []mesh.Artifact `json:"artifacts"`
@@ -95,6 +107,65 @@ echo "two files written"
 	if ledger := meshtest.ReadFile(c.m.ledgerPath(c.AgentID)); strings.Count(ledger, `"artifact_written"`) != 2 {
 		t.Errorf("the ledger does not record both artifacts:\n%s", ledger)
 	}
+
+	// Over A2A: the task's file artifacts link to their content.
+	files := a2aFiles(t, p.Platform, c.AgentID, run.ID)
+	if len(files) != len(want) {
+		t.Fatalf("A2A tells %d files, want %d: %v", len(files), len(want), files)
+	}
+	for name, uri := range files {
+		req, _ := http.NewRequest(http.MethodGet, uri, nil)
+		req.Header.Set("Authorization", "Bearer "+p.OwnerToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !bytes.Equal(got, want[name]) {
+			t.Errorf("A2A file %s: HTTP %d, %q", name, resp.StatusCode, got)
+		}
+	}
+}
+
+// a2aFiles reads a task over A2A (JSON-RPC, tasks/get) and returns its file
+// artifacts' links by file name.
+func a2aFiles(t *testing.T, p *meshtest.Platform, agentID, taskID string) map[string]string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": map[string]any{"id": taskID}})
+	req, _ := http.NewRequest(http.MethodPost, p.APIBase+"/a2a/"+agentID, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+p.OwnerToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Result struct {
+			Artifacts []struct {
+				Parts []struct {
+					Kind string `json:"kind"`
+					File struct {
+						Name string `json:"name"`
+						URI  string `json:"uri"`
+					} `json:"file"`
+				} `json:"parts"`
+			} `json:"artifacts"`
+		} `json:"result"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("tasks/get: %v", err)
+	}
+	files := map[string]string{}
+	for _, a := range out.Result.Artifacts {
+		for _, part := range a.Parts {
+			if part.Kind == "file" {
+				files[part.File.Name] = part.File.URI
+			}
+		}
+	}
+	return files
 }
 
 // Seed 000 step 6: an artifact the platform refuses (here: too large) fails

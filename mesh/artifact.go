@@ -47,6 +47,26 @@ func (a *Artifact) Ref() ArtifactRef {
 	}
 }
 
+// OutputRef is the part a runtime appends to a run's output for an artifact
+// it wrote (seed 000 step 4).
+type OutputRef struct {
+	Type       string `json:"type"`
+	ArtifactID string `json:"artifact_id"`
+	Filename   string `json:"filename"`
+	Title      string `json:"title,omitempty"`
+	MimeType   string `json:"mime_type"`
+	Size       int64  `json:"size"`
+	URI        string `json:"uri"`
+}
+
+// OutputRef returns the artifact's output part.
+func (a *Artifact) OutputRef() OutputRef {
+	return OutputRef{
+		Type: "artifact_ref", ArtifactID: a.ID, Filename: a.Filename, Title: a.Title,
+		MimeType: a.MimeType, Size: a.Size, URI: "/artifacts/" + a.ID + "/content",
+	}
+}
+
 // NormalizeFilename cleans an artifact filename into a relative, slash-separated
 // path. Absolute paths, ".." segments, backslashes, control characters and
 // empty names are refused: a filename never escapes the run's workspace.

@@ -110,6 +110,32 @@ func ReservedEnvName(name string) bool {
 // agent's runtime.
 func (r *TaskRun) Delegated() bool { return r.DelegatedTo != nil }
 
+// HeldBy reports whether runtimeID holds the given attempt of the run
+// (attempt 0 means "whatever attempt it holds", for simple HTTP runtimes).
+func (r *TaskRun) HeldBy(runtimeID string, attempt int) bool {
+	return r.RuntimeID == runtimeID && (attempt == 0 || attempt == r.Attempt)
+}
+
+// CheckHeld explains why a runtime of agentID may not act for the run (report
+// on it, write its artifacts): the run is another agent's, another runtime or
+// attempt holds it, or it is not running.
+func (r *TaskRun) CheckHeld(agentID, runtimeID string, attempt int) error {
+	if r.TargetAgentID != agentID {
+		return Errorf(CodeForbidden, "task run %s belongs to another agent", r.ID)
+	}
+	if r.Status == StatusRunning && !r.HeldBy(runtimeID, attempt) {
+		e := Errorf(CodeStaleAttempt, "task run %s attempt %d is not held by this runtime (current attempt %d)", r.ID, attempt, r.Attempt)
+		e.Status = r.Status
+		return e
+	}
+	if r.Status != StatusRunning {
+		e := Errorf(CodeInvalidTransition, "task run %s is %s", r.ID, r.Status)
+		e.Status = r.Status
+		return e
+	}
+	return nil
+}
+
 // Public returns a copy of the run without what only its runtime may see
 // (the host environment, the trace context): what events and API answers
 // carry.

@@ -2,6 +2,13 @@ package meshapi
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -9,20 +16,10 @@ import (
 
 // Artifact operations (service "artifacts").
 const (
-	OpArtifactCommit      = "commit"
 	OpArtifactCommitInput = "commit_input"
 	OpArtifactGet         = "get"
 	OpArtifactList        = "list"
 )
-
-// CommitArtifactRequest registers content already written to the artifact
-// object store under Artifact.ID for the run a runtime is working on.
-type CommitArtifactRequest struct {
-	AgentID   string        `json:"agent_id"`
-	RuntimeID string        `json:"runtime_id"`
-	Attempt   int           `json:"attempt,omitempty"`
-	Artifact  mesh.Artifact `json:"artifact"`
-}
 
 // CommitInputRequest registers content a front endpoint already wrote to the
 // artifact object store under Artifact.ID as a file given to AgentID in a
@@ -48,12 +45,6 @@ type ArtifactList struct {
 	Artifacts []mesh.Artifact `json:"artifacts"`
 }
 
-// CommitArtifact registers stored artifact content.
-func (c *Client) CommitArtifact(ctx context.Context, req CommitArtifactRequest) (*mesh.Artifact, error) {
-	var a mesh.Artifact
-	return &a, c.call(ctx, bus.ServiceArtifacts, OpArtifactCommit, req, &a)
-}
-
 // GetArtifact returns artifact metadata.
 func (c *Client) GetArtifact(ctx context.Context, artifactID string) (*mesh.Artifact, error) {
 	var a mesh.Artifact
@@ -70,4 +61,171 @@ func (c *Client) ListArtifacts(ctx context.Context, taskRunID string) (*Artifact
 func (c *Client) CommitInputArtifact(ctx context.Context, req CommitInputRequest) (*mesh.Artifact, error) {
 	var a mesh.Artifact
 	return &a, c.call(ctx, bus.ServiceArtifacts, OpArtifactCommitInput, req, &a)
+}
+
+// OpenArtifactRequest starts writing an artifact of a run the runtime holds
+// (bus.RuntimeOpArtifactOpen). The content follows in ArtifactParts.
+type OpenArtifactRequest struct {
+	TaskRunID string `json:"task_run_id"`
+	// Attempt is the attempt the runtime holds; 0 means whichever it holds.
+	Attempt int `json:"attempt,omitempty"`
+	// Size, when known, is the content's size: over the limit, the open
+	// is refused at once.
+	Size int64 `json:"size,omitempty"`
+}
+
+// OpenArtifactResponse names the artifact being written and how to send it.
+type OpenArtifactResponse struct {
+	ArtifactID string `json:"artifact_id"`
+	// ChunkBytes is the most content one ArtifactPart may carry.
+	ChunkBytes int `json:"chunk_bytes"`
+	// MaxBytes is the most content one artifact may have.
+	MaxBytes int64 `json:"max_bytes"`
+}
+
+// An opened artifact's content goes to its upload subject
+// (bus.ArtifactUploadSubject) as requests whose body is the raw content,
+// in order and one at a time, each with its offset in HeaderArtifactOffset;
+// then one request with HeaderArtifactEnd set ends it, its body an
+// ArtifactEnd. Each is answered with an ArtifactPartReply. A part whose
+// offset is not the content received so far drops the upload, nothing
+// stored (a writer that gives up sends offset -1).
+const (
+	HeaderArtifactOffset = "Mesh-Artifact-Offset"
+	HeaderArtifactEnd    = "Mesh-Artifact-End"
+)
+
+// ArtifactEnd ends an artifact's content: the artifact is stored with this
+// metadata (filename required; mime_type guessed when empty; the id, run,
+// size and digest are the service's) and attached to the run.
+type ArtifactEnd struct {
+	// Attempt, when not 0, is the attempt of the run the writer holds, if
+	// it did not say at the open (an HTTP runtime says it in its upload's
+	// body, after the content perhaps).
+	Attempt  int           `json:"attempt,omitempty"`
+	Artifact mesh.Artifact `json:"artifact"`
+}
+
+// ArtifactPartReply answers a part: the content received so far, and after
+// the end the stored artifact.
+type ArtifactPartReply struct {
+	Received int64          `json:"received"`
+	Artifact *mesh.Artifact `json:"artifact,omitempty"`
+}
+
+// OpenArtifact starts writing an artifact of a run the runtime holds
+// through the artifacts service. Write the content to the upload (it sends
+// it in chunks: a NATS message is small), then End it.
+func (c *RuntimeClient) OpenArtifact(ctx context.Context, req OpenArtifactRequest) (*ArtifactUpload, error) {
+	var open OpenArtifactResponse
+	if err := c.call(ctx, bus.RuntimeOpArtifactOpen, req, &open); err != nil {
+		return nil, err
+	}
+	return &ArtifactUpload{
+		ctx: ctx, nc: c.nc, ID: open.ArtifactID, MaxBytes: open.MaxBytes,
+		subject: bus.ArtifactUploadSubject(c.agentID, c.runtimeID, open.ArtifactID),
+		buf:     make([]byte, 0, max(open.ChunkBytes, 1)),
+	}, nil
+}
+
+// ArtifactUpload is an artifact being written: an io.Writer of its content.
+type ArtifactUpload struct {
+	// ID is the artifact's id.
+	ID string
+	// MaxBytes is the most content the artifact may have.
+	MaxBytes int64
+	ctx      context.Context
+	nc       *nats.Conn
+	subject  string
+	buf      []byte
+	sent     int64
+}
+
+// Write buffers content and sends each full chunk.
+func (u *ArtifactUpload) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		take := min(len(p), cap(u.buf)-len(u.buf))
+		u.buf = append(u.buf, p[:take]...)
+		p = p[take:]
+		if len(u.buf) == cap(u.buf) {
+			if err := u.flush(); err != nil {
+				return n - len(p), err
+			}
+		}
+	}
+	return n, nil
+}
+
+// ReadFrom sends what r gives until it ends, a chunk at a time, with no
+// buffer of its own.
+func (u *ArtifactUpload) ReadFrom(r io.Reader) (int64, error) {
+	var total int64
+	for {
+		n, err := io.ReadFull(r, u.buf[len(u.buf):cap(u.buf)])
+		u.buf = u.buf[:len(u.buf)+n]
+		total += int64(n)
+		if len(u.buf) == cap(u.buf) {
+			if ferr := u.flush(); ferr != nil {
+				return total, ferr
+			}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+func (u *ArtifactUpload) flush() error {
+	if len(u.buf) == 0 {
+		return nil
+	}
+	msg := nats.NewMsg(u.subject)
+	msg.Header.Set(HeaderArtifactOffset, strconv.FormatInt(u.sent, 10))
+	msg.Data = u.buf
+	var r ArtifactPartReply
+	if err := bus.CallMsg(u.ctx, u.nc, msg, &r); err != nil {
+		return err
+	}
+	u.sent += int64(len(u.buf))
+	u.buf = u.buf[:0]
+	return nil
+}
+
+// End sends what is left of the content and ends it with meta (and the
+// attempt held, when the open did not name it); it returns the stored
+// artifact.
+func (u *ArtifactUpload) End(attempt int, meta mesh.Artifact) (*mesh.Artifact, error) {
+	if err := u.flush(); err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(ArtifactEnd{Attempt: attempt, Artifact: meta})
+	if err != nil {
+		return nil, err
+	}
+	msg := nats.NewMsg(u.subject)
+	msg.Header.Set(HeaderArtifactOffset, strconv.FormatInt(u.sent, 10))
+	msg.Header.Set(HeaderArtifactEnd, "1")
+	msg.Data = body
+	var r ArtifactPartReply
+	if err := bus.CallMsg(u.ctx, u.nc, msg, &r); err != nil {
+		return nil, err
+	}
+	if r.Artifact == nil {
+		return nil, mesh.Errorf(mesh.CodeInternal, "the artifacts service stored no artifact")
+	}
+	return r.Artifact, nil
+}
+
+// Abandon tells the artifacts service the content will not come, so it
+// drops what it received at once rather than after its idle timeout.
+func (u *ArtifactUpload) Abandon() {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(u.ctx), time.Second)
+	defer cancel()
+	msg := nats.NewMsg(u.subject)
+	msg.Header.Set(HeaderArtifactOffset, "-1")
+	_ = bus.CallMsg(ctx, u.nc, msg, nil)
 }

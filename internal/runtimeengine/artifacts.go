@@ -1,7 +1,10 @@
 package runtimeengine
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,12 +12,61 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
 )
 
 // ArtifactWriter materialises one artifact write request for a run and
 // returns the artifact_ref part to append to the output (seed 000 steps 2, 4).
 type ArtifactWriter interface {
 	Write(ctx context.Context, runID string, attempt int, w adapterapi.ArtifactWrite) (map[string]any, error)
+}
+
+// content is an artifact write request's body.
+func content(w adapterapi.ArtifactWrite) ([]byte, error) {
+	if w.ContentBase64 == "" {
+		return []byte(w.ContentText), nil
+	}
+	b, err := base64.StdEncoding.DecodeString(w.ContentBase64)
+	if err != nil {
+		return nil, fmt.Errorf("content_base64 is not valid base64: %w", err)
+	}
+	return b, nil
+}
+
+// Write implements ArtifactWriter on NATS: the artifact goes to the
+// artifacts service in chunks on the runtime's own subjects.
+func (t *natsTransport) Write(ctx context.Context, runID string, attempt int, w adapterapi.ArtifactWrite) (map[string]any, error) {
+	body, err := content(w)
+	if err != nil {
+		return nil, err
+	}
+	up, err := t.rc.OpenArtifact(ctx, meshapi.OpenArtifactRequest{TaskRunID: runID, Attempt: attempt, Size: int64(len(body))})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := up.ReadFrom(bytes.NewReader(body)); err != nil {
+		up.Abandon()
+		return nil, err
+	}
+	a, err := up.End(0, mesh.Artifact{
+		ArtifactType: w.ArtifactType, Filename: w.Filename, Title: w.Title,
+		Summary: w.Summary, Keywords: w.Keywords, MimeType: w.MimeType,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return refPart(a.OutputRef())
+}
+
+// refPart is an output part as the adapter contract carries it.
+func refPart(ref mesh.OutputRef) (map[string]any, error) {
+	b, err := json.Marshal(ref)
+	if err != nil {
+		return nil, err
+	}
+	var part map[string]any
+	return part, json.Unmarshal(b, &part)
 }
 
 // HTTPArtifacts writes artifacts through POST /task-runs/{id}/artifacts with

@@ -26,8 +26,8 @@ type RuntimeConfig struct {
 	// agent's instructions then, and the timings intervals derive from.
 	Hello *meshapi.HelloResponse
 	// API is the platform's REST API with the runtime's credential: it
-	// stores artifacts, fetches input attachments and confirms the
-	// credential.
+	// stores artifacts (over HTTP; a NATS transport stores them on the
+	// bus), fetches input attachments and confirms the credential.
 	API *apiclient.Client
 	// Adapter is the local adapter.
 	Adapter *adapterclient.Client
@@ -69,9 +69,15 @@ func NewRuntime(cfg RuntimeConfig) *Engine {
 		cfg.RenewInterval = time.Duration(max(hello.LeaseMS, 1500)) * time.Millisecond / 3
 	}
 	files := HTTPArtifacts{API: cfg.API}
+	// On NATS, artifacts go to the artifacts service on the bus; over HTTP,
+	// to the gateway, which hands them to the same service.
+	var artifacts ArtifactWriter = files
+	if w, ok := cfg.Transport.(ArtifactWriter); ok {
+		artifacts = w
+	}
 	return New(Config{
 		AgentID: cfg.AgentID, RuntimeID: cfg.RuntimeID, Transport: cfg.Transport, Adapter: cfg.Adapter,
-		Artifacts: files, Attachments: files, Ledger: cfg.Ledger, Platform: cfg.Platform,
+		Artifacts: artifacts, Attachments: files, Ledger: cfg.Ledger, Platform: cfg.Platform,
 		Instructions: hello.Instructions, FreshInstructions: true,
 		Concurrency: cfg.Concurrency, TaskTimeout: cfg.TaskTimeout, DrainGrace: cfg.DrainGrace,
 		AdapterWait:       cfg.AdapterWait,

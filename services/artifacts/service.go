@@ -1,7 +1,9 @@
-// Package artifacts is the artifact service: it registers artifact content
-// that a front endpoint stored in the artifact object store for a running task
-// run, attaches a reference to the run (through the task queue, on the bus),
-// and answers metadata queries. Content is read straight from the object store.
+// Package artifacts is the artifact service: it owns artifact content and
+// metadata. A runtime (on NATS itself, or through the gateway over HTTP)
+// writes an artifact of a run it holds through it, in chunks on the bus
+// (upload.go); it stores the content in the artifact object store, attaches
+// a reference to the run (through the task queue, on the bus), and answers
+// metadata queries. Content is read straight from the object store.
 package artifacts
 
 import (
@@ -9,12 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/internal/runtimedir"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -39,6 +43,14 @@ type Service struct {
 	client  *meshapi.Client
 	events  *bus.Publisher
 	svc     *bus.Service
+	// runtimes says whether a runtime's credential is still good.
+	runtimes *runtimedir.Directory
+
+	mu sync.Mutex
+	// uploads are the artifacts being written to this instance, by id.
+	uploads  map[string]*upload
+	stopping bool
+	wg       sync.WaitGroup
 }
 
 // New returns a service; Start runs it.
@@ -46,7 +58,7 @@ func New(cfg Config) *Service {
 	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = bus.DefaultMaxArtifactBytes
 	}
-	return &Service{cfg: cfg}
+	return &Service{cfg: cfg, uploads: map[string]*upload{}}
 }
 
 // Metadata keys: the artifact under metaKey, and an empty marker under
@@ -68,38 +80,45 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.objects, err = js.ObjectStore(ctx, bus.ObjectArtifacts); err != nil {
 		return fmt.Errorf("artifacts: object store: %w", err)
 	}
+	if s.runtimes, err = runtimedir.Open(ctx, js, runtimedir.Options{Logger: s.cfg.Logger}); err != nil {
+		return err
+	}
 	s.client = meshapi.NewClient(s.cfg.Conn.NC)
 	s.events = bus.NewPublisher(js, bus.ServiceArtifacts).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServiceArtifacts))
 	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
 		Name: bus.ServiceArtifacts, Description: "task-run artifacts", Logger: s.cfg.Logger,
 		Ops: map[string]bus.HandlerFunc{
-			meshapi.OpArtifactCommit:      s.handleCommit,
 			meshapi.OpArtifactCommitInput: s.handleCommitInput,
 			meshapi.OpArtifactGet:         s.handleGet,
 			meshapi.OpArtifactList:        s.handleList,
+		},
+		RuntimeOps: map[string]bus.HandlerFunc{
+			bus.RuntimeOpArtifactOpen: s.handleOpen,
 		},
 	})
 	return err
 }
 
-// Stop stops answering and waits up to grace for requests in flight.
+// Stop stops answering, waits up to grace for requests in flight, and drops
+// the artifacts still being written (their writers get an error).
 func (s *Service) Stop(grace time.Duration) {
 	if s.svc != nil {
 		_ = s.svc.Stop(grace)
 	}
-}
-
-func (s *Service) handleCommit(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.CommitArtifactRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
+	s.mu.Lock()
+	s.stopping = true
+	uploads := make([]*upload, 0, len(s.uploads))
+	for _, u := range s.uploads {
+		uploads = append(uploads, u)
 	}
-	a, err := s.commit(ctx, &in)
-	if err != nil {
-		s.discard(ctx, in.Artifact.ID)
-		return nil, err
+	s.mu.Unlock()
+	for _, u := range uploads {
+		u.drop(mesh.Errorf(mesh.CodeUnavailable, "the artifacts service stopped"))
 	}
-	return a, nil
+	s.wg.Wait()
+	if s.runtimes != nil {
+		s.runtimes.Close()
+	}
 }
 
 // discard removes the content of an artifact whose commit failed: content
@@ -110,25 +129,19 @@ func (s *Service) discard(ctx context.Context, id string) {
 	}
 }
 
-func (s *Service) commit(ctx context.Context, in *meshapi.CommitArtifactRequest) (*mesh.Artifact, error) {
-	a := in.Artifact
-	if !mesh.ValidID(a.ID) || !mesh.ValidID(a.TaskRunID) {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "artifact_id and task_run_id are required")
-	}
-	name, err := mesh.NormalizeFilename(a.Filename)
-	if err != nil {
-		return nil, err
-	}
-	a.Filename = name
+// commit registers the stored content of an artifact written by a runtime
+// and attaches it to the run, which the runtime must still hold.
+func (s *Service) commit(ctx context.Context, agentID, runtimeID string, attempt int, in *mesh.Artifact) (*mesh.Artifact, error) {
+	a := *in
 	size, err := s.storedSize(ctx, a.ID)
 	if err != nil {
 		return nil, err
 	}
 	a.Size = size
-	a.AgentID = in.AgentID
+	a.AgentID = agentID
 	a.CreatedAt = time.Now().UTC()
 	run, err := s.client.AttachArtifact(ctx, meshapi.AttachArtifactRequest{
-		TaskRunID: a.TaskRunID, AgentID: in.AgentID, RuntimeID: in.RuntimeID, Attempt: in.Attempt, Artifact: a.Ref(),
+		TaskRunID: a.TaskRunID, AgentID: agentID, RuntimeID: runtimeID, Attempt: attempt, Artifact: a.Ref(),
 	})
 	if err != nil {
 		return nil, err

@@ -37,8 +37,6 @@ type Config struct {
 	Listener net.Listener
 	// MaxBodyBytes bounds request bodies other than artifact uploads. Default 1 MiB.
 	MaxBodyBytes int64
-	// MaxArtifactBytes bounds one artifact's content. Default 25 MiB.
-	MaxArtifactBytes int64
 	// MaxPullWait caps a long-poll pull. Default 30s.
 	MaxPullWait time.Duration
 	// SSEHeartbeat is the interval of keep-alive comments on event streams.
@@ -80,9 +78,6 @@ func (c *Config) defaults() {
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 1 << 20
-	}
-	if c.MaxArtifactBytes == 0 {
-		c.MaxArtifactBytes = bus.DefaultMaxArtifactBytes
 	}
 	if c.MaxPullWait == 0 {
 		c.MaxPullWait = 30 * time.Second

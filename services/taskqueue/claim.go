@@ -185,7 +185,7 @@ func (s *Service) handleRelease(ctx context.Context, req *bus.Request) (any, err
 		return nil, err
 	}
 	run, err := s.transition(ctx, in.TaskRunID, func(r *mesh.TaskRun) (string, error) {
-		if err := checkHeld(r, agentID, runtimeID, in.Attempt); err != nil {
+		if err := r.CheckHeld(agentID, runtimeID, in.Attempt); err != nil {
 			return "", err
 		}
 		r.Status = mesh.StatusPending

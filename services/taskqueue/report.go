@@ -32,7 +32,7 @@ func (s *Service) handleProgress(ctx context.Context, req *bus.Request) (any, er
 		return nil, err
 	}
 	run, err := s.transition(ctx, in.TaskRunID, func(r *mesh.TaskRun) (string, error) {
-		if err := checkHeld(r, agentID, runtimeID, in.Attempt); err != nil {
+		if err := r.CheckHeld(agentID, runtimeID, in.Attempt); err != nil {
 			return "", err
 		}
 		r.Progress = &mesh.Progress{Message: in.Message, Percent: in.Percent, UpdatedAt: time.Now().UTC()}
@@ -143,10 +143,10 @@ func (s *Service) end(ctx context.Context, agentID, runtimeID, runID string, att
 		return nil, err
 	}
 	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
-		if r.Status == to && r.TargetAgentID == agentID && holds(r, runtimeID, attempt) {
+		if r.Status == to && r.TargetAgentID == agentID && r.HeldBy(runtimeID, attempt) {
 			return "", errUnchanged
 		}
-		if err := checkHeld(r, agentID, runtimeID, attempt); err != nil {
+		if err := r.CheckHeld(agentID, runtimeID, attempt); err != nil {
 			return "", err
 		}
 		now := time.Now().UTC()
@@ -189,7 +189,7 @@ const maxRenewal = 1000
 // renew extends the leases of the given runs that the runtime still holds
 // (at the given attempt, unless 0).
 func (s *Service) renew(ctx context.Context, agentID, runtimeID string, ids []string, attempt int) *meshapi.RenewResponse {
-	return s.renewHeld(ctx, ids, func(r *mesh.TaskRun) error { return checkHeld(r, agentID, runtimeID, attempt) })
+	return s.renewHeld(ctx, ids, func(r *mesh.TaskRun) error { return r.CheckHeld(agentID, runtimeID, attempt) })
 }
 
 // renewHeld extends the leases of the given runs that held accepts; the
@@ -274,7 +274,7 @@ func (s *Service) handleAttachArtifact(ctx context.Context, req *bus.Request) (a
 		return nil, err
 	}
 	run, err := s.transition(ctx, in.TaskRunID, func(r *mesh.TaskRun) (string, error) {
-		if err := checkHeld(r, in.AgentID, in.RuntimeID, in.Attempt); err != nil {
+		if err := r.CheckHeld(in.AgentID, in.RuntimeID, in.Attempt); err != nil {
 			return "", err
 		}
 		for _, a := range r.Artifacts {

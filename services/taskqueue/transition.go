@@ -175,28 +175,6 @@ func conflict(run *mesh.TaskRun, format string, args ...any) error {
 	return e
 }
 
-// holds reports whether runtimeID holds the given attempt of run (attempt 0
-// means "whatever attempt it holds", for simple HTTP runtimes).
-func holds(run *mesh.TaskRun, runtimeID string, attempt int) bool {
-	return run.RuntimeID == runtimeID && (attempt == 0 || attempt == run.Attempt)
-}
-
-// checkHeld explains why a runtime may not report on run.
-func checkHeld(run *mesh.TaskRun, agentID, runtimeID string, attempt int) error {
-	if run.TargetAgentID != agentID {
-		return mesh.Errorf(mesh.CodeForbidden, "task run %s belongs to another agent", run.ID)
-	}
-	if run.Status == mesh.StatusRunning && !holds(run, runtimeID, attempt) {
-		e := mesh.Errorf(mesh.CodeStaleAttempt, "task run %s attempt %d is not held by this runtime (current attempt %d)", run.ID, attempt, run.Attempt)
-		e.Status = run.Status
-		return e
-	}
-	if run.Status != mesh.StatusRunning {
-		return conflict(run, "task run %s is %s", run.ID, run.Status)
-	}
-	return nil
-}
-
 func (s *Service) leaseFromNow() *time.Time {
 	t := time.Now().UTC().Add(s.cfg.Lease)
 	return &t
