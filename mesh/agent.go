@@ -17,11 +17,10 @@ type Agent struct {
 	// Delegation says which agents this agent may hand tasks to from inside
 	// its work (the tools its runtime gives the host); nil: none.
 	Delegation *DelegationPolicy `json:"delegation,omitempty"`
-	// HomeRegion is the region whose data holds the agent's task runs,
-	// queue and events, and whose NATS servers its runtime should connect
-	// to. Set at creation (by default the region of the platform that
-	// created it); it changes only while the agent has no run that has not
-	// ended.
+	// HomeRegion is the region that serves the agent: its runtime is given
+	// that region's NATS servers first. Set at creation (by default the
+	// region of the platform that created it); it changes only while none
+	// of the agent's runs is pending, running or waiting for input.
 	HomeRegion string    `json:"home_region"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`

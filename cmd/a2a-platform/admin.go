@@ -50,7 +50,7 @@ func (g *globals) call(ctx context.Context, method, path string, q url.Values, i
 
 func newAgents(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "agents", Short: "Create, list and delete agent accounts"}
-	var name, description, instructions, instructionsFile string
+	var name, description, instructions, instructionsFile, homeRegion string
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create an agent account",
@@ -64,6 +64,9 @@ func newAgents(g *globals) *cobra.Command {
 				instructions = string(b)
 			}
 			body := map[string]any{"name": name, "description": description, "instructions": instructions}
+			if homeRegion != "" {
+				body["home_region"] = homeRegion
+			}
 			return g.call(cmd.Context(), http.MethodPost, "/agent-accounts", nil, body)
 		},
 	}
@@ -71,6 +74,7 @@ func newAgents(g *globals) *cobra.Command {
 	create.Flags().StringVar(&description, "description", "", "what the agent does")
 	create.Flags().StringVar(&instructions, "instructions", "", "business instructions handed to the agent host")
 	create.Flags().StringVar(&instructionsFile, "instructions-file", "", "read the instructions from a file")
+	create.Flags().StringVar(&homeRegion, "home-region", "", "the region that serves the agent (default: the region of the platform that creates it)")
 	_ = create.MarkFlagRequired("name")
 	list := &cobra.Command{
 		Use: "list", Short: "List agent accounts", Args: cobra.NoArgs,

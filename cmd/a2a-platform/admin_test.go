@@ -79,12 +79,13 @@ func TestCLI_UnknownCommandsAndWrongFlagsAreErrorsThatSayWhatToDo(t *testing.T) 
 func TestCLI_TablesOnATerminalJSONForScripts(t *testing.T) {
 	t.Parallel()
 	a := startAdmin(t)
-	r := a.run("agents", "create", "--name", "tabled")
+	r := a.run("agents", "create", "--name", "tabled", "--home-region", "west")
 	var agent struct {
-		ID   string `json:"agent_id"`
-		Name string `json:"name"`
+		ID         string `json:"agent_id"`
+		Name       string `json:"name"`
+		HomeRegion string `json:"home_region"`
 	}
-	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &agent) != nil || agent.Name != "tabled" {
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &agent) != nil || agent.Name != "tabled" || agent.HomeRegion != "west" {
 		t.Fatalf("agents create, piped: %s", r)
 	}
 
@@ -99,7 +100,8 @@ func TestCLI_TablesOnATerminalJSONForScripts(t *testing.T) {
 	table := func(r result, what string) {
 		t.Helper()
 		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-		if r.code != 0 || len(lines) < 2 || !strings.HasPrefix(strings.TrimSpace(lines[0]), "AGENT_ID") || !strings.Contains(lines[1], agent.ID) || !strings.Contains(lines[1], "tabled") {
+		if r.code != 0 || len(lines) < 2 || !strings.HasPrefix(strings.TrimSpace(lines[0]), "AGENT_ID") || !strings.Contains(lines[0], "HOME_REGION") ||
+			!strings.Contains(lines[1], agent.ID) || !strings.Contains(lines[1], "tabled") || !strings.Contains(lines[1], "west") {
 			t.Errorf("%s: %s", what, r)
 		}
 	}

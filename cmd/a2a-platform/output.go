@@ -128,7 +128,7 @@ func listOf(doc any) ([]any, bool) {
 // columns are the fields a table shows for the items of each list, in
 // order; lists not named here show their items' first scalar fields.
 var columns = map[string][]string{
-	"agents":     {"agent_id", "name", "public", "created_at"},
+	"agents":     {"agent_id", "name", "home_region", "public", "created_at"},
 	"task_runs":  {"task_run_id", "target_agent_id", "status", "task_type", "created_at"},
 	"runtimes":   {"runtime_id", "host_label", "state", "status", "last_heartbeat_at"},
 	"consumers":  {"consumer_id", "name", "agent_id", "created_at"},
