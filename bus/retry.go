@@ -58,7 +58,7 @@ func definitelyNotDone(err error) bool {
 
 // unavailable is the error of a call that ran out of retries.
 func unavailable(what string, err error) error {
-	return fmt.Errorf("%w: %s: %w", mesh.Errorf(mesh.CodeUnavailable, "the platform's store is not available right now (a node was lost or is being replaced); retry shortly"), what, err)
+	return fmt.Errorf("%w: %s: %w", mesh.Errorf(mesh.CodeUnavailable, "the platform's store is not available right now (a node was lost or is being replaced, or the region that holds the record cannot be reached); retry shortly"), what, err)
 }
 
 // retry runs try until it succeeds, fails in a way retrying cannot help, or

@@ -146,8 +146,11 @@ func TestRegions_GlobalRecordsAreKeptOnceAndReadInEveryRegion(t *testing.T) {
 		t.Fatalf("read in west with east down: %+v, %v", got, err)
 	}
 	began = time.Now()
-	west.Send(t, meshtest.Request{Method: http.MethodPatch, Path: "/agent-accounts/" + agent.ID, Owner: true, JSON: map[string]any{"description": "edited"}}).
-		ExpectError(t, http.StatusServiceUnavailable, mesh.CodeUnavailable)
+	refused := west.Send(t, meshtest.Request{Method: http.MethodPatch, Path: "/agent-accounts/" + agent.ID, Owner: true, JSON: map[string]any{"description": "edited"}})
+	refused.ExpectError(t, http.StatusServiceUnavailable, mesh.CodeUnavailable)
+	if !strings.Contains(string(refused.Body), "region") {
+		t.Fatalf("a write with its origin region down is refused without saying a region may be unreachable: %s", refused.Body)
+	}
 	if took := time.Since(began); took > 15*time.Second {
 		t.Fatalf("a write of a global record with its origin down took %s to fail", took)
 	}
