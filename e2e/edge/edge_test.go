@@ -35,8 +35,9 @@ func TestEdges(t *testing.T) {
 
 // runtimeFollowsItsRegion: an agent homed in west, paired through east,
 // gets west's address first and east's as a fallback; its runtime connects
-// to west, and when west's address stops answering it goes on through
-// east, slower but working, and says so.
+// to west, when west's address stops answering it goes on through east,
+// slower but working, and says so, and when west's address answers again
+// it comes back.
 func runtimeFollowsItsRegion(t *testing.T, d *deployment, endpoint string) {
 	agent := d.createAgent("east", "homed in west", "west")
 	m := d.pair(agent, "east", endpoint)
@@ -59,7 +60,15 @@ func runtimeFollowsItsRegion(t *testing.T, d *deployment, endpoint string) {
 	}
 	m.completes("west", "through east")
 	m.completes("east", "created in east, through east")
+
+	// Once west's address answers again, the runtime goes back (it checks
+	// every 30 s).
 	d.regions["west"].front.Unblock()
+	m.waitConnected(rt, "nats", "west")
+	if meshtest.LogLine(rt.logs.String(), "the home region's servers take connections again; reconnecting to them") == nil {
+		t.Fatalf("the runtime did not say why it reconnected:\n%s", d.mask(rt.logs.String()))
+	}
+	m.completes("west", "back home")
 }
 
 // startLeaf runs deploy/nats/leaf.conf as shipped with hubURL as its remote

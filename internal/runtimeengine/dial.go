@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,10 +45,12 @@ func Dial(ctx context.Context, cfg DialConfig) (Transport, *meshapi.HelloRespons
 	}
 	if cfg.Mode != ModeHTTP {
 		var natsErr error
-		for _, url := range natsURLs(cfg) {
+		for _, servers := range natsURLs(cfg) {
+			url := servers.all
 			t, hello, err := DialNATS(ctx, NATSConfig{
 				URL: url, Token: p.RuntimeToken, AgentID: p.AgentID, RuntimeID: p.RuntimeID,
-				InboxPrefix: p.NATS.InboxPrefix, Regions: regions(p.NATS), Logger: cfg.Logger,
+				InboxPrefix: p.NATS.InboxPrefix, Regions: regions(p.NATS), HomeRegion: p.NATS.Region, HomeURLs: servers.home,
+				Logger: cfg.Logger,
 			})
 			if err == nil {
 				c := t.Connection()
@@ -101,32 +104,28 @@ func dialedHTTP(cfg DialConfig, hello *meshapi.HelloResponse, natsErr error) Tra
 	return t
 }
 
+// serverList is one connection's servers, comma-separated: all of them in
+// the order to try, and those of the home region among them.
+type serverList struct{ all, home string }
+
 // natsURLs are the server lists the runtime tries, one connection each:
 // the nats:// servers of the agent's home region followed by those of every
 // fallback region, then the same for WebSocket. Within a region the
 // servers are shuffled, so a region's runtimes spread over its servers;
-// the regions keep their order.
-func natsURLs(cfg DialConfig) []string {
+// the regions keep their order. --nats-url replaces them, with no home.
+func natsURLs(cfg DialConfig) []serverList {
 	if cfg.NATSURL != "" {
-		return []string{cfg.NATSURL}
+		return []serverList{{all: cfg.NATSURL}}
 	}
 	n := cfg.Profile.NATS
-	var plain, ws []string
-	add := func(url, wsURL string) {
-		plain = append(plain, shuffled(url)...)
-		ws = append(ws, shuffled(wsURL)...)
-	}
-	add(n.URL, n.WSURL)
+	plain, ws := shuffled(n.URL), shuffled(n.WSURL)
+	lists := []serverList{{home: strings.Join(plain, ",")}, {home: strings.Join(ws, ",")}}
 	for _, f := range n.Fallbacks {
-		add(f.URL, f.WSURL)
+		plain = append(plain, shuffled(f.URL)...)
+		ws = append(ws, shuffled(f.WSURL)...)
 	}
-	var lists []string
-	for _, l := range [][]string{plain, ws} {
-		if len(l) > 0 {
-			lists = append(lists, strings.Join(l, ","))
-		}
-	}
-	return lists
+	lists[0].all, lists[1].all = strings.Join(plain, ","), strings.Join(ws, ",")
+	return slices.DeleteFunc(lists, func(l serverList) bool { return l.all == "" })
 }
 
 // regions are the names of the regions the profile knows of.

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -29,6 +32,16 @@ type NATSConfig struct {
 	// (its home region and fallbacks): a server in a cluster of one of
 	// these names is in that region.
 	Regions []string
+	// HomeRegion is the agent's home region, and HomeURLs its servers
+	// among URL's (comma-separated). While connected to another region,
+	// the transport checks every HomeCheck whether one of them takes
+	// connections again, and then reconnects, which tries them first: a
+	// runtime that moved away during its region's outage comes back.
+	// Empty: no such check.
+	HomeRegion string
+	HomeURLs   string
+	// HomeCheck is how often that is checked. Default 30s.
+	HomeCheck time.Duration
 	// InboxPrefix is the runtime's private reply inbox (its NATS permissions
 	// allow no other).
 	InboxPrefix string
@@ -51,6 +64,8 @@ type natsTransport struct {
 	// reconnect: a waiting fetch ends at once, so the runtime asks about its
 	// credential now (the platform closes a revoked runtime's connection).
 	authRefused chan struct{}
+	// stop ends the return to the home region (returnHome).
+	stop chan struct{}
 }
 
 // errAuthRefused ends a fetch whose connection's credential was refused.
@@ -65,6 +80,9 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 5 * time.Second
+	}
+	if cfg.HomeCheck == 0 {
+		cfg.HomeCheck = 30 * time.Second
 	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
@@ -83,7 +101,7 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s: %w", cfg.URL, err)
 	}
-	t := &natsTransport{cfg: cfg, conn: conn, canceled: make(chan string, 64), authRefused: authRefused}
+	t := &natsTransport{cfg: cfg, conn: conn, canceled: make(chan string, 64), authRefused: authRefused, stop: make(chan struct{})}
 	t.rc = meshapi.NewClient(conn.NC).Runtime(cfg.AgentID, cfg.RuntimeID)
 	if t.hello, err = t.helloWhenAnswered(cctx); err != nil {
 		err = t.explain(err, "the runtime's hello")
@@ -111,7 +129,59 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 		conn.NC.Close()
 		return nil, nil, fmt.Errorf("subscribe to cancellations: %w", err)
 	}
+	if cfg.HomeRegion != "" && cfg.HomeURLs != "" {
+		go t.returnHome()
+	}
 	return t, t.hello, nil
+}
+
+// returnHome reconnects, while the connection is in another region than
+// the home region, once a home server takes connections again. A
+// reconnection tries the servers in the order given after the one it
+// leaves, so with more than two regions it may take a check or two more.
+func (t *natsTransport) returnHome() {
+	tick := time.NewTicker(t.cfg.HomeCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+		}
+		nc := t.conn.NC
+		if !nc.IsConnected() || t.Connection().Region == t.cfg.HomeRegion || !anyReachable(t.cfg.HomeURLs) {
+			continue
+		}
+		t.cfg.Logger.Info().Str("home_region", t.cfg.HomeRegion).Str("url", nc.ConnectedUrlRedacted()).
+			Msg("the home region's servers take connections again; reconnecting to them")
+		if err := nc.ForceReconnect(); err != nil {
+			t.cfg.Logger.Warn().Err(err).Msg("reconnect to the home region")
+		}
+	}
+}
+
+// anyReachable reports whether one of the comma-separated URLs' servers
+// takes a TCP connection.
+func anyReachable(urls string) bool {
+	for _, raw := range strings.Split(urls, ",") {
+		u, err := url.Parse(strings.TrimSpace(raw))
+		if err != nil || u.Hostname() == "" {
+			continue
+		}
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"ws": "80", "wss": "443"}[u.Scheme]
+			if port == "" {
+				port = "4222"
+			}
+		}
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(u.Hostname(), port), 2*time.Second)
+		if err == nil {
+			_ = c.Close()
+			return true
+		}
+	}
+	return false
 }
 
 // helloWhenAnswered says hello once the platform answers through the server: a leaf
@@ -296,6 +366,7 @@ func (t *natsTransport) Fail(ctx context.Context, req meshapi.FailRequest) error
 }
 
 func (t *natsTransport) Close() {
+	close(t.stop)
 	if t.sub != nil {
 		_ = t.sub.Unsubscribe()
 	}
