@@ -96,6 +96,10 @@ func untrustedJS(apiSubject string) string {
 	return UntrustedJSAPI(strings.TrimPrefix(apiSubject, "$JS.API."))
 }
 
+// DefaultServiceUser is the NATS user platform services connect as to an
+// external NATS deployment (an auth_callout auth_user: deploy/nats).
+const DefaultServiceUser = "mesh-service"
+
 // NATSUser is one trusted user in a server configuration: an nkey, or a user
 // name and password. Values are written as they are, so a password may be a
 // configuration variable such as $MESH_SERVICE_PASSWORD.

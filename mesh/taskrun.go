@@ -198,8 +198,3 @@ type Conversation struct {
 // conversation of several runs; a bound also keeps a timeout in seconds
 // from overflowing a time.Duration into a deadline in the past.
 const MaxRunTimeout = 7 * 24 * time.Hour
-
-// DefaultBlockingWait is how long a blocking send (A2A message/send, the
-// partner routes) waits for its task to end before answering with the task
-// as it is, unless the platform is configured otherwise.
-const DefaultBlockingWait = 60 * time.Second

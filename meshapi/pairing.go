@@ -68,6 +68,10 @@ type NATSRegion struct {
 	WSURL  string `json:"ws_url,omitempty"`
 }
 
+// DefaultPlatformName is the platform name passed on to adapters unless the
+// platform is configured with another.
+const DefaultPlatformName = "A2A Mesh"
+
 // PlatformInfo is the public origin identifier passed on to adapters (seed 000).
 type PlatformInfo struct {
 	Name   string `json:"name"`

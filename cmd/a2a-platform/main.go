@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/version"
@@ -50,7 +51,7 @@ func newRoot() *cobra.Command {
 	f := root.PersistentFlags()
 	f.StringVar(&g.dataDir, "data-dir", envOr("A2A_MESH_DATA_DIR", filepath.Join(home, ".a2a-mesh")), "data directory (JetStream files, owner credential) [A2A_MESH_DATA_DIR]")
 	f.StringVar(&g.logLevel, "log-level", envOr("A2A_MESH_LOG_LEVEL", "info"), "log level: trace, debug, info, warn, error [A2A_MESH_LOG_LEVEL]")
-	f.StringVar(&g.apiBase, "api-base", envOr("A2A_MESH_API_BASE", "http://127.0.0.1:3000"), "platform HTTP API for admin verbs [A2A_MESH_API_BASE]")
+	f.StringVar(&g.apiBase, "api-base", envOr("A2A_MESH_API_BASE", apiclient.DefaultBase), "platform HTTP API for admin verbs [A2A_MESH_API_BASE]")
 	f.StringVar(&g.ownerFile, "owner-token-file", envOr("A2A_MESH_OWNER_TOKEN_FILE", ""), "owner credential file for admin verbs (default <data-dir>/owner.token) [A2A_MESH_OWNER_TOKEN_FILE]")
 	f.StringVarP(&g.output, "output", "o", envOr("A2A_MESH_OUTPUT", ""), "output of admin verbs: table, json, jsonl (one value per line) or pretty (default: table on a terminal, json otherwise) [A2A_MESH_OUTPUT]")
 	root.AddCommand(newUp(g), newServe(g), newAgents(g), newPairingCode(g), newTasks(g), newEvents(g), newConsumers(g), newWebhooks(g), newLogin(g), newBench())

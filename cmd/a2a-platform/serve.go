@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/tracing"
@@ -53,7 +54,7 @@ func newServe(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.NATSURL, "nats-url", "", "NATS server URL(s), comma-separated")
 	f.IntVar(&cfg.Replicas, "replicas", 1, "replicas of every stream and bucket (3 on a NATS cluster)")
-	f.StringVar(&cfg.NATSUser, "nats-user", "mesh-service", "NATS user of platform services (an auth_callout auth_user)")
+	f.StringVar(&cfg.NATSUser, "nats-user", bus.DefaultServiceUser, "NATS user of platform services (an auth_callout auth_user)")
 	f.StringVar(&cfg.NATSNkeySeedFile, "nats-nkey-seed-file", "", "user nkey seed of platform services, for servers that list them by nkey (replaces --nats-user)")
 	f.StringVar(&cfg.AuthIssuerSeedFile, "auth-issuer-seed-file", "", "credentials: account nkey seed of the server's auth_callout issuer")
 	f.StringVar(&cfg.OwnerTokenFile, "owner-token-file", "", "gateway: owner credential file whose hash the API accepts (or the credential itself in A2A_MESH_OWNER_TOKEN)")

@@ -12,8 +12,6 @@ import (
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/tracing"
-	"github.com/a2amesh/a2amesh/mesh"
-	"github.com/a2amesh/a2amesh/services/gateway/admission"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -51,7 +49,7 @@ func newUp(g *globals) *cobra.Command {
 	}
 	addPlatformFlags(cmd, &cfg)
 	f := cmd.Flags()
-	f.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", `NATS listen address for runtimes and "serve" processes ("off": in-process only)`)
+	f.StringVar(&cfg.NATSListen, "nats-listen", platform.Defaults().NATSListen, `NATS listen address for runtimes and "serve" processes ("off": in-process only)`)
 	f.StringVar(&cfg.NATSWebSocketListen, "nats-ws-listen", "", "NATS over WebSocket listen address (off unless given)")
 	bindEnv(cmd)
 	return cmd
@@ -102,29 +100,30 @@ func bindEnv(cmd *cobra.Command) {
 // addPlatformFlags adds the flags `up` and `serve` share.
 func addPlatformFlags(cmd *cobra.Command, cfg *platform.Config) {
 	f := cmd.Flags()
-	f.StringVar(&cfg.HTTPAddr, "http", "127.0.0.1:3000", "HTTP API listen address")
+	d := platform.Defaults()
+	f.StringVar(&cfg.HTTPAddr, "http", d.HTTPAddr, "HTTP API listen address")
 	f.StringVar(&cfg.PublicURL, "public-url", "", "URL people and runtimes use to reach the HTTP API (default http://<--http>)")
 	f.StringVar(&cfg.NATSAdvertise, "nats-advertise", "", "NATS URL told to runtimes at pairing (default: the listen address)")
 	f.StringVar(&cfg.NATSWebSocketAdvertise, "nats-ws-advertise", "", "WebSocket URL told to runtimes at pairing")
-	f.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", 120*time.Second, "a runtime is offline after this long without a heartbeat")
-	f.DurationVar(&cfg.Lease, "lease", 60*time.Second, "a claimed task run is lost this long after its runtime stops renewing")
-	f.DurationVar(&cfg.PairingCodeTTL, "pairing-code-ttl", 10*time.Minute, "how long a pairing code stays valid")
-	f.DurationVar(&cfg.EventRetention, "event-retention", 7*24*time.Hour, "how long events are kept")
-	f.Int64Var(&cfg.MaxArtifactBytes, "max-artifact-bytes", 25<<20, "largest artifact accepted")
+	f.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", d.HeartbeatTimeout, "a runtime is offline after this long without a heartbeat")
+	f.DurationVar(&cfg.Lease, "lease", d.Lease, "a claimed task run is lost this long after its runtime stops renewing")
+	f.DurationVar(&cfg.PairingCodeTTL, "pairing-code-ttl", d.PairingCodeTTL, "how long a pairing code stays valid")
+	f.DurationVar(&cfg.EventRetention, "event-retention", d.EventRetention, "how long events are kept")
+	f.Int64Var(&cfg.MaxArtifactBytes, "max-artifact-bytes", d.MaxArtifactBytes, "largest artifact accepted")
 	f.StringVar(&cfg.DownloadsDir, "downloads-dir", envOr("A2A_MESH_DOWNLOADS_DIR", ""), "runtime and adapter programs offered at /install.sh, from make dist (default <data-dir>/downloads) [A2A_MESH_DOWNLOADS_DIR]")
-	f.StringVar(&cfg.PlatformName, "platform-name", "A2A Mesh", "platform name passed to adapters")
+	f.StringVar(&cfg.PlatformName, "platform-name", d.PlatformName, "platform name passed to adapters")
 	f.StringVar(&cfg.Region, "region", "", "region this process serves, the home region of agents created without one: on a NATS cluster its name (which this must match), on a server in no cluster this (default \""+bus.DefaultRegion+"\")")
-	f.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long a graceful stop may take")
+	f.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", d.ShutdownGrace, "how long a graceful stop may take")
 	f.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs reach loopback, private and link-local addresses (off: such targets are refused)")
-	f.IntVar(&cfg.A2ARateLimitPerMinute, "a2a-rate-limit-per-minute", envInt("A2A_RATE_LIMIT_PER_MINUTE", admission.DefaultRateLimitPerMinute), "A2A requests each caller may make to each agent (and to the partner and envelope routes) per minute, per gateway process [A2A_RATE_LIMIT_PER_MINUTE]")
+	f.IntVar(&cfg.A2ARateLimitPerMinute, "a2a-rate-limit-per-minute", envInt("A2A_RATE_LIMIT_PER_MINUTE", d.A2ARateLimitPerMinute), "A2A requests each caller may make to each agent (and to the partner and envelope routes) per minute, per gateway process [A2A_RATE_LIMIT_PER_MINUTE]")
 	f.StringVar(&cfg.A2AJWKSURL, "a2a-jwks-url", "", "JWKS of an identity provider whose bearer tokens A2A callers may use (with --a2a-jwt-issuer and --a2a-jwt-audience)")
 	f.StringVar(&cfg.A2AJWTIssuer, "a2a-jwt-issuer", "", "issuer (iss) the identity provider's tokens must carry")
 	f.StringVar(&cfg.A2AJWTAudience, "a2a-jwt-audience", "", "audience (aud) the identity provider's tokens must carry")
 	f.BoolVar(&cfg.A2ADisablePush, "a2a-disable-push", false, "turn A2A push notifications off (agent cards say so)")
-	f.DurationVar(&cfg.A2ABlockingWait, "a2a-blocking-wait", mesh.DefaultBlockingWait, "longest a blocking A2A message/send waits for its task to end before answering it as it is")
-	f.IntVar(&cfg.DelegationMaxDepth, "delegation-max-depth", 3, "longest delegation chain: how many agents may delegate one after another")
-	f.StringVar(&cfg.A2ACardID, "a2a-card-id", "a2a-mesh", "agentId of the platform's card at GET /a2a/discovery")
-	f.StringVar(&cfg.A2ACardName, "a2a-card-name", "A2A Mesh", "agentName of the platform's card at GET /a2a/discovery")
+	f.DurationVar(&cfg.A2ABlockingWait, "a2a-blocking-wait", d.A2ABlockingWait, "longest a blocking A2A message/send waits for its task to end before answering it as it is")
+	f.IntVar(&cfg.DelegationMaxDepth, "delegation-max-depth", d.DelegationMaxDepth, "longest delegation chain: how many agents may delegate one after another")
+	f.StringVar(&cfg.A2ACardID, "a2a-card-id", d.A2ACardID, "agentId of the platform's card at GET /a2a/discovery")
+	f.StringVar(&cfg.A2ACardName, "a2a-card-name", d.A2ACardName, "agentName of the platform's card at GET /a2a/discovery")
 	f.StringVar(&cfg.A2ABaseURL, "a2a-base-url", envOr("A2A_BASE_URL", ""), "base URL the partner routes' card gives (default: --public-url) [A2A_BASE_URL]")
 	f.StringVar(&cfg.A2AWebhookURL, "a2a-webhook-url", envOr("A2A_WEBHOOK_URL", ""), "where partner platforms send callbacks (default <base URL>/a2a/webhook) [A2A_WEBHOOK_URL]")
 	f.StringVar(&cfg.A2AHealthURL, "a2a-health-url", envOr("A2A_HEALTH_URL", ""), "health check the partner routes' card gives (default <base URL>/healthz) [A2A_HEALTH_URL]")

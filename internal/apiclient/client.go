@@ -46,7 +46,11 @@ func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.agent = ua } }
 
-// New returns a client for the API at base (e.g. http://127.0.0.1:3000).
+// DefaultBase is the API base clients use unless told another: where a
+// platform on this machine listens by default.
+const DefaultBase = "http://" + mesh.DefaultAPIAddr
+
+// New returns a client for the API at base (e.g. DefaultBase).
 func New(base string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(strings.TrimRight(base, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -164,7 +164,7 @@ func startCluster(ctx context.Context, dir string, cfg Config) (cl *benchCluster
 			cl.stop()
 		}
 	}()
-	user := bus.NATSUser{User: "mesh-service", Password: secret.NewToken("mesh")}
+	user := bus.NATSUser{User: bus.DefaultServiceUser, Password: secret.NewToken("mesh")}
 	issuerSeedFile, issuerPub, err := writeIssuerSeed(dir)
 	if err != nil {
 		return cl, err

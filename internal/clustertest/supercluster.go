@@ -176,7 +176,7 @@ func (sc *Supercluster) MonitorAddr(region string, i int) string {
 func (sc *Supercluster) Password() string { return sc.password }
 
 // ServiceUser is the services' user, as the accounts configuration names it.
-const ServiceUser = "mesh-service"
+const ServiceUser = bus.DefaultServiceUser
 
 // IssuerSeed is the seed of the account nkey that signs the auth callout's
 // answers: what the credentials service is given (--auth-issuer-seed-file).

@@ -9,14 +9,16 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/a2amesh/a2amesh/bus"
-
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/credentials"
+	"github.com/a2amesh/a2amesh/services/delegation"
 	"github.com/a2amesh/a2amesh/services/gateway"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
 	"github.com/a2amesh/a2amesh/services/gateway/partner"
+	"github.com/rs/zerolog"
 )
 
 // Config configures a platform. Zero values take the documented defaults.
@@ -101,9 +103,20 @@ type Config struct {
 	publicURLSet bool
 }
 
+// Defaults is the configuration of a platform given no settings: the
+// defaults of `a2a-platform up` and `serve`, which their flags show.
+func Defaults() Config {
+	var c Config
+	c.defaults()
+	return c
+}
+
+// defaults fills in what is not set. Each value is the one its component
+// applies itself (mesh, bus and the services define them), so a platform
+// configured here and a component given nothing agree.
 func (c *Config) defaults() {
 	if c.HTTPAddr == "" {
-		c.HTTPAddr = "127.0.0.1:3000"
+		c.HTTPAddr = mesh.DefaultAPIAddr
 	}
 	if c.PublicURL == "" {
 		c.PublicURL = "http://" + c.HTTPAddr
@@ -114,16 +127,37 @@ func (c *Config) defaults() {
 		c.NATSListen = "127.0.0.1:4222"
 	}
 	if c.HeartbeatTimeout == 0 {
-		c.HeartbeatTimeout = 120 * time.Second
+		c.HeartbeatTimeout = mesh.DefaultHeartbeatTimeout
 	}
 	if c.Lease == 0 {
-		c.Lease = 60 * time.Second
+		c.Lease = mesh.DefaultLease
 	}
 	if c.PairingCodeTTL == 0 {
-		c.PairingCodeTTL = 10 * time.Minute
+		c.PairingCodeTTL = credentials.DefaultCodeTTL
 	}
 	if c.PlatformName == "" {
-		c.PlatformName = "A2A Mesh"
+		c.PlatformName = meshapi.DefaultPlatformName
+	}
+	if c.EventRetention == 0 {
+		c.EventRetention = bus.DefaultEventRetention
+	}
+	if c.MaxArtifactBytes == 0 {
+		c.MaxArtifactBytes = bus.DefaultMaxArtifactBytes
+	}
+	if c.A2ARateLimitPerMinute == 0 {
+		c.A2ARateLimitPerMinute = admission.DefaultRateLimitPerMinute
+	}
+	if c.A2ABlockingWait == 0 {
+		c.A2ABlockingWait = mesh.DefaultBlockingWait
+	}
+	if c.DelegationMaxDepth == 0 {
+		c.DelegationMaxDepth = delegation.DefaultMaxDepth
+	}
+	if c.A2ACardID == "" {
+		c.A2ACardID = partner.DefaultCardID
+	}
+	if c.A2ACardName == "" {
+		c.A2ACardName = partner.DefaultCardName
 	}
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = 10 * time.Second

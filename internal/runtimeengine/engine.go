@@ -83,18 +83,31 @@ type Config struct {
 	trim func()
 }
 
+// Defaults of a runtime, which `a2a-runtime start`'s flags show.
+const (
+	// DefaultConcurrency is how many task runs a runtime works on at once.
+	DefaultConcurrency = 1
+	// DefaultTaskTimeout bounds one adapter call.
+	DefaultTaskTimeout = 10 * time.Minute
+	// DefaultAdapterWait is how long a runtime claims nothing while its
+	// adapter does not answer, before runs it cannot take fail.
+	DefaultAdapterWait = time.Minute
+	// DefaultDrainGrace is how long running tasks may finish on stop.
+	DefaultDrainGrace = 30 * time.Second
+)
+
 func (c *Config) defaults() {
 	if c.Concurrency <= 0 {
-		c.Concurrency = 1
+		c.Concurrency = DefaultConcurrency
 	}
 	if c.TaskTimeout == 0 {
-		c.TaskTimeout = 10 * time.Minute
+		c.TaskTimeout = DefaultTaskTimeout
 	}
 	if c.AdapterWait == 0 {
-		c.AdapterWait = time.Minute
+		c.AdapterWait = DefaultAdapterWait
 	}
 	if c.DrainGrace == 0 {
-		c.DrainGrace = 30 * time.Second
+		c.DrainGrace = DefaultDrainGrace
 	}
 	if c.HeartbeatInterval == 0 {
 		c.HeartbeatInterval = 40 * time.Second

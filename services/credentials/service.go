@@ -24,6 +24,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// DefaultCodeTTL is how long a pairing code stays valid.
+const DefaultCodeTTL = 10 * time.Minute
+
 // Config configures the service. Zero values take the documented defaults.
 type Config struct {
 	Conn   *bus.Conn
@@ -60,13 +63,13 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.CodeTTL == 0 {
-		c.CodeTTL = 10 * time.Minute
+		c.CodeTTL = DefaultCodeTTL
 	}
 	if c.HeartbeatTimeout == 0 {
-		c.HeartbeatTimeout = 120 * time.Second
+		c.HeartbeatTimeout = mesh.DefaultHeartbeatTimeout
 	}
 	if c.Lease == 0 {
-		c.Lease = 60 * time.Second
+		c.Lease = mesh.DefaultLease
 	}
 	if c.UserJWTTTL == 0 {
 		c.UserJWTTTL = 15 * time.Minute
@@ -78,7 +81,7 @@ func (c *Config) defaults() {
 		c.Region = bus.DefaultRegion
 	}
 	if c.Platform.Name == "" {
-		c.Platform.Name = "A2A Mesh"
+		c.Platform.Name = meshapi.DefaultPlatformName
 	}
 }
 

@@ -30,9 +30,14 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/a2atoken"
 	"github.com/a2amesh/a2amesh/internal/runfollow"
+	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/internal/runtimedir"
 )
+
+// DefaultMaxDepth is the longest delegation chain: how many agents may
+// delegate one after another.
+const DefaultMaxDepth = 3
 
 // Config configures the service. Zero values take the documented defaults.
 type Config struct {
@@ -63,10 +68,10 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.MaxDepth == 0 {
-		c.MaxDepth = 3
+		c.MaxDepth = DefaultMaxDepth
 	}
 	if c.Lease == 0 {
-		c.Lease = 60 * time.Second
+		c.Lease = mesh.DefaultLease
 	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = 30 * time.Second

@@ -74,7 +74,7 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.Addr == "" {
-		c.Addr = "127.0.0.1:3000"
+		c.Addr = mesh.DefaultAPIAddr
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 1 << 20

@@ -36,7 +36,7 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.HeartbeatTimeout == 0 {
-		c.HeartbeatTimeout = 120 * time.Second
+		c.HeartbeatTimeout = mesh.DefaultHeartbeatTimeout
 	}
 	if c.SweepInterval == 0 {
 		c.SweepInterval = min(c.HeartbeatTimeout/20, time.Second)

@@ -53,10 +53,10 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.Lease == 0 {
-		c.Lease = 60 * time.Second
+		c.Lease = mesh.DefaultLease
 	}
 	if c.HeartbeatTimeout == 0 {
-		c.HeartbeatTimeout = 120 * time.Second
+		c.HeartbeatTimeout = mesh.DefaultHeartbeatTimeout
 	}
 	if c.AckWait == 0 {
 		c.AckWait = 30 * time.Second

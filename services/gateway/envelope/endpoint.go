@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/a2amesh/a2amesh/internal/runfollow"
+	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
@@ -51,7 +52,7 @@ func (c *Config) defaults() {
 		c.Version = "dev"
 	}
 	if c.ExecuteWait == 0 {
-		c.ExecuteWait = 60 * time.Second
+		c.ExecuteWait = mesh.DefaultBlockingWait
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 1 << 20

@@ -24,6 +24,12 @@ import (
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
 
+// The platform's card at GET /a2a/discovery, unless configured otherwise.
+const (
+	DefaultCardID   = "a2a-mesh"
+	DefaultCardName = "A2A Mesh"
+)
+
 // Config configures the partner endpoint. Zero values take the documented
 // defaults.
 type Config struct {
@@ -67,10 +73,10 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.CardID == "" {
-		c.CardID = "a2a-mesh"
+		c.CardID = DefaultCardID
 	}
 	if c.CardName == "" {
-		c.CardName = "A2A Mesh"
+		c.CardName = DefaultCardName
 	}
 	if c.CardVersion == "" {
 		c.CardVersion = "dev"
