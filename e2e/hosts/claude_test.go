@@ -31,7 +31,7 @@ const waitStart = 30 * time.Second
 // starts afresh elsewhere. The API key reaches the host and nothing else.
 func TestClaudeHost_ProgressArtifactsAndSessionsEndToEnd(t *testing.T) {
 	const secret = "sk-ant-e2e-9f8e7d6c5b4a3210"
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	runtimeBin := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-runtime")
 	adapterBin := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-adapter")
 	fakeClaude, err := filepath.Abs(filepath.Join("..", "..", "internal", "provider", "testdata", "fakehosts", "claude"))

@@ -209,7 +209,7 @@ func (l *realLab) reachHost(t *testing.T) []string {
 // start starts the platform, the adapter and the runtime.
 func (l *realLab) start(t *testing.T) {
 	t.Helper()
-	l.p = meshtest.StartPlatform(t, meshtest.Options{})
+	l.p = meshtest.StartPlatform(t)
 	runtimeBin := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-runtime")
 	adapterBin := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-adapter")
 	dir := t.TempDir()

@@ -19,7 +19,7 @@ import (
 // bytes, and instructions edited after the runtime started reach the next
 // task.
 func TestRuntimeBinary_PassesAttachmentBytesAndCurrentInstructions(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	runtimeBin := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-runtime")
 	adapterBin := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-adapter")
 	home, dir := t.TempDir(), t.TempDir()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go"
@@ -281,7 +282,11 @@ func TestAttack_RuntimeCannotReachBeyondItsAgent(t *testing.T) {
 	for _, transport := range []string{"tcp", "websocket"} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
-			p := meshtest.StartPlatform(t, meshtest.Options{WebSocket: transport == "websocket"})
+			p := meshtest.StartPlatform(t, func(c *platform.Config) {
+				if transport == "websocket" {
+					c.NATSWebSocketListen = meshtest.LoopbackListen
+				}
+			})
 			attackAsRuntime(t, newWorld(t, p))
 		})
 	}
@@ -339,7 +344,7 @@ func attackAsRuntime(t *testing.T, w *world) {
 // credential tries every way out.
 func TestAttack_ConsumerCredentialCannotReachBeyondItsEvents(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	attackAsConsumer(t, newWorld(t, p))
 }
 
@@ -380,7 +385,7 @@ func attackAsConsumer(t *testing.T, w *world) {
 // being revoked or replaced, and the credential connects no more.
 func TestAttack_RevokedAndReplacedRuntimesLoseTheirConnectionsAtOnce(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	for _, how := range []string{"revoked", "replaced"} {
 		agent := p.CreateAgent(how)
 		att := p.Attach(agent.ID)

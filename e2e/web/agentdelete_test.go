@@ -13,7 +13,7 @@ import (
 // goes back to the agents, which no longer list it; its machine is
 // disconnected and its waiting task canceled.
 func TestWeb_DeleteAnAgent(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("Retiring")
 	p.CreateAgent("Staying")
 	rt := p.OnlineRuntime(t, agent.ID)

@@ -15,7 +15,7 @@ import (
 // agents its delegation policy allows, by name and linked to their pages,
 // and say when the policy allows every public agent or no one.
 func TestWeb_AgentPageShowsWhoItMayDelegateTo(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	planner, reviewer := p.CreateAgent("Planner"), p.CreateAgent("Reviewer")
 	p.Do(http.MethodPatch, "/agent-accounts/"+planner.ID, map[string]any{"delegation": map[string]any{"agents": []string{reviewer.ID}, "public": true}}, nil)
 
@@ -35,7 +35,7 @@ func TestWeb_AgentPageShowsWhoItMayDelegateTo(t *testing.T) {
 // handed another agent a task (nothing on the run's own record says so)
 // shows the delegation tree with the other agent's task under it.
 func TestWeb_TaskPageShowsTasksDelegatedFromInsideTheWork(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	planner, reviewer := p.CreateAgent("Planner"), p.CreateAgent("Reviewer")
 	p.Do(http.MethodPatch, "/agent-accounts/"+planner.ID, map[string]any{"delegation": map[string]any{"agents": []string{reviewer.ID}}}, nil)
 	att := p.OnlineRuntime(t, planner.ID)

@@ -15,7 +15,7 @@ import (
 // TestWeb_APIErrorsAreShownInWordsNextToTheirCause: what the platform
 // refuses is explained beside the field it is about.
 func TestWeb_APIErrorsAreShownInWordsNextToTheirCause(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	b := newBrowser(t)
 	b.signIn(p)
 
@@ -87,7 +87,7 @@ func TestWeb_APIErrorsAreShownInWordsNextToTheirCause(t *testing.T) {
 // TestWeb_KeyboardOnly walks the main forms with Tab, Enter and Space
 // only; every stop shows where the focus is.
 func TestWeb_KeyboardOnly(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	b := newBrowser(t)
 	b.signIn(p)
 
@@ -161,7 +161,7 @@ func (b *browserT) tabTo(what, cond string) {
 // TestWeb_PhoneWidth shows every view at 375 pixels: nothing scrolls
 // sideways.
 func TestWeb_PhoneWidth(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("An agent with a rather long name that must wrap on a phone")
 	run := p.CreateTask(agent.ID, strings.Repeat("a long request without any space ", 3)+strings.Repeat("x", 120))
 	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/consumers", Owner: true, JSON: map[string]any{"name": "phone"}}).Expect(t, http.StatusCreated)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 )
 
 // TestWeb_WebhooksAndConsumers creates a webhook and a consumer credential
@@ -17,7 +18,11 @@ import (
 // retries it, and deletes both.
 func TestWeb_WebhooksAndConsumers(t *testing.T) {
 	// Retries are an hour apart, so the delivery waits for the page's retry.
-	p := meshtest.StartPlatform(t, meshtest.Options{AllowPrivateWebhooks: true, WebhookRetryMin: time.Hour, WebhookRetryMax: time.Hour})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) {
+		c.AllowPrivateWebhooks = true
+		c.WebhookRetryMin = time.Hour
+		c.WebhookRetryMax = time.Hour
+	})
 	var accept atomic.Bool
 	var hits atomic.Int32
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -13,7 +14,9 @@ import (
 // question and a reply box on its task page; the answer sends the same run
 // back to the agent, which claims it with that input, and the page follows it.
 func TestWeb_AnswerAnAgentsQuestion(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	// The runtime heartbeats once: it must stay online while the browser
+	// works, however slowly.
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout = time.Minute })
 	agent := p.CreateAgent("Booker")
 	rt := p.OnlineRuntime(t, agent.ID)
 	run := p.CreateTask(agent.ID, "book a table")
@@ -76,7 +79,7 @@ func TestWeb_AnswerAnAgentsQuestion(t *testing.T) {
 // when its runtime is online but its local adapter does not answer, and
 // goes back to plain online when the adapter is back.
 func TestWeb_AgentWhoseAdapterIsDownIsOnlineButNotReady(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{HeartbeatTimeout: time.Minute})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout = time.Minute })
 	agent := p.CreateAgent("Adapterless")
 	rt := p.Attach(agent.ID)
 	beat := func(unreachable bool) {

@@ -15,7 +15,7 @@ import (
 // TestWeb_SignInIsRefusedForAUsedOrExpiredLink: a link works once and only
 // until it expires; the refusal says so in words and signs nobody in.
 func TestWeb_SignInIsRefusedForAUsedOrExpiredLink(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	b := newBrowser(t)
 
 	link, _ := issueLoginLink(t, p, 0)
@@ -63,7 +63,7 @@ func TestWeb_SignInIsRefusedForAUsedOrExpiredLink(t *testing.T) {
 // work, that a state-changing request with the cookie but without the
 // session's CSRF token is refused, and that signing out ends the session.
 func TestWeb_SessionCookieIsHttpOnlyStrictAndStateChangesNeedTheCSRFToken(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	b := newBrowser(t)
 	b.signIn(p)
 

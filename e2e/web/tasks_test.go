@@ -12,7 +12,7 @@ import (
 // TestWeb_TaskListFiltersByAgentAndStatusAndUpdatesLive: the list shows the
 // runs asked for, and new runs and changes arrive without reloading.
 func TestWeb_TaskListFiltersByAgentAndStatusAndUpdatesLive(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	alpha, beta := p.CreateAgent("Alpha"), p.CreateAgent("Beta")
 	p.CreateTask(alpha.ID, "alpha's first")
 	p.CreateTask(beta.ID, "beta's first")

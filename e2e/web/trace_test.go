@@ -17,7 +17,7 @@ import (
 // runs live; the delegate's hop links to its own page, which shows the same
 // tree from the delegate's side; the rule is deleted on the page.
 func TestWeb_RoutingRulesAndTheDelegationTrace(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	writerHost, translatorHost := meshtest.NewScripted("Writer"), meshtest.NewScripted("Translator")
 	writer := meshtest.StartOnlineAgent(t, p, meshtest.AgentOptions{Name: "Writer", Provider: writerHost})
 	translator := meshtest.StartOnlineAgent(t, p, meshtest.AgentOptions{Name: "Translator", Provider: translatorHost})

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -24,45 +25,12 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Options tune a test platform. Zero values take short test timings.
-type Options struct {
-	// DataDir reuses a data dir (for restart tests); default a fresh temp dir.
-	DataDir string
-	// HTTPAddr and NATSListen default to random loopback ports.
-	HTTPAddr   string
-	NATSListen string
-	// WebSocket enables NATS over WebSocket on a random loopback port.
-	WebSocket        bool
-	HeartbeatTimeout time.Duration
-	Lease            time.Duration
-	PairingCodeTTL   time.Duration
-	MaxArtifactBytes int64
-	// Logs receives the platform's logs as well as the fixture's buffer.
-	Logs *Logs
-	// AllowPrivateWebhooks lets webhooks reach the test's loopback receivers.
-	AllowPrivateWebhooks bool
-	// Webhook delivery timings (zero: the service's defaults).
-	WebhookAttemptTimeout time.Duration
-	WebhookRetryMin       time.Duration
-	WebhookRetryMax       time.Duration
-	WebhookRetryFor       time.Duration
-	// A2A endpoint settings. The rate limit defaults to 6000 a minute here, so
-	// only tests of the limit meet it.
-	A2ARateLimitPerMinute int
-	A2AJWKSURL            string
-	A2AJWTIssuer          string
-	A2AJWTAudience        string
-	A2ADisablePush        bool
-	A2AOfflineWait        time.Duration
-	A2ABlockingWait       time.Duration
-	// DelegationMaxDepth bounds delegation chains (default: the platform's).
-	DelegationMaxDepth int
-	// A2ACardID, A2ABaseURL, A2AWebhookURL and A2AHealthURL configure the
-	// partner routes' card.
-	A2ACardID     string
-	A2ABaseURL    string
-	A2AWebhookURL string
-	A2AHealthURL  string
+// LoopbackListen is a listen address on a free loopback port.
+const LoopbackListen = "127.0.0.1:0"
+
+// NewLogger is the logger of a test platform: debug level, to w.
+func NewLogger(w io.Writer) zerolog.Logger {
+	return zerolog.New(w).Level(zerolog.DebugLevel).With().Timestamp().Logger()
 }
 
 // Platform is a running test platform.
@@ -76,61 +44,29 @@ type Platform struct {
 	stopOnce   sync.Once
 }
 
-// StartPlatform starts a platform with every service, stopped when the test ends.
-func StartPlatform(t testing.TB, o Options) *Platform {
+// StartPlatform starts a platform with every service, as `a2a-platform up`
+// runs one, stopped when the test ends. Its configuration has short test
+// timings (lease 2s, heartbeat timeout 3s, shutdown grace 2s), free
+// loopback ports, a fresh data dir, a rate limit only tests of the limit
+// meet, and logs in Platform.Logs (unless an option sets the Logger); each
+// option then changes it as a flag of `up` would (nil options are skipped).
+func StartPlatform(t testing.TB, opts ...func(*platform.Config)) *Platform {
 	t.Helper()
-	if o.DataDir == "" {
-		o.DataDir = t.TempDir()
-	}
-	if o.HTTPAddr == "" {
-		o.HTTPAddr = "127.0.0.1:0"
-	}
-	if o.NATSListen == "" {
-		o.NATSListen = "127.0.0.1:0"
-	}
-	if o.HeartbeatTimeout == 0 {
-		o.HeartbeatTimeout = 3 * time.Second
-	}
-	if o.Lease == 0 {
-		o.Lease = 2 * time.Second
-	}
-	if o.Logs == nil {
-		o.Logs = &Logs{}
-	}
-	if o.A2ARateLimitPerMinute == 0 {
-		o.A2ARateLimitPerMinute = 6000
-	}
+	logs := &Logs{}
 	cfg := platform.Config{
-		DataDir:          o.DataDir,
-		HTTPAddr:         o.HTTPAddr,
-		NATSListen:       o.NATSListen,
-		HeartbeatTimeout: o.HeartbeatTimeout,
-		Lease:            o.Lease,
-		PairingCodeTTL:   o.PairingCodeTTL,
-		MaxArtifactBytes: o.MaxArtifactBytes,
-		ShutdownGrace:    2 * time.Second,
-
-		AllowPrivateWebhooks:  o.AllowPrivateWebhooks,
-		WebhookAttemptTimeout: o.WebhookAttemptTimeout,
-		WebhookRetryMin:       o.WebhookRetryMin,
-		WebhookRetryMax:       o.WebhookRetryMax,
-		WebhookRetryFor:       o.WebhookRetryFor,
-		A2ARateLimitPerMinute: o.A2ARateLimitPerMinute,
-		A2AJWKSURL:            o.A2AJWKSURL,
-		A2AJWTIssuer:          o.A2AJWTIssuer,
-		A2AJWTAudience:        o.A2AJWTAudience,
-		A2ADisablePush:        o.A2ADisablePush,
-		A2AOfflineWait:        o.A2AOfflineWait,
-		A2ABlockingWait:       o.A2ABlockingWait,
-		DelegationMaxDepth:    o.DelegationMaxDepth,
-		A2ACardID:             o.A2ACardID,
-		A2ABaseURL:            o.A2ABaseURL,
-		A2AWebhookURL:         o.A2AWebhookURL,
-		A2AHealthURL:          o.A2AHealthURL,
-		Logger:                zerolog.New(o.Logs).Level(zerolog.DebugLevel).With().Timestamp().Logger(),
+		DataDir:               t.TempDir(),
+		HTTPAddr:              LoopbackListen,
+		NATSListen:            LoopbackListen,
+		HeartbeatTimeout:      3 * time.Second,
+		Lease:                 2 * time.Second,
+		ShutdownGrace:         2 * time.Second,
+		A2ARateLimitPerMinute: 6000,
+		Logger:                NewLogger(logs),
 	}
-	if o.WebSocket {
-		cfg.NATSWebSocketListen = "127.0.0.1:0"
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -138,12 +74,12 @@ func StartPlatform(t testing.TB, o Options) *Platform {
 	if err != nil {
 		t.Fatalf("start platform: %v", err)
 	}
-	token, err := platform.ReadOwnerToken(platform.OwnerTokenPath(o.DataDir))
+	token, err := platform.ReadOwnerToken(platform.OwnerTokenPath(cfg.DataDir))
 	if err != nil {
 		p.Stop()
 		t.Fatalf("owner token: %v", err)
 	}
-	tp := &Platform{Platform: p, DataDir: o.DataDir, APIBase: "http://" + p.HTTPAddr(), OwnerToken: token, Logs: o.Logs, t: t}
+	tp := &Platform{Platform: p, DataDir: cfg.DataDir, APIBase: "http://" + p.HTTPAddr(), OwnerToken: token, Logs: logs, t: t}
 	t.Cleanup(tp.Stop)
 	return tp
 }

@@ -16,7 +16,7 @@ import (
 // before the revocation.
 func TestRevoke_DisconnectsTheRuntimesNATSConnection(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("kicked")
 	att := p.Attach(agent.ID)
 	closed := make(chan struct{})
@@ -44,7 +44,7 @@ func TestRevoke_DisconnectsTheRuntimesNATSConnection(t *testing.T) {
 // to adapters is the address the API really listens on.
 func TestAttach_OriginIsTheBoundAddress(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("origin")
 	body := map[string]any{"pairing_token": p.PairingCode(agent.ID)}
 	var att struct {
@@ -63,7 +63,7 @@ func TestAttach_OriginIsTheBoundAddress(t *testing.T) {
 // with the writes the credential service made before the question.
 func TestRuntimes_ListedRightAfterAttachAndRevoke(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("listed")
 	for i := 0; i < 20; i++ {
 		att := p.Attach(agent.ID)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -171,7 +172,7 @@ func (w *world) checkRecovers(t *testing.T, p *meshtest.Platform, restartedAt ti
 func TestRestart_StateSurvivesAGracefulStop(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	opts := meshtest.Options{DataDir: dir, Lease: restartLease, HeartbeatTimeout: time.Minute}
+	opts := func(c *platform.Config) { c.DataDir = dir; c.Lease = restartLease; c.HeartbeatTimeout = time.Minute }
 	p := meshtest.StartPlatform(t, opts)
 	w := build(t, p)
 	p.Stop()

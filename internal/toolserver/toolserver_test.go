@@ -14,6 +14,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/toolserver"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -79,7 +80,7 @@ func runtimeClient(t *testing.T, p *meshtest.Platform, att meshtest.Attached) *m
 }
 
 func TestTools_HostDelegatesWaitsForTheAnswerAndLosesTheCapabilityWithTheRun(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{Lease: time.Minute, HeartbeatTimeout: time.Minute})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
 	a, b, c := p.CreateAgent("planner"), p.CreateAgent("reviewer"), p.CreateAgent("stranger")
 	p.Do(http.MethodPatch, "/agent-accounts/"+a.ID, map[string]any{"delegation": map[string]any{"agents": []string{b.ID}}}, nil)
 	attA, attB := p.OnlineRuntime(t, a.ID), p.OnlineRuntime(t, b.ID)

@@ -13,7 +13,7 @@ import (
 
 func TestCreate_ValidatesFields(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	skill := func(id, name string) map[string]any { return map[string]any{"id": id, "name": name} }
 	cases := []struct {
 		name string
@@ -43,7 +43,7 @@ func TestCreate_ValidatesFields(t *testing.T) {
 
 func TestCreateUpdateGetList_AgentAccount(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	events := p.StreamEvents(t, url.Values{"type": {"agent.created,agent.updated"}})
 	defer events.Close()
 	var a mesh.Agent

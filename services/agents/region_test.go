@@ -9,6 +9,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -17,7 +18,7 @@ import (
 // refused while one of its runs has not ended, and allowed once none has.
 func TestHomeRegion_SetAtCreationAndMovedOnlyWithoutOpenRuns(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	if p.Region() != bus.DefaultRegion {
 		t.Fatalf("the embedded server's platform serves region %q, want %q", p.Region(), bus.DefaultRegion)
 	}
@@ -67,7 +68,7 @@ func TestHomeRegion_SetAtCreationAndMovedOnlyWithoutOpenRuns(t *testing.T) {
 func TestHomeRegion_AgentsStoredWithoutOneAreHomedAtStart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	p := meshtest.StartPlatform(t, meshtest.Options{DataDir: dir})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.DataDir = dir })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	kv, err := p.Conn().JS.KeyValue(ctx, bus.BucketAgents)
@@ -81,7 +82,7 @@ func TestHomeRegion_AgentsStoredWithoutOneAreHomedAtStart(t *testing.T) {
 	}
 	p.Stop()
 
-	p = meshtest.StartPlatform(t, meshtest.Options{DataDir: dir})
+	p = meshtest.StartPlatform(t, func(c *platform.Config) { c.DataDir = dir })
 	var got mesh.Agent
 	p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/agent-accounts/" + id, Owner: true}).Expect(t, http.StatusOK).Decode(t, &got)
 	if got.HomeRegion != bus.DefaultRegion || got.Name != "older" {

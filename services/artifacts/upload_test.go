@@ -14,6 +14,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -64,7 +65,11 @@ func wantCode(t *testing.T, what string, err error, code mesh.Code) *mesh.Error 
 // is left in the object store.
 func TestUpload_ARuntimeOnNATSWritesTheArtifactsOfRunsItHolds(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{MaxArtifactBytes: testMaxBytes, Lease: 5 * time.Minute, HeartbeatTimeout: 5 * time.Minute})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) {
+		c.MaxArtifactBytes = testMaxBytes
+		c.Lease = 5 * time.Minute
+		c.HeartbeatTimeout = 5 * time.Minute
+	})
 	agentA, agentB := p.CreateAgent("writer"), p.CreateAgent("other")
 	rtA, rtB := p.OnlineRuntime(t, agentA.ID), p.OnlineRuntime(t, agentB.ID)
 	held := p.CreateTask(agentA.ID, "held")

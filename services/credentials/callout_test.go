@@ -12,6 +12,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go"
@@ -63,7 +64,11 @@ func TestCallout_ConfinesARuntimeConnectionToItsOwnAgent(t *testing.T) {
 	for _, transport := range []string{"tcp", "websocket"} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
-			p := meshtest.StartPlatform(t, meshtest.Options{WebSocket: transport == "websocket"})
+			p := meshtest.StartPlatform(t, func(c *platform.Config) {
+				if transport == "websocket" {
+					c.NATSWebSocketListen = meshtest.LoopbackListen
+				}
+			})
 			url := p.NATSURL()
 			if transport == "websocket" {
 				url = p.WebSocketURL()
@@ -244,7 +249,7 @@ func refused(err error) bool {
 // credential a connection is not admitted at all.
 func TestCallout_RefusesWrongAndRevokedTokens(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{WebSocket: true})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.NATSWebSocketListen = meshtest.LoopbackListen })
 	agent := p.CreateAgent("gone")
 	revoked := p.Attach(agent.ID)
 	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/agent-runtimes/" + revoked.RuntimeID + "/revoke", Owner: true}).Expect(t, http.StatusOK)

@@ -47,7 +47,7 @@ func nextEventOf(t *testing.T, sub *nats.Subscription, typ, subject string) {
 // creating a consumer of its own, is refused by the NATS server itself.
 func TestConsumers_ACredentialReadsItsAgentsEventsAndNothingElse(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agentA, agentB := p.CreateAgent("a"), p.CreateAgent("b")
 	con := createConsumer(t, p, map[string]any{"name": "billing", "agent_id": agentA.ID})
 	if !strings.HasPrefix(con.Credential, "a2acon_") || con.NATSURL != p.NATSURL() || con.Stream != bus.EventStream {
@@ -160,7 +160,7 @@ func TestConsumers_ACredentialReadsItsAgentsEventsAndNothingElse(t *testing.T) {
 // name without a password (what `nats --user` sends).
 func TestConsumers_KindsNarrowTheSubjectsAndTheCLIFormWorks(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("kinds")
 	con := createConsumer(t, p, map[string]any{"name": "runs only", "types": []string{"task_run.completed", "dev.a2amesh.task_run.failed"}})
 	if len(con.Subjects) != 1 || con.Subjects[0] != "mesh.evt.*.task_run.*" || len(con.Types) != 2 {
@@ -204,7 +204,7 @@ func TestConsumers_KindsNarrowTheSubjectsAndTheCLIFormWorks(t *testing.T) {
 // connection is closed at once, and its durable consumer is gone.
 func TestConsumers_DeleteRevokesTheCredentialAndDropsItsConnections(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	con := createConsumer(t, p, map[string]any{"name": "temporary"})
 	keep := createConsumer(t, p, map[string]any{"name": "kept"})
 	dropped := make(chan struct{})

@@ -41,7 +41,7 @@ func issue(t *testing.T, p *meshtest.Platform, agentID string, ttlSeconds int) m
 // TestAttach_CodeIsOneTime: seed 001 §3, a pairing code binds one runtime once.
 func TestAttach_CodeIsOneTime(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("paired")
 	code := issue(t, p, agent.ID, 0)
 	if code.AgentID != agent.ID || !mesh.ValidID(code.CodeID) || time.Until(code.ExpiresAt) < 9*time.Minute {
@@ -73,7 +73,7 @@ func TestAttach_CodeIsOneTime(t *testing.T) {
 // TestAttach_UnknownMalformedAndExpiredCodesAreRefused.
 func TestAttach_UnknownMalformedAndExpiredCodesAreRefused(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{PairingCodeTTL: 500 * time.Millisecond})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.PairingCodeTTL = 500 * time.Millisecond })
 	agent := p.CreateAgent("late")
 	events := p.StreamEvents(t, url.Values{"agent_id": {agent.ID}, "type": {"pairing_code.expired"}})
 	code := issue(t, p, agent.ID, 0)
@@ -108,7 +108,7 @@ func TestAttach_UnknownMalformedAndExpiredCodesAreRefused(t *testing.T) {
 // TestAttach_CodeAsTypedByAPersonWorks: lowercase, without dashes, with spaces.
 func TestAttach_CodeAsTypedByAPersonWorks(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("typed")
 	for _, typed := range []func(string) string{
 		strings.ToLower,
@@ -124,7 +124,7 @@ func TestAttach_CodeAsTypedByAPersonWorks(t *testing.T) {
 // with the same code; the code is one-time even then.
 func TestAttach_ConcurrentRedeemsOfOneCodeHaveOneWinner(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("contested")
 	code := issue(t, p, agent.ID, 0)
 	const n = 50
@@ -172,7 +172,7 @@ func TestAttach_ConcurrentRedeemsOfOneCodeHaveOneWinner(t *testing.T) {
 // text (design §7); pairing codes neither.
 func TestAttach_RuntimeTokenIsRandomAndStoredOnlyAsAHash(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("hashed")
 	var codes, tokens []string
 	for range 3 {
@@ -206,7 +206,7 @@ func TestAttach_RuntimeTokenIsRandomAndStoredOnlyAsAHash(t *testing.T) {
 // (seed 001 §2.1); a new pairing of the same agent retires the old one.
 func TestAttach_RepairReplacesThePreviousRuntime(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("moved")
 	events := p.StreamEvents(t, url.Values{"agent_id": {agent.ID}, "type": {"runtime.revoked"}})
 	old := p.OnlineRuntime(t, agent.ID)
@@ -261,7 +261,7 @@ func TestAttach_RepairReplacesThePreviousRuntime(t *testing.T) {
 // runtime itself (unpair), ends the credential at once.
 func TestRevoke_TokenIsRefusedAfterwards(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("revoked")
 	rt := p.OnlineRuntime(t, agent.ID)
 
@@ -295,7 +295,7 @@ func TestRevoke_TokenIsRefusedAfterwards(t *testing.T) {
 // own fields leaves the code redeemable.
 func TestAttach_RejectedAttachDoesNotUseUpTheCode(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("careful")
 	code := issue(t, p, agent.ID, 0)
 	for _, body := range []map[string]any{

@@ -20,7 +20,7 @@ import (
 // reverse.
 func TestAttach_GivesTheHomeRegionsURLsFirstAndTheOthersAsFallbacks(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	west := credentials.New(credentials.Config{
 		Conn: p.Conn(), Region: "west", NATSURL: "nats://west-1.example:4222,nats://west-2.example:4222",
 		NATSWebSocketURL: "wss://west.example/nats", HeartbeatTimeout: 3 * time.Second, Lease: 2 * time.Second,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -19,7 +20,7 @@ import (
 // carry the link; a task that matches no rule stays with A.
 func TestDelegation_KeywordRuleHandsTheTaskToTheTargetAgent(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, meshtest.Options{}, "A", "B")
+	w := newWorld(t, nil, "A", "B")
 	rule := w.keywordRule("A", "Translate", "B")
 
 	parent := w.task("A", "please translate this")
@@ -51,7 +52,7 @@ func TestDelegation_KeywordRuleHandsTheTaskToTheTargetAgent(t *testing.T) {
 // priority wins, and among equals the oldest.
 func TestDelegation_RegexSkillAndPriorityPickTheRule(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, meshtest.Options{}, "B", "C", "D")
+	w := newWorld(t, nil, "B", "C", "D")
 	w.add("A", []mesh.Skill{{ID: "summarize", Name: "Summarize"}})
 	w.rule("A", map[string]any{"match": map[string]any{"regex": `(?i)^invoice\s+#\d+$`}, "priority": 5, "target": map[string]any{"agent_id": w.id("C")}})
 	w.rule("A", map[string]any{"match": map[string]any{"skill": "summarize"}, "target": map[string]any{"agent_id": w.id("B")}})
@@ -89,7 +90,7 @@ func TestDelegation_RegexSkillAndPriorityPickTheRule(t *testing.T) {
 // matches on exactly one sound thing and names another existing agent.
 func TestRoutingRules_AreValidatedOnCreation(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, meshtest.Options{}, "B")
+	w := newWorld(t, nil, "B")
 	a := w.p.CreateAgent("A")
 	b := w.id("B")
 	path := "/agent-accounts/" + a.ID + "/routing-rules"
@@ -144,7 +145,7 @@ func TestRoutingRules_AreValidatedOnCreation(t *testing.T) {
 // A's run fails with B's error code, and its message says it came from B.
 func TestDelegation_DelegateFailureFailsTheParentWithItsError(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, meshtest.Options{}, "A", "B")
+	w := newWorld(t, nil, "A", "B")
 	w.keywordRule("A", "broken", "B")
 	parent := w.ended(w.task("A", "fail: broken request").ID)
 	child := w.p.GetTask(parent.DelegatedTo.TaskRunID)
@@ -167,7 +168,7 @@ func TestDelegation_DelegateFailureFailsTheParentWithItsError(t *testing.T) {
 // on the parent, naming the chain.
 func TestDelegation_LoopIsRefused(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, meshtest.Options{}, "A", "B")
+	w := newWorld(t, nil, "A", "B")
 	w.keywordRule("A", "ping", "B")
 	w.keywordRule("B", "ping", "A")
 	parent := w.ended(w.task("A", "ping pong").ID)
@@ -189,7 +190,7 @@ func TestDelegation_LoopIsRefused(t *testing.T) {
 // allowed and C's further delegation is refused; the refusal reaches A.
 func TestDelegation_DepthLimitIsEnforced(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, meshtest.Options{DelegationMaxDepth: 2}, "A", "B", "C", "D")
+	w := newWorld(t, func(c *platform.Config) { c.DelegationMaxDepth = 2 }, "A", "B", "C", "D")
 	w.keywordRule("A", "deep", "B")
 	w.keywordRule("B", "deep", "C")
 	w.keywordRule("C", "deep", "D")
@@ -211,7 +212,7 @@ func TestDelegation_DepthLimitIsEnforced(t *testing.T) {
 // delegate and the delegate's delegate, whose host is stopped.
 func TestDelegation_CancelCascadesDownTheChain(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, meshtest.Options{}, "A", "B", "C")
+	w := newWorld(t, nil, "A", "B", "C")
 	w.keywordRule("A", "relay", "B")
 	w.keywordRule("B", "relay", "C")
 	root := w.task("A", "wait for the relay")
@@ -246,7 +247,7 @@ func TestDelegation_CancelCascadesDownTheChain(t *testing.T) {
 // idempotency key; the delegation is in the event stream.
 func TestTrace_ShowsTheWholeDelegationTree(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, meshtest.Options{}, "A", "B", "C")
+	w := newWorld(t, nil, "A", "B", "C")
 	w.keywordRule("A", "chain", "B")
 	w.keywordRule("B", "chain", "C")
 	events := w.p.StreamEvents(t, url.Values{"agent_id": {w.id("A")}, "type": {"task_run.delegated"}})
@@ -299,7 +300,8 @@ func TestDelegation_SurvivesAPlatformRestart(t *testing.T) {
 	// Long enough that the graceful stop (which checks every stored event)
 	// ends within the lease of the delegate's run.
 	const lease = 5 * time.Second
-	opts := meshtest.Options{DataDir: t.TempDir(), Lease: lease, HeartbeatTimeout: time.Minute}
+	dir := t.TempDir()
+	opts := func(c *platform.Config) { c.DataDir = dir; c.Lease = lease; c.HeartbeatTimeout = time.Minute }
 	p := meshtest.StartPlatform(t, opts)
 	a, b := p.CreateAgent("A"), p.CreateAgent("B")
 	rt := p.OnlineRuntime(t, b.ID)
@@ -334,7 +336,7 @@ func TestDelegation_SurvivesAPlatformRestart(t *testing.T) {
 // on to B's task, and A's run takes B's final answer.
 func TestDelegation_QuestionsOfTheDelegateReachTheCaller(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, meshtest.Options{}, "A", "B")
+	w := newWorld(t, nil, "A", "B")
 	w.keywordRule("A", "trip", "B")
 	parent := w.task("A", "ask: plan a trip")
 	asked := w.p.WaitTask(parent.ID, 30*time.Second, meshtest.StatusIs(mesh.StatusInputRequired, mesh.StatusFailed, mesh.StatusCompleted))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -20,7 +21,7 @@ type world struct {
 	hosts  map[string]*meshtest.Scripted
 }
 
-func newWorld(t testing.TB, o meshtest.Options, names ...string) *world {
+func newWorld(t testing.TB, o func(*platform.Config), names ...string) *world {
 	t.Helper()
 	w := &world{t: t, p: meshtest.StartPlatform(t, o), agents: map[string]*meshtest.OnlineAgent{}, hosts: map[string]*meshtest.Scripted{}}
 	for _, name := range names {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -59,7 +60,7 @@ func allowDelegation(t *testing.T, p *meshtest.Platform, agentID string, policy 
 }
 
 func TestInHostDelegation_AllowedAgentGetsATaskLinkedToTheRun(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{Lease: time.Minute, HeartbeatTimeout: time.Minute})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
 	a, b, c := p.CreateAgent("planner"), p.CreateAgent("reviewer"), p.CreateAgent("stranger")
 	pub := p.CreateAgent("public helper")
 	p.Do(http.MethodPatch, "/agent-accounts/"+pub.ID, map[string]any{"public": true}, nil)
@@ -150,7 +151,7 @@ func TestInHostDelegation_AllowedAgentGetsATaskLinkedToTheRun(t *testing.T) {
 }
 
 func TestInHostDelegation_EndOfTheRunCancelsItsTasksAndEndsItsRight(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{Lease: time.Minute, HeartbeatTimeout: time.Minute})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
 	a, b := p.CreateAgent("planner"), p.CreateAgent("worker")
 	allowDelegation(t, p, a.ID, map[string]any{"agents": []string{b.ID}})
 	ra, rb := connectRuntime(t, p, a.ID), connectRuntime(t, p, b.ID)
@@ -183,7 +184,7 @@ func TestInHostDelegation_EndOfTheRunCancelsItsTasksAndEndsItsRight(t *testing.T
 }
 
 func TestInHostDelegation_LoopAndDepthGuardsApply(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{Lease: time.Minute, HeartbeatTimeout: time.Minute})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
 	a, b := p.CreateAgent("alpha"), p.CreateAgent("beta")
 	allowDelegation(t, p, a.ID, map[string]any{"agents": []string{b.ID}})
 	allowDelegation(t, p, b.ID, map[string]any{"agents": []string{a.ID}})
@@ -207,7 +208,7 @@ func TestInHostDelegation_LoopAndDepthGuardsApply(t *testing.T) {
 }
 
 func TestDelegationPolicy_IsValidated(t *testing.T) {
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	a := p.CreateAgent("planner")
 	someone := mesh.NewID()
 	for name, policy := range map[string]map[string]any{

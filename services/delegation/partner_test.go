@@ -13,6 +13,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -92,7 +93,7 @@ func callback(t *testing.T, p *meshtest.Platform, partnerID, secret string, at t
 // refused; canceling A's run cancels the partner's task.
 func TestPartner_DelegatedTaskFollowsSignedCallbacks(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, meshtest.Options{AllowPrivateWebhooks: true}, "A")
+	w := newWorld(t, func(c *platform.Config) { c.AllowPrivateWebhooks = true }, "A")
 	fake := startFakePartner(t)
 	const partnerKey = "partner-issued-key-0123456789"
 	var created meshapi.CreatePartnerResponse

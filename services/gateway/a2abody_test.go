@@ -111,7 +111,7 @@ func rpcErrorOf(t *testing.T, what string, header http.Header, body []byte, code
 // error (or the REST error on HTTP+JSON), and creates no task.
 func TestA2ABody_AuthenticatedFirstAndBounded(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	private := p.CreateAgent("private")
 	public := p.CreateAgent("public")
 	p.Do(http.MethodPatch, "/agent-accounts/"+public.ID, map[string]any{"public": true}, nil)

@@ -25,7 +25,7 @@ import (
 // 401, for an unknown agent 404, each a JSON error.
 func TestAgents_DeleteEndsItsRunsRevokesItsRuntimesAndKeepsItsEvents(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("doomed")
 	other := p.CreateAgent("bystander")
 	rt := p.OnlineRuntime(t, agent.ID)

@@ -19,7 +19,7 @@ import (
 // schemas/, to anyone; an unknown schema is a JSON 404.
 func TestAPIDocs_ServedWithoutCredential(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	cases := map[string]string{
 		"/openapi.json":                   schemas.OpenAPIFile,
 		"/asyncapi.json":                  schemas.AsyncAPIFile,
@@ -61,7 +61,7 @@ func TestAPIDocs_ServedWithoutCredential(t *testing.T) {
 // base.
 func TestEvents_CarryTheirDataSchema(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	events := p.StreamEvents(t, url.Values{})
 	agent := p.CreateAgent("schematic")
 	rt := p.OnlineRuntime(t, agent.ID)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -43,7 +44,7 @@ func upload(t *testing.T, p *meshtest.Platform, runID, token string, body any) *
 // a running run and reads them back through every people route.
 func TestArtifacts_UploadListAndDownload(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{MaxArtifactBytes: testMaxArtifactBytes})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.MaxArtifactBytes = testMaxArtifactBytes })
 	agent := p.CreateAgent("writer")
 	rt := p.OnlineRuntime(t, agent.ID)
 	run := p.CreateTask(agent.ID, "write a report")
@@ -128,7 +129,7 @@ func TestArtifacts_UploadListAndDownload(t *testing.T) {
 // not hold; none of them leaves content behind in the object store.
 func TestArtifacts_BadUploadsAreRefusedAndStoreNothing(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{MaxArtifactBytes: testMaxArtifactBytes})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.MaxArtifactBytes = testMaxArtifactBytes })
 	agent := p.CreateAgent("writer")
 	rt := p.OnlineRuntime(t, agent.ID)
 	run := p.CreateTask(agent.ID, "running")

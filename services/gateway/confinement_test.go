@@ -12,7 +12,7 @@ import (
 // runtime reaches only its own agent's work over HTTP, whatever route it uses.
 func TestConfinement_RuntimeCannotTouchAnotherAgentsWork(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agentA, agentB := p.CreateAgent("a"), p.CreateAgent("b")
 	rtA, rtB := p.OnlineRuntime(t, agentA.ID), p.OnlineRuntime(t, agentB.ID)
 	runB := p.CreateTask(agentB.ID, "b's work")

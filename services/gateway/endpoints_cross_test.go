@@ -141,7 +141,7 @@ func last(t *testing.T, states <-chan string) string {
 // state at each step.
 func TestEndpoints_OneTaskThroughEveryEndpoint(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	host := meshtest.NewScripted("")
 	agent := meshtest.StartOnlineAgent(t, p, meshtest.AgentOptions{Name: "everywhere", Provider: host})
 	var key meshapi.CreateA2AKeyResponse

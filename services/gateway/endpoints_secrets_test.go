@@ -12,6 +12,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -24,7 +25,7 @@ import (
 func TestEndpoints_SecretsNeverLeak(t *testing.T) {
 	t.Parallel()
 	logs := &meshtest.Logs{}
-	p := meshtest.StartPlatform(t, meshtest.Options{Logs: logs, AllowPrivateWebhooks: true})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Logger = meshtest.NewLogger(logs); c.AllowPrivateWebhooks = true })
 	host := meshtest.NewScripted("")
 	agent := meshtest.StartOnlineAgent(t, p, meshtest.AgentOptions{Name: "secretive", Provider: host})
 	var key meshapi.CreateA2AKeyResponse

@@ -24,7 +24,7 @@ type routeFixture struct {
 }
 
 func newRouteFixture(t *testing.T) *routeFixture {
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	f := &routeFixture{p: p, agent: p.CreateAgent("routes")}
 	f.rt = p.OnlineRuntime(t, f.agent.ID)
 	f.running = p.CreateTask(f.agent.ID, "running")
@@ -363,7 +363,7 @@ func TestBadInput_QueryParametersAreChecked(t *testing.T) {
 // reason leaves no run, no conversation, no idempotency key and no event.
 func TestBadInput_RejectedTaskCreateWritesNothing(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("strict")
 	events := p.StreamEvents(t, url.Values{"agent_id": {agent.ID}})
 	before := bucketSizes(t, p)

@@ -19,7 +19,7 @@ import (
 // client that never disconnected.
 func TestEvents_ReconnectingWithLastEventIDDeliversEveryEventExactlyOnce(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("resume")
 	rt := p.OnlineRuntime(t, agent.ID)
 	q := url.Values{"agent_id": {agent.ID}, "type": {"task_run.created,task_run.claimed,task_run.progress,task_run.completed"}}
@@ -62,7 +62,7 @@ func ids(evs []meshtest.Event) string {
 // that carried W3C trace context carries the same traceparent.
 func TestEvents_TraceParentOfTheRequestIsCarried(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("traced")
 	events := p.StreamEvents(t, url.Values{"agent_id": {agent.ID}})
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -86,7 +86,7 @@ func TestEvents_TraceParentOfTheRequestIsCarried(t *testing.T) {
 // path, so ids do not become series).
 func TestMetrics_ExposeRunsClaimsRuntimesEventsAndRequestsByRoute(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("measured")
 	rt := p.OnlineRuntime(t, agent.ID)
 	run := p.CreateTask(agent.ID, "count me")

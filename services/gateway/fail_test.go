@@ -15,7 +15,7 @@ import (
 // optional machine code in output.code, output.error_code or output.error.code.
 func TestFail_ReportedErrorEndsRunFailedWithItsCode(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("failing")
 	rt := p.OnlineRuntime(t, agent.ID)
 
@@ -59,7 +59,7 @@ func TestFail_ReportedErrorEndsRunFailedWithItsCode(t *testing.T) {
 // runtime might get wrong; each is a 400 and the run stays the runtime's.
 func TestFail_MalformedBodiesAreRejectedAndLeaveTheRunRunning(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("failing")
 	rt := p.OnlineRuntime(t, agent.ID)
 	run := p.CreateTask(agent.ID, "x")

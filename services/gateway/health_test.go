@@ -20,7 +20,7 @@ type readiness struct {
 // readiness reports each check.
 func TestHealth_LiveAndReadyWithoutCredentials(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	var live struct {
 		OK bool `json:"ok"`
 	}
@@ -39,7 +39,7 @@ func TestHealth_LiveAndReadyWithoutCredentials(t *testing.T) {
 // the bus: with the event stream gone it answers 503 and says which check failed.
 func TestHealth_ReadyzFailsWhenAStreamIsMissing(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.Conn().JS.DeleteStream(ctx, bus.EventStream); err != nil {
@@ -57,7 +57,7 @@ func TestHealth_ReadyzFailsWhenAStreamIsMissing(t *testing.T) {
 // bucket and object store the platform provisions, not a sample of them.
 func TestHealth_ReadyzNamesEveryMissingBucket(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, name := range []string{"KV_" + bus.BucketPresence, "KV_" + bus.BucketA2AEndpoints} {

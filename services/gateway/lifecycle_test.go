@@ -15,7 +15,7 @@ import (
 // end over HTTP and watches the run's events arrive in order on SSE.
 func TestLifecycle_AttachHeartbeatPullProgressComplete(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("lifecycle")
 	rt := p.Attach(agent.ID)
 	if rt.AgentID != agent.ID || !mesh.ValidID(rt.RuntimeID) {

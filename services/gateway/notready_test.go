@@ -14,7 +14,7 @@ import (
 // and ready again once its adapter is back.
 func TestHeartbeat_HTTPRuntimeWhoseAdapterIsDownIsOnlineButNotReady(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("adapterless")
 	rt := p.Attach(agent.ID)
 	beat := func(unreachable bool) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/downloads"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/schemas"
@@ -180,7 +181,11 @@ func TestOpenAPI_DocumentListsExactlyTheGatewaysRoutes(t *testing.T) {
 func TestOpenAPI_EveryRouteAnswersAsDocumented(t *testing.T) {
 	t.Parallel()
 	o := loadOpenAPI(t)
-	p := meshtest.StartPlatform(t, meshtest.Options{AllowPrivateWebhooks: true, WebhookRetryMin: 20 * time.Millisecond, WebhookRetryMax: 50 * time.Millisecond})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) {
+		c.AllowPrivateWebhooks = true
+		c.WebhookRetryMin = 20 * time.Millisecond
+		c.WebhookRetryMax = 50 * time.Millisecond
+	})
 	call := func(r meshtest.Request) *meshtest.Response {
 		t.Helper()
 		resp := p.Send(t, r)

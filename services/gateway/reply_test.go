@@ -16,7 +16,7 @@ import (
 // credential are refused, each with its own error.
 func TestReply_APersonAnswersARunWaitingForInput(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("asker")
 	rt := p.OnlineRuntime(t, agent.ID)
 	run := p.CreateTask(agent.ID, "book a table")

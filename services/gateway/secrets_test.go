@@ -25,7 +25,7 @@ import (
 // (design §7, seed 001 §5.2 and §10).
 func TestSecrets_NeverAppearInLogsEventsErrorsOutputOrStore(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	texts := map[string]string{}
 	keep := func(name string, r *meshtest.Response) { texts[name] = string(r.Body) }
 	secrets := []string{p.OwnerToken}

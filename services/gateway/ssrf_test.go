@@ -31,7 +31,7 @@ var internalTargets = []string{
 // same guard when dialed: internal/netguard's tests.)
 func TestSSRF_EmbeddedInternalAddressesAreRefusedAtEveryEndpoint(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("guarded")
 	other := p.CreateAgent("other")
 	owner := func(method, path string, body any) *meshtest.Response {

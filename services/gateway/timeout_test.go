@@ -16,7 +16,7 @@ import (
 // error body, and no run is created; the maximum itself is accepted.
 func TestCreate_TimeoutOutOfRangeIsRefused(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("bounded")
 	maxSeconds := int64(mesh.MaxRunTimeout / time.Second)
 	for _, tc := range []struct {

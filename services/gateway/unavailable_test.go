@@ -17,7 +17,7 @@ import (
 // to send the same request again, instead of 500.
 func TestErrors_StoreThatCannotBeReachedIs503WithRetryAfter(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("unreachable store")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -71,7 +72,11 @@ func gatewayAllocated() int64 {
 // measurement, so the test does not run in parallel with others.
 func TestArtifacts_UploadMemoryIsBounded(t *testing.T) {
 	const size = 24 << 20
-	p := meshtest.StartPlatform(t, meshtest.Options{MaxArtifactBytes: 25 << 20, Lease: 5 * time.Minute, HeartbeatTimeout: 5 * time.Minute})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) {
+		c.MaxArtifactBytes = 25 << 20
+		c.Lease = 5 * time.Minute
+		c.HeartbeatTimeout = 5 * time.Minute
+	})
 	agent := p.CreateAgent("writer")
 	rt := p.OnlineRuntime(t, agent.ID)
 	run := p.CreateTask(agent.ID, "big output")
@@ -128,7 +133,7 @@ func TestArtifacts_UploadMemoryIsBounded(t *testing.T) {
 // content, fields in any order, unknown fields of any shape.
 func TestArtifacts_UploadsAreReadAsJSON(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("writer")
 	rt := p.OnlineRuntime(t, agent.ID)
 	run := p.CreateTask(agent.ID, "json")

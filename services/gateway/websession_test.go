@@ -93,7 +93,7 @@ func signIn(t *testing.T, p *meshtest.Platform) webSession {
 
 func TestWebSignIn_ALinkOpensASessionWithAStrictHttpOnlyCookie(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	resp := p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/web/login-links", Owner: true}).Expect(t, http.StatusCreated)
 	if resp.Header.Get("Cache-Control") != "no-store" {
 		t.Errorf("the link is cacheable: Cache-Control %q", resp.Header.Get("Cache-Control"))
@@ -158,7 +158,7 @@ func TestWebSignIn_ALinkOpensASessionWithAStrictHttpOnlyCookie(t *testing.T) {
 
 func TestWebSignIn_ACodeWorksOnceEvenUnderConcurrentUse(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	link, _ := loginLink(t, p, nil)
 	// A link preview's HEAD request does not use the code up.
 	head, err := noRedirects.Head(link)
@@ -196,7 +196,7 @@ func TestWebSignIn_ACodeWorksOnceEvenUnderConcurrentUse(t *testing.T) {
 
 func TestWebSignIn_ExpiredUnknownAndMissingCodesSignNobodyIn(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	link, expires := loginLink(t, p, map[string]any{"ttl_seconds": 1})
 	// Waiting for the link's own expiry time; nothing else is awaited.
 	time.Sleep(time.Until(expires) + 50*time.Millisecond)
@@ -226,7 +226,7 @@ func TestWebSignIn_ExpiredUnknownAndMissingCodesSignNobodyIn(t *testing.T) {
 
 func TestWebSession_StateChangesNeedTheCSRFTokenFromThePlatformsOwnOrigin(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	s := signIn(t, p)
 	create := func(h http.Header) *meshtest.Response {
 		return p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/agent-accounts", Header: h, JSON: map[string]any{"name": "csrf"}})
@@ -274,7 +274,7 @@ func TestWebSession_StateChangesNeedTheCSRFTokenFromThePlatformsOwnOrigin(t *tes
 
 func TestWebSession_OnlyTheOwnerCredentialMakesSignInLinks(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	s := signIn(t, p)
 	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/web/login-links", Header: s.header(true)}).ExpectError(t, http.StatusUnauthorized, mesh.CodeUnauthorized)
 	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/web/login-links"}).ExpectError(t, http.StatusUnauthorized, mesh.CodeUnauthorized)
@@ -283,7 +283,7 @@ func TestWebSession_OnlyTheOwnerCredentialMakesSignInLinks(t *testing.T) {
 
 func TestWebSession_SigningOutEndsTheSession(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	s := signIn(t, p)
 	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/web/logout", Header: s.header(false)}).ExpectError(t, http.StatusForbidden, mesh.CodeForbidden)
 	out := p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/web/logout", Header: s.header(true)}).Expect(t, http.StatusNoContent)
@@ -314,7 +314,7 @@ func startGateway(t *testing.T, p *meshtest.Platform, cfg gateway.Config) *mesht
 
 func TestWebSession_EndsWhenIdleAndAtItsAbsoluteLimit(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	const idle, limit = time.Second, 3 * time.Second
 	g := startGateway(t, p, gateway.Config{SessionIdle: idle, SessionMaxAge: limit})
 	use := func(s webSession) int {
@@ -358,7 +358,7 @@ func TestWebSession_EndsWhenIdleAndAtItsAbsoluteLimit(t *testing.T) {
 
 func TestWebSession_HTTPSPlatformsUseASecureHostCookie(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	g := startGateway(t, p, gateway.Config{PublicURL: "https://mesh.example.test/"})
 	link, _ := loginLink(t, g, nil)
 	if !strings.HasPrefix(link, "https://mesh.example.test/login?code=") {
@@ -389,7 +389,7 @@ func TestWebSession_HTTPSPlatformsUseASecureHostCookie(t *testing.T) {
 // the logs and every file the platform stored for the plain values.
 func TestWebSignIn_CodesAndSessionsNeverAppearInLogsOrTheStore(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	link, _ := loginLink(t, p, nil)
 	code := strings.TrimPrefix(link, p.APIBase+"/login?code=")
 	s := signInAt(t, p, link, nil)
@@ -424,7 +424,7 @@ func TestWebSignIn_CodesAndSessionsNeverAppearInLogsOrTheStore(t *testing.T) {
 // inline script, and the embedded files hold none.
 func TestWebPages_ServedWithStrictSecurityHeaders(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	cases := map[string]string{
 		"/": "text/html", "/agents/" + mesh.NewID(): "text/html", "/tasks": "text/html", "/tasks/" + mesh.NewID(): "text/html",
 		"/integrations": "text/html", "/assets/app.js": "text/javascript", "/assets/style.css": "text/css", "/assets/icon.svg": "image/svg+xml",

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestPresence_RuntimeWithoutHeartbeatsGoesOffline(t *testing.T) {
 	t.Parallel()
 	const timeout = time.Second
-	p := meshtest.StartPlatform(t, meshtest.Options{HeartbeatTimeout: timeout})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout = timeout })
 	agent := p.CreateAgent("flaky")
 	events := p.StreamEvents(t, url.Values{"agent_id": {agent.ID}, "type": {"runtime.online,runtime.offline"}})
 	rt := p.Attach(agent.ID)
@@ -68,7 +69,7 @@ func TestPresence_RuntimeWithoutHeartbeatsGoesOffline(t *testing.T) {
 func TestPresence_HeartbeatsKeepARuntimeOnline(t *testing.T) {
 	t.Parallel()
 	const timeout = time.Second
-	p := meshtest.StartPlatform(t, meshtest.Options{HeartbeatTimeout: timeout})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout = timeout })
 	agent := p.CreateAgent("steady")
 	events := p.StreamEvents(t, url.Values{"agent_id": {agent.ID}, "type": {"runtime.online,runtime.offline"}})
 	rt := p.Attach(agent.ID)

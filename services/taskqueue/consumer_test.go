@@ -15,7 +15,7 @@ import (
 // a supercluster's meta group has no quorum).
 func TestAgent_HasItsQueueConsumerBeforeItsFirstRun(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("ready early")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -21,7 +21,7 @@ import (
 // is a conflict naming its status.
 func TestInputRequired_ContinueRequeuesTheSameRun(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("asker")
 	rt := p.OnlineRuntime(t, agent.ID)
 	client := meshapi.NewClient(p.Conn().NC)

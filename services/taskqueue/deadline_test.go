@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -13,7 +14,7 @@ import (
 // still ends (design §3, "Deadlines bound every run").
 func TestDeadline_PendingRunOfAnAgentWithNoRuntimeFails(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("absent")
 	run := p.CreateTaskWith(t, map[string]any{"target_agent_id": agent.ID, "input": map[string]any{"text": "x"}, "timeout_seconds": 1}).
 		Expect(t, http.StatusCreated).Run(t)
@@ -39,7 +40,7 @@ func TestDeadline_PendingRunOfAnAgentWithNoRuntimeFails(t *testing.T) {
 // lease does not let a run outlive its deadline.
 func TestDeadline_BoundsARunningRunEvenWhileItsLeaseIsRenewed(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{Lease: 10 * time.Second})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = 10 * time.Second })
 	agent := p.CreateAgent("slow")
 	rt := p.OnlineRuntime(t, agent.ID)
 	deadline := time.Now().Add(1500 * time.Millisecond).UTC()

@@ -16,7 +16,7 @@ import (
 // body or in the Idempotency-Key header; keys are scoped to the target agent.
 func TestCreate_IdempotencyKeyReturnsTheSameRun(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent, other := p.CreateAgent("target"), p.CreateAgent("other")
 	body := func(agentID string) map[string]any {
 		return map[string]any{"target_agent_id": agentID, "input": map[string]any{"text": "once"}}
@@ -74,7 +74,7 @@ func TestCreate_IdempotencyKeyReturnsTheSameRun(t *testing.T) {
 // the same request at once get one run between them.
 func TestCreate_ConcurrentCreatesWithOneKeyMakeOneRun(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("busy")
 	events := p.StreamEvents(t, url.Values{"agent_id": {agent.ID}, "type": {"task_run.created"}})
 	const n = 20
@@ -139,7 +139,7 @@ func TestCreate_ConcurrentCreatesWithOneKeyMakeOneRun(t *testing.T) {
 // with other output cannot overwrite the first.
 func TestReport_RepeatedEndReportsAreNoOps(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("retrying")
 	rt := p.OnlineRuntime(t, agent.ID)
 	done, failed := p.CreateTask(agent.ID, "complete me"), p.CreateTask(agent.ID, "fail me")

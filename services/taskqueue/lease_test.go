@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -16,7 +17,7 @@ const testLease = time.Second
 // run and goes silent does not leave it running (design §3, "No orphans").
 func TestClaim_ExpiredLeaseFailsTaskWithRuntimeLost(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{Lease: testLease, HeartbeatTimeout: 30 * time.Second})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = testLease; c.HeartbeatTimeout = 30 * time.Second })
 	agent := p.CreateAgent("vanishing")
 	rt := p.OnlineRuntime(t, agent.ID)
 	run := p.CreateTask(agent.ID, "x")
@@ -57,7 +58,7 @@ func TestClaim_ExpiredLeaseFailsTaskWithRuntimeLost(t *testing.T) {
 // attempt's reports are stale.
 func TestClaim_ExpiredLeaseRequeuesWhileAttemptsRemain(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{Lease: testLease, HeartbeatTimeout: 30 * time.Second})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = testLease; c.HeartbeatTimeout = 30 * time.Second })
 	agent := p.CreateAgent("retrying")
 	rt := p.OnlineRuntime(t, agent.ID)
 	run := p.CreateTaskWith(t, map[string]any{"target_agent_id": agent.ID, "input": map[string]any{"text": "x"}, "max_attempts": 2}).
@@ -104,7 +105,7 @@ func TestClaim_ExpiredLeaseRequeuesWhileAttemptsRemain(t *testing.T) {
 // not bounce between pending and running forever.
 func TestClaim_LastAttemptLostFailsWithRuntimeLost(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{Lease: testLease, HeartbeatTimeout: 30 * time.Second})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = testLease; c.HeartbeatTimeout = 30 * time.Second })
 	agent := p.CreateAgent("retrying")
 	rt := p.OnlineRuntime(t, agent.ID)
 	run := p.CreateTaskWith(t, map[string]any{"target_agent_id": agent.ID, "input": map[string]any{"text": "x"}, "max_attempts": 2}).
@@ -126,7 +127,7 @@ func TestClaim_LastAttemptLostFailsWithRuntimeLost(t *testing.T) {
 // periods; when the renewals stop, the lease runs out.
 func TestClaim_RenewalKeepsTheRunRunning(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{Lease: testLease, HeartbeatTimeout: 30 * time.Second})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = testLease; c.HeartbeatTimeout = 30 * time.Second })
 	type worker struct {
 		how   string
 		rt    meshtest.Attached

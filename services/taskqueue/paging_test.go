@@ -66,7 +66,7 @@ func atoi(s string) int {
 // of two agents, with and without filters, while new runs keep arriving.
 func TestList_CursorPagingCoversEveryRunOnceNewestFirst(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	a, b := p.CreateAgent("a"), p.CreateAgent("b")
 	client := meshapi.NewClient(p.Conn().NC)
 	ctx, cancelCtx := context.WithTimeout(context.Background(), 60*time.Second)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestPull_LongPollWithoutWorkAnswers204AfterTheWait(t *testing.T) {
 	t.Parallel()
 	// Presence outlasts the 5s wait, so the pull after it is not refused as offline.
-	p := meshtest.StartPlatform(t, meshtest.Options{HeartbeatTimeout: 30 * time.Second})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout = 30 * time.Second })
 	agent := p.CreateAgent("idle")
 	rt := p.OnlineRuntime(t, agent.ID)
 
@@ -56,7 +57,7 @@ func TestPull_LongPollWithoutWorkAnswers204AfterTheWait(t *testing.T) {
 // run as soon as it is created, not at the end of its wait.
 func TestPull_RunCreatedDuringALongPollIsHandedToIt(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("eager")
 	rt := p.OnlineRuntime(t, agent.ID)
 	// The agent's queue consumer exists once the runtime has been told about
@@ -107,7 +108,7 @@ func TestPull_RunCreatedDuringALongPollIsHandedToIt(t *testing.T) {
 // (seed 001 §4.2: an offline runtime is given no new work).
 func TestPull_RuntimeThatNeverHeartbeatedIsOffline(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("sleepy")
 	rt := p.Attach(agent.ID)
 	run := p.CreateTask(agent.ID, "waiting")
@@ -131,7 +132,7 @@ func TestPull_RuntimeThatNeverHeartbeatedIsOffline(t *testing.T) {
 // publish; under load a no-wait pull used to miss such a run now and then.)
 func TestPull_RunCreatedJustBeforeAPullWithoutWaitIsHandedOut(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{HeartbeatTimeout: time.Minute})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout = time.Minute })
 	agent := p.CreateAgent("quick")
 	rt := p.OnlineRuntime(t, agent.ID)
 	for i := range 200 {

@@ -19,7 +19,7 @@ func cancel(t *testing.T, p *meshtest.Platform, runID string) *meshtest.Response
 // move the state machine refuses through the API.
 func TestTransition_IllegalMovesAreConflictsNamingTheCurrentStatus(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("strict")
 	rt := p.OnlineRuntime(t, agent.ID)
 
@@ -63,7 +63,7 @@ func TestTransition_IllegalMovesAreConflictsNamingTheCurrentStatus(t *testing.T)
 // TestCancel_PendingRunIsNeverHandedOut: a canceled run leaves the queue.
 func TestCancel_PendingRunIsNeverHandedOut(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("fickle")
 	canceled := p.CreateTask(agent.ID, "never mind")
 	kept := p.CreateTask(agent.ID, "do this")
@@ -90,7 +90,7 @@ func TestCancel_PendingRunIsNeverHandedOut(t *testing.T) {
 // its next report (or renewal) that the run is no longer its.
 func TestCancel_RunningRunRefusesTheRuntimesLaterReports(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("interrupted")
 	rt := p.OnlineRuntime(t, agent.ID)
 	run := p.CreateTask(agent.ID, "long job")

@@ -118,7 +118,7 @@ func (rc *standardReceiver) useSecret(t *testing.T, secret string) {
 // Node) all pass.
 func TestWebhooks_GeneratedSecretIsStandardWebhooksAndTheOfficialLibraryVerifiesDeliveries(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, fastRetries(meshtest.Options{}))
+	p := meshtest.StartPlatform(t, fastRetries)
 	agent := p.CreateAgent("standard")
 	rt := p.OnlineRuntime(t, agent.ID)
 	rc := startStandardReceiver(t)
@@ -187,7 +187,7 @@ func TestWebhooks_VerifyDecodesWhsecSecrets(t *testing.T) {
 // webhook is refused with 400 INVALID_REQUEST (without echoing the secret).
 func TestWebhooks_WhsecSecretThatIsNotBase64IsRefused(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, fastRetries(meshtest.Options{}))
+	p := meshtest.StartPlatform(t, fastRetries)
 	const bad = "whsec_this-is*not#base64-at-all"
 	res := p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/webhooks", Owner: true,
 		JSON: map[string]any{"url": "https://hooks.example.com/a2a", "secret": bad}})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/webhooks"
@@ -98,11 +99,12 @@ func completeRun(t *testing.T, p *meshtest.Platform, agentID, token string) stri
 	return run.ID
 }
 
-func fastRetries(o meshtest.Options) meshtest.Options {
-	o.AllowPrivateWebhooks = true
-	o.WebhookRetryMin = 50 * time.Millisecond
-	o.WebhookRetryMax = 200 * time.Millisecond
-	return o
+// fastRetries lets webhooks reach the tests' loopback receivers and retries
+// failed deliveries within a fraction of a second.
+func fastRetries(c *platform.Config) {
+	c.AllowPrivateWebhooks = true
+	c.WebhookRetryMin = 50 * time.Millisecond
+	c.WebhookRetryMax = 200 * time.Millisecond
 }
 
 // TestWebhooks_ReceiverThatFailsFirstGetsEveryEventSignedOnceItRecovers: a
@@ -111,7 +113,7 @@ func fastRetries(o meshtest.Options) meshtest.Options {
 // are visible in the delivery list.
 func TestWebhooks_ReceiverThatFailsFirstGetsEveryEventSignedOnceItRecovers(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, fastRetries(meshtest.Options{}))
+	p := meshtest.StartPlatform(t, fastRetries)
 	agent := p.CreateAgent("hooked")
 	rt := p.OnlineRuntime(t, agent.ID)
 	const failFirst = 4
@@ -195,9 +197,7 @@ func TestWebhooks_ReceiverThatFailsFirstGetsEveryEventSignedOnceItRecovers(t *te
 // with its attempts; a redrive once it works delivers the event.
 func TestWebhooks_PermanentFailureIsDeadLetteredAndCanBeRedriven(t *testing.T) {
 	t.Parallel()
-	o := fastRetries(meshtest.Options{})
-	o.WebhookRetryFor = 700 * time.Millisecond
-	p := meshtest.StartPlatform(t, o)
+	p := meshtest.StartPlatform(t, fastRetries, func(c *platform.Config) { c.WebhookRetryFor = 700 * time.Millisecond })
 	agent := p.CreateAgent("dead-letters")
 	var healthy sync.Mutex
 	broken := true
@@ -256,9 +256,7 @@ func TestWebhooks_PermanentFailureIsDeadLetteredAndCanBeRedriven(t *testing.T) {
 // its own worker, so an endpoint that never answers holds up only itself.
 func TestWebhooks_AHangingEndpointDoesNotDelayAnother(t *testing.T) {
 	t.Parallel()
-	o := fastRetries(meshtest.Options{})
-	o.WebhookAttemptTimeout = time.Minute
-	p := meshtest.StartPlatform(t, o)
+	p := meshtest.StartPlatform(t, fastRetries, func(c *platform.Config) { c.WebhookAttemptTimeout = time.Minute })
 	agent := p.CreateAgent("two-endpoints")
 	release := make(chan struct{})
 	var hung sync.WaitGroup
@@ -299,7 +297,7 @@ func TestWebhooks_AHangingEndpointDoesNotDelayAnother(t *testing.T) {
 // addresses is refused at creation.
 func TestWebhooks_PrivateTargetsAreRefusedUnlessAllowed(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	for _, target := range []string{
 		"http://127.0.0.1:8080/hook", "http://localhost/hook", "http://[::1]/hook", "https://10.1.2.3/hook",
 		"http://192.168.1.1/hook", "http://169.254.169.254/latest/meta-data", "http://0.0.0.0/", "http://[fd00::1]/",
@@ -322,7 +320,7 @@ func TestWebhooks_PrivateTargetsAreRefusedUnlessAllowed(t *testing.T) {
 // more and the subscription is gone.
 func TestWebhooks_DeleteStopsDeliveries(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, fastRetries(meshtest.Options{}))
+	p := meshtest.StartPlatform(t, fastRetries)
 	agent := p.CreateAgent("deleted")
 	rc := newReceiver(t, "deleted-secret-0123456789", func(int) int { return http.StatusOK })
 	wh := subscribe(t, p, map[string]any{"url": rc.URL, "secret": rc.secret, "agent_id": agent.ID})
@@ -361,7 +359,7 @@ func TestWebhooks_RestartResumesWhereDeliveryStopped(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	p := meshtest.StartPlatform(t, fastRetries(meshtest.Options{DataDir: dir}))
+	p := meshtest.StartPlatform(t, fastRetries, func(c *platform.Config) { c.DataDir = dir })
 	agent := p.CreateAgent("restart")
 	subscribe(t, p, map[string]any{"url": rc.URL, "secret": rc.secret, "agent_id": agent.ID, "types": []string{"task_run.created"}})
 	first := p.CreateTask(agent.ID, "one")
@@ -371,7 +369,7 @@ func TestWebhooks_RestartResumesWhereDeliveryStopped(t *testing.T) {
 	mu.Lock()
 	failing = false
 	mu.Unlock()
-	p2 := meshtest.StartPlatform(t, fastRetries(meshtest.Options{DataDir: dir}))
+	p2 := meshtest.StartPlatform(t, fastRetries, func(c *platform.Config) { c.DataDir = dir })
 	second := p2.CreateTask(agent.ID, "two")
 	meshtest.Eventually(t, 15*time.Second, func() bool { return len(rc.accepted()) == 2 },
 		func() string { return fmt.Sprintf("after the restart the receiver accepted %v", rc.accepted()) })

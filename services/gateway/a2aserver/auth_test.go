@@ -17,6 +17,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/a2atoken"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -76,8 +77,10 @@ func (i *idp) token(t *testing.T, iss, aud, sub, scope string, exp time.Time) st
 func TestAuth_WhoMayCall(t *testing.T) {
 	t.Parallel()
 	provider := newIDP(t)
-	d := startEndpoint(t, endpointOptions{platform: meshtest.Options{
-		A2AJWKSURL: provider.srv.URL, A2AJWTIssuer: "https://idp.test", A2AJWTAudience: "a2a-mesh",
+	d := startEndpoint(t, endpointOptions{platform: func(c *platform.Config) {
+		c.A2AJWKSURL = provider.srv.URL
+		c.A2AJWTIssuer = "https://idp.test"
+		c.A2AJWTAudience = "a2a-mesh"
 	}})
 	agentID := d.agent.Agent.ID
 	other := meshtest.StartOnlineAgent(t, d.p, meshtest.AgentOptions{Name: "another agent"})

@@ -10,6 +10,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 )
@@ -109,7 +110,7 @@ func TestCard_PublicCacheableAndDescribesTheAgent(t *testing.T) {
 // is not affected; every task accepted before the limit runs.
 func TestRateLimit_PerCallerPerAgent(t *testing.T) {
 	t.Parallel()
-	d := startEndpoint(t, endpointOptions{platform: meshtest.Options{A2ARateLimitPerMinute: 3}})
+	d := startEndpoint(t, endpointOptions{platform: func(c *platform.Config) { c.A2ARateLimitPerMinute = 3 }})
 	base := "/a2a/" + d.agent.Agent.ID
 	var accepted []string
 	for i := 0; i < 3; i++ {

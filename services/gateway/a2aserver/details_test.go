@@ -11,6 +11,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -49,7 +50,7 @@ func rawFields(t *testing.T, a *answer) map[string]json.RawMessage {
 // versions, REST, and the official Go client.
 func TestPush_DeleteAnswersAResultAndIsIdempotent(t *testing.T) {
 	t.Parallel()
-	d := startEndpoint(t, endpointOptions{platform: meshtest.Options{AllowPrivateWebhooks: true}})
+	d := startEndpoint(t, endpointOptions{platform: func(c *platform.Config) { c.AllowPrivateWebhooks = true }})
 	taskID := d.finishedTask(t)
 	rc := newReceiver(t, 0)
 	set := func(id string) {

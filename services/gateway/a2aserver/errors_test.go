@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -136,7 +137,7 @@ func withContext(msg map[string]any, contextID string) map[string]any {
 // methods, in both versions.
 func TestErrors_PushNotSupportedWhenTurnedOff(t *testing.T) {
 	t.Parallel()
-	d := startEndpoint(t, endpointOptions{platform: meshtest.Options{A2ADisablePush: true}})
+	d := startEndpoint(t, endpointOptions{platform: func(c *platform.Config) { c.A2ADisablePush = true }})
 	card := d.do(raw{method: http.MethodGet, path: "/a2a/" + d.agent.Agent.ID + "/.well-known/agent-card.json"}).json(t)
 	if card["capabilities"].(map[string]any)["pushNotifications"] == true {
 		t.Errorf("the card offers push notifications: %v", card["capabilities"])

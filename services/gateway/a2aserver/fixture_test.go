@@ -16,6 +16,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
@@ -30,7 +31,7 @@ type endpoint struct {
 }
 
 type endpointOptions struct {
-	platform meshtest.Options
+	platform func(*platform.Config)
 	agent    meshtest.AgentOptions
 }
 

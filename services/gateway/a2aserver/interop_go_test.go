@@ -12,6 +12,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -24,7 +25,7 @@ import (
 func TestInterop_GoClientsOfBothVersions(t *testing.T) {
 	t.Parallel()
 	host := newScripted()
-	d := startEndpoint(t, endpointOptions{platform: meshtest.Options{AllowPrivateWebhooks: true}, agent: meshtest.AgentOptions{Provider: host}})
+	d := startEndpoint(t, endpointOptions{platform: func(c *platform.Config) { c.AllowPrivateWebhooks = true }, agent: meshtest.AgentOptions{Provider: host}})
 	for _, tc := range []struct {
 		version string
 		binding a2a.TransportProtocol

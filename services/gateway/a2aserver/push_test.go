@@ -16,6 +16,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -79,8 +80,12 @@ func TestPush_DeliveredOnEveryStateChangeWithRetries(t *testing.T) {
 	t.Parallel()
 	host := newScripted()
 	d := startEndpoint(t, endpointOptions{
-		platform: meshtest.Options{AllowPrivateWebhooks: true, WebhookRetryMin: 50 * time.Millisecond, WebhookRetryMax: 200 * time.Millisecond},
-		agent:    meshtest.AgentOptions{Provider: host},
+		platform: func(c *platform.Config) {
+			c.AllowPrivateWebhooks = true
+			c.WebhookRetryMin = 50 * time.Millisecond
+			c.WebhookRetryMax = 200 * time.Millisecond
+		},
+		agent: meshtest.AgentOptions{Provider: host},
 	})
 	v1, v03 := newReceiver(t, 2), newReceiver(t, 2)
 	c := d.client("1.0", a2a.TransportProtocolJSONRPC)
@@ -174,8 +179,13 @@ func TestPush_PrivateTargetsRefusedAndGiveUpAnnounced(t *testing.T) {
 
 	host := newScripted()
 	d := startEndpoint(t, endpointOptions{
-		platform: meshtest.Options{AllowPrivateWebhooks: true, WebhookRetryMin: 20 * time.Millisecond, WebhookRetryMax: 50 * time.Millisecond, WebhookRetryFor: 300 * time.Millisecond},
-		agent:    meshtest.AgentOptions{Provider: host},
+		platform: func(c *platform.Config) {
+			c.AllowPrivateWebhooks = true
+			c.WebhookRetryMin = 20 * time.Millisecond
+			c.WebhookRetryMax = 50 * time.Millisecond
+			c.WebhookRetryFor = 300 * time.Millisecond
+		},
+		agent: meshtest.AgentOptions{Provider: host},
 	})
 	never := newReceiver(t, 1<<30)
 	c := d.client("1.0", a2a.TransportProtocolJSONRPC)
@@ -215,7 +225,7 @@ func TestPush_PrivateTargetsRefusedAndGiveUpAnnounced(t *testing.T) {
 // CreateTaskPushNotificationConfigRequest (as the Go client sends it).
 func TestPush_03RESTTakesBothConfigBodies(t *testing.T) {
 	t.Parallel()
-	d := startEndpoint(t, endpointOptions{platform: meshtest.Options{AllowPrivateWebhooks: true}})
+	d := startEndpoint(t, endpointOptions{platform: func(c *platform.Config) { c.AllowPrivateWebhooks = true }})
 	res := d.rpc("1.0", "SendMessage", map[string]any{"message": map[string]any{"messageId": mesh.NewID(), "role": "ROLE_USER", "parts": []any{map[string]any{"text": "x"}}}}).json(t)
 	taskID := res["result"].(map[string]any)["task"].(map[string]any)["id"].(string)
 	path := "/a2a/" + d.agent.Agent.ID + "/v1/tasks/" + taskID + "/pushNotificationConfigs"

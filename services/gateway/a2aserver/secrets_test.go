@@ -29,7 +29,12 @@ import (
 // keep to use, so those are searched for everywhere else).
 func TestSecrets_A2ACredentialsNeverLeak(t *testing.T) {
 	t.Parallel()
-	d := startEndpoint(t, endpointOptions{platform: meshtest.Options{AllowPrivateWebhooks: true, WebhookRetryMin: 20 * time.Millisecond, WebhookRetryMax: 40 * time.Millisecond, WebhookRetryFor: 200 * time.Millisecond}})
+	d := startEndpoint(t, endpointOptions{platform: func(c *platform.Config) {
+		c.AllowPrivateWebhooks = true
+		c.WebhookRetryMin = 20 * time.Millisecond
+		c.WebhookRetryMax = 40 * time.Millisecond
+		c.WebhookRetryFor = 200 * time.Millisecond
+	}})
 	agentID := d.agent.Agent.ID
 	texts := map[string]string{}
 	revoked := d.newKeyFor(agentID, nil)

@@ -13,6 +13,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -299,7 +300,7 @@ func contains(list []string, s string) bool {
 // bounded wait, and the task runs once the runtime is back.
 func TestBlockingSend_OfflineAgentAnswersTheSubmittedTask(t *testing.T) {
 	t.Parallel()
-	d := startEndpoint(t, endpointOptions{platform: meshtest.Options{A2AOfflineWait: 500 * time.Millisecond}})
+	d := startEndpoint(t, endpointOptions{platform: func(c *platform.Config) { c.A2AOfflineWait = 500 * time.Millisecond }})
 	d.agent.Stop()
 	meshtest.Eventually(t, 10*time.Second, func() bool {
 		var l struct {
@@ -331,7 +332,7 @@ func TestBlockingSend_OfflineAgentAnswersTheSubmittedTask(t *testing.T) {
 func TestTasks_OutliveTheGateway(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	p := meshtest.StartPlatform(t, meshtest.Options{DataDir: dir})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.DataDir = dir })
 	var agent mesh.Agent
 	p.Do(http.MethodPost, "/agent-accounts", map[string]any{"name": "restarting"}, &agent)
 	keyA := keyOf(t, p, agent.ID)
@@ -360,7 +361,7 @@ func TestTasks_OutliveTheGateway(t *testing.T) {
 	b1 := send(keyB, "first of B")
 	p.Stop()
 
-	p2 := meshtest.StartPlatform(t, meshtest.Options{DataDir: dir})
+	p2 := meshtest.StartPlatform(t, func(c *platform.Config) { c.DataDir = dir })
 	online := &endpoint{t: t, p: p2, url: p2.APIBase + "/a2a/" + agent.ID, key: keyA}
 	online.agent = &meshtest.OnlineAgent{Agent: agent}
 	list := func(key string) []string {

@@ -24,7 +24,7 @@ type endpoint struct {
 
 func startEndpoint(t *testing.T) *endpoint {
 	t.Helper()
-	p := meshtest.StartPlatform(t, meshtest.Options{})
+	p := meshtest.StartPlatform(t)
 	host := meshtest.NewScripted("")
 	a := meshtest.StartOnlineAgent(t, p, meshtest.AgentOptions{Name: "Claude Code Agent", Provider: host})
 	var k meshapi.CreateA2AKeyResponse

@@ -8,6 +8,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -16,7 +17,7 @@ import (
 // answering the request's id when it could be read.
 func TestPartner_EnvelopeRules(t *testing.T) {
 	t.Parallel()
-	d := startEndpoint(t, meshtest.Options{})
+	d := startEndpoint(t, nil)
 	for _, c := range []struct {
 		name, body string
 		code       int
@@ -53,7 +54,7 @@ func TestPartner_EnvelopeRules(t *testing.T) {
 // platform has its meaning, and the transport variants.
 func TestPartner_ErrorCatalog(t *testing.T) {
 	t.Parallel()
-	d := startEndpoint(t, meshtest.Options{})
+	d := startEndpoint(t, nil)
 	agentID := d.agent.Agent.ID
 	rpc := func(key, method string, params map[string]any) (*meshtest.Response, rpcAnswer) {
 		t.Helper()
@@ -175,7 +176,7 @@ func TestPartner_ErrorCatalog(t *testing.T) {
 // requests to the partner routes (-32007, HTTP 429, Retry-After).
 func TestPartner_RateLimit(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, meshtest.Options{A2ARateLimitPerMinute: 2})
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.A2ARateLimitPerMinute = 2 })
 	body := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "agent.list"}
 	for i := 0; i < 2; i++ {
 		p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/a2a/message", JSON: body}).Expect(t, http.StatusOK)

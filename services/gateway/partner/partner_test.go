@@ -12,6 +12,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/a2atoken"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -26,7 +27,7 @@ type endpoint struct {
 	key   string
 }
 
-func startEndpoint(t *testing.T, o meshtest.Options) *endpoint {
+func startEndpoint(t *testing.T, o func(*platform.Config)) *endpoint {
 	t.Helper()
 	p := meshtest.StartPlatform(t, o)
 	host := meshtest.NewScripted("")
@@ -120,7 +121,10 @@ func checkTask(t *testing.T, task partnerapi.Task, want partnerapi.Task) {
 // platform with a real runtime, and checks the answers' shapes.
 func TestPartner_SeedExamples(t *testing.T) {
 	t.Parallel()
-	d := startEndpoint(t, meshtest.Options{A2ACardID: "storytailor-agent", A2ABaseURL: "https://storyintelligence.example"})
+	d := startEndpoint(t, func(c *platform.Config) {
+		c.A2ACardID = "storytailor-agent"
+		c.A2ABaseURL = "https://storyintelligence.example"
+	})
 	agentID := d.agent.Agent.ID
 
 	// 1) Discover capabilities (no credential: public agents only; with
