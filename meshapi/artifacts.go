@@ -21,7 +21,7 @@ const (
 	OpArtifactList        = "list"
 )
 
-// CommitInputRequest registers content a front endpoint already wrote to the
+// CommitInputRequest registers content a front end already wrote to the
 // artifact object store under Artifact.ID as a file given to AgentID in a
 // conversation's input (an A2A file part): no run owns it yet.
 type CommitInputRequest struct {

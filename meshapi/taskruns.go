@@ -10,7 +10,7 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
-// Task-run operations for people and front endpoints (service "taskqueue").
+// Task-run operations for people and front ends (service "taskqueue").
 const (
 	OpTaskCreate         = "create"
 	OpTaskGet            = "get"

@@ -1,4 +1,4 @@
-// Package gateway is the platform's HTTP front endpoint: the REST API for people
+// Package gateway is the platform's HTTP front end: the REST API for people
 // (agents, pairing codes, conversations, task runs, artifacts, events) and for
 // runtimes (seed 001's attach / heartbeat / pull / progress / complete / fail /
 // artifacts), and the web page people use (web/, signed in with sessions kept
@@ -96,7 +96,7 @@ func (c *Config) defaults() {
 	}
 }
 
-// Gateway is the HTTP front endpoint.
+// Gateway is the HTTP front end.
 type Gateway struct {
 	cfg    Config
 	log    zerolog.Logger
