@@ -43,6 +43,24 @@ func attachRuntimes(ctx context.Context, tg target, n int) ([]runtimeIdentity, e
 // dialRuntime connects a runtime over TCP NATS, as a2a-runtime does, and
 // announces it online.
 func dialRuntime(ctx context.Context, tg target, id runtimeIdentity) (runtimeengine.Transport, error) {
+	// A runtime paired in another region is known to this region's copies
+	// of the credentials and runtimes a gateway crossing later: until
+	// then its server refuses it, or its services do not know it yet.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		t, err := dialOnline(ctx, tg, id)
+		if err == nil || time.Now().After(deadline) {
+			return t, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func dialOnline(ctx context.Context, tg target, id runtimeIdentity) (runtimeengine.Transport, error) {
 	t, _, err := runtimeengine.DialNATS(ctx, runtimeengine.NATSConfig{
 		URL: tg.natsURL, Token: id.token, AgentID: id.agentID, RuntimeID: id.runtimeID, InboxPrefix: id.inbox, ClaimWait: 2 * time.Second,
 	})
