@@ -48,10 +48,14 @@ const (
 )
 
 // retries are when a follower reads again after a wake-up for an event it
-// could not read yet: the replica that answered had not stored it yet (a
-// core message may arrive first), or its publish failed and it never will
-// be stored. After the last one it stops looking.
-var retries = []time.Duration{10 * time.Millisecond, 40 * time.Millisecond, 160 * time.Millisecond, 640 * time.Millisecond, 1280 * time.Millisecond}
+// could not read yet: the replica that answered had not stored it yet (the
+// core message often arrives while the stream is storing it, so the first
+// retries come soon), or its publish failed and it never will be stored.
+// After the last one it stops looking.
+var retries = []time.Duration{
+	0, 0, 0, time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond, 10 * time.Millisecond,
+	40 * time.Millisecond, 160 * time.Millisecond, 640 * time.Millisecond, 1280 * time.Millisecond,
+}
 
 // Source is an event stream followers read.
 type Source struct {
