@@ -20,7 +20,8 @@ var ErrStopped = errors.New("follower stopped")
 type Follower struct {
 	src     *Source
 	filters []filter
-	wakeSub []*nats.Subscription
+	// listening counts the filters listening for wake-ups.
+	listening int
 	status  chan nats.Status
 	timer   *time.Timer
 	// wake has a value when a core message arrived since the last read.
@@ -85,13 +86,15 @@ func (s *Source) Follow(ctx context.Context, subjects []string, pos Position) (*
 	var err error
 	// Subscribed before the position is taken, so every event stored
 	// after it wakes the follower.
+	for _, subj := range subjects {
+		f.filters = append(f.filters, filter{subject: subj})
+	}
 	for i, subj := range subjects {
-		sub, err := s.nc.Subscribe(subj, f.onWake(i))
-		if err != nil {
+		if err := s.wakes.listen(subj, f, i); err != nil {
 			f.Stop()
-			return nil, fmt.Errorf("follow %s: %w", subj, err)
+			return nil, err
 		}
-		f.wakeSub = append(f.wakeSub, sub)
+		f.listening++
 	}
 	start := pos.after
 	if pos.now {
@@ -100,8 +103,8 @@ func (s *Source) Follow(ctx context.Context, subjects []string, pos Position) (*
 			return nil, fmt.Errorf("follow: %w", err)
 		}
 	}
-	for _, subj := range subjects {
-		f.filters = append(f.filters, filter{subject: subj, pos: start, since: pos.since})
+	for i := range f.filters {
+		f.filters[i].pos, f.filters[i].since = start, pos.since
 	}
 	f.status = s.nc.StatusChanged(nats.CONNECTED)
 	f.timer = time.NewTimer(s.cfg.Poll)
@@ -112,8 +115,8 @@ func (s *Source) Follow(ctx context.Context, subjects []string, pos Position) (*
 func (f *Follower) Stop() {
 	f.once.Do(func() {
 		close(f.done)
-		for _, sub := range f.wakeSub {
-			_ = sub.Unsubscribe()
+		for i := range f.listening {
+			f.src.wakes.unlisten(f.filters[i].subject, f, i)
 		}
 		if f.status != nil {
 			f.src.nc.RemoveStatusListener(f.status)
@@ -225,24 +228,21 @@ func (f *Follower) schedule() {
 	f.timer.Reset(f.src.cfg.Poll)
 }
 
-// onWake notes a core message on filter i's subject.
-func (f *Follower) onWake(i int) nats.MsgHandler {
-	return func(m *nats.Msg) {
-		id := m.Header.Get(hdrMsgID)
-		f.mu.Lock()
-		f.dirty[i] = true
-		if id == "" {
-			f.anon++
-			id = "\x00" + strconv.FormatUint(f.anon, 10)
-		}
-		if !f.recent.has(id) && len(f.pending) < maxPending {
-			f.pending[id] = i
-		}
-		f.mu.Unlock()
-		select {
-		case f.wake <- struct{}{}:
-		default:
-		}
+// woken notes a core message with message id id on filter i's subject.
+func (f *Follower) woken(i int, id string) {
+	f.mu.Lock()
+	f.dirty[i] = true
+	if id == "" {
+		f.anon++
+		id = "\x00" + strconv.FormatUint(f.anon, 10)
+	}
+	if !f.recent.has(id) && len(f.pending) < maxPending {
+		f.pending[id] = i
+	}
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
 	}
 }
 

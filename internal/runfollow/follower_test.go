@@ -286,9 +286,10 @@ func TestFollow_ALostWakeUpIsCaughtByThePoll(t *testing.T) {
 	f := s.follow(RunSubjects(agent, run, false), Now())
 	nothingMore(t, f, 50*time.Millisecond)
 	// The core subscription gone, nothing wakes the follower.
-	for _, sub := range f.wakeSub {
-		_ = sub.Unsubscribe()
+	for i, flt := range f.filters {
+		s.src.wakes.unlisten(flt.subject, f, i)
 	}
+	f.listening = 0
 	s.run(agent, run, 1)
 	if revs := revisions(t, next(t, f, 1)); revs[0] != 1 {
 		t.Fatalf("revision %d, want 1", revs[0])
@@ -332,5 +333,29 @@ func TestFollow_MissingStreamIsAnError(t *testing.T) {
 	defer cancel()
 	if _, err := s.src.Follow(ctx, []string{"mesh.evt.>"}, Now()); err == nil {
 		t.Fatal("Follow of a missing stream succeeded")
+	}
+}
+
+// TestFollow_FollowersOfOneSubjectShareItsSubscription: a hundred streams of
+// every event take one copy of each event from the server, and one follower
+// stopping leaves the others woken.
+func TestFollow_FollowersOfOneSubjectShareItsSubscription(t *testing.T) {
+	s := newStream(t, Config{})
+	agent, run := mesh.NewID(), mesh.NewID()
+	s.follow([]string{"mesh.evt.>"}, Now()).Stop() // the answers' subscription
+	before := s.conn.NC.NumSubscriptions()
+	first := s.follow(RunSubjects(agent, run, false), Now())
+	second := s.follow(RunSubjects(agent, run, false), Now())
+	if n := s.conn.NC.NumSubscriptions() - before; n != 1 {
+		t.Fatalf("two followers of one subject hold %d subscriptions, want 1", n)
+	}
+	first.Stop()
+	s.run(agent, run, 1)
+	if revs := revisions(t, next(t, second, 1)); revs[0] != 1 {
+		t.Fatalf("revision %d, want 1", revs[0])
+	}
+	second.Stop()
+	if n := s.conn.NC.NumSubscriptions(); n != before {
+		t.Fatalf("%d subscriptions after both stopped, %d before", n, before)
 	}
 }

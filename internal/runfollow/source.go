@@ -64,6 +64,8 @@ type Source struct {
 	directGet string
 	// reads counts the direct gets made, for tests and benchmarks.
 	reads atomic.Uint64
+	// wakes are the followers' core subscriptions.
+	wakes wakes
 
 	// The answers to every follower's reads come to one subscription.
 	muxOnce sync.Once
@@ -85,7 +87,7 @@ func NewSource(conn *bus.Conn, cfg Config) *Source {
 	if cfg.ReadTimeout <= 0 {
 		cfg.ReadTimeout = defaultReadTimeout
 	}
-	return &Source{nc: conn.NC, cfg: cfg, directGet: bus.APIPrefix(conn.JS) + "DIRECT.GET." + cfg.Stream}
+	return &Source{nc: conn.NC, cfg: cfg, directGet: bus.APIPrefix(conn.JS) + "DIRECT.GET." + cfg.Stream, wakes: wakes{nc: conn.NC}}
 }
 
 // Stream is the name of the stream s reads.
