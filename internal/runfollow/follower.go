@@ -22,8 +22,8 @@ type Follower struct {
 	filters []filter
 	// listening counts the filters listening for wake-ups.
 	listening int
-	status  chan nats.Status
-	timer   *time.Timer
+	status    chan nats.Status
+	timer     *time.Timer
 	// wake has a value when a core message arrived since the last read.
 	wake chan struct{}
 	done chan struct{}
