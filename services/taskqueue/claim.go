@@ -161,9 +161,25 @@ func (s *Service) pull(ctx context.Context, agentID, runtimeID string, wait time
 			}
 		}
 		if !got && (remaining < minFetchWait || ctx.Err() != nil) {
+			if ctx.Err() == nil && time.Since(deadline) < pendingSettle && hasPending(ctx, cons) {
+				// Stored but not yet offered to the consumer (a loaded
+				// server tells it a moment after the publish's ack): a
+				// run whose creation was answered is handed out.
+				continue
+			}
 			return nil, nil
 		}
 	}
+}
+
+// pendingSettle bounds how long a pull that found nothing keeps fetching
+// while the consumer counts messages not yet offered to it.
+const pendingSettle = 2 * time.Second
+
+// hasPending reports whether the consumer holds messages not yet delivered.
+func hasPending(ctx context.Context, cons jetstream.Consumer) bool {
+	info, err := cons.Info(ctx)
+	return err == nil && info.NumPending > 0
 }
 
 // claimMessage claims the run of a fetched queue message and settles the
