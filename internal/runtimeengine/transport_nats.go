@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"slices"
@@ -137,8 +138,9 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 
 // returnHome reconnects, while the connection is in another region than
 // the home region, once a home server takes connections again. A
-// reconnection tries the servers in the order given after the one it
-// leaves, so with more than two regions it may take a check or two more.
+// reconnection takes the next server of the connection's list, which may
+// be another region's, so it reconnects again, at most once per server
+// known, until it lands in the home region.
 func (t *natsTransport) returnHome() {
 	tick := time.NewTicker(t.cfg.HomeCheck)
 	defer tick.Stop()
@@ -154,14 +156,42 @@ func (t *natsTransport) returnHome() {
 		}
 		t.cfg.Logger.Info().Str("home_region", t.cfg.HomeRegion).Str("url", nc.ConnectedUrlRedacted()).
 			Msg("the home region's servers take connections again; reconnecting to them")
-		if err := nc.ForceReconnect(); err != nil {
-			t.cfg.Logger.Warn().Err(err).Msg("reconnect to the home region")
+		for range len(nc.Servers()) {
+			if !t.reconnect() || t.Connection().Region == t.cfg.HomeRegion {
+				break
+			}
+		}
+	}
+}
+
+// reconnect makes the connection reconnect and waits until it has, for up
+// to ten seconds; false when it did not (or the transport is closing).
+func (t *natsTransport) reconnect() bool {
+	nc := t.conn.NC
+	before := nc.Stats().Reconnects
+	if err := nc.ForceReconnect(); err != nil {
+		t.cfg.Logger.Warn().Err(err).Msg("reconnect to the home region")
+		return false
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		if nc.IsConnected() && nc.Stats().Reconnects > before {
+			return true
+		}
+		select {
+		case <-t.stop:
+			return false
+		case <-deadline:
+			return false
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
 // anyReachable reports whether one of the comma-separated URLs' servers
-// takes a TCP connection.
+// answers: a NATS server greets a new connection with its INFO at once (a
+// WebSocket server only after an upgrade, so for ws:// a TCP connection
+// is taken as an answer).
 func anyReachable(urls string) bool {
 	for _, raw := range strings.Split(urls, ",") {
 		u, err := url.Parse(strings.TrimSpace(raw))
@@ -176,8 +206,18 @@ func anyReachable(urls string) bool {
 			}
 		}
 		c, err := net.DialTimeout("tcp", net.JoinHostPort(u.Hostname(), port), 2*time.Second)
-		if err == nil {
-			_ = c.Close()
+		if err != nil {
+			continue
+		}
+		ok := u.Scheme == "ws" || u.Scheme == "wss"
+		if !ok {
+			_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			greeting := make([]byte, 4)
+			_, err := io.ReadFull(c, greeting)
+			ok = err == nil && string(greeting) == "INFO"
+		}
+		_ = c.Close()
+		if ok {
 			return true
 		}
 	}
