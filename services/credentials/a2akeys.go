@@ -141,11 +141,17 @@ func (s *Service) handleA2AKeyAuthenticate(ctx context.Context, req *bus.Request
 	}
 	refused := mesh.Errorf(mesh.CodeUnauthorized, "invalid or revoked API key")
 	ref, _, err := s.a2aKeys.Get(ctx, a2aKeyHashKey(in.KeyHash))
-	if err != nil || !mesh.ValidID(ref.AgentID) || !mesh.ValidID(ref.KeyID) {
+	if err != nil {
+		return nil, unlessUnreadable(err, refused)
+	}
+	if !mesh.ValidID(ref.AgentID) || !mesh.ValidID(ref.KeyID) {
 		return nil, refused
 	}
 	rec, _, err := s.a2aKeys.Get(ctx, a2aKeyKey(ref.AgentID, ref.KeyID))
-	if err != nil || !secret.Equal(rec.KeyHash, in.KeyHash) {
+	if err != nil {
+		return nil, unlessUnreadable(err, refused)
+	}
+	if !secret.Equal(rec.KeyHash, in.KeyHash) {
 		return nil, refused
 	}
 	return rec.A2AKey, nil

@@ -191,13 +191,17 @@ func (s *Service) createEventConsumer(ctx context.Context, rec *consumerRecord) 
 // authenticateConsumer resolves a consumer credential to its record.
 func (s *Service) authenticateConsumer(ctx context.Context, token string) (*consumerRecord, error) {
 	hash := secret.Hash(token)
+	refused := mesh.Errorf(mesh.CodeUnauthorized, "invalid or revoked consumer credential")
 	ref, _, err := s.consumers.Get(ctx, consumerHashKey(hash))
 	if err != nil {
-		return nil, mesh.Errorf(mesh.CodeUnauthorized, "invalid or revoked consumer credential")
+		return nil, unlessUnreadable(err, refused)
 	}
 	rec, _, err := s.consumers.Get(ctx, consumerKey(ref.ID))
-	if err != nil || !secret.Equal(rec.TokenHash, hash) {
-		return nil, mesh.Errorf(mesh.CodeUnauthorized, "invalid or revoked consumer credential")
+	if err != nil {
+		return nil, unlessUnreadable(err, refused)
+	}
+	if !secret.Equal(rec.TokenHash, hash) {
+		return nil, refused
 	}
 	return rec, nil
 }

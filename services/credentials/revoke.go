@@ -90,16 +90,29 @@ func (s *Service) authenticate(ctx context.Context, tokenHash string) (*meshapi.
 	if len(tokenHash) != 64 {
 		return nil, mesh.Errorf(mesh.CodeUnauthorized, "invalid runtime token")
 	}
+	refused := mesh.Errorf(mesh.CodeUnauthorized, "invalid or revoked runtime token; pair the same agent again with a new pairing code")
 	cred, _, err := s.creds.Get(ctx, tokenHash)
-	if errors.Is(err, mesh.ErrNotFound) {
-		return nil, mesh.Errorf(mesh.CodeUnauthorized, "invalid or revoked runtime token; pair the same agent again with a new pairing code")
-	}
 	if err != nil {
-		return nil, err
+		return nil, unlessUnreadable(err, refused)
 	}
 	rec, _, err := s.runtimes.Get(ctx, cred.RuntimeID)
-	if err != nil || rec.State != mesh.RuntimeActive || rec.TokenHash != tokenHash {
-		return nil, mesh.Errorf(mesh.CodeUnauthorized, "invalid or revoked runtime token; pair the same agent again with a new pairing code")
+	if err != nil {
+		return nil, unlessUnreadable(err, refused)
+	}
+	if rec.State != mesh.RuntimeActive || rec.TokenHash != tokenHash {
+		return nil, refused
 	}
 	return &meshapi.Identity{AgentID: rec.AgentID, RuntimeID: rec.ID}, nil
+}
+
+// unlessUnreadable answers a failed credential lookup: refused when the
+// record does not exist, the read's own error otherwise. A caller told its
+// credential is refused stops for good (a runtime exits and asks to be
+// paired again), so a record that cannot be read at the moment (a node
+// lost, a region cut off) must be an error it retries.
+func unlessUnreadable(err, refused error) error {
+	if errors.Is(err, mesh.ErrNotFound) {
+		return refused
+	}
+	return err
 }
