@@ -68,8 +68,8 @@ func TestCluster_AllServicesStartedAtOnceOnAFreshCluster(t *testing.T) {
 		}
 	}
 	for _, c := range copies {
-		if c.exited() {
-			t.Fatalf("%s exited", c.name)
+		if c.Exited() {
+			t.Fatalf("%s exited", c.Name)
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -43,26 +42,6 @@ type node struct {
 // URL is the node's client URL.
 func (n *node) URL() string { return "nats://" + n.client }
 
-// program is a process the test started (a service copy, a runtime, the
-// adapter); it is killed when the test ends.
-type program struct {
-	name string
-	cmd  *exec.Cmd
-	logs meshtest.Logs
-	done chan struct{}
-	// health is a service copy's metrics address (/healthz, /readyz).
-	health string
-}
-
-func (p *program) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // deployment is the platform as an operator runs it on one host: three
 // nats-server nodes with the shipped cluster configuration, and each service
 // as `a2a-platform serve <service> --replicas 3` processes, two copies of
@@ -73,9 +52,8 @@ type deployment struct {
 	password string
 	owner    string
 	nodes    []*node
+	procs    *meshtest.Procs
 	mu       sync.Mutex
-	programs []*program
-	secrets  []string
 	// focus holds the ids of runs that went wrong: on failure, every line
 	// of every program that names one is shown.
 	focus []string
@@ -88,7 +66,7 @@ type deployment struct {
 // each accepts client connections: JetStream may not have a quorum yet.
 func startNodes(t *testing.T) *deployment {
 	t.Helper()
-	d := &deployment{t: t, dir: t.TempDir()}
+	d := &deployment{t: t, dir: t.TempDir(), procs: meshtest.NewProcs(t)}
 	d.dumpOnFailure()
 	issuer, err := nkeys.CreateAccount()
 	if err != nil {
@@ -98,7 +76,7 @@ func startNodes(t *testing.T) *deployment {
 	issuerSeed, _ := issuer.Seed()
 	d.password = secret.NewToken("pw_")
 	d.owner = secret.NewToken(secret.PrefixOwner)
-	d.secrets = []string{d.password, d.owner, string(issuerSeed)}
+	d.procs.Secret(d.password, d.owner, string(issuerSeed))
 	for name, content := range map[string]string{"issuer.nk": string(issuerSeed), "owner.token": d.owner + "\n"} {
 		if err := os.WriteFile(filepath.Join(d.dir, name), []byte(content), 0o600); err != nil {
 			t.Fatal(err)
@@ -143,32 +121,18 @@ func (d *deployment) urls() string {
 	return strings.Join(us, ",")
 }
 
-// start runs bin with args and extra environment.
-func (d *deployment) start(name string, env []string, bin string, args ...string) *program {
-	d.t.Helper()
-	p := &program{name: name, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = &p.logs, &p.logs
-	if err := p.cmd.Start(); err != nil {
-		d.t.Fatalf("start %s: %v", name, err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	d.mu.Lock()
-	d.programs = append(d.programs, p)
-	d.mu.Unlock()
-	d.t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	})
-	return p
+// serviceCopy is one `serve` process of a service.
+type serviceCopy struct {
+	*meshtest.Proc
+	// health is its metrics address (/healthz, /readyz).
+	health string
 }
 
 // startServices starts two copies of every service at once, copy k of the
 // i-th service connected to node (i+k) mod 3, and returns the copies.
-func (d *deployment) startServices() []*program {
+func (d *deployment) startServices() []serviceCopy {
 	d.t.Helper()
-	var copies []*program
+	var copies []serviceCopy
 	for i, svc := range platform.Services {
 		for k := range 2 {
 			n := d.nodes[(i+k)%len(d.nodes)]
@@ -185,9 +149,8 @@ func (d *deployment) startServices() []*program {
 				args = append(args, "--owner-token-file", filepath.Join(d.dir, "owner.token"), "--http", addr)
 				d.gateways = append(d.gateways, "http://"+addr)
 			}
-			p := d.start(fmt.Sprintf("%s#%d on %s", svc, k+1, n.name), []string{"A2A_MESH_NATS_PASSWORD=" + d.password}, bins.Platform, args...)
-			p.health = health
-			copies = append(copies, p)
+			p := d.procs.Start(fmt.Sprintf("%s#%d on %s", svc, k+1, n.name), []string{"A2A_MESH_NATS_PASSWORD=" + d.password}, bins.Platform, args...)
+			copies = append(copies, serviceCopy{Proc: p, health: health})
 		}
 	}
 	d.p = meshtest.Remote(d.t, d.gateways[0], d.owner)
@@ -195,12 +158,12 @@ func (d *deployment) startServices() []*program {
 }
 
 // waitReady waits until every copy answers /readyz with 200.
-func (d *deployment) waitReady(copies []*program, timeout time.Duration) {
+func (d *deployment) waitReady(copies []serviceCopy, timeout time.Duration) {
 	d.t.Helper()
 	for _, c := range copies {
 		meshtest.Eventually(d.t, timeout, func() bool {
-			if c.exited() {
-				d.t.Fatalf("%s exited: %s\n%s", c.name, c.cmd.ProcessState, d.mask(c.logs.String()))
+			if c.Exited() {
+				d.t.Fatalf("%s exited: %s\n%s", c.Name, c.Cmd.ProcessState, d.procs.Mask(c.Logs.String()))
 			}
 			resp, err := http.Get("http://" + c.health + "/readyz")
 			if err != nil {
@@ -208,7 +171,7 @@ func (d *deployment) waitReady(copies []*program, timeout time.Duration) {
 			}
 			resp.Body.Close()
 			return resp.StatusCode == http.StatusOK
-		}, func() string { return c.name + " never became ready:\n" + d.mask(c.logs.String()) })
+		}, func() string { return c.Name + " never became ready:\n" + d.procs.Mask(c.Logs.String()) })
 	}
 }
 
@@ -217,24 +180,6 @@ func up(t *testing.T) *deployment {
 	d := startNodes(t)
 	d.waitReady(d.startServices(), 90*time.Second)
 	return d
-}
-
-// mask hides the test's credentials in text shown on failure.
-func (d *deployment) mask(text string) string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, s := range d.secrets {
-		if s != "" {
-			text = strings.ReplaceAll(text, s, "[credential]")
-		}
-	}
-	return text
-}
-
-func (d *deployment) secret(s string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.secrets = append(d.secrets, s)
 }
 
 // dumpOnFailure shows the end of every node's and program's output when
@@ -248,14 +193,14 @@ func (d *deployment) dumpOnFailure() {
 			if n.proc == nil {
 				continue
 			}
-			d.t.Logf("---- nats-server %s ----\n%s", n.name, tail(d.mask(n.proc.Logs()), 6000))
+			d.t.Logf("---- nats-server %s ----\n%s", n.name, meshtest.Tail(d.procs.Mask(n.proc.Logs()), 6000))
 		}
+		programs := d.procs.All()
 		d.mu.Lock()
-		programs := append([]*program(nil), d.programs...)
 		focus := append([]string(nil), d.focus...)
 		d.mu.Unlock()
 		for _, p := range programs {
-			out := d.mask(p.logs.String())
+			out := d.procs.Mask(p.Logs.String())
 			var errs, warns, about []string
 			for _, line := range strings.Split(out, "\n") {
 				switch {
@@ -272,17 +217,10 @@ func (d *deployment) dumpOnFailure() {
 				}
 			}
 			d.t.Logf("---- %s: %d error lines ----\n%s\n---- its warnings (%d) ----\n%s\n---- its lines about the runs that went wrong ----\n%s\n---- its last output ----\n%s",
-				p.name, len(errs), tail(strings.Join(errs, "\n"), 4000), len(warns), tail(strings.Join(warns, "\n"), 3000),
-				tail(strings.Join(about, "\n"), 6000), tail(out, 3000))
+				p.Name, len(errs), meshtest.Tail(strings.Join(errs, "\n"), 4000), len(warns), meshtest.Tail(strings.Join(warns, "\n"), 3000),
+				meshtest.Tail(strings.Join(about, "\n"), 6000), meshtest.Tail(out, 3000))
 		}
 	})
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
 
 // metaLeader is the index of the node leading the JetStream meta group, as
@@ -342,7 +280,7 @@ func (d *deployment) connect() *bus.Conn {
 // agent is an agent whose a2a-runtime runs on a machine of its own.
 type agent struct {
 	id, runtimeID string
-	rt            *program
+	rt            *meshtest.Proc
 }
 
 // startAdapter runs a2a-adapter with the command provider and the script
@@ -351,23 +289,7 @@ type agent struct {
 // outcome of its own.
 func (d *deployment) startAdapter(body string) string {
 	d.t.Helper()
-	path := filepath.Join(d.t.TempDir(), "agent.sh")
-	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
-		d.t.Fatal(err)
-	}
-	p := d.start("adapter", []string{"HOME=" + d.t.TempDir()}, bins.Adapter, "--provider", "command",
-		"--listen", "127.0.0.1:0", "--workdir", filepath.Join(d.t.TempDir(), "work"), "--log-level", "warn",
-		"--queue-size", fmt.Sprint(runtimeConcurrency), "--", path)
-	re := regexp.MustCompile(`listening on (http://\S+)`)
-	var m []string
-	meshtest.Eventually(d.t, 20*time.Second, func() bool {
-		m = re.FindStringSubmatch(p.logs.String())
-		return m != nil || p.exited()
-	}, func() string { return "the adapter never listened:\n" + p.logs.String() })
-	if m == nil {
-		d.t.Fatalf("the adapter exited:\n%s", p.logs.String())
-	}
-	return m[1] + "/run-task"
+	return d.procs.StartAdapter(bins.Adapter, body, runtimeConcurrency)
 }
 
 // connectAgent creates an agent, pairs a new machine with it through the
@@ -379,12 +301,12 @@ func (d *deployment) connectAgent(name, endpoint, natsURL string) *agent {
 	a := d.p.CreateAgent(name)
 	home := t.TempDir()
 	code := d.p.PairingCode(a.ID)
-	d.secret(code)
+	d.procs.Secret(code)
 	env := []string{"HOME=" + home}
 	pair := exec.Command(bins.Runtime, "pair", code, "--api-base", d.gateways[0], "--local-agent-endpoint", endpoint)
 	pair.Env = append(os.Environ(), env...)
 	if out, err := pair.CombinedOutput(); err != nil {
-		t.Fatalf("a2a-runtime pair: %v\n%s", err, d.mask(string(out)))
+		t.Fatalf("a2a-runtime pair: %v\n%s", err, d.procs.Mask(string(out)))
 	}
 	var f struct {
 		Profiles map[string]struct {
@@ -398,9 +320,9 @@ func (d *deployment) connectAgent(name, endpoint, natsURL string) *agent {
 	ag := &agent{id: a.ID}
 	for _, p := range f.Profiles {
 		ag.runtimeID = p.RuntimeID
-		d.secret(p.RuntimeToken)
+		d.procs.Secret(p.RuntimeToken)
 	}
-	ag.rt = d.start("a2a-runtime of "+name, env, bins.Runtime, "start", "--transport", "nats", "--nats-url", natsURL,
+	ag.rt = d.procs.Start("a2a-runtime of "+name, env, bins.Runtime, "start", "--transport", "nats", "--nats-url", natsURL,
 		"--concurrency", fmt.Sprint(runtimeConcurrency), "--log-level", "info")
 	var v mesh.RuntimeView
 	meshtest.Eventually(t, 30*time.Second, func() bool {
@@ -411,7 +333,7 @@ func (d *deployment) connectAgent(name, endpoint, natsURL string) *agent {
 		}
 		return false
 	}, func() string {
-		return fmt.Sprintf("runtime of %s is %q, not online:\n%s", name, v.Status, d.mask(ag.rt.logs.String()))
+		return fmt.Sprintf("runtime of %s is %q, not online:\n%s", name, v.Status, d.procs.Mask(ag.rt.Logs.String()))
 	})
 	return ag
 }

@@ -7,9 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,23 +33,6 @@ const agentScript = `read -r text
 echo "done: $text"
 `
 
-// program is a process the test started; it is killed when the test ends.
-type program struct {
-	name string
-	cmd  *exec.Cmd
-	logs meshtest.Logs
-	done chan struct{}
-}
-
-func (p *program) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // region is one region of the deployment: its NATS cluster, every service
 // as `a2a-platform serve` processes, and the address its runtimes are told
 // (a proxy in front of its servers, which the test can make unreachable).
@@ -71,9 +52,7 @@ type deployment struct {
 	dir     string
 	owner   string
 	regions map[string]*region
-	mu      sync.Mutex
-	secrets []string
-	progs   []*program
+	procs   *meshtest.Procs
 }
 
 // startRegions starts a supercluster of one-server regions and every service
@@ -85,8 +64,8 @@ func startRegions(t *testing.T, names ...string) *deployment {
 		rs = append(rs, clustertest.Region{Name: n})
 	}
 	d := &deployment{t: t, sc: clustertest.StartSupercluster(t, clustertest.SuperclusterOptions{Regions: rs}),
-		dir: t.TempDir(), owner: secret.NewToken(secret.PrefixOwner), regions: map[string]*region{}}
-	d.secrets = []string{d.owner, d.sc.Password(), d.sc.IssuerSeed()}
+		dir: t.TempDir(), owner: secret.NewToken(secret.PrefixOwner), regions: map[string]*region{}, procs: meshtest.NewProcs(t)}
+	d.procs.Secret(d.owner, d.sc.Password(), d.sc.IssuerSeed())
 	d.dumpOnFailure()
 	for name, content := range map[string]string{"issuer.nk": d.sc.IssuerSeed(), "owner.token": d.owner + "\n"} {
 		if err := os.WriteFile(filepath.Join(d.dir, name), []byte(content), 0o600); err != nil {
@@ -127,49 +106,10 @@ func (d *deployment) startServices(name string) *region {
 			args = append(args, "--owner-token-file", filepath.Join(d.dir, "owner.token"), "--http", addr)
 			r.api = "http://" + addr
 		}
-		d.start(svc+" in "+name, []string{"A2A_MESH_NATS_PASSWORD=" + d.sc.Password()}, bins.Platform, args...)
+		d.procs.Start(svc+" in "+name, []string{"A2A_MESH_NATS_PASSWORD=" + d.sc.Password()}, bins.Platform, args...)
 	}
 	r.p = meshtest.Remote(t, r.api, d.owner)
 	return r
-}
-
-// start runs bin with args and extra environment.
-func (d *deployment) start(name string, env []string, bin string, args ...string) *program {
-	d.t.Helper()
-	p := &program{name: name, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = &p.logs, &p.logs
-	if err := p.cmd.Start(); err != nil {
-		d.t.Fatalf("start %s: %v", name, err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	d.mu.Lock()
-	d.progs = append(d.progs, p)
-	d.mu.Unlock()
-	d.t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	})
-	return p
-}
-
-func (d *deployment) secret(s string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.secrets = append(d.secrets, s)
-}
-
-// mask hides the test's credentials in text shown on failure.
-func (d *deployment) mask(text string) string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, s := range d.secrets {
-		if s != "" {
-			text = strings.ReplaceAll(text, s, "[credential]")
-		}
-	}
-	return text
 }
 
 // dumpOnFailure shows the end of every program's output when the test fails.
@@ -178,42 +118,17 @@ func (d *deployment) dumpOnFailure() {
 		if !d.t.Failed() {
 			return
 		}
-		d.mu.Lock()
-		progs := append([]*program(nil), d.progs...)
-		d.mu.Unlock()
-		for _, p := range progs {
-			d.t.Logf("---- %s ----\n%s", p.name, tail(d.mask(p.logs.String()), 3000))
+		for _, p := range d.procs.All() {
+			d.t.Logf("---- %s ----\n%s", p.Name, meshtest.Tail(d.procs.Mask(p.Logs.String()), 3000))
 		}
 	})
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
 
 // startAdapter runs a2a-adapter with the command provider and agentScript,
 // and returns its run-task URL.
 func (d *deployment) startAdapter() string {
 	d.t.Helper()
-	path := filepath.Join(d.t.TempDir(), "agent.sh")
-	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+agentScript), 0o755); err != nil {
-		d.t.Fatal(err)
-	}
-	p := d.start("adapter", []string{"HOME=" + d.t.TempDir()}, bins.Adapter, "--provider", "command",
-		"--listen", "127.0.0.1:0", "--workdir", filepath.Join(d.t.TempDir(), "work"), "--log-level", "warn", "--", path)
-	re := regexp.MustCompile(`listening on (http://\S+)`)
-	var m []string
-	meshtest.Eventually(d.t, 20*time.Second, func() bool {
-		m = re.FindStringSubmatch(p.logs.String())
-		return m != nil || p.exited()
-	}, func() string { return "the adapter never listened:\n" + p.logs.String() })
-	if m == nil {
-		d.t.Fatalf("the adapter exited:\n%s", p.logs.String())
-	}
-	return m[1] + "/run-task"
+	return d.procs.StartAdapter(bins.Adapter, agentScript, 0)
 }
 
 // machine is a runtime's machine: its home folder holds the profile.
@@ -244,13 +159,13 @@ func (d *deployment) pair(agent mesh.Agent, via, endpoint string) *machine {
 	t.Helper()
 	m := &machine{d: d, home: t.TempDir(), agentID: agent.ID}
 	code := d.regions[via].p.PairingCode(agent.ID)
-	d.secret(code)
+	d.procs.Secret(code)
 	out, err := m.command("pair", code, "--api-base", d.regions[via].api, "--local-agent-endpoint", endpoint).CombinedOutput()
 	if err != nil {
-		t.Fatalf("a2a-runtime pair: %v\n%s", err, d.mask(string(out)))
+		t.Fatalf("a2a-runtime pair: %v\n%s", err, d.procs.Mask(string(out)))
 	}
 	m.profile = m.readProfile()
-	d.secret(m.profile.RuntimeToken)
+	d.procs.Secret(m.profile.RuntimeToken)
 	return m
 }
 
@@ -276,8 +191,8 @@ func (m *machine) readProfile() profile.Profile {
 }
 
 // start runs `a2a-runtime start` with args on the machine.
-func (m *machine) start(args ...string) *program {
-	return m.d.start("a2a-runtime of "+m.agentID, []string{"HOME=" + m.home}, bins.Runtime,
+func (m *machine) start(args ...string) *meshtest.Proc {
+	return m.d.procs.Start("a2a-runtime of "+m.agentID, []string{"HOME=" + m.home}, bins.Runtime,
 		append([]string{"start", "--log-level", "info"}, args...)...)
 }
 
@@ -312,17 +227,17 @@ type statusJSON struct {
 
 // waitConnected waits until the machine's status says it is connected over
 // transport in region.
-func (m *machine) waitConnected(rt *program, transport, region string) statusJSON {
+func (m *machine) waitConnected(rt *meshtest.Proc, transport, region string) statusJSON {
 	m.d.t.Helper()
 	var s statusJSON
 	meshtest.Eventually(m.d.t, 60*time.Second, func() bool {
-		if rt.exited() {
-			m.d.t.Fatalf("the runtime exited:\n%s", m.d.mask(rt.logs.String()))
+		if rt.Exited() {
+			m.d.t.Fatalf("the runtime exited:\n%s", m.d.procs.Mask(rt.Logs.String()))
 		}
 		s = m.status()
 		return s.Connection != nil && s.Connection.Transport == transport && s.Connection.Region == region
 	}, func() string {
-		return fmt.Sprintf("status never said %s in region %q: %+v\n%s", transport, region, s.Connection, m.d.mask(rt.logs.String()))
+		return fmt.Sprintf("status never said %s in region %q: %+v\n%s", transport, region, s.Connection, m.d.procs.Mask(rt.Logs.String()))
 	})
 	return s
 }

@@ -65,8 +65,8 @@ func runtimeFollowsItsRegion(t *testing.T, d *deployment, endpoint string) {
 	// every 30 s).
 	d.regions["west"].front.Unblock()
 	m.waitConnected(rt, "nats", "west")
-	if meshtest.LogLine(rt.logs.String(), "the home region's servers take connections again; reconnecting to them") == nil {
-		t.Fatalf("the runtime did not say why it reconnected:\n%s", d.mask(rt.logs.String()))
+	if meshtest.LogLine(rt.Logs.String(), "the home region's servers take connections again; reconnecting to them") == nil {
+		t.Fatalf("the runtime did not say why it reconnected:\n%s", d.procs.Mask(rt.Logs.String()))
 	}
 	m.completes("west", "back home")
 }
@@ -111,7 +111,7 @@ func runtimeBehindALeaf(t *testing.T, d *deployment, endpoint string, extra ...s
 		s := m.status()
 		return s.Connection != nil && s.Connection.Transport == "nats" && s.Connection.Server == site
 	}, func() string {
-		return "the runtime never connected through the leaf:\n" + d.mask(rt.logs.String()+leaf.Logs())
+		return "the runtime never connected through the leaf:\n" + d.procs.Mask(rt.Logs.String()+leaf.Logs())
 	})
 	if text := m.statusText(); !strings.Contains(text, "region none (a server of cluster a2a-mesh-site, not one of the platform's regions") {
 		t.Fatalf("status does not say the runtime is connected to a server outside the regions:\n%s", text)
@@ -133,11 +133,11 @@ func leafWithoutThePlatform(t *testing.T, d *deployment, endpoint string) {
 
 	out, err := m.command("start", "--transport", "nats", "--nats-url", site).CombinedOutput()
 	if err == nil {
-		t.Fatalf("a2a-runtime start over a leaf without the platform did not stop:\n%s", d.mask(string(out)))
+		t.Fatalf("a2a-runtime start over a leaf without the platform did not stop:\n%s", d.procs.Mask(string(out)))
 	}
 	const cause = "took the connection, but nothing answers the runtime's hello there; if it is a site's leaf node, its connection to the platform is down or was refused"
 	if !strings.Contains(string(out), cause) || !strings.Contains(string(out), site) {
-		t.Fatalf("a2a-runtime start does not name the leaf as the cause:\n%s", d.mask(string(out)))
+		t.Fatalf("a2a-runtime start does not name the leaf as the cause:\n%s", d.procs.Mask(string(out)))
 	}
 
 	rt := m.start("--nats-url", site)
@@ -145,12 +145,12 @@ func leafWithoutThePlatform(t *testing.T, d *deployment, endpoint string) {
 	if !strings.Contains(s.Connection.NATSError, cause) {
 		t.Fatalf("status does not say why NATS is not used: %+v", s.Connection)
 	}
-	line := meshtest.LogLine(rt.logs.String(), "the platform does not answer through its NATS server; working over HTTP until this runtime is restarted")
+	line := meshtest.LogLine(rt.Logs.String(), "the platform does not answer through its NATS server; working over HTTP until this runtime is restarted")
 	if line == nil || line["level"] != "error" || !strings.Contains(fmt.Sprint(line["error"]), cause) {
-		t.Fatalf("no error line names the cause:\n%s", d.mask(rt.logs.String()))
+		t.Fatalf("no error line names the cause:\n%s", d.procs.Mask(rt.Logs.String()))
 	}
-	if strings.Contains(rt.logs.String(), "bind queue consumer: nats: no responders available for request") {
-		t.Fatalf("the runtime still logs the bare no-responders error:\n%s", d.mask(rt.logs.String()))
+	if strings.Contains(rt.Logs.String(), "bind queue consumer: nats: no responders available for request") {
+		t.Fatalf("the runtime still logs the bare no-responders error:\n%s", d.procs.Mask(rt.Logs.String()))
 	}
 	m.completes("west", "over HTTP")
 	if !strings.Contains(m.statusText(), "NATS not used: "+runtimeengine.ErrNoPlatform.Error()) {
