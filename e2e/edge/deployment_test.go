@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/clustertest"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
@@ -75,17 +74,11 @@ func startRegions(t *testing.T, names ...string) *deployment {
 	for _, n := range names {
 		d.regions[n] = d.startServices(n)
 	}
-	var services []string
-	for _, svc := range platform.Services {
-		if svc != bus.ServiceGateway {
-			services = append(services, svc)
-		}
-	}
 	for _, n := range names {
 		meshtest.WaitReady(t, d.regions[n].api, 120*time.Second, &meshtest.Logs{})
 		// A gateway is ready before the services behind it answer.
 		nc, _ := d.sc.Connect(n, 0)
-		meshtest.WaitServices(t, nc, 120*time.Second, &meshtest.Logs{}, services...)
+		meshtest.WaitServices(t, nc, 120*time.Second, &meshtest.Logs{}, platform.BusServices...)
 	}
 	return d
 }

@@ -87,7 +87,7 @@ func startDeployment(t *testing.T) *deployment {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.NC.Close() })
-	meshtest.WaitServices(t, conn.NC, 60*time.Second, logs, busServices()...)
+	meshtest.WaitServices(t, conn.NC, 60*time.Second, logs, platform.BusServices...)
 	p := meshtest.Remote(t, base, owner)
 	p.Logs = logs
 	return &deployment{p: p, conn: conn, logs: logs, leafAddr: leafAddr, monitorAddr: monitorAddr}
@@ -202,16 +202,4 @@ func (d *deployment) leafCount(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return leafz.Leafs
-}
-
-// busServices are the platform's services that answer on the bus (every
-// one but the HTTP gateway).
-func busServices() []string {
-	var names []string
-	for _, svc := range platform.Services {
-		if svc != bus.ServiceGateway {
-			names = append(names, svc)
-		}
-	}
-	return names
 }

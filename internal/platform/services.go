@@ -3,6 +3,7 @@ package platform
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,11 +21,15 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Services lists what `serve` can run.
-var Services = []string{
+// BusServices lists the services that answer on the bus (NATS service
+// discovery names them): every one `serve` can run but the HTTP gateway.
+var BusServices = []string{
 	bus.ServiceAgents, bus.ServiceCredentials, bus.ServiceRegistry, bus.ServiceTaskQueue,
-	bus.ServiceArtifacts, bus.ServiceWebhooks, bus.ServiceDelegation, bus.ServiceGateway,
+	bus.ServiceArtifacts, bus.ServiceWebhooks, bus.ServiceDelegation,
 }
+
+// Services lists what `serve` can run.
+var Services = append(slices.Clone(BusServices), bus.ServiceGateway)
 
 // stopper is a started service.
 type stopper interface{ Stop(grace time.Duration) }
