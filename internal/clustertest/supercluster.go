@@ -340,30 +340,74 @@ func (sc *Supercluster) WaitJoined() {
 }
 
 // WaitJetStream waits until every running server answers as healthy with
-// a JetStream meta leader. It needs a quorum of the supercluster's servers.
+// a JetStream meta leader, and the leader knows every running server as a
+// current peer: until it does, a stream placed in a region it has not
+// heard of is refused with "no suitable peers for placement". It needs a
+// quorum of the supercluster's servers.
 func (sc *Supercluster) WaitJetStream() {
 	sc.t.Helper()
 	sc.waitFor(60*time.Second, "JetStream on every running server", func() bool {
+		running := map[string]bool{}
+		leader := ""
 		for _, r := range sc.regions {
 			for _, n := range r.nodes {
 				if !n.running() {
 					continue
 				}
+				running[n.name] = true
 				if !natsserver.Healthy(n.monitor) {
 					return false
 				}
-				var jsz struct {
-					Meta *struct {
-						Leader string `json:"leader"`
-					} `json:"meta_cluster"`
-				}
+				var jsz metaz
 				if !monitorGet(n.monitor, "/jsz", &jsz) || jsz.Meta == nil || jsz.Meta.Leader == "" {
 					return false
 				}
+				leader = jsz.Meta.Leader
 			}
 		}
-		return true
+		return sc.leaderKnowsCurrent(leader, running)
 	})
+}
+
+// metaz is the part of a server's /jsz that tells of the meta group.
+type metaz struct {
+	Meta *struct {
+		Leader   string `json:"leader"`
+		Replicas []struct {
+			Name    string `json:"name"`
+			Current bool   `json:"current"`
+			Offline bool   `json:"offline"`
+		} `json:"replicas"`
+	} `json:"meta_cluster"`
+}
+
+// leaderKnowsCurrent reports whether the meta leader named leader counts
+// every server in running, other than itself, as a current online peer.
+func (sc *Supercluster) leaderKnowsCurrent(leader string, running map[string]bool) bool {
+	for _, r := range sc.regions {
+		for _, n := range r.nodes {
+			if n.name != leader || !n.running() {
+				continue
+			}
+			var jsz metaz
+			if !monitorGet(n.monitor, "/jsz", &jsz) || jsz.Meta == nil || jsz.Meta.Leader != leader {
+				return false
+			}
+			current := map[string]bool{leader: true}
+			for _, p := range jsz.Meta.Replicas {
+				if p.Current && !p.Offline {
+					current[p.Name] = true
+				}
+			}
+			for name := range running {
+				if !current[name] {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // Traffic counts the messages and bytes that crossed gateways, from one
