@@ -48,7 +48,7 @@ func SystemKickSubject(serverID string) string { return systemKickPrefix + serve
 const JetStreamAPIPrefix = "mesh.js.api"
 
 // UntrustedJSAPI is the subject an untrusted account publishes to for the
-// JetStream API subject api (e.g. "CONSUMER.INFO.MESH_QUEUE.agent_x").
+// JetStream API subject api (e.g. "CONSUMER.INFO.MESH_EVENTS.con_x").
 func UntrustedJSAPI(api string) string { return JetStreamAPIPrefix + "." + api }
 
 // accountImport is one service or stream an untrusted account takes from the
@@ -62,14 +62,12 @@ type accountImport struct {
 	streamed bool
 }
 
-// queueImports is what a runtime needs of the platform: its requests, its
-// pending queue (pull, ack, consumer info), and its agent's events.
-func queueImports() []accountImport {
+// runtimeImports is what a runtime needs of the platform: its requests
+// (the task queue offers its agent's pending runs in answer to one) and its
+// agent's events. No JetStream API: a runtime never touches a stream.
+func runtimeImports() []accountImport {
 	return []accountImport{
 		{subject: subjRuntime + ".>"},
-		{subject: jsConsumerInfo(QueueStream), local: untrustedJS(jsConsumerInfo(QueueStream))},
-		{subject: jsConsumerNext(QueueStream), local: untrustedJS(jsConsumerNext(QueueStream)), streamed: true},
-		{subject: jsAck(QueueStream)},
 		{subject: subjEvents + ".>", stream: true},
 	}
 }
@@ -149,7 +147,7 @@ func (c AccountsConfig) Render() string {
 	w("    users: [ %s ]", c.Services.render())
 	w("    exports: [")
 	seen := map[string]bool{}
-	for _, imp := range append(queueImports(), consumerImports()...) {
+	for _, imp := range append(runtimeImports(), consumerImports()...) {
 		if seen[imp.subject] {
 			continue
 		}
@@ -172,7 +170,7 @@ func (c AccountsConfig) Render() string {
 		w("    ]")
 		w("  }")
 	}
-	importing("Runtimes: admitted by the auth callout, each confined to its agent.", AccountRuntimes, queueImports())
+	importing("Runtimes: admitted by the auth callout, each confined to its agent.", AccountRuntimes, runtimeImports())
 	importing("Event consumer credentials: admitted by the auth callout.", AccountConsumers, consumerImports())
 	w("  %s: {", AccountSystem)
 	w("    exports: [")

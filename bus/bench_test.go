@@ -34,7 +34,7 @@ func benchService(b *testing.B) *Conn {
 	if err := svc.handle("echo", "bench.echo", func(_ context.Context, req *Request) (any, error) {
 		var in map[string]any
 		return in, req.Decode(&in)
-	}); err != nil {
+	}, true); err != nil {
 		b.Fatal(err)
 	}
 	return conn

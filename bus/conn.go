@@ -48,6 +48,9 @@ type ConnConfig struct {
 	// reconnect, e.g. after the platform closed a revoked credential's
 	// connection), so the caller can find out at once whether it was revoked.
 	OnAuthRefused func()
+	// OnReconnect is called when the connection is back, on the same
+	// server or another.
+	OnReconnect func()
 	// WaitForServer keeps trying to reach a server that cannot be reached
 	// yet (not started, or still starting) until ctx ends, with one log
 	// line, instead of failing at once: platform services started before
@@ -105,6 +108,9 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info().Str("server", nc.ConnectedUrlRedacted()).Str("cluster", nc.ConnectedClusterName()).Msg("nats reconnected")
+			if cfg.OnReconnect != nil {
+				cfg.OnReconnect()
+			}
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			if errors.Is(err, nats.ErrAuthorization) && cfg.OnAuthRefused != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/tracing"
@@ -44,6 +46,9 @@ type Publisher struct {
 	js        jetstream.JetStream
 	source    string
 	published func(eventType string)
+	// stream is the event stream, once looked up (lastEvent).
+	streamMu sync.Mutex
+	stream   jetstream.Stream
 }
 
 // NewPublisher returns a publisher whose events carry source "urn:a2amesh:<service>".
@@ -151,16 +156,45 @@ func TraceParent(ctx context.Context) string { return tracing.TraceParent(ctx) }
 // event (the publish was lost with a node) uses it to publish the event
 // late, under the same deterministic id.
 func (p *Publisher) LastType(ctx context.Context, agentID string, kind mesh.EventKind, subject string) (string, error) {
-	stream, err := p.js.Stream(ctx, EventStream)
-	if err != nil {
-		return "", fmt.Errorf("event stream: %w", err)
+	msg, err := p.lastEvent(ctx, agentID, kind, subject)
+	if msg == nil {
+		return "", err
+	}
+	return msg.Header.Get(ceHeaderPrefix + "type"), nil
+}
+
+// LastSequence returns the sequence (Event.Sequence) of the newest stored
+// event about one entity: 0 when there is none, or it has none.
+func (p *Publisher) LastSequence(ctx context.Context, agentID string, kind mesh.EventKind, subject string) (uint64, error) {
+	msg, err := p.lastEvent(ctx, agentID, kind, subject)
+	if msg == nil {
+		return 0, err
+	}
+	seq, _ := strconv.ParseUint(msg.Header.Get(ceHeaderPrefix+"sequence"), 10, 64)
+	return seq, nil
+}
+
+// lastEvent gets the newest stored event about one entity (a direct get,
+// which any replica answers); nil, nil when there is none.
+func (p *Publisher) lastEvent(ctx context.Context, agentID string, kind mesh.EventKind, subject string) (*jetstream.RawStreamMsg, error) {
+	p.streamMu.Lock()
+	stream := p.stream
+	p.streamMu.Unlock()
+	if stream == nil {
+		var err error
+		if stream, err = p.js.Stream(ctx, EventStream); err != nil {
+			return nil, fmt.Errorf("event stream: %w", err)
+		}
+		p.streamMu.Lock()
+		p.stream = stream
+		p.streamMu.Unlock()
 	}
 	msg, err := stream.GetLastMsgForSubject(ctx, EventSubject(agentID, string(kind), subject))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("last event of %s: %w", subject, err)
+		return nil, fmt.Errorf("last event of %s: %w", subject, err)
 	}
-	return msg.Header.Get(ceHeaderPrefix + "type"), nil
+	return msg, nil
 }

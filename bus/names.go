@@ -7,9 +7,6 @@ import (
 // Streams, key-value buckets and object stores. Every name the services use is
 // defined here, once.
 const (
-	// QueueStream is the work-queue stream of pending task runs: one message per
-	// run attempt on QueueSubject(agent, run), one filtered durable consumer per agent.
-	QueueStream = "MESH_QUEUE"
 	// EventStream keeps every CloudEvent for the retention window.
 	EventStream = "MESH_EVENTS"
 
@@ -71,41 +68,10 @@ const (
 
 // Subject roots.
 const (
-	subjQueue   = "mesh.queue"
 	subjEvents  = "mesh.evt"
 	subjRuntime = "mesh.rt"
 	subjService = "mesh.svc"
 )
-
-// QueueSubject is the subject of the pending-queue message of one run.
-func QueueSubject(agentID, runID string) string {
-	return subjQueue + "." + agentID + "." + runID
-}
-
-// QueueFilter is the filter of an agent's pending-queue consumer.
-func QueueFilter(agentID string) string { return subjQueue + "." + agentID + ".>" }
-
-// delegationQueueToken stands where an agent id would in the queue subject
-// of a delegated run; agent ids are UUIDs, so no agent's consumer sees it.
-const delegationQueueToken = "_delegation"
-
-// DelegationQueueSubject is the queue message of a delegated run: it waits
-// for the delegation service, never for the agent's runtime.
-func DelegationQueueSubject(runID string) string {
-	return subjQueue + "." + delegationQueueToken + "." + runID
-}
-
-// DelegationQueueFilter is the filter of the delegation service's consumer.
-func DelegationQueueFilter() string { return subjQueue + "." + delegationQueueToken + ".>" }
-
-// DelegationQueueConsumer is the delegation service's durable consumer.
-const DelegationQueueConsumer = "delegation"
-
-// QueueStreamSubjects are the subjects QueueStream captures.
-func QueueStreamSubjects() []string { return []string{subjQueue + ".>"} }
-
-// QueueConsumer is the durable pull consumer of an agent's pending queue.
-func QueueConsumer(agentID string) string { return "agent_" + agentID }
 
 // EventSubject is the subject of an event about entity id of the given kind,
 // owned by agentID: mesh.evt.<agent>.<kind>.<id>.
@@ -136,6 +102,7 @@ const (
 	RuntimeOpHello     = "hello"
 	RuntimeOpHeartbeat = "heartbeat"
 	RuntimeOpPull      = "pull"
+	RuntimeOpOffer     = "offer"
 	RuntimeOpClaim     = "claim"
 	RuntimeOpRenew     = "renew"
 	RuntimeOpProgress  = "progress"

@@ -311,20 +311,9 @@ func (p *provisioner) ensureObjects(ctx context.Context) error {
 	return nil
 }
 
-// streamConfigs are the queue and event streams.
+// streamConfigs are the streams that are not buckets: the event stream.
 func streamConfigs(cfg ProvisionConfig) []jetstream.StreamConfig {
 	return []jetstream.StreamConfig{
-		{
-			Name:        QueueStream,
-			Description: "pending task-run attempts, one durable consumer per agent",
-			Subjects:    QueueStreamSubjects(),
-			Retention:   jetstream.WorkQueuePolicy,
-			Storage:     jetstream.FileStorage,
-			Replicas:    cfg.Replicas,
-			Duplicates:  DuplicateWindow,
-			// Unlimited: one consumer per agent.
-			MaxConsumers: -1,
-		},
 		{
 			Name:         EventStream,
 			Description:  "every CloudEvent A2A Mesh emits",
@@ -343,10 +332,10 @@ func streamConfigs(cfg ProvisionConfig) []jetstream.StreamConfig {
 	}
 }
 
-// ProvisionedStreams names every stream Provision makes: the queue and event
-// streams, one per key-value bucket and the object store's.
+// ProvisionedStreams names every stream Provision makes: the event stream,
+// one per key-value bucket and the object store's.
 func ProvisionedStreams() []string {
-	names := []string{QueueStream, EventStream}
+	names := []string{EventStream}
 	for _, kc := range bucketConfigs(DefaultEventRetention) {
 		names = append(names, "KV_"+kc.Bucket)
 	}

@@ -223,14 +223,22 @@ func newService(nc *nats.Conn, cfg serviceConfig) (*Service, error) {
 }
 
 // handle adds an endpoint on subject. Each request runs in its own goroutine,
-// so one slow request never holds up the others.
-func (s *Service) handle(name, subject string, h HandlerFunc) error {
+// so one slow request never holds up the others; bounded requests count
+// against the service's concurrency.
+func (s *Service) handle(name, subject string, h HandlerFunc, bounded bool) error {
 	h = traced(s.svc.Info().Name, name, h)
 	return s.svc.AddEndpoint(name, micro.HandlerFunc(func(r micro.Request) {
-		s.sem <- struct{}{}
+		if bounded {
+			s.sem <- struct{}{}
+		}
 		s.wg.Add(1)
 		go func() {
-			defer func() { <-s.sem; s.wg.Done() }()
+			defer func() {
+				if bounded {
+					<-s.sem
+				}
+				s.wg.Done()
+			}()
 			s.serve(name, r, h)
 		}()
 	}), micro.WithEndpointSubject(subject))

@@ -30,6 +30,12 @@ type ServiceSpec struct {
 	// (RuntimeSubjectPattern(op)), by operation name (the RuntimeOp
 	// constants).
 	RuntimeOps map[string]HandlerFunc
+	// Waits names the operations (of Ops or RuntimeOps) that may wait long
+	// for something to happen: long polls. They are not counted against
+	// Concurrency, which bounds the work in flight, so thousands of idle
+	// runtimes waiting for work never hold up the other requests; their
+	// handlers bound how many may wait.
+	Waits map[string]bool
 	// Concurrency bounds requests handled at once. Default 256.
 	Concurrency int
 	// Timeout bounds one handler. Default 60s.
@@ -49,13 +55,13 @@ func Serve(nc *nats.Conn, spec ServiceSpec) (*Service, error) {
 		return nil, err
 	}
 	for op, h := range spec.Ops {
-		if err := svc.handle(op, ServiceSubject(spec.Name, op), h); err != nil {
+		if err := svc.handle(op, ServiceSubject(spec.Name, op), h, !spec.Waits[op]); err != nil {
 			_ = svc.Stop(0)
 			return nil, err
 		}
 	}
 	for op, h := range spec.RuntimeOps {
-		if err := svc.handle("runtime_"+op, RuntimeSubjectPattern(op), h); err != nil {
+		if err := svc.handle("runtime_"+op, RuntimeSubjectPattern(op), h, !spec.Waits[op]); err != nil {
 			_ = svc.Stop(0)
 			return nil, err
 		}

@@ -134,3 +134,55 @@ func TestPeriodic_StopsWithItsContext(t *testing.T) {
 	job.Stop() // returns: the loop has ended with its context
 	(&Periodic{}).Stop()
 }
+
+// TestServe_WaitingOpsDoNotHoldUpTheOthers: requests of an operation named
+// in Waits (a long poll) may all be waiting while the service's other
+// operations, bounded by Concurrency, are still answered.
+func TestServe_WaitingOpsDoNotHoldUpTheOthers(t *testing.T) {
+	conn := embeddedConn(t)
+	release := make(chan struct{})
+	var waiting atomic.Int32
+	svc, err := Serve(conn.NC, ServiceSpec{
+		Name: "waits", Concurrency: 2,
+		Ops: map[string]HandlerFunc{
+			"wait": func(ctx context.Context, _ *Request) (any, error) {
+				waiting.Add(1)
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return "done", nil
+			},
+			"now": func(context.Context, *Request) (any, error) { return "now", nil },
+		},
+		Waits: map[string]bool{"wait": true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = svc.Stop(time.Second) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	const n = 5
+	answered := make(chan error, n)
+	for range n {
+		go func() { answered <- Call(ctx, conn.NC, ServiceSubject("waits", "wait"), nil, nil) }()
+	}
+	for waiting.Load() < n {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d of %d waiting requests reached their handler with a concurrency of 2", waiting.Load(), n)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	var now string
+	if err := Call(ctx, conn.NC, ServiceSubject("waits", "now"), nil, &now); err != nil || now != "now" {
+		t.Fatalf("with %d requests waiting, another operation answered %q, %v", n, now, err)
+	}
+	close(release)
+	for range n {
+		if err := <-answered; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -45,7 +45,7 @@ func TestService_AnswersConcurrentRequestsWithValuesAndErrors(t *testing.T) {
 			return nil, errors.New("secret internals")
 		}
 		return in, nil
-	})
+	}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestService_RepliesOnlyToARequestersInbox(t *testing.T) {
 	t.Cleanup(func() { _ = svc.Stop(time.Second) })
 	if err := svc.handle("hello", "test.hello", func(context.Context, *Request) (any, error) {
 		return map[string]string{"hello": "world"}, nil
-	}); err != nil {
+	}, true); err != nil {
 		t.Fatal(err)
 	}
 	spy, err := conn.NC.SubscribeSync(">")
@@ -160,7 +160,7 @@ func TestService_HandlerEndsBeforeItsCallerGivesUp(t *testing.T) {
 	if err := svc.handle("slow", "test.slow", func(ctx context.Context, _ *Request) (any, error) {
 		<-ctx.Done()
 		return nil, mesh.Errorf(mesh.CodeUnavailable, "gave up in time")
-	}); err != nil {
+	}, true); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -184,7 +184,7 @@ func TestService_ShortRequestsKeepMostOfTheirTime(t *testing.T) {
 	if err := svc.handle("brief", "test.brief", func(ctx context.Context, _ *Request) (any, error) {
 		d, _ := ctx.Deadline()
 		return map[string]int64{"left_ms": time.Until(d).Milliseconds()}, nil
-	}); err != nil {
+	}, true); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)

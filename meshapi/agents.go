@@ -17,7 +17,7 @@ const (
 )
 
 // DeleteAgentRequest deletes an agent account: its runtimes are revoked,
-// its open runs canceled, its queue consumer deleted; its finished runs,
+// its open runs canceled; its finished runs,
 // artifacts and events stay.
 type DeleteAgentRequest struct {
 	AgentID string `json:"agent_id"`

@@ -28,6 +28,7 @@ const (
 // runs as a runtime holds claimed ones (a platform-side claim: status
 // running, no runtime id, a lease the delegation service renews).
 const (
+	OpTaskDelegateOffer    = "delegate_offer"
 	OpTaskDelegateClaim    = "delegate_claim"
 	OpTaskDelegateLink     = "delegate_link"
 	OpTaskDelegateRenew    = "delegate_renew"
@@ -270,6 +271,16 @@ func (c *Client) DeletePartner(ctx context.Context, partnerID string) error {
 // PartnerCallback hands a partner's signed callback to the delegation service.
 func (c *Client) PartnerCallback(ctx context.Context, req PartnerCallbackRequest) error {
 	return c.call(ctx, bus.ServiceDelegation, OpPartnerCallback, req, nil)
+}
+
+// DelegateOffer waits up to req.Wait for delegated pending runs and names
+// them; ctx must allow the wait.
+func (c *Client) DelegateOffer(ctx context.Context, req OfferRequest) ([]Offer, error) {
+	var r OfferResponse
+	if err := c.call(ctx, bus.ServiceTaskQueue, OpTaskDelegateOffer, req, &r); err != nil {
+		return nil, err
+	}
+	return r.Offers, nil
 }
 
 // DelegateClaim takes a delegated pending run for the delegation service.

@@ -54,11 +54,6 @@ type NATSConnection struct {
 	// work crosses to the home region) but working.
 	Fallbacks   []NATSRegion `json:"fallbacks,omitempty"`
 	InboxPrefix string       `json:"inbox_prefix"`
-	Stream      string       `json:"stream"`
-	Consumer    string       `json:"consumer"`
-	// JSAPIPrefix is the JetStream API prefix the runtime's connection reads
-	// its queue consumer through (jetstream.NewWithAPIPrefix).
-	JSAPIPrefix string `json:"js_api_prefix"`
 }
 
 // NATSRegion is where a runtime reaches the NATS servers of one region.

@@ -3,6 +3,7 @@ package meshapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -13,14 +14,10 @@ import (
 // Runtime operations arrive on bus.RuntimeSubject(agent, runtime, op); the
 // subject names the runtime, so bodies do not.
 
-// HelloResponse tells a runtime how to work: its queue consumer and timings.
+// HelloResponse tells a runtime how to work: its identity and timings.
 type HelloResponse struct {
-	AgentID   string `json:"agent_id"`
-	RuntimeID string `json:"runtime_id"`
-	Stream    string `json:"stream"`
-	Consumer  string `json:"consumer"`
-	// JSAPIPrefix is the JetStream API prefix to reach the consumer with.
-	JSAPIPrefix        string `json:"js_api_prefix"`
+	AgentID            string `json:"agent_id"`
+	RuntimeID          string `json:"runtime_id"`
 	LeaseMS            int64  `json:"lease_ms"`
 	HeartbeatTimeoutMS int64  `json:"heartbeat_timeout_ms"`
 	// Instructions are the agent account's business instructions.
@@ -37,14 +34,31 @@ type PullResponse struct {
 	TaskRun *mesh.TaskRun `json:"task_run,omitempty"`
 }
 
-// QueueMessage is the body of a pending-queue message.
-type QueueMessage struct {
-	TaskRunID string `json:"task_run_id"`
-	// Attempt is the attempt number a claim of this message starts.
-	Attempt int `json:"attempt"`
+// OfferRequest asks for pending runs of the runtime's agent, waiting up to
+// Wait for one, and names up to Max of them (default 1, at most MaxOffers).
+type OfferRequest struct {
+	Wait time.Duration `json:"wait,omitempty"`
+	Max  int           `json:"max,omitempty"`
 }
 
-// ClaimRequest claims the run of a queue message the runtime fetched.
+// MaxOffers bounds how many runs one offer names.
+const MaxOffers = 100
+
+// Offer names a pending run and the attempt a claim of it starts. It
+// reserves nothing the record does not: a claim decides, so an offer that
+// was lost, or made to two runtimes, costs nothing.
+type Offer struct {
+	TaskRunID string `json:"task_run_id"`
+	Attempt   int    `json:"attempt"`
+}
+
+// OfferResponse lists the offered runs, oldest first; none when the wait
+// ended without one.
+type OfferResponse struct {
+	Offers []Offer `json:"offers,omitempty"`
+}
+
+// ClaimRequest claims an offered run.
 type ClaimRequest struct {
 	TaskRunID string `json:"task_run_id"`
 	Attempt   int    `json:"attempt"`
@@ -145,7 +159,7 @@ func (c *RuntimeClient) report(ctx context.Context, op string, req any) (*Report
 	return &r, nil
 }
 
-// Hello announces the runtime and returns its queue consumer and timings.
+// Hello announces the runtime and returns its timings.
 func (c *RuntimeClient) Hello(ctx context.Context) (*HelloResponse, error) {
 	var r HelloResponse
 	return &r, c.call(ctx, bus.RuntimeOpHello, struct{}{}, &r)
@@ -158,6 +172,16 @@ func (c *RuntimeClient) Hello(ctx context.Context) (*HelloResponse, error) {
 func (c *RuntimeClient) Heartbeat(ctx context.Context, req HeartbeatRequest) (*HeartbeatResponse, error) {
 	var r HeartbeatResponse
 	return &r, c.call(ctx, bus.RuntimeOpHeartbeat, req, &r)
+}
+
+// Offer waits up to req.Wait for pending runs of the agent and names them;
+// ctx must allow the wait.
+func (c *RuntimeClient) Offer(ctx context.Context, req OfferRequest) ([]Offer, error) {
+	var r OfferResponse
+	if err := c.call(ctx, bus.RuntimeOpOffer, req, &r); err != nil {
+		return nil, err
+	}
+	return r.Offers, nil
 }
 
 // Pull claims the next pending run, waiting up to req.Wait.
@@ -216,4 +240,19 @@ func (c *RuntimeClient) Complete(ctx context.Context, req CompleteRequest) (*Rep
 // Fail ends a run as failed.
 func (c *RuntimeClient) Fail(ctx context.Context, req FailRequest) (*ReportAck, error) {
 	return c.report(ctx, bus.RuntimeOpFail, req)
+}
+
+// Unclaimable reports whether a claim's error means the offered run can
+// never be claimed under that offer (the run moved on, another took it,
+// the attempt is over, the run is gone): the claimer asks for the next.
+func Unclaimable(err error) bool {
+	var e *mesh.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Code {
+	case mesh.CodeInvalidTransition, mesh.CodeStaleAttempt, mesh.CodeNotFound:
+		return true
+	}
+	return false
 }

@@ -97,9 +97,6 @@ func (w *world) intact(t *testing.T, after string) {
 			t.Fatalf("after %s the task runs bucket is empty", after)
 		}
 	}
-	if _, err := w.conn.JS.Consumer(ctx, bus.QueueStream, bus.QueueConsumer(w.victim.ID)); err != nil {
-		t.Fatalf("after %s the victim's queue consumer: %v", after, err)
-	}
 	if got := w.agentRecord(t); !bytes.Equal(got, w.record) {
 		t.Fatalf("after %s the victim's agent record changed:\n%s\nwant\n%s", after, got, w.record)
 	}
@@ -121,7 +118,7 @@ func (w *world) evilReplies() []string {
 		"$JS.API.STREAM.DELETE." + bus.EventStream,
 		"$JS.API.STREAM.PURGE.KV_" + bus.BucketRuns,
 		"$JS.API.STREAM.DELETE.KV_" + bus.BucketPresence,
-		"$JS.API.CONSUMER.DELETE." + bus.QueueStream + "." + bus.QueueConsumer(w.victim.ID),
+		"$JS.API.STREAM.DELETE.KV_" + bus.BucketAgents,
 		"$KV." + bus.BucketAgents + "." + w.victim.ID,
 		"$KV." + bus.BucketConfig + "." + bus.ConfigOwnerTokenHash,
 		"$SYS.REQ.SERVER.PING.CONNZ",
@@ -137,7 +134,7 @@ func (w *world) directPublishes() []string {
 		"$KV." + bus.BucketConfig + "." + bus.ConfigOwnerTokenHash,
 		"$JS.API.STREAM.DELETE." + bus.EventStream,
 		"$JS.API.STREAM.PURGE.KV_" + bus.BucketRuns,
-		"$JS.API.CONSUMER.DELETE." + bus.QueueStream + "." + bus.QueueConsumer(w.victim.ID),
+		"$JS.API.STREAM.DELETE.KV_" + bus.BucketAgents,
 		"$JS.API.CONSUMER.DELETE." + bus.EventStream + ".x",
 		"$O." + bus.ObjectArtifacts + ".M.x",
 		bus.RuntimeSubject(w.victim.ID, w.rtB.RuntimeID, bus.RuntimeOpComplete),
@@ -149,12 +146,23 @@ func (w *world) directPublishes() []string {
 
 // attacker is an untrusted connection and what it may legitimately use.
 type attacker struct {
-	nc       *nats.Conn
+	nc *nats.Conn
+	// js and consumer are its own durable consumer (event consumer
+	// credentials only: a runtime has none).
 	js       jetstream.JetStream
-	stream   string
 	consumer string
-	// request is a service request it may make (runtimes only).
-	request string
+	// requests are service requests it may make, with their bodies
+	// (runtimes only).
+	requests map[string]string
+}
+
+// runtimeAttacker is a runtime's connection: it may say hello and ask for
+// work, under its own subjects.
+func runtimeAttacker(nc *nats.Conn, agentID, runtimeID string) *attacker {
+	return &attacker{nc: nc, requests: map[string]string{
+		bus.RuntimeSubject(agentID, runtimeID, bus.RuntimeOpHello): `{}`,
+		bus.RuntimeSubject(agentID, runtimeID, bus.RuntimeOpOffer): `{"wait":0}`,
+	}}
 }
 
 // fetchOne pulls one message from the attacker's own consumer.
@@ -162,7 +170,7 @@ func (a *attacker) fetchOne(t *testing.T) jetstream.Msg {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	cons, err := a.js.Consumer(ctx, a.stream, a.consumer)
+	cons, err := a.js.Consumer(ctx, bus.EventStream, a.consumer)
 	if err != nil {
 		t.Fatalf("own consumer %s: %v", a.consumer, err)
 	}
@@ -191,6 +199,28 @@ func (a *attacker) settle(t *testing.T) {
 // attackAll runs every attack of a connected attacker, checking the world
 // after each kind. refill puts a message in the attacker's consumer.
 func attackAll(t *testing.T, w *world, a *attacker, refill func()) {
+	if a.consumer != "" {
+		attackOwnConsumer(t, w, a, refill)
+	}
+
+	// 2. Service requests whose reply subject is someone else's.
+	for request, body := range a.requests {
+		for _, reply := range w.evilReplies() {
+			_ = a.nc.PublishRequest(request, reply, []byte(body))
+		}
+		// A request of its own that is answered shows the others were handled.
+		if _, err := a.nc.Request(request, []byte(body), 10*time.Second); err != nil {
+			t.Fatalf("own request %s: %v", request, err)
+		}
+		a.settle(t)
+		w.intact(t, "service requests with chosen reply subjects")
+	}
+	attackOutright(t, w, a)
+}
+
+// attackOwnConsumer acks and pulls from the attacker's own consumer with
+// reply subjects in the JetStream API.
+func attackOwnConsumer(t *testing.T, w *world, a *attacker, refill func()) {
 	// 1. An ack (and a pull) whose reply subject is the JetStream API.
 	for _, reply := range w.evilReplies() {
 		refill()
@@ -203,7 +233,7 @@ func attackAll(t *testing.T, w *world, a *attacker, refill func()) {
 	w.intact(t, "acks with chosen reply subjects")
 
 	for _, api := range []string{"$JS.API.", bus.JetStreamAPIPrefix + "."} {
-		next := api + "CONSUMER.MSG.NEXT." + a.stream + "." + a.consumer
+		next := api + "CONSUMER.MSG.NEXT." + bus.EventStream + "." + a.consumer
 		for _, reply := range w.evilReplies() {
 			refill()
 			_ = a.nc.PublishRequest(next, reply, []byte(`{"batch":1,"no_wait":true}`))
@@ -211,20 +241,11 @@ func attackAll(t *testing.T, w *world, a *attacker, refill func()) {
 		}
 	}
 	w.intact(t, "pulls with chosen reply subjects")
+}
 
-	// 2. Service requests whose reply subject is someone else's.
-	if a.request != "" {
-		for _, reply := range w.evilReplies() {
-			_ = a.nc.PublishRequest(a.request, reply, []byte(`{}`))
-		}
-		// A request of its own that is answered shows the others were handled.
-		if _, err := a.nc.Request(a.request, []byte(`{}`), 10*time.Second); err != nil {
-			t.Fatalf("own request %s: %v", a.request, err)
-		}
-		a.settle(t)
-		w.intact(t, "service requests with chosen reply subjects")
-	}
-
+// attackOutright publishes where the attacker has no business and asks for
+// JetStream consumers and streams of its own making.
+func attackOutright(t *testing.T, w *world, a *attacker) {
 	// 3. Publishing outright where it has no business.
 	for _, subject := range w.directPublishes() {
 		_ = a.nc.PublishRequest(subject, a.nc.NewRespInbox(), []byte(`{"evil":true}`))
@@ -234,19 +255,17 @@ func attackAll(t *testing.T, w *world, a *attacker, refill func()) {
 
 	// 4. JetStream consumers and streams of its own making.
 	evil := []struct{ subject, body string }{
-		{"$JS.API.CONSUMER.CREATE." + bus.EventStream + "." + bus.ConsumerNameBase("x"), `{"stream_name":"` + bus.EventStream + `","config":{"deliver_subject":"$JS.API.STREAM.DELETE.` + bus.QueueStream + `"}}`},
-		{"$JS.API.CONSUMER.DURABLE.CREATE." + bus.QueueStream + ".evil", `{"stream_name":"` + bus.QueueStream + `","config":{"durable_name":"evil","deliver_subject":"$JS.API.STREAM.DELETE.` + bus.QueueStream + `"}}`},
-		{"$JS.API.CONSUMER.DELETE." + bus.QueueStream + "." + bus.QueueConsumer(w.victim.ID), ``},
+		{"$JS.API.CONSUMER.CREATE." + bus.EventStream + "." + bus.ConsumerNameBase("x"), `{"stream_name":"` + bus.EventStream + `","config":{"deliver_subject":"$JS.API.STREAM.DELETE.` + bus.EventStream + `"}}`},
+		{"$JS.API.CONSUMER.DURABLE.CREATE." + bus.EventStream + ".evil", `{"stream_name":"` + bus.EventStream + `","config":{"durable_name":"evil","deliver_subject":"$JS.API.STREAM.DELETE.` + bus.EventStream + `"}}`},
+		{"$JS.API.CONSUMER.CREATE.KV_" + bus.BucketRuns + ".evil", `{"stream_name":"KV_` + bus.BucketRuns + `","config":{"name":"evil","deliver_subject":"$JS.API.STREAM.PURGE.KV_` + bus.BucketRuns + `"}}`},
 		{"$JS.API.STREAM.CREATE.EVIL", `{"name":"EVIL","subjects":["evil.>"]}`},
 	}
 	// Its own consumer names, with a push delivery into the JetStream API.
 	for _, name := range ownConsumerNames(a.consumer) {
-		for _, stream := range []string{bus.EventStream, bus.QueueStream} {
-			for _, filter := range []string{"", "." + a.ownFilter()} {
-				cfg := fmt.Sprintf(`{"stream_name":%q,"config":{"name":%q,"durable_name":%q,"filter_subject":%q,"deliver_subject":"$JS.API.STREAM.DELETE.%s","ack_policy":"none"}}`,
-					stream, name, name, a.ownFilter(), bus.QueueStream)
-				evil = append(evil, struct{ subject, body string }{"$JS.API.CONSUMER.CREATE." + stream + "." + name + filter, cfg})
-			}
+		for _, filter := range []string{"", ".mesh.evt.>"} {
+			cfg := fmt.Sprintf(`{"stream_name":%q,"config":{"name":%q,"durable_name":%q,"filter_subject":"mesh.evt.>","deliver_subject":"$JS.API.STREAM.DELETE.%s","ack_policy":"none"}}`,
+				bus.EventStream, name, name, bus.EventStream)
+			evil = append(evil, struct{ subject, body string }{"$JS.API.CONSUMER.CREATE." + bus.EventStream + "." + name + filter, cfg})
 		}
 	}
 	for _, e := range evil {
@@ -256,8 +275,12 @@ func attackAll(t *testing.T, w *world, a *attacker, refill func()) {
 	w.intact(t, "JetStream consumer and stream requests")
 }
 
-// ownConsumerNames are the names an attacker's credential covers.
+// ownConsumerNames are the names an attacker's credential covers (for a
+// runtime, which has none, a name it might try).
 func ownConsumerNames(consumer string) []string {
+	if consumer == "" {
+		return []string{"evil"}
+	}
 	if strings.HasPrefix(consumer, "con_") {
 		names := []string{consumer}
 		for i := 1; i <= 8; i++ {
@@ -266,13 +289,6 @@ func ownConsumerNames(consumer string) []string {
 		return names
 	}
 	return []string{consumer}
-}
-
-func (a *attacker) ownFilter() string {
-	if strings.HasPrefix(a.consumer, "agent_") {
-		return "mesh.queue." + strings.TrimPrefix(a.consumer, "agent_") + ".>"
-	}
-	return "mesh.evt.>"
 }
 
 // TestAttack_RuntimeCannotReachBeyondItsAgent: a runtime with a valid token
@@ -307,9 +323,7 @@ func attackAsRuntime(t *testing.T, w *world) {
 		t.Fatalf("runtime refused: %v", err)
 	}
 	defer nc.Close()
-	js, _ := jetstream.NewWithAPIPrefix(nc, rtA.NATS.JSAPIPrefix)
-	a := &attacker{nc: nc, js: js, stream: rtA.NATS.Stream, consumer: rtA.NATS.Consumer,
-		request: bus.RuntimeSubject(agentA.ID, rtA.RuntimeID, bus.RuntimeOpHello)}
+	a := runtimeAttacker(nc, agentA.ID, rtA.RuntimeID)
 
 	// Nothing of another agent's events reaches it: B's event is published
 	// before A's, so by the time A's arrives B's would have.
@@ -376,7 +390,7 @@ func attackAsConsumer(t *testing.T, w *world) {
 			t.Fatalf("own durable consumer: %v", err)
 		}
 	}
-	a := &attacker{nc: nc, js: js, stream: bus.EventStream, consumer: con.DurableName}
+	a := &attacker{nc: nc, js: js, consumer: con.DurableName}
 	attackAll(t, w, a, func() { p.CreateTask(agentA.ID, "bait") })
 }
 

@@ -18,7 +18,6 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 )
 
@@ -169,9 +168,7 @@ func attackThroughALeaf(t *testing.T, w *world, d *deployment) {
 	if _, err := nc.Request(bus.ServiceSubject(bus.ServiceAgents, meshapi.OpAgentList), []byte(`{}`), time.Second); err == nil {
 		t.Fatal("a service answered through the leaf")
 	}
-	js, _ := jetstream.NewWithAPIPrefix(nc, rtA.NATS.JSAPIPrefix)
-	a := &attacker{nc: nc, js: js, stream: rtA.NATS.Stream, consumer: rtA.NATS.Consumer,
-		request: bus.RuntimeSubject(agentA.ID, rtA.RuntimeID, bus.RuntimeOpHello)}
+	a := runtimeAttacker(nc, agentA.ID, rtA.RuntimeID)
 	attackAll(t, w, a, func() { p.CreateTask(agentA.ID, "bait") })
 
 	// Revoking the runtime whose credential the leaf holds closes the

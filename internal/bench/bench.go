@@ -251,15 +251,10 @@ func (r *Report) measureRaw(ctx context.Context, dir string, cfg Config) error {
 		return err
 	}
 	defer conn.Drain(time.Second)
-	rconn, err := bus.Connect(ctx, bus.ConnConfig{URL: s.ClientURL()})
-	if err != nil {
-		return err
-	}
-	defer rconn.Drain(time.Second)
 	if err := bus.Provision(ctx, conn.JS, bus.ProvisionConfig{}); err != nil {
 		return err
 	}
-	rps, claim, err := rawCycle(ctx, conn, rconn, cfg.Agents, cfg.Window)
+	rps, claim, err := rawCycle(ctx, conn, cfg.Agents, cfg.Window)
 	if err != nil {
 		return err
 	}

@@ -151,9 +151,6 @@ type Attached struct {
 		URL         string `json:"url"`
 		WSURL       string `json:"ws_url"`
 		InboxPrefix string `json:"inbox_prefix"`
-		Stream      string `json:"stream"`
-		Consumer    string `json:"consumer"`
-		JSAPIPrefix string `json:"js_api_prefix"`
 	} `json:"nats"`
 }
 

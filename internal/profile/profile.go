@@ -95,8 +95,6 @@ type NATS struct {
 	// the home region's cannot be reached.
 	Fallbacks   []NATSRegion `json:"fallbacks,omitempty"`
 	InboxPrefix string       `json:"inbox_prefix,omitempty"`
-	Stream      string       `json:"stream,omitempty"`
-	Consumer    string       `json:"consumer,omitempty"`
 }
 
 // NATSRegion is where the NATS servers of one region are reached.

@@ -66,7 +66,7 @@ func sample(agentID, runtimeID string) profile.Profile {
 		Platform:   adapterapi.Platform{Name: "A2A", Origin: "example.test"},
 		NATS: profile.NATS{
 			URL: "nats://bus.example.test:4222", WSURL: "wss://bus.example.test/ws",
-			InboxPrefix: "_INBOX.agent", Stream: "TASKS", Consumer: "runtime-rt",
+			InboxPrefix: "_INBOX.agent",
 		},
 	}
 }

@@ -63,7 +63,7 @@ func Pair(ctx context.Context, req PairRequest) (profile.Profile, error) {
 		Platform:           adapterapi.Platform{Name: res.Platform.Name, Origin: res.Platform.Origin},
 		NATS: profile.NATS{
 			URL: res.NATS.URL, WSURL: res.NATS.WSURL, Region: res.NATS.Region, Fallbacks: fallbacks(res.NATS.Fallbacks),
-			InboxPrefix: res.NATS.InboxPrefix, Stream: res.NATS.Stream, Consumer: res.NATS.Consumer,
+			InboxPrefix: res.NATS.InboxPrefix,
 		},
 	}, nil
 }

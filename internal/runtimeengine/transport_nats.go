@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -16,7 +17,6 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 )
 
@@ -46,7 +46,8 @@ type NATSConfig struct {
 	// InboxPrefix is the runtime's private reply inbox (its NATS permissions
 	// allow no other).
 	InboxPrefix string
-	// ClaimWait is how long one fetch waits for a pending run. Default 25s.
+	// ClaimWait is how long one offer request waits for a pending run.
+	// Default 25s.
 	ClaimWait time.Duration
 	// ConnectTimeout bounds the first connection. Default 5s.
 	ConnectTimeout time.Duration
@@ -57,23 +58,41 @@ type natsTransport struct {
 	cfg      NATSConfig
 	conn     *bus.Conn
 	rc       *meshapi.RuntimeClient
-	consumer jetstream.Consumer
 	canceled chan string
 	sub      *nats.Subscription
 	hello    *meshapi.HelloResponse
 	// authRefused is signalled when the server refuses the credential on a
-	// reconnect: a waiting fetch ends at once, so the runtime asks about its
+	// reconnect: a waiting offer ends at once, so the runtime asks about its
 	// credential now (the platform closes a revoked runtime's connection).
 	authRefused chan struct{}
 	// stop ends the return to the home region (returnHome).
 	stop chan struct{}
+	// reconnected is closed (and replaced) when the connection is back:
+	// a waiting offer request ends, and the runtime asks again where it
+	// is now, rather than wait on a task queue copy it may have lost.
+	reconnMu    sync.Mutex
+	reconnected chan struct{}
 }
 
-// errAuthRefused ends a fetch whose connection's credential was refused.
+// onReconnect ends the offer requests that wait.
+func (t *natsTransport) onReconnect() {
+	t.reconnMu.Lock()
+	close(t.reconnected)
+	t.reconnected = make(chan struct{})
+	t.reconnMu.Unlock()
+}
+
+func (t *natsTransport) reconnects() <-chan struct{} {
+	t.reconnMu.Lock()
+	defer t.reconnMu.Unlock()
+	return t.reconnected
+}
+
+// errAuthRefused ends an offer request whose connection's credential was refused.
 var errAuthRefused = errors.New("the NATS server refused this runtime's credential")
 
 // DialNATS connects to the platform's NATS with the runtime credential and
-// binds to the agent's queue consumer. The NATS server admits the connection
+// says hello. The NATS server admits the connection
 // only with a valid credential and confines it to this agent's subjects.
 func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloResponse, error) {
 	if cfg.ClaimWait == 0 {
@@ -88,7 +107,9 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
 	authRefused := make(chan struct{}, 1)
+	t := &natsTransport{cfg: cfg, canceled: make(chan string, 64), authRefused: authRefused, stop: make(chan struct{}), reconnected: make(chan struct{})}
 	conn, err := bus.Connect(cctx, bus.ConnConfig{
+		OnReconnect: t.onReconnect,
 		OnAuthRefused: func() {
 			select {
 			case authRefused <- struct{}{}:
@@ -102,24 +123,10 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s: %w", cfg.URL, err)
 	}
-	t := &natsTransport{cfg: cfg, conn: conn, canceled: make(chan string, 64), authRefused: authRefused, stop: make(chan struct{})}
+	t.conn = conn
 	t.rc = meshapi.NewClient(conn.NC).Runtime(cfg.AgentID, cfg.RuntimeID)
 	if t.hello, err = t.helloWhenAnswered(cctx); err != nil {
 		err = t.explain(err, "the runtime's hello")
-		conn.NC.Close()
-		return nil, nil, err
-	}
-	// The queue consumer lives in the platform's NATS account; the runtime's
-	// account reaches it through the API prefix the platform names.
-	js := conn.JS
-	if t.hello.JSAPIPrefix != "" {
-		if js, err = jetstream.NewWithAPIPrefix(conn.NC, t.hello.JSAPIPrefix); err != nil {
-			conn.NC.Close()
-			return nil, nil, fmt.Errorf("queue consumer api: %w", err)
-		}
-	}
-	if t.consumer, err = js.Consumer(cctx, t.hello.Stream, t.hello.Consumer); err != nil {
-		err = fmt.Errorf("bind queue consumer: %w", t.explain(err, "the task queue ("+t.hello.Stream+" "+t.hello.Consumer+")"))
 		conn.NC.Close()
 		return nil, nil, err
 	}
@@ -317,40 +324,31 @@ func (t *natsTransport) Heartbeat(ctx context.Context, req meshapi.HeartbeatRequ
 	return t.explain(err, "the runtime's heartbeat")
 }
 
+// offerSlack is how much longer than its wait an offer request is given
+// for its answer.
+const offerSlack = 5 * time.Second
+
 func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
-	wctx, cancel := context.WithTimeout(ctx, t.cfg.ClaimWait)
+	wctx, cancel := context.WithTimeout(ctx, t.cfg.ClaimWait+offerSlack)
 	defer cancel()
 	refused := make(chan struct{})
 	stopWatch := make(chan struct{})
 	defer close(stopWatch)
+	reconnected := t.reconnects()
 	go func() {
 		select {
 		case <-t.authRefused:
 			close(refused)
 			cancel()
+		case <-reconnected:
+			cancel()
 		case <-stopWatch:
 		}
 	}()
-	// A pull that waits 10 s or more gets the server's idle heartbeats
-	// (5 s, the client's default): when they stop (the pull was on a node
-	// that was lost, and the connection is now on another), the fetch ends
-	// and the next one asks the new node. A fetch is never ended from this
-	// side while its pull may still wait on a server, nor with a heartbeat
-	// short enough for a busy machine to miss: a message given to a pull
-	// whose fetch is gone waits for the consumer's AckWait.
-	batch, err := t.consumer.Fetch(1, jetstream.FetchContext(wctx))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("fetch from queue: %w", err)
-	}
-	for msg := range batch.Messages() {
-		run, err := t.claim(ctx, msg)
-		if err != nil || run != nil {
-			return run, err
-		}
-	}
+	// The task queue answers when a run is pending, or empty when the wait
+	// ends. No answer at all (the copy holding the request stopped with
+	// its node), or a reconnect meanwhile, only means asking again.
+	offers, err := t.rc.Offer(wctx, meshapi.OfferRequest{Wait: t.cfg.ClaimWait})
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -359,23 +357,29 @@ func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 		return nil, errAuthRefused
 	default:
 	}
-	// The fetch's own wait ending, or its pull lost with a node, is no error.
-	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoHeartbeat) {
-		return nil, fmt.Errorf("fetch from queue: %w", err)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, nats.ErrTimeout) {
+		return nil, fmt.Errorf("ask for work: %w", err)
+	}
+	for _, o := range offers {
+		run, err := t.claim(ctx, o)
+		if err != nil || run != nil {
+			return run, err
+		}
 	}
 	return nil, nil
 }
 
-// claim turns a queue message into a claimed run and settles the message
-// (meshapi.ClaimQueued).
-func (t *natsTransport) claim(ctx context.Context, msg jetstream.Msg) (*mesh.TaskRun, error) {
+// claim claims an offered run; nil, nil when another took it or it ended.
+func (t *natsTransport) claim(ctx context.Context, o meshapi.Offer) (*mesh.TaskRun, error) {
 	// The claim must not be abandoned half-way by a drain: a claimed run is
 	// then released properly by the caller.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
-	return meshapi.ClaimQueued(msg, func(qm meshapi.QueueMessage) (*mesh.TaskRun, error) {
-		return t.rc.Claim(cctx, meshapi.ClaimRequest{TaskRunID: qm.TaskRunID, Attempt: qm.Attempt})
-	})
+	run, err := t.rc.Claim(cctx, meshapi.ClaimRequest{TaskRunID: o.TaskRunID, Attempt: o.Attempt})
+	if meshapi.Unclaimable(err) {
+		return nil, nil
+	}
+	return run, err
 }
 
 func (t *natsTransport) Release(ctx context.Context, run *mesh.TaskRun) error {

@@ -14,7 +14,6 @@ import (
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -292,7 +291,7 @@ const DeleteReason = "agent deleted"
 
 // delete removes an agent account. Its runtimes are revoked first, so none
 // claims a run meanwhile; then the account goes, so no new run can target
-// it; then its open runs are canceled and its queue consumer deleted. Its
+// it; then its open runs are canceled. Its
 // finished runs, artifacts and events stay (they are history). The other
 // services are asked over the bus, as any client would.
 func (s *Service) delete(ctx context.Context, req *bus.Request) (any, error) {
@@ -317,9 +316,6 @@ func (s *Service) delete(ctx context.Context, req *bus.Request) (any, error) {
 	}
 	if out.CanceledTaskRuns, err = cancelOpenRuns(ctx, client, a.ID); err != nil {
 		return nil, err
-	}
-	if err := s.cfg.Conn.JS.DeleteConsumer(ctx, bus.QueueStream, bus.QueueConsumer(a.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, fmt.Errorf("delete the queue consumer of agent %s: %w", a.ID, err)
 	}
 	s.cfg.Logger.Info().Str("agent_id", a.ID).Int("revoked_runtimes", out.RevokedRuntimes).Int("canceled_task_runs", out.CanceledTaskRuns).Msg("agent deleted")
 	return out, nil

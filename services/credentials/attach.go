@@ -39,7 +39,7 @@ func (s *Service) handleAttach(ctx context.Context, req *bus.Request) (any, erro
 		home = agent.HomeRegion
 	}
 	nc := s.natsConnection(home)
-	nc.InboxPrefix, nc.Stream, nc.Consumer, nc.JSAPIPrefix = bus.RuntimeInboxPrefix(rt.ID), bus.QueueStream, bus.QueueConsumer(rt.AgentID), bus.JetStreamAPIPrefix
+	nc.InboxPrefix = bus.RuntimeInboxPrefix(rt.ID)
 	s.publish(ctx, bus.Event{
 		Type: mesh.EventPairingCodeRedeemed, Kind: mesh.KindPairingCode, AgentID: code.AgentID, Subject: code.CodeID,
 		ID: code.CodeID + ".redeemed", Data: codeEventData{CodeID: code.CodeID, AgentID: code.AgentID, RuntimeID: rt.ID},

@@ -14,8 +14,8 @@ import (
 
 // onAuthRequest answers the NATS server's auth callout: a connection that
 // presents a runtime token is placed in the runtimes account with permissions
-// for its own agent's queue consumer, its own runtime subjects, its own reply
-// inbox and its agent's events; one that presents an event consumer
+// for its own runtime subjects (through which it is offered its agent's
+// runs), its own reply inbox and its agent's events; one that presents an event consumer
 // credential in the consumers account with permissions to read the events it
 // was granted. Anything else is refused. The accounts bound what any of them
 // can reach at all (bus.AccountsConfig); the permissions narrow it to one
@@ -60,13 +60,9 @@ func (s *Service) onAuthRequest(msg *nats.Msg) {
 
 // runtimePermissions is everything a runtime connection may do.
 func runtimePermissions(p *jwt.Permissions, id *meshapi.Identity) {
-	consumer := bus.QueueConsumer(id.AgentID)
-	p.Pub.Allow.Add(
-		bus.RuntimeSubjectPrefix(id.AgentID, id.RuntimeID),
-		bus.UntrustedJSAPI("CONSUMER.INFO."+bus.QueueStream+"."+consumer),
-		bus.UntrustedJSAPI("CONSUMER.MSG.NEXT."+bus.QueueStream+"."+consumer),
-		"$JS.ACK."+bus.QueueStream+"."+consumer+".>",
-	)
+	// Requests under its own subjects only: no JetStream API at all (the
+	// task queue offers work in answer to a request).
+	p.Pub.Allow.Add(bus.RuntimeSubjectPrefix(id.AgentID, id.RuntimeID))
 	p.Sub.Allow.Add(
 		bus.RuntimeInboxPrefix(id.RuntimeID)+".>",
 		bus.AgentEventsFilter(id.AgentID),

@@ -16,7 +16,6 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // asyncErrors collects the errors the server sends a connection.
@@ -85,7 +84,7 @@ func checkConfinement(t *testing.T, p *meshtest.Platform, url string) {
 	agentA, agentB := p.CreateAgent("a"), p.CreateAgent("b")
 	rtA := p.Attach(agentA.ID)
 	rtB := p.OnlineRuntime(t, agentB.ID)
-	if rtA.NATS.InboxPrefix != bus.RuntimeInboxPrefix(rtA.RuntimeID) || rtA.NATS.Consumer != bus.QueueConsumer(agentA.ID) {
+	if rtA.NATS.InboxPrefix != bus.RuntimeInboxPrefix(rtA.RuntimeID) {
 		t.Fatalf("attach told the runtime %+v", rtA.NATS)
 	}
 	runB := p.CreateTask(agentB.ID, "b's work")
@@ -99,7 +98,8 @@ func checkConfinement(t *testing.T, p *meshtest.Platform, url string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	// What it may do: its own events, its own runtime subjects, its own queue.
+	// What it may do: its own events and its own runtime subjects, through
+	// which it is offered its agent's runs.
 	own, err := nc.SubscribeSync(bus.AgentEventsFilter(agentA.ID))
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func checkConfinement(t *testing.T, p *meshtest.Platform, url string) {
 		t.Fatalf("runtime is %s after a NATS heartbeat", v.Status)
 	}
 	hello, err := rc.Hello(ctx)
-	if err != nil || hello.Consumer != rtA.NATS.Consumer || hello.Stream != bus.QueueStream {
+	if err != nil || hello.AgentID != agentA.ID || hello.RuntimeID != rtA.RuntimeID {
 		t.Fatalf("hello: %+v, %v", hello, err)
 	}
 	runA := p.CreateTask(agentA.ID, "a's work")
@@ -133,38 +133,14 @@ func checkConfinement(t *testing.T, p *meshtest.Platform, url string) {
 		seen = append(seen, ev.Type())
 	}
 
-	if rtA.NATS.JSAPIPrefix != bus.JetStreamAPIPrefix {
-		t.Fatalf("attach named the JetStream API prefix %q", rtA.NATS.JSAPIPrefix)
+	offers, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second})
+	if err != nil || len(offers) != 1 || offers[0].TaskRunID != runA.ID || offers[0].Attempt != 1 {
+		t.Fatalf("offer over NATS: %+v, %v", offers, err)
 	}
-	js, err := jetstream.NewWithAPIPrefix(nc, rtA.NATS.JSAPIPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := js.Consumer(ctx, rtA.NATS.Stream, rtA.NATS.Consumer)
-	if err != nil {
-		t.Fatalf("own queue consumer: %v", err)
-	}
-	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fetched []jetstream.Msg
-	for m := range batch.Messages() {
-		fetched = append(fetched, m)
-	}
-	if batch.Error() != nil || len(fetched) != 1 {
-		t.Fatalf("fetch from own queue: %d messages, %v", len(fetched), batch.Error())
-	}
-	var qm meshapi.QueueMessage
-	if err := json.Unmarshal(fetched[0].Data(), &qm); err != nil || qm.TaskRunID != runA.ID || qm.Attempt != 1 {
-		t.Fatalf("queue message %s (%v)", fetched[0].Data(), err)
-	}
+	qm := offers[0]
 	claimed, err := rc.Claim(ctx, meshapi.ClaimRequest{TaskRunID: qm.TaskRunID, Attempt: qm.Attempt})
 	if err != nil || claimed.Status != mesh.StatusRunning || claimed.RuntimeID != rtA.RuntimeID || claimed.Attempt != 1 {
 		t.Fatalf("claim over NATS: %+v, %v", claimed, err)
-	}
-	if err := fetched[0].DoubleAck(ctx); err != nil {
-		t.Fatalf("ack of own queue message: %v", err)
 	}
 	if _, err := rc.Complete(ctx, meshapi.CompleteRequest{TaskRunID: runA.ID, Attempt: 1, Output: json.RawMessage(`{"text":"over nats"}`)}); err != nil {
 		t.Fatalf("complete over NATS: %v", err)
@@ -196,11 +172,12 @@ func checkConfinement(t *testing.T, p *meshtest.Platform, url string) {
 		bus.RuntimeSubject(agentB.ID, rtB.RuntimeID, bus.RuntimeOpHeartbeat),
 		bus.RuntimeSubject(agentB.ID, rtB.RuntimeID, bus.RuntimeOpClaim),
 		bus.RuntimeSubject(agentA.ID, rtB.RuntimeID, bus.RuntimeOpComplete),
-		bus.UntrustedJSAPI("CONSUMER.MSG.NEXT." + bus.QueueStream + "." + bus.QueueConsumer(agentB.ID)),
-		bus.UntrustedJSAPI("CONSUMER.INFO." + bus.QueueStream + "." + bus.QueueConsumer(agentB.ID)),
-		"$JS.API.CONSUMER.INFO." + bus.QueueStream + "." + bus.QueueConsumer(agentA.ID),
-		"$JS.API.STREAM.PURGE." + bus.QueueStream,
-		"$JS.API.CONSUMER.DELETE." + bus.QueueStream + "." + bus.QueueConsumer(agentA.ID),
+		bus.RuntimeSubject(agentB.ID, rtB.RuntimeID, bus.RuntimeOpOffer),
+		bus.UntrustedJSAPI("STREAM.INFO." + bus.EventStream),
+		bus.UntrustedJSAPI("CONSUMER.MSG.NEXT." + bus.EventStream + "." + bus.WebhookConsumer(agentB.ID)),
+		"$JS.API.STREAM.INFO." + bus.EventStream,
+		"$JS.API.STREAM.PURGE.KV_" + bus.BucketRuns,
+		"$JS.API.DIRECT.GET.KV_" + bus.BucketRuns,
 		bus.ServiceSubject(bus.ServiceAgents, meshapi.OpAgentCreate),
 		bus.ServiceSubject(bus.ServiceCredentials, meshapi.OpPairingRevoke),
 		bus.EventSubject(agentA.ID, string(mesh.KindTaskRun), runA.ID),

@@ -136,7 +136,7 @@ func TestConsumers_ACredentialReadsItsAgentsEventsAndNothingElse(t *testing.T) {
 	// Neither can it read through another credential's consumer or the platform's.
 	for _, api := range []string{
 		bus.UntrustedJSAPI("CONSUMER.MSG.NEXT." + bus.EventStream + "." + bus.WebhookConsumer(agentB.ID)),
-		bus.UntrustedJSAPI("CONSUMER.INFO." + bus.QueueStream + "." + bus.QueueConsumer(agentA.ID)),
+		bus.UntrustedJSAPI("CONSUMER.INFO." + bus.EventStream + "." + bus.WebhookConsumer(agentA.ID)),
 		"$JS.API.STREAM.INFO." + bus.EventStream,
 		"$JS.API.STREAM.MSG.GET." + bus.EventStream,
 		bus.EventSubject(agentA.ID, string(mesh.KindTaskRun), runA.ID),

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/secret"
@@ -53,7 +54,7 @@ func TestAttach_CodeIsOneTime(t *testing.T) {
 	if a.AgentID != agent.ID || !mesh.ValidID(a.RuntimeID) || a.HeartbeatTimeoutMS != 3000 || a.LeaseMS != 2000 {
 		t.Fatalf("attach answer: %+v", a)
 	}
-	if a.NATS.URL != p.NATSURL() || a.NATS.InboxPrefix == "" || a.NATS.Stream != "MESH_QUEUE" || a.NATS.Consumer != "agent_"+agent.ID {
+	if a.NATS.URL != p.NATSURL() || a.NATS.InboxPrefix != bus.RuntimeInboxPrefix(a.RuntimeID) {
 		t.Fatalf("attach answer's NATS details: %+v", a.NATS)
 	}
 	v := p.WaitRuntimeView(t, agent.ID, a.RuntimeID, meshtest.Listed)

@@ -2,66 +2,62 @@ package delegation
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// The delegation service takes delegated runs from its own queue, the way a
-// runtime takes its agent's: one durable pull consumer of the work-queue
-// stream, a claim checked against the run record, and the message settled
-// by the claim's outcome.
+// The delegation service takes delegated runs the way a runtime takes its
+// agent's: it asks the task queue for offers (a long-poll request), claims
+// each offered run, and the claim, checked against the run record,
+// decides.
 
-// startQueue creates the service's consumer and starts taking runs.
-func (s *Service) startQueue(ctx context.Context) error {
-	cons, err := s.js.CreateOrUpdateConsumer(ctx, bus.QueueStream, jetstream.ConsumerConfig{
-		Durable:       bus.DelegationQueueConsumer,
-		Description:   "delegated task runs, for the delegation service",
-		FilterSubject: bus.DelegationQueueFilter(),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
-		MaxDeliver:    -1,
-		MaxAckPending: 1000,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		return fmt.Errorf("delegation: queue consumer: %w", err)
-	}
-	s.consume, err = cons.Consume(s.onQueueMessage)
-	if err != nil {
-		return fmt.Errorf("delegation: consume queue: %w", err)
-	}
-	return nil
+// offerWait is how long one offer request waits for a delegated run.
+const offerWait = 25 * time.Second
+
+// startQueue starts taking runs, until the service stops.
+func (s *Service) startQueue() {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		backoff := 100 * time.Millisecond
+		for s.ctx.Err() == nil {
+			ctx, cancel := context.WithTimeout(s.ctx, offerWait+5*time.Second)
+			offers, err := s.client.DelegateOffer(ctx, meshapi.OfferRequest{Wait: offerWait, Max: 16})
+			cancel()
+			if err != nil {
+				if s.ctx.Err() == nil {
+					s.log.Warn().Err(err).Msg("delegated runs not offered; asking again")
+				}
+				select {
+				case <-s.ctx.Done():
+				case <-time.After(bus.Jitter(backoff, 0.2)):
+				}
+				backoff = min(backoff*2, 5*time.Second)
+				continue
+			}
+			backoff = 100 * time.Millisecond
+			for _, o := range offers {
+				s.take(o)
+			}
+		}
+	}()
 }
 
-// onQueueMessage claims the run of a queue message and starts delegating it.
-func (s *Service) onQueueMessage(msg jetstream.Msg) {
-	var qm meshapi.QueueMessage
-	if err := json.Unmarshal(msg.Data(), &qm); err != nil {
-		_ = msg.Term()
-		return
-	}
+// take claims an offered delegated run and starts delegating it.
+func (s *Service) take(o meshapi.Offer) {
 	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 	defer cancel()
-	run, err := s.client.DelegateClaim(ctx, meshapi.DelegateClaimRequest{TaskRunID: qm.TaskRunID, Attempt: qm.Attempt})
-	var me *mesh.Error
+	run, err := s.client.DelegateClaim(ctx, meshapi.DelegateClaimRequest{TaskRunID: o.TaskRunID, Attempt: o.Attempt})
 	switch {
 	case err == nil:
-		_ = msg.Ack()
 		s.startFollow(run)
-	case errors.As(err, &me) && (me.Code == mesh.CodeInvalidTransition || me.Code == mesh.CodeStaleAttempt || me.Code == mesh.CodeNotFound):
-		// Canceled meanwhile, or a duplicate message: nothing to take.
-		_ = msg.Term()
+	case meshapi.Unclaimable(err):
+		// Canceled meanwhile, or taken already: nothing to take.
 	default:
-		s.log.Warn().Err(err).Str("task_run_id", qm.TaskRunID).Msg("delegated run not claimed; it is offered again")
-		_ = msg.NakWithDelay(time.Second)
+		s.log.Warn().Err(err).Str("task_run_id", o.TaskRunID).Msg("delegated run not claimed; it is offered again")
 	}
 }
 

@@ -99,8 +99,6 @@ type Service struct {
 	svc    *bus.Service
 	http   *http.Client
 
-	consume jetstream.ConsumeContext
-
 	runtimes *runtimedir.Directory
 	objects  jetstream.ObjectStore
 
@@ -155,9 +153,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.serve(); err != nil {
 		return err
 	}
-	if err := s.startQueue(ctx); err != nil {
-		return err
-	}
+	s.startQueue()
 	s.renewer.Start(s.ctx)
 	s.wg.Add(2)
 	go s.resume()
@@ -195,9 +191,6 @@ func (s *Service) serve() error {
 // runs stay as they are: a restarted service follows them again), and
 // waits up to grace for requests in flight.
 func (s *Service) Stop(grace time.Duration) {
-	if s.consume != nil {
-		s.consume.Stop()
-	}
 	if s.svc != nil {
 		_ = s.svc.Stop(grace)
 	}

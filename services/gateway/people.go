@@ -42,7 +42,7 @@ func (g *Gateway) updateAgent(w http.ResponseWriter, r *http.Request) {
 }
 
 // deleteAgent deletes an agent account: its runtimes revoked, its open runs
-// canceled, its queue consumer deleted, its history kept (DeleteAgentRequest).
+// canceled, its history kept (DeleteAgentRequest).
 func (g *Gateway) deleteAgent(w http.ResponseWriter, r *http.Request) {
 	out, err := g.client.DeleteAgent(r.Context(), r.PathValue("agentId"))
 	g.reply(w, r, http.StatusOK, out, err)

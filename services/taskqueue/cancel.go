@@ -32,9 +32,7 @@ func (s *Service) cancel(ctx context.Context, runID, reason string) (*mesh.TaskR
 	if reason == "" {
 		reason = "canceled by request"
 	}
-	var wasPending bool
-	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
-		wasPending = r.Status == mesh.StatusPending
+	return s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
 		now := time.Now().UTC()
 		r.Status = mesh.StatusCanceled
 		r.Error = &mesh.RunError{Code: mesh.ReasonCanceled, Message: reason}
@@ -42,11 +40,4 @@ func (s *Service) cancel(ctx context.Context, runID, reason string) (*mesh.TaskR
 		r.LeaseExpiresAt = nil
 		return mesh.EventTaskRunCanceled, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	if wasPending {
-		s.dequeue(ctx, run)
-	}
-	return run, nil
 }

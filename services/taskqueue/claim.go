@@ -7,7 +7,6 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // runtimeOf parses the trusted agent and runtime ids from a runtime subject.
@@ -27,15 +26,9 @@ func (s *Service) handleHello(ctx context.Context, req *bus.Request) (any, error
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
 		return nil, err
 	}
-	if _, err := s.consumer(ctx, agentID); err != nil {
-		return nil, err
-	}
 	resp := meshapi.HelloResponse{
 		AgentID:            agentID,
 		RuntimeID:          runtimeID,
-		Stream:             bus.QueueStream,
-		Consumer:           bus.QueueConsumer(agentID),
-		JSAPIPrefix:        bus.JetStreamAPIPrefix,
 		LeaseMS:            s.cfg.Lease.Milliseconds(),
 		HeartbeatTimeoutMS: s.cfg.HeartbeatTimeout.Milliseconds(),
 	}
@@ -62,7 +55,7 @@ func (s *Service) handleClaim(ctx context.Context, req *bus.Request) (any, error
 }
 
 // claim moves a pending run to running for runtimeID. attempt is the attempt
-// the queue message was for; a message for an older attempt is stale. A
+// the offer named; an offer of an older attempt is stale. A
 // repeated claim of the same attempt by the same runtime returns the run, so a
 // runtime whose claim reply was lost may simply ask again.
 func (s *Service) claim(ctx context.Context, agentID, runtimeID, runID string, attempt int) (*mesh.TaskRun, error) {
@@ -86,7 +79,7 @@ func (s *Service) claim(ctx context.Context, agentID, runtimeID, runID string, a
 		}
 		// Only pending runs are claimed: the state machine refuses the rest.
 		if r.Status == mesh.StatusPending && attempt != 0 && attempt != r.Attempt+1 {
-			e := mesh.Errorf(mesh.CodeStaleAttempt, "queue message for attempt %d is stale (next attempt is %d)", attempt, r.Attempt+1)
+			e := mesh.Errorf(mesh.CodeStaleAttempt, "offer of attempt %d is stale (next attempt is %d)", attempt, r.Attempt+1)
 			e.Status = r.Status
 			return "", e
 		}
@@ -128,67 +121,66 @@ func (s *Service) handlePull(ctx context.Context, req *bus.Request) (any, error)
 	return meshapi.PullResponse{TaskRun: run}, nil
 }
 
-// minFetchWait is the shortest a pull waits on the queue. A request that does
-// not wait at all is answered from the consumer's count of pending messages,
-// which JetStream updates a moment after it acknowledges a publish, so a run
-// created just before would be missed.
-const minFetchWait = 100 * time.Millisecond
+// handleOffer names pending runs of the runtime's agent (dispatch.go).
+func (s *Service) handleOffer(ctx context.Context, req *bus.Request) (any, error) {
+	agentID, runtimeID, err := runtimeOf(req)
+	if err != nil {
+		return nil, err
+	}
+	var in meshapi.OfferRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	n, err := s.offerBounds(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
+		return nil, err
+	}
+	release, err := s.waiters.admit(runtimeID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return meshapi.OfferResponse{Offers: s.offer(ctx, agentID, n, in.Wait)}, nil
+}
 
-// pull claims the next pending run of the agent on behalf of a runtime that
-// does not fetch from JetStream itself (the HTTP transport), waiting up to
-// wait for one to arrive. It returns nil when none did.
+// offerBounds checks an offer request and returns how many runs it may name.
+func (s *Service) offerBounds(in meshapi.OfferRequest) (int, error) {
+	if in.Wait < 0 || in.Wait > s.cfg.MaxPullWait {
+		return 0, mesh.Errorf(mesh.CodeInvalidRequest, "wait must be between 0 and %s", s.cfg.MaxPullWait)
+	}
+	if in.Max < 0 || in.Max > meshapi.MaxOffers {
+		return 0, mesh.Errorf(mesh.CodeInvalidRequest, "max must be between 0 and %d", meshapi.MaxOffers)
+	}
+	return max(in.Max, 1), nil
+}
+
+// pull claims the next pending run of the agent on behalf of a runtime
+// that does not claim itself (the HTTP transport), waiting up to wait for
+// one to arrive. It returns nil when none did.
 func (s *Service) pull(ctx context.Context, agentID, runtimeID string, wait time.Duration) (*mesh.TaskRun, error) {
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
 		return nil, err
 	}
-	cons, err := s.consumer(ctx, agentID)
+	release, err := s.waiters.admit(runtimeID)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	deadline := time.Now().Add(wait)
 	for {
-		remaining := time.Until(deadline)
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(max(remaining, minFetchWait)))
-		if err != nil {
-			return nil, err
-		}
-		got := false
-		for msg := range batch.Messages() {
-			got = true
-			run, err := s.claimMessage(ctx, agentID, runtimeID, msg)
-			if err != nil || run != nil {
-				return run, err
-			}
-		}
-		if !got && (remaining < minFetchWait || ctx.Err() != nil) {
-			if ctx.Err() == nil && time.Since(deadline) < pendingSettle && hasPending(ctx, cons) {
-				// Stored but not yet offered to the consumer (a loaded
-				// server tells it a moment after the publish's ack): a
-				// run whose creation was answered is handed out.
-				continue
-			}
+		offers := s.offer(ctx, agentID, 1, max(time.Until(deadline), 0))
+		if len(offers) == 0 {
 			return nil, nil
 		}
+		run, err := s.claim(ctx, agentID, runtimeID, offers[0].TaskRunID, offers[0].Attempt)
+		if err == nil || !meshapi.Unclaimable(err) {
+			return run, err
+		}
+		// Taken by another, or ended meanwhile: the next one.
 	}
-}
-
-// pendingSettle bounds how long a pull that found nothing keeps fetching
-// while the consumer counts messages not yet offered to it.
-const pendingSettle = 2 * time.Second
-
-// hasPending reports whether the consumer holds messages not yet delivered.
-func hasPending(ctx context.Context, cons jetstream.Consumer) bool {
-	info, err := cons.Info(ctx)
-	return err == nil && info.NumPending > 0
-}
-
-// claimMessage claims the run of a fetched queue message and settles the
-// message (meshapi.ClaimQueued). It returns nil, nil for a message that was
-// skipped.
-func (s *Service) claimMessage(ctx context.Context, agentID, runtimeID string, msg jetstream.Msg) (*mesh.TaskRun, error) {
-	return meshapi.ClaimQueued(msg, func(qm meshapi.QueueMessage) (*mesh.TaskRun, error) {
-		return s.claim(ctx, agentID, runtimeID, qm.TaskRunID, qm.Attempt)
-	})
 }
 
 func (s *Service) handleRelease(ctx context.Context, req *bus.Request) (any, error) {
@@ -214,6 +206,5 @@ func (s *Service) handleRelease(ctx context.Context, req *bus.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
-	s.enqueueOrRetry(ctx, run)
 	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }

@@ -75,8 +75,5 @@ func (s *Service) continueRun(ctx context.Context, runID string, input json.RawM
 	if err != nil {
 		return nil, err
 	}
-	// A failed enqueue leaves the run pending without a message; the repair
-	// loop re-queues it.
-	s.enqueueOrRetry(ctx, run)
 	return run, nil
 }

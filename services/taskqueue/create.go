@@ -91,12 +91,8 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 	if err != nil || existing != nil {
 		return existing, err
 	}
-	// Announced before it is queued (see completeCreate); the event leaves
-	// off the run's lock, and ctx bounds the wait for it.
+	// The event leaves off the run's lock, and ctx bounds the wait for it.
 	created.wait(ctx)
-	// A failed enqueue leaves a pending run without a queue message; the
-	// repair loop finds and re-queues it, so the create still succeeds.
-	s.enqueueOrRetry(ctx, run)
 	return &meshapi.CreateTaskRunResponse{TaskRun: *run.Public(), Created: true}, nil
 }
 
@@ -123,8 +119,11 @@ func (s *Service) store(ctx context.Context, in *meshapi.CreateTaskRunRequest, r
 	}
 	run.Revision = rev
 	s.recent.put(run, rev)
+	// Queued in the outbox before the index shows the run pending, so an
+	// offer finds its event on its way (see dispatch.go).
+	created := s.announce(ctx, mesh.EventTaskRunCreated, run)
 	s.runView.Apply(run.ID, run, rev)
-	return s.announce(ctx, mesh.EventTaskRunCreated, run), nil, nil
+	return created, nil, nil
 }
 
 // newRun validates a create request and builds the pending run.

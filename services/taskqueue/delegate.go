@@ -40,6 +40,25 @@ func setRemoteState(r *mesh.TaskRun, state string) {
 	r.DelegatedTo = &d
 }
 
+// handleDelegateOffer names delegated pending runs for the delegation
+// service, as handleOffer does for a runtime.
+func (s *Service) handleDelegateOffer(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.OfferRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	n, err := s.offerBounds(in)
+	if err != nil {
+		return nil, err
+	}
+	release, err := s.waiters.admit(delegationQueue)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return meshapi.OfferResponse{Offers: s.offer(ctx, delegationQueue, n, in.Wait)}, nil
+}
+
 func (s *Service) handleDelegateClaim(ctx context.Context, req *bus.Request) (any, error) {
 	began := time.Now()
 	var in meshapi.DelegateClaimRequest
@@ -56,7 +75,7 @@ func (s *Service) handleDelegateClaim(ctx context.Context, req *bus.Request) (an
 		}
 		// Only pending runs are claimed: the state machine refuses the rest.
 		if r.Status == mesh.StatusPending && in.Attempt != 0 && in.Attempt != r.Attempt+1 {
-			e := mesh.Errorf(mesh.CodeStaleAttempt, "queue message for attempt %d is stale (next attempt is %d)", in.Attempt, r.Attempt+1)
+			e := mesh.Errorf(mesh.CodeStaleAttempt, "offer of attempt %d is stale (next attempt is %d)", in.Attempt, r.Attempt+1)
 			e.Status = r.Status
 			return "", e
 		}

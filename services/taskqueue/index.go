@@ -15,18 +15,21 @@ type summary struct {
 	agentID        string
 	conversationID string
 	runtimeID      string
-	status         mesh.Status
-	attempt        int
-	maxAttempts    int
-	lease          time.Time
-	deadline       time.Time
-	updatedAt      time.Time
-	rev            uint64
+	// delegated runs wait for the delegation service, not a runtime.
+	delegated   bool
+	status      mesh.Status
+	attempt     int
+	maxAttempts int
+	lease       time.Time
+	deadline    time.Time
+	updatedAt   time.Time
+	rev         uint64
 }
 
 func summarize(r *mesh.TaskRun, rev uint64) *summary {
 	s := &summary{
-		id: r.ID, agentID: r.TargetAgentID, conversationID: r.ConversationID, runtimeID: r.RuntimeID, status: r.Status,
+		id: r.ID, agentID: r.TargetAgentID, conversationID: r.ConversationID, runtimeID: r.RuntimeID,
+		delegated: r.Delegated(), status: r.Status,
 		attempt: r.Attempt, maxAttempts: r.MaxAttempts, updatedAt: r.UpdatedAt, rev: rev,
 	}
 	if r.LeaseExpiresAt != nil {
@@ -39,8 +42,9 @@ func summarize(r *mesh.TaskRun, rev uint64) *summary {
 }
 
 // index is the task queue's read model of every run, built from the runs
-// bucket: ids in creation order for newest-first paging, and the set of runs
-// that have not ended for the reaper.
+// bucket: ids in creation order for newest-first paging, the set of runs
+// that have not ended for the reaper, and the pending runs of each queue
+// (queueOf), which is what runtimes are offered.
 type index struct {
 	mu     sync.RWMutex
 	byID   map[string]*summary
@@ -48,10 +52,31 @@ type index struct {
 	active map[string]*summary
 	// byStatus counts runs per status, for metrics.
 	byStatus map[mesh.Status]int
+	// pending holds each queue's pending runs in ascending id (oldest
+	// first); woken holds, per queue, a channel closed when a run becomes
+	// pending there (wake).
+	pending map[string][]*summary
+	woken   map[string]chan struct{}
 }
 
 func newIndex() *index {
-	return &index{byID: map[string]*summary{}, active: map[string]*summary{}, byStatus: map[mesh.Status]int{}}
+	return &index{
+		byID: map[string]*summary{}, active: map[string]*summary{}, byStatus: map[mesh.Status]int{},
+		pending: map[string][]*summary{}, woken: map[string]chan struct{}{},
+	}
+}
+
+// delegationQueue is the queue of delegated runs; agent ids are UUIDs, so
+// no agent's queue has its name.
+const delegationQueue = "_delegation"
+
+// queueOf is the queue a pending run waits in: its agent's, or the
+// delegation service's.
+func queueOf(s *summary) string {
+	if s.delegated {
+		return delegationQueue
+	}
+	return s.agentID
 }
 
 // countByStatus copies the number of runs in each status.
@@ -72,6 +97,9 @@ func (ix *index) onChange(id string, p **summary) {
 	old, had := ix.byID[id]
 	if p == nil {
 		if had {
+			if old.status == mesh.StatusPending {
+				ix.removePending(old)
+			}
 			ix.byStatus[old.status]--
 			delete(ix.byID, id)
 			delete(ix.active, id)
@@ -86,6 +114,12 @@ func (ix *index) onChange(id string, p **summary) {
 	ix.byID[id] = s
 	if had {
 		ix.byStatus[old.status]--
+		if old.status == mesh.StatusPending {
+			ix.removePending(old)
+		}
+	}
+	if s.status == mesh.StatusPending {
+		ix.addPending(s)
 	}
 	ix.byStatus[s.status]++
 	if had {
@@ -97,6 +131,76 @@ func (ix *index) onChange(id string, p **summary) {
 		delete(ix.active, id)
 	} else {
 		ix.active[id] = s
+	}
+}
+
+// addPending puts s in its queue, in id order, and wakes the queue's
+// waiters. Call with ix.mu held.
+func (ix *index) addPending(s *summary) {
+	q := queueOf(s)
+	list := ix.pending[q]
+	i := sort.Search(len(list), func(i int) bool { return list[i].id >= s.id })
+	if i < len(list) && list[i].id == s.id {
+		list[i] = s
+	} else {
+		list = append(list, nil)
+		copy(list[i+1:], list[i:])
+		list[i] = s
+	}
+	ix.pending[q] = list
+	ix.wakeLocked(q)
+}
+
+// removePending takes s's run out of its queue. Call with ix.mu held.
+func (ix *index) removePending(s *summary) {
+	q := queueOf(s)
+	list := ix.pending[q]
+	i := sort.Search(len(list), func(i int) bool { return list[i].id >= s.id })
+	if i < len(list) && list[i].id == s.id {
+		list = append(list[:i], list[i+1:]...)
+	}
+	if len(list) == 0 {
+		delete(ix.pending, q)
+	} else {
+		ix.pending[q] = list
+	}
+}
+
+// pendingIn copies up to n pending runs of queue q, oldest first, leaving
+// out those skip names, and returns the channel that is closed when
+// another run becomes pending there: read together, so no run is missed
+// between a look and a wait. skip must not use the index.
+func (ix *index) pendingIn(q string, n int, skip func(id string) bool) ([]summary, <-chan struct{}) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ch, ok := ix.woken[q]
+	if !ok {
+		ch = make(chan struct{})
+		ix.woken[q] = ch
+	}
+	var out []summary
+	for _, s := range ix.pending[q] {
+		if len(out) == n {
+			break
+		}
+		if !skip(s.id) {
+			out = append(out, *s)
+		}
+	}
+	return out, ch
+}
+
+// wake tells queue q's waiters to look again.
+func (ix *index) wake(q string) {
+	ix.mu.Lock()
+	ix.wakeLocked(q)
+	ix.mu.Unlock()
+}
+
+func (ix *index) wakeLocked(q string) {
+	if ch, ok := ix.woken[q]; ok {
+		close(ch)
+		delete(ix.woken, q)
 	}
 }
 
@@ -195,4 +299,15 @@ func (ix *index) runningBy(runtimeID string) []string {
 		}
 	}
 	return ids
+}
+
+// queueOfRun is the queue run id waits in, if it is pending.
+func (ix *index) queueOfRun(id string) (string, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	s, ok := ix.byID[id]
+	if !ok || s.status != mesh.StatusPending {
+		return "", false
+	}
+	return queueOf(s), true
 }

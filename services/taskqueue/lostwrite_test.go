@@ -18,7 +18,13 @@ import (
 
 func lostWriteService(t *testing.T) (*Service, *mesh.Agent) {
 	t.Helper()
-	s := singleService(t, Config{RepairInterval: time.Hour})
+	return serviceWithAgent(t, Config{})
+}
+
+// serviceWithAgent runs the service on one fresh server, with one agent.
+func serviceWithAgent(t *testing.T, cfg Config) (*Service, *mesh.Agent) {
+	t.Helper()
+	s := singleService(t, cfg)
 	agent := &mesh.Agent{ID: mesh.NewID(), Name: "lost writes"}
 	if _, err := s.agentStore.Create(context.Background(), agent.ID, agent); err != nil {
 		t.Fatal(err)
@@ -73,10 +79,10 @@ func TestCreate_KeyWhoseRunWasNeverStoredCreatesThatRunAndNoOther(t *testing.T) 
 	}
 }
 
-// TestCreate_RetryAnnouncesAndQueuesARunItsCreatorStoredAndLeft: the
-// creator stored the run and died before announcing and queueing it. The
-// caller's retry with the key answers with that run and does both.
-func TestCreate_RetryAnnouncesAndQueuesARunItsCreatorStoredAndLeft(t *testing.T) {
+// TestCreate_RetryAnnouncesARunItsCreatorStoredAndLeft: the creator stored
+// the run and died before announcing it. The caller's retry with the key
+// answers with that run and announces it, and the run is offered.
+func TestCreate_RetryAnnouncesARunItsCreatorStoredAndLeft(t *testing.T) {
 	s, agent := lostWriteService(t)
 	ctx := context.Background()
 	req := func() *meshapi.CreateTaskRunRequest {
@@ -96,8 +102,8 @@ func TestCreate_RetryAnnouncesAndQueuesARunItsCreatorStoredAndLeft(t *testing.T)
 	if got := lastEventType(t, s, run); got != mesh.EventTaskRunCreated {
 		t.Fatalf("the run's last event is %q, want %s", got, mesh.EventTaskRunCreated)
 	}
-	if ok, err := s.queued(ctx, run); !ok {
-		t.Fatalf("the run has no queue message after the retry (%v)", err)
+	if offers := s.offer(ctx, agent.ID, 1, 5*time.Second); len(offers) != 1 || offers[0].TaskRunID != run.ID || offers[0].Attempt != 1 {
+		t.Fatalf("offered %+v after the retry, want run %s attempt 1", offers, run.ID)
 	}
 	// A further retry publishes nothing more.
 	if _, err := s.create(ctx, req()); err != nil {

@@ -19,6 +19,10 @@ func (s *Service) registerMetrics() {
 		Help:    "Time from a task run's creation to its claim by a runtime.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
 	}))
+	s.offersWaiting = metrics.RegisterOrExisting(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "a2amesh_offers_waiting",
+		Help: "Requests for work waiting in this process for a pending run, by who asks: runtimes, or the delegation service.",
+	}, []string{"waiter"}))
 }
 
 var runsDesc = prometheus.NewDesc("a2amesh_task_runs", "Task runs known to the platform, by status.", []string{"status"}, nil)

@@ -137,3 +137,11 @@ func (o *outbox) stop() {
 	o.mu.Unlock()
 	o.wg.Wait()
 }
+
+// holds reports whether events of run id wait here to be published.
+func (o *outbox) holds(id string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.queues[id]
+	return ok
+}

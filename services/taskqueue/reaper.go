@@ -33,12 +33,10 @@ func (s *Service) reap(ctx context.Context) {
 func (s *Service) expire(ctx context.Context, runID, code, message string) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	var wasPending bool
-	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
+	_, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
 		if r.Status.Terminal() || r.Deadline == nil || time.Now().Before(*r.Deadline) {
 			return "", errUnchanged
 		}
-		wasPending = r.Status == mesh.StatusPending
 		now := time.Now().UTC()
 		r.Status = mesh.StatusFailed
 		r.Error = &mesh.RunError{Code: code, Message: message}
@@ -48,10 +46,6 @@ func (s *Service) expire(ctx context.Context, runID, code, message string) {
 	})
 	if err != nil {
 		s.cfg.Logger.Warn().Err(err).Str("task_run_id", runID).Msg("deadline not enforced; will retry")
-		return
-	}
-	if wasPending {
-		s.dequeue(ctx, run)
 	}
 }
 
@@ -59,15 +53,13 @@ func (s *Service) expire(ctx context.Context, runID, code, message string) {
 func (s *Service) loseLease(ctx context.Context, runID string) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	requeued := false
-	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
+	_, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
 		if r.Status != mesh.StatusRunning || r.LeaseExpiresAt == nil || time.Now().Before(*r.LeaseExpiresAt) {
 			return "", errUnchanged
 		}
 		lostRuntime := r.RuntimeID
 		r.LeaseExpiresAt = nil
 		if r.Attempt < r.MaxAttempts {
-			requeued = true
 			r.Status = mesh.StatusPending
 			r.RuntimeID = ""
 			r.ClaimedAt = nil
@@ -90,9 +82,5 @@ func (s *Service) loseLease(ctx context.Context, runID string) {
 	})
 	if err != nil {
 		s.cfg.Logger.Warn().Err(err).Str("task_run_id", runID).Msg("lease expiry not handled; will retry")
-		return
-	}
-	if requeued {
-		s.enqueueOrRetry(ctx, run)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -36,15 +35,12 @@ type Config struct {
 	Lease time.Duration
 	// HeartbeatTimeout is told to runtimes in hello. Default 120s (seed 001 §4.2).
 	HeartbeatTimeout time.Duration
-	// AckWait is how long a fetched queue message may stay unacknowledged before
-	// JetStream offers it again. Default 30s.
-	AckWait time.Duration
 	// ReapInterval is how often expired leases and deadlines are looked for.
 	// Default: a tenth of Lease, at most 1s.
 	ReapInterval time.Duration
-	// RepairInterval is how often every pending run is checked for a lost
-	// queue message. Default 30s.
-	RepairInterval time.Duration
+	// OfferHold is how long a copy holds back a run it offered, for the
+	// claim to arrive, before offering it again. Default 10s.
+	OfferHold time.Duration
 	// MaxPullWait caps a long-poll pull. Default 55s.
 	MaxPullWait time.Duration
 	// Metrics receives the service's metrics; nil records none.
@@ -58,14 +54,11 @@ func (c *Config) defaults() {
 	if c.HeartbeatTimeout == 0 {
 		c.HeartbeatTimeout = mesh.DefaultHeartbeatTimeout
 	}
-	if c.AckWait == 0 {
-		c.AckWait = 30 * time.Second
-	}
 	if c.ReapInterval == 0 {
 		c.ReapInterval = min(c.Lease/10, time.Second)
 	}
-	if c.RepairInterval == 0 {
-		c.RepairInterval = 30 * time.Second
+	if c.OfferHold == 0 {
+		c.OfferHold = 10 * time.Second
 	}
 	if c.MaxPullWait == 0 {
 		c.MaxPullWait = 55 * time.Second
@@ -81,7 +74,6 @@ type Service struct {
 	idem  *bus.Records[idempotencyRecord]
 	// agentStore confirms agents the agents view has not seen yet.
 	agentStore *bus.Records[mesh.Agent]
-	queue      jetstream.Stream
 
 	index    *index
 	runView  *bus.Mirror[mesh.TaskRun, *summary]
@@ -97,36 +89,33 @@ type Service struct {
 	hbSub  *nats.Subscription
 	locks  stripedLocks
 	recent *recentRuns
-	// unqueued are pending runs whose queue message could not be published.
-	unqueued unqueued
 
-	consumersMu sync.Mutex
-	consumers   map[string]jetstream.Consumer
-	// agentsLoaded is set once the agents view holds every agent: agents
-	// that change after it are new or edited, not loaded.
-	agentsLoaded atomic.Bool
-	// bg counts the background work of agent changes (their consumers);
-	// bgMu guards stopping, so none starts once Stop waits for it.
-	bg       sync.WaitGroup
-	bgMu     sync.Mutex
-	stopping bool
+	// Dispatch (dispatch.go): the runs this copy offered, the runs whose
+	// pending event is known stored, the queues to look at again, and
+	// stopped, closed by Stop to end the offers that wait.
+	offered    offered
+	announced  announced
+	rechecksMu sync.Mutex
+	rechecks   map[string]bool
+	stopped    chan struct{}
+	stopOnce   sync.Once
+	waiters    waiters
 
 	// claimLatency observes claim time minus creation time (nil: no metrics).
 	claimLatency prometheus.Observer
+	// offersWaiting counts the offer requests waiting (nil: no metrics).
+	offersWaiting *prometheus.GaugeVec
 
 	startedAt time.Time
-	// The maintenance jobs: the reaper (reaper.go), the queue repair and
-	// the retry of failed enqueues (repair.go).
-	reaper, repairer, requeuer *bus.Periodic
+	// The reaper (reaper.go) is the maintenance job.
+	reaper *bus.Periodic
 }
 
 // New returns a service; Start runs it.
 func New(cfg Config) *Service {
 	cfg.defaults()
-	s := &Service{cfg: cfg, consumers: map[string]jetstream.Consumer{}, recent: newRecentRuns()}
+	s := &Service{cfg: cfg, recent: newRecentRuns(), stopped: make(chan struct{})}
 	s.reaper = &bus.Periodic{Interval: cfg.ReapInterval, Run: s.reap}
-	s.repairer = &bus.Periodic{Interval: cfg.RepairInterval, AtStart: true, Run: s.repair}
-	s.requeuer = &bus.Periodic{Interval: retryInterval, Run: s.retryEnqueues}
 	return s
 }
 
@@ -140,16 +129,14 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.events = bus.NewPublisher(s.js, bus.ServiceTaskQueue).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServiceTaskQueue))
-	s.outbox = newOutbox(s.events.Publish, s.cfg.Logger)
+	s.outbox = newOutbox(s.publishEvent, s.cfg.Logger)
 	s.registerMetrics()
 	if err := s.serve(); err != nil {
 		return err
 	}
 	// ctx bounds the start only: the jobs live until Stop.
 	life := context.WithoutCancel(ctx)
-	for _, job := range []*bus.Periodic{s.reaper, s.repairer, s.requeuer} {
-		job.Start(life)
-	}
+	s.reaper.Start(life)
 	return nil
 }
 
@@ -167,22 +154,18 @@ func (s *Service) open(ctx context.Context) error {
 	if s.agentStore, err = bus.OpenRecords[mesh.Agent](ctx, s.js, bus.BucketAgents); err != nil {
 		return err
 	}
-	if s.queue, err = s.js.Stream(ctx, bus.QueueStream); err != nil {
-		return fmt.Errorf("taskqueue: queue stream: %w", err)
-	}
 	s.index = newIndex()
 	s.runView, err = bus.StartMirror(ctx, s.js, bus.BucketRuns, bus.MirrorConfig[mesh.TaskRun, *summary]{
 		Project:  func(_ string, r *mesh.TaskRun, rev uint64) (*summary, bool) { return summarize(r, rev), true },
-		OnChange: s.index.onChange,
+		OnChange: s.onRunChange,
 		Logger:   s.cfg.Logger,
 	})
 	if err != nil {
 		return err
 	}
 	s.agents, err = bus.StartMirror(ctx, s.js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, *mesh.Agent]{
-		Project:  bus.Identity[mesh.Agent],
-		OnChange: s.onAgentChange,
-		Logger:   s.cfg.Logger,
+		Project: bus.Identity[mesh.Agent],
+		Logger:  s.cfg.Logger,
 	})
 	if err != nil {
 		return err
@@ -195,38 +178,7 @@ func (s *Service) open(ctx context.Context) error {
 			return fmt.Errorf("taskqueue: load: %w", err)
 		}
 	}
-	s.agentsLoaded.Store(true)
 	return nil
-}
-
-// onAgentChange gives an agent created after start its queue consumer at
-// once, rather than at its first run: the consumer then exists before any
-// outage that leaves JetStream unable to create one.
-func (s *Service) onAgentChange(id string, a **mesh.Agent) {
-	if a == nil || !s.agentsLoaded.Load() {
-		return
-	}
-	s.consumersMu.Lock()
-	_, known := s.consumers[id]
-	s.consumersMu.Unlock()
-	if known {
-		return
-	}
-	s.bgMu.Lock()
-	defer s.bgMu.Unlock()
-	if s.stopping {
-		return
-	}
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := s.consumer(ctx, id); err != nil {
-			// The first run of the agent creates it then.
-			s.cfg.Logger.Warn().Err(err).Str("agent_id", id).Msg("queue consumer of a new agent not created")
-		}
-	}()
 }
 
 func (s *Service) serve() error {
@@ -234,6 +186,7 @@ func (s *Service) serve() error {
 	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
 		Name: bus.ServiceTaskQueue, Description: "task runs", Logger: s.cfg.Logger,
 		Timeout: s.cfg.MaxPullWait + 5*time.Second,
+		Waits:   map[string]bool{bus.RuntimeOpOffer: true, bus.RuntimeOpPull: true, meshapi.OpTaskDelegateOffer: true},
 		Ops: map[string]bus.HandlerFunc{
 			meshapi.OpTaskCreate:           s.handleCreate,
 			meshapi.OpTaskGet:              s.handleGet,
@@ -243,6 +196,7 @@ func (s *Service) serve() error {
 			meshapi.OpTaskAttachArtifact:   s.handleAttachArtifact,
 			meshapi.OpConversationCreate:   s.handleConversationCreate,
 			meshapi.OpConversationGet:      s.handleConversationGet,
+			meshapi.OpTaskDelegateOffer:    s.handleDelegateOffer,
 			meshapi.OpTaskDelegateClaim:    s.handleDelegateClaim,
 			meshapi.OpTaskDelegateLink:     s.handleDelegateLink,
 			meshapi.OpTaskDelegateRenew:    s.handleDelegateRenew,
@@ -252,6 +206,7 @@ func (s *Service) serve() error {
 		RuntimeOps: map[string]bus.HandlerFunc{
 			bus.RuntimeOpHello:    s.handleHello,
 			bus.RuntimeOpPull:     s.handlePull,
+			bus.RuntimeOpOffer:    s.handleOffer,
 			bus.RuntimeOpClaim:    s.handleClaim,
 			bus.RuntimeOpRelease:  s.handleRelease,
 			bus.RuntimeOpRenew:    s.handleRenew,
@@ -278,16 +233,13 @@ func (s *Service) Stop(grace time.Duration) {
 	if s.hbSub != nil {
 		_ = s.hbSub.Unsubscribe()
 	}
+	// Offers that wait end at once, empty: their runtimes ask again, and
+	// another copy answers.
+	s.stopOnce.Do(func() { close(s.stopped) })
 	if s.svc != nil {
 		_ = s.svc.Stop(grace)
 	}
-	for _, job := range []*bus.Periodic{s.reaper, s.repairer, s.requeuer} {
-		job.Stop()
-	}
-	s.bgMu.Lock()
-	s.stopping = true
-	s.bgMu.Unlock()
-	s.bg.Wait()
+	s.reaper.Stop()
 	if s.outbox != nil {
 		s.outbox.stop()
 	}

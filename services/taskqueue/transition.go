@@ -89,11 +89,14 @@ func (s *Service) transitionLocked(ctx context.Context, runID string, m mutation
 		}
 		run.Revision = next
 		s.recent.put(run, next)
-		s.runView.Apply(runID, run, next)
-		if eventType == "" {
-			return run, nil, nil
+		// Queued in the outbox before the index shows the change, so an
+		// offer finds the event on its way (see dispatch.go).
+		var out *outgoing
+		if eventType != "" {
+			out = s.announce(ctx, eventType, run)
 		}
-		return run, s.announce(ctx, eventType, run), nil
+		s.runView.Apply(runID, run, next)
+		return run, out, nil
 	}
 }
 
@@ -155,16 +158,15 @@ func (s *Service) announceCreated(ctx context.Context, run *mesh.TaskRun) *outgo
 }
 
 // completeCreate finishes the create of a run that an idempotent retry
-// found stored: if its creator did not announce it, it did not queue it
-// either (it announces first), so both are done now, under the ids the
-// creator used, which makes anything it stored after all a duplicate.
+// found stored: if its creator did not announce it, that is done now,
+// under the id the creator used, which makes an event it stored after all
+// a duplicate.
 func (s *Service) completeCreate(ctx context.Context, run *mesh.TaskRun) {
 	unlock := s.locks.lock(run.ID)
 	created := s.announceCreated(ctx, run)
 	unlock()
 	if created != nil {
 		created.wait(ctx)
-		s.enqueueOrRetry(ctx, run)
 	}
 }
 
