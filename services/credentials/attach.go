@@ -38,7 +38,7 @@ func (s *Service) handleAttach(ctx context.Context, req *bus.Request) (any, erro
 	if agent, _, err := s.agents.Get(ctx, code.AgentID); err == nil {
 		home = agent.HomeRegion
 	}
-	nc := s.natsConnection(home)
+	nc := s.natsConnection(ctx, home)
 	nc.InboxPrefix = bus.RuntimeInboxPrefix(rt.ID)
 	s.publish(ctx, bus.Event{
 		Type: mesh.EventPairingCodeRedeemed, Kind: mesh.KindPairingCode, AgentID: code.AgentID, Subject: code.CodeID,

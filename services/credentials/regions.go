@@ -34,6 +34,7 @@ func (s *Service) startRegions(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.regionRecords = recs
 	s.regions, err = bus.StartMirror(ctx, s.cfg.Conn.JS, bus.BucketRegions, bus.MirrorConfig[regionRecord, regionRecord]{
 		Project: func(_ string, v *regionRecord, _ uint64) (regionRecord, bool) { return *v, true },
 		Logger:  s.cfg.Logger,
@@ -72,9 +73,10 @@ func (s *Service) startRegions(ctx context.Context) error {
 
 // natsConnection is what a runtime of an agent homed in home is told: that
 // region's URLs first, then every other region's as fallbacks, in name
-// order. A home region whose record is not known yet (or an agent without
-// one) gets this region's own URLs.
-func (s *Service) natsConnection(home string) meshapi.NATSConnection {
+// order. A home region this region's view has not heard of yet (its record
+// was stored a moment ago in another region) is read from the bucket; one
+// that has no record (or an agent without one) gets this region's own URLs.
+func (s *Service) natsConnection(ctx context.Context, home string) meshapi.NATSConnection {
 	own := regionRecord{Region: s.cfg.Region, NATSURL: s.cfg.NATSURL, NATSWebSocketURL: s.cfg.NATSWebSocketURL}
 	known := map[string]regionRecord{own.Region: own}
 	if s.regions != nil {
@@ -86,6 +88,12 @@ func (s *Service) natsConnection(home string) meshapi.NATSConnection {
 		})
 	}
 	first, ok := known[home]
+	if !ok && home != "" && s.regionRecords != nil {
+		if r, _, err := s.regionRecords.Get(ctx, home); err == nil {
+			first, ok = *r, true
+			known[home] = *r
+		}
+	}
 	if home == "" || !ok {
 		first = own
 	}

@@ -124,9 +124,11 @@ type Service struct {
 	a2aKeys *bus.Records[a2aKeyRecord]
 	// regions mirrors every region's NATS URLs (regions.go).
 	regions *bus.Mirror[regionRecord, regionRecord]
-	events  *bus.Publisher
-	svc     *bus.Service
-	authSub *nats.Subscription
+	// regionRecords reads a region's record the view has not seen yet.
+	regionRecords *bus.Records[regionRecord]
+	events        *bus.Publisher
+	svc           *bus.Service
+	authSub       *nats.Subscription
 	// sweeper removes expired pairing codes (codes.go).
 	sweeper *bus.Periodic
 	// stop and wg end and wait for the disconnections of ended credentials
