@@ -104,6 +104,7 @@ const (
 	RuntimeOpPull      = "pull"
 	RuntimeOpOffer     = "offer"
 	RuntimeOpClaim     = "claim"
+	RuntimeOpClaimMany = "claim_many"
 	RuntimeOpRenew     = "renew"
 	RuntimeOpProgress  = "progress"
 	RuntimeOpComplete  = "complete"

@@ -58,6 +58,25 @@ type OfferResponse struct {
 	Offers []Offer `json:"offers,omitempty"`
 }
 
+// ClaimManyRequest claims several offered runs in one request (at most
+// MaxOffers). Each claim is decided on its own, as a ClaimRequest is.
+type ClaimManyRequest struct {
+	Claims []ClaimRequest `json:"claims"`
+}
+
+// ClaimManyResponse holds the runs claimed, in the order asked, and why
+// each of the others was not.
+type ClaimManyResponse struct {
+	Claimed []mesh.TaskRun `json:"claimed"`
+	Refused []ClaimRefusal `json:"refused,omitempty"`
+}
+
+// ClaimRefusal is one claim of a ClaimManyRequest that did not take its run.
+type ClaimRefusal struct {
+	TaskRunID string      `json:"task_run_id"`
+	Error     *mesh.Error `json:"error"`
+}
+
 // ClaimRequest claims an offered run.
 type ClaimRequest struct {
 	TaskRunID string `json:"task_run_id"`
@@ -204,7 +223,7 @@ func (c *RuntimeClient) callAgain(ctx context.Context, op string, req, resp any)
 	return bus.CallIdempotent(ctx, c.nc, bus.RuntimeSubject(c.agentID, c.runtimeID, op), req, resp, TryTimeout)
 }
 
-// Claim claims the run of a fetched queue message. Claiming the same
+// Claim claims an offered run. Claiming the same
 // attempt again is answered with the run the runtime already holds, so a
 // try whose answer was lost is simply sent again.
 func (c *RuntimeClient) Claim(ctx context.Context, req ClaimRequest) (*mesh.TaskRun, error) {
@@ -213,6 +232,17 @@ func (c *RuntimeClient) Claim(ctx context.Context, req ClaimRequest) (*mesh.Task
 		return nil, err
 	}
 	return &r.TaskRun, nil
+}
+
+// ClaimMany claims several offered runs in one request. Claiming the same
+// attempts again is answered with the runs the runtime already holds, so a
+// try whose answer was lost is simply sent again.
+func (c *RuntimeClient) ClaimMany(ctx context.Context, req ClaimManyRequest) (*ClaimManyResponse, error) {
+	var r ClaimManyResponse
+	if err := c.callAgain(ctx, bus.RuntimeOpClaimMany, req, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // Release gives back a claimed run that never started.

@@ -23,6 +23,8 @@ type AgentOptions struct {
 	Skills []mesh.Skill
 	// Provider answers the tasks; default the echo provider.
 	Provider provider.Provider
+	// Concurrency is how many runs the runtime works on at once; default 1.
+	Concurrency int
 }
 
 // OnlineAgent is an agent account with a runtime connected over NATS (the
@@ -90,6 +92,7 @@ func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *
 	c := runtimeengine.NewRuntime(runtimeengine.RuntimeConfig{
 		AgentID: att.AgentID, RuntimeID: att.RuntimeID, Transport: tr, Hello: hello, API: api, Adapter: ac,
 		Logger: zerolog.Nop(), HeartbeatInterval: time.Second, RenewInterval: time.Second, DrainGrace: time.Second,
+		Concurrency: o.Concurrency,
 	})
 	runCtx, stopRun := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -17,6 +17,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/ledger"
 	"github.com/a2amesh/a2amesh/internal/toolserver"
+	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/rs/zerolog"
 )
 
@@ -216,10 +217,8 @@ func (c *Engine) Run(ctx context.Context) error {
 		loops.Add(1)
 		go func() { defer loops.Done(); loop(c.execCtx) }()
 	}
-	for i := 0; i < c.cfg.Concurrency; i++ {
-		workers.Add(1)
-		go func() { defer workers.Done(); c.work(claimCtx) }()
-	}
+	workers.Add(1)
+	go func() { defer workers.Done(); c.dispatch(claimCtx, &workers) }()
 	select {
 	case <-ctx.Done():
 	case <-c.fatal:
@@ -275,46 +274,97 @@ func (c *Engine) fail(err error) {
 	})
 }
 
-func (c *Engine) work(ctx context.Context) {
+// dispatch asks for work whenever a slot is free, for as many runs as
+// slots are free, in one request, and works on each run it gets in a
+// goroutine of its own (counted in workers), until ctx ends.
+func (c *Engine) dispatch(ctx context.Context, workers *sync.WaitGroup) {
+	slots := make(chan struct{}, c.cfg.Concurrency)
 	backoff := 500 * time.Millisecond
 	for ctx.Err() == nil {
-		if !c.waitAdapter(ctx) {
+		free, ok := takeFree(ctx, slots)
+		if !ok {
 			return
 		}
-		run, err := c.cfg.Transport.Next(ctx)
-		switch {
-		case err != nil && IsAuthError(err):
-			c.fail(err)
-			return
-		case err != nil:
-			if ctx.Err() != nil {
-				return
-			}
-			// The platform closes a revoked runtime's connection at once:
-			// a heartbeat now (and, if it fails, a credential check) finds
-			// out whether that was why, instead of at the next interval.
-			c.kickHeartbeat()
-			c.log.Warn().Err(err).Dur("retry_in", backoff).Msg("cannot claim work; retrying")
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(bus.Jitter(backoff, 0.2)):
-			}
-			backoff = min(backoff*2, 15*time.Second)
-			continue
-		case run == nil:
-			continue
+		runs, err := c.next(ctx, free, &backoff)
+		for range free - len(runs) {
+			<-slots
 		}
-		backoff = 500 * time.Millisecond
+		if err != nil {
+			return
+		}
 		if ctx.Err() != nil {
-			// Claimed while stopping: give it back rather than start it.
+			// Claimed while stopping: give them back rather than start them.
 			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = c.cfg.Transport.Release(rctx, run)
+			for _, run := range runs {
+				_ = c.cfg.Transport.Release(rctx, run)
+				<-slots
+			}
 			cancel()
 			return
 		}
-		c.execute(run)
+		for _, run := range runs {
+			workers.Add(1)
+			go func() {
+				defer workers.Done()
+				defer func() { <-slots }()
+				c.execute(run)
+			}()
+		}
 	}
+}
+
+// takeFree waits for one free slot and takes every other one free now,
+// returning how many it took; false when ctx ended first.
+func takeFree(ctx context.Context, slots chan struct{}) (int, bool) {
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return 0, false
+	}
+	free := 1
+	for free < cap(slots) {
+		select {
+		case slots <- struct{}{}:
+			free++
+		default:
+			return free, true
+		}
+	}
+	return free, true
+}
+
+// next waits for the adapter and asks for up to n runs. It returns a
+// non-nil error only when the engine must stop asking (ctx ended, or the
+// credential was refused); other failures are logged and retried after
+// backoff, which it doubles (and resets after an answer).
+func (c *Engine) next(ctx context.Context, n int, backoff *time.Duration) ([]*mesh.TaskRun, error) {
+	if !c.waitAdapter(ctx) {
+		return nil, ctx.Err()
+	}
+	runs, err := c.cfg.Transport.NextUpTo(ctx, n)
+	switch {
+	case err != nil && IsAuthError(err):
+		c.fail(err)
+		return nil, err
+	case err != nil:
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// The platform closes a revoked runtime's connection at once:
+		// a heartbeat now (and, if it fails, a credential check) finds
+		// out whether that was why, instead of at the next interval.
+		c.kickHeartbeat()
+		c.log.Warn().Err(err).Dur("retry_in", *backoff).Msg("cannot claim work; retrying")
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(bus.Jitter(*backoff, 0.2)):
+		}
+		*backoff = min(*backoff*2, 15*time.Second)
+		return nil, nil
+	}
+	*backoff = 500 * time.Millisecond
+	return runs, nil
 }
 
 func (c *Engine) track(t *task) {

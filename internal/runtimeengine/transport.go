@@ -20,6 +20,10 @@ type Transport interface {
 	// Next waits for a pending run and claims it. It returns (nil, nil) when
 	// its wait ended with nothing to claim, and ctx's error when ctx ended.
 	Next(ctx context.Context) (*mesh.TaskRun, error)
+	// NextUpTo is Next for up to n runs at once (an engine with n free
+	// slots): one request for work, one claim. It returns none when its
+	// wait ended with nothing to claim.
+	NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, error)
 	// Release gives back a claimed run that was never started.
 	Release(ctx context.Context, run *mesh.TaskRun) error
 	// Renew extends the leases of running runs and returns those the runtime

@@ -90,6 +90,15 @@ func (t *httpTransport) Heartbeat(ctx context.Context, req meshapi.HeartbeatRequ
 	return err
 }
 
+// NextUpTo pulls one run: the REST pull claims one at a time.
+func (t *httpTransport) NextUpTo(ctx context.Context, _ int) ([]*mesh.TaskRun, error) {
+	run, err := t.Next(ctx)
+	if run == nil {
+		return nil, err
+	}
+	return []*mesh.TaskRun{run}, nil
+}
+
 func (t *httpTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 	q := url.Values{"wait": {t.cfg.PullWait.String()}}
 	var run mesh.TaskRun

@@ -329,6 +329,15 @@ func (t *natsTransport) Heartbeat(ctx context.Context, req meshapi.HeartbeatRequ
 const offerSlack = 5 * time.Second
 
 func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
+	runs, err := t.NextUpTo(ctx, 1)
+	if len(runs) == 0 {
+		return nil, err
+	}
+	return runs[0], err
+}
+
+func (t *natsTransport) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, error) {
+	n = min(max(n, 1), meshapi.MaxOffers)
 	wctx, cancel := context.WithTimeout(ctx, t.cfg.ClaimWait+offerSlack)
 	defer cancel()
 	refused := make(chan struct{})
@@ -348,7 +357,7 @@ func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 	// The task queue answers when a run is pending, or empty when the wait
 	// ends. No answer at all (the copy holding the request stopped with
 	// its node), or a reconnect meanwhile, only means asking again.
-	offers, err := t.rc.Offer(wctx, meshapi.OfferRequest{Wait: t.cfg.ClaimWait})
+	offers, err := t.rc.Offer(wctx, meshapi.OfferRequest{Wait: t.cfg.ClaimWait, Max: n})
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -360,26 +369,32 @@ func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, nats.ErrTimeout) {
 		return nil, fmt.Errorf("ask for work: %w", err)
 	}
-	for _, o := range offers {
-		run, err := t.claim(ctx, o)
-		if err != nil || run != nil {
-			return run, err
-		}
+	if len(offers) == 0 {
+		return nil, nil
 	}
-	return nil, nil
+	return t.claim(ctx, offers)
 }
 
-// claim claims an offered run; nil, nil when another took it or it ended.
-func (t *natsTransport) claim(ctx context.Context, o meshapi.Offer) (*mesh.TaskRun, error) {
-	// The claim must not be abandoned half-way by a drain: a claimed run is
+// claim claims the offered runs in one request; a run another took, or
+// that ended meanwhile, is left out.
+func (t *natsTransport) claim(ctx context.Context, offers []meshapi.Offer) ([]*mesh.TaskRun, error) {
+	// The claim must not be abandoned half-way by a drain: claimed runs are
 	// then released properly by the caller.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
-	run, err := t.rc.Claim(cctx, meshapi.ClaimRequest{TaskRunID: o.TaskRunID, Attempt: o.Attempt})
-	if meshapi.Unclaimable(err) {
-		return nil, nil
+	claims := make([]meshapi.ClaimRequest, len(offers))
+	for i, o := range offers {
+		claims[i] = meshapi.ClaimRequest{TaskRunID: o.TaskRunID, Attempt: o.Attempt}
 	}
-	return run, err
+	res, err := t.rc.ClaimMany(cctx, meshapi.ClaimManyRequest{Claims: claims})
+	if err != nil {
+		return nil, err
+	}
+	runs := make([]*mesh.TaskRun, len(res.Claimed))
+	for i := range res.Claimed {
+		runs[i] = &res.Claimed[i]
+	}
+	return runs, nil
 }
 
 func (t *natsTransport) Release(ctx context.Context, run *mesh.TaskRun) error {

@@ -2,6 +2,7 @@ package taskqueue
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -59,10 +60,16 @@ func (s *Service) handleClaim(ctx context.Context, req *bus.Request) (any, error
 // repeated claim of the same attempt by the same runtime returns the run, so a
 // runtime whose claim reply was lost may simply ask again.
 func (s *Service) claim(ctx context.Context, agentID, runtimeID, runID string, attempt int) (*mesh.TaskRun, error) {
-	began := time.Now()
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
 		return nil, err
 	}
+	return s.claimChecked(ctx, agentID, runtimeID, runID, attempt)
+}
+
+// claimChecked is claim for a runtime already checked to be active and
+// online.
+func (s *Service) claimChecked(ctx context.Context, agentID, runtimeID, runID string, attempt int) (*mesh.TaskRun, error) {
+	began := time.Now()
 	claimed := false
 	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
 		// The mutation may run again on a fresh copy: only its last run counts.
@@ -119,6 +126,55 @@ func (s *Service) handlePull(ctx context.Context, req *bus.Request) (any, error)
 		return nil, err
 	}
 	return meshapi.PullResponse{TaskRun: run}, nil
+}
+
+func (s *Service) handleClaimMany(ctx context.Context, req *bus.Request) (any, error) {
+	agentID, runtimeID, err := runtimeOf(req)
+	if err != nil {
+		return nil, err
+	}
+	var in meshapi.ClaimManyRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if len(in.Claims) == 0 || len(in.Claims) > meshapi.MaxOffers {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "claims must name 1 to %d runs", meshapi.MaxOffers)
+	}
+	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
+		return nil, err
+	}
+	return s.claimMany(ctx, agentID, runtimeID, in.Claims)
+}
+
+// claimMany claims each run at once, each under its own lock, and answers
+// with the runs claimed in the order asked and why the others were not.
+// A claim that failed for a reason other than the run's own state (the
+// store could not be reached) fails the request, which the runtime sends
+// again: the claims that succeeded are answered again then.
+func (s *Service) claimMany(ctx context.Context, agentID, runtimeID string, claims []meshapi.ClaimRequest) (*meshapi.ClaimManyResponse, error) {
+	runs := make([]*mesh.TaskRun, len(claims))
+	errs := make([]error, len(claims))
+	var wg sync.WaitGroup
+	for i, c := range claims {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runs[i], errs[i] = s.claimChecked(ctx, agentID, runtimeID, c.TaskRunID, c.Attempt)
+		}()
+	}
+	wg.Wait()
+	out := &meshapi.ClaimManyResponse{Claimed: []mesh.TaskRun{}}
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			out.Claimed = append(out.Claimed, *runs[i])
+		case meshapi.Unclaimable(err) || mesh.AsError(err).Code == mesh.CodeForbidden:
+			out.Refused = append(out.Refused, meshapi.ClaimRefusal{TaskRunID: claims[i].TaskRunID, Error: mesh.AsError(err)})
+		default:
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // handleOffer names pending runs of the runtime's agent (dispatch.go).
