@@ -57,6 +57,14 @@ const (
 	ObjectArtifacts = "mesh_artifacts"
 )
 
+// ObjectStream is the stream that holds an object store's content.
+func ObjectStream(bucket string) string { return "OBJ_" + bucket }
+
+// ObjectChunkSubject is the subject on which an object's content is stored
+// in its store's stream, a chunk a message, in order (the object store's
+// format, which the artifacts service reads a part at a time).
+func ObjectChunkSubject(bucket, nuid string) string { return "$O." + bucket + ".C." + nuid }
+
 // Keys of BucketConfig.
 const (
 	// ConfigOwnerTokenHash holds the hash of the owner credential.
@@ -133,6 +141,17 @@ const runtimeOpArtifactUpload = "artifact_upload"
 // subjects, so no other runtime can write to it.
 func ArtifactUploadSubject(agentID, runtimeID, artifactID string) string {
 	return RuntimeSubject(agentID, runtimeID, runtimeOpArtifactUpload) + "." + artifactID
+}
+
+// serviceOpArtifactInput is the token of an input file's upload subject.
+const serviceOpArtifactInput = "input_upload"
+
+// ArtifactInputSubject is where a platform service (the A2A endpoint) sends
+// the content of an input file it opened, in order, and then ends it: the
+// artifacts service instance that answered the open listens there alone. It
+// is a service subject, which only platform connections reach.
+func ArtifactInputSubject(artifactID string) string {
+	return ServiceSubject(ServiceArtifacts, serviceOpArtifactInput) + "." + artifactID
 }
 
 // RuntimeSubject is the subject of a runtime operation. The NATS server only

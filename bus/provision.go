@@ -339,7 +339,7 @@ func ProvisionedStreams() []string {
 	for _, kc := range bucketConfigs(DefaultEventRetention) {
 		names = append(names, "KV_"+kc.Bucket)
 	}
-	return append(names, "OBJ_"+ObjectArtifacts)
+	return append(names, ObjectStream(ObjectArtifacts))
 }
 
 // Provisioned reports whether every stream, bucket and object store exists,

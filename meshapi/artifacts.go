@@ -16,18 +16,22 @@ import (
 
 // Artifact operations (service "artifacts").
 const (
-	OpArtifactCommitInput = "commit_input"
-	OpArtifactGet         = "get"
-	OpArtifactList        = "list"
+	OpArtifactOpenInput = "open_input"
+	OpArtifactGet       = "get"
+	OpArtifactList      = "list"
+	OpArtifactRead      = "read"
 )
 
-// CommitInputRequest registers content a front end already wrote to the
-// artifact object store under Artifact.ID as a file given to AgentID in a
-// conversation's input (an A2A file part): no run owns it yet.
-type CommitInputRequest struct {
-	AgentID        string        `json:"agent_id"`
-	ConversationID string        `json:"conversation_id"`
-	Artifact       mesh.Artifact `json:"artifact"`
+// OpenInputRequest starts writing a file given to AgentID with a
+// conversation's input (an A2A file part): no run owns it. The content
+// follows on bus.ArtifactInputSubject as an upload's does, and its end
+// (ArtifactEnd, attempt 0) stores it as an input file of the conversation.
+type OpenInputRequest struct {
+	AgentID        string `json:"agent_id"`
+	ConversationID string `json:"conversation_id"`
+	// Size, when known, is the content's size: over the limit, the open
+	// is refused at once.
+	Size int64 `json:"size,omitempty"`
 }
 
 // GetArtifactRequest names an artifact.
@@ -57,10 +61,15 @@ func (c *Client) ListArtifacts(ctx context.Context, taskRunID string) (*Artifact
 	return &l, c.call(ctx, bus.ServiceArtifacts, OpArtifactList, ListArtifactsRequest{TaskRunID: taskRunID}, &l)
 }
 
-// CommitInputArtifact registers stored content as a file of a conversation's input.
-func (c *Client) CommitInputArtifact(ctx context.Context, req CommitInputRequest) (*mesh.Artifact, error) {
-	var a mesh.Artifact
-	return &a, c.call(ctx, bus.ServiceArtifacts, OpArtifactCommitInput, req, &a)
+// OpenInputArtifact starts writing a file of a conversation's input
+// through the artifacts service: write the content to the upload, then End
+// it (attempt 0) with its file name and media type.
+func (c *Client) OpenInputArtifact(ctx context.Context, req OpenInputRequest) (*ArtifactUpload, error) {
+	var open OpenArtifactResponse
+	if err := c.call(ctx, bus.ServiceArtifacts, OpArtifactOpenInput, req, &open); err != nil {
+		return nil, err
+	}
+	return newArtifactUpload(ctx, c.nc, &open, bus.ArtifactInputSubject(open.ArtifactID)), nil
 }
 
 // OpenArtifactRequest starts writing an artifact of a run the runtime holds
@@ -121,11 +130,14 @@ func (c *RuntimeClient) OpenArtifact(ctx context.Context, req OpenArtifactReques
 	if err := c.call(ctx, bus.RuntimeOpArtifactOpen, req, &open); err != nil {
 		return nil, err
 	}
+	return newArtifactUpload(ctx, c.nc, &open, bus.ArtifactUploadSubject(c.agentID, c.runtimeID, open.ArtifactID)), nil
+}
+
+func newArtifactUpload(ctx context.Context, nc *nats.Conn, open *OpenArtifactResponse, subject string) *ArtifactUpload {
 	return &ArtifactUpload{
-		ctx: ctx, nc: c.nc, ID: open.ArtifactID, MaxBytes: open.MaxBytes,
-		subject: bus.ArtifactUploadSubject(c.agentID, c.runtimeID, open.ArtifactID),
-		buf:     make([]byte, 0, max(open.ChunkBytes, 1)),
-	}, nil
+		ctx: ctx, nc: nc, ID: open.ArtifactID, MaxBytes: open.MaxBytes, subject: subject,
+		buf: make([]byte, 0, max(open.ChunkBytes, 1)),
+	}
 }
 
 // ArtifactUpload is an artifact being written: an io.Writer of its content.
@@ -228,4 +240,126 @@ func (u *ArtifactUpload) Abandon() {
 	msg := nats.NewMsg(u.subject)
 	msg.Header.Set(HeaderArtifactOffset, "-1")
 	_ = bus.CallMsg(ctx, u.nc, msg, nil)
+}
+
+// ReadArtifactRequest asks for the part of an artifact's content that
+// starts at Offset (OpArtifactRead). Each answer carries at most
+// ArtifactPartBytes; a reader asks again from the end of the part it got,
+// with the part's Next, until Next is empty.
+type ReadArtifactRequest struct {
+	ArtifactID string `json:"artifact_id"`
+	// AgentID, when set, is the agent the reader reads for: another
+	// agent's artifact is refused (FORBIDDEN).
+	AgentID string `json:"agent_id,omitempty"`
+	// TaskRunID, when set, is the run the artifact must be an output of:
+	// any other artifact is NOT_FOUND.
+	TaskRunID string `json:"task_run_id,omitempty"`
+	// Offset is where the part starts in the content: 0 to the size.
+	Offset int64 `json:"offset,omitempty"`
+	// Cursor is the Next of the part that ended at Offset: where the
+	// service finds the content from there without reading what comes
+	// before. Empty (or stale), it finds Offset from the start.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// ArtifactPartBytes is the most content one ArtifactPart carries: with its
+// base64 in JSON, well under the NATS server's default payload limit.
+const ArtifactPartBytes = 256 << 10
+
+// ArtifactPart is one part of an artifact's content.
+type ArtifactPart struct {
+	// Offset is where Data starts in the content.
+	Offset int64  `json:"offset"`
+	Data   []byte `json:"data"`
+	// Size is the size of the whole content.
+	Size int64 `json:"size"`
+	// Next is the Cursor of the part after this one; empty when Data
+	// reaches the end of the content.
+	Next string `json:"next,omitempty"`
+}
+
+// ReadArtifact reads an artifact's content from req.Offset over the bus, a
+// part at a time. The first part is read before it returns, so a missing
+// or refused artifact is its error, before anything was written anywhere.
+// It holds one part in memory.
+func (c *Client) ReadArtifact(ctx context.Context, req ReadArtifactRequest) (*ArtifactReader, error) {
+	r := &ArtifactReader{ctx: ctx, c: c, req: req}
+	if err := r.fetch(); err != nil {
+		return nil, err
+	}
+	r.Size = r.part.Size
+	return r, nil
+}
+
+// ArtifactReader is an artifact's content being read: an io.Reader.
+type ArtifactReader struct {
+	// Size is the size of the whole content.
+	Size int64
+	ctx  context.Context
+	c    *Client
+	req  ReadArtifactRequest
+	part ArtifactPart
+	data []byte // what is left of part.Data
+	end  bool
+}
+
+// errNoProgress is a part that is empty before the end: the service would
+// be asked the same again forever.
+var errNoProgress = mesh.Errorf(mesh.CodeInternal, "the artifacts service sent an empty part before the end of the content")
+
+// Read reads the content, asking for the next part when the last is used up.
+func (r *ArtifactReader) Read(p []byte) (int, error) {
+	for len(r.data) == 0 {
+		if r.end {
+			return 0, io.EOF
+		}
+		if err := r.fetch(); err != nil {
+			return 0, err
+		}
+		if len(r.data) == 0 && !r.end {
+			return 0, errNoProgress
+		}
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// WriteTo writes the rest of the content to w, a part at a time.
+func (r *ArtifactReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		if len(r.data) > 0 {
+			n, err := w.Write(r.data)
+			total += int64(n)
+			r.data = r.data[n:]
+			if err != nil {
+				return total, err
+			}
+		}
+		if r.end {
+			return total, nil
+		}
+		if err := r.fetch(); err != nil {
+			return total, err
+		}
+		if len(r.data) == 0 && !r.end {
+			return total, errNoProgress
+		}
+	}
+}
+
+func (r *ArtifactReader) fetch() error {
+	var part ArtifactPart
+	if err := r.c.call(r.ctx, bus.ServiceArtifacts, OpArtifactRead, r.req, &part); err != nil {
+		return err
+	}
+	if part.Offset != r.req.Offset {
+		return mesh.Errorf(mesh.CodeInternal, "the artifacts service sent a part at offset %d, not %d", part.Offset, r.req.Offset)
+	}
+	r.part, r.data = part, part.Data
+	r.req.Offset += int64(len(part.Data))
+	r.req.Cursor = part.Next
+	r.end = part.Next == ""
+	return nil
 }

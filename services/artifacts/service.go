@@ -1,9 +1,11 @@
 // Package artifacts is the artifact service: it owns artifact content and
-// metadata. A runtime (on NATS itself, or through the gateway over HTTP)
-// writes an artifact of a run it holds through it, in chunks on the bus
-// (upload.go); it stores the content in the artifact object store, attaches
-// a reference to the run (through the task queue, on the bus), and answers
-// metadata queries. Content is read straight from the object store.
+// metadata, and it alone opens the artifact object store. A runtime (on
+// NATS itself, or through the gateway over HTTP) writes an artifact of a
+// run it holds through it, in chunks on the bus (upload.go), and so does the
+// A2A endpoint with the files a caller gives (input.go); it stores the
+// content in the object store, attaches a reference to the run (through the
+// task queue, on the bus), and answers metadata queries. Content is read
+// through it too, a part at a time (read.go).
 package artifacts
 
 import (
@@ -40,9 +42,11 @@ type Service struct {
 	meta    *bus.Records[mesh.Artifact]
 	marks   *bus.Records[struct{}]
 	objects jetstream.ObjectStore
-	client  *meshapi.Client
-	events  *bus.Publisher
-	svc     *bus.Service
+	// chunks is the object store's stream, which reads get content from.
+	chunks jetstream.Stream
+	client *meshapi.Client
+	events *bus.Publisher
+	svc    *bus.Service
 	// runtimes says whether a runtime's credential is still good.
 	runtimes *runtimedir.Directory
 
@@ -80,6 +84,9 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.objects, err = js.ObjectStore(ctx, bus.ObjectArtifacts); err != nil {
 		return fmt.Errorf("artifacts: object store: %w", err)
 	}
+	if s.chunks, err = js.Stream(ctx, bus.ObjectStream(bus.ObjectArtifacts)); err != nil {
+		return fmt.Errorf("artifacts: object store stream: %w", err)
+	}
 	if s.runtimes, err = runtimedir.Open(ctx, js, runtimedir.Options{Logger: s.cfg.Logger}); err != nil {
 		return err
 	}
@@ -88,9 +95,10 @@ func (s *Service) Start(ctx context.Context) error {
 	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
 		Name: bus.ServiceArtifacts, Description: "task-run artifacts", Logger: s.cfg.Logger,
 		Ops: map[string]bus.HandlerFunc{
-			meshapi.OpArtifactCommitInput: s.handleCommitInput,
-			meshapi.OpArtifactGet:         s.handleGet,
-			meshapi.OpArtifactList:        s.handleList,
+			meshapi.OpArtifactOpenInput: s.handleOpenInput,
+			meshapi.OpArtifactGet:       s.handleGet,
+			meshapi.OpArtifactList:      s.handleList,
+			meshapi.OpArtifactRead:      s.handleRead,
 		},
 		RuntimeOps: map[string]bus.HandlerFunc{
 			bus.RuntimeOpArtifactOpen: s.handleOpen,
@@ -177,54 +185,6 @@ func (s *Service) storedSize(ctx context.Context, id string) (int64, error) {
 		return 0, mesh.Errorf(mesh.CodePayloadTooLarge, "artifact is larger than %d bytes", s.cfg.MaxBytes)
 	}
 	return int64(info.Size), nil
-}
-
-func (s *Service) handleCommitInput(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.CommitInputRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
-	a, err := s.commitInput(ctx, &in)
-	if err != nil {
-		s.discard(ctx, in.Artifact.ID)
-		return nil, err
-	}
-	return a, nil
-}
-
-// commitInput registers a file given to an agent with a conversation's input
-// (an A2A file part). It belongs to the conversation and its target agent,
-// not to a run: the run that reads it is created after it, with its id in
-// input.attachments. It is not announced as artifact.created, which tells
-// of a run's outputs.
-func (s *Service) commitInput(ctx context.Context, in *meshapi.CommitInputRequest) (*mesh.Artifact, error) {
-	a := in.Artifact
-	if !mesh.ValidID(a.ID) || !mesh.ValidID(in.AgentID) || !mesh.ValidID(in.ConversationID) {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "artifact_id, agent_id and conversation_id are required")
-	}
-	name, err := mesh.NormalizeFilename(a.Filename)
-	if err != nil {
-		return nil, err
-	}
-	conv, err := s.client.GetConversation(ctx, in.ConversationID)
-	if err != nil {
-		return nil, err
-	}
-	size, err := s.storedSize(ctx, a.ID)
-	if err != nil {
-		return nil, err
-	}
-	a.Filename = name
-	a.TaskRunID = ""
-	a.Role = mesh.ArtifactRoleInput
-	a.Size = size
-	a.AgentID = in.AgentID
-	a.ConversationID, a.WorkspaceID = conv.ID, conv.WorkspaceID
-	a.CreatedAt = time.Now().UTC()
-	if _, err := s.meta.Create(ctx, metaKey(a.ID), &a); err != nil {
-		return nil, err
-	}
-	return &a, nil
 }
 
 func (s *Service) handleGet(ctx context.Context, req *bus.Request) (any, error) {

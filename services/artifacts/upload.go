@@ -23,7 +23,8 @@ import (
 // it for a run it holds, sends its content in chunks to the artifact's
 // upload subject, which the instance that answered the open listens on, and
 // ends it with the metadata. The content streams into the object store as
-// it arrives; nothing is stored unless the whole artifact is.
+// it arrives; nothing is stored unless the whole artifact is. An input file
+// (input.go) is written the same way on a service subject.
 
 const (
 	// chunkBytes is the most content one part carries: well under the NATS
@@ -33,6 +34,9 @@ const (
 	uploadIdle = 30 * time.Second
 	// maxUploadsPerRuntime bounds the artifacts one runtime writes at once.
 	maxUploadsPerRuntime = 16
+	// maxInputUploads bounds the input files an instance receives at once
+	// (the A2A endpoint writes those of the messages it takes).
+	maxInputUploads = 64
 	// maxMetaText bounds each text field of an artifact's metadata.
 	maxMetaText = 4096
 	// maxKeywords bounds an artifact's keywords.
@@ -49,10 +53,13 @@ type upload struct {
 	agentID, runtimeID string
 	runID              string
 	attempt            int
-	declared           int64
-	received           int64
-	meter              *contentMeter
-	pw                 *io.PipeWriter
+	// input, for an input file, is the conversation it is given in; nil
+	// for a run's artifact.
+	input    *mesh.Conversation
+	declared int64
+	received int64
+	meter    *contentMeter
+	pw       *io.PipeWriter
 	// putDone is closed when the object store write ended, with putErr.
 	putDone chan struct{}
 	putErr  error
@@ -93,8 +100,8 @@ func (s *Service) handleOpen(ctx context.Context, req *bus.Request) (any, error)
 	if err := run.CheckHeld(agentID, runtimeID, in.Attempt); err != nil {
 		return nil, err
 	}
-	u, err := s.startUpload(agentID, runtimeID, &in)
-	if err != nil {
+	u := &upload{id: mesh.NewID(), agentID: agentID, runtimeID: runtimeID, runID: in.TaskRunID, attempt: in.Attempt, declared: in.Size}
+	if err := s.startUpload(u, bus.ArtifactUploadSubject(agentID, runtimeID, u.id)); err != nil {
 		return nil, err
 	}
 	return meshapi.OpenArtifactResponse{ArtifactID: u.id, ChunkBytes: chunkBytes, MaxBytes: s.cfg.MaxBytes}, nil
@@ -105,34 +112,25 @@ func tooLarge(size, limit int64) error {
 	return mesh.Errorf(mesh.CodePayloadTooLarge, "artifact content of %d bytes is over the limit of %d bytes", size, limit)
 }
 
-// startUpload readies an upload: its object store write, fed as parts
-// arrive, and its subscription.
-func (s *Service) startUpload(agentID, runtimeID string, in *meshapi.OpenArtifactRequest) (*upload, error) {
+// startUpload readies an upload whose id, writer and target are set: its
+// object store write, fed as parts arrive, and its subscription on subject.
+func (s *Service) startUpload(u *upload, subject string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopping {
-		return nil, mesh.Errorf(mesh.CodeUnavailable, "the artifacts service is stopping")
+		return mesh.Errorf(mesh.CodeUnavailable, "the artifacts service is stopping")
 	}
-	n := 0
-	for _, u := range s.uploads {
-		if u.runtimeID == runtimeID {
-			n++
-		}
-	}
-	if n >= maxUploadsPerRuntime {
-		return nil, mesh.Errorf(mesh.CodeRateLimited, "a runtime writes at most %d artifacts at once", maxUploadsPerRuntime)
+	if err := s.checkUploadBound(u); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	u := &upload{
-		s: s, id: mesh.NewID(), agentID: agentID, runtimeID: runtimeID, runID: in.TaskRunID, attempt: in.Attempt,
-		declared: in.Size, meter: newContentMeter(), pw: pw, cancel: cancel,
-		putDone: make(chan struct{}), settled: make(chan struct{}),
-	}
-	sub, err := s.cfg.Conn.NC.Subscribe(bus.ArtifactUploadSubject(agentID, runtimeID, u.id), u.onPart)
+	u.s, u.meter, u.pw, u.cancel = s, newContentMeter(), pw, cancel
+	u.putDone, u.settled = make(chan struct{}), make(chan struct{})
+	sub, err := s.cfg.Conn.NC.Subscribe(subject, u.onPart)
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("artifact upload subscription: %w", err)
+		return fmt.Errorf("artifact upload subscription: %w", err)
 	}
 	u.sub = sub
 	s.uploads[u.id] = u
@@ -154,7 +152,25 @@ func (s *Service) startUpload(agentID, runtimeID string, in *meshapi.OpenArtifac
 	u.idle = time.AfterFunc(uploadIdle, func() {
 		u.drop(mesh.Errorf(mesh.CodeTimeout, "no part of artifact %s came for %s", u.id, uploadIdle))
 	})
-	return u, nil
+	return nil
+}
+
+// checkUploadBound refuses an upload over the bound of its writer: a
+// runtime's artifacts, or this instance's input files. Called with s.mu held.
+func (s *Service) checkUploadBound(nu *upload) error {
+	n := 0
+	for _, u := range s.uploads {
+		if (u.input == nil) == (nu.input == nil) && u.runtimeID == nu.runtimeID {
+			n++
+		}
+	}
+	switch {
+	case nu.input != nil && n >= maxInputUploads:
+		return mesh.Errorf(mesh.CodeRateLimited, "at most %d input files are written at once", maxInputUploads)
+	case nu.input == nil && n >= maxUploadsPerRuntime:
+		return mesh.Errorf(mesh.CodeRateLimited, "a runtime writes at most %d artifacts at once", maxUploadsPerRuntime)
+	}
+	return nil
 }
 
 // onPart handles one part of the upload; parts of one upload arrive one at
@@ -201,6 +217,9 @@ func (u *upload) end(body []byte) (*meshapi.ArtifactPartReply, error) {
 	if err := bus.DecodeStrict(body, &in); err != nil {
 		return nil, err
 	}
+	if in.Attempt != 0 && u.input != nil {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "an input file belongs to no run: attempt must be 0")
+	}
 	if in.Attempt != 0 {
 		if u.attempt != 0 && u.attempt != in.Attempt {
 			return nil, mesh.Errorf(mesh.CodeInvalidRequest, "attempt %d, but the artifact was opened for attempt %d", in.Attempt, u.attempt)
@@ -219,10 +238,16 @@ func (u *upload) end(body []byte) (*meshapi.ArtifactPartReply, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.ID, a.TaskRunID = u.id, u.runID
+	a.ID = u.id
 	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
 	defer cancel()
-	stored, err := u.s.commit(ctx, u.agentID, u.runtimeID, u.attempt, a)
+	var stored *mesh.Artifact
+	if u.input != nil {
+		stored, err = u.s.commitInput(ctx, u.agentID, u.input, a)
+	} else {
+		a.TaskRunID = u.runID
+		stored, err = u.s.commit(ctx, u.agentID, u.runtimeID, u.attempt, a)
+	}
 	if err != nil {
 		return nil, err
 	}

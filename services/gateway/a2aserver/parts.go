@@ -3,19 +3,15 @@ package a2aserver
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"mime"
 	"net/http"
 	"net/url"
 	"path"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -113,17 +109,8 @@ func (s *Server) storeFile(ctx context.Context, agentID, contextID string, p *a2
 	} else if _, _, err := mime.ParseMediaType(mt); err != nil {
 		return adapterapi.Attachment{}, nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("file part %d: mediaType %q is not a media type", i, mt))
 	}
-	sum := sha256.Sum256(content)
-	a := mesh.Artifact{
-		ID: mesh.NewID(), Filename: name, MimeType: mt, Size: int64(len(content)),
-		SHA256: hex.EncodeToString(sum[:]), CreatedAt: time.Now().UTC(),
-	}
-	if _, err := s.cfg.Objects.Put(ctx, jetstream.ObjectMeta{Name: a.ID}, bytes.NewReader(content)); err != nil {
-		return adapterapi.Attachment{}, nil, toA2A(s.log, fmt.Errorf("store file part: %w", err))
-	}
-	stored, err := s.client.CommitInputArtifact(ctx, meshapi.CommitInputRequest{AgentID: agentID, ConversationID: contextID, Artifact: a})
+	stored, err := s.writeInputFile(ctx, agentID, contextID, content, mesh.Artifact{Filename: name, MimeType: mt})
 	if err != nil {
-		_ = s.cfg.Objects.Delete(context.WithoutCancel(ctx), a.ID)
 		return adapterapi.Attachment{}, nil, toA2A(s.log, err)
 	}
 	link := a2a.NewFileURLPart(a2a.URL(s.download(agentID, stored.ID)), stored.MimeType)
@@ -145,4 +132,19 @@ func fileName(given, fallback string, i int) string {
 		}
 	}
 	return fmt.Sprintf("attachment-%d", i+1)
+}
+
+// writeInputFile writes an input file's content through the artifacts
+// service, in chunks on the bus, and stores it with meta (its name and
+// media type): the service measures, hashes and keeps it.
+func (s *Server) writeInputFile(ctx context.Context, agentID, contextID string, content []byte, meta mesh.Artifact) (*mesh.Artifact, error) {
+	up, err := s.client.OpenInputArtifact(ctx, meshapi.OpenInputRequest{AgentID: agentID, ConversationID: contextID, Size: int64(len(content))})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := up.ReadFrom(bytes.NewReader(content)); err != nil {
+		up.Abandon()
+		return nil, fmt.Errorf("store file part: %w", err)
+	}
+	return up.End(0, meta)
 }
