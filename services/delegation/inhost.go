@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"time"
@@ -267,7 +268,14 @@ func (s *Service) handleDelegateArtifact(ctx context.Context, req *bus.Request) 
 	if ref.Size > maxArtifactFetch {
 		return nil, mesh.Errorf(mesh.CodePayloadTooLarge, "artifact %s is %d bytes, over the %d a delegating run may fetch", ref.Filename, ref.Size, maxArtifactFetch)
 	}
-	b, err := s.objects.GetBytes(ctx, ref.ArtifactID)
+	content, err := s.client.ReadArtifact(ctx, meshapi.ReadArtifactRequest{ArtifactID: ref.ArtifactID, TaskRunID: child.ID})
+	if err != nil {
+		return nil, fmt.Errorf("read artifact %s: %w", ref.ArtifactID, err)
+	}
+	if content.Size > maxArtifactFetch {
+		return nil, mesh.Errorf(mesh.CodePayloadTooLarge, "artifact %s is %d bytes, over the %d a delegating run may fetch", ref.Filename, content.Size, maxArtifactFetch)
+	}
+	b, err := io.ReadAll(io.LimitReader(content, maxArtifactFetch))
 	if err != nil {
 		return nil, fmt.Errorf("read artifact %s: %w", ref.ArtifactID, err)
 	}

@@ -183,6 +183,69 @@ func TestInHostDelegation_EndOfTheRunCancelsItsTasksAndEndsItsRight(t *testing.T
 	}
 }
 
+// TestInHostDelegation_ARunReadsItsDelegatesArtifacts: the run that
+// delegated a task fetches the files the delegate wrote, byte for byte,
+// through the artifacts service; not an artifact of another task, nor one
+// over the size a delegating run may fetch.
+func TestInHostDelegation_ARunReadsItsDelegatesArtifacts(t *testing.T) {
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	a, b := p.CreateAgent("planner"), p.CreateAgent("renderer")
+	allowDelegation(t, p, a.ID, map[string]any{"agents": []string{b.ID}})
+	ra, rb := connectRuntime(t, p, a.ID), connectRuntime(t, p, b.ID)
+	parent := p.CreateTask(a.ID, "make the figures")
+	p.PullRun(t, a.ID, ra.att.RuntimeToken)
+	ctx := ctxT(t)
+	sent, err := ra.rc.DelegateSend(ctx, meshapi.DelegateSendRequest{TaskRunID: parent.ID, AgentID: b.ID, Text: "render", RequestID: "render"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.PullRun(t, b.ID, rb.att.RuntimeToken)
+	write := func(rc *meshapi.RuntimeClient, runID, name string, content []byte) *mesh.Artifact {
+		t.Helper()
+		up, err := rc.OpenArtifact(ctx, meshapi.OpenArtifactRequest{TaskRunID: runID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := up.Write(content); err != nil {
+			t.Fatal(err)
+		}
+		a, err := up.End(0, mesh.Artifact{Filename: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	figure := make([]byte, 1<<20+12345)
+	for i := range figure {
+		figure[i] = byte(i*13 + i/509)
+	}
+	fig := write(rb.rc, sent.TaskRunID, "figure.png", figure)
+	huge := write(rb.rc, sent.TaskRunID, "huge.bin", make([]byte, 2<<20+1))
+	own := write(ra.rc, parent.ID, "notes.txt", []byte("the planner's own"))
+
+	got, err := ra.rc.DelegateArtifact(ctx, meshapi.DelegateArtifactRequest{TaskRunID: parent.ID, ChildID: sent.TaskRunID, ArtifactID: fig.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Filename != "figure.png" || got.MimeType != "image/png" || !slices.Equal(got.Content, figure) {
+		t.Fatalf("fetched %s (%s), %d bytes, want figure.png, the %d written", got.Filename, got.MimeType, len(got.Content), len(figure))
+	}
+	for _, c := range []struct {
+		name string
+		id   string
+		code mesh.Code
+	}{
+		{"an unknown artifact", mesh.NewID(), mesh.CodeNotFound},
+		{"an artifact of another task", own.ID, mesh.CodeNotFound},
+		{"an artifact over the limit", huge.ID, mesh.CodePayloadTooLarge},
+	} {
+		_, err := ra.rc.DelegateArtifact(ctx, meshapi.DelegateArtifactRequest{TaskRunID: parent.ID, ChildID: sent.TaskRunID, ArtifactID: c.id})
+		if codeOf(err) != c.code {
+			t.Errorf("%s: %v, want %s", c.name, err, c.code)
+		}
+	}
+}
+
 func TestInHostDelegation_LoopAndDepthGuardsApply(t *testing.T) {
 	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
 	a, b := p.CreateAgent("alpha"), p.CreateAgent("beta")

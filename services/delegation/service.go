@@ -100,7 +100,6 @@ type Service struct {
 	http   *http.Client
 
 	runtimes *runtimedir.Directory
-	objects  jetstream.ObjectStore
 
 	mu      sync.Mutex
 	follows map[string]*follow    // by parent run id
@@ -145,9 +144,6 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	if s.runtimes, err = runtimedir.Open(ctx, s.js, runtimedir.Options{Logger: s.log}); err != nil {
-		return err
-	}
-	if s.objects, err = s.js.ObjectStore(ctx, bus.ObjectArtifacts); err != nil {
 		return err
 	}
 	if err := s.serve(); err != nil {

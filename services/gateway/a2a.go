@@ -27,7 +27,7 @@ func (g *Gateway) startA2A(ctx context.Context) error {
 		return err
 	}
 	cfg := g.cfg.A2A
-	cfg.Client, cfg.JS, cfg.Runs, cfg.Objects = g.client, g.js, g.runs, g.objects
+	cfg.Client, cfg.JS, cfg.Runs = g.client, g.js, g.runs
 	cfg.Logger = g.log.With().Str("endpoint", "a2a").Logger()
 	cfg.PublicURL = g.publicURL
 	cfg.Admission = g.admission

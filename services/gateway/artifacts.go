@@ -174,12 +174,11 @@ func (g *Gateway) downloadArtifact(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	obj, err := g.objects.Get(r.Context(), a.ID)
+	content, err := g.client.ReadArtifact(r.Context(), meshapi.ReadArtifactRequest{ArtifactID: a.ID})
 	if err != nil {
 		g.writeError(w, r, fmt.Errorf("read artifact %s: %w", a.ID, err))
 		return
 	}
-	defer obj.Close()
 	w.Header().Set("Content-Type", a.MimeType)
 	w.Header().Set("Content-Length", strconv.FormatInt(a.Size, 10))
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(a.Filename)}))
@@ -187,5 +186,5 @@ func (g *Gateway) downloadArtifact(w http.ResponseWriter, r *http.Request) {
 	// Artifacts are agent output: never let a browser run them as a page of this origin.
 	w.Header().Set("Content-Security-Policy", "sandbox")
 	w.Header().Set("ETag", `"`+a.SHA256+`"`)
-	_, _ = io.Copy(w, obj)
+	_, _ = content.WriteTo(w)
 }

@@ -105,7 +105,6 @@ type Gateway struct {
 	// runs follows runs on the event stream, for every endpoint that streams
 	// or waits for them.
 	runs    *runfollow.Source
-	objects jetstream.ObjectStore
 	owner   *ownerAuth
 	srv     *http.Server
 	ln      net.Listener
@@ -138,9 +137,6 @@ func (g *Gateway) Start(ctx context.Context) error {
 	g.js = g.cfg.Conn.JS
 	g.runs = runfollow.NewSource(g.cfg.Conn, runfollow.Config{Stream: bus.EventStream})
 	var err error
-	if g.objects, err = g.js.ObjectStore(ctx, bus.ObjectArtifacts); err != nil {
-		return fmt.Errorf("gateway: artifact store: %w", err)
-	}
 	if g.owner, err = newOwnerAuth(ctx, g.js, g.log); err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package a2aserver
 import (
 	"context"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"path"
@@ -12,6 +11,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
 )
 
 // serveArtifact is GET /a2a/{agentId}/artifacts/{artifactId}, the link of
@@ -45,7 +45,7 @@ func (s *Server) serveArtifact(w http.ResponseWriter, r *http.Request) {
 		writeRESTError(w, notFound, nil)
 		return
 	}
-	s.writeArtifact(w, r, art)
+	s.writeArtifact(w, r, art, agent.ID)
 }
 
 // checkContextReader admits the caller whose context it is (and the owner).
@@ -76,18 +76,18 @@ func (s *Server) serveRuntimeArtifact(w http.ResponseWriter, r *http.Request, ru
 		s.cfg.WriteError(w, r, err)
 		return
 	}
-	s.writeArtifact(w, r, art)
+	s.writeArtifact(w, r, art, runtimeAgent)
 }
 
-// writeArtifact streams an artifact's content as a download that a browser
-// never runs as a page of the platform's origin.
-func (s *Server) writeArtifact(w http.ResponseWriter, r *http.Request, a *mesh.Artifact) {
-	obj, err := s.cfg.Objects.Get(r.Context(), a.ID)
+// writeArtifact streams an artifact of agentID's as a download that a
+// browser never runs as a page of the platform's origin. The content comes
+// from the artifacts service a part at a time.
+func (s *Server) writeArtifact(w http.ResponseWriter, r *http.Request, a *mesh.Artifact, agentID string) {
+	content, err := s.client.ReadArtifact(r.Context(), meshapi.ReadArtifactRequest{ArtifactID: a.ID, AgentID: agentID})
 	if err != nil {
 		s.cfg.WriteError(w, r, fmt.Errorf("read artifact %s: %w", a.ID, err))
 		return
 	}
-	defer obj.Close()
 	h := w.Header()
 	h.Set("Content-Type", a.MimeType)
 	h.Set("Content-Length", strconv.FormatInt(a.Size, 10))
@@ -95,5 +95,5 @@ func (s *Server) writeArtifact(w http.ResponseWriter, r *http.Request, a *mesh.A
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "sandbox")
 	h.Set("ETag", `"`+a.SHA256+`"`)
-	_, _ = io.Copy(w, obj)
+	_, _ = content.WriteTo(w)
 }

@@ -44,11 +44,8 @@ type Config struct {
 	Client *meshapi.Client
 	JS     jetstream.JetStream
 	// Runs follows the runs of tasks a caller streams or waits for.
-	Runs *runfollow.Source
-	// Objects is the artifact object store (input files are written there,
-	// downloads read from there).
-	Objects jetstream.ObjectStore
-	Logger  zerolog.Logger
+	Runs   *runfollow.Source
+	Logger zerolog.Logger
 	// PublicURL is how A2A clients reach the platform: the base of every
 	// URL in agent cards and of artifact links. Required.
 	PublicURL string

@@ -105,6 +105,26 @@ func TestParts_EveryKindBothWays(t *testing.T) {
 		t.Errorf("the stored input file: %d %q", status, body)
 	}
 
+	// A file of many chunks is stored and read back intact, by the
+	// runtime that hands it to the adapter and by the caller.
+	large := make([]byte, 1<<20+5)
+	for i := range large {
+		large[i] = byte(i*31 + i/257)
+	}
+	lctx, lcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer lcancel()
+	res, err = c.SendMessage(lctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("keep this"), a2a.NewRawPart(large))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task := res.(*a2a.Task); task.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("a message with a large file: %s %+v", task.Status.State, task.Status.Message)
+	} else if got, err := c.GetTask(lctx, &a2a.GetTaskRequest{ID: task.ID}); err != nil || len(got.History) == 0 || len(got.History[0].Parts) != 2 {
+		t.Fatalf("the large file's task: %v %v", got, err)
+	} else if status, body := get2(t, string(got.History[0].Parts[1].URL()), d.key); status != 200 || body != string(large) {
+		t.Errorf("the stored large file: %d, %d bytes, want the %d given", status, len(body), len(large))
+	}
+
 	// An inline file over 5 MiB is refused.
 	big := a2a.NewRawPart(make([]byte, 5<<20+1))
 	_, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("too big"), big)})
