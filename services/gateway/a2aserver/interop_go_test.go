@@ -112,6 +112,7 @@ func TestInterop_GoClientsOfBothVersions(t *testing.T) {
 			got, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: waiting.ID})
 			return err == nil && got.Status.State == a2a.TaskStateWorking
 		}, func() string { return name + ": the task never started" })
+		host.waitStarted(t, string(waiting.ID))
 
 		// Push configurations: create, get, list, delete.
 		pc, err := c.CreateTaskPushConfig(ctx, &a2a.PushConfig{TaskID: waiting.ID, ID: "hook-1", URL: "http://127.0.0.1:9/hook", Token: "tok-" + tc.version})
@@ -221,11 +222,16 @@ func TestInterop_LegacyGoClient(t *testing.T) {
 		g, err := c.GetTask(ctx, &legacy.TaskQueryParams{ID: waiting.ID})
 		return err == nil && g.Status.State == legacy.TaskStateWorking
 	}, func() string { return "never working" })
+	host.waitStarted(t, string(waiting.ID))
 	canceled, err := c.CancelTask(ctx, &legacy.TaskIDParams{ID: waiting.ID})
 	if err != nil || canceled.Status.State != legacy.TaskStateCanceled {
 		t.Fatalf("cancel: %v %+v", err, canceled)
 	}
-	<-host.stopped
+	select {
+	case <-host.stopped:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the host was never told to stop")
+	}
 	if _, err := c.CancelTask(ctx, &legacy.TaskIDParams{ID: waiting.ID}); !errors.Is(err, legacy.ErrTaskNotCancelable) {
 		t.Errorf("second cancel: %v, want TaskNotCancelable", err)
 	}

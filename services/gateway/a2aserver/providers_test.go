@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"testing"
+	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/provider"
 )
 
@@ -27,6 +31,16 @@ import (
 type scripted struct {
 	gate    chan struct{}
 	stopped chan string
+	// started holds the run ids of the "wait" tasks the host began.
+	started sync.Map
+}
+
+// waitStarted waits until the host began the "wait" task of run id: the
+// run reads as working from its claim on, a moment before its host starts.
+func (s *scripted) waitStarted(t *testing.T, id string) {
+	t.Helper()
+	meshtest.Eventually(t, 20*time.Second, func() bool { _, ok := s.started.Load(id); return ok },
+		func() string { return "the host never began task " + id })
 }
 
 func newScripted() *scripted {
@@ -44,6 +58,7 @@ func (s *scripted) Run(ctx context.Context, t *provider.Task, progress func(prov
 	_ = json.Unmarshal(t.Request.Input, &in)
 	switch {
 	case strings.HasPrefix(t.Text, "wait"):
+		s.started.Store(t.Request.TaskRunID, true)
 		if progress != nil {
 			progress(provider.Progress{Message: "thinking about " + t.Text})
 		}
