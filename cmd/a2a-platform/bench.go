@@ -51,7 +51,7 @@ func newBench() *cobra.Command {
 	f.StringVar(&cfg.BinDir, "bin-dir", "", "directory holding the three binaries (default: this executable's)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the in-process phases to this file")
-	f.StringVar(&cfg.Only, "only", "", "run only this phase: cycle, e2e, cluster, fanout, a2a, executions, processes, or scale or regions (these two not run otherwise)")
+	f.StringVar(&cfg.Only, "only", "", "run only this phase: cycle, e2e, http, cluster, fanout, a2a, executions, processes, or scale or regions (these two not run otherwise)")
 	f.DurationVar(&cfg.RegionDelay, "region-delay", 40*time.Millisecond, "regions phase: delay added to each gateway link, each way")
 	f.IntVar(&cfg.RegionSamples, "region-samples", 100, "regions phase: tasks one at a time per case")
 	f.IntVar(&cfg.ExecutionsRuns, "executions-runs", 100000, "executions phase: task runs created")

@@ -35,7 +35,7 @@ type Config struct {
 	BinDir string
 	// Idle is how long processes sit idle before their footprint is read. Default 10s.
 	Idle time.Duration
-	// Only runs one phase: "cycle", "e2e", "cluster", "fanout", "a2a",
+	// Only runs one phase: "cycle", "e2e", "http", "cluster", "fanout", "a2a",
 	// "executions", "processes", "scale" or "regions" (default all but
 	// scale and regions, which take minutes). The cluster phase compares with the cycle and e2e
 	// phases' figures, and measures them itself when it runs alone.
@@ -110,10 +110,12 @@ func (c *Config) defaults() {
 
 // Report is the outcome of a bench run.
 type Report struct {
-	Machine Machine       `json:"machine"`
-	Cycle   CycleReport   `json:"cycle"`
-	E2E     []E2EReport   `json:"end_to_end"`
-	Idle    Summary       `json:"idle_dispatch_latency"`
+	Machine Machine     `json:"machine"`
+	Cycle   CycleReport `json:"cycle"`
+	E2E     []E2EReport `json:"end_to_end"`
+	Idle    Summary     `json:"idle_dispatch_latency"`
+	// HTTP is end to end with runs created over the REST API next to the bus.
+	HTTP    *HTTPReport   `json:"http,omitempty"`
 	Process ProcessReport `json:"processes"`
 	Fanout  *FanoutReport `json:"fanout,omitempty"`
 	A2A     *A2AReport    `json:"a2a,omitempty"`
@@ -194,6 +196,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if err := r.measureE2E(ctx, dir, n, cfg); err != nil {
 				return nil, fmt.Errorf("end to end with %d runtimes: %w", n, err)
 			}
+		}
+	}
+	if phase("http") {
+		if err := r.measureHTTP(ctx, dir, cfg); err != nil {
+			return nil, fmt.Errorf("http: %w", err)
 		}
 	}
 	if phase("cluster") {

@@ -38,6 +38,24 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 			}
 			return ""
 		}},
+		{"http", func(r *bench.Report) string {
+			h := r.HTTP
+			if h == nil || h.Clients != 16 || h.Runtimes != 2 {
+				return "http measured nothing"
+			}
+			for name, l := range map[string]bench.HTTPLineReport{"bus": h.Bus, "REST API": h.HTTP, "runtimes on HTTP": h.RESTRuntimes, "platform process": h.Process} {
+				if l.RunsPerSec <= 0 || l.Create.Count == 0 || l.Dispatch.Count == 0 || l.EndToEnd.Count == 0 || l.CPUPerRunUs <= 0 {
+					return "http line " + name + " measured nothing"
+				}
+			}
+			if h.Process.PlatformCPUPerRunUs <= 0 {
+				return "the platform process's CPU was not read"
+			}
+			if md := r.Markdown(); !strings.Contains(md, "### REST API") || strings.Contains(md, "### End to end") {
+				return "the REST API is missing from the report, or phases that did not run are shown"
+			}
+			return ""
+		}},
 		{"cluster", func(r *bench.Report) string {
 			c := r.Cluster
 			if c == nil || c.Nodes != 3 || c.Cycle.SingleRunsPerSec <= 0 || c.Cycle.ClusterRunsPerSec <= 0 || c.Cycle.ClusterClaim.Count == 0 || c.Cycle.Ratio <= 0 {

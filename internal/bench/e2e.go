@@ -64,63 +64,83 @@ func newE2ERig(ctx context.Context, tg target, runtimes int, workdir string) (*e
 		if json.Unmarshal(m.Data, &run) != nil {
 			return
 		}
-		id := run.Input.Text
-		if v, ok := r.sent.LoadAndDelete(id); ok {
-			r.endToEnd.add(time.Since(v.(time.Time)))
-			r.done.Add(1)
-			select {
-			case r.finished <- id:
-			default:
-			}
-		}
+		r.completed(run.Input.Text)
 	})
 	if err != nil {
 		return nil, err
 	}
 	r.stop = append(r.stop, func() { _ = sub.Unsubscribe() })
 	for i, id := range ids {
-		srv, err := adapter.New(adapter.Config{
-			Provider: stamped{received: func(key string) {
-				if v, ok := r.sent.Load(key); ok {
-					r.dispatch.add(time.Since(v.(time.Time)))
-				}
-			}},
-			Workdir: fmt.Sprintf("%s/adapter-%d", workdir, i), Logger: zerolog.Nop(),
-		})
-		if err != nil {
-			return nil, err
-		}
-		ln, err := srv.Listen("127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		go func() { _ = srv.Serve(ln) }()
-		r.stop = append(r.stop, func() { _ = srv.Shutdown(context.Background()) })
 		t, err := dialRuntime(ctx, tg, id)
 		if err != nil {
 			return nil, err
 		}
-		ac, err := adapterclient.New("http://" + ln.Addr().String() + "/run-task")
-		if err != nil {
+		if err := r.startRuntime(ctx, i, id, t, workdir); err != nil {
 			return nil, err
 		}
-		api, _ := apiclient.New("http://"+tg.httpAddr, apiclient.WithRuntimeToken(id.token))
-		c := runtimeengine.New(runtimeengine.Config{
-			AgentID: id.agentID, RuntimeID: id.runtimeID, Transport: t, Adapter: ac,
-			Artifacts: runtimeengine.HTTPArtifacts{API: api}, Logger: zerolog.Nop(),
-			HeartbeatInterval: 20 * time.Second, RenewInterval: 10 * time.Second, DrainGrace: time.Second,
-		})
-		cctx, cancel := context.WithCancel(ctx)
-		go func() { _ = c.Run(cctx) }()
-		r.stop = append(r.stop, func() { cancel(); t.Close() })
 	}
 	return r, nil
 }
 
+// completed notes that the run sent with key completed.
+func (r *e2eRig) completed(key string) {
+	if v, ok := r.sent.LoadAndDelete(key); ok {
+		r.endToEnd.add(time.Since(v.(time.Time)))
+		r.done.Add(1)
+		select {
+		case r.finished <- key:
+		default:
+		}
+	}
+}
+
+// startRuntime runs the runtime engine of id on transport t, with an echo
+// adapter of its own over loopback HTTP; close stops both.
+func (r *e2eRig) startRuntime(ctx context.Context, i int, id runtimeIdentity, t runtimeengine.Transport, workdir string) (err error) {
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	srv, err := adapter.New(adapter.Config{
+		Provider: stamped{received: func(key string) {
+			if v, ok := r.sent.Load(key); ok {
+				r.dispatch.add(time.Since(v.(time.Time)))
+			}
+		}},
+		Workdir: fmt.Sprintf("%s/adapter-%d", workdir, i), Logger: zerolog.Nop(),
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := srv.Listen("127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	go func() { _ = srv.Serve(ln) }()
+	r.stop = append(r.stop, func() { _ = srv.Shutdown(context.Background()) })
+	ac, err := adapterclient.New("http://" + ln.Addr().String() + "/run-task")
+	if err != nil {
+		return err
+	}
+	api, _ := apiclient.New("http://"+r.tg.httpAddr, apiclient.WithRuntimeToken(id.token))
+	c := runtimeengine.New(runtimeengine.Config{
+		AgentID: id.agentID, RuntimeID: id.runtimeID, Transport: t, Adapter: ac,
+		Artifacts: runtimeengine.HTTPArtifacts{API: api}, Logger: zerolog.Nop(),
+		HeartbeatInterval: 20 * time.Second, RenewInterval: 10 * time.Second, DrainGrace: time.Second,
+	})
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { _ = c.Run(cctx) }()
+	r.stop = append(r.stop, func() { cancel(); t.Close() })
+	return nil
+}
+
+// close stops the runtimes and adapters; closing again does nothing.
 func (r *e2eRig) close() {
 	for i := len(r.stop) - 1; i >= 0; i-- {
 		r.stop[i]()
 	}
+	r.stop = nil
 }
 
 // create sends one task. A runtime may finish it before the create call

@@ -87,6 +87,9 @@ func (r *Report) Markdown() string {
 		}
 		fmt.Fprintf(&b, "\nIdle dispatch latency (one task at a time, task created -> adapter receives it): %s\n\n", r.Idle)
 	}
+	if h := r.HTTP; h != nil {
+		h.markdown(&b)
+	}
 	if c := r.Cluster; c != nil {
 		c.markdown(&b)
 	}
