@@ -14,6 +14,7 @@ import (
 
 func newServe(g *globals) *cobra.Command {
 	var cfg platform.ServeConfig
+	var pprofAddr *string
 	cmd := &cobra.Command{
 		Use:       "serve <" + strings.Join(platform.Services, "|") + ">",
 		Short:     "Run one service against an external NATS server",
@@ -33,6 +34,9 @@ func newServe(g *globals) *cobra.Command {
 				return err
 			}
 			defer spans.ShutdownWithin(5*time.Second, log)
+			if err := serveProfiles(*pprofAddr, log); err != nil {
+				return err
+			}
 			cfg.Service, cfg.Logger, cfg.DataDir = args[0], log, g.dataDir
 			cfg.NATSPassword = readSecretEnv("A2A_MESH_NATS_PASSWORD")
 			cfg.OwnerToken = readSecretEnv("A2A_MESH_OWNER_TOKEN")
@@ -51,6 +55,7 @@ func newServe(g *globals) *cobra.Command {
 		},
 	}
 	addPlatformFlags(cmd, &cfg.Config)
+	pprofAddr = addProfileFlag(cmd)
 	f := cmd.Flags()
 	f.StringVar(&cfg.NATSURL, "nats-url", "", "NATS server URL(s), comma-separated")
 	f.IntVar(&cfg.Replicas, "replicas", 1, "replicas of every stream and bucket (3 on a NATS cluster)")

@@ -18,6 +18,7 @@ import (
 
 func newUp(g *globals) *cobra.Command {
 	var cfg platform.Config
+	var pprofAddr *string
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Run the whole platform in one process on an embedded NATS server",
@@ -33,6 +34,9 @@ func newUp(g *globals) *cobra.Command {
 				return err
 			}
 			defer spans.ShutdownWithin(5*time.Second, log)
+			if err := serveProfiles(*pprofAddr, log); err != nil {
+				return err
+			}
 			cfg.DataDir, cfg.Logger = g.dataDir, log
 			p, err := platform.Up(cmd.Context(), cfg)
 			if err != nil {
@@ -48,6 +52,7 @@ func newUp(g *globals) *cobra.Command {
 		},
 	}
 	addPlatformFlags(cmd, &cfg)
+	pprofAddr = addProfileFlag(cmd)
 	f := cmd.Flags()
 	f.StringVar(&cfg.NATSListen, "nats-listen", platform.Defaults().NATSListen, `NATS listen address for runtimes and "serve" processes ("off": in-process only)`)
 	f.StringVar(&cfg.NATSWebSocketListen, "nats-ws-listen", "", "NATS over WebSocket listen address (off unless given)")
