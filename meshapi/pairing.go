@@ -102,6 +102,10 @@ type AuthenticateRequest struct {
 type Identity struct {
 	AgentID   string `json:"agent_id"`
 	RuntimeID string `json:"runtime_id"`
+	// Revision is the revision of the runtime record the credential was
+	// checked against: an answer remembered by its caller holds only while
+	// the record stays at it (revoking or replacing a runtime changes it).
+	Revision uint64 `json:"revision,omitempty"`
 }
 
 // IssuePairingCode issues a one-time pairing code.

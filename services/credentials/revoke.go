@@ -95,14 +95,14 @@ func (s *Service) authenticate(ctx context.Context, tokenHash string) (*meshapi.
 	if err != nil {
 		return nil, unlessUnreadable(err, refused)
 	}
-	rec, _, err := s.runtimes.Get(ctx, cred.RuntimeID)
+	rec, rev, err := s.runtimes.Get(ctx, cred.RuntimeID)
 	if err != nil {
 		return nil, unlessUnreadable(err, refused)
 	}
 	if rec.State != mesh.RuntimeActive || rec.TokenHash != tokenHash {
 		return nil, refused
 	}
-	return &meshapi.Identity{AgentID: rec.AgentID, RuntimeID: rec.ID}, nil
+	return &meshapi.Identity{AgentID: rec.AgentID, RuntimeID: rec.ID, Revision: rev}, nil
 }
 
 // unlessUnreadable answers a failed credential lookup: refused when the

@@ -141,7 +141,7 @@ func (g *Gateway) runtime(mux *http.ServeMux, pattern string, h http.HandlerFunc
 			g.writeError(w, r, mesh.Errorf(mesh.CodeUnauthorized, "missing %s header", HeaderRuntimeToken))
 			return
 		}
-		id, err := g.client.Authenticate(r.Context(), secret.Hash(token))
+		id, err := g.rtAuth.authenticate(r.Context(), token)
 		if err != nil {
 			g.writeError(w, r, err)
 			return

@@ -106,6 +106,8 @@ type Gateway struct {
 	// or waits for them.
 	runs    *runfollow.Source
 	owner   *ownerAuth
+	// rtAuth admits runtime credentials (runtimeauth.go).
+	rtAuth  *runtimeAuth
 	srv     *http.Server
 	ln      net.Listener
 	closing chan struct{}
@@ -138,6 +140,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 	g.runs = runfollow.NewSource(g.cfg.Conn, runfollow.Config{Stream: bus.EventStream})
 	var err error
 	if g.owner, err = newOwnerAuth(ctx, g.js, g.log); err != nil {
+		return err
+	}
+	if g.rtAuth, err = newRuntimeAuth(ctx, g.js, g.client, g.log); err != nil {
 		return err
 	}
 	if g.sessions, err = openWebSessions(ctx, g.js, g.cfg.SessionIdle, g.cfg.SessionMaxAge); err != nil {
@@ -186,6 +191,9 @@ func (g *Gateway) Stop(grace time.Duration) {
 	}
 	if g.owner != nil {
 		g.owner.stop()
+	}
+	if g.rtAuth != nil {
+		g.rtAuth.stop()
 	}
 	g.stopA2A()
 }

@@ -67,6 +67,9 @@ func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) revokeSelf(w http.ResponseWriter, r *http.Request) {
 	id := runtimeOf(r)
 	rt, err := g.client.RevokeRuntime(r.Context(), meshapi.RevokeRuntimeRequest{RuntimeID: id.RuntimeID, AgentID: id.AgentID})
+	if err == nil {
+		g.rtAuth.forgetRuntime(id.RuntimeID)
+	}
 	g.reply(w, r, http.StatusOK, rt, err)
 }
 
