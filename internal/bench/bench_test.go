@@ -90,6 +90,11 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 			if sc := r.Scale; sc == nil || sc.Runtimes != 12 || sc.Dispatch.Count != 12 || sc.PlatformRSSAfterMB <= 0 || sc.ReadyMs <= 0 {
 				return "scale measured nothing"
 			}
+			// Each connection is served by a goroutine that reads it and one
+			// that writes it in the server: the profiles were read.
+			if r.Scale.GoroutinesPerRuntime < 2 {
+				return fmt.Sprintf("scale read %.1f goroutines per runtime from the platform's profiles, want at least 2", r.Scale.GoroutinesPerRuntime)
+			}
 			if md := r.Markdown(); !strings.Contains(md, "### Scale: 12 runtimes") || strings.Contains(md, "### End to end") {
 				return "scale missing from the report, or other phases shown"
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/runtimeengine"
+	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
@@ -35,6 +36,25 @@ type ScaleReport struct {
 	PlatformRSSAfterMB  float64 `json:"platform_rss_after_mb"`
 	// PerRuntimeKiB is the difference per connected idle runtime.
 	PerRuntimeKiB float64 `json:"per_runtime_kib"`
+	// ServerHeapPerRuntimeKiB and PlatformHeapPerRuntimeKiB split the
+	// live Go heap the runtimes added (after a collection) between what
+	// the NATS server's code allocated (connections, subscriptions,
+	// imports) and the rest: the services and their clients. RSS holds
+	// more than the live heap: goroutine stacks, and heap the collector
+	// has not returned yet.
+	ServerHeapPerRuntimeKiB   float64 `json:"server_heap_per_runtime_kib"`
+	PlatformHeapPerRuntimeKiB float64 `json:"platform_heap_per_runtime_kib"`
+	// GoroutinesPerRuntime is the platform process's goroutines added per
+	// connected runtime.
+	GoroutinesPerRuntime float64 `json:"goroutines_per_runtime"`
+	// ConnectCPUUs is the platform process's CPU time per runtime
+	// connected: the auth callout, hello and the first heartbeat, as a
+	// runtime pays again each time its connection's authorisation expires.
+	ConnectCPUUs float64 `json:"connect_cpu_us"`
+	// HeartbeatCPUUs is the platform process's CPU time per heartbeat,
+	// every runtime sending one (32 at a time): what idle runtimes cost it
+	// at their heartbeat interval.
+	HeartbeatCPUUs float64 `json:"heartbeat_cpu_us"`
 	// Dispatch is created -> claimed with one task per agent in flight.
 	Dispatch Summary `json:"dispatch_latency"`
 	// StopMs and ReadyMs are a graceful stop, and a start until /readyz,
@@ -43,8 +63,12 @@ type ScaleReport struct {
 	ReadyMs float64 `json:"ready_ms"`
 }
 
-// connectTries is how often a runtime of the scale phase tries to connect.
-const connectTries = 3
+// connectTries is how often a runtime of the scale phase tries to
+// connect, and createTries how often a task run's creation is sent.
+const (
+	connectTries = 3
+	createTries  = 3
+)
 
 // measureScale connects cfg.ScaleRuntimes runtimes to a platform process and
 // reads what they cost it.
@@ -56,6 +80,12 @@ func (r *Report) measureScale(ctx context.Context, dir string, cfg Config) error
 		return err
 	}
 	base, natsAddr, args, env := up.base, up.natsAddr, up.args, up.env
+	pprofAddr, err := freePort()
+	if err != nil {
+		return err
+	}
+	args = append(args, "--pprof-listen", pprofAddr)
+	profiles := "http://" + pprofAddr
 	plat, err := startChild(dir, filepath.Join(cfg.BinDir, "a2a-platform"), env, args...)
 	if err != nil {
 		return err
@@ -82,7 +112,11 @@ func (r *Report) measureScale(ctx context.Context, dir string, cfg Config) error
 		return fmt.Errorf("attach: %w", err)
 	}
 	rep.AttachSeconds = time.Since(began).Seconds()
-	before, _, err := procStats(plat.cmd.Process.Pid)
+	before, cpuBefore, err := procStats(plat.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	heapBefore, err := readHeapSplit(ctx, profiles)
 	if err != nil {
 		return err
 	}
@@ -122,17 +156,33 @@ func (r *Report) measureScale(ctx context.Context, dir string, cfg Config) error
 		return fmt.Errorf("connect: %w", err)
 	}
 	rep.ConnectSeconds = time.Since(began).Seconds()
-	after, _, err := procStats(plat.cmd.Process.Pid)
+	after, cpuAfter, err := procStats(plat.cmd.Process.Pid)
 	if err != nil {
 		return err
 	}
+	rep.ConnectCPUUs = float64((cpuAfter - cpuBefore).Microseconds()) / float64(n)
 	rep.PlatformRSSBeforeMB = float64(before) / (1 << 20)
 	rep.PlatformRSSAfterMB = float64(after) / (1 << 20)
 	rep.PerRuntimeKiB = float64(after-before) / 1024 / float64(n)
+	heapAfter, err := readHeapSplit(ctx, profiles)
+	if err != nil {
+		return err
+	}
+	rep.ServerHeapPerRuntimeKiB = float64(heapAfter.Server-heapBefore.Server) / 1024 / float64(n)
+	rep.PlatformHeapPerRuntimeKiB = float64(heapAfter.Other-heapBefore.Other) / 1024 / float64(n)
+	rep.GoroutinesPerRuntime = float64(heapAfter.Goroutines-heapBefore.Goroutines) / float64(n)
+
+	if rep.HeartbeatCPUUs, err = heartbeatAll(ctx, plat.cmd.Process.Pid, transports); err != nil {
+		return fmt.Errorf("heartbeat: %w", err)
+	}
+	// From here on every runtime heartbeats as a2a-runtime does, so none
+	// is offline when its task comes, however long the burst takes.
+	stopBeats := keepOnline(ctx, transports, scaleHeartbeatInterval)
 
 	if rep.Dispatch, err = dispatchAll(ctx, owner, ids, transports); err != nil {
 		return fmt.Errorf("dispatch: %w", err)
 	}
+	stopBeats()
 	for i, t := range transports {
 		t.Close()
 		transports[i] = nil
@@ -182,6 +232,50 @@ func attachOverHTTP(ctx context.Context, owner *apiclient.Client, base string, i
 	return att, err
 }
 
+// scaleHeartbeatInterval is how often the scale phase's runtimes heartbeat
+// once connected: as often as a2a-runtime does with the default timeout.
+const scaleHeartbeatInterval = mesh.DefaultHeartbeatTimeout / 3
+
+// keepOnline heartbeats every runtime each interval, spread over it, until
+// the returned function is called (which waits for the loop to end).
+func keepOnline(ctx context.Context, ts []runtimeengine.Transport, interval time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(interval / time.Duration(len(ts)))
+		defer tick.Stop()
+		for i := 0; ; i = (i + 1) % len(ts) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			go func() { _ = ts[i].Heartbeat(ctx, meshapi.HeartbeatRequest{}) }()
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// heartbeatAll sends one heartbeat from every runtime, 32 at a time, and
+// returns the platform process's CPU time per heartbeat.
+func heartbeatAll(ctx context.Context, pid int, ts []runtimeengine.Transport) (float64, error) {
+	_, before, err := procStats(pid)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := parallel(len(ts), 32, func(i int) (struct{}, error) {
+		return struct{}{}, ts[i].Heartbeat(ctx, meshapi.HeartbeatRequest{})
+	}); err != nil {
+		return 0, err
+	}
+	_, after, err := procStats(pid)
+	if err != nil {
+		return 0, err
+	}
+	return float64((after - before).Microseconds()) / float64(len(ts)), nil
+}
+
 // dispatchAll gives every agent one task at once and times each from its
 // creation to its claim by the agent's runtime.
 func dispatchAll(ctx context.Context, owner *apiclient.Client, ids []meshapi.AttachResponse, ts []runtimeengine.Transport) (Summary, error) {
@@ -210,9 +304,22 @@ func dispatchAll(ctx context.Context, owner *apiclient.Client, ids []meshapi.Att
 	}
 	if _, err := parallel(len(ids), 16, func(i int) (struct{}, error) {
 		created[i] = time.Now()
-		body := map[string]any{"target_agent_id": ids[i].AgentID, "input": map[string]any{"text": "scale"}}
-		_, err := owner.Do(ctx, http.MethodPost, "/task-runs", nil, body, nil)
-		return struct{}{}, err
+		body := map[string]any{"target_agent_id": ids[i].AgentID, "input": map[string]any{"text": "scale"}, "idempotency_key": "scale-" + ids[i].AgentID}
+		// As an API client should, a creation answered 503 (nothing
+		// stored, try again: a service did not answer in time under the
+		// burst) is sent again after its Retry-After, with the same
+		// idempotency key. Its dispatch time counts from the first try.
+		for try := 1; ; try++ {
+			_, err := owner.Do(ctx, http.MethodPost, "/task-runs", nil, body, nil)
+			if apiclient.StatusOf(err) != http.StatusServiceUnavailable || try == createTries {
+				return struct{}{}, err
+			}
+			select {
+			case <-time.After(2 * time.Second):
+			case <-ctx.Done():
+				return struct{}{}, ctx.Err()
+			}
+		}
 	}); err != nil {
 		return Summary{}, err
 	}
