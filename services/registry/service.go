@@ -123,20 +123,7 @@ func (s *Service) handleHeartbeat(ctx context.Context, req *bus.Request) (any, e
 		LastHeartbeatAt: &now, HeartbeatTimeoutMS: s.cfg.HeartbeatTimeout.Milliseconds(),
 		AdapterUnreachable: in.AdapterUnreachable,
 	}
-	cameOnline := false
-	_, rev, err := s.presence.Modify(ctx, runtimeID, func(cur *mesh.RuntimePresence) error {
-		cameOnline = cur.Status != mesh.PresenceOnline
-		*cur = *p
-		return nil
-	})
-	if errors.Is(err, mesh.ErrNotFound) {
-		rev, err = s.presence.Create(ctx, runtimeID, p)
-		cameOnline = true
-		if errors.Is(err, mesh.ErrConflict) {
-			// A concurrent first heartbeat created it; this one is just as good.
-			err, cameOnline = nil, false
-		}
-	}
+	rev, cameOnline, err := s.storeHeartbeat(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +132,37 @@ func (s *Service) handleHeartbeat(ctx context.Context, req *bus.Request) (any, e
 		s.publishPresence(ctx, mesh.EventRuntimeOnline, p)
 	}
 	return meshapi.HeartbeatResponse{Status: mesh.PresenceOnline, HeartbeatTimeoutMS: p.HeartbeatTimeoutMS, ServerTime: now}, nil
+}
+
+// storeHeartbeat writes a heartbeat's presence and says whether the runtime
+// came online with it. The presence held in the view is written over with
+// compare-and-set at its revision, which spares the read a heartbeat would
+// otherwise start with; a view behind the bucket fails the compare, and the
+// record is then read and written as any change is.
+func (s *Service) storeHeartbeat(ctx context.Context, p *mesh.RuntimePresence) (rev uint64, cameOnline bool, err error) {
+	if cur, ok := s.dir.Presence(p.RuntimeID); ok && cur.Revision > 0 {
+		rev, err = s.presence.Update(ctx, p.RuntimeID, p, cur.Revision)
+		if err == nil {
+			return rev, cur.Status != mesh.PresenceOnline, nil
+		}
+		if !errors.Is(err, mesh.ErrConflict) {
+			return 0, false, err
+		}
+	}
+	_, rev, err = s.presence.Modify(ctx, p.RuntimeID, func(cur *mesh.RuntimePresence) error {
+		cameOnline = cur.Status != mesh.PresenceOnline
+		*cur = *p
+		return nil
+	})
+	if errors.Is(err, mesh.ErrNotFound) {
+		rev, err = s.presence.Create(ctx, p.RuntimeID, p)
+		cameOnline = true
+		if errors.Is(err, mesh.ErrConflict) {
+			// A concurrent first heartbeat created it; this one is just as good.
+			err, cameOnline = nil, false
+		}
+	}
+	return rev, cameOnline, err
 }
 
 // sweep marks offline every runtime whose last heartbeat is older than its timeout.
