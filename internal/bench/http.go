@@ -224,14 +224,27 @@ type reporting struct {
 func (t *reporting) Next(ctx context.Context) (*mesh.TaskRun, error) {
 	run, err := t.Transport.Next(ctx)
 	if run != nil {
-		var in struct {
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(run.Input, &in) == nil {
-			t.keys.Store(run.ID, in.Text)
-		}
+		t.note(run)
 	}
 	return run, err
+}
+
+func (t *reporting) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, error) {
+	runs, err := t.Transport.NextUpTo(ctx, n)
+	for _, run := range runs {
+		t.note(run)
+	}
+	return runs, err
+}
+
+// note remembers which key a claimed run's input carries.
+func (t *reporting) note(run *mesh.TaskRun) {
+	var in struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(run.Input, &in) == nil {
+		t.keys.Store(run.ID, in.Text)
+	}
 }
 
 func (t *reporting) Complete(ctx context.Context, req meshapi.CompleteRequest) error {
