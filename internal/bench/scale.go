@@ -24,8 +24,8 @@ type ScaleReport struct {
 	Runtimes int `json:"runtimes"`
 	// AttachSeconds is how long creating, pairing and attaching them took.
 	AttachSeconds float64 `json:"attach_seconds"`
-	// ConnectSeconds is how long connecting them (callout, hello, consumer,
-	// first heartbeat) took, 32 at a time.
+	// ConnectSeconds is how long connecting them (callout, hello, first
+	// heartbeat) took, 32 at a time.
 	ConnectSeconds float64 `json:"connect_seconds"`
 	// ConnectRetries counts connections refused and tried again.
 	ConnectRetries int `json:"connect_retries"`
@@ -58,7 +58,7 @@ type ScaleReport struct {
 	// Dispatch is created -> claimed with one task per agent in flight.
 	Dispatch Summary `json:"dispatch_latency"`
 	// StopMs and ReadyMs are a graceful stop, and a start until /readyz,
-	// with every agent's consumer in place.
+	// with every agent and runtime stored.
 	StopMs  float64 `json:"stop_ms"`
 	ReadyMs float64 `json:"ready_ms"`
 }
@@ -276,6 +276,13 @@ func heartbeatAll(ctx context.Context, pid int, ts []runtimeengine.Transport) (f
 	return float64((after - before).Microseconds()) / float64(len(ts)), nil
 }
 
+// retryable reports whether a runtime's request failed only for want of an
+// answer in time (the platform under a burst), so a runtime asks again.
+func retryable(err error) bool {
+	code := mesh.AsError(err).Code
+	return code == mesh.CodeTimeout || code == mesh.CodeUnavailable
+}
+
 // dispatchAll gives every agent one task at once and times each from its
 // creation to its claim by the agent's runtime.
 func dispatchAll(ctx context.Context, owner *apiclient.Client, ids []meshapi.AttachResponse, ts []runtimeengine.Transport) (Summary, error) {
@@ -289,6 +296,11 @@ func dispatchAll(ctx context.Context, owner *apiclient.Client, ids []meshapi.Att
 			defer wg.Done()
 			for {
 				run, err := t.Next(ctx)
+				if err != nil && retryable(err) && ctx.Err() == nil {
+					// As the runtime does, a request for work the platform
+					// did not answer in time is asked again.
+					continue
+				}
 				if err != nil {
 					errs <- err
 					return
