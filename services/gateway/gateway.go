@@ -104,8 +104,8 @@ type Gateway struct {
 	js     jetstream.JetStream
 	// runs follows runs on the event stream, for every endpoint that streams
 	// or waits for them.
-	runs    *runfollow.Source
-	owner   *ownerAuth
+	runs  *runfollow.Source
+	owner *ownerAuth
 	// rtAuth admits runtime credentials (runtimeauth.go).
 	rtAuth  *runtimeAuth
 	srv     *http.Server
