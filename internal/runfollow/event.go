@@ -11,7 +11,8 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
-// Event is one stored event.
+// Event is one stored event. The followers of a source share the events
+// they read: an Event is read-only.
 type Event struct {
 	// Seq is the event's stream sequence: After(Seq) resumes after it.
 	Seq uint64

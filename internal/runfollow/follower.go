@@ -48,6 +48,9 @@ type Follower struct {
 	// that arrives after its event was read is not waited for.
 	recent recentIDs
 	anon   uint64
+	// need is the stamp a read must be newer than to answer the follower:
+	// taken when it was last woken, or the stamp of its last answer.
+	need uint64
 }
 
 type filter struct {
@@ -56,6 +59,9 @@ type filter struct {
 	pos uint64
 	// since, until an event is read, starts the filter at a time.
 	since time.Time
+	// tail shares the reads of the subject with the source's other
+	// followers of it.
+	tail *tail
 }
 
 // maxPending bounds the events a follower remembers being woken for; past
@@ -90,15 +96,17 @@ func (s *Source) Follow(ctx context.Context, subjects []string, pos Position) (*
 		f.filters = append(f.filters, filter{subject: subj})
 	}
 	for i, subj := range subjects {
-		if err := s.wakes.listen(subj, f, i); err != nil {
+		t, err := s.wakes.listen(subj, f, i)
+		if err != nil {
 			f.Stop()
 			return nil, err
 		}
+		f.filters[i].tail = t
 		f.listening++
 	}
 	start := pos.after
 	if pos.now {
-		if start, err = f.lastSeq(ctx); err != nil {
+		if start, err = s.lastSeq(ctx); err != nil {
 			f.Stop()
 			return nil, fmt.Errorf("follow: %w", err)
 		}
@@ -106,6 +114,10 @@ func (s *Source) Follow(ctx context.Context, subjects []string, pos Position) (*
 	for i := range f.filters {
 		f.filters[i].pos, f.filters[i].since = start, pos.since
 	}
+	// The first read is sent after the position was taken.
+	f.mu.Lock()
+	f.need = max(f.need, s.stamp())
+	f.mu.Unlock()
 	f.status = s.nc.StatusChanged(nats.CONNECTED)
 	f.timer = time.NewTimer(s.cfg.Poll)
 	return f, nil
@@ -232,6 +244,7 @@ func (f *Follower) schedule() {
 func (f *Follower) woken(i int, id string) {
 	f.mu.Lock()
 	f.dirty[i] = true
+	f.need = max(f.need, f.src.stamp())
 	if id == "" {
 		f.anon++
 		id = "\x00" + strconv.FormatUint(f.anon, 10)
@@ -293,12 +306,23 @@ func (f *Follower) read(ctx context.Context, which []int) error {
 	}
 	got := make([][]*Event, len(f.filters))
 	more := make([]bool, len(f.filters))
-	var top uint64
+	f.mu.Lock()
+	need := f.need
+	f.mu.Unlock()
+	// answered is the newest read an answer came from: the follower's next
+	// read must be newer.
+	var top, answered uint64
+	defer func() {
+		f.mu.Lock()
+		f.need = max(f.need, answered)
+		f.mu.Unlock()
+	}()
 	for _, i := range which {
-		evs, m, err := f.fetch(ctx, i)
+		evs, m, from, err := f.fetch(ctx, i, need)
 		if err != nil {
 			return err
 		}
+		answered = max(answered, from)
 		got[i], more[i] = evs, m
 		if n := len(evs); n > 0 {
 			top = max(top, evs[n-1].Seq)
@@ -308,15 +332,18 @@ func (f *Follower) read(ctx context.Context, which []int) error {
 		return nil
 	}
 	if len(f.filters) > 1 {
+		// Read again means a read sent after the first pass's answers.
+		again := f.src.stamp()
 		for i := range f.filters {
 			if more[i] || (len(got[i]) > 0 && got[i][len(got[i])-1].Seq >= top) {
 				continue
 			}
-			evs, m, err := f.fetch(ctx, i)
+			evs, m, from, err := f.fetch(ctx, i, again)
 			if err != nil {
 				return err
 			}
 			got[i], more[i] = evs, m
+			answered = max(answered, from)
 		}
 	}
 	// A filter with more to read than one answer holds is known only up to

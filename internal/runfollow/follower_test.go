@@ -359,3 +359,67 @@ func TestFollow_FollowersOfOneSubjectShareItsSubscription(t *testing.T) {
 		t.Fatalf("%d subscriptions after both stopped, %d before", n, before)
 	}
 }
+
+// TestFollow_FollowersOfOneSubjectShareTheirReads: a hundred streams of
+// every event read each event from the stream about once between them, not
+// once each, and each still tells every event in order.
+func TestFollow_FollowersOfOneSubjectShareTheirReads(t *testing.T) {
+	const followers, events = 100, 20
+	// No poll in the test's time: a follower answered with a read older
+	// than its wake-up would not tell its event.
+	s := newStream(t, Config{Poll: time.Hour})
+	agent := mesh.NewID()
+	fs := make([]*Follower, followers)
+	for i := range fs {
+		fs[i] = s.follow(bus.EventStreamSubjects(), Now())
+	}
+	reads := s.src.reads.Load()
+	runs := make([]string, events)
+	for i := range runs {
+		runs[i] = mesh.NewID()
+		s.run(agent, runs[i], 1)
+		// Every follower tells the event before the next is published, so
+		// no read can take two events at once.
+		for _, f := range fs {
+			if r, err := next(t, f, 1)[0].TaskRun(); err != nil || r.ID != runs[i] {
+				t.Fatalf("event %d: run %v (%v), want %s", i, r, err, runs[i])
+			}
+		}
+	}
+	// One read per event, and a few more when a wake-up comes before the
+	// stream has stored its event; a read per follower would be 2000.
+	if n := s.src.reads.Load() - reads; n > 5*events {
+		t.Fatalf("%d followers made %d reads for %d events, want at most %d", followers, n, events, 5*events)
+	}
+}
+
+// TestFollow_FollowersOfOneSubjectFromDifferentPositions: followers of one
+// subject that started at different places (resumed, from the start, from
+// now) share reads and each tells its own events, in order.
+func TestFollow_FollowersOfOneSubjectFromDifferentPositions(t *testing.T) {
+	s := newStream(t, Config{Batch: 3, Poll: time.Hour})
+	agent, run := mesh.NewID(), mesh.NewID()
+	subjects := RunSubjects(agent, run, false)
+	for rev := uint64(1); rev <= 10; rev++ {
+		s.run(agent, run, rev)
+	}
+	fifth := next(t, s.follow(subjects, After(0)), 5)[4]
+	fs := map[string]*Follower{
+		"start":  s.follow(subjects, After(0)),
+		"resume": s.follow(subjects, After(fifth.Seq)),
+		"now":    s.follow(subjects, Now()),
+	}
+	first := map[string]uint64{"start": 1, "resume": 6, "now": 11}
+	for rev := uint64(11); rev <= 20; rev++ {
+		s.run(agent, run, rev)
+	}
+	for name, f := range fs {
+		revs := revisions(t, next(t, f, int(21-first[name])))
+		for i, rev := range revs {
+			if rev != first[name]+uint64(i) {
+				t.Fatalf("follower from %s told revisions %v, want %d to 20", name, revs, first[name])
+			}
+		}
+		nothingMore(t, f, 100*time.Millisecond)
+	}
+}

@@ -64,6 +64,9 @@ type Source struct {
 	directGet string
 	// reads counts the direct gets made, for tests and benchmarks.
 	reads atomic.Uint64
+	// clock stamps when reads are sent and when followers need them, so a
+	// follower takes part only in reads sent after it needed one.
+	clock atomic.Uint64
 	// wakes are the followers' core subscriptions.
 	wakes wakes
 
@@ -72,7 +75,7 @@ type Source struct {
 	muxErr  error
 	inbox   string
 	mu      sync.Mutex
-	calls   map[string]chan *nats.Msg
+	calls   map[string]*dget
 	lastID  uint64
 }
 
@@ -87,8 +90,13 @@ func NewSource(conn *bus.Conn, cfg Config) *Source {
 	if cfg.ReadTimeout <= 0 {
 		cfg.ReadTimeout = defaultReadTimeout
 	}
-	return &Source{nc: conn.NC, cfg: cfg, directGet: bus.APIPrefix(conn.JS) + "DIRECT.GET." + cfg.Stream, wakes: wakes{nc: conn.NC}}
+	s := &Source{nc: conn.NC, cfg: cfg, directGet: bus.APIPrefix(conn.JS) + "DIRECT.GET." + cfg.Stream}
+	s.wakes = wakes{src: s}
+	return s
 }
+
+// stamp is a stamp later than every stamp taken before.
+func (s *Source) stamp() uint64 { return s.clock.Add(1) }
 
 // Stream is the name of the stream s reads.
 func (s *Source) Stream() string { return s.cfg.Stream }

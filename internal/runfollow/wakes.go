@@ -9,16 +9,19 @@ import (
 
 // wakes shares the core subscriptions of a source's followers: one per
 // subject, however many followers follow it (a hundred SSE streams of every
-// event take one copy of each event, not a hundred).
+// event take one copy of each event, not a hundred), and the subject's
+// reads (tail).
 type wakes struct {
-	nc   *nats.Conn
+	src  *Source
 	mu   sync.Mutex
 	subs map[string]*wakeSub
 }
 
-// wakeSub is one subject's subscription and who listens to it.
+// wakeSub is one subject's subscription, its shared reads and who listens
+// to it.
 type wakeSub struct {
 	sub       *nats.Subscription
+	tail      *tail
 	listeners map[listener]struct{}
 }
 
@@ -28,10 +31,11 @@ type listener struct {
 	i int
 }
 
-// listen has filter i of f woken by the core messages on subject. A new
-// subscription is sent to the server before listen returns, ahead of
-// whatever the follower asks next on the connection.
-func (w *wakes) listen(subject string, f *Follower, i int) error {
+// listen has filter i of f woken by the core messages on subject, and
+// returns the subject's shared reads. A new subscription is sent to the
+// server before listen returns, ahead of whatever the follower asks next on
+// the connection.
+func (w *wakes) listen(subject string, f *Follower, i int) (*tail, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.subs == nil {
@@ -39,16 +43,16 @@ func (w *wakes) listen(subject string, f *Follower, i int) error {
 	}
 	ws := w.subs[subject]
 	if ws == nil {
-		ws = &wakeSub{listeners: map[listener]struct{}{}}
-		sub, err := w.nc.Subscribe(subject, func(m *nats.Msg) { w.deliver(ws, m) })
+		ws = &wakeSub{tail: &tail{src: w.src, subject: subject}, listeners: map[listener]struct{}{}}
+		sub, err := w.src.nc.Subscribe(subject, func(m *nats.Msg) { w.deliver(ws, m) })
 		if err != nil {
-			return fmt.Errorf("follow %s: %w", subject, err)
+			return nil, fmt.Errorf("follow %s: %w", subject, err)
 		}
 		ws.sub = sub
 		w.subs[subject] = ws
 	}
 	ws.listeners[listener{f, i}] = struct{}{}
-	return nil
+	return ws.tail, nil
 }
 
 // unlisten ends what listen started; the last listener of a subject ends
