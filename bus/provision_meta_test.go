@@ -1,4 +1,4 @@
-package bus
+package bus_test
 
 import (
 	"context"
@@ -6,45 +6,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/bus/embedded"
+	"github.com/a2amesh/a2amesh/internal/clustertest"
 )
-
-// metaRequests records the JetStream API requests that need the meta
-// leader: creating or updating streams and consumers, listing streams.
-type metaRequests struct {
-	// msgs is filled by the connection's reader, so a flush returns only
-	// once every request sent before it is in.
-	msgs chan *nats.Msg
-}
-
-func watchMetaRequests(t *testing.T, nc *nats.Conn) *metaRequests {
-	t.Helper()
-	m := &metaRequests{msgs: make(chan *nats.Msg, 1024)}
-	for _, subj := range []string{"$JS.API.STREAM.CREATE.>", "$JS.API.STREAM.UPDATE.>", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.CONSUMER.CREATE.>", "$JS.API.CONSUMER.DURABLE.CREATE.>"} {
-		if _, err := nc.ChanSubscribe(subj, m.msgs); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-func (m *metaRequests) take(t *testing.T, nc *nats.Conn) []string {
-	t.Helper()
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	var seen []string
-	for {
-		select {
-		case msg := <-m.msgs:
-			seen = append(seen, msg.Subject)
-		default:
-			return seen
-		}
-	}
-}
 
 // TestProvision_AsksTheMetaLeaderOnlyForWhatIsMissingOrDrifted: provisioning
 // a complete deployment again creates and updates nothing (so a process
@@ -52,35 +18,44 @@ func (m *metaRequests) take(t *testing.T, nc *nats.Conn) []string {
 // lists no streams; a setting that changed updates just the streams it
 // concerns.
 func TestProvision_AsksTheMetaLeaderOnlyForWhatIsMissingOrDrifted(t *testing.T) {
-	conn := embeddedConn(t)
-	watcher, err := nats.Connect("", nats.InProcessServer(conn.NC.Opts.InProcessServer))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	conn, err := bus.Connect(ctx, bus.ConnConfig{Server: srv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.NC.Close()
+	watcher, err := nats.Connect("", nats.InProcessServer(srv))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer watcher.Close()
-	meta := watchMetaRequests(t, watcher)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := Provision(ctx, conn.JS, ProvisionConfig{}); err != nil {
+	meta := clustertest.WatchMetaRequests(t, watcher)
+	if err := bus.Provision(ctx, conn.JS, bus.ProvisionConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if created := meta.take(t, watcher); len(created) != len(ProvisionedStreams()) {
-		t.Fatalf("the first provisioning made %d requests of the meta leader, want one create per stream (%d): %v", len(created), len(ProvisionedStreams()), created)
+	if created := meta.Take(t); len(created) != len(bus.ProvisionedStreams()) {
+		t.Fatalf("the first provisioning made %d requests of the meta leader, want one create per stream (%d): %v", len(created), len(bus.ProvisionedStreams()), created)
 	}
-	if err := Provision(ctx, conn.JS, ProvisionConfig{}); err != nil {
+	if err := bus.Provision(ctx, conn.JS, bus.ProvisionConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := Provisioned(ctx, conn.JS); err != nil {
+	if err := bus.Provisioned(ctx, conn.JS); err != nil {
 		t.Fatal(err)
 	}
-	if again := meta.take(t, watcher); len(again) != 0 {
+	if again := meta.Take(t); len(again) != 0 {
 		t.Fatalf("provisioning a complete deployment again asked the meta leader: %v", again)
 	}
-	if err := Provision(ctx, conn.JS, ProvisionConfig{EventRetention: time.Hour}); err != nil {
+	if err := bus.Provision(ctx, conn.JS, bus.ProvisionConfig{EventRetention: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"$JS.API.STREAM.UPDATE." + EventStream: true, "$JS.API.STREAM.UPDATE.KV_" + BucketDeliveries: true}
-	updated := meta.take(t, watcher)
+	want := map[string]bool{"$JS.API.STREAM.UPDATE." + bus.EventStream: true, "$JS.API.STREAM.UPDATE.KV_" + bus.BucketDeliveries: true}
+	updated := meta.Take(t)
 	if len(updated) != len(want) {
 		t.Fatalf("a new event retention made %v, want updates of %v", updated, want)
 	}
@@ -89,7 +64,7 @@ func TestProvision_AsksTheMetaLeaderOnlyForWhatIsMissingOrDrifted(t *testing.T) 
 			t.Fatalf("a new event retention made %v, want updates of %v", updated, want)
 		}
 	}
-	info, err := conn.JS.Stream(ctx, EventStream)
+	info, err := conn.JS.Stream(ctx, bus.EventStream)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 )
@@ -100,9 +99,10 @@ func TestRegions_GlobalRecordsAreKeptOnceAndReadInEveryRegion(t *testing.T) {
 	// Starting another service in a provisioned region creates, updates
 	// and lists no stream: its provisioning needs no meta leader (the
 	// watches it starts do create their consumers).
-	meta := watchMetaRequests(t, sc, "west")
+	watcher, _ := sc.Connect("west", 0)
+	meta := clustertest.WatchMetaRequests(t, watcher)
 	serveIn(t, sc, "west", "registry", "")
-	for _, asked := range meta.take(t) {
+	for _, asked := range meta.Take(t) {
 		if strings.HasPrefix(asked, "$JS.API.STREAM.") {
 			t.Fatalf("a service started in a provisioned region asked the meta leader %s", asked)
 		}
@@ -201,48 +201,6 @@ func gatewayMsgs(sc *clustertest.Supercluster, region string) int64 {
 		n += t.Msgs()
 	}
 	return n
-}
-
-// metaRequests records the JetStream API requests that need the meta
-// leader (stream and consumer creates and updates, stream lists) made in
-// the platform's account.
-type metaRequests struct {
-	nc *nats.Conn
-	// msgs is filled by the connection's reader, so a flush returns only
-	// once every request sent before it is in.
-	msgs chan *nats.Msg
-}
-
-func watchMetaRequests(t *testing.T, sc *clustertest.Supercluster, region string) *metaRequests {
-	t.Helper()
-	nc, _ := sc.Connect(region, 0)
-	m := &metaRequests{nc: nc, msgs: make(chan *nats.Msg, 1024)}
-	for _, subj := range []string{"$JS.API.STREAM.CREATE.>", "$JS.API.STREAM.UPDATE.>", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.CONSUMER.CREATE.>", "$JS.API.CONSUMER.DURABLE.CREATE.>"} {
-		if _, err := nc.ChanSubscribe(subj, m.msgs); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// take returns what was asked since the last take.
-func (m *metaRequests) take(t *testing.T) []string {
-	t.Helper()
-	if err := m.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	var seen []string
-	for {
-		select {
-		case msg := <-m.msgs:
-			seen = append(seen, msg.Subject)
-		default:
-			return seen
-		}
-	}
 }
 
 // waitFor polls ok until it holds or limit passes.
