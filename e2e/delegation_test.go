@@ -161,7 +161,7 @@ func keptOf(t *testing.T, l *lab, keep, runID string) kept {
 	if err := json.Unmarshal([]byte(meshtest.ReadFile(filepath.Join(keep, runID+".json"))), &k); err != nil {
 		t.Fatalf("the host kept nothing of run %s: %v", runID, err)
 	}
-	l.secret(k.capability())
+	l.secrets.Add(k.capability())
 	return k
 }
 

@@ -48,7 +48,7 @@ type lab struct {
 	seq   map[string]int
 	// secrets are the credentials the test handed out; the output shown
 	// when the test fails has them masked.
-	secrets []string
+	secrets meshtest.Secrets
 }
 
 func newLab(t *testing.T) *lab {
@@ -74,27 +74,8 @@ func (l *lab) close() {
 		return
 	}
 	for _, p := range procs {
-		l.t.Logf("---- output of %s (%s) ----\n%s", p.name, p.exitText(), tail(withoutPolls(l.mask(p.output())), 12000))
+		l.t.Logf("---- output of %s (%s) ----\n%s", p.name, p.exitText(), tail(withoutPolls(l.secrets.Mask(p.output())), 12000))
 	}
-}
-
-// secret records a credential to mask in the output shown on failure.
-func (l *lab) secret(s string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.secrets = append(l.secrets, s)
-}
-
-// mask replaces every recorded credential in text.
-func (l *lab) mask(text string) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, s := range l.secrets {
-		if s != "" {
-			text = strings.ReplaceAll(text, s, "[credential]")
-		}
-	}
-	return text
 }
 
 // withoutPolls drops the platform's log lines of GET requests, most of them
@@ -175,7 +156,7 @@ func (p *proc) output() string { return p.stdout.String() + p.stderr.String() }
 
 // shown is the end of the output, up to n bytes, with the test's
 // credentials masked, for failure messages.
-func (p *proc) shown(n int) string { return tail(p.l.mask(p.output()), n) }
+func (p *proc) shown(n int) string { return tail(p.l.secrets.Mask(p.output()), n) }
 
 func (p *proc) running() bool {
 	select {
@@ -371,7 +352,7 @@ func (p *platform) boot() {
 	if token == "" {
 		t.Fatalf("no owner credential in %s", p.dataDir)
 	}
-	p.l.secret(token)
+	p.l.secrets.Add(token)
 	p.Platform = meshtest.Remote(t, "http://"+p.httpAddr, token)
 	meshtest.Eventually(t, waitStart, func() bool {
 		resp, err := http.Get(p.APIBase + "/readyz")
@@ -669,7 +650,7 @@ func (m *machine) pair(p *meshtest.Platform, agentID, endpoint string, extra ...
 	t := m.l.t
 	t.Helper()
 	code := p.PairingCode(agentID)
-	m.l.secret(code)
+	m.l.secrets.Add(code)
 	args := append([]string{"pair", code, "--api-base", p.APIBase, "--local-agent-endpoint", endpoint}, extra...)
 	res := m.cli(args...)
 	if res.code != 0 {
@@ -680,7 +661,7 @@ func (m *machine) pair(p *meshtest.Platform, agentID, endpoint string, extra ...
 	if !ok || prof.AgentID != agentID {
 		t.Fatalf("after pairing agent %s the active profile is %q of %v", agentID, f.ActiveProfile, f.names())
 	}
-	m.l.secret(prof.RuntimeToken)
+	m.l.secrets.Add(prof.RuntimeToken)
 	return paired{AgentID: prof.AgentID, RuntimeID: prof.RuntimeID, Token: prof.RuntimeToken, Code: code}
 }
 

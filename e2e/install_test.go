@@ -55,7 +55,7 @@ func TestInstall_ScriptFromThePlatformInstallsProgramsThatPairAndRun(t *testing.
 	endpoint := "http://" + meshtest.FreeAddr(t) + "/run-task"
 	agent := p.CreateAgent("installed")
 	code := p.PairingCode(agent.ID)
-	l.secret(code)
+	l.secrets.Add(code)
 	if res := l.run("installed pair", laptop, filepath.Join(bin, "a2a-runtime"), "pair", code, "--api-base", p.APIBase, "--local-agent-endpoint", endpoint, "--adapter", "echo"); res.code != 0 {
 		t.Fatalf("pair with the installed runtime: %s", res)
 	}

@@ -21,7 +21,7 @@ func wantReauth(t *testing.T, rt *proc, token string) {
 	msg := rt.stderr.String()
 	for _, want := range []string{"pair", "same agent", "do not create a new agent"} {
 		if !strings.Contains(msg, want) {
-			t.Errorf("the runtime's last words do not say %q:\n%s", want, tail(rt.l.mask(msg), 2000))
+			t.Errorf("the runtime's last words do not say %q:\n%s", want, tail(rt.l.secrets.Mask(msg), 2000))
 		}
 	}
 	if strings.Contains(rt.output(), token) {

@@ -45,7 +45,7 @@ func TestTracing_OneRunIsOneTraceAcrossPlatformRuntimeAndAdapter(t *testing.T) {
 
 		hook := newTraceReceiver(t)
 		const hookSecret = "webhook-signing-secret-0123456789"
-		l.secret(hookSecret)
+		l.secrets.Add(hookSecret)
 		p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/webhooks", Owner: true, JSON: map[string]any{
 			"url": hook.srv.URL, "secret": hookSecret, "agent_id": agent.ID, "types": []string{mesh.EventTaskRunCompleted},
 		}}).Expect(t, http.StatusCreated)

@@ -19,3 +19,19 @@ func TestMaskCredentials_HidesEveryKindOfCredential(t *testing.T) {
 		}
 	}
 }
+
+// TestSecrets_MaskHidesEveryRecordedCredential: whatever a test recorded
+// (a password, a pairing code) is hidden wherever it appears, and nothing
+// else is touched.
+func TestSecrets_MaskHidesEveryRecordedCredential(t *testing.T) {
+	var s Secrets
+	s.Add("hunter2", "")
+	s.Add("ABCD-1234")
+	got := s.Mask("password hunter2, code ABCD-1234, again hunter2")
+	if want := "password [credential], code [credential], again [credential]"; got != want {
+		t.Fatalf("masked %q, want %q", got, want)
+	}
+	if got := s.Mask("nothing secret"); got != "nothing secret" {
+		t.Fatalf("masked %q, want it unchanged", got)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ type Procs struct {
 	t       testing.TB
 	mu      sync.Mutex
 	list    []*Proc
-	secrets []string
+	secrets Secrets
 }
 
 // Proc is one program a test started.
@@ -73,23 +72,10 @@ func (ps *Procs) All() []*Proc {
 }
 
 // Secret records credentials that Mask hides.
-func (ps *Procs) Secret(secrets ...string) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	ps.secrets = append(ps.secrets, secrets...)
-}
+func (ps *Procs) Secret(secrets ...string) { ps.secrets.Add(secrets...) }
 
 // Mask replaces every recorded credential in text.
-func (ps *Procs) Mask(text string) string {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	for _, s := range ps.secrets {
-		if s != "" {
-			text = strings.ReplaceAll(text, s, "[credential]")
-		}
-	}
-	return text
-}
+func (ps *Procs) Mask(text string) string { return ps.secrets.Mask(text) }
 
 // StartAdapter runs the a2a-adapter at bin with the command provider and
 // a shell script of body, waits until it listens, and returns its run-task
