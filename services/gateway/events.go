@@ -194,7 +194,7 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, f *eventFi
 			if !ok {
 				return
 			}
-			if err := writeSSE(w, r, m, f); err != nil {
+			if err := writeSSE(w, g.sse.get(r.Context(), m), f); err != nil {
 				return
 			}
 			if rc.Flush() != nil {
@@ -204,15 +204,11 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, f *eventFi
 	}
 }
 
-func writeSSE(w http.ResponseWriter, r *http.Request, m *runfollow.Event, f *eventFilter) error {
-	e, err := bus.DecodeEvent(r.Context(), m.Msg())
-	if err != nil || !f.match(e.Type(), e.Data()) {
+// writeSSE sends an event to a stream if its filter matches it.
+func writeSSE(w http.ResponseWriter, e *sseEncoding, f *eventFilter) error {
+	if !e.ok || !f.match(e.typ, e.data) {
 		return nil
 	}
-	body, err := json.Marshal(e)
-	if err != nil {
-		return nil
-	}
-	_, err = fmt.Fprintf(w, "id: %d\ndata: %s\n\n", m.Seq, body)
+	_, err := fmt.Fprintf(w, "id: %d\ndata: %s\n\n", e.seq, e.body)
 	return err
 }

@@ -104,7 +104,10 @@ type Gateway struct {
 	js     jetstream.JetStream
 	// runs follows runs on the event stream, for every endpoint that streams
 	// or waits for them.
-	runs  *runfollow.Source
+	runs *runfollow.Source
+	// sse is the latest events as GET /events sends them, encoded once
+	// for every stream.
+	sse   sseEncodings
 	owner *ownerAuth
 	// rtAuth admits runtime credentials (runtimeauth.go).
 	rtAuth  *runtimeAuth
