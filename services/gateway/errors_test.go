@@ -9,6 +9,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -24,7 +25,10 @@ type routeFixture struct {
 }
 
 func newRouteFixture(t *testing.T) *routeFixture {
-	p := meshtest.StartPlatform(t)
+	// The held run and its runtime stay held and online for the whole
+	// test, however slow the machine: a lease or presence that ran out
+	// between two requests would answer 409 where the body is checked.
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease, c.HeartbeatTimeout = time.Minute, time.Minute })
 	f := &routeFixture{p: p, agent: p.CreateAgent("routes")}
 	f.rt = p.OnlineRuntime(t, f.agent.ID)
 	f.running = p.CreateTask(f.agent.ID, "running")
