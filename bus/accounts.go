@@ -63,12 +63,14 @@ type accountImport struct {
 }
 
 // runtimeImports is what a runtime needs of the platform: its requests
-// (the task queue offers its agent's pending runs in answer to one) and its
-// agent's events. No JetStream API: a runtime never touches a stream.
+// (the task queue offers its agent's pending runs in answer to one), its
+// agent's events and cancel notices. No JetStream API: a runtime never
+// touches a stream.
 func runtimeImports() []accountImport {
 	return []accountImport{
 		{subject: subjRuntime + ".>"},
 		{subject: subjEvents + ".>", stream: true},
+		{subject: subjCancel + ".>", stream: true},
 	}
 }
 
@@ -146,13 +148,22 @@ func (c AccountsConfig) Render() string {
 	w("    jetstream: enabled")
 	w("    users: [ %s ]", c.Services.render())
 	w("    exports: [")
-	seen := map[string]bool{}
-	for _, imp := range append(runtimeImports(), consumerImports()...) {
-		if seen[imp.subject] {
-			continue
+	// Each subject is exported to the accounts that import it, in order.
+	var exports []accountImport
+	importers := map[string][]string{}
+	for _, acc := range []struct {
+		name    string
+		imports []accountImport
+	}{{AccountRuntimes, runtimeImports()}, {AccountConsumers, consumerImports()}} {
+		for _, imp := range acc.imports {
+			if importers[imp.subject] == nil {
+				exports = append(exports, imp)
+			}
+			importers[imp.subject] = append(importers[imp.subject], acc.name)
 		}
-		seen[imp.subject] = true
-		w("      %s", exportLine(imp))
+	}
+	for _, imp := range exports {
+		w("      %s", exportLine(imp, importers[imp.subject]))
 	}
 	w("    ]")
 	w("    imports: [")
@@ -200,13 +211,10 @@ func (c AccountsConfig) Render() string {
 // admitted, the auth callout's answer included.
 const AuthTimeout = 5 * time.Second
 
-func exportLine(imp accountImport) string {
-	accounts := AccountRuntimes
-	if !imp.stream && strings.Contains(imp.subject, EventStream) {
-		accounts = AccountConsumers
-	}
+func exportLine(imp accountImport, importers []string) string {
+	accounts := strings.Join(importers, ", ")
 	if imp.stream {
-		return fmt.Sprintf("{ stream: %q, accounts: [ %s, %s ] }", imp.subject, AccountRuntimes, AccountConsumers)
+		return fmt.Sprintf("{ stream: %q, accounts: [ %s ] }", imp.subject, accounts)
 	}
 	if imp.streamed {
 		return fmt.Sprintf("{ service: %q, response_type: stream, accounts: [ %s ] }", imp.subject, accounts)

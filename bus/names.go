@@ -78,6 +78,7 @@ const (
 const (
 	subjEvents  = "mesh.evt"
 	subjRuntime = "mesh.rt"
+	subjCancel  = "mesh.cancel"
 	subjService = "mesh.svc"
 )
 
@@ -218,6 +219,25 @@ func ActiveRuntimeKey(agentID string) string { return activeRuntimePrefix + agen
 
 // IsActiveRuntimeKey reports whether key is an ActiveRuntimeKey.
 func IsActiveRuntimeKey(key string) bool { return strings.HasPrefix(key, activeRuntimePrefix) }
+
+// CancelSubject is where the task queue tells the runtimes of an agent, at
+// once, that one of its runs was canceled: a core NATS notice without a
+// body, so a runtime hears of cancels without receiving every event of its
+// agent's runs. A notice missed while disconnected is no loss: the next
+// lease renewal reports the run lost.
+func CancelSubject(agentID, runID string) string { return subjCancel + "." + agentID + "." + runID }
+
+// CancelFilter matches the cancel notices of one agent's runs.
+func CancelFilter(agentID string) string { return subjCancel + "." + agentID + ".*" }
+
+// ParseCancelSubject splits a cancel notice's subject into agent and run.
+func ParseCancelSubject(subject string) (agentID, runID string, ok bool) {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 4 || parts[0]+"."+parts[1] != subjCancel {
+		return "", "", false
+	}
+	return parts[2], parts[3], true
+}
 
 // AgentEventsFilter matches every event of one agent.
 func AgentEventsFilter(agentID string) string { return subjEvents + "." + agentID + ".>" }

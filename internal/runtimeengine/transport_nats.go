@@ -130,9 +130,9 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 		conn.NC.Close()
 		return nil, nil, err
 	}
-	// Cancellations are task_run events of this agent; the subscription is
-	// core NATS, so it costs nothing while idle.
-	t.sub, err = conn.NC.Subscribe(bus.EventFilter(cfg.AgentID, string(mesh.KindTaskRun), ""), t.onRunEvent)
+	// Cancellations are notices on the agent's cancel subject (core NATS:
+	// nothing while idle, and none of the agent's other run events).
+	t.sub, err = conn.NC.Subscribe(bus.CancelFilter(cfg.AgentID), t.onCancel)
 	if err != nil {
 		conn.NC.Close()
 		return nil, nil, fmt.Errorf("subscribe to cancellations: %w", err)
@@ -297,11 +297,8 @@ func (t *natsTransport) explain(err error, what string) error {
 		"if it is a site's leaf node, its connection to the platform is down or was refused (see the leaf node's log)", ErrNoPlatform, t.server(), what)
 }
 
-func (t *natsTransport) onRunEvent(msg *nats.Msg) {
-	if bus.EventType(msg.Header) != mesh.EventTaskRunCanceled {
-		return
-	}
-	_, _, id, ok := bus.ParseEventSubject(msg.Subject)
+func (t *natsTransport) onCancel(msg *nats.Msg) {
+	_, id, ok := bus.ParseCancelSubject(msg.Subject)
 	if !ok {
 		return
 	}

@@ -66,6 +66,7 @@ func runtimePermissions(p *jwt.Permissions, id *meshapi.Identity) {
 	p.Sub.Allow.Add(
 		bus.RuntimeInboxPrefix(id.RuntimeID)+".>",
 		bus.AgentEventsFilter(id.AgentID),
+		bus.CancelFilter(id.AgentID),
 	)
 }
 

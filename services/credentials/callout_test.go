@@ -152,6 +152,8 @@ func checkConfinement(t *testing.T, p *meshtest.Platform, url string) {
 	// What it may not do: each is refused by the server with a permissions violation.
 	subs := []string{
 		bus.AgentEventsFilter(agentB.ID),
+		bus.CancelFilter(agentB.ID),
+		"mesh.cancel.>",
 		"mesh.evt.>",
 		"_INBOX.>",
 		bus.RuntimeInboxPrefix(rtB.RuntimeID) + ".>",

@@ -26,13 +26,16 @@ func (s *Service) handleCancel(ctx context.Context, req *bus.Request) (any, erro
 	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }
 
-// cancel ends a run that has not ended. The canceled event reaches the runtime
-// working on it over the bus, which aborts its adapter request.
+// cancel ends a run that has not ended. A notice on its agent's cancel
+// subject reaches the runtime working on it at once, which aborts its
+// adapter request.
 func (s *Service) cancel(ctx context.Context, runID, reason string) (*mesh.TaskRun, error) {
 	if reason == "" {
 		reason = "canceled by request"
 	}
-	return s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
+	held := false
+	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
+		held = r.RuntimeID != ""
 		now := time.Now().UTC()
 		r.Status = mesh.StatusCanceled
 		r.Error = &mesh.RunError{Code: mesh.ReasonCanceled, Message: reason}
@@ -40,4 +43,10 @@ func (s *Service) cancel(ctx context.Context, runID, reason string) (*mesh.TaskR
 		r.LeaseExpiresAt = nil
 		return mesh.EventTaskRunCanceled, nil
 	})
+	if err == nil && held {
+		if err := s.cfg.Conn.NC.Publish(bus.CancelSubject(run.TargetAgentID, run.ID), nil); err != nil {
+			s.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("cancel notice not sent; the runtime hears of it at its next renewal")
+		}
+	}
+	return run, err
 }

@@ -112,3 +112,47 @@ func TestRuntime_WithFreeSlotsClaimsSeveralRunsInOneRequest(t *testing.T) {
 		t.Fatalf("the runtime sent %d claim requests for %d runs, want one for all four", requests, claims)
 	}
 }
+
+// TestCancel_TheRuntimeHoldingTheRunHearsANoticeAtOnce: canceling a run a
+// runtime holds sends a notice on its agent's cancel subject, which the
+// runtime's own connection may read; a pending run's cancel sends none
+// (no runtime holds it).
+func TestCancel_TheRuntimeHoldingTheRunHearsANoticeAtOnce(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout, c.Lease = time.Minute, time.Minute })
+	agent := p.CreateAgent("canceled")
+	rt := p.OnlineRuntime(t, agent.ID)
+	nc, err := nats.Connect(p.NATSURL(), nats.Token(rt.RuntimeToken), nats.CustomInboxPrefix(rt.NATS.InboxPrefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	notices, err := nc.SubscribeSync(bus.CancelFilter(agent.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	pending := p.CreateTask(agent.ID, "never claimed")
+	held := p.CreateTask(agent.ID, "held")
+	rc := meshapi.NewClient(nc).Runtime(agent.ID, rt.RuntimeID)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := rc.Claim(ctx, meshapi.ClaimRequest{TaskRunID: held.ID, Attempt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []mesh.TaskRun{pending, held} {
+		p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/task-runs/" + r.ID + "/cancel", Owner: true, JSON: map[string]any{}}).Expect(t, http.StatusOK)
+	}
+	msg, err := notices.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatalf("no cancel notice: %v", err)
+	}
+	if _, id, ok := bus.ParseCancelSubject(msg.Subject); !ok || id != held.ID {
+		t.Fatalf("cancel notice on %s, want one for the held run %s", msg.Subject, held.ID)
+	}
+	if n, _, _ := notices.Pending(); n != 0 {
+		t.Fatalf("%d more notices, want none for the pending run", n)
+	}
+}
