@@ -40,6 +40,23 @@ func (s *Service) createConversation(ctx context.Context, meta map[string]any) (
 	return conv, nil
 }
 
+// startConversation starts the conversation of a run created without one,
+// under the run's own id: two creates with one idempotency key make the
+// same run, and so find and share the one conversation, whichever stores
+// it first.
+func (s *Service) startConversation(ctx context.Context, runID string) (*mesh.Conversation, error) {
+	conv := &mesh.Conversation{ID: runID, WorkspaceID: mesh.NewID(), CreatedAt: time.Now().UTC()}
+	_, err := s.convs.Create(ctx, conv.ID, conv)
+	if errors.Is(err, mesh.ErrConflict) {
+		stored, _, gerr := s.convs.Get(ctx, runID)
+		return stored, gerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return conv, nil
+}
+
 func (s *Service) getConversation(ctx context.Context, id string) (*mesh.Conversation, error) {
 	if !mesh.ValidID(id) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "conversation %q not found", id)

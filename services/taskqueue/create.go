@@ -81,7 +81,7 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 		run.ID = id
 	}
 	if run.ConversationID == "" {
-		conv, err := s.createConversation(ctx, nil)
+		conv, err := s.startConversation(ctx, run.ID)
 		if err != nil {
 			return nil, err
 		}
