@@ -183,34 +183,10 @@ func (s *Service) handleOffer(ctx context.Context, req *bus.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	var in meshapi.OfferRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
-	n, err := s.offerBounds(in)
-	if err != nil {
-		return nil, err
-	}
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
 		return nil, err
 	}
-	release, err := s.waiters.admit(runtimeID)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	return meshapi.OfferResponse{Offers: s.offer(ctx, agentID, n, in.Wait)}, nil
-}
-
-// offerBounds checks an offer request and returns how many runs it may name.
-func (s *Service) offerBounds(in meshapi.OfferRequest) (int, error) {
-	if in.Wait < 0 || in.Wait > s.cfg.MaxPullWait {
-		return 0, mesh.Errorf(mesh.CodeInvalidRequest, "wait must be between 0 and %s", s.cfg.MaxPullWait)
-	}
-	if in.Max < 0 || in.Max > meshapi.MaxOffers {
-		return 0, mesh.Errorf(mesh.CodeInvalidRequest, "max must be between 0 and %d", meshapi.MaxOffers)
-	}
-	return max(in.Max, 1), nil
+	return s.answerOffer(ctx, req, runtimeID, agentID)
 }
 
 // pull claims the next pending run of the agent on behalf of a runtime
@@ -220,16 +196,11 @@ func (s *Service) pull(ctx context.Context, agentID, runtimeID string, wait time
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
 		return nil, err
 	}
-	release, err := s.waiters.admit(runtimeID)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
 	deadline := time.Now().Add(wait)
 	for {
-		offers := s.offer(ctx, agentID, 1, max(time.Until(deadline), 0))
-		if len(offers) == 0 {
-			return nil, nil
+		offers, err := s.waitForOffers(ctx, runtimeID, agentID, 1, max(time.Until(deadline), 0))
+		if err != nil || len(offers) == 0 {
+			return nil, err
 		}
 		run, err := s.claim(ctx, agentID, runtimeID, offers[0].TaskRunID, offers[0].Attempt)
 		if err == nil || !meshapi.Unclaimable(err) {

@@ -43,20 +43,7 @@ func setRemoteState(r *mesh.TaskRun, state string) {
 // handleDelegateOffer names delegated pending runs for the delegation
 // service, as handleOffer does for a runtime.
 func (s *Service) handleDelegateOffer(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.OfferRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
-	n, err := s.offerBounds(in)
-	if err != nil {
-		return nil, err
-	}
-	release, err := s.waiters.admit(delegationQueue)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	return meshapi.OfferResponse{Offers: s.offer(ctx, delegationQueue, n, in.Wait)}, nil
+	return s.answerOffer(ctx, req, delegationQueue, delegationQueue)
 }
 
 func (s *Service) handleDelegateClaim(ctx context.Context, req *bus.Request) (any, error) {

@@ -118,6 +118,37 @@ func (s *Service) publishEvent(ctx context.Context, ev bus.Event) error {
 	return err
 }
 
+// answerOffer answers an offer request (meshapi.OfferRequest) of who, for
+// queue q.
+func (s *Service) answerOffer(ctx context.Context, req *bus.Request, who, q string) (any, error) {
+	var in meshapi.OfferRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if in.Wait < 0 || in.Wait > s.cfg.MaxPullWait {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "wait must be between 0 and %s", s.cfg.MaxPullWait)
+	}
+	if in.Max < 0 || in.Max > meshapi.MaxOffers {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "max must be between 0 and %d", meshapi.MaxOffers)
+	}
+	offers, err := s.waitForOffers(ctx, who, q, max(in.Max, 1), in.Wait)
+	if err != nil {
+		return nil, err
+	}
+	return meshapi.OfferResponse{Offers: offers}, nil
+}
+
+// waitForOffers is offer for a request of who (a runtime, or the
+// delegation service), counted against the requests who may have waiting.
+func (s *Service) waitForOffers(ctx context.Context, who, q string, n int, wait time.Duration) ([]meshapi.Offer, error) {
+	release, err := s.waiters.admit(who)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return s.offer(ctx, q, n, wait), nil
+}
+
 // offer waits up to wait for pending runs in queue q and names up to n of
 // them, oldest first. It returns none when the wait ends first, ctx ends,
 // or the service stops.
