@@ -97,11 +97,7 @@ func TestSecrets_NeverAppearInLogsEventsErrorsOutputOrStore(t *testing.T) {
 	keep("expired code", expired.Expect(t, http.StatusUnauthorized))
 
 	// NATS: a good connection does some work; refused ones leave log lines.
-	nc, err := nats.Connect(p.NATSURL(), nats.Token(rtA2.RuntimeToken), nats.CustomInboxPrefix(rtA2.NATS.InboxPrefix))
-	if err != nil {
-		t.Fatalf("runtime NATS connection: %v", err)
-	}
-	defer nc.Close()
+	nc := p.RuntimeConn(t, rtA2)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := meshapi.NewClient(nc).Runtime(agentA.ID, rtA2.RuntimeID).Heartbeat(ctx, meshapi.HeartbeatRequest{}); err != nil {

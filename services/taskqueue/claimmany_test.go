@@ -26,11 +26,7 @@ func TestClaimMany_ClaimsEachOfferOnItsOwnAndAgainWhenRepeated(t *testing.T) {
 	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout = time.Minute })
 	agent := p.CreateAgent("batch")
 	rt := p.OnlineRuntime(t, agent.ID)
-	nc, err := nats.Connect(p.NATSURL(), nats.Token(rt.RuntimeToken), nats.CustomInboxPrefix(rt.NATS.InboxPrefix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := p.RuntimeConn(t, rt)
 	rc := meshapi.NewClient(nc).Runtime(agent.ID, rt.RuntimeID)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -122,11 +118,7 @@ func TestCancel_TheRuntimeHoldingTheRunHearsANoticeAtOnce(t *testing.T) {
 	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout, c.Lease = time.Minute, time.Minute })
 	agent := p.CreateAgent("canceled")
 	rt := p.OnlineRuntime(t, agent.ID)
-	nc, err := nats.Connect(p.NATSURL(), nats.Token(rt.RuntimeToken), nats.CustomInboxPrefix(rt.NATS.InboxPrefix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := p.RuntimeConn(t, rt)
 	notices, err := nc.SubscribeSync(bus.CancelFilter(agent.ID))
 	if err != nil {
 		t.Fatal(err)
