@@ -87,7 +87,7 @@ func (g *Gateway) listRuntimes(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) revokeRuntime(w http.ResponseWriter, r *http.Request) {
 	rt, err := g.client.RevokeRuntime(r.Context(), meshapi.RevokeRuntimeRequest{RuntimeID: r.PathValue("runtimeId")})
 	if err == nil {
-		g.rtAuth.forgetRuntime(rt.ID)
+		g.rtAuth.ended(r.Context(), rt.ID)
 	}
 	g.reply(w, r, http.StatusOK, rt, err)
 }

@@ -68,7 +68,7 @@ func (g *Gateway) revokeSelf(w http.ResponseWriter, r *http.Request) {
 	id := runtimeOf(r)
 	rt, err := g.client.RevokeRuntime(r.Context(), meshapi.RevokeRuntimeRequest{RuntimeID: id.RuntimeID, AgentID: id.AgentID})
 	if err == nil {
-		g.rtAuth.forgetRuntime(id.RuntimeID)
+		g.rtAuth.ended(r.Context(), id.RuntimeID)
 	}
 	g.reply(w, r, http.StatusOK, rt, err)
 }

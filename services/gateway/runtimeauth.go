@@ -30,6 +30,7 @@ type runtimeAuth struct {
 	// admitted maps a credential's hash to the runtime it was admitted as.
 	admitted map[string]admittedRuntime
 	now      func() time.Time
+	log      zerolog.Logger
 }
 
 // runtimeState is the one field of a runtime record the view reads.
@@ -75,7 +76,7 @@ func newRuntimeAuth(ctx context.Context, js jetstream.JetStream, client *meshapi
 		_ = view.Stop()
 		return nil, fmt.Errorf("gateway: runtimes view: %w", err)
 	}
-	return &runtimeAuth{client: client, view: view, admitted: map[string]admittedRuntime{}, now: time.Now}, nil
+	return &runtimeAuth{client: client, view: view, admitted: map[string]admittedRuntime{}, now: time.Now, log: log}, nil
 }
 
 // authenticate resolves a runtime credential to its runtime, or answers
@@ -134,8 +135,20 @@ func (a *runtimeAuth) forget(hash string) {
 	a.mu.Unlock()
 }
 
-// forgetRuntime forgets every credential admitted as runtimeID: this
-// gateway just ended it, and its next request must not wait for the view.
+// ended is told that this gateway just ended runtimeID, so its next request
+// is refused without waiting for the view. Forgetting alone would not do: a
+// request of the runtime admitted by the credential service just before the
+// revocation could remember the credential again while the view still holds
+// the active record. Once the view has caught up with the bucket it holds the
+// ended record, and nothing of the runtime is remembered again.
+func (a *runtimeAuth) ended(ctx context.Context, runtimeID string) {
+	if err := a.view.Sync(ctx); err != nil {
+		a.log.Warn().Err(err).Str("runtime_id", runtimeID).Msg("runtimes view not caught up after a revocation; its credential may be admitted until it is")
+	}
+	a.forgetRuntime(runtimeID)
+}
+
+// forgetRuntime forgets every credential admitted as runtimeID.
 func (a *runtimeAuth) forgetRuntime(runtimeID string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
