@@ -20,7 +20,8 @@ func addProfileFlag(cmd *cobra.Command) *string {
 
 // serveProfiles serves net/http/pprof on addr until the process ends; an
 // empty addr serves nothing. The profiles are on a listener of their own,
-// never on the API's, so no API route exposes them.
+// never on the API's, so no API route exposes them. The command line is not
+// served: it may hold a URL with credentials in it.
 func serveProfiles(addr string, log zerolog.Logger) error {
 	if addr == "" {
 		return nil
@@ -31,7 +32,6 @@ func serveProfiles(addr string, log zerolog.Logger) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
