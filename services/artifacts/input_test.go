@@ -5,13 +5,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"io"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
@@ -106,12 +102,7 @@ func TestInput_APlatformServiceWritesAnInputFileInChunks(t *testing.T) {
 	if err := bus.Call(short, rtNC, bus.ServiceSubject(bus.ServiceArtifacts, meshapi.OpArtifactOpenInput), open, nil); err == nil {
 		t.Fatal("a runtime opened an input file")
 	}
-	msg := nats.NewMsg(bus.ArtifactInputSubject(up.ID))
-	msg.Header.Set(meshapi.HeaderArtifactOffset, "0")
-	msg.Data = []byte("intruder")
-	if _, err := rtNC.RequestMsg(msg, 2*time.Second); err == nil {
-		t.Fatal("a runtime wrote into an input file")
-	}
+	wantPublishRefused(t, rtNC, bus.ArtifactInputSubject(up.ID), "a runtime wrote into an input file")
 	if _, err := up.Write([]byte("the service's own")); err != nil {
 		t.Fatal(err)
 	}
@@ -124,17 +115,5 @@ func TestInput_APlatformServiceWritesAnInputFileInChunks(t *testing.T) {
 	}
 
 	// Only the two stored files have content.
-	store, err := p.Conn().JS.ObjectStore(ctx, bus.ObjectArtifacts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	meshtest.Eventually(t, 10*time.Second, func() bool {
-		objects, err := store.List(ctx)
-		if errors.Is(err, jetstream.ErrNoObjectsFound) {
-			objects = nil
-		} else if err != nil {
-			return false
-		}
-		return len(objects) == 2
-	}, func() string { return "refused input files left content in the object store" })
+	wantObjects(t, ctx, p, 2, "refused input files")
 }

@@ -124,12 +124,7 @@ func TestUpload_ARuntimeOnNATSWritesTheArtifactsOfRunsItHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	intruder := runtimeNC(t, p, rtA)
-	msg := nats.NewMsg(bus.ArtifactUploadSubject(agentB.ID, rtB.RuntimeID, upB.ID))
-	msg.Header.Set(meshapi.HeaderArtifactOffset, "0")
-	msg.Data = []byte("intruder")
-	if _, err := intruder.RequestMsg(msg, 2*time.Second); err == nil {
-		t.Fatal("runtime A wrote into runtime B's upload")
-	}
+	wantPublishRefused(t, intruder, bus.ArtifactUploadSubject(agentB.ID, rtB.RuntimeID, upB.ID), "runtime A wrote into runtime B's upload")
 	if _, err := upB.Write([]byte("b's own")); err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +137,13 @@ func TestUpload_ARuntimeOnNATSWritesTheArtifactsOfRunsItHolds(t *testing.T) {
 	}
 
 	// Only the two stored artifacts have content.
+	wantObjects(t, ctx, p, 2, "refused artifacts")
+}
+
+// wantObjects waits until the artifact object store holds n objects: what
+// was refused (the what) is dropped from it in the background.
+func wantObjects(t *testing.T, ctx context.Context, p *meshtest.Platform, n int, what string) {
+	t.Helper()
 	store, err := p.Conn().JS.ObjectStore(ctx, bus.ObjectArtifacts)
 	if err != nil {
 		t.Fatal(err)
@@ -153,8 +155,20 @@ func TestUpload_ARuntimeOnNATSWritesTheArtifactsOfRunsItHolds(t *testing.T) {
 		} else if err != nil {
 			return false
 		}
-		return len(objects) == 2
-	}, func() string { return "refused artifacts left content in the object store" })
+		return len(objects) == n
+	}, func() string { return what + " left content in the object store" })
+}
+
+// wantPublishRefused checks that nc cannot write a part to an upload's
+// subject: the server refuses the publish, so no instance answers.
+func wantPublishRefused(t *testing.T, nc *nats.Conn, subject, what string) {
+	t.Helper()
+	msg := nats.NewMsg(subject)
+	msg.Header.Set(meshapi.HeaderArtifactOffset, "0")
+	msg.Data = []byte("intruder")
+	if _, err := nc.RequestMsg(msg, 2*time.Second); err == nil {
+		t.Fatal(what)
+	}
 }
 
 // runtimeNC is a runtime's own NATS connection, with no client on it.
