@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
-	"path"
-	"strconv"
 
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 )
 
 // artifactWrite is the body of POST /task-runs/{id}/artifacts: one artifact
@@ -179,12 +177,5 @@ func (g *Gateway) downloadArtifact(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, fmt.Errorf("read artifact %s: %w", a.ID, err))
 		return
 	}
-	w.Header().Set("Content-Type", a.MimeType)
-	w.Header().Set("Content-Length", strconv.FormatInt(a.Size, 10))
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(a.Filename)}))
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	// Artifacts are agent output: never let a browser run them as a page of this origin.
-	w.Header().Set("Content-Security-Policy", "sandbox")
-	w.Header().Set("ETag", `"`+a.SHA256+`"`)
-	_, _ = content.WriteTo(w)
+	a2aserver.WriteDownload(w, a, content)
 }

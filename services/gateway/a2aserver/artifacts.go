@@ -3,6 +3,7 @@ package a2aserver
 import (
 	"context"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"path"
@@ -88,6 +89,14 @@ func (s *Server) writeArtifact(w http.ResponseWriter, r *http.Request, a *mesh.A
 		s.cfg.WriteError(w, r, fmt.Errorf("read artifact %s: %w", a.ID, err))
 		return
 	}
+	WriteDownload(w, a, content)
+}
+
+// WriteDownload writes an artifact's content as an attachment, with the
+// headers every route that serves artifact content sends: artifacts are
+// agent output, so a browser must never sniff them into something else or
+// run them as a page of the platform's origin.
+func WriteDownload(w http.ResponseWriter, a *mesh.Artifact, content io.WriterTo) {
 	h := w.Header()
 	h.Set("Content-Type", a.MimeType)
 	h.Set("Content-Length", strconv.FormatInt(a.Size, 10))
