@@ -265,21 +265,31 @@ func (s *Service) handleDelegateArtifact(ctx context.Context, req *bus.Request) 
 		return nil, mesh.Errorf(mesh.CodeNotFound, "artifact %q is not one of task %s's", in.ArtifactID, child.ID)
 	}
 	ref := child.Artifacts[i]
-	if ref.Size > maxArtifactFetch {
-		return nil, mesh.Errorf(mesh.CodePayloadTooLarge, "artifact %s is %d bytes, over the %d a delegating run may fetch", ref.Filename, ref.Size, maxArtifactFetch)
+	if err := checkFetchSize(ref.Filename, ref.Size); err != nil {
+		return nil, err
 	}
 	content, err := s.client.ReadArtifact(ctx, meshapi.ReadArtifactRequest{ArtifactID: ref.ArtifactID, TaskRunID: child.ID})
 	if err != nil {
 		return nil, fmt.Errorf("read artifact %s: %w", ref.ArtifactID, err)
 	}
-	if content.Size > maxArtifactFetch {
-		return nil, mesh.Errorf(mesh.CodePayloadTooLarge, "artifact %s is %d bytes, over the %d a delegating run may fetch", ref.Filename, content.Size, maxArtifactFetch)
+	// The run's reference is checked first, to refuse before any read;
+	// the content's own size is what is read.
+	if err := checkFetchSize(ref.Filename, content.Size); err != nil {
+		return nil, err
 	}
 	b, err := io.ReadAll(io.LimitReader(content, maxArtifactFetch))
 	if err != nil {
 		return nil, fmt.Errorf("read artifact %s: %w", ref.ArtifactID, err)
 	}
 	return meshapi.DelegateArtifactResponse{Filename: ref.Filename, MimeType: ref.MimeType, Content: b}, nil
+}
+
+// checkFetchSize refuses an artifact over what a delegating run may fetch.
+func checkFetchSize(filename string, size int64) error {
+	if size > maxArtifactFetch {
+		return mesh.Errorf(mesh.CodePayloadTooLarge, "artifact %s is %d bytes, over the %d a delegating run may fetch", filename, size, maxArtifactFetch)
+	}
+	return nil
 }
 
 func (s *Service) handleDelegateCancel(ctx context.Context, req *bus.Request) (any, error) {
