@@ -93,6 +93,13 @@ func (q *queue) close() {
 	q.waiting = nil
 }
 
+// isClosed reports whether close was called.
+func (q *queue) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
+}
+
 // busy reports whether a task runs.
 func (q *queue) busy() bool {
 	q.mu.Lock()

@@ -25,6 +25,10 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, http.StatusMethodNotAllowed, "method not allowed: use GET")
 		return
 	}
+	if s.queue.isClosed() {
+		writeFailure(w, http.StatusServiceUnavailable, ErrShuttingDown.Error())
+		return
+	}
 	writeJSON(w, http.StatusOK, adapterapi.Health{OK: true, Provider: s.cfg.Provider.Name(), Busy: s.queue.busy()})
 }
 

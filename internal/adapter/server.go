@@ -138,12 +138,20 @@ func (s *Server) Serve(ln net.Listener) error {
 	return nil
 }
 
-// Shutdown stops accepting requests, refuses queued ones with 503 and lets
-// the running task finish until ctx ends. Then it stops that task, waits for
-// its provider to stop the host, and returns an error saying so.
+// Shutdown refuses queued and new requests with 503 and lets the running
+// task finish until ctx ends. Its port stays open meanwhile, and until no
+// connection has arrived for lameDuckQuiet, so a request already on its way
+// is answered 503 (not delivered: the runtime gives its run back) rather
+// than cut on a connection closed under it, which the runtime could not
+// tell from a task lost midway. If ctx ends first, it stops the running
+// task, waits for its provider to stop the host, and returns an error
+// saying so.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.queue.close()
-	err := s.http.Shutdown(ctx)
+	err := s.lameDuck(ctx)
+	if err == nil {
+		err = s.http.Shutdown(ctx)
+	}
 	if err == nil {
 		return nil
 	}
@@ -159,6 +167,28 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	_ = s.http.Close()
 	return fmt.Errorf("shutdown grace ran out, running task stopped: %w", err)
+}
+
+// lameDuck waits, with the port open, for the running task to end and then
+// for connections to stop arriving; it returns ctx's error if ctx ends
+// first.
+func (s *Server) lameDuck(ctx context.Context) error {
+	select {
+	case <-s.queue.idleCh():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for {
+		quiet := s.conns.quietFor()
+		if quiet >= lameDuckQuiet {
+			return nil
+		}
+		select {
+		case <-time.After(lameDuckQuiet - quiet):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func (s *Server) routes() http.Handler {

@@ -3,11 +3,17 @@ package adapter
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/provider"
 )
 
 // serve runs s on a loopback listener and returns its base URL and a
@@ -36,10 +42,19 @@ func TestShutdown_LetsTheRunningTaskFinishWithinTheGrace(t *testing.T) {
 
 	shutdown := make(chan error, 1)
 	go func() { shutdown <- s.Shutdown(context.Background()) }()
-	eventually(t, "new requests to be refused", func() bool {
-		_, err := http.Get(url + "/health")
-		return err != nil
+	// While the task runs, the port stays open and says the adapter is
+	// going: health and new tasks answer 503.
+	eventually(t, "health to answer 503", func() bool {
+		resp, err := http.Get(url + "/health")
+		if err != nil {
+			t.Fatalf("health while the task runs: %v, want 503", err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
 	})
+	if status, msg := failureOf(t, post(t.Context(), url, taskBody("r2"))); status != http.StatusServiceUnavailable || msg != ErrShuttingDown.Error() {
+		t.Fatalf("new task while stopping: %d %q, want 503 %q", status, msg, ErrShuttingDown)
+	}
 	p.release <- struct{}{}
 	if reply := parseReply(t, receive(t, running, "reply")); reply.Kind != adapterapi.KindSuccess {
 		t.Fatalf("reply = %+v, want the task's success", reply)
@@ -78,5 +93,66 @@ func TestShutdown_StopsTheRunningTaskWhenTheGraceRunsOut(t *testing.T) {
 	reply := parseReply(t, receive(t, running, "running reply"))
 	if reply.Kind != adapterapi.KindFailure || reply.Error != ErrShuttingDown.Error() {
 		t.Fatalf("reply = %+v, want the shutdown failure", reply)
+	}
+}
+
+// A restart under a steady stream of tasks: every request sent while the
+// adapter shuts down gets an answer (its task's reply, or 503) or finds the
+// port closed; none is cut on a connection the adapter had accepted, which
+// the runtime could not tell from a task lost midway. Each sender stops
+// sending once told the adapter is shutting down, as the runtime does.
+func TestShutdown_NoRequestIsCutWhileTheAdapterStops(t *testing.T) {
+	done := func(ctx context.Context, _ *provider.Task) (*provider.Result, error) {
+		return &provider.Result{Output: map[string]any{"text": "ok"}}, nil
+	}
+	s, err := New(Config{Provider: funcProvider(done), Workdir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, served := serve(t, s)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	var (
+		mu       sync.Mutex
+		cut      []error
+		answered int
+		senders  sync.WaitGroup
+	)
+	for range 4 {
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			for {
+				resp, err := client.Post(url+"/run-task", "application/json", strings.NewReader(taskBody("r")))
+				status := 0
+				if err == nil {
+					status = resp.StatusCode
+					_, err = io.ReadAll(resp.Body)
+					resp.Body.Close()
+				}
+				var op *net.OpError
+				mu.Lock()
+				switch {
+				case err == nil && status == http.StatusOK:
+					answered++
+				case err == nil && status == http.StatusServiceUnavailable, errors.As(err, &op) && op.Op == "dial":
+					mu.Unlock()
+					return // refused before anything was delivered
+				case err == nil:
+					cut = append(cut, fmt.Errorf("HTTP %d", status))
+				default:
+					cut = append(cut, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	eventually(t, "tasks to be answered", func() bool { mu.Lock(); defer mu.Unlock(); return answered > 20 })
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	receive(t, served, "Serve")
+	senders.Wait()
+	if len(cut) > 0 {
+		t.Fatalf("%d requests were cut while the adapter stopped (%d answered), first: %v", len(cut), answered, cut[0])
 	}
 }

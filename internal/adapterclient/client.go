@@ -43,10 +43,11 @@ const maxReplyBytes = 64 << 20
 type Failure struct {
 	Code    string
 	Message string
-	// NotDelivered says the adapter never received the request: no
+	// NotDelivered says the adapter did not take the request: no
 	// connection to it could be opened (nothing listens on its port, the
-	// address does not resolve). A task that was not delivered was not
-	// started, so it is safe to give back to the queue.
+	// address does not resolve), or it refused the task before starting it
+	// (429 with its queue full, 503 while it stops). A task that was not
+	// delivered was not started, so it is safe to give back to the queue.
 	NotDelivered bool
 }
 
@@ -107,7 +108,13 @@ func (c *Client) Run(ctx context.Context, req *adapterapi.RunTaskRequest, onProg
 	span.SetAttributes(tracing.AttrHTTPStatus.Int(resp.StatusCode))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
-		return nil, &Failure{Code: CodeHTTPStatus, Message: fmt.Sprintf("local adapter answered HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(snippet)))}
+		return nil, &Failure{
+			Code:    CodeHTTPStatus,
+			Message: fmt.Sprintf("local adapter answered HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(snippet))),
+			// 429 (its queue is full) and 503 (it is stopping) refuse the
+			// task before it starts.
+			NotDelivered: resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable,
+		}
 	}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), adapterapi.MediaNDJSON) {
 		return c.readStream(ctx, resp.Body, onProgress)
@@ -205,7 +212,8 @@ func (c *Client) Health(ctx context.Context) (*adapterapi.Health, error) {
 	defer resp.Body.Close()
 	var h adapterapi.Health
 	if resp.StatusCode != http.StatusOK {
-		return nil, &Failure{Code: CodeHTTPStatus, Message: fmt.Sprintf("GET %s answered HTTP %d", u, resp.StatusCode)}
+		// 503: the adapter is stopping and takes no task.
+		return nil, &Failure{Code: CodeHTTPStatus, Message: fmt.Sprintf("GET %s answered HTTP %d", u, resp.StatusCode), NotDelivered: resp.StatusCode == http.StatusServiceUnavailable}
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&h); err != nil {
 		return nil, &Failure{Code: CodeInvalidJSON, Message: "health answer is not JSON"}
@@ -214,13 +222,14 @@ func (c *Client) Health(ctx context.Context) (*adapterapi.Health, error) {
 }
 
 // Reachable asks GET /health and returns nil when the adapter answered it:
-// any HTTP answer counts, so an adapter without /health (or one whose host
-// reports trouble) still gets its tasks and reports their failures itself.
-// The error is the Failure of a call that got no HTTP answer.
+// any HTTP answer but 503 counts, so an adapter without /health (or one
+// whose host reports trouble) still gets its tasks and reports their
+// failures itself. The error is the Failure of a call that got no HTTP
+// answer, or the 503 of an adapter that is stopping.
 func (c *Client) Reachable(ctx context.Context) error {
 	_, err := c.Health(ctx)
 	var f *Failure
-	if err == nil || (errors.As(err, &f) && (f.Code == CodeHTTPStatus || f.Code == CodeInvalidJSON)) {
+	if err == nil || (errors.As(err, &f) && (f.Code == CodeHTTPStatus || f.Code == CodeInvalidJSON) && !f.NotDelivered) {
 		return nil
 	}
 	return err

@@ -252,3 +252,31 @@ func TestReachable_AnyHTTPAnswerCounts(t *testing.T) {
 		t.Fatal("closed port is reachable, want an error")
 	}
 }
+
+// An adapter that refuses a task before starting it (429 while its queue is
+// full, 503 while it shuts down) did not receive it: the runtime may give the
+// run back rather than fail it. Other statuses are the adapter's answer.
+func TestRun_ARefusalBeforeStartingIsNotDelivered(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
+		c := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			fmt.Fprint(w, `{"success":false,"error":"adapter shutting down"}`)
+		})
+		_, err := c.Run(context.Background(), request(), nil)
+		var f *adapterclient.Failure
+		if !errors.As(err, &f) || !f.NotDelivered || f.Code != adapterclient.CodeHTTPStatus {
+			t.Errorf("HTTP %d: %v (%+v), want %s marked not delivered", status, err, f, adapterclient.CodeHTTPStatus)
+		}
+		if err := c.Reachable(context.Background()); (err == nil) != (status != http.StatusServiceUnavailable) {
+			t.Errorf("adapter answering /health with %d: reachable error %v; want one for 503 only", status, err)
+		}
+	}
+	failed := serve(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
+	_, err := failed.Run(context.Background(), request(), nil)
+	var f *adapterclient.Failure
+	if !errors.As(err, &f) || f.NotDelivered {
+		t.Errorf("HTTP 500: %v (%+v), want a delivered failure", err, f)
+	}
+}
