@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -29,30 +30,69 @@ var (
 	buildErr  error
 )
 
-// Binary builds the nats-server program once per test process and returns
-// its path.
+// Binary returns the path of the nats-server program of the version this
+// module requires, built once per machine into the user's cache folder
+// (a2amesh/nats-server-<version>): every test process of a run shares it,
+// and nothing is left behind in the temporary folder.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "a2a-nats-server-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "nats-server")
-		gobin, err := exec.LookPath("go")
-		if err != nil {
-			gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		out, err := exec.Command(gobin, "build", "-o", binary, "github.com/nats-io/nats-server/v2").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("build nats-server: %v\n%s", err, out)
-		}
-	})
+	buildOnce.Do(func() { binary, buildErr = build() })
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
 	return binary
+}
+
+// build builds nats-server unless the cache holds it already. A build goes
+// to a file of its own and is renamed into place, so test processes that
+// build at once never see a half-written program.
+func build() (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "a2amesh")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	version := serverVersion(gobin)
+	path := filepath.Join(dir, "nats-server-"+version)
+	if _, err := os.Stat(path); err == nil && version != unknownVersion {
+		return path, nil
+	}
+	tmp, err := os.CreateTemp(dir, "nats-server-build-")
+	if err != nil {
+		return "", err
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	out, err := exec.Command(gobin, "build", "-o", tmp.Name(), "github.com/nats-io/nats-server/v2").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build nats-server: %v\n%s", err, out)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// unknownVersion names a build whose nats-server version is not known: it
+// is built again by every test process.
+const unknownVersion = "dev"
+
+// serverVersion is the nats-server module version this module requires
+// (from go list, run where the test runs: inside the module), or
+// unknownVersion.
+func serverVersion(gobin string) string {
+	out, err := exec.Command(gobin, "list", "-m", "-f", "{{if .Replace}}{{else}}{{.Version}}{{end}}", "github.com/nats-io/nats-server/v2").Output()
+	if v := strings.TrimSpace(string(out)); err == nil && v != "" && !strings.ContainsAny(v, `/\`) {
+		return v
+	}
+	return unknownVersion
 }
 
 // Process is a running nats-server.
