@@ -27,8 +27,13 @@ type regionRecord struct {
 // unreachable).
 const regionRetry = 10 * time.Second
 
+// regionFirstTry bounds the attempt to store this region's record made
+// while the service starts.
+const regionFirstTry = 5 * time.Second
+
 // startRegions starts the mirror of every region's record and stores this
-// region's in the background: pairing works on what it knows meanwhile.
+// region's (in the background, while that fails: pairing works on what it
+// knows meanwhile).
 func (s *Service) startRegions(ctx context.Context) error {
 	recs, err := bus.OpenRecords[regionRecord](ctx, s.cfg.Conn.JS, bus.BucketRegions)
 	if err != nil {
@@ -45,29 +50,43 @@ func (s *Service) startRegions(ctx context.Context) error {
 	if s.cfg.NATSURL == "" && s.cfg.NATSWebSocketURL == "" {
 		return nil
 	}
+	// Stored before the service answers, in the normal case, so a runtime
+	// paired as soon as the region is up is told its home region's
+	// address; while the bucket cannot be written, in the background.
 	own := regionRecord{Region: s.cfg.Region, NATSURL: s.cfg.NATSURL, NATSWebSocketURL: s.cfg.NATSWebSocketURL}
+	if s.storeRegion(own, regionFirstTry) == nil {
+		return nil
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		wait := time.Second
 		for {
-			own.UpdatedAt = time.Now().UTC()
-			pctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			rev, err := recs.Put(pctx, own.Region, &own)
-			cancel()
-			if err == nil {
-				s.regions.Apply(own.Region, &own, rev)
-				return
-			}
-			s.cfg.Logger.Warn().Err(err).Str("region", own.Region).Msg("this region's NATS URLs not stored yet; retrying")
 			select {
 			case <-s.stop:
 				return
 			case <-time.After(wait):
 			}
+			if s.storeRegion(own, regionRetry) == nil {
+				return
+			}
 			wait = min(2*wait, regionRetry)
 		}
 	}()
+	return nil
+}
+
+// storeRegion writes this region's record, within timeout.
+func (s *Service) storeRegion(own regionRecord, timeout time.Duration) error {
+	own.UpdatedAt = time.Now().UTC()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	rev, err := s.regionRecords.Put(ctx, own.Region, &own)
+	if err != nil {
+		s.cfg.Logger.Warn().Err(err).Str("region", own.Region).Msg("this region's NATS URLs not stored yet; retrying")
+		return err
+	}
+	s.regions.Apply(own.Region, &own, rev)
 	return nil
 }
 
