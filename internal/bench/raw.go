@@ -12,8 +12,8 @@ import (
 )
 
 // rawCycle performs, directly against JetStream, the operations one task-run
-// cycle of the service layer performs (create: conversation + record create,
-// created event; claim: record read + compare-and-set, claimed event;
+// cycle of the service layer performs (create: record create, created
+// event; claim: record read + compare-and-set, claimed event;
 // complete: record read + compare-and-set, completed event), with the same
 // concurrency, so the service layer's overhead is a ratio. A created run
 // reaches its claimer over a Go channel, where the services offer it from
@@ -21,10 +21,6 @@ import (
 func rawCycle(ctx context.Context, conn *bus.Conn, agents int, window time.Duration) (float64, Summary, error) {
 	js := conn.JS
 	kv, err := js.KeyValue(ctx, bus.BucketRuns)
-	if err != nil {
-		return 0, Summary{}, err
-	}
-	convs, err := js.KeyValue(ctx, bus.BucketConversations)
 	if err != nil {
 		return 0, Summary{}, err
 	}
@@ -49,9 +45,6 @@ func rawCycle(ctx context.Context, conn *bus.Conn, agents int, window time.Durat
 				}
 				run := mesh.TaskRun{ID: mesh.NewID(), TargetAgentID: agent, Status: mesh.StatusPending, Input: json.RawMessage(`{"text":"bench"}`), CreatedAt: time.Now()}
 				body, _ := json.Marshal(run)
-				if _, err := convs.Create(ctx, mesh.NewID(), []byte(`{}`)); err != nil {
-					return
-				}
 				if _, err := kv.Create(ctx, run.ID, body); err != nil {
 					return
 				}

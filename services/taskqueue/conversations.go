@@ -40,30 +40,31 @@ func (s *Service) createConversation(ctx context.Context, meta map[string]any) (
 	return conv, nil
 }
 
-// startConversation starts the conversation of a run created without one,
-// under the run's own id: two creates with one idempotency key make the
-// same run, and so find and share the one conversation, whichever stores
-// it first.
-func (s *Service) startConversation(ctx context.Context, runID string) (*mesh.Conversation, error) {
-	conv := &mesh.Conversation{ID: runID, WorkspaceID: mesh.NewID(), CreatedAt: time.Now().UTC()}
-	_, err := s.convs.Create(ctx, conv.ID, conv)
-	if errors.Is(err, mesh.ErrConflict) {
-		stored, _, gerr := s.convs.Get(ctx, runID)
-		return stored, gerr
-	}
-	if err != nil {
-		return nil, err
-	}
-	return conv, nil
+// startConversation starts the conversation of a run created without one:
+// under the run's own id, held by the run record alone (a conversation
+// record would be one more write for every such run, and most have no
+// second turn). Two creates with one idempotency key make the same run,
+// and so share the conversation of whichever stores it first.
+func startConversation(run *mesh.TaskRun) {
+	run.ConversationID, run.WorkspaceID = run.ID, mesh.NewID()
 }
 
+// getConversation reads a conversation: its record, or, for one a run
+// started, that run.
 func (s *Service) getConversation(ctx context.Context, id string) (*mesh.Conversation, error) {
 	if !mesh.ValidID(id) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "conversation %q not found", id)
 	}
 	conv, _, err := s.convs.Get(ctx, id)
-	if errors.Is(err, mesh.ErrNotFound) {
-		return nil, mesh.Errorf(mesh.CodeNotFound, "conversation %s not found", id)
+	if !errors.Is(err, mesh.ErrNotFound) {
+		return conv, err
 	}
-	return conv, err
+	run, _, err := s.runs.Get(ctx, id)
+	switch {
+	case errors.Is(err, mesh.ErrNotFound) || (err == nil && run.ConversationID != id):
+		return nil, mesh.Errorf(mesh.CodeNotFound, "conversation %s not found", id)
+	case err != nil:
+		return nil, err
+	}
+	return &mesh.Conversation{ID: id, WorkspaceID: run.WorkspaceID, CreatedAt: run.CreatedAt}, nil
 }

@@ -81,11 +81,7 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 		run.ID = id
 	}
 	if run.ConversationID == "" {
-		conv, err := s.startConversation(ctx, run.ID)
-		if err != nil {
-			return nil, err
-		}
-		run.ConversationID, run.WorkspaceID = conv.ID, conv.WorkspaceID
+		startConversation(run)
 	}
 	created, existing, err := s.store(ctx, in, run)
 	if err != nil || existing != nil {
