@@ -69,6 +69,11 @@ type ClaimManyRequest struct {
 type ClaimManyResponse struct {
 	Claimed []mesh.TaskRun `json:"claimed"`
 	Refused []ClaimRefusal `json:"refused,omitempty"`
+	// Instructions are the agent's instructions as the task queue knew
+	// them when it answered, given with the runs claimed so the runtime
+	// need not ask for them before each task (Hello). Absent when nothing
+	// was claimed.
+	Instructions *string `json:"instructions,omitempty"`
 }
 
 // ClaimRefusal is one claim of a ClaimManyRequest that did not take its run.

@@ -128,13 +128,19 @@ func (c *Engine) request(ctx context.Context, run *mesh.TaskRun) (*adapterapi.Ru
 const instructionsTimeout = 5 * time.Second
 
 // instructions returns the agent's instructions for the next task: the
-// platform's current ones when FreshInstructions is set.
+// platform's current ones when FreshInstructions is set, as the claim
+// brought them or, from a platform whose claims do not, asked for.
 func (c *Engine) instructions(ctx context.Context) string {
 	c.mu.Lock()
 	known := c.cfg.Instructions
 	c.mu.Unlock()
 	if !c.cfg.FreshInstructions {
 		return known
+	}
+	if carrier, ok := c.cfg.Transport.(instructionCarrier); ok {
+		if claimed, ok := carrier.ClaimedInstructions(); ok {
+			return claimed
+		}
 	}
 	hctx, cancel := context.WithTimeout(ctx, instructionsTimeout)
 	defer cancel()

@@ -43,6 +43,16 @@ type Transport interface {
 	Close()
 }
 
+// instructionCarrier is a Transport whose claims bring the agent's
+// instructions as the platform knew them when it answered, so the engine
+// need not ask for them before each task.
+type instructionCarrier interface {
+	// ClaimedInstructions returns the instructions the last claim brought,
+	// and false when no claim brought any (a platform that does not send
+	// them).
+	ClaimedInstructions() (string, bool)
+}
+
 // IsAuthError reports whether the platform refused the runtime's credential:
 // the runtime must stop and the same agent must be paired again.
 func IsAuthError(err error) bool {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -72,6 +73,15 @@ type natsTransport struct {
 	// is now, rather than wait on a task queue copy it may have lost.
 	reconnMu    sync.Mutex
 	reconnected chan struct{}
+	// instructions are those the last claim brought (nil: none did).
+	instructions atomic.Pointer[string]
+}
+
+func (t *natsTransport) ClaimedInstructions() (string, bool) {
+	if p := t.instructions.Load(); p != nil {
+		return *p, true
+	}
+	return "", false
 }
 
 // onReconnect ends the offer requests that wait.
@@ -386,6 +396,9 @@ func (t *natsTransport) claim(ctx context.Context, offers []meshapi.Offer) ([]*m
 	res, err := t.rc.ClaimMany(cctx, meshapi.ClaimManyRequest{Claims: claims})
 	if err != nil {
 		return nil, err
+	}
+	if res.Instructions != nil {
+		t.instructions.Store(res.Instructions)
 	}
 	runs := make([]*mesh.TaskRun, len(res.Claimed))
 	for i := range res.Claimed {

@@ -174,6 +174,10 @@ func (s *Service) claimMany(ctx context.Context, agentID, runtimeID string, clai
 			return nil, err
 		}
 	}
+	// The runs' tasks get the agent's instructions as they are now.
+	if a, ok := s.agents.Get(agentID); ok && len(out.Claimed) > 0 {
+		out.Instructions = &a.Instructions
+	}
 	return out, nil
 }
 

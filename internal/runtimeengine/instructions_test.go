@@ -1,0 +1,77 @@
+package runtimeengine_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/nats-io/nats.go"
+)
+
+// recording answers every task and keeps the instructions each one got.
+type recording struct {
+	mu   sync.Mutex
+	seen map[string]string // input text -> instructions
+}
+
+func (*recording) Name() string { return "recording" }
+
+func (r *recording) Run(_ context.Context, t *provider.Task, _ func(provider.Progress)) (*provider.Result, error) {
+	r.mu.Lock()
+	r.seen[t.Text] = t.Instructions
+	r.mu.Unlock()
+	return &provider.Result{Output: map[string]any{"text": "ok"}}, nil
+}
+
+func (r *recording) instructions(text string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seen[text]
+}
+
+// TestInstructions_TheClaimCarriesTheAgentsCurrentOnes: the official
+// runtime gives each task the agent's instructions as they are when the
+// task is claimed, an edit reaching the next task, and it learns them from
+// the claim's answer: it does not ask the platform again before each task.
+func TestInstructions_TheClaimCarriesTheAgentsCurrentOnes(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t)
+	var agent mesh.Agent
+	p.Do(http.MethodPost, "/agent-accounts", map[string]any{"name": "instructed", "instructions": "First."}, &agent)
+	host := &recording{seen: map[string]string{}}
+	online := meshtest.ConnectAgent(t, p, agent, meshtest.AgentOptions{Provider: host})
+
+	var hellos atomic.Int64
+	sub, err := p.Conn().NC.Subscribe(bus.RuntimeSubject(agent.ID, online.Attached.RuntimeID, bus.RuntimeOpHello), func(*nats.Msg) { hellos.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := p.Conn().NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	ended := func(r mesh.TaskRun) bool { return r.Status.Terminal() }
+	first := p.CreateTask(agent.ID, "one")
+	p.WaitTask(first.ID, 20*time.Second, ended)
+	p.Do(http.MethodPatch, "/agent-accounts/"+agent.ID, map[string]any{"instructions": "Edited."}, nil)
+	second := p.CreateTask(agent.ID, "two")
+	p.WaitTask(second.ID, 20*time.Second, ended)
+
+	if got := host.instructions("one"); got != "First." {
+		t.Errorf("first task got instructions %q, want %q", got, "First.")
+	}
+	if got := host.instructions("two"); got != "Edited." {
+		t.Errorf("task after the edit got instructions %q, want %q", got, "Edited.")
+	}
+	if n := hellos.Load(); n != 0 {
+		t.Errorf("the runtime asked for its instructions %d times for 2 tasks, want 0: the claim carries them", n)
+	}
+}
