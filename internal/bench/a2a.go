@@ -183,9 +183,10 @@ func startEchoAgent(ctx context.Context, p *platform.Platform, workdir string) (
 		return nil, "", err
 	}
 	api, _ := apiclient.New("http://"+p.HTTPAddr(), apiclient.WithRuntimeToken(id.token))
-	c := runtimeengine.New(runtimeengine.Config{
-		AgentID: id.agentID, RuntimeID: id.runtimeID, Transport: t, Adapter: ac,
-		Artifacts: runtimeengine.HTTPArtifacts{API: api}, Logger: zerolog.Nop(), Concurrency: a2aClients,
+	// The runtime a2a-runtime start builds, so the figures are the shipped
+	// runtime's.
+	c := runtimeengine.NewRuntime(runtimeengine.RuntimeConfig{
+		AgentID: id.agentID, RuntimeID: id.runtimeID, Transport: t, API: api, Adapter: ac, Logger: zerolog.Nop(), Concurrency: a2aClients,
 		HeartbeatInterval: 20 * time.Second, RenewInterval: 10 * time.Second, DrainGrace: time.Second,
 	})
 	cctx, cancel := context.WithCancel(ctx)

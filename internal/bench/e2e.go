@@ -124,9 +124,10 @@ func (r *e2eRig) startRuntime(ctx context.Context, i int, id runtimeIdentity, t 
 		return err
 	}
 	api, _ := apiclient.New("http://"+r.tg.httpAddr, apiclient.WithRuntimeToken(id.token))
-	c := runtimeengine.New(runtimeengine.Config{
-		AgentID: id.agentID, RuntimeID: id.runtimeID, Transport: t, Adapter: ac,
-		Artifacts: runtimeengine.HTTPArtifacts{API: api}, Logger: zerolog.Nop(),
+	// The runtime a2a-runtime start builds, so the figures are the shipped
+	// runtime's.
+	c := runtimeengine.NewRuntime(runtimeengine.RuntimeConfig{
+		AgentID: id.agentID, RuntimeID: id.runtimeID, Transport: t, API: api, Adapter: ac, Logger: zerolog.Nop(),
 		HeartbeatInterval: 20 * time.Second, RenewInterval: 10 * time.Second, DrainGrace: time.Second,
 	})
 	cctx, cancel := context.WithCancel(ctx)
