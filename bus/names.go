@@ -119,6 +119,10 @@ const (
 	RuntimeOpComplete  = "complete"
 	RuntimeOpFail      = "fail"
 	RuntimeOpRelease   = "release"
+	// RuntimeOpConnection asks where the runtime should connect now: its
+	// agent's home region's NATS URLs, then the other regions' (the
+	// credentials service answers, as at pairing).
+	RuntimeOpConnection = "connection"
 	// Delegation from inside a run the runtime holds (the delegation
 	// service answers them): the agents it may delegate to, a task for one
 	// of them, a delegated task's state, its artifacts' content, its cancel.

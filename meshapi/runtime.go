@@ -189,6 +189,13 @@ func (c *RuntimeClient) Hello(ctx context.Context) (*HelloResponse, error) {
 	return &r, c.call(ctx, bus.RuntimeOpHello, struct{}{}, &r)
 }
 
+// Connection asks where the runtime should connect now: what pairing
+// would tell it today (its agent's home region may have changed since).
+func (c *RuntimeClient) Connection(ctx context.Context) (*NATSConnection, error) {
+	var r NATSConnection
+	return &r, c.call(ctx, bus.RuntimeOpConnection, struct{}{}, &r)
+}
+
 // Heartbeat marks the runtime online and renews the leases of its running
 // runs. It is sent once: a failed heartbeat is how a runtime whose
 // connection is refused finds out at once to check its credential (leases

@@ -99,9 +99,19 @@ func newStart(g *globals) *cobra.Command {
 			}
 			defer led.Close()
 
-			tr, hello, err := runtimeengine.Dial(ctx, runtimeengine.DialConfig{Profile: p, Mode: transport, NATSURL: natsURL, API: api, Logger: log})
+			dial := runtimeengine.DialConfig{Profile: p, Mode: transport, NATSURL: natsURL, API: api, Logger: log}
+			tr, hello, err := runtimeengine.Dial(ctx, dial)
 			if err != nil {
 				return reauthHint(err)
+			}
+			// Where to connect may have changed since pairing (the agent's
+			// home region moved): the profile follows.
+			tr, hello, fresh := runtimeengine.FollowHome(ctx, dial, tr, hello)
+			if fresh != nil {
+				p.NATS = *fresh
+				if err := g.store().RecordNATS(p.Name(), *fresh); err != nil {
+					log.Warn().Err(err).Msg("new NATS addresses not stored in the profile")
+				}
 			}
 			defer tr.Close()
 			hctx, hcancel := context.WithTimeout(ctx, 2*time.Second)

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,9 @@ func TestEdges(t *testing.T) {
 	endpoint := d.startAdapter()
 	t.Run("a runtime connects to its home region and falls back to another", func(t *testing.T) {
 		runtimeFollowsItsRegion(t, d, endpoint)
+	})
+	t.Run("a runtime whose agent moved to another region connects there when it starts", func(t *testing.T) {
+		runtimeFollowsAMove(t, d, endpoint)
 	})
 	t.Run("a runtime behind the shipped leaf node claims and completes runs", func(t *testing.T) {
 		runtimeBehindALeaf(t, d, endpoint)
@@ -69,6 +73,33 @@ func runtimeFollowsItsRegion(t *testing.T, d *deployment, endpoint string) {
 		t.Fatalf("the runtime did not say why it reconnected:\n%s", d.procs.Mask(rt.Logs.String()))
 	}
 	m.completes("west", "back home")
+}
+
+// runtimeFollowsAMove: an agent paired while homed in east is moved to
+// west; its runtime, started with the profile from before the move, is told
+// where to connect now, stores it, connects to west and works there.
+func runtimeFollowsAMove(t *testing.T, d *deployment, endpoint string) {
+	agent := d.createAgent("east", "moves west", "east")
+	m := d.pair(agent, "east", endpoint)
+	if m.profile.NATS.Region != "east" {
+		t.Fatalf("paired with home region %q, want east", m.profile.NATS.Region)
+	}
+	d.regions["east"].p.Send(t, meshtest.Request{Method: http.MethodPatch, Path: "/agent-accounts/" + agent.ID, Owner: true,
+		JSON: map[string]any{"home_region": "west"}}).Expect(t, http.StatusOK)
+
+	rt := m.start("--transport", "nats")
+	if s := m.waitConnected(rt, "nats", "west"); s.HomeRegion != "west" {
+		t.Fatalf("status shows home region %q after the move, want west", s.HomeRegion)
+	}
+	n := m.readProfile().NATS
+	if n.Region != "west" || n.URL != d.regions["west"].front.URL() || len(n.Fallbacks) != 1 ||
+		n.Fallbacks[0].Region != "east" || n.Fallbacks[0].URL != d.regions["east"].front.URL() {
+		t.Fatalf("the profile's NATS details after the move: %+v; want west's address, then east's", n)
+	}
+	if meshtest.LogLine(rt.Logs.String(), "the platform gives this runtime new NATS addresses (its agent's home region may have moved); connecting with them") == nil {
+		t.Fatalf("the runtime did not say why it connected elsewhere:\n%s", d.procs.Mask(rt.Logs.String()))
+	}
+	m.completes("west", "after the move")
 }
 
 // startLeaf runs deploy/nats/leaf.conf as shipped with hubURL as its remote

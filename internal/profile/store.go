@@ -131,6 +131,20 @@ func (s *Store) RecordConnection(name string, c Connection) error {
 	})
 }
 
+// RecordNATS stores the NATS connection details the platform gives the
+// runtime now (its agent's home region may have moved since pairing).
+func (s *Store) RecordNATS(name string, n NATS) error {
+	return s.Update(func(f *File) error {
+		p, ok := f.Profiles[name]
+		if !ok {
+			return f.notFound(name, "profile")
+		}
+		p.NATS = n
+		f.Profiles[name] = p
+		return nil
+	})
+}
+
 // List returns the profile names in sorted order; none when the file is
 // missing.
 func (s *Store) List() ([]string, error) {

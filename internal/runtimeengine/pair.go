@@ -61,11 +61,13 @@ func Pair(ctx context.Context, req PairRequest) (profile.Profile, error) {
 		DeviceName:         req.DeviceName,
 		PairedAt:           time.Now().UTC(),
 		Platform:           adapterapi.Platform{Name: res.Platform.Name, Origin: res.Platform.Origin},
-		NATS: profile.NATS{
-			URL: res.NATS.URL, WSURL: res.NATS.WSURL, Region: res.NATS.Region, Fallbacks: fallbacks(res.NATS.Fallbacks),
-			InboxPrefix: res.NATS.InboxPrefix,
-		},
+		NATS:               profileNATS(res.NATS),
 	}, nil
+}
+
+// profileNATS is what the profile keeps of the platform's NATS details.
+func profileNATS(n meshapi.NATSConnection) profile.NATS {
+	return profile.NATS{URL: n.URL, WSURL: n.WSURL, Region: n.Region, Fallbacks: fallbacks(n.Fallbacks), InboxPrefix: n.InboxPrefix}
 }
 
 func fallbacks(regions []meshapi.NATSRegion) []profile.NATSRegion {

@@ -2,11 +2,13 @@ package credentials
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
@@ -88,6 +90,31 @@ func (s *Service) storeRegion(own regionRecord, timeout time.Duration) error {
 	}
 	s.regions.Apply(own.Region, &own, rev)
 	return nil
+}
+
+// handleConnection tells a runtime where to connect now: what pairing
+// would tell it today, its agent's home region having perhaps moved since.
+func (s *Service) handleConnection(ctx context.Context, req *bus.Request) (any, error) {
+	agentID, runtimeID, _, ok := bus.ParseRuntimeSubject(req.Subject)
+	if !ok || !mesh.ValidID(agentID) || !mesh.ValidID(runtimeID) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "malformed runtime subject")
+	}
+	rec, _, err := s.runtimes.Get(ctx, runtimeID)
+	switch {
+	case errors.Is(err, mesh.ErrNotFound) || (err == nil && rec.AgentID != agentID):
+		return nil, mesh.Errorf(mesh.CodeUnauthorized, "unknown runtime")
+	case err != nil:
+		return nil, err
+	case rec.RevokedAt != nil:
+		return nil, mesh.Errorf(mesh.CodeRuntimeRevoked, "runtime credential revoked")
+	}
+	agent, _, err := s.agents.Get(ctx, agentID)
+	if err != nil {
+		return nil, err
+	}
+	nc := s.natsConnection(ctx, agent.HomeRegion)
+	nc.InboxPrefix = bus.RuntimeInboxPrefix(runtimeID)
+	return nc, nil
 }
 
 // natsConnection is what a runtime of an agent homed in home is told: that

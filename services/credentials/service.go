@@ -190,6 +190,7 @@ func (s *Service) Start(ctx context.Context) error {
 			meshapi.OpA2AKeyRevoke:        s.handleA2AKeyRevoke,
 			meshapi.OpA2AKeyAuthenticate:  s.handleA2AKeyAuthenticate,
 		},
+		RuntimeOps: map[string]bus.HandlerFunc{bus.RuntimeOpConnection: s.handleConnection},
 	})
 	if err != nil {
 		return err

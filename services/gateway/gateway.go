@@ -261,6 +261,7 @@ func (g *Gateway) Handler() http.Handler {
 	// Runtimes (seed 001 REST contract; X-Runtime-Token).
 	g.handle(mux, "POST /agent-runtimes/runtime/attach-via-pairing", http.HandlerFunc(g.attach))
 	g.runtime(mux, "POST /agent-runtimes/runtime/hello", g.hello)
+	g.runtime(mux, "POST /agent-runtimes/runtime/connection", g.connection)
 	g.runtime(mux, "POST /agent-runtimes/runtime/heartbeat", g.heartbeat)
 	g.runtime(mux, "POST /agent-runtimes/runtime/revoke", g.revokeSelf)
 	g.runtime(mux, "GET /agent-runtimes/runtime/events", g.streamRuntimeEvents)

@@ -265,6 +265,7 @@ func TestOpenAPI_EveryRouteAnswersAsDocumented(t *testing.T) {
 	rt := attach()
 	tok := rt.RuntimeToken
 	runtime(http.MethodPost, "/agent-runtimes/runtime/hello", tok, map[string]any{})
+	runtime(http.MethodPost, "/agent-runtimes/runtime/connection", tok, map[string]any{})
 	runtime(http.MethodPost, "/agent-runtimes/runtime/heartbeat", tok, map[string]any{"agent_id": agent.ID})
 	owner(http.MethodGet, "/agent-accounts/"+agent.ID+"/runtimes", nil)
 	stream("/events?agent_id="+agent.ID, meshtest.Request{Owner: true})

@@ -36,6 +36,14 @@ func (g *Gateway) hello(w http.ResponseWriter, r *http.Request) {
 	g.reply(w, r, http.StatusOK, res, err)
 }
 
+// connection tells the runtime where to connect now (its agent's home
+// region may have moved since pairing).
+func (g *Gateway) connection(w http.ResponseWriter, r *http.Request) {
+	id := runtimeOf(r)
+	res, err := g.client.Runtime(id.AgentID, id.RuntimeID).Connection(r.Context())
+	g.reply(w, r, http.StatusOK, res, err)
+}
+
 // heartbeatRequest is seed 001's heartbeat body, plus the runs being worked on.
 type heartbeatRequest struct {
 	AgentID           string   `json:"agent_id"`
