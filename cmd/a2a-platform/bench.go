@@ -60,5 +60,6 @@ func newBench() *cobra.Command {
 	f.IntVar(&cfg.FanoutSubscribers, "fanout-sse", 100, "fan-out phase: SSE subscribers")
 	f.IntVar(&cfg.FanoutWebhooks, "fanout-webhooks", 10, "fan-out phase: webhook endpoints")
 	f.IntVar(&cfg.ScaleRuntimes, "scale-runtimes", 1000, "scale phase: runtimes connected to one platform process")
+	f.StringVar(&cfg.ScaleCPUProfile, "scale-cpuprofile", "", "scale phase: write a CPU profile of the platform process during the dispatch burst to this file")
 	return cmd
 }

@@ -51,6 +51,10 @@ type Config struct {
 	ExecutionsQueries int
 	// ScaleRuntimes is how many runtimes the scale phase connects. Default 1,000.
 	ScaleRuntimes int
+	// ScaleCPUProfile, when set, is where the scale phase writes a CPU
+	// profile of the platform process taken while every agent's task is
+	// dispatched.
+	ScaleCPUProfile string
 	// RegionDelay is added to each gateway link of the regions phase, each
 	// way. Default 40ms.
 	RegionDelay time.Duration

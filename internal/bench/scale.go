@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -69,6 +71,35 @@ const (
 	connectTries = 3
 	createTries  = 3
 )
+
+// scaleProfileWindow is how long the CPU profile of the dispatch burst
+// runs, from its start.
+const scaleProfileWindow = 10 * time.Second
+
+// profileCPU writes a CPU profile of the process serving pprof at base,
+// taken over window from now, to path; the channel receives the outcome.
+// An empty path profiles nothing.
+func profileCPU(ctx context.Context, base, path string, window time.Duration) <-chan error {
+	done := make(chan error, 1)
+	if path == "" {
+		done <- nil
+		return done
+	}
+	go func() {
+		done <- getText(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, int(window.Seconds())), func(r io.Reader) error {
+			f, err := os.Create(path)
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(f, r); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		})
+	}()
+	return done
+}
 
 // measureScale connects cfg.ScaleRuntimes runtimes to a platform process and
 // reads what they cost it.
@@ -179,8 +210,12 @@ func (r *Report) measureScale(ctx context.Context, dir string, cfg Config) error
 	// is offline when its task comes, however long the burst takes.
 	stopBeats := keepOnline(ctx, transports, scaleHeartbeatInterval)
 
+	profiled := profileCPU(ctx, profiles, cfg.ScaleCPUProfile, scaleProfileWindow)
 	if rep.Dispatch, err = dispatchAll(ctx, owner, ids, transports); err != nil {
 		return fmt.Errorf("dispatch: %w", err)
+	}
+	if err := <-profiled; err != nil {
+		return fmt.Errorf("CPU profile of the dispatch: %w", err)
 	}
 	stopBeats()
 	for i, t := range transports {
