@@ -677,6 +677,9 @@ type profileEntry struct {
 	RuntimeToken    string    `json:"runtime_token"`
 	APIBase         string    `json:"api_base"`
 	LastHeartbeatAt time.Time `json:"last_heartbeat_at"`
+	NATS            struct {
+		URL string `json:"url"`
+	} `json:"nats"`
 }
 
 // names lists the profiles by name, for messages: a profile holds a runtime

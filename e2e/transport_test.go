@@ -38,34 +38,33 @@ func TestTransport_HTTPCompletesTheHappyPath(t *testing.T) {
 }
 
 // In auto mode a NATS URL that cannot be reached — given on the command
-// line or stored in the profile — makes the runtime work over HTTP.
+// line, or advertised by the platform (as pairing stores it in the
+// profile) — makes the runtime work over HTTP.
 func TestTransport_AutoFallsBackToHTTPWhenNATSIsUnreachable(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name    string
-		profile bool
+		name       string
+		advertised bool
 	}{
 		{"nats-url flag", false},
-		{"profile nats url", true},
+		{"advertised nats url", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			l := newLab(t)
-			p := l.startPlatform(platformOptions{})
+			bad := "nats://" + meshtest.FreeAddr(t)
+			var opts platformOptions
+			args := []string{"--transport", "auto"}
+			if tc.advertised {
+				opts.env = []string{"A2A_MESH_NATS_ADVERTISE=" + bad}
+			} else {
+				args = append(args, "--nats-url", bad)
+			}
+			p := l.startPlatform(opts)
 			ad := l.startAdapter("echo")
 			agent := p.CreateAgent("fallback")
 			m := l.newMachine()
 			pr := m.pair(p.Platform, agent.ID, ad.Endpoint)
-			bad := "nats://" + meshtest.FreeAddr(t)
-			args := []string{"--transport", "auto"}
-			if tc.profile {
-				m.editProfileFile(func(f map[string]any) {
-					prof := f["profiles"].(map[string]any)[pr.Name()].(map[string]any)
-					prof["nats"].(map[string]any)["url"] = bad
-				})
-			} else {
-				args = append(args, "--nats-url", bad)
-			}
 			rt := m.startRuntime(args...)
 			if got := transportOf(t, rt); got != "http" {
 				t.Fatalf("transport %q, want the http fallback", got)
@@ -79,6 +78,38 @@ func TestTransport_AutoFallsBackToHTTPWhenNATSIsUnreachable(t *testing.T) {
 				t.Errorf("output %s", done.Output)
 			}
 		})
+	}
+}
+
+// A profile whose NATS URL no longer answers (the platform's address
+// changed since pairing) is mended at start: the runtime, over HTTP for a
+// moment, is told the platform's address now, stores it and works over NATS.
+func TestTransport_AStaleProfileURLIsReplacedByThePlatformsAddress(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{})
+	ad := l.startAdapter("echo")
+	agent := p.CreateAgent("moved address")
+	m := l.newMachine()
+	pr := m.pair(p.Platform, agent.ID, ad.Endpoint)
+	current := m.profileFile().Profiles[pr.Name()].NATS.URL
+	m.editProfileFile(func(f map[string]any) {
+		prof := f["profiles"].(map[string]any)[pr.Name()].(map[string]any)
+		prof["nats"].(map[string]any)["url"] = "nats://" + meshtest.FreeAddr(t)
+	})
+	rt := m.startRuntime("--transport", "auto")
+	if got := transportOf(t, rt); got != "nats" {
+		t.Fatalf("transport %q, want nats once the platform gave its address", got)
+	}
+	if !strings.Contains(rt.output(), "the platform gives this runtime new NATS addresses") {
+		t.Errorf("the runtime did not say it took new addresses:\n%s", rt.output())
+	}
+	if got := m.profileFile().Profiles[pr.Name()].NATS.URL; got != current {
+		t.Errorf("profile NATS URL %q after the start, want the platform's %q", got, current)
+	}
+	done := waitEnded(t, p.Platform, p.CreateTask(agent.ID, "mended").ID, mesh.StatusCompleted, waitStart)
+	if outputOf(t, done)["text"] != "mended" {
+		t.Errorf("output %s", done.Output)
 	}
 }
 
