@@ -224,6 +224,20 @@ func ActiveRuntimeKey(agentID string) string { return activeRuntimePrefix + agen
 // IsActiveRuntimeKey reports whether key is an ActiveRuntimeKey.
 func IsActiveRuntimeKey(key string) bool { return strings.HasPrefix(key, activeRuntimePrefix) }
 
+// Keys of BucketA2AKeys: an A2A API key's record under A2AKeyKey, so an
+// agent's keys are listed by prefix, and under A2AKeyHashKey a record naming
+// the key's agent and id, found from the key a caller presents.
+const a2aKeyPrefix = "key."
+
+// A2AKeyKey is the key of an A2A API key's record.
+func A2AKeyKey(agentID, keyID string) string { return a2aKeyPrefix + agentID + "." + keyID }
+
+// IsA2AKeyKey reports whether key is an A2AKeyKey.
+func IsA2AKeyKey(key string) bool { return strings.HasPrefix(key, a2aKeyPrefix) }
+
+// A2AKeyHashKey is the key naming the A2A API key whose hash is hash.
+func A2AKeyHashKey(hash string) string { return "hash." + hash }
+
 // CancelSubject is where the task queue tells the runtimes of an agent, at
 // once, that one of its runs was canceled: a core NATS notice without a
 // body, so a runtime hears of cancels without receiving every event of its

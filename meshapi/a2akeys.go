@@ -102,8 +102,16 @@ func (c *Client) RevokeA2AKey(ctx context.Context, req RevokeA2AKeyRequest) erro
 	return c.call(ctx, bus.ServiceCredentials, OpA2AKeyRevoke, req, nil)
 }
 
+// AdmittedA2AKey answers AuthenticateA2AKey: the key, and the revision of
+// its record, by which the gateway remembers the answer (a revoked key's
+// record is gone).
+type AdmittedA2AKey struct {
+	A2AKey
+	Revision uint64 `json:"revision"`
+}
+
 // AuthenticateA2AKey resolves an A2A API key hash to its key.
-func (c *Client) AuthenticateA2AKey(ctx context.Context, keyHash string) (*A2AKey, error) {
-	var k A2AKey
+func (c *Client) AuthenticateA2AKey(ctx context.Context, keyHash string) (*AdmittedA2AKey, error) {
+	var k AdmittedA2AKey
 	return &k, c.call(ctx, bus.ServiceCredentials, OpA2AKeyAuthenticate, AuthenticateA2AKeyRequest{KeyHash: keyHash}, &k)
 }

@@ -16,18 +16,13 @@ import (
 )
 
 // A2A API keys let callers of one agent's A2A endpoint in. They live in their
-// own bucket: the key under a2aKeyKey(agent, id), so an agent's keys are
-// listed by prefix, and a record holding only the key's agent and id under
-// a2aKeyHashKey(hash), found from the key a caller presents.
+// own bucket, under bus.A2AKeyKey and bus.A2AKeyHashKey.
 
 // a2aKeyRecord is an API key as stored; only the hash of the key is kept.
 type a2aKeyRecord struct {
 	meshapi.A2AKey
 	KeyHash string `json:"key_hash"`
 }
-
-func a2aKeyKey(agentID, keyID string) string { return "key." + agentID + "." + keyID }
-func a2aKeyHashKey(hash string) string       { return "hash." + hash }
 
 // a2aKeyPrefixLen is how much of a key is kept to recognise it: the
 // a2akey_ prefix and six characters, about 36 bits of 256, so the prefix
@@ -59,10 +54,10 @@ func (s *Service) handleA2AKeyCreate(ctx context.Context, req *bus.Request) (any
 		KeyHash: secret.Hash(key),
 	}
 	// The hash is written first: a listed key always works.
-	if _, err := s.a2aKeys.Put(ctx, a2aKeyHashKey(rec.KeyHash), &a2aKeyRecord{A2AKey: meshapi.A2AKey{KeyID: rec.KeyID, AgentID: rec.AgentID}}); err != nil {
+	if _, err := s.a2aKeys.Put(ctx, bus.A2AKeyHashKey(rec.KeyHash), &a2aKeyRecord{A2AKey: meshapi.A2AKey{KeyID: rec.KeyID, AgentID: rec.AgentID}}); err != nil {
 		return nil, err
 	}
-	if _, err := s.a2aKeys.Create(ctx, a2aKeyKey(rec.AgentID, rec.KeyID), rec); err != nil {
+	if _, err := s.a2aKeys.Create(ctx, bus.A2AKeyKey(rec.AgentID, rec.KeyID), rec); err != nil {
 		return nil, err
 	}
 	return meshapi.CreateA2AKeyResponse{A2AKey: rec.A2AKey, APIKey: key}, nil
@@ -94,7 +89,7 @@ func (s *Service) handleA2AKeyList(ctx context.Context, req *bus.Request) (any, 
 		return nil, err
 	}
 	out := meshapi.A2AKeyList{Keys: []meshapi.A2AKey{}}
-	lister, err := s.a2aKeys.KV().ListKeysFiltered(ctx, a2aKeyKey(in.AgentID, "*"))
+	lister, err := s.a2aKeys.KV().ListKeysFiltered(ctx, bus.A2AKeyKey(in.AgentID, "*"))
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +112,7 @@ func (s *Service) handleA2AKeyRevoke(ctx context.Context, req *bus.Request) (any
 	if !mesh.ValidID(in.AgentID) || !mesh.ValidID(in.KeyID) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "API key %q not found", in.KeyID)
 	}
-	rec, rev, err := s.a2aKeys.Latest(ctx, a2aKeyKey(in.AgentID, in.KeyID))
+	rec, rev, err := s.a2aKeys.Latest(ctx, bus.A2AKeyKey(in.AgentID, in.KeyID))
 	if errors.Is(err, mesh.ErrNotFound) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "API key %s not found", in.KeyID)
 	}
@@ -125,10 +120,10 @@ func (s *Service) handleA2AKeyRevoke(ctx context.Context, req *bus.Request) (any
 		return nil, err
 	}
 	// The hash goes first: from then on the key is refused.
-	if err := s.a2aKeys.Delete(ctx, a2aKeyHashKey(rec.KeyHash), 0); err != nil {
+	if err := s.a2aKeys.Delete(ctx, bus.A2AKeyHashKey(rec.KeyHash), 0); err != nil {
 		return nil, err
 	}
-	if err := s.a2aKeys.Delete(ctx, a2aKeyKey(in.AgentID, in.KeyID), rev); err != nil && !errors.Is(err, mesh.ErrConflict) {
+	if err := s.a2aKeys.Delete(ctx, bus.A2AKeyKey(in.AgentID, in.KeyID), rev); err != nil && !errors.Is(err, mesh.ErrConflict) {
 		return nil, err
 	}
 	return struct{}{}, nil
@@ -140,19 +135,19 @@ func (s *Service) handleA2AKeyAuthenticate(ctx context.Context, req *bus.Request
 		return nil, err
 	}
 	refused := mesh.Errorf(mesh.CodeUnauthorized, "invalid or revoked API key")
-	ref, _, err := s.a2aKeys.Get(ctx, a2aKeyHashKey(in.KeyHash))
+	ref, _, err := s.a2aKeys.Get(ctx, bus.A2AKeyHashKey(in.KeyHash))
 	if err != nil {
 		return nil, unlessUnreadable(err, refused)
 	}
 	if !mesh.ValidID(ref.AgentID) || !mesh.ValidID(ref.KeyID) {
 		return nil, refused
 	}
-	rec, _, err := s.a2aKeys.Get(ctx, a2aKeyKey(ref.AgentID, ref.KeyID))
+	rec, rev, err := s.a2aKeys.Get(ctx, bus.A2AKeyKey(ref.AgentID, ref.KeyID))
 	if err != nil {
 		return nil, unlessUnreadable(err, refused)
 	}
 	if !secret.Equal(rec.KeyHash, in.KeyHash) {
 		return nil, refused
 	}
-	return rec.A2AKey, nil
+	return meshapi.AdmittedA2AKey{A2AKey: rec.A2AKey, Revision: rev}, nil
 }

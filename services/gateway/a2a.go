@@ -21,7 +21,7 @@ func (g *Gateway) startA2A(ctx context.Context) error {
 		return err
 	}
 	ac := g.cfg.Admission
-	ac.Client, ac.IsOwner, ac.Signer, ac.Logger = g.client, g.isOwnerToken, signer, g.log
+	ac.Client, ac.JS, ac.IsOwner, ac.Signer, ac.Logger = g.client, g.js, g.isOwnerToken, signer, g.log
 	ac.AgentURL = func(agentID string) string { return a2aserver.AgentURL(g.publicURL, agentID) }
 	if g.admission, err = admission.New(ctx, ac); err != nil {
 		return err

@@ -45,10 +45,12 @@ func (s *Server) serveAPIKeys(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSONBody(w, http.StatusOK, l)
 	case http.MethodDelete:
-		if err := s.client.RevokeA2AKey(r.Context(), meshapi.RevokeA2AKeyRequest{AgentID: agentID, KeyID: r.PathValue("keyId")}); err != nil {
+		keyID := r.PathValue("keyId")
+		if err := s.client.RevokeA2AKey(r.Context(), meshapi.RevokeA2AKeyRequest{AgentID: agentID, KeyID: keyID}); err != nil {
 			s.cfg.WriteError(w, r, err)
 			return
 		}
+		s.cfg.Admission.KeyRevoked(r.Context(), agentID, keyID)
 		w.WriteHeader(http.StatusNoContent)
 	}
 }

@@ -24,11 +24,14 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/a2atoken"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/gateway/admitted"
 )
 
 // DefaultRateLimitPerMinute is the requests a caller may make to one agent
@@ -49,6 +52,9 @@ type Config struct {
 
 	// Set by the gateway.
 	Client *meshapi.Client
+	// JS reads the A2A keys bucket, whose view lets admitted keys be
+	// remembered; nil asks the credential service about every request.
+	JS jetstream.JetStream
 	// IsOwner checks the owner credential, which may do anything.
 	IsOwner func(token string) bool
 	// Signer checks the platform-signed bearer tokens.
@@ -77,19 +83,42 @@ func New(ctx context.Context, cfg Config) (*Admission, error) {
 		auth:    &authenticator{client: cfg.Client, isOwner: cfg.IsOwner, signer: cfg.Signer, agentURL: cfg.AgentURL, log: cfg.Logger},
 		limiter: newLimiter(cfg.RateLimitPerMinute),
 	}
+	if cfg.JS != nil {
+		keys, err := admitted.Start[struct{}, meshapi.A2AKey](ctx, cfg.JS, bus.BucketA2AKeys,
+			func(key string, _ *struct{}, rev uint64) (admitted.Record, bool) {
+				return admitted.Record{Rev: rev, Active: true}, bus.IsA2AKeyKey(key)
+			}, cfg.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("admission: A2A keys: %w", err)
+		}
+		a.auth.keys = keys
+	}
 	if cfg.JWKSURL != "" {
 		var err error
 		if a.auth.jwks, err = newJWKSVerifier(ctx, cfg.JWKSURL, cfg.JWTIssuer, cfg.JWTAudience); err != nil {
+			a.Close()
 			return nil, err
 		}
 	}
 	return a, nil
 }
 
-// Close releases the identity provider's key cache.
+// Close stops the view of the A2A keys and releases the identity
+// provider's key cache.
 func (a *Admission) Close() {
+	if a.auth.keys != nil {
+		a.auth.keys.Stop()
+	}
 	if a.auth.jwks != nil {
 		a.auth.jwks.close()
+	}
+}
+
+// KeyRevoked is told that this gateway just revoked an agent's API key: its
+// next request is refused without waiting for the view of the keys.
+func (a *Admission) KeyRevoked(ctx context.Context, agentID, keyID string) {
+	if a.auth.keys != nil {
+		a.auth.keys.Ended(ctx, bus.A2AKeyKey(agentID, keyID))
 	}
 }
 

@@ -10,10 +10,12 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/rs/zerolog"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/a2atoken"
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/gateway/admitted"
 )
 
 // HeaderAPIKey carries a per-agent A2A API key (Authorization: Bearer works too).
@@ -26,6 +28,9 @@ const HeaderAPIKey = "X-API-Key"
 // credential is admitted only by a public agent.
 type authenticator struct {
 	client *meshapi.Client
+	// keys remembers the API keys the credential service admitted, while
+	// their records are unchanged; nil asks every time.
+	keys *admitted.Memory[struct{}, meshapi.A2AKey]
 	// isOwner checks the owner credential.
 	isOwner func(token string) bool
 	signer  *a2atoken.Signer
@@ -69,11 +74,30 @@ func (a *authenticator) authenticate(r *http.Request, agent *mesh.Agent) (*Calle
 	return nil, errNoCredential
 }
 
-func (a *authenticator) apiKey(ctx context.Context, key string, agent *mesh.Agent) (*Caller, error) {
-	k, err := a.client.AuthenticateA2AKey(ctx, secret.Hash(key))
+// key resolves an API key to the key it is, remembered or asked of the
+// credential service.
+func (a *authenticator) key(ctx context.Context, key string) (*meshapi.A2AKey, error) {
+	hash := secret.Hash(key)
+	if a.keys != nil {
+		if k, ok := a.keys.Get(hash); ok {
+			return &k, nil
+		}
+	}
+	k, err := a.client.AuthenticateA2AKey(ctx, hash)
 	if errors.Is(err, mesh.ErrUnauthorized) {
 		return nil, errBadKey
 	}
+	if err != nil {
+		return nil, err
+	}
+	if a.keys != nil {
+		a.keys.Put(hash, bus.A2AKeyKey(k.AgentID, k.KeyID), k.Revision, k.A2AKey)
+	}
+	return &k.A2AKey, nil
+}
+
+func (a *authenticator) apiKey(ctx context.Context, key string, agent *mesh.Agent) (*Caller, error) {
+	k, err := a.key(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -134,10 +158,7 @@ func (a *authenticator) identify(r *http.Request) (*Caller, error) {
 	}
 	switch {
 	case key != "":
-		k, err := a.client.AuthenticateA2AKey(r.Context(), secret.Hash(key))
-		if errors.Is(err, mesh.ErrUnauthorized) {
-			return nil, errBadKey
-		}
+		k, err := a.key(r.Context(), key)
 		if err != nil {
 			return nil, err
 		}
