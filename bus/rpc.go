@@ -146,6 +146,17 @@ type Request struct {
 	Data    []byte
 }
 
+// Runtime returns the agent and runtime a request on a runtime subject
+// came from. The NATS server lets a runtime publish only under its own
+// ids, so they are trusted; a request on any other subject is refused.
+func (r *Request) Runtime() (agentID, runtimeID string, err error) {
+	agentID, runtimeID, _, ok := ParseRuntimeSubject(r.Subject)
+	if !ok || !mesh.ValidID(agentID) || !mesh.ValidID(runtimeID) {
+		return "", "", mesh.Errorf(mesh.CodeInvalidRequest, "not a runtime subject")
+	}
+	return agentID, runtimeID, nil
+}
+
 // Decode unmarshals the request body into v, rejecting unknown fields, and
 // answers INVALID_REQUEST on malformed input.
 func (r *Request) Decode(v any) error {

@@ -73,9 +73,9 @@ type upload struct {
 }
 
 func (s *Service) handleOpen(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, _, ok := bus.ParseRuntimeSubject(req.Subject)
-	if !ok {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "not a runtime subject")
+	agentID, runtimeID, err := req.Runtime()
+	if err != nil {
+		return nil, err
 	}
 	var in meshapi.OpenArtifactRequest
 	if err := req.Decode(&in); err != nil {

@@ -40,9 +40,9 @@ var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // heldRun returns the run the runtime named, if it is running on that
 // runtime now: a runtime acts only for runs it holds.
 func (s *Service) heldRun(ctx context.Context, req *bus.Request, runID string) (*mesh.TaskRun, error) {
-	agentID, runtimeID, _, ok := bus.ParseRuntimeSubject(req.Subject)
-	if !ok {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "not a runtime subject")
+	agentID, runtimeID, err := req.Runtime()
+	if err != nil {
+		return nil, err
 	}
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
 		return nil, err

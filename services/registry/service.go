@@ -106,9 +106,9 @@ func (s *Service) Stop(grace time.Duration) {
 }
 
 func (s *Service) handleHeartbeat(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, _, ok := bus.ParseRuntimeSubject(req.Subject)
-	if !ok || !mesh.ValidID(agentID) || !mesh.ValidID(runtimeID) {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "malformed runtime subject")
+	agentID, runtimeID, err := req.Runtime()
+	if err != nil {
+		return nil, err
 	}
 	var in meshapi.HeartbeatRequest
 	if err := req.Decode(&in); err != nil {

@@ -10,17 +10,8 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// runtimeOf parses the trusted agent and runtime ids from a runtime subject.
-func runtimeOf(req *bus.Request) (agentID, runtimeID string, err error) {
-	agentID, runtimeID, _, ok := bus.ParseRuntimeSubject(req.Subject)
-	if !ok || !mesh.ValidID(agentID) || !mesh.ValidID(runtimeID) {
-		return "", "", mesh.Errorf(mesh.CodeInvalidRequest, "malformed runtime subject")
-	}
-	return agentID, runtimeID, nil
-}
-
 func (s *Service) handleHello(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := runtimeOf(req)
+	agentID, runtimeID, err := req.Runtime()
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +31,7 @@ func (s *Service) handleHello(ctx context.Context, req *bus.Request) (any, error
 }
 
 func (s *Service) handleClaim(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := runtimeOf(req)
+	agentID, runtimeID, err := req.Runtime()
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +101,7 @@ func (s *Service) claimChecked(ctx context.Context, agentID, runtimeID, runID st
 }
 
 func (s *Service) handlePull(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := runtimeOf(req)
+	agentID, runtimeID, err := req.Runtime()
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +120,7 @@ func (s *Service) handlePull(ctx context.Context, req *bus.Request) (any, error)
 }
 
 func (s *Service) handleClaimMany(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := runtimeOf(req)
+	agentID, runtimeID, err := req.Runtime()
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +174,7 @@ func (s *Service) claimMany(ctx context.Context, agentID, runtimeID string, clai
 
 // handleOffer names pending runs of the runtime's agent (dispatch.go).
 func (s *Service) handleOffer(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := runtimeOf(req)
+	agentID, runtimeID, err := req.Runtime()
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +206,7 @@ func (s *Service) pull(ctx context.Context, agentID, runtimeID string, wait time
 }
 
 func (s *Service) handleRelease(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := runtimeOf(req)
+	agentID, runtimeID, err := req.Runtime()
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ const maxProgressMessage = 16 << 10
 var errorCodePattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 
 func (s *Service) handleProgress(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := runtimeOf(req)
+	agentID, runtimeID, err := req.Runtime()
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func checkProgress(message string, percent *float64) error {
 }
 
 func (s *Service) handleComplete(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := runtimeOf(req)
+	agentID, runtimeID, err := req.Runtime()
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (s *Service) handleComplete(ctx context.Context, req *bus.Request) (any, er
 }
 
 func (s *Service) handleFail(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := runtimeOf(req)
+	agentID, runtimeID, err := req.Runtime()
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func (s *Service) end(ctx context.Context, agentID, runtimeID, runID string, att
 }
 
 func (s *Service) handleRenew(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := runtimeOf(req)
+	agentID, runtimeID, err := req.Runtime()
 	if err != nil {
 		return nil, err
 	}
