@@ -38,8 +38,7 @@ func (s *Service) handleAttach(ctx context.Context, req *bus.Request) (any, erro
 	if agent, _, err := s.agents.Get(ctx, code.AgentID); err == nil {
 		home = agent.HomeRegion
 	}
-	nc := s.natsConnection(ctx, home)
-	nc.InboxPrefix = bus.RuntimeInboxPrefix(rt.ID)
+	nc, _ := s.natsConnection(ctx, home, rt.ID)
 	s.publish(ctx, bus.Event{
 		Type: mesh.EventPairingCodeRedeemed, Kind: mesh.KindPairingCode, AgentID: code.AgentID, Subject: code.CodeID,
 		ID: code.CodeID + ".redeemed", Data: codeEventData{CodeID: code.CodeID, AgentID: code.AgentID, RuntimeID: rt.ID},

@@ -2,7 +2,6 @@ package credentials
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -94,35 +93,40 @@ func (s *Service) storeRegion(own regionRecord, timeout time.Duration) error {
 
 // handleConnection tells a runtime where to connect now: what pairing
 // would tell it today, its agent's home region having perhaps moved since.
+// It answers only with the home region's addresses: a runtime told another
+// region's would move there.
 func (s *Service) handleConnection(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, _, ok := bus.ParseRuntimeSubject(req.Subject)
-	if !ok || !mesh.ValidID(agentID) || !mesh.ValidID(runtimeID) {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "malformed runtime subject")
-	}
-	rec, _, err := s.runtimes.Get(ctx, runtimeID)
-	switch {
-	case errors.Is(err, mesh.ErrNotFound) || (err == nil && rec.AgentID != agentID):
-		return nil, mesh.Errorf(mesh.CodeUnauthorized, "unknown runtime")
-	case err != nil:
-		return nil, err
-	case rec.RevokedAt != nil:
-		return nil, mesh.Errorf(mesh.CodeRuntimeRevoked, "runtime credential revoked")
-	}
-	agent, _, err := s.agents.Get(ctx, agentID)
+	agentID, runtimeID, err := req.Runtime()
 	if err != nil {
 		return nil, err
 	}
-	nc := s.natsConnection(ctx, agent.HomeRegion)
-	nc.InboxPrefix = bus.RuntimeInboxPrefix(runtimeID)
+	refused := mesh.Errorf(mesh.CodeUnauthorized, "invalid or revoked runtime; pair the same agent again with a new pairing code")
+	rec, _, err := s.runtimes.Get(ctx, runtimeID)
+	if err != nil {
+		return nil, unlessUnreadable(err, refused)
+	}
+	if rec.AgentID != agentID || rec.State != mesh.RuntimeActive {
+		return nil, refused
+	}
+	agent, _, err := s.agents.Get(ctx, agentID)
+	if err != nil {
+		return nil, unlessUnreadable(err, refused)
+	}
+	nc, found := s.natsConnection(ctx, agent.HomeRegion, runtimeID)
+	if !found {
+		return nil, mesh.Errorf(mesh.CodeUnavailable, "region %s's NATS addresses are not known in region %s yet; connect as before", agent.HomeRegion, s.cfg.Region)
+	}
 	return nc, nil
 }
 
-// natsConnection is what a runtime of an agent homed in home is told: that
-// region's URLs first, then every other region's as fallbacks, in name
-// order. A home region this region's view has not heard of yet (its record
-// was stored a moment ago in another region) is read from the bucket; one
-// that has no record (or an agent without one) gets this region's own URLs.
-func (s *Service) natsConnection(ctx context.Context, home string) meshapi.NATSConnection {
+// natsConnection is what runtimeID, of an agent homed in home, is told:
+// that region's URLs first, then every other region's as fallbacks, in name
+// order, and its private reply inbox. A home region this region's view has
+// not heard of yet (its record was stored a moment ago in another region)
+// is read from the bucket; one that has no record gets this region's own
+// URLs, and found is false. An agent without a home region gets this
+// region's.
+func (s *Service) natsConnection(ctx context.Context, home, runtimeID string) (c meshapi.NATSConnection, found bool) {
 	own := regionRecord{Region: s.cfg.Region, NATSURL: s.cfg.NATSURL, NATSWebSocketURL: s.cfg.NATSWebSocketURL}
 	known := map[string]regionRecord{own.Region: own}
 	if s.regions != nil {
@@ -140,10 +144,11 @@ func (s *Service) natsConnection(ctx context.Context, home string) meshapi.NATSC
 			known[home] = *r
 		}
 	}
-	if home == "" || !ok {
+	found = home == "" || ok
+	if !ok {
 		first = own
 	}
-	c := meshapi.NATSConnection{URL: first.NATSURL, WSURL: first.NATSWebSocketURL, Region: first.Region}
+	c = meshapi.NATSConnection{URL: first.NATSURL, WSURL: first.NATSWebSocketURL, Region: first.Region, InboxPrefix: bus.RuntimeInboxPrefix(runtimeID)}
 	names := make([]string, 0, len(known))
 	for name := range known {
 		names = append(names, name)
@@ -156,5 +161,5 @@ func (s *Service) natsConnection(ctx context.Context, home string) meshapi.NATSC
 		}
 		c.Fallbacks = append(c.Fallbacks, meshapi.NATSRegion{Region: name, URL: r.NATSURL, WSURL: r.NATSWebSocketURL})
 	}
-	return c
+	return c, found
 }

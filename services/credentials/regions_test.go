@@ -2,6 +2,8 @@ package credentials_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -57,5 +59,50 @@ func TestAttach_GivesTheHomeRegionsURLsFirstAndTheOthersAsFallbacks(t *testing.T
 		if a.NATS.Region != local || a.NATS.URL != p.NATSURL() || len(a.NATS.Fallbacks) != 1 || a.NATS.Fallbacks[0] != want {
 			t.Fatalf("a %s agent's runtime was told %+v; want %s's URL, then %+v", local, a.NATS, local, want)
 		}
+	}
+}
+
+// TestConnection_TellsAnActiveRuntimeItsHomeRegionOnly: a runtime asking
+// where to connect now is told its agent's home region first, as at
+// pairing; a home region this region knows no addresses of is not guessed
+// (the runtime would move to the region that answered), and a revoked
+// runtime is refused.
+func TestConnection_TellsAnActiveRuntimeItsHomeRegionOnly(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t)
+	west := credentials.New(credentials.Config{
+		Conn: p.Conn(), Region: "west", NATSURL: "nats://west.example:4222",
+		HeartbeatTimeout: 3 * time.Second, Lease: 2 * time.Second,
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := west.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { west.Stop(time.Second) })
+	client := meshapi.NewClient(p.Conn().NC)
+
+	var agent mesh.Agent
+	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/agent-accounts", Owner: true,
+		JSON: map[string]any{"name": "moving", "home_region": "west"}}).Expect(t, http.StatusCreated).Decode(t, &agent)
+	rt := p.Attach(agent.ID)
+	nc, err := client.Runtime(agent.ID, rt.RuntimeID).Connection(ctx)
+	if err != nil || nc.Region != "west" || nc.URL != "nats://west.example:4222" || nc.InboxPrefix != rt.NATS.InboxPrefix {
+		t.Fatalf("connection of a west agent's runtime: %+v, %v; want west's address and its inbox", nc, err)
+	}
+
+	p.Send(t, meshtest.Request{Method: http.MethodPatch, Path: "/agent-accounts/" + agent.ID, Owner: true,
+		JSON: map[string]any{"home_region": "north"}}).Expect(t, http.StatusOK)
+	var me *mesh.Error
+	meshtest.Eventually(t, 10*time.Second, func() bool {
+		_, err = client.Runtime(agent.ID, rt.RuntimeID).Connection(ctx)
+		return errors.As(err, &me) && me.Code == mesh.CodeUnavailable
+	}, func() string {
+		return fmt.Sprintf("connection with a home region of no known address: %v, want UNAVAILABLE", err)
+	})
+
+	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/agent-runtimes/" + rt.RuntimeID + "/revoke", Owner: true}).Expect(t, http.StatusOK)
+	if _, err := client.Runtime(agent.ID, rt.RuntimeID).Connection(ctx); !errors.As(err, &me) || me.Code != mesh.CodeUnauthorized {
+		t.Fatalf("connection of a revoked runtime: %v, want UNAUTHORIZED", err)
 	}
 }
