@@ -105,41 +105,31 @@ func (s *Store) Remove(name string) error {
 // RecordHeartbeat sets last_heartbeat_at of the named profile without
 // touching anything else, in particular not active_profile.
 func (s *Store) RecordHeartbeat(name string, at time.Time) error {
-	return s.Update(func(f *File) error {
-		p, ok := f.Profiles[name]
-		if !ok {
-			return f.notFound(name, "profile")
-		}
-		p.LastHeartbeatAt = at.UTC()
-		f.Profiles[name] = p
-		return nil
-	})
+	return s.record(name, func(p *Profile) { p.LastHeartbeatAt = at.UTC() })
 }
 
 // RecordConnection sets the named profile's connection without touching
 // anything else.
 func (s *Store) RecordConnection(name string, c Connection) error {
-	return s.Update(func(f *File) error {
-		p, ok := f.Profiles[name]
-		if !ok {
-			return f.notFound(name, "profile")
-		}
-		c.At = c.At.UTC()
-		p.Connection = c
-		f.Profiles[name] = p
-		return nil
-	})
+	c.At = c.At.UTC()
+	return s.record(name, func(p *Profile) { p.Connection = c })
 }
 
 // RecordNATS stores the NATS connection details the platform gives the
 // runtime now (its agent's home region may have moved since pairing).
 func (s *Store) RecordNATS(name string, n NATS) error {
+	return s.record(name, func(p *Profile) { p.NATS = n })
+}
+
+// record changes one field of the named profile with set, touching nothing
+// else.
+func (s *Store) record(name string, set func(*Profile)) error {
 	return s.Update(func(f *File) error {
 		p, ok := f.Profiles[name]
 		if !ok {
 			return f.notFound(name, "profile")
 		}
-		p.NATS = n
+		set(&p)
 		f.Profiles[name] = p
 		return nil
 	})
