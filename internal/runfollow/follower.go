@@ -1,6 +1,7 @@
 package runfollow
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -368,7 +369,7 @@ func (f *Follower) read(ctx context.Context, which []int) error {
 			f.markDirty(i)
 		}
 	}
-	slices.SortFunc(out, func(a, b *Event) int { return compare(a.Seq, b.Seq) })
+	slices.SortFunc(out, func(a, b *Event) int { return cmp.Compare(a.Seq, b.Seq) })
 	out = slices.CompactFunc(out, func(a, b *Event) bool { return a.Seq == b.Seq })
 	f.mu.Lock()
 	for _, e := range out {
@@ -380,16 +381,6 @@ func (f *Follower) read(ctx context.Context, which []int) error {
 	f.mu.Unlock()
 	f.ready = append(f.ready, out...)
 	return nil
-}
-
-func compare(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // recentIDs remembers the last few ids added.

@@ -1,6 +1,7 @@
 package runfollow
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -57,7 +58,7 @@ func (t *tail) next(ctx context.Context, pos, need uint64) ([]*Event, bool, uint
 	t.mu.Lock()
 	var out []*Event
 	if t.known && t.lo <= pos && pos <= t.hi {
-		i, _ := slices.BinarySearchFunc(t.evs, pos+1, func(e *Event, seq uint64) int { return compare(e.Seq, seq) })
+		i, _ := slices.BinarySearchFunc(t.evs, pos+1, func(e *Event, seq uint64) int { return cmp.Compare(e.Seq, seq) })
 		out = slices.Clone(t.evs[i:])
 		if t.asOf > need {
 			more, asOf := t.more, t.asOf
