@@ -106,7 +106,7 @@ func serviceCycle(ctx context.Context, tg target, ids []runtimeIdentity, window 
 				// come back before the create reply does.
 				key := mesh.NewID()
 				created.Store(key, time.Now())
-				if _, err := client.CreateTaskRun(ctx, meshapi.CreateTaskRunRequest{TargetAgentID: id.agentID, Input: json.RawMessage(`{"text":"` + key + `"}`)}); err != nil {
+				if _, err := client.CreateTaskRun(ctx, meshapi.CreateTaskRunRequest{TargetAgentID: id.agentID, Input: textInput(key)}); err != nil {
 					errs <- err
 					return
 				}

@@ -150,7 +150,7 @@ func (r *e2eRig) close() {
 func (r *e2eRig) create(ctx context.Context, client *meshapi.Client, agentID string) error {
 	key := mesh.NewID()
 	r.sent.Store(key, time.Now())
-	_, err := client.CreateTaskRun(ctx, meshapi.CreateTaskRunRequest{TargetAgentID: agentID, Input: json.RawMessage(`{"text":"` + key + `"}`)})
+	_, err := client.CreateTaskRun(ctx, meshapi.CreateTaskRunRequest{TargetAgentID: agentID, Input: textInput(key)})
 	if err != nil {
 		r.sent.Delete(key)
 	}

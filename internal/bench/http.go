@@ -238,14 +238,7 @@ func (t *reporting) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, error
 }
 
 // note remembers which key a claimed run's input carries.
-func (t *reporting) note(run *mesh.TaskRun) {
-	var in struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(run.Input, &in) == nil {
-		t.keys.Store(run.ID, in.Text)
-	}
-}
+func (t *reporting) note(run *mesh.TaskRun) { t.keys.Store(run.ID, run.InputText()) }
 
 func (t *reporting) Complete(ctx context.Context, req meshapi.CompleteRequest) error {
 	err := t.Transport.Complete(ctx, req)
@@ -255,6 +248,7 @@ func (t *reporting) Complete(ctx context.Context, req meshapi.CompleteRequest) e
 	return err
 }
 
+// textInput is a run's input carrying key as its text.
 func textInput(key string) json.RawMessage { return json.RawMessage(`{"text":"` + key + `"}`) }
 
 // postTaskRun creates one run over the REST API and reads the whole answer.
