@@ -3,31 +3,12 @@ package gateway_test
 import (
 	"context"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/nats-io/nats.go"
 )
-
-// countKeyChecks counts the A2A API key checks the gateway asks the
-// credential service for.
-func countKeyChecks(t *testing.T, p *meshtest.Platform) *atomic.Int64 {
-	t.Helper()
-	var n atomic.Int64
-	sub, err := p.Conn().NC.Subscribe(bus.ServiceSubject(bus.ServiceCredentials, meshapi.OpA2AKeyAuthenticate), func(*nats.Msg) { n.Add(1) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	if err := p.Conn().NC.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	return &n
-}
 
 // listWithKey lists the agent's A2A tasks with an API key and returns the
 // answer's status.
@@ -44,26 +25,6 @@ func newA2AKey(t *testing.T, p *meshtest.Platform, agentID string) meshapi.Creat
 	return key
 }
 
-// keyRefusedWithin polls with key until a request is refused with 401, and
-// fails the test if none is within d.
-func keyRefusedWithin(t *testing.T, p *meshtest.Platform, agentID, key string, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		switch status := listWithKey(t, p, agentID, key); status {
-		case http.StatusUnauthorized:
-			return
-		case http.StatusOK:
-		default:
-			t.Fatalf("A2A list answered %d, want 200 until the key is refused, then 401", status)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the revoked key was still admitted %s later", d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestA2AKey_AdmittedOnceIsNotCheckedAgainWhileItsRecordIsUnchanged: every
 // A2A request carries its API key; the gateway asks the credential service
 // about a key once, and not again while the key's record does not change.
@@ -72,7 +33,7 @@ func TestA2AKey_AdmittedOnceIsNotCheckedAgainWhileItsRecordIsUnchanged(t *testin
 	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("keyed")
 	key := newA2AKey(t, p, agent.ID)
-	asked := countKeyChecks(t, p)
+	asked := countChecks(t, p, meshapi.OpA2AKeyAuthenticate)
 	for range 5 {
 		if status := listWithKey(t, p, agent.ID, key.APIKey); status != http.StatusOK {
 			t.Fatalf("A2A list with the key answered %d", status)
@@ -112,7 +73,7 @@ func TestA2AKey_RevokedIsRefused(t *testing.T) {
 	if err := meshapi.NewClient(p.Conn().NC).RevokeA2AKey(ctx, meshapi.RevokeA2AKeyRequest{AgentID: agent.ID, KeyID: elsewhere.KeyID}); err != nil {
 		t.Fatal(err)
 	}
-	keyRefusedWithin(t, p, agent.ID, elsewhere.APIKey, 2*time.Second)
+	refusedWithin(t, 2*time.Second, func() int { return listWithKey(t, p, agent.ID, elsewhere.APIKey) })
 	if status := listWithKey(t, p, agent.ID, elsewhere.APIKey); status != http.StatusUnauthorized {
 		t.Fatalf("the revoked key answered %d afterwards, want 401", status)
 	}

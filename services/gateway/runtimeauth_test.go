@@ -14,12 +14,12 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// countAuthentications counts the runtime credential checks the gateway
-// asks the credential service for.
-func countAuthentications(t *testing.T, p *meshtest.Platform) *atomic.Int64 {
+// countChecks counts the requests the gateway makes of the credential
+// service's operation op (a credential check).
+func countChecks(t *testing.T, p *meshtest.Platform, op string) *atomic.Int64 {
 	t.Helper()
 	var n atomic.Int64
-	sub, err := p.Conn().NC.Subscribe(bus.ServiceSubject(bus.ServiceCredentials, meshapi.OpPairingAuthenticate), func(*nats.Msg) { n.Add(1) })
+	sub, err := p.Conn().NC.Subscribe(bus.ServiceSubject(bus.ServiceCredentials, op), func(*nats.Msg) { n.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,18 +44,19 @@ func refusedNow(t *testing.T, p *meshtest.Platform, token string) {
 		ExpectError(t, http.StatusUnauthorized, mesh.CodeUnauthorized)
 }
 
-// refusedWithin polls heartbeats with token until one is refused with 401,
-// and fails the test if none is within d.
-func refusedWithin(t *testing.T, p *meshtest.Platform, token string, d time.Duration) {
+// refusedWithin sends requests with a credential until one is refused with
+// 401, and fails the test if an answer is neither 200 nor 401 or if none is
+// refused within d.
+func refusedWithin(t *testing.T, d time.Duration, send func() int) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
-		status := heartbeatStatus(t, p, token)
+		status := send()
 		if status == http.StatusUnauthorized {
 			return
 		}
 		if status != http.StatusOK {
-			t.Fatalf("heartbeat answered %d, want 200 until the credential is refused, then 401", status)
+			t.Fatalf("answered %d, want 200 until the credential is refused, then 401", status)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the ended credential was still admitted %s later", d)
@@ -72,7 +73,7 @@ func TestRuntimeCredential_AdmittedOnceIsNotCheckedAgainWhileItsRuntimeIsUnchang
 	t.Parallel()
 	p := meshtest.StartPlatform(t)
 	rt := p.Attach(p.CreateAgent("remembered").ID)
-	asked := countAuthentications(t, p)
+	asked := countChecks(t, p, meshapi.OpPairingAuthenticate)
 	for range 5 {
 		p.Heartbeat(t, rt.RuntimeToken)
 	}
@@ -96,7 +97,7 @@ func TestRuntimeCredential_RevokedOnTheBusIsRefusedPromptly(t *testing.T) {
 	if _, err := meshapi.NewClient(p.Conn().NC).RevokeRuntime(ctx, meshapi.RevokeRuntimeRequest{RuntimeID: rt.RuntimeID}); err != nil {
 		t.Fatal(err)
 	}
-	refusedWithin(t, p, rt.RuntimeToken, 2*time.Second)
+	refusedWithin(t, 2*time.Second, func() int { return heartbeatStatus(t, p, rt.RuntimeToken) })
 	// And it stays refused.
 	refusedNow(t, p, rt.RuntimeToken)
 }
@@ -130,6 +131,6 @@ func TestRuntimeCredential_ReplacedByANewPairingIsRefusedPromptly(t *testing.T) 
 	p.Heartbeat(t, old.RuntimeToken)
 	p.Heartbeat(t, old.RuntimeToken)
 	repl := p.Attach(agent.ID)
-	refusedWithin(t, p, old.RuntimeToken, 2*time.Second)
+	refusedWithin(t, 2*time.Second, func() int { return heartbeatStatus(t, p, old.RuntimeToken) })
 	p.Heartbeat(t, repl.RuntimeToken)
 }
