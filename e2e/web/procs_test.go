@@ -148,13 +148,6 @@ func (p *platformProc) boot() {
 	p.Platform.DataDir = p.dataDir
 }
 
-// restart stops the platform as an operator would and starts it again.
-func (p *platformProc) restart() {
-	p.t.Helper()
-	p.proc.stop(p.t)
-	p.boot()
-}
-
 // output is everything every start of the platform printed.
 func (p *platformProc) output() string {
 	var b strings.Builder

@@ -383,16 +383,6 @@ func (c *Engine) untrack(id string) {
 	c.mu.Unlock()
 }
 
-func (c *Engine) runningIDs() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ids := make([]string, 0, len(c.running))
-	for id := range c.running {
-		ids = append(ids, id)
-	}
-	return ids
-}
-
 // heldIDs are the runs whose leases the runtime keeps: those it works on and
 // those whose report it owes. Never nil: the platform renews exactly these.
 func (c *Engine) heldIDs() []string {
