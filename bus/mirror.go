@@ -113,12 +113,18 @@ func (m *Mirror[T, P]) Sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("mirror sync: %w", err)
 	}
-	target := info.State.LastSeq
+	return m.WaitRevision(ctx, info.State.LastSeq)
+}
+
+// WaitRevision waits until the mirror has applied the bucket's writes up to
+// revision rev: a write this process learned of from elsewhere (another
+// service's answer) is then in the mirror, without asking the server.
+func (m *Mirror[T, P]) WaitRevision(ctx context.Context, rev uint64) error {
 	for {
 		m.mu.RLock()
 		seen, ch := m.seen, m.changed
 		m.mu.RUnlock()
-		if seen >= target {
+		if seen >= rev {
 			return nil
 		}
 		select {

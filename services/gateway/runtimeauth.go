@@ -52,7 +52,7 @@ func (a *runtimeAuth) authenticate(ctx context.Context, token string) (*meshapi.
 	if err != nil {
 		return nil, err
 	}
-	a.memory.Put(hash, id.RuntimeID, id.Revision, *id)
+	a.memory.Put(ctx, hash, id.RuntimeID, id.Revision, *id)
 	return id, nil
 }
 

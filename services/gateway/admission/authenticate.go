@@ -91,7 +91,7 @@ func (a *authenticator) key(ctx context.Context, key string) (*meshapi.A2AKey, e
 		return nil, err
 	}
 	if a.keys != nil {
-		a.keys.Put(hash, bus.A2AKeyKey(k.AgentID, k.KeyID), k.Revision, k.A2AKey)
+		a.keys.Put(ctx, hash, bus.A2AKeyKey(k.AgentID, k.KeyID), k.Revision, k.A2AKey)
 	}
 	return &k.A2AKey, nil
 }

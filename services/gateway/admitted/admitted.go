@@ -28,6 +28,9 @@ const (
 	// maxAge bounds how long a yes is remembered even when the view saw no
 	// change: a limit on what a watch that fell silent could let through.
 	maxAge = time.Minute
+	// viewWait bounds how long a yes waits for the view to catch up with
+	// the revision it was read at; past it the yes is not remembered.
+	viewWait = time.Second
 )
 
 // Record is what the view keeps of one record: its revision, and whether
@@ -91,12 +94,25 @@ func (m *Memory[S, V]) Get(hash string) (V, bool) {
 }
 
 // Put notes a yes of the credential service, read from the record key at
-// revision rev, when the view holds that very revision, active: a view
-// behind or ahead of it (the record changed meanwhile) remembers nothing,
-// and the next request asks again.
-func (m *Memory[S, V]) Put(hash, key string, rev uint64, v V) {
+// revision rev, when the view holds that very revision, active. A view
+// behind it (the record was written a moment ago, a key just created) is
+// waited for, briefly; a view ahead of it (the record changed meanwhile)
+// remembers nothing, and the next request asks again.
+func (m *Memory[S, V]) Put(ctx context.Context, hash, key string, rev uint64, v V) {
+	if rev == 0 {
+		return
+	}
 	cur, ok := m.view.Get(key)
-	if !ok || !cur.Active || rev == 0 || cur.Rev != rev {
+	if !ok || cur.Rev < rev {
+		wait, cancel := context.WithTimeout(ctx, viewWait)
+		err := m.view.WaitRevision(wait, rev)
+		cancel()
+		if err != nil {
+			return
+		}
+		cur, ok = m.view.Get(key)
+	}
+	if !ok || !cur.Active || cur.Rev != rev {
 		return
 	}
 	m.mu.Lock()
