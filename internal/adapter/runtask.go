@@ -29,7 +29,9 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, http.StatusServiceUnavailable, ErrShuttingDown.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, adapterapi.Health{OK: true, Provider: s.cfg.Provider.Name(), Busy: s.queue.busy()})
+	// KeepAlive: a streaming task's 200 is sent as soon as the task has its
+	// turn (run), before the host starts.
+	writeJSON(w, http.StatusOK, adapterapi.Health{OK: true, Provider: s.cfg.Provider.Name(), Busy: s.queue.busy(), KeepAlive: true})
 }
 
 func (s *Server) handleRunTask(w http.ResponseWriter, r *http.Request) {

@@ -148,6 +148,11 @@ func (s *Server) Serve(ln net.Listener) error {
 // saying so.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.queue.close()
+	// Kept connections close after their next answer (a 503), so a runtime
+	// reaches the stopping adapter on new connections, which lameDuck
+	// counts; idle ones close now (a runtime sending on one as it closes
+	// sends again on a new one: adapterclient).
+	s.http.SetKeepAlivesEnabled(false)
 	err := s.lameDuck(ctx)
 	if err == nil {
 		err = s.http.Shutdown(ctx)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/provider"
 )
 
@@ -154,5 +155,66 @@ func TestShutdown_NoRequestIsCutWhileTheAdapterStops(t *testing.T) {
 	senders.Wait()
 	if len(cut) > 0 {
 		t.Fatalf("%d requests were cut while the adapter stopped (%d answered), first: %v", len(cut), answered, cut[0])
+	}
+}
+
+// TestShutdown_NoTaskOnAKeptConnectionIsLostWhileTheAdapterStops: the
+// runtime's client keeps its connections to the adapter (its /health
+// allows it); a stopping adapter closes them, and no task sent as they
+// close is lost: each is answered, or refused before delivery (the runtime
+// gives its run back).
+func TestShutdown_NoTaskOnAKeptConnectionIsLostWhileTheAdapterStops(t *testing.T) {
+	done := func(ctx context.Context, _ *provider.Task) (*provider.Result, error) {
+		return &provider.Result{Output: map[string]any{"text": "ok"}}, nil
+	}
+	s, err := New(Config{Provider: funcProvider(done), Workdir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, served := serve(t, s)
+	client, err := adapterclient.New(url + "/run-task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := client.Health(context.Background()); err != nil || !h.KeepAlive {
+		t.Fatalf("health %+v, %v: want kept connections allowed", h, err)
+	}
+	var (
+		mu       sync.Mutex
+		lost     []error
+		answered int
+		senders  sync.WaitGroup
+	)
+	for i := range 4 {
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			for {
+				_, err := client.Run(context.Background(), &adapterapi.RunTaskRequest{
+					TaskRunID: fmt.Sprintf("r%d", i), ConversationID: "c", TaskType: "chat", Input: []byte(`{"text":"hi"}`),
+				}, nil)
+				var f *adapterclient.Failure
+				mu.Lock()
+				switch {
+				case err == nil:
+					answered++
+				case errors.As(err, &f) && f.NotDelivered:
+					mu.Unlock()
+					return
+				default:
+					lost = append(lost, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	eventually(t, "tasks to be answered", func() bool { mu.Lock(); defer mu.Unlock(); return answered > 50 })
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	receive(t, served, "Serve")
+	senders.Wait()
+	if len(lost) > 0 {
+		t.Fatalf("%d tasks were lost while the adapter stopped (%d answered), first: %v", len(lost), answered, lost[0])
 	}
 }

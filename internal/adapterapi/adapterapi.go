@@ -114,6 +114,12 @@ type Health struct {
 	OK       bool   `json:"ok"`
 	Provider string `json:"provider,omitempty"`
 	Busy     bool   `json:"busy"`
+	// KeepAlive allows the runtime to keep connections to the adapter
+	// alive between tasks. An adapter says so only if it sends its
+	// answer's headers (a streaming 200) as soon as it takes a task: a kept
+	// connection that breaks before any answer then carried no task it
+	// took, and the runtime sends the task again on a fresh connection.
+	KeepAlive bool `json:"keep_alive,omitempty"`
 }
 
 // Kind classifies an adapter reply.

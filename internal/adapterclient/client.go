@@ -14,8 +14,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -56,8 +58,23 @@ func (f *Failure) Error() string { return f.Code + ": " + f.Message }
 // Client calls one local adapter.
 type Client struct {
 	endpoint string
-	http     *http.Client
+	// fresh opens a new connection per call: a connection kept from an
+	// adapter that restarted since would turn a task the new adapter never
+	// saw into a lost connection, which cannot be told apart from a task
+	// the adapter dropped midway.
+	fresh *http.Client
+	// kept keeps connections alive between tasks, for an adapter whose
+	// /health allows it (keep_alive): one that sends its answer's headers
+	// as soon as it takes a task, so a kept connection that breaks before
+	// any answer carried no task it took, and the task is sent again.
+	kept      *http.Client
+	keepAlive atomic.Bool
 }
+
+// keptIdleTimeout closes a kept connection idle this long, well before an
+// adapter's own idle timeout would (the shipped adapter's is two minutes,
+// Node's default five seconds).
+const keptIdleTimeout = 4 * time.Second
 
 // New returns a client for the adapter's run-task endpoint.
 func New(endpoint string) (*Client, error) {
@@ -65,18 +82,16 @@ func New(endpoint string) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("local agent endpoint %q must be an http URL like %s", endpoint, adapterapi.DefaultEndpoint)
 	}
-	transport := &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-		MaxIdleConnsPerHost:   16,
-		IdleConnTimeout:       90 * time.Second,
-		ResponseHeaderTimeout: 0, // a task may take minutes before its first byte
-		// A fresh loopback connection per call costs nothing next to a task,
-		// and a connection kept from before an adapter restart would turn a
-		// task the new adapter never saw into a lost connection, which cannot
-		// be told apart from a task the adapter dropped midway.
-		DisableKeepAlives: true,
+	transport := func(keepAlive bool) *http.Client {
+		return &http.Client{Transport: &http.Transport{
+			DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			MaxIdleConnsPerHost:   16,
+			IdleConnTimeout:       keptIdleTimeout,
+			ResponseHeaderTimeout: 0, // a task may take minutes before its first byte
+			DisableKeepAlives:     !keepAlive,
+		}}
 	}
-	return &Client{endpoint: endpoint, http: &http.Client{Transport: transport}}, nil
+	return &Client{endpoint: endpoint, fresh: transport(false), kept: transport(true)}, nil
 }
 
 // Endpoint returns the run-task URL.
@@ -99,7 +114,7 @@ func (c *Client) Run(ctx context.Context, req *adapterapi.RunTaskRequest, onProg
 	// The adapter's span of the task continues the runtime's trace.
 	hreq, span := tracing.StartHTTPClient(hreq, tracer, "adapter run-task", tracing.AttrTaskRunID.String(req.TaskRunID))
 	defer span.End()
-	resp, err := c.http.Do(hreq)
+	resp, err := c.post(ctx, hreq)
 	if err != nil {
 		tracing.Fail(span, CodeConnectionLost)
 		return nil, c.transportFailure(ctx, err)
@@ -127,6 +142,43 @@ func (c *Client) Run(ctx context.Context, req *adapterapi.RunTaskRequest, onProg
 		return nil, &Failure{Code: CodeInvalidResponse, Message: fmt.Sprintf("local adapter reply is larger than %d bytes", maxReplyBytes)}
 	}
 	return parse(data)
+}
+
+// post sends a task: over a kept connection when the adapter allows it,
+// and again over a fresh one when the kept connection broke before the
+// adapter answered anything (it was closing it: an idle timeout, a
+// restart), which carried no task the adapter took.
+func (c *Client) post(ctx context.Context, hreq *http.Request) (*http.Response, error) {
+	if !c.keepAlive.Load() {
+		return c.fresh.Do(hreq)
+	}
+	var reused, answered atomic.Bool
+	traced := hreq.WithContext(httptrace.WithClientTrace(hreq.Context(), &httptrace.ClientTrace{
+		GotConn:              func(info httptrace.GotConnInfo) { reused.Store(info.Reused) },
+		GotFirstResponseByte: func() { answered.Store(true) },
+	}))
+	resp, err := c.kept.Do(traced)
+	if err == nil || !reused.Load() || answered.Load() || ctx.Err() != nil {
+		return resp, err
+	}
+	// Its other kept connections are likely closing too.
+	c.kept.CloseIdleConnections()
+	again, gerr := rewound(hreq)
+	if gerr != nil {
+		return nil, err
+	}
+	return c.fresh.Do(again)
+}
+
+// rewound is hreq with its body read from the start again.
+func rewound(hreq *http.Request) (*http.Request, error) {
+	again := hreq.Clone(hreq.Context())
+	body, err := hreq.GetBody()
+	if err != nil {
+		return nil, err
+	}
+	again.Body = body
+	return again, nil
 }
 
 // readStream reads progress lines and the final result line.
@@ -205,8 +257,9 @@ func (c *Client) Health(ctx context.Context) (*adapterapi.Health, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.fresh.Do(req)
 	if err != nil {
+		c.keepAlive.Store(false)
 		return nil, c.transportFailure(ctx, err)
 	}
 	defer resp.Body.Close()
@@ -216,8 +269,10 @@ func (c *Client) Health(ctx context.Context) (*adapterapi.Health, error) {
 		return nil, &Failure{Code: CodeHTTPStatus, Message: fmt.Sprintf("GET %s answered HTTP %d", u, resp.StatusCode), NotDelivered: resp.StatusCode == http.StatusServiceUnavailable}
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&h); err != nil {
+		c.keepAlive.Store(false)
 		return nil, &Failure{Code: CodeInvalidJSON, Message: "health answer is not JSON"}
 	}
+	c.keepAlive.Store(h.KeepAlive)
 	return &h, nil
 }
 

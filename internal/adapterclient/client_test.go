@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,5 +279,108 @@ func TestRun_ARefusalBeforeStartingIsNotDelivered(t *testing.T) {
 	var f *adapterclient.Failure
 	if !errors.As(err, &f) || f.NotDelivered {
 		t.Errorf("HTTP 500: %v (%+v), want a delivered failure", err, f)
+	}
+}
+
+// connCounting serves h and counts the connections the client opened.
+func connCounting(t *testing.T, h http.HandlerFunc) (*adapterclient.Client, *atomic.Int64) {
+	t.Helper()
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	c, err := adapterclient.New(srv.URL + "/run-task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, &conns
+}
+
+// keepAliveAdapter answers /health allowing kept connections, and tasks as
+// a streaming adapter does: headers first, then the result line.
+func keepAliveAdapter(allow bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"ok":true,"keep_alive":%t}`, allow)
+			return
+		}
+		w.Header().Set("Content-Type", adapterapi.MediaNDJSON)
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprintln(w, `{"type":"result","result":{"success":true,"output":{"text":"ok"}}}`)
+	}
+}
+
+// An adapter that allows kept connections (its /health says so) gets its
+// tasks over one connection; any other gets a fresh connection per task.
+func TestRun_KeepsConnectionsOnlyToAnAdapterThatAllowsIt(t *testing.T) {
+	t.Parallel()
+	for _, allow := range []bool{true, false} {
+		c, conns := connCounting(t, keepAliveAdapter(allow))
+		if _, err := c.Health(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		before := conns.Load()
+		for range 5 {
+			if _, err := c.Run(context.Background(), request(), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, want := conns.Load()-before, int64(5)
+		if allow {
+			want = 1
+		}
+		if got != want {
+			t.Errorf("adapter allowing kept connections %t: 5 tasks opened %d connections, want %d", allow, got, want)
+		}
+	}
+}
+
+// A kept connection the adapter closes as the next task is sent on it (its
+// idle timeout, a restart) carried no task the adapter took: the task is
+// sent again on a fresh connection, and delivered once.
+func TestRun_AKeptConnectionClosedBeforeAnyAnswerIsRetriedOnAFreshOne(t *testing.T) {
+	t.Parallel()
+	var tasks, dropped atomic.Int64
+	answer := keepAliveAdapter(true)
+	c, conns := connCounting(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/health" {
+			// The second task arrives on the kept connection, which the
+			// adapter closes without a word.
+			if tasks.Add(1) == 2 {
+				dropped.Add(1)
+				conn, _, err := w.(http.Hijacker).Hijack()
+				if err == nil {
+					conn.Close()
+				}
+				return
+			}
+		}
+		answer(w, r)
+	})
+	if _, err := c.Health(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := conns.Load()
+	for i := range 3 {
+		reply, err := c.Run(context.Background(), request(), nil)
+		if err != nil {
+			t.Fatalf("task %d: %v", i, err)
+		}
+		if reply.Kind != adapterapi.KindSuccess {
+			t.Fatalf("task %d: reply %+v", i, reply)
+		}
+	}
+	if dropped.Load() != 1 || tasks.Load() != 4 {
+		t.Fatalf("adapter saw %d task requests (%d dropped), want 4 (1)", tasks.Load(), dropped.Load())
+	}
+	// The kept one, a fresh one for the task sent again, a new kept one.
+	if n := conns.Load() - before; n != 3 {
+		t.Fatalf("3 tasks opened %d connections, want 3", n)
 	}
 }

@@ -2,7 +2,9 @@ package meshtest
 
 import (
 	"context"
+	"net"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +36,24 @@ type OnlineAgent struct {
 	Agent    mesh.Agent
 	Attached Attached
 	stop     func()
+	conns    atomic.Int64
+}
+
+// AdapterConnections is how many connections the agent's adapter accepted.
+func (a *OnlineAgent) AdapterConnections() int64 { return a.conns.Load() }
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
 }
 
 // Stop disconnects the runtime and stops the adapter (the test's cleanup
@@ -66,11 +86,12 @@ func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *
 	if err != nil {
 		t.Fatalf("adapter: %v", err)
 	}
+	a := &OnlineAgent{Agent: agent, Attached: att}
 	ln, err := srv.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("adapter listen: %v", err)
 	}
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = srv.Serve(countingListener{Listener: ln, n: &a.conns}) }()
 	ac, err := adapterclient.New("http://" + ln.Addr().String() + "/run-task")
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +121,6 @@ func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *
 		defer close(done)
 		_ = c.Run(runCtx)
 	}()
-	a := &OnlineAgent{Agent: agent, Attached: att}
 	stopped := false
 	a.stop = func() {
 		if stopped {

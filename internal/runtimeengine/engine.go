@@ -196,6 +196,9 @@ func (c *Engine) Run(ctx context.Context) error {
 	c.record(ledger.Entry{Event: ledger.EventRuntimeStarted, Message: "transport " + c.cfg.Transport.Name()})
 	defer c.record(ledger.Entry{Event: ledger.EventRuntimeStopped})
 
+	// What the adapter says of itself (is it up, may connections to it be
+	// kept) is known before the first heartbeat and the first claim.
+	c.checkAdapter(ctx)
 	if err := c.heartbeat(ctx); err != nil && IsAuthError(err) {
 		c.fail(err)
 	}

@@ -1,0 +1,33 @@
+package runtimeengine_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// TestAdapterConnections_KeptToTheShippedAdapter: the runtime a2a-runtime
+// builds learns from the shipped adapter's /health, before its first task,
+// that connections may be kept, and sends its tasks over them rather than
+// opening one per task.
+func TestAdapterConnections_KeptToTheShippedAdapter(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t)
+	online := meshtest.StartOnlineAgent(t, p, meshtest.AgentOptions{Name: "kept"})
+	const tasks = 10
+	for i := range tasks {
+		run := p.CreateTask(online.Agent.ID, fmt.Sprintf("task %d", i))
+		done := p.WaitTask(run.ID, 20*time.Second, func(r mesh.TaskRun) bool { return r.Status.Terminal() })
+		if done.Status != mesh.StatusCompleted {
+			t.Fatalf("task %d ended %s", i, done.Status)
+		}
+	}
+	// Health checks open a connection each (one before the first task, one
+	// per heartbeat); the tasks share one.
+	if n := online.AdapterConnections(); n > 4 {
+		t.Fatalf("the adapter accepted %d connections for %d tasks run one after another", n, tasks)
+	}
+}
