@@ -55,6 +55,9 @@ type Config struct {
 	// profile of the platform process taken while every agent's task is
 	// dispatched.
 	ScaleCPUProfile string
+	// ScaleHeapProfile, when set, is where the scale phase writes a heap
+	// profile of the platform process with every runtime connected and idle.
+	ScaleHeapProfile string
 	// RegionDelay is added to each gateway link of the regions phase, each
 	// way. Default 40ms.
 	RegionDelay time.Duration

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -15,8 +16,10 @@ import (
 // NATS server's code, or the rest of the process.
 type heapSplit struct {
 	Server, Other int64
-	// Goroutines is how many goroutines the process has.
+	// Goroutines is how many goroutines the process has, and Stacks the
+	// memory their stacks hold.
 	Goroutines int
+	Stacks     int64
 }
 
 // serverCode marks the NATS server's frames in a heap profile's stacks.
@@ -27,8 +30,14 @@ const serverCode = "nats-server/v2/server."
 func readHeapSplit(ctx context.Context, base string) (heapSplit, error) {
 	var h heapSplit
 	err := getText(ctx, base+"/debug/pprof/heap?debug=1&gc=1", func(r io.Reader) error {
-		var err error
-		h.Server, h.Other, err = parseHeapProfile(r)
+		body, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		if h.Server, h.Other, err = parseHeapProfile(bytes.NewReader(body)); err != nil {
+			return err
+		}
+		h.Stacks, err = memStat(body, "Stack")
 		return err
 	})
 	if err != nil {
@@ -120,6 +129,19 @@ func parseHeapProfile(r io.Reader) (server, other int64, err error) {
 		flush()
 	}
 	return server, other, sc.Err()
+}
+
+// memStat reads the in-use figure of a heap profile's MemStats trailer
+// line "# <name> = <in use> / <from the system>".
+func memStat(profile []byte, name string) (int64, error) {
+	prefix := "# " + name + " = "
+	for line := range strings.Lines(string(profile)) {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			inUse, _, _ := strings.Cut(rest, " /")
+			return strconv.ParseInt(strings.TrimSpace(inUse), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("heap profile has no %q line", strings.TrimSpace(prefix))
 }
 
 // scaledInUse reads "objects: bytes [allocs: allocbytes] @ ..." and scales

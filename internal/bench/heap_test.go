@@ -41,3 +41,16 @@ func TestParseHeapProfile_RefusesWhatIsNotAHeapProfile(t *testing.T) {
 		t.Fatal("a goroutine profile was read as a heap profile")
 	}
 }
+
+// The stack figure is read from the MemStats trailer: in use, not the
+// system's share.
+func TestMemStat_ReadsTheInUseFigure(t *testing.T) {
+	profile := []byte("heap profile: 0: 0 [0: 0] @ heap/1048576\n\n# runtime.MemStats\n# Alloc = 123\n# Stack = 655360 / 655360\n# MSpan = 1 / 2\n")
+	got, err := memStat(profile, "Stack")
+	if err != nil || got != 655360 {
+		t.Fatalf("memStat = %d, %v; want 655360", got, err)
+	}
+	if _, err := memStat(profile, "NoSuch"); err == nil {
+		t.Fatal("a missing line was read")
+	}
+}

@@ -18,7 +18,7 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "| platform RSS (server included) before / after they connected | %.1f MB / %.1f MB |\n", sc.PlatformRSSBeforeMB, sc.PlatformRSSAfterMB)
 		fmt.Fprintf(&b, "| platform + server memory per connected idle runtime | %.1f KiB |\n", sc.PerRuntimeKiB)
 		fmt.Fprintf(&b, "| live Go heap per runtime: NATS server / services | %.1f KiB / %.1f KiB |\n", sc.ServerHeapPerRuntimeKiB, sc.PlatformHeapPerRuntimeKiB)
-		fmt.Fprintf(&b, "| goroutines per runtime | %.1f |\n", sc.GoroutinesPerRuntime)
+		fmt.Fprintf(&b, "| goroutines per runtime, and their stacks | %.1f, %.1f KiB |\n", sc.GoroutinesPerRuntime, sc.StackPerRuntimeKiB)
 		fmt.Fprintf(&b, "| platform CPU per runtime connected / per heartbeat (every runtime once, 32 at a time) | %.0f µs / %.0f µs |\n", sc.ConnectCPUUs, sc.HeartbeatCPUUs)
 		fmt.Fprintf(&b, "| dispatch, one task per agent at once: p50 / p99 / max | %.2f ms / %.2f ms / %.2f ms |\n", sc.Dispatch.P50Ms, sc.Dispatch.P99Ms, sc.Dispatch.MaxMs)
 		fmt.Fprintf(&b, "| graceful stop / start until ready, with %d agents | %.0f ms / %.0f ms |\n\n", sc.Runtimes, sc.StopMs, sc.ReadyMs)

@@ -49,6 +49,8 @@ type ScaleReport struct {
 	// GoroutinesPerRuntime is the platform process's goroutines added per
 	// connected runtime.
 	GoroutinesPerRuntime float64 `json:"goroutines_per_runtime"`
+	// StackPerRuntimeKiB is the goroutine stack memory the runtimes added.
+	StackPerRuntimeKiB float64 `json:"stack_per_runtime_kib"`
 	// ConnectCPUUs is the platform process's CPU time per runtime
 	// connected: the auth callout, hello and the first heartbeat, as a
 	// runtime pays again each time its connection's authorisation expires.
@@ -86,19 +88,28 @@ func profileCPU(ctx context.Context, base, path string, window time.Duration) <-
 		return done
 	}
 	go func() {
-		done <- getText(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, int(window.Seconds())), func(r io.Reader) error {
-			f, err := os.Create(path)
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(f, r); err != nil {
-				f.Close()
-				return err
-			}
-			return f.Close()
-		})
+		done <- saveProfile(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, int(window.Seconds())), path)
 	}()
 	return done
+}
+
+// saveProfile writes the profile served at url to path; an empty path
+// writes nothing.
+func saveProfile(ctx context.Context, url, path string) error {
+	if path == "" {
+		return nil
+	}
+	return getText(ctx, url, func(r io.Reader) error {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(f, r); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	})
 }
 
 // measureScale connects cfg.ScaleRuntimes runtimes to a platform process and
@@ -202,6 +213,10 @@ func (r *Report) measureScale(ctx context.Context, dir string, cfg Config) error
 	rep.ServerHeapPerRuntimeKiB = float64(heapAfter.Server-heapBefore.Server) / 1024 / float64(n)
 	rep.PlatformHeapPerRuntimeKiB = float64(heapAfter.Other-heapBefore.Other) / 1024 / float64(n)
 	rep.GoroutinesPerRuntime = float64(heapAfter.Goroutines-heapBefore.Goroutines) / float64(n)
+	rep.StackPerRuntimeKiB = float64(heapAfter.Stacks-heapBefore.Stacks) / 1024 / float64(n)
+	if err := saveProfile(ctx, profiles+"/debug/pprof/heap?gc=1", cfg.ScaleHeapProfile); err != nil {
+		return fmt.Errorf("heap profile of the idle runtimes: %w", err)
+	}
 
 	if rep.HeartbeatCPUUs, err = heartbeatAll(ctx, plat.cmd.Process.Pid, transports); err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
