@@ -2,6 +2,8 @@ package meshapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"time"
@@ -32,6 +34,23 @@ type PullRequest struct {
 // PullResponse holds the claimed run, or nothing when none was pending.
 type PullResponse struct {
 	TaskRun *mesh.TaskRun `json:"task_run,omitempty"`
+	// InstructionsDigest is InstructionsDigest of the agent's instructions
+	// as the task queue knew them when it answered, given with a claimed
+	// run: the REST pull passes it on (HeaderInstructionsDigest), so a
+	// runtime asks for the instructions (hello) only when they changed.
+	InstructionsDigest string `json:"instructions_digest,omitempty"`
+}
+
+// HeaderInstructionsDigest is the REST pull answer's header that carries
+// PullResponse.InstructionsDigest.
+const HeaderInstructionsDigest = "Mesh-Instructions-Digest"
+
+// InstructionsDigest names an agent's instructions: equal instructions
+// have equal digests, and a runtime compares the digest a pull brings with
+// that of the instructions it knows.
+func InstructionsDigest(instructions string) string {
+	sum := sha256.Sum256([]byte(instructions))
+	return hex.EncodeToString(sum[:16])
 }
 
 // OfferRequest asks for pending runs of the runtime's agent, waiting up to
@@ -216,12 +235,12 @@ func (c *RuntimeClient) Offer(ctx context.Context, req OfferRequest) ([]Offer, e
 }
 
 // Pull claims the next pending run, waiting up to req.Wait.
-func (c *RuntimeClient) Pull(ctx context.Context, req PullRequest) (*mesh.TaskRun, error) {
+func (c *RuntimeClient) Pull(ctx context.Context, req PullRequest) (*PullResponse, error) {
 	var r PullResponse
 	if err := c.call(ctx, bus.RuntimeOpPull, req, &r); err != nil {
 		return nil, err
 	}
-	return r.TaskRun, nil
+	return &r, nil
 }
 
 // TryTimeout bounds one try of a runtime operation that is sent again until

@@ -237,6 +237,15 @@ func (t *reporting) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, error
 	return runs, err
 }
 
+// ClaimedInstructions passes on what the runtime's own transport says of
+// the agent's instructions, as the runtime would hear it unwrapped.
+func (t *reporting) ClaimedInstructions(known string) (string, bool) {
+	if c, ok := t.Transport.(runtimeengine.InstructionCarrier); ok {
+		return c.ClaimedInstructions(known)
+	}
+	return "", false
+}
+
 // note remembers which key a claimed run's input carries.
 func (t *reporting) note(run *mesh.TaskRun) { t.keys.Store(run.ID, run.InputText()) }
 

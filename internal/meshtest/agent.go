@@ -13,9 +13,11 @@ import (
 	"github.com/a2amesh/a2amesh/internal/adapter"
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/profile"
 	"github.com/a2amesh/a2amesh/internal/provider"
 	"github.com/a2amesh/a2amesh/internal/runtimeengine"
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
 )
 
 // AgentOptions tune an online agent.
@@ -27,6 +29,9 @@ type AgentOptions struct {
 	Provider provider.Provider
 	// Concurrency is how many runs the runtime works on at once; default 1.
 	Concurrency int
+	// Transport is the runtime's transport: runtimeengine.ModeNATS (the
+	// default) or runtimeengine.ModeHTTP.
+	Transport string
 }
 
 // OnlineAgent is an agent account with a runtime connected over NATS (the
@@ -96,18 +101,32 @@ func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tr, hello, err := runtimeengine.DialNATS(ctx, runtimeengine.NATSConfig{
-		URL: p.NATSURL(), Token: att.RuntimeToken, AgentID: att.AgentID, RuntimeID: att.RuntimeID,
-		InboxPrefix: att.NATS.InboxPrefix, ClaimWait: 2 * time.Second,
-	})
-	if err != nil {
-		t.Fatalf("runtime dial: %v", err)
-	}
 	api, err := apiclient.New(p.APIBase, apiclient.WithRuntimeToken(att.RuntimeToken))
 	if err != nil {
 		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var (
+		tr    runtimeengine.Transport
+		hello *meshapi.HelloResponse
+	)
+	switch o.Transport {
+	case "", runtimeengine.ModeNATS:
+		tr, hello, err = runtimeengine.DialNATS(ctx, runtimeengine.NATSConfig{
+			URL: p.NATSURL(), Token: att.RuntimeToken, AgentID: att.AgentID, RuntimeID: att.RuntimeID,
+			InboxPrefix: att.NATS.InboxPrefix, ClaimWait: 2 * time.Second,
+		})
+	case runtimeengine.ModeHTTP:
+		tr, hello, err = runtimeengine.Dial(ctx, runtimeengine.DialConfig{
+			Profile: profile.Profile{AgentID: att.AgentID, RuntimeID: att.RuntimeID, RuntimeToken: att.RuntimeToken},
+			Mode:    runtimeengine.ModeHTTP, API: api, Logger: zerolog.Nop(),
+		})
+	default:
+		t.Fatalf("no transport %q", o.Transport)
+	}
+	if err != nil {
+		t.Fatalf("runtime dial: %v", err)
 	}
 	// The runtime a2a-runtime start builds, with short intervals.
 	c := runtimeengine.NewRuntime(runtimeengine.RuntimeConfig{

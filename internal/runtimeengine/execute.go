@@ -137,8 +137,8 @@ func (c *Engine) instructions(ctx context.Context) string {
 	if !c.cfg.FreshInstructions {
 		return known
 	}
-	if carrier, ok := c.cfg.Transport.(instructionCarrier); ok {
-		if claimed, ok := carrier.ClaimedInstructions(); ok {
+	if carrier, ok := c.cfg.Transport.(InstructionCarrier); ok {
+		if claimed, ok := carrier.ClaimedInstructions(known); ok {
 			return claimed
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/internal/runtimeengine"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/nats-io/nats.go"
 )
@@ -73,5 +74,50 @@ func TestInstructions_TheClaimCarriesTheAgentsCurrentOnes(t *testing.T) {
 	}
 	if n := hellos.Load(); n != 0 {
 		t.Errorf("the runtime asked for its instructions %d times for 2 tasks, want 0: the claim carries them", n)
+	}
+}
+
+// TestInstructions_OverHTTPTheRuntimeAsksOnlyWhenTheyChanged: a runtime on
+// the HTTP transport learns from each pull's answer whether the agent's
+// instructions are still those it knows (Mesh-Instructions-Digest): it asks
+// for them (hello) when they changed, not before each task.
+func TestInstructions_OverHTTPTheRuntimeAsksOnlyWhenTheyChanged(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t)
+	var agent mesh.Agent
+	p.Do(http.MethodPost, "/agent-accounts", map[string]any{"name": "instructed over http", "instructions": "First."}, &agent)
+	host := &recording{seen: map[string]string{}}
+	online := meshtest.ConnectAgent(t, p, agent, meshtest.AgentOptions{Provider: host, Transport: runtimeengine.ModeHTTP})
+
+	var hellos atomic.Int64
+	sub, err := p.Conn().NC.Subscribe(bus.RuntimeSubject(agent.ID, online.Attached.RuntimeID, bus.RuntimeOpHello), func(*nats.Msg) { hellos.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := p.Conn().NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	ended := func(r mesh.TaskRun) bool { return r.Status.Terminal() }
+	for _, text := range []string{"one", "two", "three"} {
+		p.WaitTask(p.CreateTask(agent.ID, text).ID, 20*time.Second, ended)
+	}
+	unchanged := hellos.Load()
+	p.Do(http.MethodPatch, "/agent-accounts/"+agent.ID, map[string]any{"instructions": "Edited."}, nil)
+	for _, text := range []string{"four", "five"} {
+		p.WaitTask(p.CreateTask(agent.ID, text).ID, 20*time.Second, ended)
+	}
+
+	for text, want := range map[string]string{"one": "First.", "three": "First.", "four": "Edited.", "five": "Edited."} {
+		if got := host.instructions(text); got != want {
+			t.Errorf("task %q got instructions %q, want %q", text, got, want)
+		}
+	}
+	if unchanged != 0 {
+		t.Errorf("the runtime asked for its instructions %d times for 3 tasks while they did not change, want 0", unchanged)
+	}
+	if n := hellos.Load() - unchanged; n != 1 {
+		t.Errorf("the runtime asked for its instructions %d times for 2 tasks after one edit, want 1", n)
 	}
 }

@@ -43,14 +43,16 @@ type Transport interface {
 	Close()
 }
 
-// instructionCarrier is a Transport whose claims bring the agent's
-// instructions as the platform knew them when it answered, so the engine
-// need not ask for them before each task.
-type instructionCarrier interface {
-	// ClaimedInstructions returns the instructions the last claim brought,
-	// and false when no claim brought any (a platform that does not send
-	// them).
-	ClaimedInstructions() (string, bool)
+// InstructionCarrier is a Transport whose claims say what the agent's
+// instructions were when the platform answered, so the engine need not
+// ask for them before each task.
+type InstructionCarrier interface {
+	// ClaimedInstructions returns the instructions as the last claim
+	// brought them (over NATS, the instructions themselves; over HTTP,
+	// only whether they are still known, those the runtime knows), and
+	// false when the claim did not say (a platform that does not, or
+	// instructions that changed since known).
+	ClaimedInstructions(known string) (string, bool)
 }
 
 // IsAuthError reports whether the platform refused the runtime's credential:

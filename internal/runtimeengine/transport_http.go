@@ -8,6 +8,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
@@ -32,6 +33,8 @@ type httpTransport struct {
 	natsErr  error
 	canceled chan string
 	stop     context.CancelFunc
+	// digest is the instructions digest the last pull brought ("": none).
+	digest atomic.Pointer[string]
 }
 
 // NewHTTP returns the REST transport. It follows the runtime's own event
@@ -101,20 +104,38 @@ func (t *httpTransport) NextUpTo(ctx context.Context, _ int) ([]*mesh.TaskRun, e
 
 func (t *httpTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 	q := url.Values{"wait": {t.cfg.PullWait.String()}}
-	var run mesh.TaskRun
 	pctx, done := pullContext(ctx)
 	defer done()
-	status, err := t.cfg.API.Do(pctx, http.MethodPost, "/agent-accounts/"+url.PathEscape(t.cfg.AgentID)+"/task-runs/pull", q, nil, &run)
+	resp, err := t.cfg.API.Send(pctx, http.MethodPost, "/agent-accounts/"+url.PathEscape(t.cfg.AgentID)+"/task-runs/pull", q, nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, err
 	}
-	if status == http.StatusNoContent || run.ID == "" {
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNoContent {
 		return nil, nil
 	}
+	var run mesh.TaskRun
+	if err := json.NewDecoder(resp.Body).Decode(&run); err != nil {
+		return nil, fmt.Errorf("pull: decode answer: %w", err)
+	}
+	if run.ID == "" {
+		return nil, nil
+	}
+	digest := resp.Header.Get(meshapi.HeaderInstructionsDigest)
+	t.digest.Store(&digest)
 	return &run, nil
+}
+
+// ClaimedInstructions answers known when the last pull said the agent's
+// instructions are still those.
+func (t *httpTransport) ClaimedInstructions(known string) (string, bool) {
+	if d := t.digest.Load(); d != nil && *d != "" && *d == meshapi.InstructionsDigest(known) {
+		return known, true
+	}
+	return "", false
 }
 
 // pullContext is the context of one long-poll pull: it ends with ctx only

@@ -77,7 +77,7 @@ type natsTransport struct {
 	instructions atomic.Pointer[string]
 }
 
-func (t *natsTransport) ClaimedInstructions() (string, bool) {
+func (t *natsTransport) ClaimedInstructions(string) (string, bool) {
 	if p := t.instructions.Load(); p != nil {
 		return *p, true
 	}

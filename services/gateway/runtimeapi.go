@@ -106,11 +106,12 @@ func (g *Gateway) pull(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	rc := g.client.Runtime(id.AgentID, id.RuntimeID)
-	run, err := rc.Pull(ctx, meshapi.PullRequest{Wait: wait})
+	pulled, err := rc.Pull(ctx, meshapi.PullRequest{Wait: wait})
 	if err != nil {
 		g.writeError(w, r, err)
 		return
 	}
+	run := pulled.TaskRun
 	if run == nil {
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -122,6 +123,9 @@ func (g *Gateway) pull(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		_ = rc.Release(release, meshapi.ReleaseRequest{TaskRunID: run.ID, Attempt: run.Attempt})
 		return
+	}
+	if pulled.InstructionsDigest != "" {
+		w.Header().Set(meshapi.HeaderInstructionsDigest, pulled.InstructionsDigest)
 	}
 	writeJSON(w, http.StatusOK, run)
 }

@@ -116,7 +116,12 @@ func (s *Service) handlePull(ctx context.Context, req *bus.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.PullResponse{TaskRun: run}, nil
+	out := meshapi.PullResponse{TaskRun: run}
+	// The run's task gets the agent's instructions as they are now.
+	if a, ok := s.agents.Get(agentID); ok && run != nil {
+		out.InstructionsDigest = meshapi.InstructionsDigest(a.Instructions)
+	}
+	return out, nil
 }
 
 func (s *Service) handleClaimMany(ctx context.Context, req *bus.Request) (any, error) {
