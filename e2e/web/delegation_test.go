@@ -38,9 +38,7 @@ func TestWeb_TaskPageShowsTasksDelegatedFromInsideTheWork(t *testing.T) {
 	p := meshtest.StartPlatform(t)
 	planner, reviewer := p.CreateAgent("Planner"), p.CreateAgent("Reviewer")
 	p.Do(http.MethodPatch, "/agent-accounts/"+planner.ID, map[string]any{"delegation": map[string]any{"agents": []string{reviewer.ID}}}, nil)
-	att := p.OnlineRuntime(t, planner.ID)
-	parent := p.CreateTask(planner.ID, "plan the release")
-	p.PullRun(t, planner.ID, att.RuntimeToken)
+	att, parent := p.HeldRun(t, planner.ID, "plan the release")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

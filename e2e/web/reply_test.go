@@ -18,9 +18,7 @@ func TestWeb_AnswerAnAgentsQuestion(t *testing.T) {
 	// works, however slowly.
 	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout = time.Minute })
 	agent := p.CreateAgent("Booker")
-	rt := p.OnlineRuntime(t, agent.ID)
-	run := p.CreateTask(agent.ID, "book a table")
-	p.PullRun(t, agent.ID, rt.RuntimeToken)
+	rt, run := p.HeldRun(t, agent.ID, "book a table")
 	p.Report(t, run.ID, "complete", rt.RuntimeToken, map[string]any{
 		"output": map[string]any{"text": "For how many people?"}, "input_required": true,
 	}).Expect(t, http.StatusOK)

@@ -201,6 +201,19 @@ func (p *Platform) PullRun(t testing.TB, agentID, token string) mesh.TaskRun {
 	return p.Pull(t, agentID, token, "").Expect(t, http.StatusOK).Run(t)
 }
 
+// HeldRun brings a new runtime of agentID online, creates a task run for
+// the agent and has the runtime claim it: the run is running, held by the
+// runtime returned.
+func (p *Platform) HeldRun(t testing.TB, agentID, text string) (Attached, mesh.TaskRun) {
+	t.Helper()
+	rt := p.OnlineRuntime(t, agentID)
+	run := p.CreateTask(agentID, text)
+	if got := p.PullRun(t, agentID, rt.RuntimeToken); got.ID != run.ID {
+		t.Fatalf("the runtime was handed run %s, want the one just created (%s)", got.ID, run.ID)
+	}
+	return rt, p.GetTask(run.ID)
+}
+
 // Report posts a runtime report (progress, renew, complete, fail) on a run
 // and returns the raw answer.
 func (p *Platform) Report(t testing.TB, runID, op, token string, body any) *Response {

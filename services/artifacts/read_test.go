@@ -44,9 +44,7 @@ func TestRead_AnArtifactIsReadInBoundedPartsAndRoundTripsIntact(t *testing.T) {
 		c.HeartbeatTimeout = 5 * time.Minute
 	})
 	agent := p.CreateAgent("writer")
-	rt := p.OnlineRuntime(t, agent.ID)
-	run := p.CreateTask(agent.ID, "write")
-	p.PullRun(t, agent.ID, rt.RuntimeToken)
+	rt, run := p.HeldRun(t, agent.ID, "write")
 	rc := runtimeConn(t, p, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -170,9 +168,7 @@ func TestRead_RefusesWhatTheReaderMayNotRead(t *testing.T) {
 		c.HeartbeatTimeout = 5 * time.Minute
 	})
 	agentA, agentB := p.CreateAgent("a"), p.CreateAgent("b")
-	rtA := p.OnlineRuntime(t, agentA.ID)
-	run := p.CreateTask(agentA.ID, "write")
-	p.PullRun(t, agentA.ID, rtA.RuntimeToken)
+	rtA, run := p.HeldRun(t, agentA.ID, "write")
 	other := p.CreateTask(agentA.ID, "other")
 	rc := runtimeConn(t, p, rtA)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -210,9 +210,7 @@ func TestAttach_RepairReplacesThePreviousRuntime(t *testing.T) {
 	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("moved")
 	events := p.StreamEvents(t, url.Values{"agent_id": {agent.ID}, "type": {"runtime.revoked"}})
-	old := p.OnlineRuntime(t, agent.ID)
-	run := p.CreateTask(agent.ID, "old machine's work")
-	p.PullRun(t, agent.ID, old.RuntimeToken)
+	old, run := p.HeldRun(t, agent.ID, "old machine's work")
 
 	replacement := p.OnlineRuntime(t, agent.ID)
 	if replacement.RuntimeID == old.RuntimeID {

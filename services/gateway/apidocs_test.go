@@ -64,9 +64,7 @@ func TestEvents_CarryTheirDataSchema(t *testing.T) {
 	p := meshtest.StartPlatform(t)
 	events := p.StreamEvents(t, url.Values{})
 	agent := p.CreateAgent("schematic")
-	rt := p.OnlineRuntime(t, agent.ID)
-	run := p.CreateTask(agent.ID, "work")
-	p.PullRun(t, agent.ID, rt.RuntimeToken)
+	rt, run := p.HeldRun(t, agent.ID, "work")
 	p.Report(t, run.ID, "complete", rt.RuntimeToken, map[string]any{"output": map[string]any{"text": "done"}}).Expect(t, http.StatusOK)
 	seen := map[string]bool{}
 	events.Until(t, 20*time.Second, func(ev meshtest.Event) bool {

@@ -46,9 +46,7 @@ func TestArtifacts_UploadListAndDownload(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.MaxArtifactBytes = testMaxArtifactBytes })
 	agent := p.CreateAgent("writer")
-	rt := p.OnlineRuntime(t, agent.ID)
-	run := p.CreateTask(agent.ID, "write a report")
-	p.PullRun(t, agent.ID, rt.RuntimeToken)
+	rt, run := p.HeldRun(t, agent.ID, "write a report")
 	events := p.StreamEvents(t, url.Values{"task_run_id": {run.ID}})
 
 	var text uploaded
@@ -131,9 +129,7 @@ func TestArtifacts_BadUploadsAreRefusedAndStoreNothing(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.MaxArtifactBytes = testMaxArtifactBytes })
 	agent := p.CreateAgent("writer")
-	rt := p.OnlineRuntime(t, agent.ID)
-	run := p.CreateTask(agent.ID, "running")
-	p.PullRun(t, agent.ID, rt.RuntimeToken)
+	rt, run := p.HeldRun(t, agent.ID, "running")
 	pending := p.CreateTask(agent.ID, "pending")
 	done := p.CreateTask(agent.ID, "done")
 	other := p.OnlineRuntime(t, p.CreateAgent("other").ID)

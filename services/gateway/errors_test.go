@@ -30,11 +30,7 @@ func newRouteFixture(t *testing.T) *routeFixture {
 	// between two requests would answer 409 where the body is checked.
 	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease, c.HeartbeatTimeout = time.Minute, time.Minute })
 	f := &routeFixture{p: p, agent: p.CreateAgent("routes")}
-	f.rt = p.OnlineRuntime(t, f.agent.ID)
-	f.running = p.CreateTask(f.agent.ID, "running")
-	if got := p.PullRun(t, f.agent.ID, f.rt.RuntimeToken); got.ID != f.running.ID {
-		t.Fatalf("pulled %s, want %s", got.ID, f.running.ID)
-	}
+	f.rt, f.running = p.HeldRun(t, f.agent.ID, "running")
 	f.pending = p.CreateTask(f.agent.ID, "pending")
 	f.conv = f.running.ConversationID
 	return f

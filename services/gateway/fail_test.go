@@ -61,9 +61,7 @@ func TestFail_MalformedBodiesAreRejectedAndLeaveTheRunRunning(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("failing")
-	rt := p.OnlineRuntime(t, agent.ID)
-	run := p.CreateTask(agent.ID, "x")
-	p.PullRun(t, agent.ID, rt.RuntimeToken)
+	rt, run := p.HeldRun(t, agent.ID, "x")
 
 	bodies := map[string]string{
 		"empty body":            ``,

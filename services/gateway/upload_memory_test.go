@@ -78,9 +78,7 @@ func TestArtifacts_UploadMemoryIsBounded(t *testing.T) {
 		c.HeartbeatTimeout = 5 * time.Minute
 	})
 	agent := p.CreateAgent("writer")
-	rt := p.OnlineRuntime(t, agent.ID)
-	run := p.CreateTask(agent.ID, "big output")
-	p.PullRun(t, agent.ID, rt.RuntimeToken)
+	rt, run := p.HeldRun(t, agent.ID, "big output")
 
 	post := func() *http.Response {
 		t.Helper()
@@ -135,9 +133,7 @@ func TestArtifacts_UploadsAreReadAsJSON(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("writer")
-	rt := p.OnlineRuntime(t, agent.ID)
-	run := p.CreateTask(agent.ID, "json")
-	p.PullRun(t, agent.ID, rt.RuntimeToken)
+	rt, run := p.HeldRun(t, agent.ID, "json")
 	for _, tc := range []struct {
 		name, body, content string
 	}{

@@ -137,9 +137,8 @@ func TestClaim_RenewalKeepsTheRunRunning(t *testing.T) {
 	var workers []*worker
 	for _, how := range []string{"renew", "heartbeat", "progress"} {
 		agent := p.CreateAgent(how)
-		w := &worker{how: how, rt: p.OnlineRuntime(t, agent.ID)}
-		w.run = p.CreateTask(agent.ID, how)
-		p.PullRun(t, agent.ID, w.rt.RuntimeToken)
+		w := &worker{how: how}
+		w.rt, w.run = p.HeldRun(t, agent.ID, how)
 		switch how {
 		case "renew":
 			w.renew = func() { p.Report(t, w.run.ID, "renew", w.rt.RuntimeToken, nil).Expect(t, http.StatusOK) }

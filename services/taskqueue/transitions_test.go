@@ -92,9 +92,7 @@ func TestCancel_RunningRunRefusesTheRuntimesLaterReports(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("interrupted")
-	rt := p.OnlineRuntime(t, agent.ID)
-	run := p.CreateTask(agent.ID, "long job")
-	p.PullRun(t, agent.ID, rt.RuntimeToken)
+	rt, run := p.HeldRun(t, agent.ID, "long job")
 	p.Report(t, run.ID, "progress", rt.RuntimeToken, map[string]any{"message": "working"}).Expect(t, http.StatusOK)
 
 	canceled := cancel(t, p, run.ID).Expect(t, http.StatusOK).Run(t)
