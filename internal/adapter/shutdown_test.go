@@ -97,64 +97,90 @@ func TestShutdown_StopsTheRunningTaskWhenTheGraceRunsOut(t *testing.T) {
 	}
 }
 
-// A restart under a steady stream of tasks: every request sent while the
-// adapter shuts down gets an answer (its task's reply, or 503) or finds the
-// port closed; none is cut on a connection the adapter had accepted, which
-// the runtime could not tell from a task lost midway. Each sender stops
-// sending once told the adapter is shutting down, as the runtime does.
-func TestShutdown_NoRequestIsCutWhileTheAdapterStops(t *testing.T) {
-	done := func(ctx context.Context, _ *provider.Task) (*provider.Result, error) {
-		return &provider.Result{Output: map[string]any{"text": "ok"}}, nil
-	}
-	s, err := New(Config{Provider: funcProvider(done), Workdir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, served := serve(t, s)
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+// outcome is how one task sent to a stopping adapter went.
+type outcome int
+
+const (
+	answered outcome = iota // its reply came
+	refused                 // refused before it was delivered: the sender stops
+	lost                    // neither: the runtime could not tell it from a task lost midway
+)
+
+// stopUnderLoad has four senders send tasks with send, each until one is
+// refused, stops the adapter once more than 20 were answered, and returns
+// the failures of the tasks lost, and how many were answered.
+func stopUnderLoad(t *testing.T, s *Server, served <-chan error, send func() (outcome, error)) (lostTasks []error, answeredTasks int) {
+	t.Helper()
 	var (
-		mu       sync.Mutex
-		cut      []error
-		answered int
-		senders  sync.WaitGroup
+		mu      sync.Mutex
+		senders sync.WaitGroup
 	)
 	for range 4 {
 		senders.Add(1)
 		go func() {
 			defer senders.Done()
 			for {
-				resp, err := client.Post(url+"/run-task", "application/json", strings.NewReader(taskBody("r")))
-				status := 0
-				if err == nil {
-					status = resp.StatusCode
-					_, err = io.ReadAll(resp.Body)
-					resp.Body.Close()
-				}
-				var op *net.OpError
+				how, err := send()
 				mu.Lock()
-				switch {
-				case err == nil && status == http.StatusOK:
-					answered++
-				case err == nil && status == http.StatusServiceUnavailable, errors.As(err, &op) && op.Op == "dial":
-					mu.Unlock()
-					return // refused before anything was delivered
-				case err == nil:
-					cut = append(cut, fmt.Errorf("HTTP %d", status))
-				default:
-					cut = append(cut, err)
+				switch how {
+				case answered:
+					answeredTasks++
+				case lost:
+					lostTasks = append(lostTasks, err)
 				}
 				mu.Unlock()
+				if how == refused {
+					return
+				}
 			}
 		}()
 	}
-	eventually(t, "tasks to be answered", func() bool { mu.Lock(); defer mu.Unlock(); return answered > 20 })
+	eventually(t, "tasks to be answered", func() bool { mu.Lock(); defer mu.Unlock(); return answeredTasks > 20 })
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
 	receive(t, served, "Serve")
 	senders.Wait()
+	return lostTasks, answeredTasks
+}
+
+func answerAtOnce(ctx context.Context, _ *provider.Task) (*provider.Result, error) {
+	return &provider.Result{Output: map[string]any{"text": "ok"}}, nil
+}
+
+// A restart under a steady stream of tasks: every request sent while the
+// adapter shuts down gets an answer (its task's reply, or 503) or finds the
+// port closed; none is cut on a connection the adapter had accepted, which
+// the runtime could not tell from a task lost midway. Each sender stops
+// sending once told the adapter is shutting down, as the runtime does.
+func TestShutdown_NoRequestIsCutWhileTheAdapterStops(t *testing.T) {
+	s, err := New(Config{Provider: funcProvider(answerAtOnce), Workdir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, served := serve(t, s)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	cut, n := stopUnderLoad(t, s, served, func() (outcome, error) {
+		resp, err := client.Post(url+"/run-task", "application/json", strings.NewReader(taskBody("r")))
+		status := 0
+		if err == nil {
+			status = resp.StatusCode
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		var op *net.OpError
+		switch {
+		case err == nil && status == http.StatusOK:
+			return answered, nil
+		case err == nil && status == http.StatusServiceUnavailable, errors.As(err, &op) && op.Op == "dial":
+			return refused, nil
+		case err == nil:
+			return lost, fmt.Errorf("HTTP %d", status)
+		}
+		return lost, err
+	})
 	if len(cut) > 0 {
-		t.Fatalf("%d requests were cut while the adapter stopped (%d answered), first: %v", len(cut), answered, cut[0])
+		t.Fatalf("%d requests were cut while the adapter stopped (%d answered), first: %v", len(cut), n, cut[0])
 	}
 }
 
@@ -164,10 +190,7 @@ func TestShutdown_NoRequestIsCutWhileTheAdapterStops(t *testing.T) {
 // close is lost: each is answered, or refused before delivery (the runtime
 // gives its run back).
 func TestShutdown_NoTaskOnAKeptConnectionIsLostWhileTheAdapterStops(t *testing.T) {
-	done := func(ctx context.Context, _ *provider.Task) (*provider.Result, error) {
-		return &provider.Result{Output: map[string]any{"text": "ok"}}, nil
-	}
-	s, err := New(Config{Provider: funcProvider(done), Workdir: t.TempDir()})
+	s, err := New(Config{Provider: funcProvider(answerAtOnce), Workdir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,42 +202,19 @@ func TestShutdown_NoTaskOnAKeptConnectionIsLostWhileTheAdapterStops(t *testing.T
 	if h, err := client.Health(context.Background()); err != nil || !h.KeepAlive {
 		t.Fatalf("health %+v, %v: want kept connections allowed", h, err)
 	}
-	var (
-		mu       sync.Mutex
-		lost     []error
-		answered int
-		senders  sync.WaitGroup
-	)
-	for i := range 4 {
-		senders.Add(1)
-		go func() {
-			defer senders.Done()
-			for {
-				_, err := client.Run(context.Background(), &adapterapi.RunTaskRequest{
-					TaskRunID: fmt.Sprintf("r%d", i), ConversationID: "c", TaskType: "chat", Input: []byte(`{"text":"hi"}`),
-				}, nil)
-				var f *adapterclient.Failure
-				mu.Lock()
-				switch {
-				case err == nil:
-					answered++
-				case errors.As(err, &f) && f.NotDelivered:
-					mu.Unlock()
-					return
-				default:
-					lost = append(lost, err)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	eventually(t, "tasks to be answered", func() bool { mu.Lock(); defer mu.Unlock(); return answered > 50 })
-	if err := s.Shutdown(context.Background()); err != nil {
-		t.Fatalf("Shutdown: %v", err)
-	}
-	receive(t, served, "Serve")
-	senders.Wait()
-	if len(lost) > 0 {
-		t.Fatalf("%d tasks were lost while the adapter stopped (%d answered), first: %v", len(lost), answered, lost[0])
+	task := &adapterapi.RunTaskRequest{TaskRunID: "r", ConversationID: "c", TaskType: "chat", Input: []byte(`{"text":"hi"}`)}
+	lostTasks, n := stopUnderLoad(t, s, served, func() (outcome, error) {
+		_, err := client.Run(context.Background(), task, nil)
+		var f *adapterclient.Failure
+		switch {
+		case err == nil:
+			return answered, nil
+		case errors.As(err, &f) && f.NotDelivered:
+			return refused, nil
+		}
+		return lost, err
+	})
+	if len(lostTasks) > 0 {
+		t.Fatalf("%d tasks were lost while the adapter stopped (%d answered), first: %v", len(lostTasks), n, lostTasks[0])
 	}
 }

@@ -37,27 +37,35 @@ func (r *recording) instructions(text string) string {
 	return r.seen[text]
 }
 
+// instructedAgent starts a platform with an agent whose instructions are
+// "First.", brings it online with a runtime on transport whose tasks host
+// records, and counts the runtime's hellos from then on.
+func instructedAgent(t *testing.T, transport string) (*meshtest.Platform, mesh.Agent, *recording, *atomic.Int64) {
+	t.Helper()
+	p := meshtest.StartPlatform(t)
+	var agent mesh.Agent
+	p.Do(http.MethodPost, "/agent-accounts", map[string]any{"name": "instructed", "instructions": "First."}, &agent)
+	host := &recording{seen: map[string]string{}}
+	online := meshtest.ConnectAgent(t, p, agent, meshtest.AgentOptions{Provider: host, Transport: transport})
+	var hellos atomic.Int64
+	sub, err := p.Conn().NC.Subscribe(bus.RuntimeSubject(agent.ID, online.Attached.RuntimeID, bus.RuntimeOpHello), func(*nats.Msg) { hellos.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := p.Conn().NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return p, agent, host, &hellos
+}
+
 // TestInstructions_TheClaimCarriesTheAgentsCurrentOnes: the official
 // runtime gives each task the agent's instructions as they are when the
 // task is claimed, an edit reaching the next task, and it learns them from
 // the claim's answer: it does not ask the platform again before each task.
 func TestInstructions_TheClaimCarriesTheAgentsCurrentOnes(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t)
-	var agent mesh.Agent
-	p.Do(http.MethodPost, "/agent-accounts", map[string]any{"name": "instructed", "instructions": "First."}, &agent)
-	host := &recording{seen: map[string]string{}}
-	online := meshtest.ConnectAgent(t, p, agent, meshtest.AgentOptions{Provider: host})
-
-	var hellos atomic.Int64
-	sub, err := p.Conn().NC.Subscribe(bus.RuntimeSubject(agent.ID, online.Attached.RuntimeID, bus.RuntimeOpHello), func(*nats.Msg) { hellos.Add(1) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	if err := p.Conn().NC.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	p, agent, host, hellos := instructedAgent(t, runtimeengine.ModeNATS)
 
 	ended := func(r mesh.TaskRun) bool { return r.Status.Terminal() }
 	first := p.CreateTask(agent.ID, "one")
@@ -83,21 +91,7 @@ func TestInstructions_TheClaimCarriesTheAgentsCurrentOnes(t *testing.T) {
 // for them (hello) when they changed, not before each task.
 func TestInstructions_OverHTTPTheRuntimeAsksOnlyWhenTheyChanged(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t)
-	var agent mesh.Agent
-	p.Do(http.MethodPost, "/agent-accounts", map[string]any{"name": "instructed over http", "instructions": "First."}, &agent)
-	host := &recording{seen: map[string]string{}}
-	online := meshtest.ConnectAgent(t, p, agent, meshtest.AgentOptions{Provider: host, Transport: runtimeengine.ModeHTTP})
-
-	var hellos atomic.Int64
-	sub, err := p.Conn().NC.Subscribe(bus.RuntimeSubject(agent.ID, online.Attached.RuntimeID, bus.RuntimeOpHello), func(*nats.Msg) { hellos.Add(1) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	if err := p.Conn().NC.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	p, agent, host, hellos := instructedAgent(t, runtimeengine.ModeHTTP)
 
 	ended := func(r mesh.TaskRun) bool { return r.Status.Terminal() }
 	for _, text := range []string{"one", "two", "three"} {
