@@ -184,7 +184,7 @@ cat
 	var health adapterapi.Health
 	err = json.NewDecoder(resp.Body).Decode(&health)
 	resp.Body.Close()
-	if err != nil || health != (adapterapi.Health{OK: true, Provider: "command"}) {
+	if err != nil || health != (adapterapi.Health{OK: true, Provider: "command", KeepAlive: true}) {
 		t.Fatalf("health = %+v, %v", health, err)
 	}
 

@@ -114,7 +114,7 @@ func (c *Client) Run(ctx context.Context, req *adapterapi.RunTaskRequest, onProg
 	// The adapter's span of the task continues the runtime's trace.
 	hreq, span := tracing.StartHTTPClient(hreq, tracer, "adapter run-task", tracing.AttrTaskRunID.String(req.TaskRunID))
 	defer span.End()
-	resp, err := c.post(ctx, hreq)
+	resp, kept, err := c.post(ctx, hreq)
 	if err != nil {
 		tracing.Fail(span, CodeConnectionLost)
 		return nil, c.transportFailure(ctx, err)
@@ -132,7 +132,11 @@ func (c *Client) Run(ctx context.Context, req *adapterapi.RunTaskRequest, onProg
 		}
 	}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), adapterapi.MediaNDJSON) {
-		return c.readStream(ctx, resp.Body, onProgress)
+		reply, err := c.readStream(ctx, resp.Body, onProgress)
+		if kept && err == nil {
+			finish(resp.Body)
+		}
+		return reply, err
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes+1))
 	if err != nil {
@@ -144,30 +148,45 @@ func (c *Client) Run(ctx context.Context, req *adapterapi.RunTaskRequest, onProg
 	return parse(data)
 }
 
-// post sends a task: over a kept connection when the adapter allows it,
-// and again over a fresh one when the kept connection broke before the
-// adapter answered anything (it was closing it: an idle timeout, a
+// post sends a task: over a kept connection when the adapter allows it
+// (kept), and again over a fresh one when the kept connection broke before
+// the adapter answered anything (it was closing it: an idle timeout, a
 // restart), which carried no task the adapter took.
-func (c *Client) post(ctx context.Context, hreq *http.Request) (*http.Response, error) {
+func (c *Client) post(ctx context.Context, hreq *http.Request) (resp *http.Response, kept bool, err error) {
 	if !c.keepAlive.Load() {
-		return c.fresh.Do(hreq)
+		resp, err = c.fresh.Do(hreq)
+		return resp, false, err
 	}
 	var reused, answered atomic.Bool
 	traced := hreq.WithContext(httptrace.WithClientTrace(hreq.Context(), &httptrace.ClientTrace{
 		GotConn:              func(info httptrace.GotConnInfo) { reused.Store(info.Reused) },
 		GotFirstResponseByte: func() { answered.Store(true) },
 	}))
-	resp, err := c.kept.Do(traced)
+	resp, err = c.kept.Do(traced)
 	if err == nil || !reused.Load() || answered.Load() || ctx.Err() != nil {
-		return resp, err
+		return resp, true, err
 	}
 	// Its other kept connections are likely closing too.
 	c.kept.CloseIdleConnections()
 	again, gerr := rewound(hreq)
 	if gerr != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return c.fresh.Do(again)
+	resp, err = c.fresh.Do(again)
+	return resp, false, err
+}
+
+// finishWait bounds how long finish waits for the end of an answer.
+const finishWait = 250 * time.Millisecond
+
+// finish reads what is left of a streamed answer after its result line
+// (the end of its chunked body), so that its kept connection goes back to
+// be used again rather than be closed unread. An adapter that holds the
+// answer open after its result is cut off after finishWait.
+func finish(body io.ReadCloser) {
+	cut := time.AfterFunc(finishWait, func() { _ = body.Close() })
+	defer cut.Stop()
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
 }
 
 // rewound is hreq with its body read from the start again.

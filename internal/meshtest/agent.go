@@ -1,9 +1,11 @@
 package meshtest
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,24 +43,54 @@ type OnlineAgent struct {
 	Agent    mesh.Agent
 	Attached Attached
 	stop     func()
-	conns    atomic.Int64
+	// taskConns counts the adapter's connections that carried tasks.
+	taskConns atomic.Int64
 }
 
-// AdapterConnections is how many connections the agent's adapter accepted.
-func (a *OnlineAgent) AdapterConnections() int64 { return a.conns.Load() }
+// AdapterTaskConnections is how many connections the agent's adapter
+// accepted whose first request was a task (not a /health check).
+func (a *OnlineAgent) AdapterTaskConnections() int64 { return a.taskConns.Load() }
 
-// countingListener counts the connections it accepts.
-type countingListener struct {
+// taskCounting counts the connections it accepts whose first request is a
+// task.
+type taskCounting struct {
 	net.Listener
 	n *atomic.Int64
 }
 
-func (l countingListener) Accept() (net.Conn, error) {
+func (l taskCounting) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if err == nil {
-		l.n.Add(1)
+	if err != nil {
+		return nil, err
 	}
-	return c, err
+	return &firstRequestConn{Conn: c, n: l.n}, nil
+}
+
+// firstRequestConn reads its first request line as it goes by and counts
+// the connection when the request is a task.
+type firstRequestConn struct {
+	net.Conn
+	n    *atomic.Int64
+	mu   sync.Mutex
+	head []byte
+	read bool
+}
+
+func (c *firstRequestConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.read {
+		c.head = append(c.head, p[:n]...)
+		if line, _, ok := bytes.Cut(c.head, []byte("\n")); ok || len(c.head) >= 256 {
+			c.read = true
+			if bytes.HasPrefix(line, []byte("POST /run-task ")) || bytes.HasPrefix(line, []byte("POST /execute ")) {
+				c.n.Add(1)
+			}
+			c.head = nil
+		}
+	}
+	return n, err
 }
 
 // Stop disconnects the runtime and stops the adapter (the test's cleanup
@@ -96,7 +128,7 @@ func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *
 	if err != nil {
 		t.Fatalf("adapter listen: %v", err)
 	}
-	go func() { _ = srv.Serve(countingListener{Listener: ln, n: &a.conns}) }()
+	go func() { _ = srv.Serve(taskCounting{Listener: ln, n: &a.taskConns}) }()
 	ac, err := adapterclient.New("http://" + ln.Addr().String() + "/run-task")
 	if err != nil {
 		t.Fatal(err)

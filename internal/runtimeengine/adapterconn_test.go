@@ -25,9 +25,8 @@ func TestAdapterConnections_KeptToTheShippedAdapter(t *testing.T) {
 			t.Fatalf("task %d ended %s", i, done.Status)
 		}
 	}
-	// Health checks open a connection each (one before the first task, one
-	// per heartbeat); the tasks share one.
-	if n := online.AdapterConnections(); n > 4 {
-		t.Fatalf("the adapter accepted %d connections for %d tasks run one after another", n, tasks)
+	// Health checks open a connection each; the tasks share one.
+	if n := online.AdapterTaskConnections(); n != 1 {
+		t.Fatalf("the adapter accepted %d connections for %d tasks run one after another, want 1", n, tasks)
 	}
 }
