@@ -91,9 +91,12 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 				return "scale measured nothing"
 			}
 			// Each connection is served by a goroutine that reads it and one
-			// that writes it in the server: the profiles were read.
-			if r.Scale.GoroutinesPerRuntime < 2 {
-				return fmt.Sprintf("scale read %.1f goroutines per runtime from the platform's profiles, want at least 2", r.Scale.GoroutinesPerRuntime)
+			// that writes it in the server, so the profiles were read if
+			// they show about two per runtime. The count is a difference of
+			// two snapshots of a busy process: a few of its own short-lived
+			// goroutines may have ended in between.
+			if r.Scale.GoroutinesPerRuntime < 1.5 {
+				return fmt.Sprintf("scale read %.1f goroutines per runtime from the platform's profiles, want about 2", r.Scale.GoroutinesPerRuntime)
 			}
 			if md := r.Markdown(); !strings.Contains(md, "### Scale: 12 runtimes") || strings.Contains(md, "### End to end") {
 				return "scale missing from the report, or other phases shown"
