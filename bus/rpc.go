@@ -199,7 +199,11 @@ type Service struct {
 	sem     chan struct{}
 	log     zerolog.Logger
 	timeout time.Duration
-	wg      sync.WaitGroup
+	// mu orders counting a request in (wg.Add) before Stop's wait: micro
+	// may hand over a request while the service stops.
+	mu       sync.Mutex
+	stopping bool
+	wg       sync.WaitGroup
 }
 
 // serviceConfig configures a Service (Serve builds it from a ServiceSpec).
@@ -239,10 +243,17 @@ func newService(nc *nats.Conn, cfg serviceConfig) (*Service, error) {
 func (s *Service) handle(name, subject string, h HandlerFunc, bounded bool) error {
 	h = traced(s.svc.Info().Name, name, h)
 	return s.svc.AddEndpoint(name, micro.HandlerFunc(func(r micro.Request) {
+		s.mu.Lock()
+		if s.stopping {
+			s.mu.Unlock()
+			s.respondError(r, mesh.Errorf(mesh.CodeUnavailable, "service %s is stopping; try again", s.svc.Info().Name))
+			return
+		}
+		s.wg.Add(1)
+		s.mu.Unlock()
 		if bounded {
 			s.sem <- struct{}{}
 		}
-		s.wg.Add(1)
 		go func() {
 			defer func() {
 				if bounded {
@@ -374,6 +385,9 @@ func IsRequesterInbox(reply string) bool {
 // already being handled to finish.
 func (s *Service) Stop(grace time.Duration) error {
 	err := s.svc.Stop()
+	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {

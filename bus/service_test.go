@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -243,5 +244,58 @@ func TestCallIdempotent_ATryWhoseAnswerIsLostIsSentAgain(t *testing.T) {
 	}
 	if n := refusals.Load(); n != 1 {
 		t.Fatalf("a refusal was sent %d times, want once", n)
+	}
+}
+
+// TestService_StopWhileRequestsArrive: a request micro hands over while the
+// service is stopping is either served and waited for, or answered
+// UNAVAILABLE so its caller tries again; under -race, Stop's wait never
+// races a request being counted in.
+func TestService_StopWhileRequestsArrive(t *testing.T) {
+	conn := embeddedConn(t)
+	for range 40 {
+		svc, err := newService(conn.NC, serviceConfig{Name: "stopping", Version: "1.0.0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = svc.handle("work", "test.stopping", func(context.Context, *Request) (any, error) {
+			return "done", nil
+		}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		var answered atomic.Int64
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					rctx, rcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+					var out string
+					err := Call(rctx, conn.NC, "test.stopping", nil, &out)
+					rcancel()
+					switch {
+					case err == nil && out == "done":
+						answered.Add(1)
+					case err == nil:
+						t.Errorf("answered %q", out)
+					case mesh.AsError(err).Code == mesh.CodeUnavailable, ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrNoResponders):
+					default:
+						t.Errorf("answered %v, want done or UNAVAILABLE", err)
+					}
+				}
+			}()
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for answered.Load() < 20 && time.Now().Before(deadline) {
+			runtime.Gosched()
+		}
+		if err := svc.Stop(time.Second); err != nil {
+			t.Error(err)
+		}
+		cancel()
+		wg.Wait()
 	}
 }
