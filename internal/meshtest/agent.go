@@ -19,7 +19,6 @@ import (
 	"github.com/a2amesh/a2amesh/internal/provider"
 	"github.com/a2amesh/a2amesh/internal/runtimeengine"
 	"github.com/a2amesh/a2amesh/mesh"
-	"github.com/a2amesh/a2amesh/meshapi"
 )
 
 // AgentOptions tune an online agent.
@@ -118,7 +117,18 @@ func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *
 	if o.Provider == nil {
 		o.Provider = provider.Echo{}
 	}
-	att := p.Attach(agent.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Paired, connected and sent home as a2a-runtime pair and start do.
+	prof, err := runtimeengine.Pair(ctx, runtimeengine.PairRequest{
+		Code: p.PairingCode(agent.ID), APIBase: p.APIBase, DeviceName: "test-device",
+		LocalExecutor: profile.LocalExecutor{Type: "custom"},
+	})
+	if err != nil {
+		t.Fatalf("pair: %v", err)
+	}
+	att := Attached{AgentID: prof.AgentID, RuntimeID: prof.RuntimeID, RuntimeToken: prof.RuntimeToken, HeartbeatTimeoutMS: prof.HeartbeatTimeoutMS}
+	att.NATS.URL, att.NATS.WSURL, att.NATS.InboxPrefix = prof.NATS.URL, prof.NATS.WSURL, prof.NATS.InboxPrefix
 	srv, err := adapter.New(adapter.Config{Provider: o.Provider, Workdir: t.TempDir(), Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatalf("adapter: %v", err)
@@ -133,33 +143,19 @@ func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := apiclient.New(p.APIBase, apiclient.WithRuntimeToken(att.RuntimeToken))
+	api, err := apiclient.New(prof.APIBase, apiclient.WithRuntimeToken(prof.RuntimeToken))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var (
-		tr    runtimeengine.Transport
-		hello *meshapi.HelloResponse
-	)
-	switch o.Transport {
-	case "", runtimeengine.ModeNATS:
-		tr, hello, err = runtimeengine.DialNATS(ctx, runtimeengine.NATSConfig{
-			URL: p.NATSURL(), Token: att.RuntimeToken, AgentID: att.AgentID, RuntimeID: att.RuntimeID,
-			InboxPrefix: att.NATS.InboxPrefix, ClaimWait: 2 * time.Second,
-		})
-	case runtimeengine.ModeHTTP:
-		tr, hello, err = runtimeengine.Dial(ctx, runtimeengine.DialConfig{
-			Profile: profile.Profile{AgentID: att.AgentID, RuntimeID: att.RuntimeID, RuntimeToken: att.RuntimeToken},
-			Mode:    runtimeengine.ModeHTTP, API: api, Logger: zerolog.Nop(),
-		})
-	default:
-		t.Fatalf("no transport %q", o.Transport)
+	if o.Transport == "" {
+		o.Transport = runtimeengine.ModeNATS
 	}
+	dial := runtimeengine.DialConfig{Profile: prof, Mode: o.Transport, API: api, Logger: zerolog.Nop()}
+	tr, hello, err := runtimeengine.Dial(ctx, dial)
 	if err != nil {
 		t.Fatalf("runtime dial: %v", err)
 	}
+	tr, hello, _ = runtimeengine.FollowHome(ctx, dial, tr, hello)
 	// The runtime a2a-runtime start builds, with short intervals.
 	c := runtimeengine.NewRuntime(runtimeengine.RuntimeConfig{
 		AgentID: att.AgentID, RuntimeID: att.RuntimeID, Transport: tr, Hello: hello, API: api, Adapter: ac,
