@@ -1,12 +1,14 @@
 package registry_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -89,5 +91,34 @@ func TestPresence_HeartbeatsKeepARuntimeOnline(t *testing.T) {
 	evs := events.Until(t, timeout+3*time.Second, meshtest.TypeIs("runtime.offline", rt.RuntimeID))
 	if len(evs) != 2 || evs[0].Type != mesh.EventRuntimeOnline {
 		t.Fatalf("presence events: %d (%s first), want one online then one offline", len(evs), evs[0].Type)
+	}
+}
+
+// TestPresence_HeartbeatsReachOnlyTheViewsThatNeedThem: every heartbeat
+// writes a presence record, and each service watching the presence bucket
+// costs the server a delivery per heartbeat. Only the registry (its sweep)
+// and the task queue (online checks on every claim) keep a view; the other
+// services read a runtime's presence when they need it.
+func TestPresence_HeartbeatsReachOnlyTheViewsThatNeedThem(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t)
+	agent := p.CreateAgent("watched")
+	rt := p.Attach(agent.ID)
+	p.Heartbeat(t, rt.RuntimeToken)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := p.Conn().JS.Stream(ctx, "KV_"+bus.BucketPresence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Consumers != 2 {
+		t.Fatalf("%d watches of the presence bucket, want 2 (registry, task queue)", info.State.Consumers)
+	}
+	if v := p.RuntimeView(t, agent.ID, rt.RuntimeID); v.Status != mesh.PresenceOnline {
+		t.Fatalf("after a heartbeat the runtime is %s", v.Status)
 	}
 }

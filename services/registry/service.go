@@ -69,7 +69,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.presence, err = bus.OpenRecords[mesh.RuntimePresence](ctx, js, bus.BucketPresence); err != nil {
 		return err
 	}
-	if s.dir, err = runtimedir.Open(ctx, js, runtimedir.Options{Logger: s.cfg.Logger}); err != nil {
+	if s.dir, err = runtimedir.Open(ctx, js, runtimedir.Options{Presence: true, Logger: s.cfg.Logger}); err != nil {
 		return err
 	}
 	s.events = bus.NewPublisher(js, bus.ServiceRegistry).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServiceRegistry))

@@ -170,7 +170,7 @@ func (s *Service) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.runtimes, err = runtimedir.Open(ctx, s.js, runtimedir.Options{Logger: s.cfg.Logger}); err != nil {
+	if s.runtimes, err = runtimedir.Open(ctx, s.js, runtimedir.Options{Presence: true, Logger: s.cfg.Logger}); err != nil {
 		return err
 	}
 	for _, m := range []interface{ WaitReady(context.Context) error }{s.runView, s.agents} {

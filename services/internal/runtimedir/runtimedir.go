@@ -27,9 +27,13 @@ type Directory struct {
 
 // Options tune a Directory.
 type Options struct {
-	// OnPresence is called after each presence change (nil p: removed).
-	OnPresence func(runtimeID string, p **mesh.RuntimePresence)
-	Logger     zerolog.Logger
+	// Presence keeps a view of the presence bucket, for a service that asks
+	// whether a runtime is online on a hot path or needs every presence at
+	// once. Every heartbeat writes a presence record, so each view costs
+	// the server a delivery per heartbeat and its process a decode, and
+	// holds every runtime's presence; without it, Online reads the record.
+	Presence bool
+	Logger   zerolog.Logger
 }
 
 // Open starts the views and waits until they are loaded.
@@ -46,16 +50,18 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Directory
 	if err != nil {
 		return nil, err
 	}
-	d.presence, err = bus.StartMirror(ctx, js, bus.BucketPresence, bus.MirrorConfig[mesh.RuntimePresence, *mesh.RuntimePresence]{
-		Project: func(_ string, p *mesh.RuntimePresence, rev uint64) (*mesh.RuntimePresence, bool) {
-			p.Revision = rev
-			return p, true
-		},
-		OnChange: opts.OnPresence,
-		Logger:   opts.Logger,
-	})
-	if err != nil {
-		return nil, err
+	if opts.Presence {
+		d.presence, err = bus.StartMirror(ctx, js, bus.BucketPresence, bus.MirrorConfig[mesh.RuntimePresence, *mesh.RuntimePresence]{
+			Project: func(_ string, p *mesh.RuntimePresence, rev uint64) (*mesh.RuntimePresence, bool) {
+				p.Revision = rev
+				return p, true
+			},
+			Logger: opts.Logger,
+		})
+		if err != nil {
+			_ = d.runtimes.Stop()
+			return nil, err
+		}
 	}
 	if d.runtimeStore, err = bus.OpenRecords[mesh.Runtime](ctx, js, bus.BucketRuntimes); err != nil {
 		return nil, err
@@ -66,8 +72,10 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Directory
 	if err := d.runtimes.WaitReady(ctx); err != nil {
 		return nil, fmt.Errorf("runtime directory: %w", err)
 	}
-	if err := d.presence.WaitReady(ctx); err != nil {
-		return nil, fmt.Errorf("runtime directory: %w", err)
+	if d.presence != nil {
+		if err := d.presence.WaitReady(ctx); err != nil {
+			return nil, fmt.Errorf("runtime directory: %w", err)
+		}
 	}
 	return d, nil
 }
@@ -117,17 +125,24 @@ func (d *Directory) Check(ctx context.Context, agentID, runtimeID string, needOn
 	return mesh.Errorf(mesh.CodeRuntimeOffline, "runtime is offline: send a heartbeat before pulling work")
 }
 
-// Online reports whether the runtime's presence is online.
+// Online reports whether the runtime's presence is online: from the view
+// when it says so, else from the record.
 func (d *Directory) Online(ctx context.Context, runtimeID string) bool {
-	if p, ok := d.presence.Get(runtimeID); ok && p.Status == mesh.PresenceOnline {
-		return true
+	if d.presence != nil {
+		if p, ok := d.presence.Get(runtimeID); ok && p.Status == mesh.PresenceOnline {
+			return true
+		}
 	}
 	p, _, err := d.presStore.Get(ctx, runtimeID)
 	return err == nil && p.Status == mesh.PresenceOnline
 }
 
-// Presence returns the presence record held in the view.
+// Presence returns the presence record held in the view (none without
+// Options.Presence).
 func (d *Directory) Presence(runtimeID string) (*mesh.RuntimePresence, bool) {
+	if d.presence == nil {
+		return nil, false
+	}
 	return d.presence.Get(runtimeID)
 }
 
@@ -148,9 +163,13 @@ func (d *Directory) AgentRuntimes(agentID string) []*mesh.Runtime {
 	return out
 }
 
-// OnlinePresences copies every presence record that is online.
+// OnlinePresences copies every presence record that is online (none
+// without Options.Presence).
 func (d *Directory) OnlinePresences() []mesh.RuntimePresence {
 	var out []mesh.RuntimePresence
+	if d.presence == nil {
+		return nil
+	}
 	d.presence.Range(func(_ string, p *mesh.RuntimePresence) bool {
 		if p.Status == mesh.PresenceOnline {
 			out = append(out, *p)
@@ -163,5 +182,7 @@ func (d *Directory) OnlinePresences() []mesh.RuntimePresence {
 // Close stops the views.
 func (d *Directory) Close() {
 	_ = d.runtimes.Stop()
-	_ = d.presence.Stop()
+	if d.presence != nil {
+		_ = d.presence.Stop()
+	}
 }
