@@ -18,8 +18,13 @@ const (
 	BucketRuntimes      = "mesh_runtimes"
 	BucketCredentials   = "mesh_credentials"
 	BucketPresence      = "mesh_presence"
-	BucketArtifactMeta  = "mesh_artifact_meta"
-	BucketConfig        = "mesh_config"
+	// BucketHeartbeats holds the time of each runtime's last heartbeat,
+	// owned by the registry and read by it alone: presence (online or
+	// offline) is written to BucketPresence only when it changes, so the
+	// services that watch presence are not woken by every heartbeat.
+	BucketHeartbeats   = "mesh_heartbeats"
+	BucketArtifactMeta = "mesh_artifact_meta"
+	BucketConfig       = "mesh_config"
 	// BucketConsumers holds event consumer credentials (by id, and their
 	// hashes), owned by the credential service.
 	BucketConsumers = "mesh_consumers"

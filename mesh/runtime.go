@@ -46,9 +46,11 @@ type Runtime struct {
 
 // RuntimePresence is the liveness view of a runtime kept by the registry.
 type RuntimePresence struct {
-	RuntimeID          string     `json:"runtime_id"`
-	AgentID            string     `json:"agent_id"`
-	Status             Presence   `json:"status"`
+	RuntimeID string   `json:"runtime_id"`
+	AgentID   string   `json:"agent_id"`
+	Status    Presence `json:"status"`
+	// LastHeartbeatAt is the heartbeat that last changed the record; the
+	// registry keeps the time of every later one apart (bus.BucketHeartbeats).
 	LastHeartbeatAt    *time.Time `json:"last_heartbeat_at,omitempty"`
 	HeartbeatTimeoutMS int64      `json:"heartbeat_timeout_ms"`
 	// AdapterUnreachable is the last heartbeat's word that the runtime's

@@ -12,6 +12,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestPresence_RuntimeWithoutHeartbeatsGoesOffline: after HeartbeatTimeout
@@ -94,31 +95,57 @@ func TestPresence_HeartbeatsKeepARuntimeOnline(t *testing.T) {
 	}
 }
 
-// TestPresence_HeartbeatsReachOnlyTheViewsThatNeedThem: every heartbeat
-// writes a presence record, and each service watching the presence bucket
-// costs the server a delivery per heartbeat. Only the registry (its sweep)
-// and the task queue (online checks on every claim) keep a view; the other
-// services read a runtime's presence when they need it.
-func TestPresence_HeartbeatsReachOnlyTheViewsThatNeedThem(t *testing.T) {
+// TestPresence_SteadyHeartbeatsWakeNoPresenceView: a runtime's presence
+// (online, offline) is watched by the registry and the task queue, and its
+// heartbeats' times by the registry alone. A heartbeat that changes nothing
+// but the time writes no presence record, so no presence view is woken by
+// it, and the runtime's view still shows its last heartbeat.
+func TestPresence_SteadyHeartbeatsWakeNoPresenceView(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("watched")
 	rt := p.Attach(agent.ID)
 	p.Heartbeat(t, rt.RuntimeToken)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	stream, err := p.Conn().JS.Stream(ctx, "KV_"+bus.BucketPresence)
-	if err != nil {
-		t.Fatal(err)
+	stream := func(bucket string) *jetstream.StreamInfo {
+		s, err := p.Conn().JS.Stream(ctx, "KV_"+bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info
 	}
-	info, err := stream.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
+	if n := stream(bus.BucketPresence).State.Consumers; n != 2 {
+		t.Fatalf("%d watches of the presence bucket, want 2 (registry, task queue)", n)
 	}
-	if info.State.Consumers != 2 {
-		t.Fatalf("%d watches of the presence bucket, want 2 (registry, task queue)", info.State.Consumers)
+	if n := stream(bus.BucketHeartbeats).State.Consumers; n != 1 {
+		t.Fatalf("%d watches of the heartbeats bucket, want 1 (registry)", n)
 	}
-	if v := p.RuntimeView(t, agent.ID, rt.RuntimeID); v.Status != mesh.PresenceOnline {
-		t.Fatalf("after a heartbeat the runtime is %s", v.Status)
+	// The heartbeat right after the first may find the registry's view not
+	// yet holding the presence the first wrote; once one writes nothing,
+	// the following ones write nothing either.
+	before := stream(bus.BucketPresence).State.LastSeq
+	meshtest.Eventually(t, 10*time.Second, func() bool {
+		p.Heartbeat(t, rt.RuntimeToken)
+		after := stream(bus.BucketPresence).State.LastSeq
+		steady := after == before
+		before = after
+		return steady
+	}, func() string { return "every heartbeat wrote the runtime's presence" })
+	var last time.Time
+	for range 5 {
+		last = time.Now()
+		p.Heartbeat(t, rt.RuntimeToken)
+	}
+	if after := stream(bus.BucketPresence).State.LastSeq; after != before {
+		t.Fatalf("five steady heartbeats wrote the presence bucket %d times, want none", after-before)
+	}
+	v := p.RuntimeView(t, agent.ID, rt.RuntimeID)
+	if v.Status != mesh.PresenceOnline || v.LastHeartbeatAt == nil || v.LastHeartbeatAt.Before(last.Add(-time.Millisecond)) {
+		t.Fatalf("runtime view %+v, want online with the last heartbeat at %s or later", v, last)
 	}
 }

@@ -47,6 +47,10 @@ func (c *Config) defaults() {
 type Service struct {
 	cfg      Config
 	presence *bus.Records[mesh.RuntimePresence]
+	// beats holds each runtime's last heartbeat, and beatView the
+	// registry's own view of them (no other service reads them).
+	beats    *bus.Records[beat]
+	beatView *bus.Mirror[beat, time.Time]
 	dir      *runtimedir.Directory
 	events   *bus.Publisher
 	svc      *bus.Service
@@ -68,6 +72,19 @@ func (s *Service) Start(ctx context.Context) error {
 	var err error
 	if s.presence, err = bus.OpenRecords[mesh.RuntimePresence](ctx, js, bus.BucketPresence); err != nil {
 		return err
+	}
+	if s.beats, err = bus.OpenRecords[beat](ctx, js, bus.BucketHeartbeats); err != nil {
+		return err
+	}
+	s.beatView, err = bus.StartMirror(ctx, js, bus.BucketHeartbeats, bus.MirrorConfig[beat, time.Time]{
+		Project: func(_ string, b *beat, _ uint64) (time.Time, bool) { return b.At, true },
+		Logger:  s.cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.beatView.WaitReady(ctx); err != nil {
+		return fmt.Errorf("heartbeats view: %w", err)
 	}
 	if s.dir, err = runtimedir.Open(ctx, js, runtimedir.Options{Presence: true, Logger: s.cfg.Logger}); err != nil {
 		return err
@@ -103,8 +120,21 @@ func (s *Service) Stop(grace time.Duration) {
 	if s.dir != nil {
 		s.dir.Close()
 	}
+	if s.beatView != nil {
+		_ = s.beatView.Stop()
+	}
 }
 
+// beat is a runtime's last heartbeat, kept under its runtime id in the
+// heartbeats bucket.
+type beat struct {
+	AgentID string    `json:"agent_id"`
+	At      time.Time `json:"at"`
+}
+
+// handleHeartbeat stores the heartbeat's time, and the runtime's presence
+// when it changes: a runtime coming online, its adapter's state, its
+// timeout, or a heartbeat that comes late (see steady).
 func (s *Service) handleHeartbeat(ctx context.Context, req *bus.Request) (any, error) {
 	agentID, runtimeID, err := req.Runtime()
 	if err != nil {
@@ -123,15 +153,53 @@ func (s *Service) handleHeartbeat(ctx context.Context, req *bus.Request) (any, e
 		LastHeartbeatAt: &now, HeartbeatTimeoutMS: s.cfg.HeartbeatTimeout.Milliseconds(),
 		AdapterUnreachable: in.AdapterUnreachable,
 	}
-	rev, cameOnline, err := s.storeHeartbeat(ctx, p)
-	if err != nil {
+	steady := s.steady(p)
+	if _, err := s.beats.Put(ctx, runtimeID, &beat{AgentID: agentID, At: now}); err != nil {
 		return nil, err
 	}
-	p.Revision = rev
-	if cameOnline {
-		s.publishPresence(ctx, mesh.EventRuntimeOnline, p)
+	if !steady {
+		rev, cameOnline, err := s.storeHeartbeat(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		p.Revision = rev
+		if cameOnline {
+			s.publishPresence(ctx, mesh.EventRuntimeOnline, p)
+		}
 	}
 	return meshapi.HeartbeatResponse{Status: mesh.PresenceOnline, HeartbeatTimeoutMS: p.HeartbeatTimeoutMS, ServerTime: now}, nil
+}
+
+// steady reports whether a heartbeat changes nothing in the runtime's
+// stored presence, so that storing its time is enough: the presence (as
+// the view holds it) is online with the same adapter state and timeout,
+// and the heartbeat before came less than half a timeout ago. A later
+// heartbeat writes the presence as well, with a compare-and-set, which
+// settles it against a sweep deciding at the same moment that the runtime
+// went silent: the sweep marks a runtime offline only once its last
+// heartbeat is a whole timeout old, so while the heartbeats come in time
+// the two never decide about the same runtime at once.
+func (s *Service) steady(p *mesh.RuntimePresence) bool {
+	cur, ok := s.dir.Presence(p.RuntimeID)
+	if !ok || cur.Status != mesh.PresenceOnline || cur.AgentID != p.AgentID ||
+		cur.AdapterUnreachable != p.AdapterUnreachable || cur.HeartbeatTimeoutMS != p.HeartbeatTimeoutMS {
+		return false
+	}
+	last := s.lastBeat(cur)
+	return !last.IsZero() && p.LastHeartbeatAt.Sub(last) < time.Duration(p.HeartbeatTimeoutMS)*time.Millisecond/2
+}
+
+// lastBeat is the later of the heartbeat the presence record holds and the
+// one the heartbeats view holds.
+func (s *Service) lastBeat(p *mesh.RuntimePresence) time.Time {
+	var last time.Time
+	if p.LastHeartbeatAt != nil {
+		last = *p.LastHeartbeatAt
+	}
+	if at, ok := s.beatView.Get(p.RuntimeID); ok && at.After(last) {
+		last = at
+	}
+	return last
 }
 
 // storeHeartbeat writes a heartbeat's presence and says whether the runtime
@@ -165,22 +233,34 @@ func (s *Service) storeHeartbeat(ctx context.Context, p *mesh.RuntimePresence) (
 	return rev, cameOnline, err
 }
 
-// sweep marks offline every runtime whose last heartbeat is older than its timeout.
+// sweep marks offline every runtime whose last heartbeat is older than its
+// timeout. The decision is made on the presence record (compare-and-set)
+// with the heartbeat's time read from the bucket's leader, not a view.
 func (s *Service) sweep(ctx context.Context) {
 	now := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for _, p := range s.dir.OnlinePresences() {
-		if p.LastHeartbeatAt == nil || now.Sub(*p.LastHeartbeatAt) <= time.Duration(p.HeartbeatTimeoutMS)*time.Millisecond {
+		if now.Sub(s.lastBeat(&p)) <= time.Duration(p.HeartbeatTimeoutMS)*time.Millisecond {
+			continue
+		}
+		latest, err := s.latestBeat(ctx, p.RuntimeID)
+		if err != nil {
+			s.cfg.Logger.Warn().Err(err).Str("runtime_id", p.RuntimeID).Msg("heartbeat not read; presence left as it is")
 			continue
 		}
 		went := false
 		cur, rev, err := s.presence.Modify(ctx, p.RuntimeID, func(cur *mesh.RuntimePresence) error {
+			last := latest
+			if cur.LastHeartbeatAt != nil && cur.LastHeartbeatAt.After(last) {
+				last = *cur.LastHeartbeatAt
+			}
 			timeout := time.Duration(cur.HeartbeatTimeoutMS) * time.Millisecond
-			if cur.Status != mesh.PresenceOnline || cur.LastHeartbeatAt == nil || time.Since(*cur.LastHeartbeatAt) <= timeout {
+			if cur.Status != mesh.PresenceOnline || last.IsZero() || time.Since(last) <= timeout {
 				return bus.ErrSkip
 			}
 			cur.Status = mesh.PresenceOffline
+			cur.LastHeartbeatAt = &last
 			went = true
 			return nil
 		})
@@ -193,6 +273,19 @@ func (s *Service) sweep(ctx context.Context) {
 			s.publishPresence(ctx, mesh.EventRuntimeOffline, cur)
 		}
 	}
+}
+
+// latestBeat reads a runtime's last heartbeat from the bucket's leader
+// (zero when it never sent one).
+func (s *Service) latestBeat(ctx context.Context, runtimeID string) (time.Time, error) {
+	b, _, err := s.beats.Latest(ctx, runtimeID)
+	if errors.Is(err, mesh.ErrNotFound) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	return b.At, nil
 }
 
 func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error) {
@@ -221,13 +314,21 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 // runtime whose heartbeat was just answered must be listed online.
 func (s *Service) currentPresence(ctx context.Context, runtimeID string) *mesh.RuntimePresence {
 	p, _, err := s.presence.Get(ctx, runtimeID)
-	if err == nil {
-		return p
+	if err != nil {
+		cached, ok := s.dir.Presence(runtimeID)
+		if !ok || errors.Is(err, mesh.ErrNotFound) {
+			return nil
+		}
+		copied := *cached
+		p = &copied
 	}
-	if p, ok := s.dir.Presence(runtimeID); ok && !errors.Is(err, mesh.ErrNotFound) {
-		return p
+	// The presence record holds the heartbeat that last changed it; the
+	// heartbeats bucket the last one.
+	if b, _, err := s.beats.Get(ctx, runtimeID); err == nil && (p.LastHeartbeatAt == nil || b.At.After(*p.LastHeartbeatAt)) {
+		at := b.At
+		p.LastHeartbeatAt = &at
 	}
-	return nil
+	return p
 }
 
 // notReadyAdapter is why an online runtime whose adapter does not answer
