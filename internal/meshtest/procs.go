@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,6 +70,23 @@ func (ps *Procs) All() []*Proc {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	return append([]*Proc(nil), ps.list...)
+}
+
+// WaitLogged waits until every process started so far has printed text (a
+// program's own word that it is ready, say), and fails the test when one
+// exits before it does or the timeout passes.
+func (ps *Procs) WaitLogged(timeout time.Duration, text string) {
+	ps.t.Helper()
+	for _, p := range ps.All() {
+		Eventually(ps.t, timeout, func() bool {
+			return strings.Contains(p.Logs.String(), text) || p.Exited()
+		}, func() string {
+			return p.Name + " never printed " + strconv.Quote(text) + ":\n" + ps.Mask(Tail(p.Logs.String(), 4000))
+		})
+		if !strings.Contains(p.Logs.String(), text) {
+			ps.t.Fatalf("%s exited before it printed %q:\n%s", p.Name, text, ps.Mask(Tail(p.Logs.String(), 4000)))
+		}
+	}
 }
 
 // Secret records credentials that Mask hides.
