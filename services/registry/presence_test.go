@@ -104,8 +104,7 @@ func TestPresence_SteadyHeartbeatsWakeNoPresenceView(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("watched")
-	rt := p.Attach(agent.ID)
-	p.Heartbeat(t, rt.RuntimeToken)
+	rt := p.OnlineRuntime(t, agent.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	stream := func(bucket string) *jetstream.StreamInfo {
