@@ -118,8 +118,10 @@ func (s *Service) handlePull(ctx context.Context, req *bus.Request) (any, error)
 	}
 	out := meshapi.PullResponse{TaskRun: run}
 	// The run's task gets the agent's instructions as they are now.
-	if a, ok := s.agents.Get(agentID); ok && run != nil {
-		out.InstructionsDigest = meshapi.InstructionsDigest(a.Instructions)
+	if run != nil {
+		if a, ok := s.agents.Get(agentID); ok {
+			out.InstructionsDigest = a.InstructionsDigest
+		}
 	}
 	return out, nil
 }

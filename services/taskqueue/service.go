@@ -77,7 +77,7 @@ type Service struct {
 
 	index    *index
 	runView  *bus.Mirror[mesh.TaskRun, *summary]
-	agents   *bus.Mirror[mesh.Agent, *mesh.Agent]
+	agents   *bus.Mirror[mesh.Agent, *agentView]
 	runtimes *runtimedir.Directory
 
 	events *bus.Publisher
@@ -109,6 +109,14 @@ type Service struct {
 	startedAt time.Time
 	// The reaper (reaper.go) is the maintenance job.
 	reaper *bus.Periodic
+}
+
+// agentView is what the task queue keeps of an agent: its instructions,
+// which claims carry, and their digest, which REST pulls carry, computed
+// once when the agent changes rather than on every pull.
+type agentView struct {
+	Instructions       string
+	InstructionsDigest string
 }
 
 // New returns a service; Start runs it.
@@ -163,9 +171,11 @@ func (s *Service) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.agents, err = bus.StartMirror(ctx, s.js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, *mesh.Agent]{
-		Project: bus.Identity[mesh.Agent],
-		Logger:  s.cfg.Logger,
+	s.agents, err = bus.StartMirror(ctx, s.js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, *agentView]{
+		Project: func(_ string, a *mesh.Agent, _ uint64) (*agentView, bool) {
+			return &agentView{Instructions: a.Instructions, InstructionsDigest: meshapi.InstructionsDigest(a.Instructions)}, true
+		},
+		Logger: s.cfg.Logger,
 	})
 	if err != nil {
 		return err
