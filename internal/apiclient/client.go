@@ -91,19 +91,25 @@ func StatusOf(err error) int {
 // Do sends a JSON request and decodes a JSON answer into out (when not nil).
 // It returns the HTTP status; 204 leaves out untouched.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, in, out any) (int, error) {
+	status, _, err := c.Exchange(ctx, method, path, query, in, out)
+	return status, err
+}
+
+// Exchange is Do that also returns the answer's headers.
+func (c *Client) Exchange(ctx context.Context, method, path string, query url.Values, in, out any) (int, http.Header, error) {
 	resp, err := c.Send(ctx, method, path, query, in)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNoContent || out == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
-		return resp.StatusCode, nil
+		return resp.StatusCode, resp.Header, nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return resp.StatusCode, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+		return resp.StatusCode, resp.Header, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, resp.Header, nil
 }
 
 // Send sends a request and returns the response when it is 2xx; error answers

@@ -106,25 +106,18 @@ func (t *httpTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 	q := url.Values{"wait": {t.cfg.PullWait.String()}}
 	pctx, done := pullContext(ctx)
 	defer done()
-	resp, err := t.cfg.API.Send(pctx, http.MethodPost, "/agent-accounts/"+url.PathEscape(t.cfg.AgentID)+"/task-runs/pull", q, nil)
+	var run mesh.TaskRun
+	status, header, err := t.cfg.API.Exchange(pctx, http.MethodPost, "/agent-accounts/"+url.PathEscape(t.cfg.AgentID)+"/task-runs/pull", q, nil, &run)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNoContent {
+	if status == http.StatusNoContent || run.ID == "" {
 		return nil, nil
 	}
-	var run mesh.TaskRun
-	if err := json.NewDecoder(resp.Body).Decode(&run); err != nil {
-		return nil, fmt.Errorf("pull: decode answer: %w", err)
-	}
-	if run.ID == "" {
-		return nil, nil
-	}
-	digest := resp.Header.Get(meshapi.HeaderInstructionsDigest)
+	digest := header.Get(meshapi.HeaderInstructionsDigest)
 	t.digest.Store(&digest)
 	return &run, nil
 }
