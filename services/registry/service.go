@@ -128,8 +128,7 @@ func (s *Service) Stop(grace time.Duration) {
 // beat is a runtime's last heartbeat, kept under its runtime id in the
 // heartbeats bucket.
 type beat struct {
-	AgentID string    `json:"agent_id"`
-	At      time.Time `json:"at"`
+	At time.Time `json:"at"`
 }
 
 // handleHeartbeat stores the heartbeat's time, and the runtime's presence
@@ -154,7 +153,7 @@ func (s *Service) handleHeartbeat(ctx context.Context, req *bus.Request) (any, e
 		AdapterUnreachable: in.AdapterUnreachable,
 	}
 	steady := s.steady(p)
-	if _, err := s.beats.Put(ctx, runtimeID, &beat{AgentID: agentID, At: now}); err != nil {
+	if _, err := s.beats.Put(ctx, runtimeID, &beat{At: now}); err != nil {
 		return nil, err
 	}
 	if !steady {

@@ -28,10 +28,10 @@ type Directory struct {
 // Options tune a Directory.
 type Options struct {
 	// Presence keeps a view of the presence bucket, for a service that asks
-	// whether a runtime is online on a hot path or needs every presence at
-	// once. Every heartbeat writes a presence record, so each view costs
-	// the server a delivery per heartbeat and its process a decode, and
-	// holds every runtime's presence; without it, Online reads the record.
+	// whether a runtime is online on a hot path (claims) or needs every
+	// presence at once (the registry's sweep). A view holds every
+	// runtime's presence and is woken by each change of one; without it,
+	// Online reads the record.
 	Presence bool
 	Logger   zerolog.Logger
 }
