@@ -11,13 +11,13 @@ import (
 )
 
 // localMirror finds this region's mirror of a global bucket (see
-// MirrorBucket), if the connection's region has one.
+// RegionBucket), if the connection's region has one.
 func localMirror(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.Stream, bool) {
 	region := connRegion(js)
 	if region == "" || !IsGlobalBucket(bucket) {
 		return nil, false
 	}
-	s, err := js.Stream(ctx, "KV_"+MirrorBucket(bucket, region))
+	s, err := js.Stream(ctx, "KV_"+RegionBucket(bucket, region))
 	if err != nil {
 		return nil, false
 	}

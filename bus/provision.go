@@ -119,6 +119,11 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 		}
 	}
 	for _, kc := range bucketConfigs(cfg.EventRetention) {
+		if origin != p.region && IsRegionalBucket(kc.Bucket) {
+			// This region's own part of the bucket; the origin's keeps
+			// the bucket's name.
+			kc.Bucket = RegionBucket(kc.Bucket, p.region)
+		}
 		if err := p.ensure(ctx, p.bucketStream(kc)); err != nil {
 			return err
 		}
@@ -156,22 +161,16 @@ func (p *provisioner) placement() *jetstream.Placement {
 }
 
 // origin is the region holding the records every region reads (the global
-// buckets): where the agents bucket lives, or this region when there is
-// none yet (this process creates them).
+// buckets), or this region when there is none yet (this process creates
+// them).
 func (p *provisioner) origin(ctx context.Context) (string, error) {
 	tctx, cancel := p.try(ctx)
 	defer cancel()
-	s, err := p.js.Stream(tctx, "KV_"+BucketAgents)
+	origin, err := originRegion(tctx, p.js)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return p.region, nil
 	}
-	if err != nil {
-		return "", fmt.Errorf("provision: where the global records live: %w", err)
-	}
-	if info := s.CachedInfo(); info.Cluster != nil && info.Cluster.Name != "" && p.region != "" {
-		return info.Cluster.Name, nil
-	}
-	return p.region, nil
+	return origin, err
 }
 
 // ensure creates a stream that is missing, placed in this region, and
@@ -269,8 +268,10 @@ func (p *provisioner) bucketStream(kc jetstream.KeyValueConfig) jetstream.Stream
 	}
 }
 
-// MirrorBucket is the name of region's mirror of a global bucket.
-func MirrorBucket(bucket, region string) string { return bucket + "_" + region }
+// RegionBucket is the name of region's own bucket of bucket outside the
+// origin region: its mirror of a global bucket, its part of a regional one.
+// In the origin region, a bucket keeps its name.
+func RegionBucket(bucket, region string) string { return bucket + "_" + region }
 
 // ensureMirror keeps a mirror of a global bucket in this region, which
 // answers this region's direct gets of the bucket (MirrorDirect) and feeds
@@ -279,7 +280,7 @@ func MirrorBucket(bucket, region string) string { return bucket + "_" + region }
 // Writes still go to the origin.
 func (p *provisioner) ensureMirror(ctx context.Context, kc jetstream.KeyValueConfig) error {
 	want := p.bucketStream(kc)
-	want.Name = "KV_" + MirrorBucket(kc.Bucket, p.region)
+	want.Name = "KV_" + RegionBucket(kc.Bucket, p.region)
 	want.Description = kc.Description + " (mirror of " + kc.Bucket + ")"
 	want.Subjects = nil
 	want.Mirror = &jetstream.StreamSource{Name: "KV_" + kc.Bucket}
@@ -359,10 +360,14 @@ func Provisioned(ctx context.Context, js jetstream.JetStream) error {
 	}
 	var missing []string
 	for _, name := range ProvisionedStreams() {
-		if bucket, ok := strings.CutPrefix(name, "KV_"); ok && mirrored && IsGlobalBucket(bucket) {
-			if _, err := js.Stream(ctx, "KV_"+MirrorBucket(bucket, region)); err == nil {
+		bucket, isBucket := strings.CutPrefix(name, "KV_")
+		if isBucket && mirrored && IsGlobalBucket(bucket) {
+			if _, err := js.Stream(ctx, "KV_"+RegionBucket(bucket, region)); err == nil {
 				continue
 			}
+		}
+		if isBucket && mirrored && IsRegionalBucket(bucket) {
+			name = "KV_" + RegionBucket(bucket, region)
 		}
 		_, err := js.Stream(ctx, name)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -392,6 +397,22 @@ var globalBuckets = map[string]bool{
 // IsGlobalBucket reports whether bucket holds records every region reads
 // (kept once, mirrored to every region).
 func IsGlobalBucket(bucket string) bool { return globalBuckets[bucket] }
+
+// regionalBuckets hold what a region keeps of its own agents: their task
+// runs (which are also the queue), the idempotency keys and conversations
+// of the runs created there, their runtimes' presence and heartbeats.
+// Each region has its own bucket of each, placed there (the origin's keeps
+// the bucket's name, the others' are RegionBucket), written and read by
+// that region's services alone, so a region's work goes on while another
+// region is down.
+var regionalBuckets = map[string]bool{
+	BucketRuns: true, BucketIdempotency: true, BucketConversations: true,
+	BucketPresence: true, BucketHeartbeats: true,
+}
+
+// IsRegionalBucket reports whether each region keeps its own bucket of
+// bucket (see regionalBuckets).
+func IsRegionalBucket(bucket string) bool { return regionalBuckets[bucket] }
 
 // bucketConfigs lists every key-value bucket the platform keeps.
 func bucketConfigs(eventRetention time.Duration) []jetstream.KeyValueConfig {

@@ -43,6 +43,9 @@ func OpenRecords[T any](ctx context.Context, js jetstream.JetStream, bucket stri
 	var stream jetstream.Stream
 	err := retry(ctx, "open bucket "+bucket, func(ctx context.Context) error {
 		var err error
+		if bucket, err = regionBucket(ctx, js, r.name); err != nil {
+			return err
+		}
 		if r.kv, err = js.KeyValue(ctx, bucket); err != nil {
 			return err
 		}
@@ -52,6 +55,7 @@ func OpenRecords[T any](ctx context.Context, js jetstream.JetStream, bucket stri
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
 	}
+	r.name = bucket
 	// Outside its origin region, a global bucket is read from the region's
 	// mirror (a direct get its mirror answers): a record written in another
 	// region a moment ago may be missing there for as long as the gateway

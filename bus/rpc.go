@@ -241,6 +241,13 @@ func newService(nc *nats.Conn, cfg serviceConfig) (*Service, error) {
 // so one slow request never holds up the others; bounded requests count
 // against the service's concurrency.
 func (s *Service) handle(name, subject string, h HandlerFunc, bounded bool) error {
+	return s.handleFrom(name, subject, h, bounded, false)
+}
+
+// handleFrom is handle; handedOver marks the endpoint of a region's
+// subject (RegionSubject), whose requests carry the subject they first
+// arrived on.
+func (s *Service) handleFrom(name, subject string, h HandlerFunc, bounded, handedOver bool) error {
 	h = traced(s.svc.Info().Name, name, h)
 	return s.svc.AddEndpoint(name, micro.HandlerFunc(func(r micro.Request) {
 		s.mu.Lock()
@@ -261,12 +268,12 @@ func (s *Service) handle(name, subject string, h HandlerFunc, bounded bool) erro
 				}
 				s.wg.Done()
 			}()
-			s.serve(name, r, h)
+			s.serve(name, r, h, handedOver)
 		}()
 	}), micro.WithEndpointSubject(subject))
 }
 
-func (s *Service) serve(name string, r micro.Request, h HandlerFunc) {
+func (s *Service) serve(name string, r micro.Request, h HandlerFunc, handedOver bool) {
 	ctx, cancel := handlerContext(r.Headers(), s.timeout)
 	defer cancel()
 	ctx = WithTraceParent(ctx, r.Headers().Get(headerTraceParent))
@@ -276,7 +283,11 @@ func (s *Service) serve(name string, r micro.Request, h HandlerFunc) {
 			s.respondError(r, mesh.Errorf(mesh.CodeInternal, "internal error"))
 		}
 	}()
-	resp, err := h(ctx, &Request{Subject: r.Subject(), Data: r.Data()})
+	subject := r.Subject()
+	if handedOver {
+		subject = HandedOverSubject(subject, nats.Header(r.Headers()))
+	}
+	resp, err := h(ctx, &Request{Subject: subject, Data: r.Data()})
 	if err != nil {
 		e := mesh.AsError(err)
 		if e.Code == mesh.CodeInternal {

@@ -36,6 +36,14 @@ type ServiceSpec struct {
 	// runtimes waiting for work never hold up the other requests; their
 	// handlers bound how many may wait.
 	Waits map[string]bool
+	// Region is the region this copy of the service serves. With Route,
+	// a request that belongs to another region is handed to that region's
+	// copies (see Route), and this copy also answers what other regions
+	// hand to Region.
+	Region string
+	// Route says where each request belongs; nil: every request is
+	// answered here.
+	Route RouteFunc
 	// Concurrency bounds requests handled at once. Default 256.
 	Concurrency int
 	// Timeout bounds one handler. Default 60s.
@@ -54,14 +62,24 @@ func Serve(nc *nats.Conn, spec ServiceSpec) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	add := func(op, endpoint, subject string, h HandlerFunc) error {
+		bounded := !spec.Waits[op]
+		if spec.Route == nil || spec.Region == "" {
+			return svc.handle(endpoint, subject, h, bounded)
+		}
+		if err := svc.handle(endpoint, subject, svc.routed(spec.Region, endpoint, op, spec.Route, h), bounded); err != nil {
+			return err
+		}
+		return svc.handleFrom("region_"+endpoint, RegionSubject(spec.Region, spec.Name, endpoint), h, bounded, true)
+	}
 	for op, h := range spec.Ops {
-		if err := svc.handle(op, ServiceSubject(spec.Name, op), h, !spec.Waits[op]); err != nil {
+		if err := add(op, op, ServiceSubject(spec.Name, op), h); err != nil {
 			_ = svc.Stop(0)
 			return nil, err
 		}
 	}
 	for op, h := range spec.RuntimeOps {
-		if err := svc.handle("runtime_"+op, RuntimeSubjectPattern(op), h, !spec.Waits[op]); err != nil {
+		if err := add(op, "runtime_"+op, RuntimeSubjectPattern(op), h); err != nil {
 			_ = svc.Stop(0)
 			return nil, err
 		}

@@ -84,11 +84,11 @@ func TestRegions_GlobalRecordsAreKeptOnceAndReadInEveryRegion(t *testing.T) {
 			t.Fatalf("global bucket %s lives in %q, want east (where the platform started)", global, got)
 		}
 		for _, r := range []string{"west", "south"} {
-			if got := placedIn(t, js, "KV_"+bus.MirrorBucket(global, r)); got != r {
+			if got := placedIn(t, js, "KV_"+bus.RegionBucket(global, r)); got != r {
 				t.Fatalf("%s's mirror of %s lives in %q", r, global, got)
 			}
 		}
-		if _, err := js.Stream(context.Background(), "KV_"+bus.MirrorBucket(global, "east")); err == nil {
+		if _, err := js.Stream(context.Background(), "KV_"+bus.RegionBucket(global, "east")); err == nil {
 			t.Fatalf("the origin region has a mirror of its own bucket %s", global)
 		}
 	}
@@ -186,7 +186,7 @@ func caughtUp(t *testing.T, js jetstream.JetStream, bucket, region string) bool 
 	if err != nil {
 		return false
 	}
-	mirror, err := js.Stream(ctx, "KV_"+bus.MirrorBucket(bucket, region))
+	mirror, err := js.Stream(ctx, "KV_"+bus.RegionBucket(bucket, region))
 	if err != nil {
 		return false
 	}

@@ -69,9 +69,9 @@ func (c *Config) newService(name string, env serviceEnv) (service, error) {
 			Platform: meshapi.PlatformInfo{Name: c.PlatformName, Origin: c.origin()}, Metrics: reg,
 		}), nil
 	case bus.ServiceRegistry:
-		return registry.New(registry.Config{Conn: conn, Logger: log, HeartbeatTimeout: c.HeartbeatTimeout, Metrics: reg}), nil
+		return registry.New(registry.Config{Conn: conn, Logger: log, HeartbeatTimeout: c.HeartbeatTimeout, Metrics: reg, Region: c.Region}), nil
 	case bus.ServiceTaskQueue:
-		return taskqueue.New(taskqueue.Config{Conn: conn, Logger: log, Lease: c.Lease, HeartbeatTimeout: c.HeartbeatTimeout, Metrics: reg}), nil
+		return taskqueue.New(taskqueue.Config{Conn: conn, Logger: log, Lease: c.Lease, HeartbeatTimeout: c.HeartbeatTimeout, Metrics: reg, Region: c.Region}), nil
 	case bus.ServiceArtifacts:
 		return artifacts.New(artifacts.Config{Conn: conn, Logger: log, MaxBytes: c.MaxArtifactBytes, Metrics: reg}), nil
 	case bus.ServiceWebhooks:

@@ -6,6 +6,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -32,9 +33,17 @@ type Config struct {
 	SweepInterval time.Duration
 	// Metrics receives the service's metrics; nil records none.
 	Metrics prometheus.Registerer
+	// Region is the region this registry serves: it keeps the presence of
+	// the runtimes of the agents homed there, and hands heartbeats and
+	// lists about other agents to their home region's registry. Default
+	// bus.DefaultRegion.
+	Region string
 }
 
 func (c *Config) defaults() {
+	if c.Region == "" {
+		c.Region = bus.DefaultRegion
+	}
 	if c.HeartbeatTimeout == 0 {
 		c.HeartbeatTimeout = mesh.DefaultHeartbeatTimeout
 	}
@@ -51,9 +60,12 @@ type Service struct {
 	// registry's own view of them (no other service reads them).
 	beats    *bus.Records[beat]
 	beatView *bus.Mirror[beat, time.Time]
-	dir      *runtimedir.Directory
-	events   *bus.Publisher
-	svc      *bus.Service
+	// homes holds each agent's home region, which says which region's
+	// registry keeps its runtimes' presence.
+	homes  *bus.Mirror[mesh.Agent, string]
+	dir    *runtimedir.Directory
+	events *bus.Publisher
+	svc    *bus.Service
 	// sweeper marks offline the runtimes whose heartbeats stopped.
 	sweeper *bus.Periodic
 }
@@ -83,8 +95,17 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.beatView.WaitReady(ctx); err != nil {
-		return fmt.Errorf("heartbeats view: %w", err)
+	s.homes, err = bus.StartMirror(ctx, js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, string]{
+		Project: func(_ string, a *mesh.Agent, _ uint64) (string, bool) { return a.HomeRegion, true },
+		Logger:  s.cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range []interface{ WaitReady(context.Context) error }{s.beatView, s.homes} {
+		if err := m.WaitReady(ctx); err != nil {
+			return fmt.Errorf("registry: load: %w", err)
+		}
 	}
 	if s.dir, err = runtimedir.Open(ctx, js, runtimedir.Options{Presence: true, Logger: s.cfg.Logger}); err != nil {
 		return err
@@ -100,6 +121,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
 		Name: bus.ServiceRegistry, Description: "runtime presence", Logger: s.cfg.Logger,
+		Region: s.cfg.Region, Route: s.routeRequest,
 		Ops:        map[string]bus.HandlerFunc{meshapi.OpRegistryList: s.handleList},
 		RuntimeOps: map[string]bus.HandlerFunc{bus.RuntimeOpHeartbeat: s.handleHeartbeat},
 	})
@@ -123,6 +145,27 @@ func (s *Service) Stop(grace time.Duration) {
 	if s.beatView != nil {
 		_ = s.beatView.Stop()
 	}
+	if s.homes != nil {
+		_ = s.homes.Stop()
+	}
+}
+
+// routeRequest hands a heartbeat, or a list of runtimes, about an agent
+// homed in another region to that region's registry, which keeps its
+// runtimes' presence.
+func (s *Service) routeRequest(_ context.Context, op string, req *bus.Request) (bus.Route, error) {
+	agentID, _, err := req.Runtime()
+	if err != nil {
+		var in struct {
+			AgentID string `json:"agent_id"`
+		}
+		_ = json.Unmarshal(req.Data, &in)
+		agentID = in.AgentID
+	}
+	if home, ok := s.homes.Get(agentID); ok && home != "" {
+		return bus.Route{Region: home}, nil
+	}
+	return bus.Here, nil
 }
 
 // beat is a runtime's last heartbeat, kept under its runtime id in the

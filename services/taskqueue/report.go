@@ -219,8 +219,10 @@ func (s *Service) renewHeld(ctx context.Context, ids []string, held func(*mesh.T
 // or of every run it holds when it lists none. The registry answers the
 // heartbeat itself.
 func (s *Service) onHeartbeat(msg *nats.Msg) {
-	agentID, runtimeID, _, ok := bus.ParseRuntimeSubject(msg.Subject)
-	if !ok {
+	subject := bus.HandedOverSubject(msg.Subject, msg.Header)
+	handedOver := subject != msg.Subject
+	agentID, runtimeID, _, ok := bus.ParseRuntimeSubject(subject)
+	if !ok || (!handedOver && s.handOverHeartbeat(msg, agentID)) {
 		return
 	}
 	var hb struct {

@@ -45,9 +45,16 @@ type Config struct {
 	MaxPullWait time.Duration
 	// Metrics receives the service's metrics; nil records none.
 	Metrics prometheus.Registerer
+	// Region is the region this task queue serves: it keeps the runs of
+	// the agents homed there and hands requests about others to their
+	// home region's task queue. Default bus.DefaultRegion.
+	Region string
 }
 
 func (c *Config) defaults() {
+	if c.Region == "" {
+		c.Region = bus.DefaultRegion
+	}
 	if c.Lease == 0 {
 		c.Lease = mesh.DefaultLease
 	}
@@ -87,8 +94,12 @@ type Service struct {
 	// client asks other services (the delegation service's routing rules).
 	client *meshapi.Client
 	hbSub  *nats.Subscription
-	locks  stripedLocks
-	recent *recentRuns
+	// handedSub takes the heartbeats other regions' task queues hand over.
+	handedSub *nats.Subscription
+	// regions is the list of other regions, for requests by id.
+	regions regionList
+	locks   stripedLocks
+	recent  *recentRuns
 
 	// Dispatch (dispatch.go): the runs this copy offered, the runs whose
 	// pending event is known stored, the queues to look at again, and
@@ -117,6 +128,8 @@ type Service struct {
 type agentView struct {
 	Instructions       string
 	InstructionsDigest string
+	// HomeRegion is the region whose task queue keeps the agent's runs.
+	HomeRegion string
 }
 
 // New returns a service; Start runs it.
@@ -173,7 +186,7 @@ func (s *Service) open(ctx context.Context) error {
 	}
 	s.agents, err = bus.StartMirror(ctx, s.js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, *agentView]{
 		Project: func(_ string, a *mesh.Agent, _ uint64) (*agentView, bool) {
-			return &agentView{Instructions: a.Instructions, InstructionsDigest: meshapi.InstructionsDigest(a.Instructions)}, true
+			return &agentView{Instructions: a.Instructions, InstructionsDigest: meshapi.InstructionsDigest(a.Instructions), HomeRegion: a.HomeRegion}, true
 		},
 		Logger: s.cfg.Logger,
 	})
@@ -195,6 +208,7 @@ func (s *Service) serve() error {
 	var err error
 	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
 		Name: bus.ServiceTaskQueue, Description: "task runs", Logger: s.cfg.Logger,
+		Region: s.cfg.Region, Route: s.routeRequest,
 		Timeout: s.cfg.MaxPullWait + 5*time.Second,
 		Waits:   map[string]bool{bus.RuntimeOpOffer: true, bus.RuntimeOpPull: true, meshapi.OpTaskDelegateOffer: true},
 		Ops: map[string]bus.HandlerFunc{
@@ -235,14 +249,20 @@ func (s *Service) serve() error {
 	if err != nil {
 		return fmt.Errorf("taskqueue: heartbeat subscription: %w", err)
 	}
+	s.handedSub, err = s.cfg.Conn.NC.QueueSubscribe(bus.RegionSubject(s.cfg.Region, bus.ServiceTaskQueue, leasesOp), "taskqueue-leases", s.onHeartbeat)
+	if err != nil {
+		return fmt.Errorf("taskqueue: heartbeat subscription: %w", err)
+	}
 	return nil
 }
 
 // Stop stops answering, waits up to grace for requests in flight, and stops
 // the background loops.
 func (s *Service) Stop(grace time.Duration) {
-	if s.hbSub != nil {
-		_ = s.hbSub.Unsubscribe()
+	for _, sub := range []*nats.Subscription{s.hbSub, s.handedSub} {
+		if sub != nil {
+			_ = sub.Unsubscribe()
+		}
 	}
 	// Offers that wait end at once, empty: their runtimes ask again, and
 	// another copy answers.

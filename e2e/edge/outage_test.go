@@ -1,0 +1,75 @@
+package edge
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// TestRegionOutage: three regions, each with every service. A west
+// agent's runs are kept in west: created there, they are stored, queued,
+// claimed and reported there; created in east, they are handed to west's
+// task queue and complete. With east (the region holding the global
+// records) down, west goes on creating and completing its agents' runs,
+// and a run of an east agent asked for in west fails with 503 rather than
+// hanging. When east is back, every run is completed, once.
+func TestRegionOutage(t *testing.T) {
+	d := startRegions(t, "east", "west", "south")
+	endpoint := d.startAdapter()
+	west := d.regions["west"].p
+
+	agent := d.createAgent("west", "works in west", "west")
+	eastAgent := d.createAgent("east", "works in east", "east")
+	m := d.pair(agent, "west", endpoint)
+	rt := m.start("--transport", "nats")
+	m.waitConnected(rt, "nats", "west")
+	m.completes("west", "created at home")
+	m.completes("east", "created in east, for west")
+
+	var runs []string
+	var mu sync.Mutex
+	create := func(n int, label string) {
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run := west.CreateTask(agent.ID, fmt.Sprintf("%s %d", label, i))
+				mu.Lock()
+				runs = append(runs, run.ID)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+
+	d.sc.Stop("east")
+	began := time.Now()
+	res := west.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/task-runs", Owner: true,
+		JSON: map[string]any{"target_agent_id": eastAgent.ID, "input": map[string]any{"text": "for east, while east is down"}}})
+	res.ExpectError(t, http.StatusServiceUnavailable, mesh.CodeUnavailable)
+	t.Logf("a task for an east agent, created in west with east down, was refused in %s: %s", time.Since(began), res.Body)
+
+	create(200, "while east is down")
+	for _, id := range runs {
+		got := west.WaitTask(id, 120*time.Second, meshtest.StatusIs(mesh.StatusCompleted, mesh.StatusFailed))
+		if got.Status != mesh.StatusCompleted {
+			t.Fatalf("run %s ended %s with east down: %+v", id, got.Status, got.Error)
+		}
+	}
+
+	d.sc.Start("east")
+	d.sc.WaitJetStream()
+	m.completes("east", "created in east once it is back")
+	for _, id := range runs {
+		got := d.regions["east"].p.WaitTask(id, 60*time.Second, meshtest.StatusIs(mesh.StatusCompleted, mesh.StatusFailed))
+		if got.Status != mesh.StatusCompleted || got.Attempt != 1 {
+			t.Fatalf("run %s after east came back: %s, attempt %d", id, got.Status, got.Attempt)
+		}
+	}
+}
