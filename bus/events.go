@@ -63,8 +63,15 @@ func (p *Publisher) Publish(ctx context.Context, ev Event) error {
 	if err != nil {
 		return err
 	}
-	if _, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(msg.Header.Get(ceHeaderPrefix+"id"))); err != nil {
+	// Stored through this region's event stream, which keeps it under
+	// msg's subject; then published there for live subscribers, once
+	// stored.
+	stored := &nats.Msg{Subject: RegionEventSubject(eventRegion(p.js), ev.AgentID, string(ev.Kind), ev.Subject), Header: msg.Header, Data: msg.Data}
+	if _, err := p.js.PublishMsg(ctx, stored, jetstream.WithMsgID(msg.Header.Get(ceHeaderPrefix+"id"))); err != nil {
 		return fmt.Errorf("publish %s %s: %w", ev.Type, ev.Subject, err)
+	}
+	if nc := p.js.Conn(); nc != nil {
+		_ = nc.PublishMsg(msg)
 	}
 	if p.published != nil {
 		p.published(ev.Type)
@@ -174,15 +181,21 @@ func (p *Publisher) LastSequence(ctx context.Context, agentID string, kind mesh.
 	return seq, nil
 }
 
-// lastEvent gets the newest stored event about one entity (a direct get,
-// which any replica answers); nil, nil when there is none.
+// lastEvent gets the newest stored event about one entity from this
+// region's event stream, which stores every event this region's services
+// publish (a direct get, which any replica answers); nil, nil when there is
+// none.
 func (p *Publisher) lastEvent(ctx context.Context, agentID string, kind mesh.EventKind, subject string) (*jetstream.RawStreamMsg, error) {
 	p.streamMu.Lock()
 	stream := p.stream
 	p.streamMu.Unlock()
 	if stream == nil {
 		var err error
-		if stream, err = p.js.Stream(ctx, EventStream); err != nil {
+		name, err := regionEventStream(ctx, p.js)
+		if err != nil {
+			return nil, fmt.Errorf("event stream: %w", err)
+		}
+		if stream, err = p.js.Stream(ctx, name); err != nil {
 			return nil, fmt.Errorf("event stream: %w", err)
 		}
 		p.streamMu.Lock()

@@ -98,8 +98,25 @@ func EventFilter(agentID, kind, id string) string {
 	return subjEvents + "." + orStar(agentID) + "." + orStar(kind) + "." + orStar(id)
 }
 
-// EventStreamSubjects are the subjects EventStream captures.
+// EventStreamSubjects are the subjects events are stored under in
+// EventStream (and in each region's event stream): every event.
 func EventStreamSubjects() []string { return []string{subjEvents + ".>"} }
+
+// subjRegionEvents roots the subjects services publish events to, with
+// their region: mesh.revt.<region>.<agent>.<kind>.<id>. Each region's event
+// stream captures its own region's and stores them as EventSubject.
+const subjRegionEvents = "mesh.revt"
+
+// RegionEventSubject is where a service of region publishes an event to be
+// stored (see subjRegionEvents).
+func RegionEventSubject(region, agentID, kind, id string) string {
+	return subjRegionEvents + "." + region + "." + agentID + "." + kind + "." + id
+}
+
+// RegionEventStream is the event stream of region outside the origin
+// region: it captures the events the region's services publish and is
+// sourced by EventStream, the origin's, which captures the origin's own.
+func RegionEventStream(region string) string { return EventStream + "_" + region }
 
 // ParseEventSubject splits an event subject into agent, kind and id.
 func ParseEventSubject(subject string) (agentID, kind, id string, ok bool) {

@@ -113,8 +113,15 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 	if err != nil {
 		return err
 	}
-	for _, sc := range streamConfigs(cfg) {
-		if err := p.ensure(ctx, sc); err != nil {
+	events := eventStreamConfig(cfg, eventRegion(js))
+	if origin != p.region {
+		events.Name = RegionEventStream(p.region)
+	}
+	if err := p.ensure(ctx, events); err != nil {
+		return err
+	}
+	if origin != p.region {
+		if err := p.ensureSourced(ctx, events.Name); err != nil {
 			return err
 		}
 	}
@@ -201,6 +208,10 @@ func (p *provisioner) ensure(ctx context.Context, want jetstream.StreamConfig) e
 		return nil
 	}
 	want.Placement = info.Config.Placement
+	if want.Sources == nil {
+		// Other regions' provisioning adds the sources of the event log.
+		want.Sources = info.Config.Sources
+	}
 	if _, err := p.js.UpdateStream(tctx, want); err != nil {
 		return fmt.Errorf("provision stream %s: %w", want.Name, err)
 	}
@@ -236,7 +247,15 @@ func drifted(have, want jetstream.StreamConfig) bool {
 		have.Retention != want.Retention || have.MaxAge != want.MaxAge || have.Replicas != want.Replicas ||
 		have.Duplicates != want.Duplicates || have.MaxConsumers != want.MaxConsumers ||
 		have.MaxMsgSize != want.MaxMsgSize || have.MaxMsgsPerSubject != want.MaxMsgsPerSubject ||
-		have.AllowDirect != want.AllowDirect
+		have.AllowDirect != want.AllowDirect || transformOf(have) != transformOf(want)
+}
+
+// transformOf is a stream's subject transform, comparable.
+func transformOf(c jetstream.StreamConfig) jetstream.SubjectTransformConfig {
+	if c.SubjectTransform == nil {
+		return jetstream.SubjectTransformConfig{}
+	}
+	return *c.SubjectTransform
 }
 
 // bucketStream is the stream configuration of a key-value bucket, as the
@@ -312,25 +331,53 @@ func (p *provisioner) ensureObjects(ctx context.Context) error {
 	return nil
 }
 
-// streamConfigs are the streams that are not buckets: the event stream.
-func streamConfigs(cfg ProvisionConfig) []jetstream.StreamConfig {
-	return []jetstream.StreamConfig{
-		{
-			Name:         EventStream,
-			Description:  "every CloudEvent A2A Mesh emits",
-			Subjects:     EventStreamSubjects(),
-			Retention:    jetstream.LimitsPolicy,
-			Storage:      jetstream.FileStorage,
-			Replicas:     cfg.Replicas,
-			MaxAge:       cfg.EventRetention,
-			Duplicates:   DuplicateWindow,
-			MaxConsumers: -1,
-			// Followers of runs read it with direct gets (see
-			// internal/runfollow): any replica answers them, and they need
-			// neither a consumer nor the JetStream meta group.
-			AllowDirect: true,
-		},
+// eventStreamConfig is the configuration of the event stream of region:
+// it captures what the region's services publish (RegionEventSubject) and
+// stores each event under EventSubject, so that every region's stream, and
+// EventStream which sources them, hold the same subjects.
+func eventStreamConfig(cfg ProvisionConfig, region string) jetstream.StreamConfig {
+	published := subjRegionEvents + "." + region + ".>"
+	return jetstream.StreamConfig{
+		Name:             EventStream,
+		Description:      "every CloudEvent A2A Mesh emits",
+		Subjects:         []string{published},
+		SubjectTransform: &jetstream.SubjectTransformConfig{Source: published, Destination: subjEvents + ".>"},
+		Retention:        jetstream.LimitsPolicy,
+		Storage:          jetstream.FileStorage,
+		Replicas:         cfg.Replicas,
+		MaxAge:           cfg.EventRetention,
+		Duplicates:       DuplicateWindow,
+		MaxConsumers:     -1,
+		// Followers of runs read it with direct gets (see
+		// internal/runfollow): any replica answers them, and they need
+		// neither a consumer nor the JetStream meta group.
+		AllowDirect: true,
 	}
+}
+
+// ensureSourced makes the origin's EventStream source this region's event
+// stream, so the one event log every reader follows holds this region's
+// events too, in order per run, and catches up on them after an outage of
+// either region. Done once, when the region joins: it updates a stream of
+// another region, which needs JetStream's meta leader.
+func (p *provisioner) ensureSourced(ctx context.Context, name string) error {
+	tctx, cancel := p.try(ctx)
+	defer cancel()
+	s, err := p.js.Stream(tctx, EventStream)
+	if err != nil {
+		return fmt.Errorf("provision stream %s: %w", EventStream, err)
+	}
+	cfg := s.CachedInfo().Config
+	for _, src := range cfg.Sources {
+		if src.Name == name {
+			return nil
+		}
+	}
+	cfg.Sources = append(cfg.Sources, &jetstream.StreamSource{Name: name})
+	if _, err := p.js.UpdateStream(tctx, cfg); err != nil {
+		return fmt.Errorf("provision stream %s: source %s: %w", EventStream, name, err)
+	}
+	return nil
 }
 
 // ProvisionedStreams names every stream Provision makes: the event stream,
@@ -368,6 +415,10 @@ func Provisioned(ctx context.Context, js jetstream.JetStream) error {
 		}
 		if isBucket && mirrored && IsRegionalBucket(bucket) {
 			name = "KV_" + RegionBucket(bucket, region)
+		}
+		if name == EventStream && mirrored {
+			// This region's own, which the origin's sources.
+			name = RegionEventStream(region)
 		}
 		_, err := js.Stream(ctx, name)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {

@@ -40,3 +40,31 @@ func regionBucket(ctx context.Context, js jetstream.JetStream, bucket string) (s
 	}
 	return RegionBucket(bucket, region), nil
 }
+
+// eventRegion is the region token of the events a connection's services
+// publish (RegionEventSubject): its region, or DefaultRegion on a server in
+// no cluster.
+func eventRegion(js jetstream.JetStream) string {
+	if r := connRegion(js); r != "" {
+		return r
+	}
+	return DefaultRegion
+}
+
+// regionEventStream names the event stream that captures the events of the
+// connection's region: EventStream in the origin region (and on a server in
+// no cluster), RegionEventStream elsewhere.
+func regionEventStream(ctx context.Context, js jetstream.JetStream) (string, error) {
+	region := connRegion(js)
+	if region == "" {
+		return EventStream, nil
+	}
+	origin, err := originRegion(ctx, js)
+	if err != nil {
+		return "", err
+	}
+	if origin == region {
+		return EventStream, nil
+	}
+	return RegionEventStream(region), nil
+}

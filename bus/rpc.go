@@ -144,6 +144,10 @@ type Request struct {
 	// Subject the request arrived on; runtime subjects carry trusted ids.
 	Subject string
 	Data    []byte
+	// HandedOver marks a request another region's copy of the service
+	// handed to this one (see Route): Subject is the one it first arrived
+	// on.
+	HandedOver bool
 }
 
 // Runtime returns the agent and runtime a request on a runtime subject
@@ -287,7 +291,7 @@ func (s *Service) serve(name string, r micro.Request, h HandlerFunc, handedOver 
 	if handedOver {
 		subject = HandedOverSubject(subject, nats.Header(r.Headers()))
 	}
-	resp, err := h(ctx, &Request{Subject: subject, Data: r.Data()})
+	resp, err := h(ctx, &Request{Subject: subject, Data: r.Data(), HandedOver: handedOver})
 	if err != nil {
 		e := mesh.AsError(err)
 		if e.Code == mesh.CodeInternal {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
 )
 
 // TestRegionOutage: three regions, each with every service. A west
@@ -30,6 +31,13 @@ func TestRegionOutage(t *testing.T) {
 	m.waitConnected(rt, "nats", "west")
 	m.completes("west", "created at home")
 	m.completes("east", "created in east, for west")
+	// A list of every run, asked in east, holds the runs west keeps.
+	var listed meshapi.TaskRunList
+	d.regions["east"].p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/task-runs?limit=10", Owner: true}).
+		Expect(t, http.StatusOK).Decode(t, &listed)
+	if len(listed.TaskRuns) != 2 || listed.TaskRuns[0].TargetAgentID != agent.ID || listed.TaskRuns[0].ID < listed.TaskRuns[1].ID {
+		t.Fatalf("every run, listed in east: %+v; want west's two runs, newest first", listed.TaskRuns)
+	}
 
 	var runs []string
 	var mu sync.Mutex

@@ -49,7 +49,7 @@ func rawCycle(ctx context.Context, conn *bus.Conn, agents int, window time.Durat
 					return
 				}
 				created.Store(run.ID, time.Now())
-				_, _ = js.Publish(ctx, bus.EventSubject(agent, "task_run", run.ID), body)
+				_, _ = js.Publish(ctx, bus.RegionEventSubject(bus.DefaultRegion, agent, "task_run", run.ID), body)
 				pending <- run.ID
 			}
 		}()
@@ -75,7 +75,7 @@ func rawCycle(ctx context.Context, conn *bus.Conn, agents int, window time.Durat
 						if _, err := kv.Update(ctx, run.ID, body, e.Revision()); err != nil {
 							return
 						}
-						_, _ = js.Publish(ctx, bus.EventSubject(agent, "task_run", run.ID), body)
+						_, _ = js.Publish(ctx, bus.RegionEventSubject(bus.DefaultRegion, agent, "task_run", run.ID), body)
 						if status == mesh.StatusRunning {
 							if t, ok := created.LoadAndDelete(run.ID); ok {
 								claimLat.add(time.Since(t.(time.Time)))

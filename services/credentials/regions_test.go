@@ -13,6 +13,7 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/credentials"
+	"github.com/a2amesh/a2amesh/services/taskqueue"
 )
 
 // TestAttach_GivesTheHomeRegionsURLsFirstAndTheOthersAsFallbacks: a second
@@ -80,6 +81,13 @@ func TestConnection_TellsAnActiveRuntimeItsHomeRegionOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { west.Stop(time.Second) })
+	// West's task queue, which is asked whether the agent has open runs
+	// before it moves away from west.
+	westRuns := taskqueue.New(taskqueue.Config{Conn: p.Conn(), Region: "west"})
+	if err := westRuns.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { westRuns.Stop(time.Second) })
 	client := meshapi.NewClient(p.Conn().NC)
 
 	var agent mesh.Agent

@@ -58,7 +58,7 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 	switch {
 	case in.Limit == 0:
 		in.Limit = meshapi.DefaultListLimit
-	case in.Limit < 0 || in.Limit > meshapi.MaxListLimit:
+	case in.Limit < 0 || (in.Limit > meshapi.MaxListLimit && !req.HandedOver):
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "limit must be between 1 and %d", meshapi.MaxListLimit)
 	}
 	if in.Offset < 0 {
@@ -73,6 +73,14 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 	if in.Cursor != "" && !mesh.ValidID(in.Cursor) {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "malformed cursor")
 	}
+	if others := s.otherRegions(); in.AgentID == "" && !req.HandedOver && len(others) > 0 {
+		return s.listEverywhere(ctx, req, in, others)
+	}
+	return s.listHere(ctx, in)
+}
+
+// listHere lists the runs this region keeps.
+func (s *Service) listHere(ctx context.Context, in meshapi.ListTaskRunsRequest) (*meshapi.TaskRunList, error) {
 	// Runs written by another instance a moment ago are listed too.
 	if err := s.runView.Sync(ctx); err != nil {
 		return nil, err
@@ -96,5 +104,5 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 	if in.WithTotal {
 		out.Total = &total
 	}
-	return out, nil
+	return &out, nil
 }

@@ -3,11 +3,12 @@ package taskqueue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go"
 )
@@ -19,9 +20,9 @@ import (
 // region does not keep is asked of the other regions.
 
 // routeRequest says which region's task queue answers a request.
-func (s *Service) routeRequest(_ context.Context, op string, req *bus.Request) (bus.Route, error) {
+func (s *Service) routeRequest(ctx context.Context, op string, req *bus.Request) (bus.Route, error) {
 	if agentID, _, err := req.Runtime(); err == nil {
-		return s.homeOf(agentID), nil
+		return s.homeOf(ctx, agentID), nil
 	}
 	switch op {
 	case meshapi.OpTaskCreate:
@@ -29,20 +30,20 @@ func (s *Service) routeRequest(_ context.Context, op string, req *bus.Request) (
 			AgentID string `json:"target_agent_id"`
 		}
 		_ = json.Unmarshal(req.Data, &in)
-		return s.homeOf(in.AgentID), nil
+		return s.homeOf(ctx, in.AgentID), nil
 	case meshapi.OpTaskAttachArtifact:
 		var in struct {
 			AgentID string `json:"agent_id"`
 		}
 		_ = json.Unmarshal(req.Data, &in)
-		return s.homeOf(in.AgentID), nil
+		return s.homeOf(ctx, in.AgentID), nil
 	case meshapi.OpTaskList:
 		var in struct {
 			AgentID string `json:"agent_id"`
 		}
 		_ = json.Unmarshal(req.Data, &in)
 		if in.AgentID != "" {
-			return s.homeOf(in.AgentID), nil
+			return s.homeOf(ctx, in.AgentID), nil
 		}
 		return bus.Here, nil
 	case meshapi.OpTaskGet, meshapi.OpTaskCancel, meshapi.OpTaskContinue, meshapi.OpConversationGet,
@@ -54,25 +55,66 @@ func (s *Service) routeRequest(_ context.Context, op string, req *bus.Request) (
 	return bus.Here, nil
 }
 
-// homeOf routes to an agent's home region; an agent this region does not
-// know (yet) is answered here, which says what is wrong with it.
-func (s *Service) homeOf(agentID string) bus.Route {
-	if a, ok := s.agents.Get(agentID); ok && a.HomeRegion != "" {
+// homeOf routes to an agent's home region. An agent the view has not seen
+// yet (created a moment ago, in another region) is read from this region's
+// copy of the agents bucket, then from the origin; one that cannot be found
+// is answered here, which says what is wrong with it.
+func (s *Service) homeOf(ctx context.Context, agentID string) bus.Route {
+	if a, ok := s.agents.Get(agentID); ok {
 		return bus.Route{Region: a.HomeRegion}
 	}
-	return bus.Here
+	if !mesh.ValidID(agentID) {
+		return bus.Here
+	}
+	a, _, err := s.agentStore.Get(ctx, agentID)
+	if errors.Is(err, mesh.ErrNotFound) {
+		a, _, err = s.agentStore.Latest(ctx, agentID)
+	}
+	if err != nil {
+		return bus.Here
+	}
+	return bus.Route{Region: a.HomeRegion}
 }
 
-// regionsTTL is how long the list of regions is kept between two looks at
-// the agents view.
-const regionsTTL = time.Second
-
-// regionList is the regions agents are homed in, looked up again at most
-// once per regionsTTL.
+// regionList is the regions agents are homed in, kept from the agents
+// view's changes.
 type regionList struct {
-	mu    sync.Mutex
-	at    time.Time
+	mu sync.Mutex
+	// homes is each agent's home region, and count the agents of each.
+	homes map[string]string
+	count map[string]int
+	// names is the sorted list of regions with agents, nil when it must
+	// be made again.
 	names []string
+}
+
+// onAgentChange keeps the list of regions as agents come, move and go.
+func (s *Service) onAgentChange(agentID string, a **agentView) {
+	l := &s.regions
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.homes == nil {
+		l.homes, l.count = map[string]string{}, map[string]int{}
+	}
+	home := ""
+	if a != nil && *a != nil {
+		home = (*a).HomeRegion
+	}
+	old, had := l.homes[agentID]
+	if had && old == home {
+		return
+	}
+	if had {
+		if l.count[old]--; l.count[old] <= 0 {
+			delete(l.count, old)
+		}
+		delete(l.homes, agentID)
+	}
+	if home != "" {
+		l.homes[agentID] = home
+		l.count[home]++
+	}
+	l.names = nil
 }
 
 // otherRegions names the regions other than this one where agents are
@@ -81,23 +123,16 @@ func (s *Service) otherRegions() []string {
 	l := &s.regions
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if time.Since(l.at) < regionsTTL {
-		return l.names
-	}
-	seen := map[string]bool{}
-	s.agents.Range(func(_ string, a *agentView) bool {
-		if a.HomeRegion != "" && a.HomeRegion != s.cfg.Region {
-			seen[a.HomeRegion] = true
+	if l.names == nil {
+		l.names = []string{}
+		for name := range l.count {
+			if name != s.cfg.Region {
+				l.names = append(l.names, name)
+			}
 		}
-		return true
-	})
-	names := make([]string, 0, len(seen))
-	for name := range seen {
-		names = append(names, name)
+		sort.Strings(l.names)
 	}
-	sort.Strings(names)
-	l.at, l.names = time.Now(), names
-	return names
+	return l.names
 }
 
 // leasesOp is the task queue's own endpoint for a heartbeat handed over by
@@ -108,8 +143,8 @@ const leasesOp = "leases"
 
 // handOverHeartbeat passes a heartbeat about another region's agent to
 // that region's task queue, and says whether it did.
-func (s *Service) handOverHeartbeat(msg *nats.Msg, agentID string) bool {
-	to := s.homeOf(agentID)
+func (s *Service) handOverHeartbeat(ctx context.Context, msg *nats.Msg, agentID string) bool {
+	to := s.homeOf(ctx, agentID)
 	if to.Region == "" || to.Region == s.cfg.Region {
 		return false
 	}
@@ -118,4 +153,69 @@ func (s *Service) handOverHeartbeat(msg *nats.Msg, agentID string) bool {
 	out.Header.Set(bus.HeaderSubject, msg.Subject)
 	_ = s.cfg.Conn.NC.PublishMsg(out)
 	return true
+}
+
+// listEverywhere lists the runs of every region, newest first: each region
+// is asked for the first offset+limit matches (ids are time-ordered, so
+// the cursor means the same in every region), and the pages are merged. A
+// region that cannot be asked fails the list with 503 UNAVAILABLE naming
+// it: a page silently missing a region's runs would look complete.
+func (s *Service) listEverywhere(ctx context.Context, req *bus.Request, in meshapi.ListTaskRunsRequest, others []string) (any, error) {
+	window := in
+	window.Offset, window.Limit = 0, in.Offset+in.Limit
+	body, err := json.Marshal(window)
+	if err != nil {
+		return nil, err
+	}
+	type page struct {
+		region string
+		list   *meshapi.TaskRunList
+		err    error
+	}
+	pages := make(chan page, len(others)+1)
+	go func() {
+		l, err := s.listHere(ctx, window)
+		pages <- page{s.cfg.Region, l, err}
+	}()
+	for _, region := range others {
+		go func() {
+			msg := nats.NewMsg(bus.RegionSubject(region, bus.ServiceTaskQueue, meshapi.OpTaskList))
+			msg.Data = body
+			msg.Header.Set(bus.HeaderSubject, req.Subject)
+			var l meshapi.TaskRunList
+			err := bus.CallMsg(ctx, s.cfg.Conn.NC, msg, &l)
+			if errors.Is(err, nats.ErrNoResponders) {
+				err = mesh.Errorf(mesh.CodeUnavailable, "region %s cannot be reached (its taskqueue service does not answer), so its runs cannot be listed; try again later", region)
+			}
+			pages <- page{region, &l, err}
+		}()
+	}
+	var all []mesh.TaskRun
+	more, total := false, 0
+	for range len(others) + 1 {
+		p := <-pages
+		if p.err != nil {
+			return nil, p.err
+		}
+		all = append(all, p.list.TaskRuns...)
+		more = more || p.list.NextCursor != ""
+		if p.list.Total != nil {
+			total += *p.list.Total
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].ID > all[j].ID })
+	if len(all) > window.Limit {
+		all, more = all[:window.Limit], true
+	}
+	out := meshapi.TaskRunList{TaskRuns: []mesh.TaskRun{}}
+	if in.Offset < len(all) {
+		out.TaskRuns = all[in.Offset:]
+	}
+	if more && len(out.TaskRuns) > 0 {
+		out.NextCursor = out.TaskRuns[len(out.TaskRuns)-1].ID
+	}
+	if in.WithTotal {
+		out.Total = &total
+	}
+	return out, nil
 }

@@ -222,7 +222,9 @@ func (s *Service) onHeartbeat(msg *nats.Msg) {
 	subject := bus.HandedOverSubject(msg.Subject, msg.Header)
 	handedOver := subject != msg.Subject
 	agentID, runtimeID, _, ok := bus.ParseRuntimeSubject(subject)
-	if !ok || (!handedOver && s.handOverHeartbeat(msg, agentID)) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if !ok || (!handedOver && s.handOverHeartbeat(ctx, msg, agentID)) {
 		return
 	}
 	var hb struct {
@@ -247,8 +249,6 @@ func (s *Service) onHeartbeat(msg *nats.Msg) {
 	if len(ids) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
 		return
 	}

@@ -188,7 +188,8 @@ func (s *Service) open(ctx context.Context) error {
 		Project: func(_ string, a *mesh.Agent, _ uint64) (*agentView, bool) {
 			return &agentView{Instructions: a.Instructions, InstructionsDigest: meshapi.InstructionsDigest(a.Instructions), HomeRegion: a.HomeRegion}, true
 		},
-		Logger: s.cfg.Logger,
+		OnChange: s.onAgentChange,
+		Logger:   s.cfg.Logger,
 	})
 	if err != nil {
 		return err
