@@ -109,6 +109,14 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 		cfg.MaxArtifactBytes = DefaultMaxArtifactBytes
 	}
 	p := provisioner{js: js, cfg: cfg, region: connRegion(js)}
+	// The agents bucket first: the region it lives in is the origin, and
+	// of regions provisioning at once, the one whose create wins is it.
+	// Every region must agree on the origin before it makes buckets of its
+	// own, or a region would keep its runs where its services do not look.
+	buckets := bucketConfigs(cfg.EventRetention)
+	if err := p.ensure(ctx, p.bucketStream(buckets[0])); err != nil {
+		return err
+	}
 	origin, err := p.origin(ctx)
 	if err != nil {
 		return err
@@ -125,7 +133,7 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 			return err
 		}
 	}
-	for _, kc := range bucketConfigs(cfg.EventRetention) {
+	for _, kc := range buckets {
 		if origin != p.region && IsRegionalBucket(kc.Bucket) {
 			// This region's own part of the bucket; the origin's keeps
 			// the bucket's name.
@@ -468,6 +476,7 @@ func IsRegionalBucket(bucket string) bool { return regionalBuckets[bucket] }
 // bucketConfigs lists every key-value bucket the platform keeps.
 func bucketConfigs(eventRetention time.Duration) []jetstream.KeyValueConfig {
 	return []jetstream.KeyValueConfig{
+		// First: where it lives is the origin (see provisionOnce).
 		{Bucket: BucketAgents, Description: "agent accounts"},
 		{Bucket: BucketConversations, Description: "conversations and their workspaces"},
 		{Bucket: BucketRuns, Description: "task runs, the system of record for execution"},

@@ -55,7 +55,7 @@ type deployment struct {
 }
 
 // startRegions starts a supercluster of one-server regions and every service
-// in each, and waits until every gateway answers /readyz and every program
+// in each (the first region's first, so it holds the global records), and waits until every gateway answers /readyz and every program
 // says it is ready.
 func startRegions(t *testing.T, names ...string) *deployment {
 	t.Helper()
@@ -72,8 +72,13 @@ func startRegions(t *testing.T, names ...string) *deployment {
 			t.Fatal(err)
 		}
 	}
-	for _, n := range names {
+	// The first region holds the global records: its services provision
+	// before the others start.
+	for i, n := range names {
 		d.regions[n] = d.startServices(n)
+		if i == 0 {
+			meshtest.WaitReady(t, d.regions[n].api, 120*time.Second, &meshtest.Logs{})
+		}
 	}
 	for _, n := range names {
 		meshtest.WaitReady(t, d.regions[n].api, 120*time.Second, &meshtest.Logs{})

@@ -1,15 +1,18 @@
 package edge
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestRegionOutage: three regions, each with every service. A west
@@ -80,4 +83,49 @@ func TestRegionOutage(t *testing.T) {
 			t.Fatalf("run %s after east came back: %s, attempt %d", id, got.Status, got.Attempt)
 		}
 	}
+	// The event log every reader follows, kept in east, catches up on
+	// west's events: each run's completion, once.
+	_, js := d.sc.Connect("east", 0)
+	var completed map[string]int
+	meshtest.Eventually(t, 60*time.Second, func() bool {
+		completed = completions(t, js, agent.ID)
+		for _, id := range runs {
+			if completed[id] != 1 {
+				return false
+			}
+		}
+		return true
+	}, func() string {
+		return fmt.Sprintf("the event log does not hold one completion of each of the %d runs made with east down: %d runs have one", len(runs), len(completed))
+	})
+}
+
+// completions counts the task_run.completed events of each run of agent in
+// the event log.
+func completions(t *testing.T, js jetstream.JetStream, agentID string) map[string]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cons, err := js.OrderedConsumer(ctx, bus.EventStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{bus.EventFilter(agentID, string(mesh.KindTaskRun), "")},
+	})
+	if err != nil {
+		t.Fatalf("event log: %v", err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatalf("event log: %v", err)
+	}
+	out := map[string]int{}
+	for left := info.NumPending; left > 0; left-- {
+		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			t.Fatalf("event log: %v", err)
+		}
+		if msg.Headers().Get("ce-type") == mesh.EventTaskRunCompleted {
+			_, _, id, _ := bus.ParseEventSubject(msg.Subject())
+			out[id]++
+		}
+	}
+	return out
 }
