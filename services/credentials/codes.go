@@ -50,6 +50,11 @@ func (s *Service) checkAgent(ctx context.Context, agentID string) error {
 	}
 	_, _, err := s.agents.Get(ctx, agentID)
 	if errors.Is(err, mesh.ErrNotFound) {
+		// This region's copy may not hold an agent created elsewhere a
+		// moment ago: the origin's says.
+		_, _, err = s.agents.Latest(ctx, agentID)
+	}
+	if errors.Is(err, mesh.ErrNotFound) {
 		return mesh.Errorf(mesh.CodeNotFound, "agent %s not found", agentID)
 	}
 	return err
