@@ -21,22 +21,34 @@ func originRegion(ctx context.Context, js jetstream.JetStream) (string, error) {
 	return connRegion(js), nil
 }
 
-// regionBucket is the bucket a service of the connection's region uses for
-// bucket: for a regional bucket outside the origin region, the region's own
-// (RegionBucket); otherwise bucket itself. The choice is never a guess: a
-// region that used another region's bucket would split its runs between
-// the two, so an origin that cannot be told is an error.
-func regionBucket(ctx context.Context, js jetstream.JetStream, bucket string) (string, error) {
-	region := connRegion(js)
-	if region == "" || !IsRegionalBucket(bucket) {
-		return bucket, nil
+// outsideOrigin names the connection's region and says whether it is not
+// the origin: such a region keeps its own regional buckets and event
+// stream under its name. On a server in no cluster, region is "" and
+// everything is the origin's. The answer is never a guess: a region that
+// used another region's bucket would split its runs between the two, so an
+// origin that cannot be told is an error.
+func outsideOrigin(ctx context.Context, js jetstream.JetStream) (region string, outside bool, err error) {
+	region = connRegion(js)
+	if region == "" {
+		return "", false, nil
 	}
 	origin, err := originRegion(ctx, js)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	if origin == region {
+	return region, origin != region, nil
+}
+
+// regionBucket is the bucket a service of the connection's region uses for
+// bucket: for a regional bucket outside the origin region, the region's own
+// (RegionBucket); otherwise bucket itself.
+func regionBucket(ctx context.Context, js jetstream.JetStream, bucket string) (string, error) {
+	if !IsRegionalBucket(bucket) {
 		return bucket, nil
+	}
+	region, outside, err := outsideOrigin(ctx, js)
+	if err != nil || !outside {
+		return bucket, err
 	}
 	return RegionBucket(bucket, region), nil
 }
@@ -55,16 +67,9 @@ func eventRegion(js jetstream.JetStream) string {
 // connection's region: EventStream in the origin region (and on a server in
 // no cluster), RegionEventStream elsewhere.
 func regionEventStream(ctx context.Context, js jetstream.JetStream) (string, error) {
-	region := connRegion(js)
-	if region == "" {
-		return EventStream, nil
-	}
-	origin, err := originRegion(ctx, js)
-	if err != nil {
-		return "", err
-	}
-	if origin == region {
-		return EventStream, nil
+	region, outside, err := outsideOrigin(ctx, js)
+	if err != nil || !outside {
+		return EventStream, err
 	}
 	return RegionEventStream(region), nil
 }

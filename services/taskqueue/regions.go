@@ -143,12 +143,15 @@ const leasesOp = "leases"
 
 // handOverHeartbeat passes a heartbeat about another region's agent to
 // that region's task queue, and says whether it did.
-func (s *Service) handOverHeartbeat(ctx context.Context, msg *nats.Msg, agentID string) bool {
-	to := s.homeOf(ctx, agentID)
-	if to.Region == "" || to.Region == s.cfg.Region {
+// Heartbeats come from every connected runtime: only the view is looked
+// at, never the store (an agent the view does not know has no leases to
+// renew anywhere yet).
+func (s *Service) handOverHeartbeat(msg *nats.Msg, agentID string) bool {
+	a, ok := s.agents.Get(agentID)
+	if !ok || a.HomeRegion == "" || a.HomeRegion == s.cfg.Region {
 		return false
 	}
-	out := nats.NewMsg(bus.RegionSubject(to.Region, bus.ServiceTaskQueue, leasesOp))
+	out := nats.NewMsg(bus.RegionSubject(a.HomeRegion, bus.ServiceTaskQueue, leasesOp))
 	out.Data = msg.Data
 	out.Header.Set(bus.HeaderSubject, msg.Subject)
 	_ = s.cfg.Conn.NC.PublishMsg(out)

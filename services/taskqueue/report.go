@@ -222,9 +222,7 @@ func (s *Service) onHeartbeat(msg *nats.Msg) {
 	subject := bus.HandedOverSubject(msg.Subject, msg.Header)
 	handedOver := subject != msg.Subject
 	agentID, runtimeID, _, ok := bus.ParseRuntimeSubject(subject)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if !ok || (!handedOver && s.handOverHeartbeat(ctx, msg, agentID)) {
+	if !ok || (!handedOver && s.handOverHeartbeat(msg, agentID)) {
 		return
 	}
 	var hb struct {
@@ -249,6 +247,8 @@ func (s *Service) onHeartbeat(msg *nats.Msg) {
 	if len(ids) == 0 {
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
 		return
 	}
