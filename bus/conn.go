@@ -191,6 +191,7 @@ func (c *Conn) Drain(timeout time.Duration) {
 	if c == nil || c.NC == nil || c.NC.IsClosed() {
 		return
 	}
+	defer forgetOrigin(c.NC)
 	done := make(chan struct{})
 	c.NC.SetClosedHandler(func(*nats.Conn) { close(done) })
 	if err := c.NC.Drain(); err != nil {

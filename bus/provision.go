@@ -148,7 +148,11 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 			}
 		}
 	}
-	return p.ensureObjects(ctx)
+	objects := ObjectArtifacts
+	if origin != p.region {
+		objects = RegionBucket(objects, p.region)
+	}
+	return p.ensureObjects(ctx, objects)
 }
 
 // provisioner creates what is missing and corrects what drifted, asking
@@ -316,25 +320,25 @@ func (p *provisioner) ensureMirror(ctx context.Context, kc jetstream.KeyValueCon
 	return p.ensure(ctx, want)
 }
 
-func (p *provisioner) ensureObjects(ctx context.Context) error {
+func (p *provisioner) ensureObjects(ctx context.Context, name string) error {
 	tctx, cancel := p.try(ctx)
 	defer cancel()
-	_, err := p.js.ObjectStore(tctx, ObjectArtifacts)
+	_, err := p.js.ObjectStore(tctx, name)
 	if err == nil {
 		return nil
 	}
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return fmt.Errorf("provision object store %s: %w", ObjectArtifacts, err)
+		return fmt.Errorf("provision object store %s: %w", name, err)
 	}
 	_, err = p.js.CreateObjectStore(tctx, jetstream.ObjectStoreConfig{
-		Bucket:      ObjectArtifacts,
+		Bucket:      name,
 		Description: "artifact content",
 		Storage:     jetstream.FileStorage,
 		Replicas:    p.cfg.Replicas,
 		Placement:   p.placement(),
 	})
 	if err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
-		return fmt.Errorf("provision object store %s: %w", ObjectArtifacts, err)
+		return fmt.Errorf("provision object store %s: %w", name, err)
 	}
 	return nil
 }
@@ -424,6 +428,9 @@ func Provisioned(ctx context.Context, js jetstream.JetStream) error {
 		if isBucket && mirrored && IsRegionalBucket(bucket) {
 			name = "KV_" + RegionBucket(bucket, region)
 		}
+		if name == ObjectStream(ObjectArtifacts) && mirrored {
+			name = ObjectStream(RegionBucket(ObjectArtifacts, region))
+		}
 		if name == EventStream && mirrored {
 			// This region's own, which the origin's sources.
 			name = RegionEventStream(region)
@@ -459,7 +466,9 @@ func IsGlobalBucket(bucket string) bool { return globalBuckets[bucket] }
 
 // regionalBuckets hold what a region keeps of its own agents: their task
 // runs (which are also the queue), the idempotency keys and conversations
-// of the runs created there, their runtimes' presence and heartbeats.
+// of the runs created there, their runtimes' presence and heartbeats, their
+// artifacts (metadata, and content in the object store of that name) and
+// what the A2A endpoint keeps of their tasks.
 // Each region has its own bucket of each, placed there (the origin's keeps
 // the bucket's name, the others' are RegionBucket), written and read by
 // that region's services alone, so a region's work goes on while another
@@ -467,6 +476,7 @@ func IsGlobalBucket(bucket string) bool { return globalBuckets[bucket] }
 var regionalBuckets = map[string]bool{
 	BucketRuns: true, BucketIdempotency: true, BucketConversations: true,
 	BucketPresence: true, BucketHeartbeats: true,
+	BucketArtifactMeta: true, ObjectArtifacts: true, BucketA2ATasks: true,
 }
 
 // IsRegionalBucket reports whether each region keeps its own bucket of

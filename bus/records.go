@@ -39,11 +39,26 @@ type Records[T any] struct {
 
 // OpenRecords binds to an existing bucket.
 func OpenRecords[T any](ctx context.Context, js jetstream.JetStream, bucket string) (*Records[T], error) {
+	return openRecords[T](ctx, js, bucket, func(ctx context.Context) (string, error) {
+		return regionBucket(ctx, js, bucket)
+	})
+}
+
+// OpenRecordsIn binds to region's own bucket of a regional bucket (see
+// IsRegionalBucket): for a service that serves an agent of another region
+// itself, reading and writing where the agent's home region keeps it.
+func OpenRecordsIn[T any](ctx context.Context, js jetstream.JetStream, bucket, region string) (*Records[T], error) {
+	return openRecords[T](ctx, js, bucket, func(ctx context.Context) (string, error) {
+		return BucketIn(ctx, js, bucket, region)
+	})
+}
+
+func openRecords[T any](ctx context.Context, js jetstream.JetStream, bucket string, name func(context.Context) (string, error)) (*Records[T], error) {
 	r := &Records[T]{name: bucket, nc: js.Conn()}
 	var stream jetstream.Stream
 	err := retry(ctx, "open bucket "+bucket, func(ctx context.Context) error {
 		var err error
-		if bucket, err = regionBucket(ctx, js, r.name); err != nil {
+		if bucket, err = name(ctx); err != nil {
 			return err
 		}
 		if r.kv, err = js.KeyValue(ctx, bucket); err != nil {
@@ -67,6 +82,12 @@ func OpenRecords[T any](ctx context.Context, js jetstream.JetStream, bucket stri
 		r.msgGet = APIPrefix(js) + "STREAM.MSG.GET.KV_" + bucket
 	}
 	return r, nil
+}
+
+// RecordsOf reads and writes the bucket of r with records of another type:
+// for a bucket that keeps records of several kinds under different keys.
+func RecordsOf[T, U any](r *Records[U]) *Records[T] {
+	return &Records[T]{kv: r.kv, name: r.name, nc: r.nc, msgGet: r.msgGet, local: r.local}
 }
 
 // APIPrefix is the JetStream API prefix js sends its requests to, ending

@@ -3,7 +3,9 @@ package bus
 import (
 	"context"
 	"fmt"
+	"sync"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -11,15 +13,31 @@ import (
 // cluster of the agents bucket's stream ("" on a server in no cluster). A
 // stream's info is answered by the stream itself, not the meta leader.
 func originRegion(ctx context.Context, js jetstream.JetStream) (string, error) {
+	if o, ok := origins.Load(js.Conn()); ok {
+		return o.(string), nil
+	}
 	s, err := js.Stream(ctx, "KV_"+BucketAgents)
 	if err != nil {
 		return "", fmt.Errorf("where the global records live: %w", err)
 	}
-	if c := s.CachedInfo().Cluster; c != nil && c.Name != "" && connRegion(js) != "" {
-		return c.Name, nil
+	origin := connRegion(js)
+	if c := s.CachedInfo().Cluster; c != nil && c.Name != "" && origin != "" {
+		origin = c.Name
 	}
-	return connRegion(js), nil
+	if js.Conn() != nil {
+		origins.Store(js.Conn(), origin)
+	}
+	return origin, nil
 }
+
+// origins remembers each connection's origin region once told: the agents
+// bucket never moves, and services that read another region's buckets ask
+// on every request.
+var origins sync.Map // *nats.Conn -> string
+
+// forgetOrigin drops what is remembered of nc's origin region, when nc is
+// closed for good.
+func forgetOrigin(nc *nats.Conn) { origins.Delete(nc) }
 
 // outsideOrigin names the connection's region and says whether it is not
 // the origin: such a region keeps its own regional buckets and event
@@ -37,6 +55,13 @@ func outsideOrigin(ctx context.Context, js jetstream.JetStream) (region string, 
 		return "", false, err
 	}
 	return region, origin != region, nil
+}
+
+// OwnBucket names the bucket (or object store) a service of the
+// connection's region uses for bucket: for a regional bucket outside the
+// origin region, the region's own (RegionBucket); otherwise bucket itself.
+func OwnBucket(ctx context.Context, js jetstream.JetStream, bucket string) (string, error) {
+	return regionBucket(ctx, js, bucket)
 }
 
 // regionBucket is the bucket a service of the connection's region uses for
@@ -69,6 +94,36 @@ func eventRegion(js jetstream.JetStream) string {
 func regionEventStream(ctx context.Context, js jetstream.JetStream) (string, error) {
 	region, outside, err := outsideOrigin(ctx, js)
 	if err != nil || !outside {
+		return EventStream, err
+	}
+	return RegionEventStream(region), nil
+}
+
+// BucketIn names region's own bucket of a regional bucket (or object
+// store): bucket itself in the origin region (and on a server in no
+// cluster), RegionBucket elsewhere. A bucket that is not regional is named
+// as it is.
+func BucketIn(ctx context.Context, js jetstream.JetStream, bucket, region string) (string, error) {
+	if !IsRegionalBucket(bucket) || connRegion(js) == "" {
+		return bucket, nil
+	}
+	origin, err := originRegion(ctx, js)
+	if err != nil || region == origin {
+		return bucket, err
+	}
+	return RegionBucket(bucket, region), nil
+}
+
+// EventStreamIn names the event stream that stores the events region's
+// services publish: EventStream in the origin region (and on a server in
+// no cluster), RegionEventStream elsewhere. The events of an agent's runs
+// are stored in its home region's.
+func EventStreamIn(ctx context.Context, js jetstream.JetStream, region string) (string, error) {
+	if connRegion(js) == "" {
+		return EventStream, nil
+	}
+	origin, err := originRegion(ctx, js)
+	if err != nil || region == origin {
 		return EventStream, err
 	}
 	return RegionEventStream(region), nil

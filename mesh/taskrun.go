@@ -17,8 +17,11 @@ type TaskRun struct {
 	Input            json.RawMessage `json:"input"`
 	InitiatorAgentID string          `json:"initiator_agent_id,omitempty"`
 	TargetAgentID    string          `json:"target_agent_id"`
-	Status           Status          `json:"status"`
-	RuntimeID        string          `json:"runtime_id,omitempty"`
+	// Region is the region that keeps the run: its agent's home region
+	// when it was created (docs/architecture.md, "Where each fact lives").
+	Region    string `json:"region,omitempty"`
+	Status    Status `json:"status"`
+	RuntimeID string `json:"runtime_id,omitempty"`
 	// Attempt counts claims: 0 while never claimed, 1 for the first claim.
 	Attempt     int             `json:"attempt"`
 	MaxAttempts int             `json:"max_attempts"`

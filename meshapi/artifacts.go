@@ -42,6 +42,12 @@ type GetArtifactRequest struct {
 // ListArtifactsRequest lists a run's artifacts.
 type ListArtifactsRequest struct {
 	TaskRunID string `json:"task_run_id"`
+	// Region is the region that keeps the run (mesh.TaskRun.Region), and
+	// its artifacts; for a run stored before runs named it, AgentID, whose
+	// home region keeps them. Without either, the region that takes the
+	// request lists its own.
+	Region  string `json:"region,omitempty"`
+	AgentID string `json:"agent_id,omitempty"`
 }
 
 // ArtifactList is a run's artifacts, oldest first.
@@ -56,9 +62,10 @@ func (c *Client) GetArtifact(ctx context.Context, artifactID string) (*mesh.Arti
 }
 
 // ListArtifacts lists a run's artifacts.
-func (c *Client) ListArtifacts(ctx context.Context, taskRunID string) (*ArtifactList, error) {
+func (c *Client) ListArtifacts(ctx context.Context, run *mesh.TaskRun) (*ArtifactList, error) {
 	var l ArtifactList
-	return &l, c.call(ctx, bus.ServiceArtifacts, OpArtifactList, ListArtifactsRequest{TaskRunID: taskRunID}, &l)
+	in := ListArtifactsRequest{TaskRunID: run.ID, Region: run.Region, AgentID: run.TargetAgentID}
+	return &l, c.call(ctx, bus.ServiceArtifacts, OpArtifactList, in, &l)
 }
 
 // OpenInputArtifact starts writing a file of a conversation's input

@@ -27,9 +27,11 @@ const (
 	testHeartbeatTimeout = 9 * time.Second
 )
 
-// agentScript completes every task with a reply naming it.
+// agentScript completes every task with a reply naming it, and writes the
+// reply to a file too (the run's artifact reply.txt).
 const agentScript = `read -r text
 echo "done: $text"
+echo "done: $text" > "$A2A_OUTPUT_DIR/reply.txt"
 `
 
 // region is one region of the deployment: its NATS cluster, every service

@@ -2,8 +2,13 @@ package edge
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,6 +47,14 @@ func TestRegionOutage(t *testing.T) {
 		t.Fatalf("every run, listed in east: %+v; want west's two runs, newest first", listed.TaskRuns)
 	}
 
+	// An A2A API key of the west agent, made while the global records can
+	// be written; west reads it from its mirror.
+	var key struct {
+		APIKey string `json:"api_key"`
+	}
+	west.Do(http.MethodPost, "/a2a/"+agent.ID+"/api-keys", map[string]any{"name": "outage"}, &key)
+	a2aSend(t, west, agent.ID, key.APIKey, "over A2A with east up")
+
 	var runs []string
 	var mu sync.Mutex
 	create := func(n int, label string) {
@@ -74,6 +87,40 @@ func TestRegionOutage(t *testing.T) {
 		}
 	}
 
+	// West's doors go on answering for its agents: the A2A endpoint (a
+	// task created, worked and answered, with a file in and a file out),
+	// the artifacts of its runs, and their events, read from west's own
+	// event stream.
+	events := west.StreamEvents(t, url.Values{"agent_id": {agent.ID}})
+	task := a2aSend(t, west, agent.ID, key.APIKey, "over A2A while east is down")
+	var created, finished meshtest.Event
+	for finished.ID == "" {
+		ev := events.Next(t, 30*time.Second)
+		var run mesh.TaskRun
+		if json.Unmarshal(ev.Data, &run) != nil || run.ID != task {
+			continue
+		}
+		if !strings.HasPrefix(ev.SSEID, "west:") {
+			t.Fatalf("event %s of a west agent's run has SSE id %q; want one of west's stream (west:<sequence>)", ev.Type, ev.SSEID)
+		}
+		switch ev.Type {
+		case mesh.EventTypePrefix + "task_run.created":
+			created = ev
+		case mesh.EventTypePrefix + "task_run.completed":
+			finished = ev
+		}
+	}
+	if created.ID == "" {
+		t.Fatalf("the A2A task's run completed (%s) with no created event before it", finished.SSEID)
+	}
+	// A client that reconnects with the last id it saw resumes in west's
+	// stream, right after it.
+	resumed := west.StreamEventsFrom(t, url.Values{"agent_id": {agent.ID}}, created.SSEID).Next(t, 30*time.Second)
+	if resumed.SSEID == created.SSEID || !strings.HasPrefix(resumed.SSEID, "west:") || resumed.Subject != created.Subject {
+		t.Fatalf("resuming after %s gave %s (%s, %s); want the run's next event in west's stream", created.SSEID, resumed.SSEID, resumed.Type, resumed.Subject)
+	}
+	expectReply(t, west, runs[0])
+
 	d.sc.Start("east")
 	d.sc.WaitJetStream()
 	m.completes("east", "created in east once it is back")
@@ -83,6 +130,8 @@ func TestRegionOutage(t *testing.T) {
 			t.Fatalf("run %s after east came back: %s, attempt %d", id, got.Status, got.Attempt)
 		}
 	}
+	// A west run's artifacts are read in east too, from west.
+	expectReply(t, d.regions["east"].p, runs[1])
 	// The event log every reader follows, kept in east, catches up on
 	// west's events: each run's completion, once.
 	_, js := d.sc.Connect("east", 0)
@@ -98,6 +147,97 @@ func TestRegionOutage(t *testing.T) {
 	}, func() string {
 		return fmt.Sprintf("the event log does not hold one completion of each of the %d runs made with east down: %d runs have one", len(runs), len(completed))
 	})
+
+	// An agent that moves leaves its finished runs where they ran: their
+	// artifacts, and its caller's A2A tasks, are still found.
+	if got := west.GetTask(runs[2]); got.Region != "west" {
+		t.Fatalf("run %s of a west agent is kept in %q; want west", got.ID, got.Region)
+	}
+	west.Send(t, meshtest.Request{Method: http.MethodPatch, Path: "/agent-accounts/" + agent.ID, Owner: true,
+		JSON: map[string]any{"home_region": "south"}}).Expect(t, http.StatusOK)
+	meshtest.Eventually(t, 30*time.Second, func() bool {
+		// South keeps none of the agent's runs: a list of them, handed
+		// to south, is empty once west's task queue sees the move.
+		var l meshapi.TaskRunList
+		west.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/task-runs?limit=1&agent_id=" + agent.ID, Owner: true}).
+			Expect(t, http.StatusOK).Decode(t, &l)
+		return len(l.TaskRuns) == 0
+	}, func() string { return "west's task queue never saw the agent move to south" })
+	expectReply(t, west, runs[2])
+	a2aGet(t, west, agent.ID, key.APIKey, task)
+}
+
+// a2aGet gets an A2A task as its caller, which must see it.
+func a2aGet(t *testing.T, p *meshtest.Platform, agentID, apiKey, taskID string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": map[string]any{"id": taskID}})
+	res := p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/a2a/" + agentID, Body: body, ContentType: "application/json",
+		Header: http.Header{"X-Api-Key": {apiKey}}}).Expect(t, http.StatusOK)
+	var answer struct {
+		Error  json.RawMessage `json:"error"`
+		Result struct {
+			ID string `json:"id"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(res.Body, &answer); err != nil || answer.Error != nil || answer.Result.ID != taskID {
+		t.Fatalf("tasks/get %s by its caller: %v %s", taskID, err, res.Body)
+	}
+}
+
+// a2aSend sends a text and a file to an agent's A2A endpoint with a
+// blocking message/send and returns the task, which must be completed with
+// the agent's answer and the file it wrote.
+func a2aSend(t *testing.T, p *meshtest.Platform, agentID, apiKey, text string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": map[string]any{
+		"message": map[string]any{"messageId": mesh.NewID(), "role": "user", "kind": "message", "parts": []any{
+			map[string]any{"kind": "text", "text": text},
+			map[string]any{"kind": "file", "file": map[string]any{"name": "in.txt", "mimeType": "text/plain",
+				"bytes": base64.StdEncoding.EncodeToString([]byte("a file in"))}},
+		}}}})
+	res := p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/a2a/" + agentID, Body: body, ContentType: "application/json",
+		Header: http.Header{"X-Api-Key": {apiKey}}}).Expect(t, http.StatusOK)
+	var answer struct {
+		Error  json.RawMessage `json:"error"`
+		Result struct {
+			ID     string `json:"id"`
+			Status struct {
+				State string `json:"state"`
+			} `json:"status"`
+			Artifacts []struct {
+				Name string `json:"name"`
+			} `json:"artifacts"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(res.Body, &answer); err != nil || answer.Error != nil {
+		t.Fatalf("message/send %q: %v %s", text, err, res.Body)
+	}
+	names := []string{}
+	for _, a := range answer.Result.Artifacts {
+		names = append(names, a.Name)
+	}
+	if answer.Result.Status.State != "completed" || !strings.Contains(string(res.Body), "done: "+text) || !slices.Contains(names, "reply.txt") {
+		t.Fatalf("message/send %q: task %s %s with artifacts %v; want completed with the agent's answer and reply.txt: %s",
+			text, answer.Result.ID, answer.Result.Status.State, names, res.Body)
+	}
+	return answer.Result.ID
+}
+
+// expectReply checks, through p, that a run has the file its agent wrote
+// (agentScript's reply.txt) and that its content is the run's answer.
+func expectReply(t *testing.T, p *meshtest.Platform, runID string) {
+	t.Helper()
+	var list meshapi.ArtifactList
+	p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/task-runs/" + runID + "/artifacts", Owner: true}).
+		Expect(t, http.StatusOK).Decode(t, &list)
+	if len(list.Artifacts) != 1 || list.Artifacts[0].Filename != "reply.txt" {
+		t.Fatalf("artifacts of run %s: %+v; want reply.txt", runID, list.Artifacts)
+	}
+	content := p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/artifacts/" + list.Artifacts[0].ID + "/content", Owner: true}).
+		Expect(t, http.StatusOK)
+	if !strings.HasPrefix(string(content.Body), "done: ") {
+		t.Fatalf("content of run %s's reply.txt: %q; want the agent's answer", runID, content.Body)
+	}
 }
 
 // completions counts the task_run.completed events of each run of agent in

@@ -181,7 +181,7 @@ func (r *Running) startGateway(ctx context.Context, log zerolog.Logger) error {
 		}
 	}
 	gc := gateway.Config{
-		Conn: conn, Logger: log, Addr: cfg.HTTPAddr,
+		Conn: conn, Logger: log, Addr: cfg.HTTPAddr, Region: cfg.Region,
 		Metrics: r.metrics, Gatherer: r.metrics, A2A: cfg.a2aConfig(), Admission: cfg.admissionConfig(), Endpoints: cfg.endpointsConfig(),
 		DownloadsDir: cfg.DownloadsDir,
 	}

@@ -73,7 +73,7 @@ func (c *Config) newService(name string, env serviceEnv) (service, error) {
 	case bus.ServiceTaskQueue:
 		return taskqueue.New(taskqueue.Config{Conn: conn, Logger: log, Lease: c.Lease, HeartbeatTimeout: c.HeartbeatTimeout, Metrics: reg, Region: c.Region}), nil
 	case bus.ServiceArtifacts:
-		return artifacts.New(artifacts.Config{Conn: conn, Logger: log, MaxBytes: c.MaxArtifactBytes, Metrics: reg}), nil
+		return artifacts.New(artifacts.Config{Conn: conn, Logger: log, MaxBytes: c.MaxArtifactBytes, Metrics: reg, Region: c.Region}), nil
 	case bus.ServiceWebhooks:
 		return webhooks.New(webhooks.Config{
 			Conn: conn, Logger: log, AllowPrivate: c.AllowPrivateWebhooks, Metrics: reg, PublicURL: c.PublicURL,

@@ -171,7 +171,7 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 	}
 	p.gateway = gateway.New(gateway.Config{
 		Conn: conns[bus.ServiceGateway], Logger: log.With().Str("service", bus.ServiceGateway).Logger(),
-		Listener: ln, Metrics: reg, Gatherer: reg,
+		Listener: ln, Metrics: reg, Gatherer: reg, Region: cfg.Region,
 		PublicURL: cfg.PublicURL, A2A: cfg.a2aConfig(), Admission: cfg.admissionConfig(), Endpoints: cfg.endpointsConfig(), DownloadsDir: cfg.DownloadsDir,
 	})
 	if err := p.gateway.Start(ctx); err != nil {

@@ -90,7 +90,7 @@ func (s *Service) readPart(ctx context.Context, id string, offset int64, at read
 		at = readCursor{seq: 1}
 	}
 	part := &meshapi.ArtifactPart{Offset: offset, Size: size, Data: []byte{}}
-	subject := bus.ObjectChunkSubject(bus.ObjectArtifacts, info.NUID)
+	subject := bus.ObjectChunkSubject(s.objectStore, info.NUID)
 	for at.start < size && len(part.Data) < meshapi.ArtifactPartBytes {
 		chunk, err := s.chunks.GetMsg(ctx, at.seq, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {

@@ -20,6 +20,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/internal/homes"
 	"github.com/a2amesh/a2amesh/services/internal/runtimedir"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +35,9 @@ type Config struct {
 	MaxBytes int64
 	// Metrics receives the service's metrics; nil records none.
 	Metrics prometheus.Registerer
+	// Region is the region this copy serves: it keeps the artifacts of the
+	// agents homed there, and hands requests about others' to their home.
+	Region string
 }
 
 // Service is the artifact service.
@@ -42,8 +46,12 @@ type Service struct {
 	meta    *bus.Records[mesh.Artifact]
 	marks   *bus.Records[struct{}]
 	objects jetstream.ObjectStore
-	// chunks is the object store's stream, which reads get content from.
-	chunks jetstream.Stream
+	// chunks is the object store's stream, which reads get content from,
+	// and objectStore the store's name (this region's own).
+	chunks      jetstream.Stream
+	objectStore string
+	// homes says which region keeps each agent's artifacts.
+	homes  *homes.Directory
 	client *meshapi.Client
 	events *bus.Publisher
 	svc    *bus.Service
@@ -81,11 +89,17 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.marks, err = bus.OpenRecords[struct{}](ctx, js, bus.BucketArtifactMeta); err != nil {
 		return err
 	}
-	if s.objects, err = js.ObjectStore(ctx, bus.ObjectArtifacts); err != nil {
+	if s.objectStore, err = bus.OwnBucket(ctx, js, bus.ObjectArtifacts); err != nil {
 		return fmt.Errorf("artifacts: object store: %w", err)
 	}
-	if s.chunks, err = js.Stream(ctx, bus.ObjectStream(bus.ObjectArtifacts)); err != nil {
+	if s.objects, err = js.ObjectStore(ctx, s.objectStore); err != nil {
+		return fmt.Errorf("artifacts: object store: %w", err)
+	}
+	if s.chunks, err = js.Stream(ctx, bus.ObjectStream(s.objectStore)); err != nil {
 		return fmt.Errorf("artifacts: object store stream: %w", err)
+	}
+	if s.homes, err = homes.Open(ctx, js, s.cfg.Region, s.cfg.Logger); err != nil {
+		return err
 	}
 	if s.runtimes, err = runtimedir.Open(ctx, js, runtimedir.Options{Logger: s.cfg.Logger}); err != nil {
 		return err
@@ -94,6 +108,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.events = bus.NewPublisher(js, bus.ServiceArtifacts).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServiceArtifacts))
 	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
 		Name: bus.ServiceArtifacts, Description: "task-run artifacts", Logger: s.cfg.Logger,
+		Region: s.cfg.Region, Route: s.routeRequest,
 		Ops: map[string]bus.HandlerFunc{
 			meshapi.OpArtifactOpenInput: s.handleOpenInput,
 			meshapi.OpArtifactGet:       s.handleGet,
@@ -124,6 +139,7 @@ func (s *Service) Stop(grace time.Duration) {
 		u.drop(mesh.Errorf(mesh.CodeUnavailable, "the artifacts service stopped"))
 	}
 	s.wg.Wait()
+	s.homes.Stop()
 	if s.runtimes != nil {
 		s.runtimes.Close()
 	}

@@ -27,7 +27,7 @@ func (g *Gateway) startA2A(ctx context.Context) error {
 		return err
 	}
 	cfg := g.cfg.A2A
-	cfg.Client, cfg.JS, cfg.Runs = g.client, g.js, g.runs
+	cfg.Client, cfg.JS, cfg.Runs, cfg.Home = g.client, g.js, g.runs, g.homes.Of
 	cfg.Logger = g.log.With().Str("endpoint", "a2a").Logger()
 	cfg.PublicURL = g.publicURL
 	cfg.Admission = g.admission

@@ -153,11 +153,12 @@ func (b *base64Reader) Read(p []byte) (int, error) {
 
 func (g *Gateway) listArtifacts(w http.ResponseWriter, r *http.Request) {
 	runID := r.PathValue("taskRunId")
-	if _, err := g.client.GetTaskRun(r.Context(), runID); err != nil {
+	run, err := g.client.GetTaskRun(r.Context(), runID)
+	if err != nil {
 		g.writeError(w, r, err)
 		return
 	}
-	l, err := g.client.ListArtifacts(r.Context(), runID)
+	l, err := g.client.ListArtifacts(r.Context(), run)
 	g.reply(w, r, http.StatusOK, l, err)
 }
 

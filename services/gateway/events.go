@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/runfollow"
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // eventFilter is what GET /events streams.
@@ -82,33 +84,75 @@ func knownEventType(t string) bool {
 	return ok
 }
 
-// startPosition reads where a stream starts: after Last-Event-ID (a stream
-// sequence) when reconnecting, at ?since= (RFC 3339 time or a duration ago),
-// or with new events only.
-func startPosition(r *http.Request) (runfollow.Position, error) {
+// eventStream is where a GET /events stream reads: an event stream, the
+// source that reads it, and the prefix of its event ids. Events of one
+// agent are read where they are stored first, in the agent's home region's
+// stream (a stream in the region that answers for them, and one that goes
+// on while the origin is down); every agent's, from the origin's, which
+// gathers every region's. An event id is the event's sequence in its
+// stream, "<region>:"-prefixed for a region's own stream, so a client that
+// resumes is taken back to the stream it read.
+type eventStream struct {
+	name   string
+	src    *runfollow.Source
+	prefix string
+}
+
+// openEventStream chooses the stream a request reads and where it starts:
+// after Last-Event-ID when reconnecting (in the stream that id came from),
+// at ?since= (RFC 3339 time or a duration ago), or with new events only.
+func (g *Gateway) openEventStream(r *http.Request, f *eventFilter) (*eventStream, runfollow.Position, error) {
+	ctx := r.Context()
 	last := r.Header.Get("Last-Event-ID")
 	if last == "" {
 		last = r.URL.Query().Get("last_event_id")
 	}
 	if last != "" {
-		seq, err := strconv.ParseUint(last, 10, 64)
-		if err != nil {
-			return runfollow.Position{}, mesh.Errorf(mesh.CodeInvalidRequest, "Last-Event-ID must be an event id from this stream")
+		region, seqText, regional := strings.Cut(last, ":")
+		if !regional {
+			seqText, region = region, ""
 		}
-		return runfollow.After(seq), nil
+		seq, err := strconv.ParseUint(seqText, 10, 64)
+		if err != nil || (regional && bus.ValidRegion(region) != nil) {
+			return nil, runfollow.Position{}, mesh.Errorf(mesh.CodeInvalidRequest, "Last-Event-ID must be an event id from this stream")
+		}
+		es := &eventStream{name: bus.EventStream, src: g.runs.Gathered()}
+		if regional {
+			src, err := g.runs.In(ctx, region)
+			if err != nil {
+				return nil, runfollow.Position{}, err
+			}
+			if _, err := g.js.Stream(ctx, src.Stream()); errors.Is(err, jetstream.ErrStreamNotFound) {
+				return nil, runfollow.Position{}, mesh.Errorf(mesh.CodeInvalidRequest, "Last-Event-ID names region %s, which keeps no events", region)
+			} else if err != nil {
+				return nil, runfollow.Position{}, err
+			}
+			es = &eventStream{name: src.Stream(), src: src, prefix: region + ":"}
+		}
+		return es, runfollow.After(seq), nil
+	}
+	es := &eventStream{name: bus.EventStream, src: g.runs.Gathered()}
+	if f.agentID != "" {
+		src, region, err := g.runs.Of(ctx, f.agentID)
+		if err != nil && !errors.Is(err, mesh.ErrNotFound) {
+			return nil, runfollow.Position{}, err
+		}
+		if err == nil && src.Stream() != bus.EventStream {
+			es = &eventStream{name: src.Stream(), src: src, prefix: region + ":"}
+		}
 	}
 	if since := r.URL.Query().Get("since"); since != "" {
 		t, err := time.Parse(time.RFC3339, since)
 		if err != nil {
 			d, derr := time.ParseDuration(since)
 			if derr != nil || d < 0 {
-				return runfollow.Position{}, mesh.Errorf(mesh.CodeInvalidRequest, "since must be an RFC 3339 time or a duration like 10m")
+				return nil, runfollow.Position{}, mesh.Errorf(mesh.CodeInvalidRequest, "since must be an RFC 3339 time or a duration like 10m")
 			}
 			t = time.Now().Add(-d)
 		}
-		return runfollow.Since(t), nil
+		return es, runfollow.Since(t), nil
 	}
-	return runfollow.Now(), nil
+	return es, runfollow.Now(), nil
 }
 
 // streamEvents serves GET /events: matching CloudEvents as Server-Sent Events
@@ -141,14 +185,14 @@ func (g *Gateway) streamRuntimeEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, f *eventFilter) {
-	pos, err := startPosition(r)
+	stream, pos, err := g.openEventStream(r, f)
 	if err != nil {
 		g.writeError(w, r, err)
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	events, err := g.runs.Follow(ctx, f.subjects(), pos)
+	events, err := stream.src.Follow(ctx, f.subjects(), pos)
 	if err != nil {
 		g.writeError(w, r, fmt.Errorf("follow events: %w", err))
 		return
@@ -194,7 +238,7 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, f *eventFi
 			if !ok {
 				return
 			}
-			if err := writeSSE(w, g.sse.get(r.Context(), m), f); err != nil {
+			if err := writeSSE(w, stream.prefix, g.sse.of(stream.name).get(r.Context(), m), f); err != nil {
 				return
 			}
 			if rc.Flush() != nil {
@@ -205,10 +249,10 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, f *eventFi
 }
 
 // writeSSE sends an event to a stream if its filter matches it.
-func writeSSE(w http.ResponseWriter, e *sseEncoding, f *eventFilter) error {
+func writeSSE(w http.ResponseWriter, idPrefix string, e *sseEncoding, f *eventFilter) error {
 	if !e.ok || !f.match(e.typ, e.data) {
 		return nil
 	}
-	_, err := fmt.Fprintf(w, "id: %d\ndata: %s\n\n", e.seq, e.body)
+	_, err := fmt.Fprintf(w, "id: %s%d\ndata: %s\n\n", idPrefix, e.seq, e.body)
 	return err
 }

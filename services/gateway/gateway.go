@@ -22,6 +22,7 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
+	"github.com/a2amesh/a2amesh/services/internal/homes"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -31,6 +32,9 @@ import (
 type Config struct {
 	Conn   *bus.Conn
 	Logger zerolog.Logger
+	// Region is the region the gateway serves in: the events of its
+	// agents' runs are read from its own event stream.
+	Region string
 	// Addr is the listen address. Default 127.0.0.1:3000 (seed 000's local API base).
 	Addr string
 	// Listener, when set, is used instead of listening on Addr.
@@ -102,12 +106,14 @@ type Gateway struct {
 	log    zerolog.Logger
 	client *meshapi.Client
 	js     jetstream.JetStream
-	// runs follows runs on the event stream, for every endpoint that streams
-	// or waits for them.
-	runs *runfollow.Source
+	// runs follows runs on the event streams, for every endpoint that
+	// streams or waits for them: an agent's in its home region's stream.
+	runs *runfollow.Regions
+	// homes says where each agent is homed.
+	homes *homes.Directory
 	// sse is the latest events as GET /events sends them, encoded once
 	// for every stream.
-	sse   sseEncodings
+	sse   sseStreams
 	owner *ownerAuth
 	// rtAuth admits runtime credentials (runtimeauth.go).
 	rtAuth  *runtimeAuth
@@ -140,8 +146,11 @@ func New(cfg Config) *Gateway {
 func (g *Gateway) Start(ctx context.Context) error {
 	g.client = meshapi.NewClient(g.cfg.Conn.NC)
 	g.js = g.cfg.Conn.JS
-	g.runs = runfollow.NewSource(g.cfg.Conn, runfollow.Config{Stream: bus.EventStream})
 	var err error
+	if g.homes, err = homes.Open(ctx, g.js, g.cfg.Region, g.log); err != nil {
+		return err
+	}
+	g.runs = runfollow.NewRegions(g.cfg.Conn, runfollow.Config{}, g.homes.Of)
 	if g.owner, err = newOwnerAuth(ctx, g.js, g.log); err != nil {
 		return err
 	}
@@ -195,6 +204,7 @@ func (g *Gateway) Stop(grace time.Duration) {
 	if g.owner != nil {
 		g.owner.stop()
 	}
+	g.homes.Stop()
 	if g.rtAuth != nil {
 		g.rtAuth.stop()
 	}

@@ -10,14 +10,45 @@ import (
 	"github.com/a2amesh/a2amesh/internal/runfollow"
 )
 
+// sseStreams keeps the encodings of each event stream GET /events reads.
+type sseStreams struct {
+	mu      sync.Mutex
+	streams map[string]*sseEncodings
+}
+
+// of returns the encodings of the events of stream.
+func (s *sseStreams) of(stream string) *sseEncodings {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.streams == nil {
+		s.streams = map[string]*sseEncodings{}
+	}
+	c, ok := s.streams[stream]
+	if !ok {
+		c = &sseEncodings{}
+		s.streams[stream] = c
+	}
+	return c
+}
+
+// encoded counts the events encoded, for tests.
+func (s *sseStreams) encoded() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, c := range s.streams {
+		n += c.encoded.Load()
+	}
+	return n
+}
+
 // sseKept is how many of the latest events sseEncodings keeps.
 const sseKept = 1024
 
 // sseEncodings keeps what GET /events sends of the latest events, so the
 // streams of one gateway decode and encode each event once between them
 // rather than once each (a hundred streams of every event did it a hundred
-// times). Events are keyed by stream sequence: the gateway follows one
-// stream.
+// times). Events are keyed by stream sequence: there is one per stream.
 type sseEncodings struct {
 	mu    sync.Mutex
 	slots [sseKept]*sseEncoding

@@ -16,6 +16,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/internal/homes"
 	"github.com/a2amesh/a2amesh/services/internal/runtimedir"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -62,7 +63,7 @@ type Service struct {
 	beatView *bus.Mirror[beat, time.Time]
 	// homes holds each agent's home region, which says which region's
 	// registry keeps its runtimes' presence.
-	homes  *bus.Mirror[mesh.Agent, string]
+	homes  *homes.Directory
 	dir    *runtimedir.Directory
 	events *bus.Publisher
 	svc    *bus.Service
@@ -95,17 +96,11 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.homes, err = bus.StartMirror(ctx, js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, string]{
-		Project: func(_ string, a *mesh.Agent, _ uint64) (string, bool) { return a.HomeRegion, true },
-		Logger:  s.cfg.Logger,
-	})
-	if err != nil {
-		return err
+	if err := s.beatView.WaitReady(ctx); err != nil {
+		return fmt.Errorf("registry: load: %w", err)
 	}
-	for _, m := range []interface{ WaitReady(context.Context) error }{s.beatView, s.homes} {
-		if err := m.WaitReady(ctx); err != nil {
-			return fmt.Errorf("registry: load: %w", err)
-		}
+	if s.homes, err = homes.Open(ctx, js, s.cfg.Region, s.cfg.Logger); err != nil {
+		return err
 	}
 	if s.dir, err = runtimedir.Open(ctx, js, runtimedir.Options{Presence: true, Logger: s.cfg.Logger}); err != nil {
 		return err
@@ -145,9 +140,7 @@ func (s *Service) Stop(grace time.Duration) {
 	if s.beatView != nil {
 		_ = s.beatView.Stop()
 	}
-	if s.homes != nil {
-		_ = s.homes.Stop()
-	}
+	s.homes.Stop()
 }
 
 // routeRequest hands a heartbeat, or a list of runtimes, about an agent
@@ -162,7 +155,9 @@ func (s *Service) routeRequest(_ context.Context, op string, req *bus.Request) (
 		_ = json.Unmarshal(req.Data, &in)
 		agentID = in.AgentID
 	}
-	if home, ok := s.homes.Get(agentID); ok && home != "" {
+	// Heartbeats come from every connected runtime: only the view is
+	// looked at (an agent it has not seen yet has nothing elsewhere).
+	if home, ok := s.homes.Cached(agentID); ok {
 		return bus.Route{Region: home}, nil
 	}
 	return bus.Here, nil

@@ -175,6 +175,7 @@ func (s *Service) newRun(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 		Input:            in.Input,
 		InitiatorAgentID: in.InitiatorAgentID,
 		TargetAgentID:    in.TargetAgentID,
+		Region:           s.cfg.Region,
 		Status:           mesh.StatusPending,
 		MaxAttempts:      in.MaxAttempts,
 		IdempotencyKey:   in.IdempotencyKey,

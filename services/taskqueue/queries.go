@@ -73,7 +73,7 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 	if in.Cursor != "" && !mesh.ValidID(in.Cursor) {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "malformed cursor")
 	}
-	if others := s.otherRegions(); in.AgentID == "" && !req.HandedOver && len(others) > 0 {
+	if others := s.homes.Others(); in.AgentID == "" && !req.HandedOver && len(others) > 0 {
 		return s.listEverywhere(ctx, req, in, others)
 	}
 	return s.listHere(ctx, in)

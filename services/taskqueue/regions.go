@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+
 	"sort"
-	"sync"
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -22,7 +22,7 @@ import (
 // routeRequest says which region's task queue answers a request.
 func (s *Service) routeRequest(ctx context.Context, op string, req *bus.Request) (bus.Route, error) {
 	if agentID, _, err := req.Runtime(); err == nil {
-		return s.homeOf(ctx, agentID), nil
+		return s.homes.Route(ctx, agentID), nil
 	}
 	switch op {
 	case meshapi.OpTaskCreate:
@@ -30,109 +30,29 @@ func (s *Service) routeRequest(ctx context.Context, op string, req *bus.Request)
 			AgentID string `json:"target_agent_id"`
 		}
 		_ = json.Unmarshal(req.Data, &in)
-		return s.homeOf(ctx, in.AgentID), nil
+		return s.homes.Route(ctx, in.AgentID), nil
 	case meshapi.OpTaskAttachArtifact:
 		var in struct {
 			AgentID string `json:"agent_id"`
 		}
 		_ = json.Unmarshal(req.Data, &in)
-		return s.homeOf(ctx, in.AgentID), nil
+		return s.homes.Route(ctx, in.AgentID), nil
 	case meshapi.OpTaskList:
 		var in struct {
 			AgentID string `json:"agent_id"`
 		}
 		_ = json.Unmarshal(req.Data, &in)
 		if in.AgentID != "" {
-			return s.homeOf(ctx, in.AgentID), nil
+			return s.homes.Route(ctx, in.AgentID), nil
 		}
 		return bus.Here, nil
 	case meshapi.OpTaskGet, meshapi.OpTaskCancel, meshapi.OpTaskContinue, meshapi.OpConversationGet,
 		meshapi.OpTaskDelegateClaim, meshapi.OpTaskDelegateLink, meshapi.OpTaskDelegateProgress, meshapi.OpTaskDelegateEnd:
 		// By id: answered here when this region keeps it, else by the
 		// region that does.
-		return bus.Route{Ask: s.otherRegions()}, nil
+		return s.homes.Ask(), nil
 	}
 	return bus.Here, nil
-}
-
-// homeOf routes to an agent's home region. An agent the view has not seen
-// yet (created a moment ago, in another region) is read from this region's
-// copy of the agents bucket, then from the origin; one that cannot be found
-// is answered here, which says what is wrong with it.
-func (s *Service) homeOf(ctx context.Context, agentID string) bus.Route {
-	if a, ok := s.agents.Get(agentID); ok {
-		return bus.Route{Region: a.HomeRegion}
-	}
-	if !mesh.ValidID(agentID) {
-		return bus.Here
-	}
-	a, _, err := s.agentStore.Get(ctx, agentID)
-	if errors.Is(err, mesh.ErrNotFound) {
-		a, _, err = s.agentStore.Latest(ctx, agentID)
-	}
-	if err != nil {
-		return bus.Here
-	}
-	return bus.Route{Region: a.HomeRegion}
-}
-
-// regionList is the regions agents are homed in, kept from the agents
-// view's changes.
-type regionList struct {
-	mu sync.Mutex
-	// homes is each agent's home region, and count the agents of each.
-	homes map[string]string
-	count map[string]int
-	// names is the sorted list of regions with agents, nil when it must
-	// be made again.
-	names []string
-}
-
-// onAgentChange keeps the list of regions as agents come, move and go.
-func (s *Service) onAgentChange(agentID string, a **agentView) {
-	l := &s.regions
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.homes == nil {
-		l.homes, l.count = map[string]string{}, map[string]int{}
-	}
-	home := ""
-	if a != nil && *a != nil {
-		home = (*a).HomeRegion
-	}
-	old, had := l.homes[agentID]
-	if had && old == home {
-		return
-	}
-	if had {
-		if l.count[old]--; l.count[old] <= 0 {
-			delete(l.count, old)
-		}
-		delete(l.homes, agentID)
-	}
-	if home != "" {
-		l.homes[agentID] = home
-		l.count[home]++
-	}
-	l.names = nil
-}
-
-// otherRegions names the regions other than this one where agents are
-// homed: those that may keep runs.
-func (s *Service) otherRegions() []string {
-	l := &s.regions
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.names == nil {
-		l.names = []string{}
-		for name := range l.count {
-			if name != s.cfg.Region {
-				l.names = append(l.names, name)
-			}
-		}
-		sort.Strings(l.names)
-	}
-	return l.names
 }
 
 // leasesOp is the task queue's own endpoint for a heartbeat handed over by
@@ -147,11 +67,11 @@ const leasesOp = "leases"
 // at, never the store (an agent the view does not know has no leases to
 // renew anywhere yet).
 func (s *Service) handOverHeartbeat(msg *nats.Msg, agentID string) bool {
-	a, ok := s.agents.Get(agentID)
-	if !ok || a.HomeRegion == "" || a.HomeRegion == s.cfg.Region {
+	home, ok := s.homes.Cached(agentID)
+	if !ok || home == s.cfg.Region {
 		return false
 	}
-	out := nats.NewMsg(bus.RegionSubject(a.HomeRegion, bus.ServiceTaskQueue, leasesOp))
+	out := nats.NewMsg(bus.RegionSubject(home, bus.ServiceTaskQueue, leasesOp))
 	out.Data = msg.Data
 	out.Header.Set(bus.HeaderSubject, msg.Subject)
 	_ = s.cfg.Conn.NC.PublishMsg(out)

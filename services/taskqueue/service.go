@@ -19,6 +19,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/internal/homes"
 	"github.com/a2amesh/a2amesh/services/internal/runtimedir"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -96,10 +97,10 @@ type Service struct {
 	hbSub  *nats.Subscription
 	// handedSub takes the heartbeats other regions' task queues hand over.
 	handedSub *nats.Subscription
-	// regions is the list of other regions, for requests by id.
-	regions regionList
-	locks   stripedLocks
-	recent  *recentRuns
+	// homes says which region keeps each agent's runs.
+	homes  *homes.Directory
+	locks  stripedLocks
+	recent *recentRuns
 
 	// Dispatch (dispatch.go): the runs this copy offered, the runs whose
 	// pending event is known stored, the queues to look at again, and
@@ -128,8 +129,6 @@ type Service struct {
 type agentView struct {
 	Instructions       string
 	InstructionsDigest string
-	// HomeRegion is the region whose task queue keeps the agent's runs.
-	HomeRegion string
 }
 
 // New returns a service; Start runs it.
@@ -186,12 +185,14 @@ func (s *Service) open(ctx context.Context) error {
 	}
 	s.agents, err = bus.StartMirror(ctx, s.js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, *agentView]{
 		Project: func(_ string, a *mesh.Agent, _ uint64) (*agentView, bool) {
-			return &agentView{Instructions: a.Instructions, InstructionsDigest: meshapi.InstructionsDigest(a.Instructions), HomeRegion: a.HomeRegion}, true
+			return &agentView{Instructions: a.Instructions, InstructionsDigest: meshapi.InstructionsDigest(a.Instructions)}, true
 		},
-		OnChange: s.onAgentChange,
-		Logger:   s.cfg.Logger,
+		Logger: s.cfg.Logger,
 	})
 	if err != nil {
+		return err
+	}
+	if s.homes, err = homes.Open(ctx, s.js, s.cfg.Region, s.cfg.Logger); err != nil {
 		return err
 	}
 	if s.runtimes, err = runtimedir.Open(ctx, s.js, runtimedir.Options{Presence: true, Logger: s.cfg.Logger}); err != nil {
@@ -280,6 +281,7 @@ func (s *Service) Stop(grace time.Duration) {
 			_ = m.Stop()
 		}
 	}
+	s.homes.Stop()
 	if s.runtimes != nil {
 		s.runtimes.Close()
 	}

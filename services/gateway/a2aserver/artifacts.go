@@ -55,7 +55,7 @@ func (s *Server) checkContextReader(ctx context.Context, contextID string) error
 	if rq.caller.Owner() {
 		return nil
 	}
-	owner, err := s.records.contextOwner(ctx, contextID)
+	owner, err := s.records.contextOwner(ctx, rq.agent.ID, contextID)
 	if err != nil {
 		return err
 	}

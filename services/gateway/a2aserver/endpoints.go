@@ -52,8 +52,8 @@ func (s *Server) Adopt(ctx context.Context, run *mesh.TaskRun, c *admission.Call
 
 // Creator returns the ID of the caller recorded with a task, or "" when no
 // endpoint recorded one (only the owner sees such a task).
-func (s *Server) Creator(ctx context.Context, taskID string) (string, error) {
-	rec, _, err := s.records.get(ctx, taskID)
+func (s *Server) Creator(ctx context.Context, run *mesh.TaskRun) (string, error) {
+	rec, _, err := s.records.get(ctx, run.TargetAgentID, run.ID)
 	if err != nil || rec == nil {
 		return "", err
 	}

@@ -183,7 +183,7 @@ func (e *runExecutor) continueTask(ctx context.Context, rq *request, execCtx *a2
 	next, err := e.s.client.ContinueTaskRun(ctx, meshapi.ContinueTaskRunRequest{TaskRunID: run.ID, Input: raw})
 	if err != nil {
 		// The answer did not reach the run: it leaves the history again.
-		_, _ = e.s.records.modify(context.WithoutCancel(ctx), run.ID, func(rec *record) error {
+		_, _ = e.s.records.modify(context.WithoutCancel(ctx), run.TargetAgentID, run.ID, func(rec *record) error {
 			rec.History = st.Task.History
 			return nil
 		})

@@ -245,7 +245,7 @@ func (h *handler) checkContext(ctx context.Context, rq *request, contextID strin
 	if !mesh.ValidID(contextID) {
 		return errUnknownContext
 	}
-	owner, err := h.s.records.contextOwner(ctx, contextID)
+	owner, err := h.s.records.contextOwner(ctx, rq.agent.ID, contextID)
 	if err != nil {
 		return toA2A(h.s.log, err)
 	}

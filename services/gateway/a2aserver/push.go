@@ -73,7 +73,7 @@ func (h *handler) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskP
 		return err
 	}
 	var removed *pushConfig
-	_, err := h.s.records.modify(ctx, string(req.TaskID), func(rec *record) error {
+	_, err := h.s.records.modify(ctx, requestOf(ctx).agent.ID, string(req.TaskID), func(rec *record) error {
 		i := slices.IndexFunc(rec.Push, func(p pushConfig) bool { return p.ID == req.ID })
 		if i < 0 {
 			return errPushNotFound
@@ -107,7 +107,7 @@ func (h *handler) pushConfigs(ctx context.Context, taskID a2a.TaskID) ([]*a2a.Pu
 	if _, _, err := h.store.get(ctx, string(taskID)); err != nil {
 		return nil, err
 	}
-	rec, _, err := h.s.records.get(ctx, string(taskID))
+	rec, _, err := h.s.records.get(ctx, requestOf(ctx).agent.ID, string(taskID))
 	if err != nil {
 		return nil, toA2A(h.s.log, err)
 	}
@@ -181,7 +181,7 @@ func (h *handler) createPush(ctx context.Context, run *mesh.TaskRun, cfg *a2a.Pu
 		AuthCredentials: in.AuthCredentials, Version: rq.version,
 	}
 	var replaced string
-	_, err = h.s.records.modify(ctx, run.ID, func(rec *record) error {
+	_, err = h.s.records.modify(ctx, run.TargetAgentID, run.ID, func(rec *record) error {
 		replaced = ""
 		i := slices.IndexFunc(rec.Push, func(q pushConfig) bool { return q.ID == p.ID })
 		if i >= 0 {

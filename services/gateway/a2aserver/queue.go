@@ -52,7 +52,11 @@ func (q *busQueues) follow(ctx context.Context, agentID, taskID string) (*follow
 	if !mesh.ValidID(agentID) || !mesh.ValidID(taskID) {
 		return nil, errTaskNotFound
 	}
-	runs, err := q.s.cfg.Runs.Follow(ctx, runfollow.RunSubjects(agentID, taskID, true), runfollow.Now())
+	src, _, err := q.s.cfg.Runs.Of(ctx, agentID)
+	if err != nil {
+		return nil, fmt.Errorf("follow task %s: %w", taskID, err)
+	}
+	runs, err := src.Follow(ctx, runfollow.RunSubjects(agentID, taskID, true), runfollow.Now())
 	if err != nil {
 		return nil, fmt.Errorf("follow task %s: %w", taskID, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -61,61 +62,154 @@ func callerPrefix(agentID, caller string) string {
 }
 func contextKey(contextID string) string { return "ctx." + contextID }
 
-// records reads and writes the A2A bucket.
+// records reads and writes the A2A bucket of each agent's home region,
+// which keeps its tasks beside their runs (see bus.IsRegionalBucket).
 type records struct {
+	js   jetstream.JetStream
+	home func(ctx context.Context, agentID string) (string, error)
+
+	mu      sync.Mutex
+	regions map[string]*homeRecords
+}
+
+// homeRecords is one region's A2A bucket.
+type homeRecords struct {
 	tasks    *bus.Records[record]
 	marks    *bus.Records[struct{}]
 	contexts *bus.Records[contextRecord]
 }
 
-func openRecords(ctx context.Context, js jetstream.JetStream) (*records, error) {
-	tasks, err := bus.OpenRecords[record](ctx, js, bus.BucketA2ATasks)
+// openRecords opens this region's bucket; home tells an agent's home
+// region (nil: every agent's records are kept in this region's bucket).
+func openRecords(ctx context.Context, js jetstream.JetStream, home func(ctx context.Context, agentID string) (string, error)) (*records, error) {
+	r := &records{js: js, home: home, regions: map[string]*homeRecords{}}
+	here, err := openHomeRecords(ctx, js, func(ctx context.Context, bucket string) (*bus.Records[struct{}], error) {
+		return bus.OpenRecords[struct{}](ctx, js, bucket)
+	})
 	if err != nil {
 		return nil, err
 	}
-	marks, err := bus.OpenRecords[struct{}](ctx, js, bus.BucketA2ATasks)
+	r.regions[""] = here
+	return r, nil
+}
+
+func openHomeRecords(ctx context.Context, js jetstream.JetStream, open func(ctx context.Context, bucket string) (*bus.Records[struct{}], error)) (*homeRecords, error) {
+	marks, err := open(ctx, bus.BucketA2ATasks)
 	if err != nil {
 		return nil, err
 	}
-	contexts, err := bus.OpenRecords[contextRecord](ctx, js, bus.BucketA2ATasks)
+	return &homeRecords{
+		tasks:    bus.RecordsOf[record, struct{}](marks),
+		marks:    marks,
+		contexts: bus.RecordsOf[contextRecord, struct{}](marks),
+	}, nil
+}
+
+// of returns the bucket of an agent's home region.
+func (r *records) of(ctx context.Context, agentID string) (*homeRecords, error) {
+	region := ""
+	if r.home != nil {
+		var err error
+		if region, err = r.home(ctx, agentID); err != nil {
+			return nil, err
+		}
+	}
+	return r.in(ctx, region)
+}
+
+// in returns region's bucket ("": this region's).
+func (r *records) in(ctx context.Context, region string) (*homeRecords, error) {
+	r.mu.Lock()
+	h, ok := r.regions[region]
+	r.mu.Unlock()
+	if ok {
+		return h, nil
+	}
+	h, err := openHomeRecords(ctx, r.js, func(ctx context.Context, bucket string) (*bus.Records[struct{}], error) {
+		return bus.OpenRecordsIn[struct{}](ctx, r.js, bucket, region)
+	})
 	if err != nil {
 		return nil, err
 	}
-	return &records{tasks: tasks, marks: marks, contexts: contexts}, nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if had, ok := r.regions[region]; ok {
+		return had, nil
+	}
+	r.regions[region] = h
+	return h, nil
 }
 
 // get returns a task's record and its bucket revision, or nil when the task
 // has none (it was created through another endpoint).
-func (r *records) get(ctx context.Context, taskID string) (*record, uint64, error) {
-	rec, rev, err := r.tasks.Get(ctx, taskKey(taskID))
+func (r *records) get(ctx context.Context, agentID, taskID string) (*record, uint64, error) {
+	h, err := r.of(ctx, agentID)
+	if err != nil {
+		return nil, 0, err
+	}
+	rec, rev, err := h.tasks.Get(ctx, taskKey(taskID))
 	if errors.Is(err, mesh.ErrNotFound) {
 		return nil, 0, nil
 	}
 	return rec, rev, err
 }
 
+// getMoved returns the record of a task created before its agent moved to
+// another home region: kept where the run is (mesh.TaskRun.Region). Nil
+// when the agent did not move since.
+func (r *records) getMoved(ctx context.Context, run *mesh.TaskRun) (*record, error) {
+	if r.home == nil || run.Region == "" {
+		return nil, nil
+	}
+	home, err := r.home(ctx, run.TargetAgentID)
+	if err != nil || home == run.Region {
+		return nil, err
+	}
+	h, err := r.in(ctx, run.Region)
+	if err != nil {
+		return nil, err
+	}
+	rec, _, err := h.tasks.Get(ctx, taskKey(run.ID))
+	if errors.Is(err, mesh.ErrNotFound) {
+		return nil, nil
+	}
+	return rec, err
+}
+
 // create stores a new task's record and its caller marker. A record that
 // exists already (a retried create of the same task) is kept.
 func (r *records) create(ctx context.Context, rec *record) error {
-	if _, err := r.tasks.Create(ctx, taskKey(rec.TaskID), rec); err != nil && !errors.Is(err, mesh.ErrConflict) {
+	h, err := r.of(ctx, rec.AgentID)
+	if err != nil {
 		return fmt.Errorf("record A2A task %s: %w", rec.TaskID, err)
 	}
-	if _, err := r.marks.Put(ctx, callerKey(rec.AgentID, rec.Caller, rec.TaskID), &struct{}{}); err != nil {
+	if _, err := h.tasks.Create(ctx, taskKey(rec.TaskID), rec); err != nil && !errors.Is(err, mesh.ErrConflict) {
+		return fmt.Errorf("record A2A task %s: %w", rec.TaskID, err)
+	}
+	if _, err := h.marks.Put(ctx, callerKey(rec.AgentID, rec.Caller, rec.TaskID), &struct{}{}); err != nil {
 		return fmt.Errorf("record A2A task %s: %w", rec.TaskID, err)
 	}
 	return nil
 }
 
 // modify changes a task's record with compare-and-set on its revision.
-func (r *records) modify(ctx context.Context, taskID string, fn func(*record) error) (*record, error) {
-	rec, _, err := r.tasks.Modify(ctx, taskKey(taskID), fn)
+func (r *records) modify(ctx context.Context, agentID, taskID string, fn func(*record) error) (*record, error) {
+	h, err := r.of(ctx, agentID)
+	if err != nil {
+		return nil, err
+	}
+	rec, _, err := h.tasks.Modify(ctx, taskKey(taskID), fn)
 	return rec, err
 }
 
 // callerTasks lists the ids of the tasks a caller created with an agent,
 // newest first (ids are time-ordered).
 func (r *records) callerTasks(ctx context.Context, agentID, caller string) ([]string, error) {
-	lister, err := r.marks.KV().ListKeysFiltered(ctx, callerPrefix(agentID, caller))
+	h, err := r.of(ctx, agentID)
+	if err != nil {
+		return nil, err
+	}
+	lister, err := h.marks.KV().ListKeysFiltered(ctx, callerPrefix(agentID, caller))
 	if err != nil {
 		return nil, err
 	}
@@ -130,15 +224,19 @@ func (r *records) callerTasks(ctx context.Context, agentID, caller string) ([]st
 // claimContext records that a context belongs to a caller of an agent, or
 // checks that it does when it was claimed before.
 func (r *records) claimContext(ctx context.Context, contextID, agentID, caller string) error {
+	h, err := r.of(ctx, agentID)
+	if err != nil {
+		return err
+	}
 	want := &contextRecord{AgentID: agentID, Caller: caller}
-	_, err := r.contexts.Create(ctx, contextKey(contextID), want)
+	_, err = h.contexts.Create(ctx, contextKey(contextID), want)
 	if err == nil {
 		return nil
 	}
 	if !errors.Is(err, mesh.ErrConflict) {
 		return err
 	}
-	got, _, err := r.contexts.Get(ctx, contextKey(contextID))
+	got, _, err := h.contexts.Get(ctx, contextKey(contextID))
 	if err != nil {
 		return err
 	}
@@ -148,10 +246,14 @@ func (r *records) claimContext(ctx context.Context, contextID, agentID, caller s
 	return nil
 }
 
-// contextOwner returns who a context belongs to, or nil when no A2A task
-// claimed it.
-func (r *records) contextOwner(ctx context.Context, contextID string) (*contextRecord, error) {
-	got, _, err := r.contexts.Get(ctx, contextKey(contextID))
+// contextOwner returns who a context of an agent belongs to, or nil when no
+// A2A task of the agent claimed it.
+func (r *records) contextOwner(ctx context.Context, agentID, contextID string) (*contextRecord, error) {
+	h, err := r.of(ctx, agentID)
+	if err != nil {
+		return nil, err
+	}
+	got, _, err := h.contexts.Get(ctx, contextKey(contextID))
 	if errors.Is(err, mesh.ErrNotFound) {
 		return nil, nil
 	}

@@ -43,8 +43,11 @@ import (
 type Config struct {
 	Client *meshapi.Client
 	JS     jetstream.JetStream
+	// Home tells an agent's home region, whose A2A bucket keeps its tasks;
+	// nil: every agent's are kept in this region's.
+	Home func(ctx context.Context, agentID string) (string, error)
 	// Runs follows the runs of tasks a caller streams or waits for.
-	Runs   *runfollow.Source
+	Runs   *runfollow.Regions
 	Logger zerolog.Logger
 	// PublicURL is how A2A clients reach the platform: the base of every
 	// URL in agent cards and of artifact links. Required.
@@ -140,7 +143,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.client, s.js = s.cfg.Client, s.cfg.JS
 	var err error
-	if s.records, err = openRecords(ctx, s.js); err != nil {
+	if s.records, err = openRecords(ctx, s.js, s.cfg.Home); err != nil {
 		return err
 	}
 	s.agents, err = bus.StartMirror(ctx, s.js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, *mesh.Agent]{

@@ -40,7 +40,7 @@ func (t *taskStore) Create(ctx context.Context, task *a2a.Task) (taskstore.TaskV
 	if err != nil {
 		return taskstore.TaskVersionMissing, toA2A(t.s.log, err)
 	}
-	existing, _, err := t.s.records.get(ctx, run.ID)
+	existing, _, err := t.s.records.get(ctx, run.TargetAgentID, run.ID)
 	if err != nil {
 		return taskstore.TaskVersionMissing, toA2A(t.s.log, err)
 	}
@@ -73,7 +73,7 @@ func (t *taskStore) Update(ctx context.Context, req *taskstore.UpdateRequest) (t
 	if req.PrevVersion != taskstore.TaskVersionMissing && taskstore.TaskVersion(run.Revision) != req.PrevVersion {
 		return taskstore.TaskVersion(run.Revision), taskstore.ErrConcurrentModification
 	}
-	_, err = t.s.records.modify(ctx, run.ID, func(rec *record) error {
+	_, err = t.s.records.modify(ctx, run.TargetAgentID, run.ID, func(rec *record) error {
 		rec.History = req.Task.History
 		return nil
 	})
@@ -113,7 +113,7 @@ func (t *taskStore) get(ctx context.Context, taskID string) (*taskstore.StoredTa
 	// time of one.
 	go func() {
 		defer close(done)
-		rec, _, recErr = t.s.records.get(ctx, taskID)
+		rec, _, recErr = t.s.records.get(ctx, rq.agent.ID, taskID)
 	}()
 	run, err := t.s.client.GetTaskRun(ctx, taskID)
 	<-done
@@ -122,6 +122,9 @@ func (t *taskStore) get(ctx context.Context, taskID string) (*taskstore.StoredTa
 	}
 	if err != nil {
 		return nil, nil, toA2A(t.s.log, err)
+	}
+	if rec == nil && recErr == nil {
+		rec, recErr = t.s.records.getMoved(ctx, run)
 	}
 	if recErr != nil {
 		return nil, nil, toA2A(t.s.log, recErr)
@@ -204,7 +207,7 @@ func (t *taskStore) List(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.L
 	for _, run := range runs[start:end] {
 		var rec *record
 		if req.HistoryLength != nil && *req.HistoryLength > 0 {
-			if rec, _, err = t.s.records.get(ctx, run.ID); err != nil {
+			if rec, _, err = t.s.records.get(ctx, run.TargetAgentID, run.ID); err != nil {
 				return nil, toA2A(t.s.log, err)
 			}
 		}

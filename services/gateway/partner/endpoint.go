@@ -61,7 +61,7 @@ type Config struct {
 	Client *meshapi.Client
 	JS     jetstream.JetStream
 	// Runs follows the runs a call waits for or a status stream tells.
-	Runs *runfollow.Source
+	Runs *runfollow.Regions
 	A2A  *a2aserver.Server
 	// Admission authenticates callers and keeps their rate limits.
 	Admission *admission.Admission

@@ -82,7 +82,7 @@ func (d *Endpoint) visibleTask(ctx context.Context, c *admission.Caller, taskID,
 	if err != nil {
 		return nil, nil, err
 	}
-	creator, err := d.a2a.Creator(ctx, run.ID)
+	creator, err := d.a2a.Creator(ctx, run)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,158 @@
+// Package homes tells each agent's home region, the region that keeps its
+// runs, artifacts and A2A tasks (docs/architecture.md, "Where each fact
+// lives"), and the regions agents are homed in. It reads the agents bucket
+// (this region's copy); only the agents service writes it.
+package homes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// Directory answers where agents are homed from a view kept current by
+// watching the agents bucket.
+type Directory struct {
+	region string
+	view   *bus.Mirror[mesh.Agent, string]
+	store  *bus.Records[mesh.Agent]
+
+	mu sync.Mutex
+	// homes is each agent's home region, and count the agents of each.
+	homes map[string]string
+	count map[string]int
+	// others is the sorted list of regions other than this one with agents,
+	// nil when it must be made again.
+	others []string
+}
+
+// Open starts the view for a service of region and waits until it is
+// loaded.
+func Open(ctx context.Context, js jetstream.JetStream, region string, log zerolog.Logger) (*Directory, error) {
+	d := &Directory{region: region, homes: map[string]string{}, count: map[string]int{}}
+	var err error
+	if d.store, err = bus.OpenRecords[mesh.Agent](ctx, js, bus.BucketAgents); err != nil {
+		return nil, err
+	}
+	d.view, err = bus.StartMirror(ctx, js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, string]{
+		Project:  func(_ string, a *mesh.Agent, _ uint64) (string, bool) { return a.HomeRegion, true },
+		OnChange: d.onChange,
+		Logger:   log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := d.view.WaitReady(ctx); err != nil {
+		_ = d.view.Stop()
+		return nil, fmt.Errorf("homes: load: %w", err)
+	}
+	return d, nil
+}
+
+// Stop stops the view.
+func (d *Directory) Stop() {
+	if d != nil && d.view != nil {
+		_ = d.view.Stop()
+	}
+}
+
+// Region is the region of the service the directory serves.
+func (d *Directory) Region() string { return d.region }
+
+// Cached returns an agent's home region as the view has it, without reading
+// the store: for hot paths where an agent the view has not seen yet has
+// nothing to be routed (a heartbeat).
+func (d *Directory) Cached(agentID string) (string, bool) {
+	home, ok := d.view.Get(agentID)
+	return home, ok && home != ""
+}
+
+// Of returns an agent's home region. An agent the view has not seen yet
+// (created a moment ago, in another region) is read from this region's copy
+// of the agents bucket, then from the origin; mesh NOT_FOUND when it is in
+// neither.
+func (d *Directory) Of(ctx context.Context, agentID string) (string, error) {
+	if home, ok := d.Cached(agentID); ok {
+		return home, nil
+	}
+	if !mesh.ValidID(agentID) {
+		return "", mesh.Errorf(mesh.CodeNotFound, "agent %q not found", agentID)
+	}
+	a, _, err := d.store.Get(ctx, agentID)
+	if errors.Is(err, mesh.ErrNotFound) {
+		a, _, err = d.store.Latest(ctx, agentID)
+	}
+	if err != nil {
+		return "", err
+	}
+	if a.HomeRegion == "" {
+		// Stored before agents had a home: the agents service gives it
+		// the region it runs in, which for such a deployment is this one.
+		return d.region, nil
+	}
+	return a.HomeRegion, nil
+}
+
+// Route routes a request about an agent to its home region's copy of a
+// service. An agent that cannot be found is answered here, which says what
+// is wrong with it.
+func (d *Directory) Route(ctx context.Context, agentID string) bus.Route {
+	home, err := d.Of(ctx, agentID)
+	if err != nil {
+		return bus.Here
+	}
+	return bus.Route{Region: home}
+}
+
+// Ask routes a request about something by id that this region may not keep:
+// answered here when it does, else by the region that does (bus.Route.Ask).
+func (d *Directory) Ask() bus.Route { return bus.Route{Ask: d.Others()} }
+
+// Others names the regions other than this one where agents are homed:
+// those that may keep what this one does not.
+func (d *Directory) Others() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.others == nil {
+		d.others = []string{}
+		for name := range d.count {
+			if name != d.region {
+				d.others = append(d.others, name)
+			}
+		}
+		sort.Strings(d.others)
+	}
+	return d.others
+}
+
+// onChange keeps the count of agents per region as agents come, move and go.
+func (d *Directory) onChange(agentID string, home *string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := ""
+	if home != nil {
+		now = *home
+	}
+	old, had := d.homes[agentID]
+	if had && old == now {
+		return
+	}
+	if had {
+		if d.count[old]--; d.count[old] <= 0 {
+			delete(d.count, old)
+		}
+		delete(d.homes, agentID)
+	}
+	if now != "" {
+		d.homes[agentID] = now
+		d.count[now]++
+	}
+	d.others = nil
+}
