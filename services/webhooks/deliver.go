@@ -95,6 +95,14 @@ func (s *Service) consume(ctx context.Context, sub *subscription) error {
 	if err != nil {
 		return err
 	}
+	if cfg := cons.CachedInfo().Config; cfg.AckWait != ackWait {
+		// Made by an earlier version, which waited longer for a stopped
+		// worker's event.
+		cfg.AckWait = ackWait
+		if _, err := s.js.UpdateConsumer(ctx, bus.EventStream, cfg); err != nil {
+			s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook consumer's ack wait not updated")
+		}
+	}
 	for {
 		pctx, cancel := context.WithTimeout(ctx, pullWait)
 		msg, err := cons.Next(jetstream.FetchContext(pctx))
@@ -113,6 +121,32 @@ func (s *Service) consume(ctx context.Context, sub *subscription) error {
 
 // pullWait is how long one pull for a subscription's next event waits.
 const pullWait = 30 * time.Second
+
+// ackWait is how long an event handed to a worker stays that worker's
+// without word from it. A worker that stopped (a restart, a crash, or a
+// pull the server answered as the worker left) leaves its event to the
+// next one this soon; an attempt that takes longer says, every half of
+// it, that it is still in progress.
+const ackWait = 5 * time.Second
+
+// inProgress tells the server, every half ackWait until the returned stop
+// is called, that msg is still being delivered.
+func inProgress(msg jetstream.Msg) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(ackWait / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = msg.InProgress()
+			}
+		}
+	}()
+	return func() { close(done) }
+}
 
 // handle delivers one event and settles its message: acked when delivered
 // (or not for this subscription), offered again after a backoff when the
@@ -135,6 +169,8 @@ func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.M
 		return
 	}
 	seq := meta.Sequence.Stream
+	stop := inProgress(msg)
+	defer stop()
 	attempt := s.attempt(bus.InEventTrace(ctx, e), sub, e.ID(), d)
 	if ctx.Err() != nil {
 		// Stopping: the attempt was cut short by us, not by the endpoint.

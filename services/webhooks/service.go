@@ -280,7 +280,7 @@ func (s *Service) handleCreate(ctx context.Context, req *bus.Request) (any, erro
 		DeliverPolicy:  deliver,
 		OptStartTime:   start,
 		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        s.cfg.AttemptTimeout + 20*time.Second,
+		AckWait:        ackWait,
 		// One event in flight per endpoint: events of a run arrive in order,
 		// and a failing endpoint holds up only itself.
 		MaxAckPending: 1,
