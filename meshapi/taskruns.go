@@ -93,6 +93,10 @@ type TaskRunList struct {
 	TaskRuns   []mesh.TaskRun `json:"task_runs"`
 	NextCursor string         `json:"next_cursor,omitempty"`
 	Total      *int           `json:"total,omitempty"`
+	// UnreachableRegions names the regions that could not be asked for a
+	// list of every agent's runs: their runs are missing from it (and
+	// from Total).
+	UnreachableRegions []string `json:"unreachable_regions,omitempty"`
 }
 
 // CancelTaskRunRequest cancels a pending or running run.

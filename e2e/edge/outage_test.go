@@ -46,6 +46,18 @@ func TestRegionOutage(t *testing.T) {
 	if len(listed.TaskRuns) != 2 || listed.TaskRuns[0].TargetAgentID != agent.ID || listed.TaskRuns[0].ID < listed.TaskRuns[1].ID {
 		t.Fatalf("every run, listed in east: %+v; want west's two runs, newest first", listed.TaskRuns)
 	}
+	// A conversation started in east goes on with the west agent: west
+	// finds it where it was started.
+	var conv mesh.Conversation
+	d.regions["east"].p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/conversations", Owner: true, JSON: map[string]any{}}).
+		Expect(t, http.StatusCreated).Decode(t, &conv)
+	var inConv mesh.TaskRun
+	west.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/task-runs", Owner: true, JSON: map[string]any{
+		"target_agent_id": agent.ID, "conversation_id": conv.ID, "input": map[string]any{"text": "in a conversation started in east"}}}).
+		Expect(t, http.StatusCreated).Decode(t, &inConv)
+	if inConv.ConversationID != conv.ID || inConv.WorkspaceID != conv.WorkspaceID {
+		t.Fatalf("a run in east's conversation %s (workspace %s): conversation %s, workspace %s", conv.ID, conv.WorkspaceID, inConv.ConversationID, inConv.WorkspaceID)
+	}
 
 	// An A2A API key of the west agent, made while the global records can
 	// be written; west reads it from its mirror.
@@ -120,6 +132,14 @@ func TestRegionOutage(t *testing.T) {
 		t.Fatalf("resuming after %s gave %s (%s, %s); want the run's next event in west's stream", created.SSEID, resumed.SSEID, resumed.Type, resumed.Subject)
 	}
 	expectReply(t, west, runs[0])
+	// A list of every agent's runs, asked in west, holds west's and says
+	// east's are missing.
+	var partial meshapi.TaskRunList
+	west.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/task-runs?limit=5", Owner: true}).
+		Expect(t, http.StatusOK).Decode(t, &partial)
+	if len(partial.TaskRuns) != 5 || partial.TaskRuns[0].TargetAgentID != agent.ID || !slices.Equal(partial.UnreachableRegions, []string{"east"}) {
+		t.Fatalf("every run, listed in west with east down: %d runs, unreachable regions %v; want 5 of west's, and east named", len(partial.TaskRuns), partial.UnreachableRegions)
+	}
 
 	d.sc.Start("east")
 	d.sc.WaitJetStream()

@@ -26,12 +26,12 @@ func (r *Report) Markdown() string {
 	}
 	if g := r.Regions; g != nil {
 		fmt.Fprintf(&b, "### Regions: %s and %s, one node each with every service, %s added on each gateway link (each way)\n\n", regionHome, regionOther, g.Delay)
-		b.WriteString("| case | task created in | runtime connected to | dispatch p50 | p99 | created->completed p50 | p99 | gateway messages per task |\n|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| case | agent homed in | task created in | runtime connected to | dispatch p50 | p99 | created->completed p50 | p99 | gateway messages per task |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, c := range g.Cases {
-			fmt.Fprintf(&b, "| %s | %s | %s | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.1f |\n", c.Name, c.CreatedIn, c.RuntimeIn,
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.1f |\n", c.Name, c.Home, c.CreatedIn, c.RuntimeIn,
 				c.Dispatch.P50Ms, c.Dispatch.P99Ms, c.Completion.P50Ms, c.Completion.P99Ms, c.GatewayMsgsPerTask)
 		}
-		fmt.Fprintf(&b, "\nThe agent is homed in %s; %d tasks one at a time per case. Dispatch is task created -> the adapter receives it; completion is task created -> its completed event reaches the region that created it. Gateway messages are those of the platform's accounts, counted by the servers.\n\n", regionHome, g.Samples)
+		fmt.Fprintf(&b, "\n%s is the origin (it starts first); %d tasks one at a time per case. Dispatch is task created -> the adapter receives it; completion is task created -> its completed event reaches the region that created it. Gateway messages are those of the platform's accounts, counted by the servers.\n\n", regionHome, g.Samples)
 		return b.String()
 	}
 	if f := r.Fanout; f != nil {

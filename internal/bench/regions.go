@@ -16,8 +16,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// The regions of the regions phase: the agents live in home, the other is
-// where tasks come from or where a runtime ends up.
+// The regions of the regions phase: the agents live in home (the origin,
+// which starts first), the other is where tasks come from or where a
+// runtime ends up; the last case's agent lives in the other.
 const (
 	regionHome  = "west"
 	regionOther = "east"
@@ -36,9 +37,10 @@ type RegionsReport struct {
 // RegionsCase is one way a task meets its agent across regions.
 type RegionsCase struct {
 	Name string `json:"case"`
-	// CreatedIn is the region whose services create the task (and see it
-	// complete); RuntimeIn the region whose server the agent's runtime is
-	// connected to. The agent's home region is always regionHome.
+	// Home is the agent's home region; CreatedIn the region whose services
+	// create the task (and see it complete); RuntimeIn the region whose
+	// server the agent's runtime is connected to.
+	Home      string `json:"home_region"`
 	CreatedIn string `json:"created_in"`
 	RuntimeIn string `json:"runtime_connected_in"`
 	// Dispatch is task created -> adapter receives it; Completion is task
@@ -70,12 +72,15 @@ func (r *Report) measureRegions(ctx context.Context, dir string, cfg Config) err
 	}
 	rep := &RegionsReport{Delay: cfg.RegionDelay.String(), Samples: cfg.RegionSamples}
 	for _, c := range []RegionsCase{
-		{Name: "local agent", CreatedIn: regionHome, RuntimeIn: regionHome},
-		{Name: "remote agent (task created in another region)", CreatedIn: regionOther, RuntimeIn: regionHome},
-		{Name: "runtime connected to another region", CreatedIn: regionHome, RuntimeIn: regionOther},
+		{Name: "local agent", Home: regionHome, CreatedIn: regionHome, RuntimeIn: regionHome},
+		{Name: "remote agent (task created in another region)", Home: regionHome, CreatedIn: regionOther, RuntimeIn: regionHome},
+		{Name: "runtime connected to another region", Home: regionHome, CreatedIn: regionHome, RuntimeIn: regionOther},
+		// Its events are stored in its region, and sourced into the
+		// origin's gathered log: the only messages that cross.
+		{Name: "local agent, homed outside the origin", Home: regionOther, CreatedIn: regionOther, RuntimeIn: regionOther},
 	} {
 		cfg.Progress(fmt.Sprintf("regions: %s, %d tasks one at a time", c.Name, cfg.RegionSamples))
-		if err := s.measure(ctx, &c, filepath.Join(dir, "work-"+c.CreatedIn+"-"+c.RuntimeIn), cfg.RegionSamples); err != nil {
+		if err := s.measure(ctx, &c, filepath.Join(dir, "work-"+c.Home+"-"+c.CreatedIn+"-"+c.RuntimeIn), cfg.RegionSamples); err != nil {
 			return fmt.Errorf("%s: %w", c.Name, err)
 		}
 		rep.Cases = append(rep.Cases, c)
@@ -85,9 +90,9 @@ func (r *Report) measureRegions(ctx context.Context, dir string, cfg Config) err
 }
 
 // measure sends samples tasks one at a time to a new agent homed in
-// regionHome, created in c.CreatedIn, with its runtime on c.RuntimeIn.
+// c.Home, created in c.CreatedIn, with its runtime on c.RuntimeIn.
 func (s *regionsSetup) measure(ctx context.Context, c *RegionsCase, workdir string, samples int) error {
-	tg := target{conn: s.conn[c.CreatedIn], natsURL: s.natsURL[c.RuntimeIn], httpAddr: s.httpAddr[c.CreatedIn], home: regionHome}
+	tg := target{conn: s.conn[c.CreatedIn], natsURL: s.natsURL[c.RuntimeIn], httpAddr: s.httpAddr[c.CreatedIn], home: c.Home}
 	rig, err := newE2ERig(ctx, tg, 1, workdir)
 	if err != nil {
 		return err

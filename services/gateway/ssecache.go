@@ -31,17 +31,6 @@ func (s *sseStreams) of(stream string) *sseEncodings {
 	return c
 }
 
-// encoded counts the events encoded, for tests.
-func (s *sseStreams) encoded() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var n int64
-	for _, c := range s.streams {
-		n += c.encoded.Load()
-	}
-	return n
-}
-
 // sseKept is how many of the latest events sseEncodings keeps.
 const sseKept = 1024
 

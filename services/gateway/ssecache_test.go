@@ -58,3 +58,20 @@ func TestSSEEncodings_EachEventIsEncodedOnceForEveryStream(t *testing.T) {
 		t.Fatalf("the event after it in its slot: sequence %d, %d encodings, want %d and 2", later.seq, c.encoded.Load(), 7+sseKept)
 	}
 }
+
+// TestSSEStreams_EachStreamHasItsOwn: events of two streams at the same
+// sequence (a region's own stream and the origin's gathered log) are two
+// events, each sent as it is.
+func TestSSEStreams_EachStreamHasItsOwn(t *testing.T) {
+	var s sseStreams
+	gathered := s.of(bus.EventStream).get(context.Background(), storedEvent(t, 7))
+	other := storedEvent(t, 7)
+	other.Header.Set("ce-type", mesh.EventTaskRunFailed)
+	regional := s.of(bus.RegionEventStream("west")).get(context.Background(), other)
+	if gathered == regional || gathered.typ != mesh.EventTaskRunCompleted || regional.typ != mesh.EventTaskRunFailed {
+		t.Fatalf("sequence 7 of two streams: %q and %q; want each stream's own event", gathered.typ, regional.typ)
+	}
+	if s.of(bus.EventStream) != s.of(bus.EventStream) {
+		t.Fatal("a stream's encodings are not kept")
+	}
+}

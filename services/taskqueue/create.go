@@ -189,7 +189,7 @@ func (s *Service) newRun(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 		UpdatedAt:        now,
 	}
 	if in.ConversationID != "" {
-		conv, err := s.getConversation(ctx, in.ConversationID)
+		conv, err := s.findConversation(ctx, in.ConversationID)
 		if err != nil {
 			return nil, err
 		}

@@ -3,8 +3,6 @@ package taskqueue
 import (
 	"context"
 	"encoding/json"
-	"errors"
-
 	"sort"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -81,8 +79,9 @@ func (s *Service) handOverHeartbeat(msg *nats.Msg, agentID string) bool {
 // listEverywhere lists the runs of every region, newest first: each region
 // is asked for the first offset+limit matches (ids are time-ordered, so
 // the cursor means the same in every region), and the pages are merged. A
-// region that cannot be asked fails the list with 503 UNAVAILABLE naming
-// it: a page silently missing a region's runs would look complete.
+// region that cannot be asked is named in the list's UnreachableRegions,
+// and its runs are missing: the list of the regions that answer goes on
+// being served while another is down, and does not look complete.
 func (s *Service) listEverywhere(ctx context.Context, req *bus.Request, in meshapi.ListTaskRunsRequest, others []string) (any, error) {
 	window := in
 	window.Offset, window.Limit = 0, in.Offset+in.Limit
@@ -107,16 +106,18 @@ func (s *Service) listEverywhere(ctx context.Context, req *bus.Request, in mesha
 			msg.Header.Set(bus.HeaderSubject, req.Subject)
 			var l meshapi.TaskRunList
 			err := bus.CallMsg(ctx, s.cfg.Conn.NC, msg, &l)
-			if errors.Is(err, nats.ErrNoResponders) {
-				err = mesh.Errorf(mesh.CodeUnavailable, "region %s cannot be reached (its taskqueue service does not answer), so its runs cannot be listed; try again later", region)
-			}
 			pages <- page{region, &l, err}
 		}()
 	}
 	var all []mesh.TaskRun
+	var unreachable []string
 	more, total := false, 0
 	for range len(others) + 1 {
 		p := <-pages
+		if p.err != nil && p.region != s.cfg.Region && bus.Unreachable(p.err) {
+			unreachable = append(unreachable, p.region)
+			continue
+		}
 		if p.err != nil {
 			return nil, p.err
 		}
@@ -139,6 +140,10 @@ func (s *Service) listEverywhere(ctx context.Context, req *bus.Request, in mesha
 	}
 	if in.WithTotal {
 		out.Total = &total
+	}
+	if len(unreachable) > 0 {
+		sort.Strings(unreachable)
+		out.UnreachableRegions = unreachable
 	}
 	return out, nil
 }

@@ -1,7 +1,9 @@
 // Package homes tells each agent's home region, the region that keeps its
 // runs, artifacts and A2A tasks (docs/architecture.md, "Where each fact
-// lives"), and the regions agents are homed in. It reads the agents bucket
-// (this region's copy); only the agents service writes it.
+// lives"), and the regions that may keep something: those agents are homed
+// in, and those whose services said where their NATS servers are. It reads
+// the agents and regions buckets (this region's copies); only the agents
+// and credentials services write them.
 package homes
 
 import (
@@ -23,6 +25,9 @@ type Directory struct {
 	region string
 	view   *bus.Mirror[mesh.Agent, string]
 	store  *bus.Records[mesh.Agent]
+	// served is the regions whose credentials services stored their
+	// NATS addresses: regions running services, with agents or not.
+	served *bus.Mirror[struct{}, struct{}]
 
 	mu sync.Mutex
 	// homes is each agent's home region, and count the agents of each.
@@ -49,17 +54,34 @@ func Open(ctx context.Context, js jetstream.JetStream, region string, log zerolo
 	if err != nil {
 		return nil, err
 	}
-	if err := d.view.WaitReady(ctx); err != nil {
-		_ = d.view.Stop()
-		return nil, fmt.Errorf("homes: load: %w", err)
+	d.served, err = bus.StartMirror(ctx, js, bus.BucketRegions, bus.MirrorConfig[struct{}, struct{}]{
+		Project:  func(string, *struct{}, uint64) (struct{}, bool) { return struct{}{}, true },
+		OnChange: func(string, *struct{}) { d.mu.Lock(); d.others = nil; d.mu.Unlock() },
+		Logger:   log,
+	})
+	if err != nil {
+		d.Stop()
+		return nil, err
+	}
+	for _, m := range []interface{ WaitReady(context.Context) error }{d.view, d.served} {
+		if err := m.WaitReady(ctx); err != nil {
+			d.Stop()
+			return nil, fmt.Errorf("homes: load: %w", err)
+		}
 	}
 	return d, nil
 }
 
-// Stop stops the view.
+// Stop stops the views.
 func (d *Directory) Stop() {
-	if d != nil && d.view != nil {
+	if d == nil {
+		return
+	}
+	if d.view != nil {
 		_ = d.view.Stop()
+	}
+	if d.served != nil {
+		_ = d.served.Stop()
 	}
 }
 
@@ -115,17 +137,25 @@ func (d *Directory) Route(ctx context.Context, agentID string) bus.Route {
 // answered here when it does, else by the region that does (bus.Route.Ask).
 func (d *Directory) Ask() bus.Route { return bus.Route{Ask: d.Others()} }
 
-// Others names the regions other than this one where agents are homed:
-// those that may keep what this one does not.
+// Others names the regions other than this one that may keep what this
+// one does not: those where agents are homed, and those running services
+// (a conversation is kept where it was started).
 func (d *Directory) Others() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.others == nil {
-		d.others = []string{}
+		names := map[string]bool{}
 		for name := range d.count {
-			if name != d.region {
-				d.others = append(d.others, name)
-			}
+			names[name] = true
+		}
+		d.served.Range(func(name string, _ struct{}) bool {
+			names[name] = true
+			return true
+		})
+		delete(names, d.region)
+		d.others = make([]string, 0, len(names))
+		for name := range names {
+			d.others = append(d.others, name)
 		}
 		sort.Strings(d.others)
 	}

@@ -21,6 +21,8 @@ export async function tasksView(main, _params, nav) {
   const more = h('button', { type: 'button', hidden: true }, 'Show older tasks');
   const error = formError();
   const summary = h('p', { class: 'muted small', role: 'status' });
+  // A region that cannot be reached: the tasks it keeps are not listed.
+  const partial = h('p', { class: 'notice', id: 'tasks-partial', role: 'status', hidden: true });
   const rows = new Map();
   const names = new Map();
   let cursor = '';
@@ -31,6 +33,7 @@ export async function tasksView(main, _params, nav) {
     h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter tasks', onsubmit: (e) => e.preventDefault() },
       agentField.wrap, statusField.wrap),
     error.el,
+    partial,
     summary,
     h('section', { class: 'panel', 'aria-label': 'Task list' }, list, h('div', { class: 'row' }, more)));
 
@@ -74,6 +77,10 @@ export async function tasksView(main, _params, nav) {
     try {
       const res = await api('GET', `/task-runs?${q}`);
       error.clear();
+      const missing = res.unreachable_regions || [];
+      partial.hidden = missing.length === 0;
+      partial.textContent = missing.length === 0 ? '' :
+        `Tasks kept in ${missing.length === 1 ? 'region' : 'regions'} ${missing.join(', ')} are not shown: ${missing.length === 1 ? 'it cannot' : 'they cannot'} be reached right now.`;
       if (!append) { rows.clear(); list.replaceChildren(); }
       res.task_runs.forEach((r) => list.appendChild(row(r)));
       cursor = res.next_cursor || '';
