@@ -131,6 +131,9 @@ func TestRegionOutage(t *testing.T) {
 	if resumed.SSEID == created.SSEID || !strings.HasPrefix(resumed.SSEID, "west:") || resumed.Subject != created.Subject {
 		t.Fatalf("resuming after %s gave %s (%s, %s); want the run's next event in west's stream", created.SSEID, resumed.SSEID, resumed.Type, resumed.Subject)
 	}
+	// An id of a region that keeps no events is refused, not followed.
+	west.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/events?agent_id=" + agent.ID, Owner: true,
+		Header: http.Header{"Last-Event-ID": {"nowhere:1"}}}).ExpectError(t, http.StatusBadRequest, mesh.CodeInvalidRequest)
 	expectReply(t, west, runs[0])
 	// A list of every agent's runs, asked in west, holds west's and says
 	// east's are missing.

@@ -98,6 +98,21 @@ type eventStream struct {
 	prefix string
 }
 
+// parseEventID reads an event id GET /events sent: a stream sequence,
+// "<region>:"-prefixed for a region's own stream ("" for the origin's
+// gathered log).
+func parseEventID(id string) (region string, seq uint64, err error) {
+	region, seqText, regional := strings.Cut(id, ":")
+	if !regional {
+		seqText, region = region, ""
+	}
+	seq, err = strconv.ParseUint(seqText, 10, 64)
+	if err != nil || (regional && bus.ValidRegion(region) != nil) {
+		return "", 0, mesh.Errorf(mesh.CodeInvalidRequest, "Last-Event-ID must be an event id from this stream")
+	}
+	return region, seq, nil
+}
+
 // openEventStream chooses the stream a request reads and where it starts:
 // after Last-Event-ID when reconnecting (in the stream that id came from),
 // at ?since= (RFC 3339 time or a duration ago), or with new events only.
@@ -108,16 +123,12 @@ func (g *Gateway) openEventStream(r *http.Request, f *eventFilter) (*eventStream
 		last = r.URL.Query().Get("last_event_id")
 	}
 	if last != "" {
-		region, seqText, regional := strings.Cut(last, ":")
-		if !regional {
-			seqText, region = region, ""
-		}
-		seq, err := strconv.ParseUint(seqText, 10, 64)
-		if err != nil || (regional && bus.ValidRegion(region) != nil) {
-			return nil, runfollow.Position{}, mesh.Errorf(mesh.CodeInvalidRequest, "Last-Event-ID must be an event id from this stream")
+		region, seq, err := parseEventID(last)
+		if err != nil {
+			return nil, runfollow.Position{}, err
 		}
 		es := &eventStream{name: bus.EventStream, src: g.runs.Gathered()}
-		if regional {
+		if region != "" {
 			src, err := g.runs.In(ctx, region)
 			if err != nil {
 				return nil, runfollow.Position{}, err
