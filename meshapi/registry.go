@@ -49,3 +49,18 @@ func (c *Client) ListRuntimes(ctx context.Context, agentID string) (*RuntimeList
 	var l RuntimeList
 	return &l, c.call(ctx, bus.ServiceRegistry, OpRegistryList, ListRuntimesRequest{AgentID: agentID}, &l)
 }
+
+// AgentOnline reports whether an agent's active runtime is online, as the
+// registry of its home region, which keeps its runtimes' presence, says.
+func (c *Client) AgentOnline(ctx context.Context, agentID string) (bool, error) {
+	l, err := c.ListRuntimes(ctx, agentID)
+	if err != nil {
+		return false, err
+	}
+	for _, rt := range l.Runtimes {
+		if rt.State == mesh.RuntimeActive && rt.Status == mesh.PresenceOnline {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -57,6 +58,28 @@ func TestRegionOutage(t *testing.T) {
 		Expect(t, http.StatusCreated).Decode(t, &inConv)
 	if inConv.ConversationID != conv.ID || inConv.WorkspaceID != conv.WorkspaceID {
 		t.Fatalf("a run in east's conversation %s (workspace %s): conversation %s, workspace %s", conv.ID, conv.WorkspaceID, inConv.ConversationID, inConv.WorkspaceID)
+	}
+
+	// A west agent's run that may delegate sees an east agent online when
+	// east says its runtime is.
+	d.regions["east"].p.OnlineRuntime(t, eastAgent.ID)
+	var asker mesh.Agent
+	west.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/agent-accounts", Owner: true, JSON: map[string]any{
+		"name": "asks east", "home_region": "west", "delegation": map[string]any{"agents": []string{eastAgent.ID}}}}).
+		Expect(t, http.StatusCreated).Decode(t, &asker)
+	askerRT, askerRun := west.HeldRun(t, asker.ID, "whom may I ask?")
+	nc, err := nats.Connect(askerRT.NATS.URL, nats.Token(askerRT.RuntimeToken), nats.CustomInboxPrefix(askerRT.NATS.InboxPrefix))
+	if err != nil {
+		t.Fatalf("connect as the asking runtime: %v", err)
+	}
+	defer nc.Close()
+	var may meshapi.DelegateAgentList
+	if err := bus.Call(context.Background(), nc, bus.RuntimeSubject(asker.ID, askerRT.RuntimeID, bus.RuntimeOpDelegateAgents),
+		meshapi.DelegateAgentsRequest{TaskRunID: askerRun.ID}, &may); err != nil {
+		t.Fatalf("the agents a west run may delegate to: %v", err)
+	}
+	if len(may.Agents) != 1 || may.Agents[0].AgentID != eastAgent.ID || !may.Agents[0].Online {
+		t.Fatalf("the agents a west run may delegate to: %+v; want the east agent, online", may.Agents)
 	}
 
 	// An A2A API key of the west agent, made while the global records can

@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -115,21 +116,18 @@ func (s *Service) handleDelegateAgents(ctx context.Context, req *bus.Request) (a
 		if a.ID == self.ID || !self.Delegation.Allows(a) {
 			continue
 		}
-		out.Agents = append(out.Agents, meshapi.DelegateAgent{
-			AgentID: a.ID, Name: a.Name, Description: a.Description, Skills: a.Skills, Online: s.online(ctx, a.ID),
+		out.Agents = append(out.Agents, meshapi.DelegateAgent{AgentID: a.ID, Name: a.Name, Description: a.Description, Skills: a.Skills})
+	}
+	// Each agent's presence is kept by its home region's registry: asked
+	// of all at once.
+	var wg sync.WaitGroup
+	for i := range out.Agents {
+		wg.Go(func() {
+			out.Agents[i].Online, _ = s.client.AgentOnline(ctx, out.Agents[i].AgentID)
 		})
 	}
+	wg.Wait()
 	return out, nil
-}
-
-// online reports whether one of the agent's runtimes is online.
-func (s *Service) online(ctx context.Context, agentID string) bool {
-	for _, rt := range s.runtimes.AgentRuntimes(agentID) {
-		if rt.State == mesh.RuntimeActive && s.runtimes.Online(ctx, rt.ID) {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *Service) handleDelegateSend(ctx context.Context, req *bus.Request) (any, error) {

@@ -275,16 +275,9 @@ func acceptsOurOutput(modes []string) bool {
 
 // online reports whether the agent has a runtime whose heartbeats arrive.
 func (h *handler) online(ctx context.Context, agentID string) bool {
-	l, err := h.s.client.ListRuntimes(ctx, agentID)
-	if err != nil {
-		return true // not knowing is no reason to stop waiting
-	}
-	for _, rt := range l.Runtimes {
-		if rt.State == mesh.RuntimeActive && rt.Status == mesh.PresenceOnline {
-			return true
-		}
-	}
-	return false
+	online, err := h.s.client.AgentOnline(ctx, agentID)
+	// Not knowing is no reason to stop waiting.
+	return online || err != nil
 }
 
 // streamContext bounds an event stream: it ends with the request, when the
