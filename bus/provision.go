@@ -468,7 +468,8 @@ func IsGlobalBucket(bucket string) bool { return globalBuckets[bucket] }
 // runs (which are also the queue), the idempotency keys and conversations
 // of the runs created there, their runtimes' presence and heartbeats, their
 // artifacts (metadata, and content in the object store of that name) and
-// what the A2A endpoint keeps of their tasks.
+// what the A2A, partner and envelope endpoints keep of their tasks and
+// callers' sessions.
 // Each region has its own bucket of each, placed there (the origin's keeps
 // the bucket's name, the others' are RegionBucket), written and read by
 // that region's services alone, so a region's work goes on while another
@@ -476,7 +477,7 @@ func IsGlobalBucket(bucket string) bool { return globalBuckets[bucket] }
 var regionalBuckets = map[string]bool{
 	BucketRuns: true, BucketIdempotency: true, BucketConversations: true,
 	BucketPresence: true, BucketHeartbeats: true,
-	BucketArtifactMeta: true, ObjectArtifacts: true, BucketA2ATasks: true,
+	BucketArtifactMeta: true, ObjectArtifacts: true, BucketA2ATasks: true, BucketA2AEndpoints: true,
 }
 
 // IsRegionalBucket reports whether each region keeps its own bucket of

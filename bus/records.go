@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/nats-io/nats.go"
@@ -82,6 +83,48 @@ func openRecords[T any](ctx context.Context, js jetstream.JetStream, bucket stri
 		r.msgGet = APIPrefix(js) + "STREAM.MSG.GET.KV_" + bucket
 	}
 	return r, nil
+}
+
+// RegionRecords opens each region's own bucket of a regional bucket (see
+// IsRegionalBucket) once, for a service that reads and writes where an
+// agent's home region keeps it.
+type RegionRecords[T any] struct {
+	js     jetstream.JetStream
+	bucket string
+	mu     sync.Mutex
+	by     map[string]*Records[T]
+}
+
+// NewRegionRecords returns the region's buckets of bucket, opened as they
+// are first asked for.
+func NewRegionRecords[T any](js jetstream.JetStream, bucket string) *RegionRecords[T] {
+	return &RegionRecords[T]{js: js, bucket: bucket, by: map[string]*Records[T]{}}
+}
+
+// In returns region's bucket ("": this connection's region's).
+func (r *RegionRecords[T]) In(ctx context.Context, region string) (*Records[T], error) {
+	r.mu.Lock()
+	recs, ok := r.by[region]
+	r.mu.Unlock()
+	if ok {
+		return recs, nil
+	}
+	var err error
+	if region == "" {
+		recs, err = OpenRecords[T](ctx, r.js, r.bucket)
+	} else {
+		recs, err = OpenRecordsIn[T](ctx, r.js, r.bucket, region)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if had, ok := r.by[region]; ok {
+		return had, nil
+	}
+	r.by[region] = recs
+	return recs, nil
 }
 
 // RecordsOf reads and writes the bucket of r with records of another type:

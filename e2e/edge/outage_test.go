@@ -128,6 +128,9 @@ func TestRegionOutage(t *testing.T) {
 	// event stream.
 	events := west.StreamEvents(t, url.Values{"agent_id": {agent.ID}})
 	task := a2aSend(t, west, agent.ID, key.APIKey, "over A2A while east is down")
+	// The envelope endpoint too, twice in one conversation.
+	envelopeExecute(t, west, agent.ID, key.APIKey, "over the envelope while east is down", "outage-talk")
+	envelopeExecute(t, west, agent.ID, key.APIKey, "again in the same conversation", "outage-talk")
 	var created, finished meshtest.Event
 	for finished.ID == "" {
 		ev := events.Next(t, 30*time.Second)
@@ -267,6 +270,30 @@ func a2aSend(t *testing.T, p *meshtest.Platform, agentID, apiKey, text string) s
 			text, answer.Result.ID, answer.Result.Status.State, names, res.Body)
 	}
 	return answer.Result.ID
+}
+
+// envelopeExecute runs execute-agent on the envelope endpoint (seed 002)
+// in a caller's conversation, which must answer with the agent's reply.
+func envelopeExecute(t *testing.T, p *meshtest.Platform, agentID, apiKey, input, conversationID string) {
+	t.Helper()
+	id := mesh.NewID()
+	began := time.Now()
+	defer func() { t.Logf("execute-agent %q answered in %s", input, time.Since(began)) }()
+	res := p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/a2a", Header: http.Header{"X-Api-Key": {apiKey}}, JSON: map[string]any{
+		"a2a":     map[string]any{"protocol": "a2a", "version": "1.0", "id": id, "timestamp": time.Now().UTC().Format(time.RFC3339), "type": "request"},
+		"context": map[string]any{"from": "caller", "to": agentID, "conversationId": conversationID},
+		"payload": map[string]any{"method": "execute-agent", "params": map[string]any{"agentId": agentID, "input": input}},
+	}}).Expect(t, http.StatusOK)
+	var answer struct {
+		Payload struct {
+			Result struct {
+				Output string `json:"output"`
+			} `json:"result"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal(res.Body, &answer); err != nil || answer.Payload.Result.Output != "done: "+input {
+		t.Fatalf("execute-agent %q: %v %s", input, err, res.Body)
+	}
 }
 
 // expectReply checks, through p, that a run has the file its agent wrote

@@ -33,7 +33,7 @@ type endpoints struct {
 // startEndpoints readies the older endpoints over the A2A endpoint's authentication.
 func (g *Gateway) startEndpoints(ctx context.Context) error {
 	pc := g.cfg.Endpoints.Partner
-	pc.Client, pc.JS, pc.Runs, pc.A2A, pc.Admission, pc.PublicURL, pc.Closing = g.client, g.js, g.runs, g.a2a, g.admission, g.publicURL, g.closing
+	pc.Client, pc.JS, pc.Runs, pc.Homes, pc.A2A, pc.Admission, pc.PublicURL, pc.Closing = g.client, g.js, g.runs, g.homes, g.a2a, g.admission, g.publicURL, g.closing
 	pc.Logger = g.log.With().Str("endpoint", "partner").Logger()
 	if pc.CardVersion == "" {
 		pc.CardVersion = g.cfg.A2A.Version
@@ -42,7 +42,7 @@ func (g *Gateway) startEndpoints(ctx context.Context) error {
 		pc.BlockingWait = g.cfg.A2A.BlockingWait
 	}
 	ec := g.cfg.Endpoints.Envelope
-	ec.Client, ec.JS, ec.Runs, ec.A2A, ec.Admission, ec.WriteError = g.client, g.js, g.runs, g.a2a, g.admission, g.writeError
+	ec.Client, ec.JS, ec.Runs, ec.Homes, ec.A2A, ec.Admission, ec.WriteError = g.client, g.js, g.runs, g.homes, g.a2a, g.admission, g.writeError
 	ec.Logger = g.log.With().Str("endpoint", "envelope").Logger()
 	if ec.Version == "" {
 		ec.Version = g.cfg.A2A.Version

@@ -14,7 +14,7 @@ func conversationKey(callerID, conversationID string) string {
 }
 
 // conversation returns the platform conversation of a caller's
-// conversationId, starting one the first time.
-func (d *Endpoint) conversation(ctx context.Context, callerID, conversationID string) (string, error) {
-	return d.conversations.Get(ctx, conversationKey(callerID, conversationID))
+// conversationId with an agent, starting one the first time.
+func (d *Endpoint) conversation(ctx context.Context, agentID, callerID, conversationID string) (string, error) {
+	return d.conversations.Get(ctx, agentID, conversationKey(callerID, conversationID))
 }

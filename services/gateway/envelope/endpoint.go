@@ -21,6 +21,7 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
+	"github.com/a2amesh/a2amesh/services/internal/homes"
 )
 
 // Config configures the envelope endpoint. Zero values take the documented
@@ -39,7 +40,9 @@ type Config struct {
 	JS     jetstream.JetStream
 	// Runs follows the runs an execution waits for.
 	Runs *runfollow.Regions
-	A2A  *a2aserver.Server
+	// Homes tells where agents are homed (nil: one region).
+	Homes *homes.Directory
+	A2A   *a2aserver.Server
 	// Admission authenticates callers and keeps their rate limits.
 	Admission *admission.Admission
 	Logger    zerolog.Logger
@@ -78,7 +81,7 @@ func New(cfg Config) *Endpoint {
 // Start opens the endpoint's bucket.
 func (d *Endpoint) Start(ctx context.Context) error {
 	var err error
-	d.conversations, err = admission.OpenConversations(ctx, d.cfg.JS, d.client)
+	d.conversations, err = admission.OpenConversations(ctx, d.cfg.JS, d.client, d.cfg.Homes)
 	return err
 }
 

@@ -174,7 +174,7 @@ func (d *Endpoint) execute(ctx context.Context, c *admission.Caller, m *message)
 	}
 	conv := ""
 	if m.Context.ConversationID != "" {
-		if conv, err = d.conversation(ctx, cc.ID, m.Context.ConversationID); err != nil {
+		if conv, err = d.conversation(ctx, agent.ID, cc.ID, m.Context.ConversationID); err != nil {
 			return 0, nil, agent.ID, err
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
+	"github.com/a2amesh/a2amesh/services/internal/homes"
 )
 
 // The platform's card at GET /a2a/discovery, unless configured otherwise.
@@ -62,7 +63,9 @@ type Config struct {
 	JS     jetstream.JetStream
 	// Runs follows the runs a call waits for or a status stream tells.
 	Runs *runfollow.Regions
-	A2A  *a2aserver.Server
+	// Homes tells where agents are homed (nil: one region).
+	Homes *homes.Directory
+	A2A   *a2aserver.Server
 	// Admission authenticates callers and keeps their rate limits.
 	Admission *admission.Admission
 	Logger    zerolog.Logger
@@ -121,7 +124,7 @@ func New(cfg Config) *Endpoint {
 // Start opens the endpoint's bucket.
 func (d *Endpoint) Start(ctx context.Context) error {
 	var err error
-	d.records, err = openRecords(ctx, d.cfg.JS, d.client)
+	d.records, err = openRecords(ctx, d.cfg.JS, d.client, d.cfg.Homes)
 	return err
 }
 

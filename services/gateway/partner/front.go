@@ -89,7 +89,7 @@ func (d *Endpoint) visibleTask(ctx context.Context, c *admission.Caller, taskID,
 	if !cc.Sees(creator) {
 		return nil, nil, errTaskNotFound
 	}
-	rec, err := d.records.task(ctx, run.ID)
+	rec, err := d.records.task(ctx, run)
 	if err != nil {
 		return nil, nil, err
 	}

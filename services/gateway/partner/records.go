@@ -12,6 +12,7 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
+	"github.com/a2amesh/a2amesh/services/internal/homes"
 )
 
 // taskRecord is what the partner endpoint keeps about a task beyond its run
@@ -31,35 +32,65 @@ func sessionKey(callerID, sessionID string) string {
 	return "psession." + secret.Hash(callerID + "\x00" + sessionID)[:48]
 }
 
+// records reads and writes the partner endpoint's keys of
+// BucketA2AEndpoints: a task's in the region that keeps its run, a
+// session's where the caller's first agent is homed.
 type records struct {
-	tasks    *bus.Records[taskRecord]
+	tasks    *bus.RegionRecords[taskRecord]
 	sessions *admission.Conversations
+	homes    *homes.Directory
 }
 
-func openRecords(ctx context.Context, js jetstream.JetStream, client *meshapi.Client) (*records, error) {
-	tasks, err := bus.OpenRecords[taskRecord](ctx, js, bus.BucketA2AEndpoints)
+func openRecords(ctx context.Context, js jetstream.JetStream, client *meshapi.Client, homes *homes.Directory) (*records, error) {
+	sessions, err := admission.OpenConversations(ctx, js, client, homes)
 	if err != nil {
 		return nil, err
 	}
-	sessions, err := admission.OpenConversations(ctx, js, client)
-	if err != nil {
-		return nil, err
+	return &records{tasks: bus.NewRegionRecords[taskRecord](js, bus.BucketA2AEndpoints), sessions: sessions, homes: homes}, nil
+}
+
+// of returns the bucket of the region that keeps a run.
+func (r *records) of(ctx context.Context, run *mesh.TaskRun) (*bus.Records[taskRecord], error) {
+	region := run.Region
+	if region == "" && r.homes != nil {
+		// Stored before runs named their region: its agent's home.
+		var err error
+		if region, err = r.homes.Of(ctx, run.TargetAgentID); err != nil {
+			return nil, err
+		}
 	}
-	return &records{tasks: tasks, sessions: sessions}, nil
+	if r.homes == nil {
+		region = ""
+	}
+	return r.tasks.In(ctx, region)
 }
 
 // task returns a task's record, or nil when the task was created through
 // another endpoint.
-func (r *records) task(ctx context.Context, runID string) (*taskRecord, error) {
-	rec, _, err := r.tasks.Get(ctx, taskKey(runID))
+func (r *records) task(ctx context.Context, run *mesh.TaskRun) (*taskRecord, error) {
+	tasks, err := r.of(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	rec, _, err := tasks.Get(ctx, taskKey(run.ID))
 	if errors.Is(err, mesh.ErrNotFound) {
 		return nil, nil
 	}
 	return rec, err
 }
 
-// conversation returns the conversation of a caller's session, starting one
-// the first time the session is named.
-func (r *records) conversation(ctx context.Context, callerID, sessionID string) (string, error) {
-	return r.sessions.Get(ctx, sessionKey(callerID, sessionID))
+// putTask stores a task's record.
+func (r *records) putTask(ctx context.Context, run *mesh.TaskRun, rec *taskRecord) error {
+	tasks, err := r.of(ctx, run)
+	if err != nil {
+		return err
+	}
+	_, err = tasks.Put(ctx, taskKey(run.ID), rec)
+	return err
+}
+
+// conversation returns the conversation of a caller's session with an
+// agent, starting one the first time the session is named.
+func (r *records) conversation(ctx context.Context, agentID, callerID, sessionID string) (string, error) {
+	return r.sessions.Get(ctx, agentID, sessionKey(callerID, sessionID))
 }

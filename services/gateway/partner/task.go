@@ -115,7 +115,7 @@ func (d *Endpoint) create(ctx context.Context, c *admission.Caller, agent *mesh.
 	}
 	conv := ""
 	if nt.sessionID != "" {
-		if conv, err = d.records.conversation(ctx, c.ID, nt.sessionID); err != nil {
+		if conv, err = d.records.conversation(ctx, agent.ID, c.ID, nt.sessionID); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -128,7 +128,7 @@ func (d *Endpoint) create(ctx context.Context, c *admission.Caller, agent *mesh.
 	}
 	run := &res.TaskRun
 	rec := &taskRecord{Method: nt.method, ClientAgentID: nt.clientAgentID, SessionID: nt.sessionID, CreatedAt: time.Now().UTC()}
-	if _, err := d.records.tasks.Put(ctx, taskKey(run.ID), rec); err != nil {
+	if err := d.records.putTask(ctx, run, rec); err != nil {
 		return nil, nil, err
 	}
 	// The A2A endpoint (and every other) shows the task to the same caller.
