@@ -191,7 +191,7 @@ func (p *Publisher) lastEvent(ctx context.Context, agentID string, kind mesh.Eve
 	p.streamMu.Unlock()
 	if stream == nil {
 		var err error
-		name, err := regionEventStream(ctx, p.js)
+		name, err := EventStreamIn(ctx, p.js, "")
 		if err != nil {
 			return nil, fmt.Errorf("event stream: %w", err)
 		}

@@ -56,7 +56,7 @@ func StartMirror[T, P any](ctx context.Context, js jetstream.JetStream, bucket s
 		}
 		return startMirror(bucket, w, stream, cfg), nil
 	}
-	bucket, err := regionBucket(ctx, js, bucket)
+	bucket, err := OwnBucket(ctx, js, bucket)
 	if err != nil {
 		return nil, fmt.Errorf("mirror %s: %w", bucket, err)
 	}

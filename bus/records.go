@@ -38,28 +38,22 @@ type Records[T any] struct {
 	local bool
 }
 
-// OpenRecords binds to an existing bucket.
+// OpenRecords binds to an existing bucket (this region's own, for a
+// regional bucket).
 func OpenRecords[T any](ctx context.Context, js jetstream.JetStream, bucket string) (*Records[T], error) {
-	return openRecords[T](ctx, js, bucket, func(ctx context.Context) (string, error) {
-		return regionBucket(ctx, js, bucket)
-	})
+	return OpenRecordsIn[T](ctx, js, bucket, "")
 }
 
 // OpenRecordsIn binds to region's own bucket of a regional bucket (see
-// IsRegionalBucket): for a service that serves an agent of another region
-// itself, reading and writing where the agent's home region keeps it.
+// IsRegionalBucket; "": this connection's region's): for a service that
+// serves an agent of another region itself, reading and writing where the
+// agent's home region keeps it.
 func OpenRecordsIn[T any](ctx context.Context, js jetstream.JetStream, bucket, region string) (*Records[T], error) {
-	return openRecords[T](ctx, js, bucket, func(ctx context.Context) (string, error) {
-		return BucketIn(ctx, js, bucket, region)
-	})
-}
-
-func openRecords[T any](ctx context.Context, js jetstream.JetStream, bucket string, name func(context.Context) (string, error)) (*Records[T], error) {
 	r := &Records[T]{name: bucket, nc: js.Conn()}
 	var stream jetstream.Stream
 	err := retry(ctx, "open bucket "+bucket, func(ctx context.Context) error {
 		var err error
-		if bucket, err = name(ctx); err != nil {
+		if bucket, err = BucketIn(ctx, js, r.name, region); err != nil {
 			return err
 		}
 		if r.kv, err = js.KeyValue(ctx, bucket); err != nil {
@@ -109,12 +103,7 @@ func (r *RegionRecords[T]) In(ctx context.Context, region string) (*Records[T], 
 	if ok {
 		return recs, nil
 	}
-	var err error
-	if region == "" {
-		recs, err = OpenRecords[T](ctx, r.js, r.bucket)
-	} else {
-		recs, err = OpenRecordsIn[T](ctx, r.js, r.bucket, region)
-	}
+	recs, err := OpenRecordsIn[T](ctx, r.js, r.bucket, region)
 	if err != nil {
 		return nil, err
 	}

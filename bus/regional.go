@@ -39,43 +39,56 @@ var origins sync.Map // *nats.Conn -> string
 // closed for good.
 func forgetOrigin(nc *nats.Conn) { origins.Delete(nc) }
 
-// outsideOrigin names the connection's region and says whether it is not
-// the origin: such a region keeps its own regional buckets and event
-// stream under its name. On a server in no cluster, region is "" and
-// everything is the origin's. The answer is never a guess: a region that
-// used another region's bucket would split its runs between the two, so an
-// origin that cannot be told is an error.
-func outsideOrigin(ctx context.Context, js jetstream.JetStream) (region string, outside bool, err error) {
-	region = connRegion(js)
-	if region == "" {
+// outsideOrigin says whether region ("": the connection's) keeps its own
+// regional buckets and event stream under its name: whether it is not the
+// origin. On a server in no cluster everything is the origin's. The answer
+// is never a guess: a region that used another region's bucket would split
+// its runs between the two, so an origin that cannot be told is an error.
+func outsideOrigin(ctx context.Context, js jetstream.JetStream, region string) (string, bool, error) {
+	if connRegion(js) == "" {
 		return "", false, nil
+	}
+	if region == "" {
+		region = connRegion(js)
 	}
 	origin, err := originRegion(ctx, js)
 	if err != nil {
 		return "", false, err
 	}
-	return region, origin != region, nil
+	return region, region != origin, nil
 }
 
-// OwnBucket names the bucket (or object store) a service of the
-// connection's region uses for bucket: for a regional bucket outside the
-// origin region, the region's own (RegionBucket); otherwise bucket itself.
-func OwnBucket(ctx context.Context, js jetstream.JetStream, bucket string) (string, error) {
-	return regionBucket(ctx, js, bucket)
-}
-
-// regionBucket is the bucket a service of the connection's region uses for
-// bucket: for a regional bucket outside the origin region, the region's own
-// (RegionBucket); otherwise bucket itself.
-func regionBucket(ctx context.Context, js jetstream.JetStream, bucket string) (string, error) {
+// BucketIn names region's own bucket of a regional bucket (or object
+// store): bucket itself in the origin region (and on a server in no
+// cluster), RegionBucket elsewhere; region "" is the connection's. A bucket
+// that is not regional is named as it is.
+func BucketIn(ctx context.Context, js jetstream.JetStream, bucket, region string) (string, error) {
 	if !IsRegionalBucket(bucket) {
 		return bucket, nil
 	}
-	region, outside, err := outsideOrigin(ctx, js)
+	region, outside, err := outsideOrigin(ctx, js, region)
 	if err != nil || !outside {
 		return bucket, err
 	}
 	return RegionBucket(bucket, region), nil
+}
+
+// OwnBucket names the bucket (or object store) the services of the
+// connection's region use for bucket (BucketIn of their region).
+func OwnBucket(ctx context.Context, js jetstream.JetStream, bucket string) (string, error) {
+	return BucketIn(ctx, js, bucket, "")
+}
+
+// EventStreamIn names the event stream that stores the events region's
+// services publish ("": the connection's region's): EventStream in the
+// origin region (and on a server in no cluster), RegionEventStream
+// elsewhere. The events of an agent's runs are stored in its home region's.
+func EventStreamIn(ctx context.Context, js jetstream.JetStream, region string) (string, error) {
+	region, outside, err := outsideOrigin(ctx, js, region)
+	if err != nil || !outside {
+		return EventStream, err
+	}
+	return RegionEventStream(region), nil
 }
 
 // eventRegion is the region token of the events a connection's services
@@ -86,45 +99,4 @@ func eventRegion(js jetstream.JetStream) string {
 		return r
 	}
 	return DefaultRegion
-}
-
-// regionEventStream names the event stream that captures the events of the
-// connection's region: EventStream in the origin region (and on a server in
-// no cluster), RegionEventStream elsewhere.
-func regionEventStream(ctx context.Context, js jetstream.JetStream) (string, error) {
-	region, outside, err := outsideOrigin(ctx, js)
-	if err != nil || !outside {
-		return EventStream, err
-	}
-	return RegionEventStream(region), nil
-}
-
-// BucketIn names region's own bucket of a regional bucket (or object
-// store): bucket itself in the origin region (and on a server in no
-// cluster), RegionBucket elsewhere. A bucket that is not regional is named
-// as it is.
-func BucketIn(ctx context.Context, js jetstream.JetStream, bucket, region string) (string, error) {
-	if !IsRegionalBucket(bucket) || connRegion(js) == "" {
-		return bucket, nil
-	}
-	origin, err := originRegion(ctx, js)
-	if err != nil || region == origin {
-		return bucket, err
-	}
-	return RegionBucket(bucket, region), nil
-}
-
-// EventStreamIn names the event stream that stores the events region's
-// services publish: EventStream in the origin region (and on a server in
-// no cluster), RegionEventStream elsewhere. The events of an agent's runs
-// are stored in its home region's.
-func EventStreamIn(ctx context.Context, js jetstream.JetStream, region string) (string, error) {
-	if connRegion(js) == "" {
-		return EventStream, nil
-	}
-	origin, err := originRegion(ctx, js)
-	if err != nil || region == origin {
-		return EventStream, err
-	}
-	return RegionEventStream(region), nil
 }

@@ -75,55 +75,41 @@ func (s *Service) routed(region, endpoint string, op string, route RouteFunc, h 
 // relay hands req to region's copies of service and returns their answer
 // as it is.
 func (s *Service) relay(ctx context.Context, region, service, endpoint string, req *Request) (any, error) {
-	answer, err := relayTo(ctx, s.nc, region, service, endpoint, req.Subject, req.Data)
-	if err != nil {
+	var answer json.RawMessage
+	if err := CallRegion(ctx, s.nc, region, service, endpoint, req.Subject, req.Data, &answer); err != nil {
 		return nil, err
 	}
 	return answer, nil
 }
 
-// relayTo sends a request first received on subject to region's copies of
-// service.
-func relayTo(ctx context.Context, nc *nats.Conn, region, service, endpoint, subject string, data []byte) (json.RawMessage, error) {
+// CallRegion sends a request that first arrived on subject to region's
+// copies of service (on their region subject, endpoint) and decodes the
+// answer into out. A region none of whose copies answers is 503
+// UNAVAILABLE naming it.
+func CallRegion(ctx context.Context, nc *nats.Conn, region, service, endpoint, subject string, data []byte, out any) error {
 	msg := nats.NewMsg(RegionSubject(region, service, endpoint))
 	msg.Data = data
 	msg.Header.Set(HeaderSubject, subject)
-	var answer json.RawMessage
-	err := CallMsg(ctx, nc, msg, &answer)
+	err := CallMsg(ctx, nc, msg, out)
 	if errors.Is(err, nats.ErrNoResponders) {
-		return nil, mesh.Errorf(mesh.CodeUnavailable, "region %s cannot be reached (its %s service does not answer); try again later", region, service)
+		return mesh.Errorf(mesh.CodeUnavailable, "region %s cannot be reached (its %s service does not answer); try again later", region, service)
 	}
-	return answer, err
+	return err
 }
 
 // ask answers req here when this copy has what it is about, and otherwise
-// asks the other regions (AskRegions).
+// asks each of regions: the first answer that is not NOT_FOUND is the
+// answer. When none has it and a region could not be asked, the answer is
+// 503 UNAVAILABLE naming it, not a NOT_FOUND that may be false.
 func (s *Service) ask(ctx context.Context, regions []string, service, endpoint string, req *Request, here HandlerFunc) (any, error) {
 	resp, err := here(ctx, req)
 	if !errors.Is(err, mesh.ErrNotFound) {
 		return resp, err
 	}
-	answer, aerr := AskRegions(ctx, s.nc, regions, service, endpoint, req.Subject, req.Data)
-	if errors.Is(aerr, mesh.ErrNotFound) {
-		return nil, err
-	}
-	if aerr != nil {
-		return nil, aerr
-	}
-	return answer, nil
-}
-
-// AskRegions asks each of regions' copies of service, at once, for what a
-// request (first received on subject) is about: the first answer that is
-// not NOT_FOUND is the answer. When none has it and a region could not be
-// asked, the answer is 503 UNAVAILABLE naming it, not a NOT_FOUND that may
-// be false. For a service that keeps something per region and must find
-// one kept elsewhere (a run by id, a conversation started in another
-// region).
-func AskRegions(ctx context.Context, nc *nats.Conn, regions []string, service, endpoint, subject string, data []byte) (json.RawMessage, error) {
+	notFound := err
 	type answer struct {
 		region string
-		resp   json.RawMessage
+		resp   any
 		err    error
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -131,7 +117,7 @@ func AskRegions(ctx context.Context, nc *nats.Conn, regions []string, service, e
 	answers := make(chan answer, len(regions))
 	for _, region := range regions {
 		go func() {
-			resp, err := relayTo(ctx, nc, region, service, endpoint, subject, data)
+			resp, err := s.relay(ctx, region, service, endpoint, req)
 			answers <- answer{region, resp, err}
 		}()
 	}
@@ -154,16 +140,13 @@ func AskRegions(ctx context.Context, nc *nats.Conn, regions []string, service, e
 		sort.Strings(unreachable)
 		return nil, mesh.Errorf(mesh.CodeUnavailable, "not found in the regions that answered; region %s cannot be reached and may hold it: %s", strings.Join(unreachable, ", "), mesh.AsError(failed).Message)
 	}
-	return nil, mesh.Errorf(mesh.CodeNotFound, "not found in any region")
+	return nil, notFound
 }
 
-// Unreachable reports whether a request to another region found no
-// answer: nothing answered there (no responders, or no reply in time), or
-// that region's copy said it cannot serve (UNAVAILABLE).
+// Unreachable reports whether a request to another region (CallRegion)
+// found no answer: nothing answered there, not in time, or that region's
+// copy said it cannot serve.
 func Unreachable(err error) bool {
-	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
 	code := mesh.AsError(err).Code
 	return code == mesh.CodeUnavailable || code == mesh.CodeTimeout
 }

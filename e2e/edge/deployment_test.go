@@ -57,8 +57,9 @@ type deployment struct {
 }
 
 // startRegions starts a supercluster of one-server regions and every service
-// in each (the first region's first, so it holds the global records), and waits until every gateway answers /readyz and every program
-// says it is ready.
+// in each (the first region's first, so it holds the global records), and
+// waits until every gateway answers /readyz and every program says it is
+// ready.
 func startRegions(t *testing.T, names ...string) *deployment {
 	t.Helper()
 	var rs []clustertest.Region

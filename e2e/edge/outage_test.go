@@ -216,20 +216,32 @@ func TestRegionOutage(t *testing.T) {
 	a2aGet(t, west, agent.ID, key.APIKey, task)
 }
 
-// a2aGet gets an A2A task as its caller, which must see it.
-func a2aGet(t *testing.T, p *meshtest.Platform, agentID, apiKey, taskID string) {
+// a2aCall makes a JSON-RPC call to an agent's A2A endpoint with an API
+// key and decodes its result into result; an error answer fails the test.
+// It returns the raw answer.
+func a2aCall(t *testing.T, p *meshtest.Platform, agentID, apiKey, method string, params, result any) []byte {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": map[string]any{"id": taskID}})
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	res := p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/a2a/" + agentID, Body: body, ContentType: "application/json",
 		Header: http.Header{"X-Api-Key": {apiKey}}}).Expect(t, http.StatusOK)
 	var answer struct {
 		Error  json.RawMessage `json:"error"`
-		Result struct {
-			ID string `json:"id"`
-		} `json:"result"`
+		Result json.RawMessage `json:"result"`
 	}
-	if err := json.Unmarshal(res.Body, &answer); err != nil || answer.Error != nil || answer.Result.ID != taskID {
-		t.Fatalf("tasks/get %s by its caller: %v %s", taskID, err, res.Body)
+	if err := json.Unmarshal(res.Body, &answer); err != nil || answer.Error != nil || json.Unmarshal(answer.Result, result) != nil {
+		t.Fatalf("%s: %v %s", method, err, res.Body)
+	}
+	return res.Body
+}
+
+// a2aGet gets an A2A task as its caller, which must see it.
+func a2aGet(t *testing.T, p *meshtest.Platform, agentID, apiKey, taskID string) {
+	t.Helper()
+	var task struct {
+		ID string `json:"id"`
+	}
+	if a2aCall(t, p, agentID, apiKey, "tasks/get", map[string]any{"id": taskID}, &task); task.ID != taskID {
+		t.Fatalf("tasks/get %s by its caller answered task %q", taskID, task.ID)
 	}
 }
 
@@ -238,38 +250,30 @@ func a2aGet(t *testing.T, p *meshtest.Platform, agentID, apiKey, taskID string) 
 // the agent's answer and the file it wrote.
 func a2aSend(t *testing.T, p *meshtest.Platform, agentID, apiKey, text string) string {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": map[string]any{
+	var task struct {
+		ID     string `json:"id"`
+		Status struct {
+			State string `json:"state"`
+		} `json:"status"`
+		Artifacts []struct {
+			Name string `json:"name"`
+		} `json:"artifacts"`
+	}
+	raw := a2aCall(t, p, agentID, apiKey, "message/send", map[string]any{
 		"message": map[string]any{"messageId": mesh.NewID(), "role": "user", "kind": "message", "parts": []any{
 			map[string]any{"kind": "text", "text": text},
 			map[string]any{"kind": "file", "file": map[string]any{"name": "in.txt", "mimeType": "text/plain",
 				"bytes": base64.StdEncoding.EncodeToString([]byte("a file in"))}},
-		}}}})
-	res := p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/a2a/" + agentID, Body: body, ContentType: "application/json",
-		Header: http.Header{"X-Api-Key": {apiKey}}}).Expect(t, http.StatusOK)
-	var answer struct {
-		Error  json.RawMessage `json:"error"`
-		Result struct {
-			ID     string `json:"id"`
-			Status struct {
-				State string `json:"state"`
-			} `json:"status"`
-			Artifacts []struct {
-				Name string `json:"name"`
-			} `json:"artifacts"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(res.Body, &answer); err != nil || answer.Error != nil {
-		t.Fatalf("message/send %q: %v %s", text, err, res.Body)
-	}
+		}}}, &task)
 	names := []string{}
-	for _, a := range answer.Result.Artifacts {
+	for _, a := range task.Artifacts {
 		names = append(names, a.Name)
 	}
-	if answer.Result.Status.State != "completed" || !strings.Contains(string(res.Body), "done: "+text) || !slices.Contains(names, "reply.txt") {
+	if task.Status.State != "completed" || !strings.Contains(string(raw), "done: "+text) || !slices.Contains(names, "reply.txt") {
 		t.Fatalf("message/send %q: task %s %s with artifacts %v; want completed with the agent's answer and reply.txt: %s",
-			text, answer.Result.ID, answer.Result.Status.State, names, res.Body)
+			text, task.ID, task.Status.State, names, raw)
 	}
-	return answer.Result.ID
+	return task.ID
 }
 
 // envelopeExecute runs execute-agent on the envelope endpoint (seed 002)

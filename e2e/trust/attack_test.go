@@ -7,6 +7,7 @@ package trust_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -33,6 +34,9 @@ type world struct {
 	runB    mesh.TaskRun
 	record  []byte
 	streams []string
+	// runEvent is the stream sequence of the newest event of runB: an
+	// event forged about it would be stored after it.
+	runEvent uint64
 }
 
 // newWorld sets up a victim on an in-process platform.
@@ -46,7 +50,29 @@ func newWorldOn(t *testing.T, p *meshtest.Platform, conn *bus.Conn) *world {
 	w.runB = p.CreateTask(w.victim.ID, "the victim's secret work")
 	w.record = w.agentRecord(t)
 	w.streams = w.streamNames(t)
+	meshtest.Eventually(t, 10*time.Second, func() bool { w.runEvent = w.lastRunEvent(t); return w.runEvent != 0 },
+		func() string { return "the victim's run has no event stored" })
 	return w
+}
+
+// lastRunEvent is the stream sequence of the newest stored event of runB
+// (0: none).
+func (w *world) lastRunEvent(t *testing.T) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := w.conn.JS.Stream(ctx, bus.EventStream)
+	if err != nil {
+		t.Fatalf("event stream: %v", err)
+	}
+	msg, err := s.GetLastMsgForSubject(ctx, bus.EventSubject(w.victim.ID, string(mesh.KindTaskRun), w.runB.ID))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0
+	}
+	if err != nil {
+		t.Fatalf("the victim's run's events: %v", err)
+	}
+	return msg.Sequence
 }
 
 func (w *world) agentRecord(t *testing.T) []byte {
@@ -97,6 +123,9 @@ func (w *world) intact(t *testing.T, after string) {
 			t.Fatalf("after %s the task runs bucket is empty", after)
 		}
 	}
+	if got := w.lastRunEvent(t); got != w.runEvent {
+		t.Fatalf("after %s the victim's run has an event stored at %d, after its last one (%d)", after, got, w.runEvent)
+	}
 	if got := w.agentRecord(t); !bytes.Equal(got, w.record) {
 		t.Fatalf("after %s the victim's agent record changed:\n%s\nwant\n%s", after, got, w.record)
 	}
@@ -124,6 +153,7 @@ func (w *world) evilReplies() []string {
 		"$SYS.REQ.SERVER.PING.CONNZ",
 		bus.RuntimeSubject(w.victim.ID, w.rtB.RuntimeID, bus.RuntimeOpHello),
 		bus.EventSubject(w.victim.ID, string(mesh.KindTaskRun), w.runB.ID),
+		bus.RegionEventSubject(bus.DefaultRegion, w.victim.ID, string(mesh.KindTaskRun), w.runB.ID),
 	}
 }
 
@@ -139,6 +169,8 @@ func (w *world) directPublishes() []string {
 		"$O." + bus.ObjectArtifacts + ".M.x",
 		bus.RuntimeSubject(w.victim.ID, w.rtB.RuntimeID, bus.RuntimeOpComplete),
 		bus.EventSubject(w.victim.ID, string(mesh.KindTaskRun), w.runB.ID),
+		// What the event stream stores (a forged event would be kept).
+		bus.RegionEventSubject(bus.DefaultRegion, w.victim.ID, string(mesh.KindTaskRun), w.runB.ID),
 		bus.ServiceSubject(bus.ServiceAgents, "list"),
 		"$SYS.REQ.SERVER.PING.CONNZ",
 	}

@@ -129,13 +129,19 @@ func (g *Gateway) openEventStream(r *http.Request, f *eventFilter) (*eventStream
 		}
 		es := &eventStream{name: bus.EventStream, src: g.runs.Gathered()}
 		if region != "" {
-			src, err := g.runs.In(ctx, region)
+			// The id is the caller's: a source is kept only for a stream
+			// that exists.
+			name, err := bus.EventStreamIn(ctx, g.js, region)
 			if err != nil {
 				return nil, runfollow.Position{}, err
 			}
-			if _, err := g.js.Stream(ctx, src.Stream()); errors.Is(err, jetstream.ErrStreamNotFound) {
+			if _, err := g.js.Stream(ctx, name); errors.Is(err, jetstream.ErrStreamNotFound) {
 				return nil, runfollow.Position{}, mesh.Errorf(mesh.CodeInvalidRequest, "Last-Event-ID names region %s, which keeps no events", region)
 			} else if err != nil {
+				return nil, runfollow.Position{}, err
+			}
+			src, err := g.runs.In(ctx, region)
+			if err != nil {
 				return nil, runfollow.Position{}, err
 			}
 			es = &eventStream{name: src.Stream(), src: src, prefix: region + ":"}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -50,35 +49,20 @@ func startConversation(run *mesh.TaskRun) {
 	run.ConversationID, run.WorkspaceID = run.ID, mesh.NewID()
 }
 
-// getConversation reads a conversation: its record, or, for one a run
-// started, that run.
 // findConversation returns a conversation kept here or, started in another
 // region (a conversation is kept where it was started, and may go on with
-// agents of any region), kept there.
+// agents of any region), kept there: the task queue's own get, which asks
+// the other regions for what this one does not keep.
 func (s *Service) findConversation(ctx context.Context, id string) (*mesh.Conversation, error) {
 	conv, err := s.getConversation(ctx, id)
-	if !errors.Is(err, mesh.ErrNotFound) {
+	if !errors.Is(err, mesh.ErrNotFound) || len(s.homes.Others()) == 0 {
 		return conv, err
 	}
-	body, merr := json.Marshal(meshapi.GetConversationRequest{ConversationID: id})
-	if merr != nil {
-		return nil, merr
-	}
-	answer, aerr := bus.AskRegions(ctx, s.cfg.Conn.NC, s.homes.Others(), bus.ServiceTaskQueue, meshapi.OpConversationGet,
-		bus.ServiceSubject(bus.ServiceTaskQueue, meshapi.OpConversationGet), body)
-	if errors.Is(aerr, mesh.ErrNotFound) {
-		return nil, err
-	}
-	if aerr != nil {
-		return nil, aerr
-	}
-	var found mesh.Conversation
-	if err := json.Unmarshal(answer, &found); err != nil {
-		return nil, fmt.Errorf("conversation %s from another region: %w", id, err)
-	}
-	return &found, nil
+	return s.client.GetConversation(ctx, id)
 }
 
+// getConversation reads a conversation: its record, or, for one a run
+// started, that run.
 func (s *Service) getConversation(ctx context.Context, id string) (*mesh.Conversation, error) {
 	if !mesh.ValidID(id) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "conversation %q not found", id)

@@ -101,11 +101,8 @@ func (s *Service) listEverywhere(ctx context.Context, req *bus.Request, in mesha
 	}()
 	for _, region := range others {
 		go func() {
-			msg := nats.NewMsg(bus.RegionSubject(region, bus.ServiceTaskQueue, meshapi.OpTaskList))
-			msg.Data = body
-			msg.Header.Set(bus.HeaderSubject, req.Subject)
 			var l meshapi.TaskRunList
-			err := bus.CallMsg(ctx, s.cfg.Conn.NC, msg, &l)
+			err := bus.CallRegion(ctx, s.cfg.Conn.NC, region, bus.ServiceTaskQueue, meshapi.OpTaskList, req.Subject, body, &l)
 			pages <- page{region, &l, err}
 		}()
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -65,14 +64,12 @@ func contextKey(contextID string) string { return "ctx." + contextID }
 // records reads and writes the A2A bucket of each agent's home region,
 // which keeps its tasks beside their runs (see bus.IsRegionalBucket).
 type records struct {
-	js   jetstream.JetStream
-	home func(ctx context.Context, agentID string) (string, error)
-
-	mu      sync.Mutex
-	regions map[string]*homeRecords
+	buckets *bus.RegionRecords[struct{}]
+	home    func(ctx context.Context, agentID string) (string, error)
 }
 
-// homeRecords is one region's A2A bucket.
+// homeRecords is one region's A2A bucket, read as each kind of record it
+// keeps.
 type homeRecords struct {
 	tasks    *bus.Records[record]
 	marks    *bus.Records[struct{}]
@@ -82,27 +79,11 @@ type homeRecords struct {
 // openRecords opens this region's bucket; home tells an agent's home
 // region (nil: every agent's records are kept in this region's bucket).
 func openRecords(ctx context.Context, js jetstream.JetStream, home func(ctx context.Context, agentID string) (string, error)) (*records, error) {
-	r := &records{js: js, home: home, regions: map[string]*homeRecords{}}
-	here, err := openHomeRecords(ctx, js, func(ctx context.Context, bucket string) (*bus.Records[struct{}], error) {
-		return bus.OpenRecords[struct{}](ctx, js, bucket)
-	})
-	if err != nil {
+	r := &records{buckets: bus.NewRegionRecords[struct{}](js, bus.BucketA2ATasks), home: home}
+	if _, err := r.buckets.In(ctx, ""); err != nil {
 		return nil, err
 	}
-	r.regions[""] = here
 	return r, nil
-}
-
-func openHomeRecords(ctx context.Context, js jetstream.JetStream, open func(ctx context.Context, bucket string) (*bus.Records[struct{}], error)) (*homeRecords, error) {
-	marks, err := open(ctx, bus.BucketA2ATasks)
-	if err != nil {
-		return nil, err
-	}
-	return &homeRecords{
-		tasks:    bus.RecordsOf[record, struct{}](marks),
-		marks:    marks,
-		contexts: bus.RecordsOf[contextRecord, struct{}](marks),
-	}, nil
 }
 
 // of returns the bucket of an agent's home region.
@@ -119,25 +100,15 @@ func (r *records) of(ctx context.Context, agentID string) (*homeRecords, error) 
 
 // in returns region's bucket ("": this region's).
 func (r *records) in(ctx context.Context, region string) (*homeRecords, error) {
-	r.mu.Lock()
-	h, ok := r.regions[region]
-	r.mu.Unlock()
-	if ok {
-		return h, nil
-	}
-	h, err := openHomeRecords(ctx, r.js, func(ctx context.Context, bucket string) (*bus.Records[struct{}], error) {
-		return bus.OpenRecordsIn[struct{}](ctx, r.js, bucket, region)
-	})
+	marks, err := r.buckets.In(ctx, region)
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if had, ok := r.regions[region]; ok {
-		return had, nil
-	}
-	r.regions[region] = h
-	return h, nil
+	return &homeRecords{
+		tasks:    bus.RecordsOf[record](marks),
+		marks:    marks,
+		contexts: bus.RecordsOf[contextRecord](marks),
+	}, nil
 }
 
 // get returns a task's record and its bucket revision, or nil when the task
