@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"testing"
@@ -29,8 +30,10 @@ func TestPresence_RuntimeWithoutHeartbeatsGoesOffline(t *testing.T) {
 		t.Fatalf("a runtime that never heartbeated is %s", v.Status)
 	}
 
-	p.Heartbeat(t, rt.RuntimeToken)
+	// The heartbeat's time is taken by the registry while the call is
+	// under way: no earlier than this.
 	beat := time.Now()
+	p.Heartbeat(t, rt.RuntimeToken)
 	online := p.RuntimeView(t, agent.ID, rt.RuntimeID)
 	if online.Status != mesh.PresenceOnline {
 		t.Fatalf("after a heartbeat the runtime is %s", online.Status)
@@ -147,4 +150,72 @@ func TestPresence_SteadyHeartbeatsWakeNoPresenceView(t *testing.T) {
 	if v.Status != mesh.PresenceOnline || v.LastHeartbeatAt == nil || v.LastHeartbeatAt.Before(last.Add(-time.Millisecond)) {
 		t.Fatalf("runtime view %+v, want online with the last heartbeat at %s or later", v, last)
 	}
+}
+
+// TestPresence_RetiredRuntimesLeaveNoPresence: a runtime replaced by a new
+// pairing, or revoked, keeps its runtime record (the agent's history) but
+// not its presence or heartbeat records, which every presence view would
+// otherwise hold for good.
+func TestPresence_RetiredRuntimesLeaveNoPresence(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t)
+	agent := p.CreateAgent("retiring")
+	first := p.OnlineRuntime(t, agent.ID)
+	second := p.OnlineRuntime(t, agent.ID)
+	p.WaitRuntimeView(t, agent.ID, first.RuntimeID, func(v mesh.RuntimeView) bool { return v.State == mesh.RuntimeReplaced })
+	p.Do(http.MethodPost, "/agent-runtimes/"+second.RuntimeID+"/revoke", nil, nil)
+	p.WaitRuntimeView(t, agent.ID, second.RuntimeID, func(v mesh.RuntimeView) bool { return v.State == mesh.RuntimeRevoked })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	held := func(bucket, runtimeID string) bool { return stored(ctx, t, p, bucket, runtimeID) }
+	meshtest.Eventually(t, 10*time.Second, func() bool {
+		for _, id := range []string{first.RuntimeID, second.RuntimeID} {
+			if held(bus.BucketPresence, id) || held(bus.BucketHeartbeats, id) {
+				return false
+			}
+		}
+		return true
+	}, func() string { return "a retired runtime's presence or heartbeat is still stored" })
+	for _, id := range []string{first.RuntimeID, second.RuntimeID} {
+		if v := p.RuntimeView(t, agent.ID, id); v.Status != mesh.PresenceOffline || v.State == mesh.RuntimeActive {
+			t.Fatalf("retired runtime's view: %+v, want listed, offline and not active", v)
+		}
+	}
+}
+
+// TestPresence_AnAgentThatMovedAwayLeavesNoPresence: the presence of a
+// runtime whose agent moved to another home region is kept there; the
+// record it left here is deleted once it is offline.
+func TestPresence_AnAgentThatMovedAwayLeavesNoPresence(t *testing.T) {
+	t.Parallel()
+	const timeout = time.Second
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout = timeout })
+	agent := p.CreateAgent("moving")
+	rt := p.OnlineRuntime(t, agent.ID)
+	p.Send(t, meshtest.Request{Method: http.MethodPatch, Path: "/agent-accounts/" + agent.ID, Owner: true,
+		JSON: map[string]any{"home_region": "elsewhere"}}).Expect(t, http.StatusOK)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if !stored(ctx, t, p, bus.BucketPresence, rt.RuntimeID) {
+		t.Fatal("the runtime's presence is not stored before its agent moved")
+	}
+	meshtest.Eventually(t, timeout+10*time.Second, func() bool {
+		return !stored(ctx, t, p, bus.BucketPresence, rt.RuntimeID) && !stored(ctx, t, p, bus.BucketHeartbeats, rt.RuntimeID)
+	}, func() string { return "the moved agent's runtime's presence or heartbeat is still stored here" })
+}
+
+// stored reports whether a key of a bucket is stored, read straight from
+// the bus.
+func stored(ctx context.Context, t *testing.T, p *meshtest.Platform, bucket, key string) bool {
+	t.Helper()
+	kv, err := p.Conn().JS.KeyValue(ctx, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = kv.Get(ctx, key)
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatal(err)
+	}
+	return err == nil
 }

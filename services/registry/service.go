@@ -273,10 +273,12 @@ func (s *Service) storeHeartbeat(ctx context.Context, p *mesh.RuntimePresence) (
 // sweep marks offline every runtime whose last heartbeat is older than its
 // timeout. The decision is made on the presence record (compare-and-set)
 // with the heartbeat's time read from the bucket's leader, not a view.
+// It also forgets the runtimes that were replaced or revoked.
 func (s *Service) sweep(ctx context.Context) {
 	now := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	s.forgetRetired(ctx)
 	for _, p := range s.dir.OnlinePresences() {
 		if now.Sub(s.lastBeat(&p)) <= time.Duration(p.HeartbeatTimeoutMS)*time.Millisecond {
 			continue
@@ -308,6 +310,31 @@ func (s *Service) sweep(ctx context.Context) {
 		if went {
 			cur.Revision = rev
 			s.publishPresence(ctx, mesh.EventRuntimeOffline, cur)
+		}
+	}
+}
+
+// forgetRetired deletes the heartbeat and presence records of runtimes
+// that were replaced or revoked: their runtime records stay, as the
+// agent's history, and list them offline; their presence would otherwise
+// stay in every presence view for good. So are those of an agent that
+// moved to another home region, once they are offline here: its new home
+// keeps its presence. A heartbeat already on its way
+// when the runtime was revoked may write them again; the next sweep
+// deletes them then. The presence is deleted at the revision the view
+// holds, so a record written since waits for that sweep too.
+func (s *Service) forgetRetired(ctx context.Context) {
+	elsewhere := func(agentID string) bool {
+		home, ok := s.homes.Cached(agentID)
+		return ok && home != s.homes.Region()
+	}
+	for _, p := range s.dir.RetiredPresences(elsewhere) {
+		if err := s.beats.Delete(ctx, p.RuntimeID, 0); err != nil && !errors.Is(err, mesh.ErrNotFound) {
+			s.cfg.Logger.Warn().Err(err).Str("runtime_id", p.RuntimeID).Msg("retired runtime's heartbeat not deleted")
+			continue
+		}
+		if err := s.presence.Delete(ctx, p.RuntimeID, p.Revision); err != nil && !errors.Is(err, mesh.ErrNotFound) && !errors.Is(err, mesh.ErrConflict) {
+			s.cfg.Logger.Warn().Err(err).Str("runtime_id", p.RuntimeID).Msg("retired runtime's presence not deleted")
 		}
 	}
 }

@@ -179,6 +179,27 @@ func (d *Directory) OnlinePresences() []mesh.RuntimePresence {
 	return out
 }
 
+// RetiredPresences copies the presence records that no longer say
+// anything, which their owner deletes (none without Options.Presence):
+// those of runtimes that are no longer active (replaced or revoked), and
+// the offline ones of agents that moved away (elsewhere says so; their
+// presence is kept in their new home region). A presence whose runtime the
+// view does not hold yet is not one of them.
+func (d *Directory) RetiredPresences(elsewhere func(agentID string) bool) []mesh.RuntimePresence {
+	var out []mesh.RuntimePresence
+	if d.presence == nil {
+		return nil
+	}
+	d.presence.Range(func(id string, p *mesh.RuntimePresence) bool {
+		rt, ok := d.runtimes.Get(id)
+		if ok && (rt.State != mesh.RuntimeActive || p.Status == mesh.PresenceOffline && elsewhere(p.AgentID)) {
+			out = append(out, *p)
+		}
+		return true
+	})
+	return out
+}
+
 // Close stops the views.
 func (d *Directory) Close() {
 	_ = d.runtimes.Stop()
