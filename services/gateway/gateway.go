@@ -147,7 +147,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 	g.client = meshapi.NewClient(g.cfg.Conn.NC)
 	g.js = g.cfg.Conn.JS
 	var err error
-	if g.homes, err = homes.Open(ctx, g.js, g.cfg.Region, g.log); err != nil {
+	// Fed by the A2A endpoint's view of the agents (startA2A), which is
+	// loaded before the listener serves.
+	if g.homes, err = homes.Fed(ctx, g.js, g.cfg.Region, g.log); err != nil {
 		return err
 	}
 	g.runs = runfollow.NewRegions(g.cfg.Conn, runfollow.Config{}, g.homes.Of)

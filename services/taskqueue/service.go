@@ -183,16 +183,24 @@ func (s *Service) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The view of the agents feeds the home-region directory: one watch
+	// of the agents bucket, not two.
+	if s.homes, err = homes.Fed(ctx, s.js, s.cfg.Region, s.cfg.Logger); err != nil {
+		return err
+	}
 	s.agents, err = bus.StartMirror(ctx, s.js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, *agentView]{
-		Project: func(_ string, a *mesh.Agent, _ uint64) (*agentView, bool) {
+		Project: func(id string, a *mesh.Agent, _ uint64) (*agentView, bool) {
+			s.homes.Observe(id, &a.HomeRegion)
 			return &agentView{Instructions: a.Instructions, InstructionsDigest: meshapi.InstructionsDigest(a.Instructions)}, true
+		},
+		OnChange: func(id string, v **agentView) {
+			if v == nil {
+				s.homes.Observe(id, nil)
+			}
 		},
 		Logger: s.cfg.Logger,
 	})
 	if err != nil {
-		return err
-	}
-	if s.homes, err = homes.Open(ctx, s.js, s.cfg.Region, s.cfg.Logger); err != nil {
 		return err
 	}
 	if s.runtimes, err = runtimedir.Open(ctx, s.js, runtimedir.Options{Presence: true, Logger: s.cfg.Logger}); err != nil {

@@ -46,6 +46,10 @@ type Config struct {
 	// Home tells an agent's home region, whose A2A bucket keeps its tasks;
 	// nil: every agent's are kept in this region's.
 	Home func(ctx context.Context, agentID string) (string, error)
+	// AgentChanged, if set, is told of each change of an agent the
+	// endpoint's view of the agents sees (nil when it was deleted), so a
+	// service keeping a directory of agents needs no watch of its own.
+	AgentChanged func(agentID string, a *mesh.Agent)
 	// Runs follows the runs of tasks a caller streams or waits for.
 	Runs   *runfollow.Regions
 	Logger zerolog.Logger
@@ -148,7 +152,17 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.agents, err = bus.StartMirror(ctx, s.js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, *mesh.Agent]{
 		Project: func(_ string, a *mesh.Agent, rev uint64) (*mesh.Agent, bool) { a.Revision = rev; return a, true },
-		Logger:  s.log,
+		OnChange: func(id string, a **mesh.Agent) {
+			if s.cfg.AgentChanged == nil {
+				return
+			}
+			if a == nil {
+				s.cfg.AgentChanged(id, nil)
+				return
+			}
+			s.cfg.AgentChanged(id, *a)
+		},
+		Logger: s.log,
 	})
 	if err != nil {
 		return err

@@ -23,13 +23,15 @@ import (
 // watching the agents bucket.
 type Directory struct {
 	region string
-	view   *bus.Mirror[mesh.Agent, string]
-	store  *bus.Records[mesh.Agent]
+	// view watches the agents bucket for a directory of its own (Open); a
+	// service that keeps a view of the agents already feeds it (Fed).
+	view  *bus.Mirror[mesh.Agent, struct{}]
+	store *bus.Records[mesh.Agent]
 	// served is the regions whose credentials services stored their
 	// NATS addresses: regions running services, with agents or not.
 	served *bus.Mirror[struct{}, struct{}]
 
-	mu sync.Mutex
+	mu sync.RWMutex
 	// homes is each agent's home region, and count the agents of each.
 	homes map[string]string
 	count map[string]int
@@ -41,17 +43,43 @@ type Directory struct {
 // Open starts the view for a service of region and waits until it is
 // loaded.
 func Open(ctx context.Context, js jetstream.JetStream, region string, log zerolog.Logger) (*Directory, error) {
+	d, err := Fed(ctx, js, region, log)
+	if err != nil {
+		return nil, err
+	}
+	d.view, err = bus.StartMirror(ctx, js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, struct{}]{
+		// The home is kept by Observe; the view holds only the keys, for
+		// their deletions.
+		Project: func(id string, a *mesh.Agent, _ uint64) (struct{}, bool) {
+			d.Observe(id, &a.HomeRegion)
+			return struct{}{}, true
+		},
+		OnChange: func(id string, kept *struct{}) {
+			if kept == nil {
+				d.Observe(id, nil)
+			}
+		},
+		Logger: log,
+	})
+	if err != nil {
+		d.Stop()
+		return nil, err
+	}
+	if err := d.view.WaitReady(ctx); err != nil {
+		d.Stop()
+		return nil, fmt.Errorf("homes: load: %w", err)
+	}
+	return d, nil
+}
+
+// Fed returns a directory without a view of the agents bucket of its own,
+// for a service that keeps one: its view calls Observe with each agent's
+// change, and its readiness is the directory's. Until then, Of reads the
+// store. It waits until the regions running services are loaded.
+func Fed(ctx context.Context, js jetstream.JetStream, region string, log zerolog.Logger) (*Directory, error) {
 	d := &Directory{region: region, homes: map[string]string{}, count: map[string]int{}}
 	var err error
 	if d.store, err = bus.OpenRecords[mesh.Agent](ctx, js, bus.BucketAgents); err != nil {
-		return nil, err
-	}
-	d.view, err = bus.StartMirror(ctx, js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, string]{
-		Project:  func(_ string, a *mesh.Agent, _ uint64) (string, bool) { return a.HomeRegion, true },
-		OnChange: d.onChange,
-		Logger:   log,
-	})
-	if err != nil {
 		return nil, err
 	}
 	d.served, err = bus.StartMirror(ctx, js, bus.BucketRegions, bus.MirrorConfig[struct{}, struct{}]{
@@ -60,14 +88,11 @@ func Open(ctx context.Context, js jetstream.JetStream, region string, log zerolo
 		Logger:   log,
 	})
 	if err != nil {
-		d.Stop()
 		return nil, err
 	}
-	for _, m := range []interface{ WaitReady(context.Context) error }{d.view, d.served} {
-		if err := m.WaitReady(ctx); err != nil {
-			d.Stop()
-			return nil, fmt.Errorf("homes: load: %w", err)
-		}
+	if err := d.served.WaitReady(ctx); err != nil {
+		d.Stop()
+		return nil, fmt.Errorf("homes: load: %w", err)
 	}
 	return d, nil
 }
@@ -92,8 +117,10 @@ func (d *Directory) Region() string { return d.region }
 // the store: for hot paths where an agent the view has not seen yet has
 // nothing to be routed (a heartbeat).
 func (d *Directory) Cached(agentID string) (string, bool) {
-	home, ok := d.view.Get(agentID)
-	return home, ok && home != ""
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	home, ok := d.homes[agentID]
+	return home, ok
 }
 
 // Of returns an agent's home region. An agent the view has not seen yet
@@ -162,18 +189,24 @@ func (d *Directory) Others() []string {
 	return d.others
 }
 
-// onChange keeps the count of agents per region as agents come, move and go.
-func (d *Directory) onChange(agentID string, home *string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+// Observe records an agent's home region as a view of the agents bucket
+// sees it: home is nil when the agent was deleted, and empty for an agent
+// stored before agents had a home (Of reads it). It keeps the count of
+// agents per region as agents come, move and go.
+func (d *Directory) Observe(agentID string, home *string) {
 	now := ""
 	if home != nil {
 		now = *home
 	}
+	d.mu.RLock()
 	old, had := d.homes[agentID]
-	if had && old == now {
+	d.mu.RUnlock()
+	if had == (now != "") && old == now {
 		return
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old, had = d.homes[agentID]
 	if had {
 		if d.count[old]--; d.count[old] <= 0 {
 			delete(d.count, old)
