@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/a2amesh/a2amesh/internal/workpool"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -194,13 +195,15 @@ type HandlerFunc func(ctx context.Context, req *Request) (any, error)
 // is a service of nats.go's micro package, which brings what copies of a
 // service need: one queue group per endpoint, so copies share the requests;
 // errors in the micro headers; discovery and statistics on $SRV. On top of
-// micro, each request is handled on its own goroutine (micro calls an
-// endpoint's handler one request at a time) within a bound, under the
+// micro, each request is handled on a goroutine of its own, taken from the
+// service's pool (micro calls an endpoint's handler one request at a time),
+// within a bound, under the
 // caller's deadline and trace, and answered only on a requester's inbox.
 type Service struct {
 	nc      *nats.Conn
 	svc     micro.Service
 	sem     chan struct{}
+	workers *workpool.Pool
 	log     zerolog.Logger
 	timeout time.Duration
 	// mu orders counting a request in (wg.Add) before Stop's wait: micro
@@ -238,11 +241,16 @@ func newService(nc *nats.Conn, cfg serviceConfig) (*Service, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 60 * time.Second
 	}
-	return &Service{nc: nc, svc: svc, sem: make(chan struct{}, cfg.Concurrency), log: cfg.Logger, timeout: cfg.Timeout}, nil
+	return &Service{nc: nc, svc: svc, sem: make(chan struct{}, cfg.Concurrency), workers: workpool.New(idleWorkers),
+		log: cfg.Logger, timeout: cfg.Timeout}, nil
 }
 
-// handle adds an endpoint on subject. Each request runs in its own goroutine,
-// so one slow request never holds up the others; bounded requests count
+// idleWorkers is how many of a service's handler goroutines wait for the
+// next request (see workpool.Pool).
+const idleWorkers = 32
+
+// handle adds an endpoint on subject. Each request runs on a goroutine of
+// its own (from the pool), so one slow request never holds up the others; bounded requests count
 // against the service's concurrency.
 func (s *Service) handle(name, subject string, h HandlerFunc, bounded bool) error {
 	return s.handleFrom(name, subject, h, bounded, false)
@@ -265,7 +273,7 @@ func (s *Service) handleFrom(name, subject string, h HandlerFunc, bounded, hande
 		if bounded {
 			s.sem <- struct{}{}
 		}
-		go func() {
+		s.workers.Go(func() {
 			defer func() {
 				if bounded {
 					<-s.sem
@@ -273,7 +281,7 @@ func (s *Service) handleFrom(name, subject string, h HandlerFunc, bounded, hande
 				s.wg.Done()
 			}()
 			s.serve(name, r, h, handedOver)
-		}()
+		})
 	}), micro.WithEndpointSubject(subject))
 }
 
@@ -404,7 +412,7 @@ func (s *Service) Stop(grace time.Duration) error {
 	s.stopping = true
 	s.mu.Unlock()
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	go func() { s.wg.Wait(); close(done); s.workers.Stop() }()
 	select {
 	case <-done:
 	case <-time.After(grace):

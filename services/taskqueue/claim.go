@@ -152,13 +152,18 @@ func (s *Service) handleClaimMany(ctx context.Context, req *bus.Request) (any, e
 func (s *Service) claimMany(ctx context.Context, agentID, runtimeID string, claims []meshapi.ClaimRequest) (*meshapi.ClaimManyResponse, error) {
 	runs := make([]*mesh.TaskRun, len(claims))
 	errs := make([]error, len(claims))
+	// The first is claimed on this goroutine, the others each on one of
+	// their own, at the same time.
 	var wg sync.WaitGroup
-	for i, c := range claims {
+	for i, c := range claims[1:] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runs[i], errs[i] = s.claimChecked(ctx, agentID, runtimeID, c.TaskRunID, c.Attempt)
+			runs[i+1], errs[i+1] = s.claimChecked(ctx, agentID, runtimeID, c.TaskRunID, c.Attempt)
 		}()
+	}
+	if len(claims) > 0 {
+		runs[0], errs[0] = s.claimChecked(ctx, agentID, runtimeID, claims[0].TaskRunID, claims[0].Attempt)
 	}
 	wg.Wait()
 	out := &meshapi.ClaimManyResponse{Claimed: []mesh.TaskRun{}}

@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/workpool"
 )
 
 // Publishing a stored change's event is given more time than a store call:
@@ -34,6 +35,8 @@ type outbox struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// senders run the runs' senders.
+	senders *workpool.Pool
 
 	mu sync.Mutex
 	// queues holds each run's events not yet published, by run id; a run
@@ -51,7 +54,7 @@ type outgoing struct {
 
 func newOutbox(publish func(context.Context, bus.Event) error, log zerolog.Logger) *outbox {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &outbox{publish: publish, log: log, ctx: ctx, cancel: cancel, queues: map[string][]*outgoing{}}
+	return &outbox{publish: publish, log: log, ctx: ctx, cancel: cancel, senders: workpool.New(32), queues: map[string][]*outgoing{}}
 }
 
 // add queues an event of run ev.Subject. Call it under the run's lock.
@@ -68,7 +71,7 @@ func (o *outbox) add(ctx context.Context, ev bus.Event) *outgoing {
 	o.queues[ev.Subject] = append(q, out)
 	if !sending {
 		o.wg.Add(1)
-		go o.send(ev.Subject)
+		o.senders.Go(func() { o.send(ev.Subject) })
 	}
 	return out
 }
@@ -136,6 +139,7 @@ func (o *outbox) stop() {
 	o.cancel()
 	o.mu.Unlock()
 	o.wg.Wait()
+	o.senders.Stop()
 }
 
 // holds reports whether events of run id wait here to be published.
