@@ -155,14 +155,22 @@ type CycleReport struct {
 	ServiceRunsPerSec float64 `json:"service_runs_per_sec"`
 	ServiceClaim      Summary `json:"service_claim_latency"`
 	Ratio             float64 `json:"service_to_raw_ratio"`
+	// RawCPUPerRunUs and ServiceCPUPerRunUs are the CPU time the bench
+	// process (everything of the phase runs in it) spent per run: what a
+	// run costs, which a machine whose hops are slow hides from runs/s.
+	RawCPUPerRunUs     float64 `json:"raw_cpu_per_run_us"`
+	ServiceCPUPerRunUs float64 `json:"service_cpu_per_run_us"`
 }
 
 // E2EReport is end-to-end throughput with real runtimes and echo adapters.
 type E2EReport struct {
 	Runtimes   int     `json:"runtimes"`
 	RunsPerSec float64 `json:"runs_per_sec"`
-	Dispatch   Summary `json:"dispatch_latency"`
-	EndToEnd   Summary `json:"create_to_completed_latency"`
+	// CPUPerRunUs is the CPU time the bench process (platform, runtimes
+	// and adapters) spent per run while saturated.
+	CPUPerRunUs float64 `json:"cpu_per_run_us"`
+	Dispatch    Summary `json:"dispatch_latency"`
+	EndToEnd    Summary `json:"create_to_completed_latency"`
 }
 
 // ProcessReport is the footprint of the programs as real processes.
@@ -268,11 +276,11 @@ func (r *Report) measureRaw(ctx context.Context, dir string, cfg Config) error {
 	if err := bus.Provision(ctx, conn.JS, bus.ProvisionConfig{}); err != nil {
 		return err
 	}
-	rps, claim, err := rawCycle(ctx, conn, cfg.Agents, cfg.Window)
+	res, err := rawCycle(ctx, conn, cfg.Agents, cfg.Window)
 	if err != nil {
 		return err
 	}
-	r.Cycle.Agents, r.Cycle.RawRunsPerSec, r.Cycle.RawClaim = cfg.Agents, rps, claim
+	r.Cycle.Agents, r.Cycle.RawRunsPerSec, r.Cycle.RawClaim, r.Cycle.RawCPUPerRunUs = cfg.Agents, res.rps, res.claim, res.cpuPerRunUs
 	return nil
 }
 
@@ -301,32 +309,32 @@ func platformTarget(p *platform.Platform) target {
 }
 
 func (r *Report) measureService(ctx context.Context, dir string, cfg Config) error {
-	rps, claim, err := singleNodeCycle(ctx, filepath.Join(dir, "service"), cfg)
+	res, err := singleNodeCycle(ctx, filepath.Join(dir, "service"), cfg)
 	if err != nil {
 		return err
 	}
-	r.Cycle.ServiceRunsPerSec, r.Cycle.ServiceClaim = rps, claim
+	r.Cycle.ServiceRunsPerSec, r.Cycle.ServiceClaim, r.Cycle.ServiceCPUPerRunUs = res.rps, res.claim, res.cpuPerRunUs
 	if r.Cycle.RawRunsPerSec > 0 {
-		r.Cycle.Ratio = rps / r.Cycle.RawRunsPerSec
+		r.Cycle.Ratio = res.rps / r.Cycle.RawRunsPerSec
 	}
 	return nil
 }
 
 // singleNodeCycle measures the service cycle on a platform of its own.
-func singleNodeCycle(ctx context.Context, dir string, cfg Config) (float64, Summary, error) {
+func singleNodeCycle(ctx context.Context, dir string, cfg Config) (cycleResult, error) {
 	p, err := startPlatform(ctx, dir)
 	if err != nil {
-		return 0, Summary{}, err
+		return cycleResult{}, err
 	}
 	defer p.Stop()
 	return cycleOn(ctx, platformTarget(p), cfg)
 }
 
 // cycleOn measures the service cycle with cfg.Agents new agents of tg.
-func cycleOn(ctx context.Context, tg target, cfg Config) (float64, Summary, error) {
+func cycleOn(ctx context.Context, tg target, cfg Config) (cycleResult, error) {
 	ids, err := attachRuntimes(ctx, tg, cfg.Agents)
 	if err != nil {
-		return 0, Summary{}, err
+		return cycleResult{}, err
 	}
 	return serviceCycle(ctx, tg, ids, cfg.Window)
 }
@@ -371,8 +379,8 @@ func e2eOn(ctx context.Context, tg target, runtimes int, workdir string, cfg Con
 		idle = rig.dispatch.summary()
 		rig.dispatch, rig.endToEnd = &latencies{}, &latencies{}
 	}
-	rps := rig.saturate(ctx, cfg.Window, 2)
-	return E2EReport{Runtimes: runtimes, RunsPerSec: rps, Dispatch: rig.dispatch.summary(), EndToEnd: rig.endToEnd.summary()}, idle, nil
+	rps, cpu := rig.saturate(ctx, cfg.Window, 2)
+	return E2EReport{Runtimes: runtimes, RunsPerSec: rps, CPUPerRunUs: cpu, Dispatch: rig.dispatch.summary(), EndToEnd: rig.endToEnd.summary()}, idle, nil
 }
 
 func machine() Machine {

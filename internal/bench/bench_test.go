@@ -24,13 +24,13 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 		check func(*bench.Report) string
 	}{
 		{"cycle", func(r *bench.Report) string {
-			if r.Cycle.RawRunsPerSec <= 0 || r.Cycle.ServiceRunsPerSec <= 0 || r.Cycle.ServiceClaim.Count == 0 {
+			if r.Cycle.RawRunsPerSec <= 0 || r.Cycle.ServiceRunsPerSec <= 0 || r.Cycle.ServiceClaim.Count == 0 || r.Cycle.RawCPUPerRunUs <= 0 || r.Cycle.ServiceCPUPerRunUs <= 0 {
 				return "cycle measured nothing"
 			}
 			return ""
 		}},
 		{"e2e", func(r *bench.Report) string {
-			if len(r.E2E) != 2 || r.E2E[0].RunsPerSec <= 0 || r.E2E[1].RunsPerSec <= 0 || r.Idle.Count != 10 {
+			if len(r.E2E) != 2 || r.E2E[0].RunsPerSec <= 0 || r.E2E[1].RunsPerSec <= 0 || r.E2E[0].CPUPerRunUs <= 0 || r.E2E[1].CPUPerRunUs <= 0 || r.Idle.Count != 10 {
 				return "end to end measured nothing"
 			}
 			if md := r.Markdown(); !strings.Contains(md, "### End to end") || strings.Contains(md, "### Processes") || strings.Contains(md, "### Task-run cycle") {

@@ -76,12 +76,12 @@ func (r *Report) measureCluster(ctx context.Context, dir string, cfg Config) err
 	}
 	defer cl.stop()
 	cfg.Progress("cluster: cycle through the services")
-	rps, claim, err := cycleOn(ctx, cl.target, cfg)
+	res, err := cycleOn(ctx, cl.target, cfg)
 	if err != nil {
 		return fmt.Errorf("cycle: %w", err)
 	}
-	c.Cycle.ClusterRunsPerSec, c.Cycle.ClusterClaim = rps, claim
-	c.Cycle.Ratio = ratio(rps, c.Cycle.SingleRunsPerSec)
+	c.Cycle.ClusterRunsPerSec, c.Cycle.ClusterClaim = res.rps, res.claim
+	c.Cycle.Ratio = ratio(res.rps, c.Cycle.SingleRunsPerSec)
 	for i, n := range sizes {
 		cfg.Progress(fmt.Sprintf("cluster: end to end, %d runtime(s)", n))
 		e, idle, err := e2eOn(ctx, cl.target, n, filepath.Join(dir, "cluster", fmt.Sprintf("work-%d", n)), cfg)
@@ -104,11 +104,11 @@ func (r *Report) singleNodeFigures(ctx context.Context, dir string, sizes []int,
 		c.Cycle.SingleRunsPerSec, c.Cycle.SingleClaim = r.Cycle.ServiceRunsPerSec, r.Cycle.ServiceClaim
 	} else {
 		cfg.Progress("cluster: cycle through the services on one node, to compare with")
-		rps, claim, err := singleNodeCycle(ctx, filepath.Join(dir, "service"), cfg)
+		res, err := singleNodeCycle(ctx, filepath.Join(dir, "service"), cfg)
 		if err != nil {
 			return fmt.Errorf("single-node cycle: %w", err)
 		}
-		c.Cycle.SingleRunsPerSec, c.Cycle.SingleClaim = rps, claim
+		c.Cycle.SingleRunsPerSec, c.Cycle.SingleClaim = res.rps, res.claim
 	}
 	for _, n := range sizes {
 		row := ClusterE2E{Runtimes: n}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,7 +78,7 @@ func dialOnline(ctx context.Context, tg target, id runtimeIdentity) (runtimeengi
 // serviceCycle drives create -> claim -> complete through the services on the
 // bus: creates over the target's service connection, claims and completes over
 // each runtime's NATS connection, with the same concurrency as rawCycle.
-func serviceCycle(ctx context.Context, tg target, ids []runtimeIdentity, window time.Duration) (float64, Summary, error) {
+func serviceCycle(ctx context.Context, tg target, ids []runtimeIdentity, window time.Duration) (cycleResult, error) {
 	client := meshapi.NewClient(tg.conn.NC)
 	var done atomic.Int64
 	claimLat := &latencies{}
@@ -89,7 +90,7 @@ func serviceCycle(ctx context.Context, tg target, ids []runtimeIdentity, window 
 	for _, id := range ids {
 		t, err := dialRuntime(ctx, tg, id)
 		if err != nil {
-			return 0, Summary{}, err
+			return cycleResult{}, err
 		}
 		defer t.Close()
 		slots := make(chan struct{}, 2)
@@ -131,11 +132,30 @@ func serviceCycle(ctx context.Context, tg target, ids []runtimeIdentity, window 
 			}
 		}()
 	}
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime(os.Getpid())
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		return 0, Summary{}, err
+		return cycleResult{}, err
 	}
-	return float64(done.Load()) / time.Since(start).Seconds(), claimLat.summary(), nil
+	return newCycleResult(done.Load(), start, cpu, claimLat), nil
+}
+
+// cycleResult is what a cycle measured.
+type cycleResult struct {
+	rps   float64
+	claim Summary
+	// cpuPerRunUs is the CPU time this process (the platform with its NATS
+	// server, the runtimes' clients and the driver) spent per run.
+	cpuPerRunUs float64
+}
+
+// newCycleResult is the result of runs done since start, when this
+// process had used cpu.
+func newCycleResult(runs int64, start time.Time, cpu time.Duration, claims *latencies) cycleResult {
+	r := cycleResult{rps: float64(runs) / time.Since(start).Seconds(), claim: claims.summary()}
+	if runs > 0 {
+		r.cpuPerRunUs = float64((cpuTime(os.Getpid()) - cpu).Microseconds()) / float64(runs)
+	}
+	return r
 }

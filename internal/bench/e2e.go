@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -177,7 +178,7 @@ func (r *e2eRig) sequential(ctx context.Context, n int) error {
 }
 
 // saturate keeps every runtime busy for the window and returns completions per second.
-func (r *e2eRig) saturate(ctx context.Context, window time.Duration, perAgent int) float64 {
+func (r *e2eRig) saturate(ctx context.Context, window time.Duration, perAgent int) (rps, cpuPerRunUs float64) {
 	client := meshapi.NewClient(r.tg.conn.NC)
 	wctx, cancel := context.WithTimeout(ctx, window)
 	defer cancel()
@@ -203,7 +204,11 @@ func (r *e2eRig) saturate(ctx context.Context, window time.Duration, perAgent in
 			}()
 		}
 	}
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime(os.Getpid())
 	wg.Wait()
-	return float64(r.done.Load()-before) / time.Since(start).Seconds()
+	runs := r.done.Load() - before
+	if runs > 0 {
+		cpuPerRunUs = float64((cpuTime(os.Getpid()) - cpu).Microseconds()) / float64(runs)
+	}
+	return float64(runs) / time.Since(start).Seconds(), cpuPerRunUs
 }

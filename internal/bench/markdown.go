@@ -77,16 +77,16 @@ func (r *Report) Markdown() string {
 	}
 	if c := r.Cycle; c.Agents > 0 {
 		fmt.Fprintf(&b, "### Task-run cycle (create -> claim -> complete), %d agents\n\n", c.Agents)
-		b.WriteString("| path | runs/s | claim latency p50 | p99 |\n|---|---|---|---|\n")
-		fmt.Fprintf(&b, "| raw JetStream operations of one cycle | %.0f | %.2f ms | %.2f ms |\n", c.RawRunsPerSec, c.RawClaim.P50Ms, c.RawClaim.P99Ms)
-		fmt.Fprintf(&b, "| through the services (bus requests, CAS, events) | %.0f | %.2f ms | %.2f ms |\n", c.ServiceRunsPerSec, c.ServiceClaim.P50Ms, c.ServiceClaim.P99Ms)
+		b.WriteString("| path | runs/s | claim latency p50 | p99 | CPU per run |\n|---|---|---|---|---|\n")
+		fmt.Fprintf(&b, "| raw JetStream operations of one cycle | %.0f | %.2f ms | %.2f ms | %.0f µs |\n", c.RawRunsPerSec, c.RawClaim.P50Ms, c.RawClaim.P99Ms, c.RawCPUPerRunUs)
+		fmt.Fprintf(&b, "| through the services (bus requests, CAS, events) | %.0f | %.2f ms | %.2f ms | %.0f µs |\n", c.ServiceRunsPerSec, c.ServiceClaim.P50Ms, c.ServiceClaim.P99Ms, c.ServiceCPUPerRunUs)
 		fmt.Fprintf(&b, "\nService layer keeps **%.0f%%** of the raw throughput.\n\n", 100*c.Ratio)
 	}
 	if len(r.E2E) > 0 {
 		b.WriteString("### End to end (platform + runtimes + echo adapters over loopback)\n\n")
-		b.WriteString("| runtimes | runs/s | dispatch p50 | dispatch p99 | create->completed p50 | p99 |\n|---|---|---|---|---|---|\n")
+		b.WriteString("| runtimes | runs/s | dispatch p50 | dispatch p99 | create->completed p50 | p99 | CPU per run |\n|---|---|---|---|---|---|---|\n")
 		for _, e := range r.E2E {
-			fmt.Fprintf(&b, "| %d | %.0f | %.2f ms | %.2f ms | %.2f ms | %.2f ms |\n", e.Runtimes, e.RunsPerSec, e.Dispatch.P50Ms, e.Dispatch.P99Ms, e.EndToEnd.P50Ms, e.EndToEnd.P99Ms)
+			fmt.Fprintf(&b, "| %d | %.0f | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.0f µs |\n", e.Runtimes, e.RunsPerSec, e.Dispatch.P50Ms, e.Dispatch.P99Ms, e.EndToEnd.P50Ms, e.EndToEnd.P99Ms, e.CPUPerRunUs)
 		}
 		fmt.Fprintf(&b, "\nIdle dispatch latency (one task at a time, task created -> adapter receives it): %s\n\n", r.Idle)
 	}

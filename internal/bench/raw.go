@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,11 +19,11 @@ import (
 // concurrency, so the service layer's overhead is a ratio. A created run
 // reaches its claimer over a Go channel, where the services offer it from
 // their view of the runs bucket.
-func rawCycle(ctx context.Context, conn *bus.Conn, agents int, window time.Duration) (float64, Summary, error) {
+func rawCycle(ctx context.Context, conn *bus.Conn, agents int, window time.Duration) (cycleResult, error) {
 	js := conn.JS
 	kv, err := js.KeyValue(ctx, bus.BucketRuns)
 	if err != nil {
-		return 0, Summary{}, err
+		return cycleResult{}, err
 	}
 	var done atomic.Int64
 	claimLat := &latencies{}
@@ -88,7 +89,7 @@ func rawCycle(ctx context.Context, conn *bus.Conn, agents int, window time.Durat
 			}
 		}()
 	}
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime(os.Getpid())
 	wg.Wait()
-	return float64(done.Load()) / time.Since(start).Seconds(), claimLat.summary(), nil
+	return newCycleResult(done.Load(), start, cpu, claimLat), nil
 }
