@@ -74,3 +74,31 @@ func TestPool(t *testing.T) {
 		t.Fatal("a job given after Stop did not run")
 	}
 }
+
+// TestPool_WaitingGoroutineHoldsNothingOfItsJob: what a job's function
+// refers to (a request's body) can be collected once the job ran, while
+// its goroutine waits for the next.
+func TestPool_WaitingGoroutineHoldsNothingOfItsJob(t *testing.T) {
+	p := New(1)
+	defer p.Stop()
+	collected := make(chan struct{})
+	func() {
+		body := make([]byte, 1<<20)
+		runtime.AddCleanup(&body[0], func(struct{}) { close(collected) }, struct{}{})
+		ran := make(chan struct{})
+		p.Go(func() { body[0] = 1; close(ran) })
+		<-ran
+	}()
+	eventually(t, "the goroutine did not wait after its job", func() bool { return p.idle.Load() == 1 })
+	deadline := time.After(5 * time.Second)
+	for {
+		runtime.GC()
+		select {
+		case <-collected:
+			return
+		case <-deadline:
+			t.Fatal("the job's body was not collected while its goroutine waited")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
