@@ -119,16 +119,24 @@ func (s *Service) handleDelegateAgents(ctx context.Context, req *bus.Request) (a
 		out.Agents = append(out.Agents, meshapi.DelegateAgent{AgentID: a.ID, Name: a.Name, Description: a.Description, Skills: a.Skills})
 	}
 	// Each agent's presence is kept by its home region's registry: asked
-	// of all at once.
+	// of several at once, and no more, however many agents a runtime's
+	// request lists.
 	var wg sync.WaitGroup
+	slots := make(chan struct{}, onlineAsks)
 	for i := range out.Agents {
+		slots <- struct{}{}
 		wg.Go(func() {
+			defer func() { <-slots }()
 			out.Agents[i].Online, _ = s.client.AgentOnline(ctx, out.Agents[i].AgentID)
 		})
 	}
 	wg.Wait()
 	return out, nil
 }
+
+// onlineAsks bounds the registries asked at once whether a listed agent is
+// online.
+const onlineAsks = 16
 
 func (s *Service) handleDelegateSend(ctx context.Context, req *bus.Request) (any, error) {
 	var in meshapi.DelegateSendRequest
