@@ -6,7 +6,6 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/a2atoken"
 	"github.com/a2amesh/a2amesh/internal/secret"
-	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
 )
@@ -28,15 +27,7 @@ func (g *Gateway) startA2A(ctx context.Context) error {
 		return err
 	}
 	cfg := g.cfg.A2A
-	cfg.Client, cfg.JS, cfg.Runs, cfg.Home = g.client, g.js, g.runs, g.homes.Of
-	// The endpoint's view of the agents feeds the home-region directory.
-	cfg.AgentChanged = func(agentID string, a *mesh.Agent) {
-		if a == nil {
-			g.homes.Observe(agentID, nil)
-			return
-		}
-		g.homes.Observe(agentID, &a.HomeRegion)
-	}
+	cfg.Client, cfg.JS, cfg.Runs, cfg.Homes = g.client, g.js, g.runs, g.homes
 	cfg.Logger = g.log.With().Str("endpoint", "a2a").Logger()
 	cfg.PublicURL = g.publicURL
 	cfg.Admission = g.admission

@@ -12,6 +12,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/services/internal/homes"
 )
 
 // record is what the A2A endpoint keeps about a task beyond its task run, in
@@ -65,7 +66,7 @@ func contextKey(contextID string) string { return "ctx." + contextID }
 // which keeps its tasks beside their runs (see bus.IsRegionalBucket).
 type records struct {
 	buckets *bus.RegionRecords[struct{}]
-	home    func(ctx context.Context, agentID string) (string, error)
+	homes   *homes.Directory
 }
 
 // homeRecords is one region's A2A bucket, read as each kind of record it
@@ -76,10 +77,10 @@ type homeRecords struct {
 	contexts *bus.Records[contextRecord]
 }
 
-// openRecords opens this region's bucket; home tells an agent's home
+// openRecords opens this region's bucket; homes tells an agent's home
 // region (nil: every agent's records are kept in this region's bucket).
-func openRecords(ctx context.Context, js jetstream.JetStream, home func(ctx context.Context, agentID string) (string, error)) (*records, error) {
-	r := &records{buckets: bus.NewRegionRecords[struct{}](js, bus.BucketA2ATasks), home: home}
+func openRecords(ctx context.Context, js jetstream.JetStream, homes *homes.Directory) (*records, error) {
+	r := &records{buckets: bus.NewRegionRecords[struct{}](js, bus.BucketA2ATasks), homes: homes}
 	if _, err := r.buckets.In(ctx, ""); err != nil {
 		return nil, err
 	}
@@ -89,9 +90,9 @@ func openRecords(ctx context.Context, js jetstream.JetStream, home func(ctx cont
 // of returns the bucket of an agent's home region.
 func (r *records) of(ctx context.Context, agentID string) (*homeRecords, error) {
 	region := ""
-	if r.home != nil {
+	if r.homes != nil {
 		var err error
-		if region, err = r.home(ctx, agentID); err != nil {
+		if region, err = r.homes.Of(ctx, agentID); err != nil {
 			return nil, err
 		}
 	}
@@ -129,10 +130,10 @@ func (r *records) get(ctx context.Context, agentID, taskID string) (*record, uin
 // another home region: kept where the run is (mesh.TaskRun.Region). Nil
 // when the agent did not move since.
 func (r *records) getMoved(ctx context.Context, run *mesh.TaskRun) (*record, error) {
-	if r.home == nil || run.Region == "" {
+	if r.homes == nil || run.Region == "" {
 		return nil, nil
 	}
-	home, err := r.home(ctx, run.TargetAgentID)
+	home, err := r.homes.Of(ctx, run.TargetAgentID)
 	if err != nil || home == run.Region {
 		return nil, err
 	}

@@ -37,19 +37,17 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
+	"github.com/a2amesh/a2amesh/services/internal/homes"
 )
 
 // Config configures the A2A endpoint. Zero values take the documented defaults.
 type Config struct {
 	Client *meshapi.Client
 	JS     jetstream.JetStream
-	// Home tells an agent's home region, whose A2A bucket keeps its tasks;
-	// nil: every agent's are kept in this region's.
-	Home func(ctx context.Context, agentID string) (string, error)
-	// AgentChanged, if set, is told of each change of an agent the
-	// endpoint's view of the agents sees (nil when it was deleted), so a
-	// service keeping a directory of agents needs no watch of its own.
-	AgentChanged func(agentID string, a *mesh.Agent)
+	// Homes tells an agent's home region, whose A2A bucket keeps its
+	// tasks; the endpoint's view of the agents feeds it (homes.Fed). Nil:
+	// every agent's are kept in this region's.
+	Homes *homes.Directory
 	// Runs follows the runs of tasks a caller streams or waits for.
 	Runs   *runfollow.Regions
 	Logger zerolog.Logger
@@ -147,20 +145,20 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.client, s.js = s.cfg.Client, s.cfg.JS
 	var err error
-	if s.records, err = openRecords(ctx, s.js, s.cfg.Home); err != nil {
+	if s.records, err = openRecords(ctx, s.js, s.cfg.Homes); err != nil {
 		return err
 	}
 	s.agents, err = bus.StartMirror(ctx, s.js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, *mesh.Agent]{
 		Project: func(_ string, a *mesh.Agent, rev uint64) (*mesh.Agent, bool) { a.Revision = rev; return a, true },
 		OnChange: func(id string, a **mesh.Agent) {
-			if s.cfg.AgentChanged == nil {
+			if s.cfg.Homes == nil {
 				return
 			}
 			if a == nil {
-				s.cfg.AgentChanged(id, nil)
+				s.cfg.Homes.Observe(id, nil)
 				return
 			}
-			s.cfg.AgentChanged(id, *a)
+			s.cfg.Homes.Observe(id, &(*a).HomeRegion)
 		},
 		Logger: s.log,
 	})

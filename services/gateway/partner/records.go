@@ -51,16 +51,16 @@ func openRecords(ctx context.Context, js jetstream.JetStream, client *meshapi.Cl
 
 // of returns the bucket of the region that keeps a run.
 func (r *records) of(ctx context.Context, run *mesh.TaskRun) (*bus.Records[taskRecord], error) {
+	if r.homes == nil {
+		return r.tasks.In(ctx, "")
+	}
 	region := run.Region
-	if region == "" && r.homes != nil {
+	if region == "" {
 		// Stored before runs named their region: its agent's home.
 		var err error
 		if region, err = r.homes.Of(ctx, run.TargetAgentID); err != nil {
 			return nil, err
 		}
-	}
-	if r.homes == nil {
-		region = ""
 	}
 	return r.tasks.In(ctx, region)
 }
