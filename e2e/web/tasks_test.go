@@ -57,3 +57,22 @@ func quoteJS(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestWeb_TaskListNamesTheRegionsItCouldNotAsk: a list of every agent's
+// tasks made while a region that keeps some cannot be reached shows the
+// tasks of the regions that answered and says which region's are missing.
+func TestWeb_TaskListNamesTheRegionsItCouldNotAsk(t *testing.T) {
+	p := meshtest.StartPlatform(t)
+	here := p.CreateAgent("Here")
+	p.CreateTask(here.ID, "a task kept here")
+	// An agent homed in a region that runs no services: that region keeps
+	// its tasks and answers nothing.
+	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/agent-accounts", Owner: true,
+		JSON: map[string]any{"name": "Far away", "home_region": "far"}}).Expect(t, http.StatusCreated)
+	b := newBrowser(t)
+	b.signIn(p)
+	b.click(`nav a[href="/tasks"]`)
+	b.waitText(".runs", "a task kept here")
+	b.waitJS("the notice naming the region", `() => { const n = document.querySelector('#tasks-partial'); return n && !n.hidden && n.textContent.includes('region far'); }`)
+	b.checkA11y("the task list with a region missing")
+}
