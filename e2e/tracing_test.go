@@ -62,7 +62,7 @@ func TestTracing_OneRunIsOneTraceAcrossPlatformRuntimeAndAdapter(t *testing.T) {
 			tr = newTrace(collector.Spans(), callerTrace)
 			return tr.has("a2a-platform", "taskqueue runtime_complete") && tr.has("a2a-platform", "webhook delivery") &&
 				tr.has("a2a-runtime", "runtime task run") && tr.has("a2a-adapter", "adapter host command") &&
-				tr.has("a2a-adapter", "adapter run-task")
+				tr.has("a2a-adapter", "adapter run-task") && tr.whole(callerSpan)
 		}, func() string { return "the collector has not got the whole trace:\n" + tr.String() })
 
 		api := tr.one(t, "a2a-platform", "POST /task-runs")
@@ -198,6 +198,18 @@ func (tr trace) one(t *testing.T, service, name string) tracingtest.Span {
 		t.Fatalf("%d spans %s/%q in the trace, want 1:\n%s", len(found), service, name, tr)
 	}
 	return found[0]
+}
+
+// whole reports whether the parent of every span is in the trace, or is
+// root: a span that ends last (a request's server span, ending after what
+// it called) may be exported in a later batch than its children.
+func (tr trace) whole(root string) bool {
+	for _, s := range tr {
+		if _, ok := tr[s.ParentID]; !ok && s.ParentID != root {
+			return false
+		}
+	}
+	return true
 }
 
 // descends reports whether ancestor is on child's chain of parents.
