@@ -22,6 +22,10 @@ type TaskRun struct {
 	Region    string `json:"region,omitempty"`
 	Status    Status `json:"status"`
 	RuntimeID string `json:"runtime_id,omitempty"`
+	// ClaimKey is the key of the runtime's request that claimed the run
+	// (meshapi.OfferRequest), by which a runtime that lost the answer gets
+	// the run back. The runtime's own: not in events.
+	ClaimKey string `json:"claim_key,omitempty"`
 	// Attempt counts claims: 0 while never claimed, 1 for the first claim.
 	Attempt     int             `json:"attempt"`
 	MaxAttempts int             `json:"max_attempts"`
@@ -146,6 +150,7 @@ func (r *TaskRun) Public() *TaskRun {
 	cp := *r
 	cp.Environment = nil
 	cp.TraceParent = ""
+	cp.ClaimKey = ""
 	return &cp
 }
 

@@ -55,9 +55,22 @@ func InstructionsDigest(instructions string) string {
 
 // OfferRequest asks for pending runs of the runtime's agent, waiting up to
 // Wait for one, and names up to Max of them (default 1, at most MaxOffers).
+//
+// With Claim, the runs pending when the request arrives are claimed at
+// once, under Key (OfferResponse.Claimed): one request instead of an offer
+// and a claim. Runs that arrive while it waits are only named, as without
+// Claim, so a request given up on while it waits leaves nothing claimed. A
+// runtime that did not get the answer to a claiming request asks with
+// Recover and the same Key, and gets the runs claimed under it, which it
+// then holds (or releases); nothing else is claimed or named then.
 type OfferRequest struct {
-	Wait time.Duration `json:"wait,omitempty"`
-	Max  int           `json:"max,omitempty"`
+	Wait    time.Duration `json:"wait,omitempty"`
+	Max     int           `json:"max,omitempty"`
+	Claim   bool          `json:"claim,omitempty"`
+	Recover bool          `json:"recover,omitempty"`
+	// Key is chosen by the runtime for one claiming request (an id:
+	// mesh.ValidID); required with Claim and Recover.
+	Key string `json:"key,omitempty"`
 }
 
 // MaxOffers bounds how many runs one offer names.
@@ -75,6 +88,11 @@ type Offer struct {
 // ended without one.
 type OfferResponse struct {
 	Offers []Offer `json:"offers,omitempty"`
+	// Claimed are the runs claimed for the runtime (a request with Claim or
+	// Recover), oldest first; Instructions are then given as with
+	// ClaimManyResponse.
+	Claimed      []mesh.TaskRun `json:"claimed,omitempty"`
+	Instructions *string        `json:"instructions,omitempty"`
 }
 
 // ClaimManyRequest claims several offered runs in one request (at most
@@ -224,14 +242,14 @@ func (c *RuntimeClient) Heartbeat(ctx context.Context, req HeartbeatRequest) (*H
 	return &r, c.call(ctx, bus.RuntimeOpHeartbeat, req, &r)
 }
 
-// Offer waits up to req.Wait for pending runs of the agent and names them;
-// ctx must allow the wait.
-func (c *RuntimeClient) Offer(ctx context.Context, req OfferRequest) ([]Offer, error) {
+// Offer waits up to req.Wait for pending runs of the agent and names them
+// (or claims them: see OfferRequest); ctx must allow the wait.
+func (c *RuntimeClient) Offer(ctx context.Context, req OfferRequest) (*OfferResponse, error) {
 	var r OfferResponse
 	if err := c.call(ctx, bus.RuntimeOpOffer, req, &r); err != nil {
 		return nil, err
 	}
-	return r.Offers, nil
+	return &r, nil
 }
 
 // Pull claims the next pending run, waiting up to req.Wait.

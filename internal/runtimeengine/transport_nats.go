@@ -75,6 +75,10 @@ type natsTransport struct {
 	reconnected chan struct{}
 	// instructions are those the last claim brought (nil: none did).
 	instructions atomic.Pointer[string]
+	// lostKeys are the keys of claiming requests whose answers did not
+	// come (see NextUpTo).
+	lostMu   sync.Mutex
+	lostKeys []string
 }
 
 func (t *natsTransport) ClaimedInstructions(string) (string, bool) {
@@ -345,6 +349,10 @@ func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 
 func (t *natsTransport) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, error) {
 	n = min(max(n, 1), meshapi.MaxOffers)
+	// Runs claimed by a request whose answer was lost come first.
+	if runs := t.recoverLost(ctx); len(runs) > 0 {
+		return runs, nil
+	}
 	wctx, cancel := context.WithTimeout(ctx, t.cfg.ClaimWait+offerSlack)
 	defer cancel()
 	refused := make(chan struct{})
@@ -361,10 +369,19 @@ func (t *natsTransport) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, e
 		case <-stopWatch:
 		}
 	}()
-	// The task queue answers when a run is pending, or empty when the wait
-	// ends. No answer at all (the copy holding the request stopped with
-	// its node), or a reconnect meanwhile, only means asking again.
-	offers, err := t.rc.Offer(wctx, meshapi.OfferRequest{Wait: t.cfg.ClaimWait, Max: n})
+	// The task queue claims the runs pending now for this request, or
+	// names those that arrive while it waits, or answers empty when the
+	// wait ends. No answer at all (the copy holding the request stopped
+	// with its node), or a reconnect meanwhile, only means asking again,
+	// after asking for what the request may have claimed.
+	key := mesh.NewID()
+	res, err := t.rc.Offer(wctx, meshapi.OfferRequest{Wait: t.cfg.ClaimWait, Max: n, Claim: true, Key: key})
+	if err != nil {
+		t.lost(key)
+	} else if len(res.Claimed) > 0 {
+		// Held now, even by a runtime that is stopping: it releases them.
+		return t.held(res.Claimed, res.Instructions), nil
+	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -376,10 +393,61 @@ func (t *natsTransport) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, e
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, nats.ErrTimeout) {
 		return nil, fmt.Errorf("ask for work: %w", err)
 	}
-	if len(offers) == 0 {
+	if res == nil || len(res.Offers) == 0 {
 		return nil, nil
 	}
-	return t.claim(ctx, offers)
+	return t.claim(ctx, res.Offers)
+}
+
+// maxLost bounds the keys of claiming requests kept to ask about.
+const maxLost = 16
+
+// lost notes a claiming request whose answer did not come: what it
+// claimed, if anything, is asked for before the next request for work.
+func (t *natsTransport) lost(key string) {
+	t.lostMu.Lock()
+	defer t.lostMu.Unlock()
+	if len(t.lostKeys) == maxLost {
+		// Runs claimed under the oldest go back to pending when their
+		// lease ends.
+		t.lostKeys = t.lostKeys[1:]
+	}
+	t.lostKeys = append(t.lostKeys, key)
+}
+
+// recoverLost asks for the runs claimed by requests whose answers were
+// lost, and returns them: the runtime holds them now. A key whose
+// question is not answered either is kept for the next time.
+func (t *natsTransport) recoverLost(ctx context.Context) []*mesh.TaskRun {
+	t.lostMu.Lock()
+	keys := t.lostKeys
+	t.lostKeys = nil
+	t.lostMu.Unlock()
+	var runs []*mesh.TaskRun
+	for _, key := range keys {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), meshapi.TryTimeout)
+		res, err := t.rc.Offer(rctx, meshapi.OfferRequest{Recover: true, Key: key})
+		cancel()
+		if err != nil {
+			t.lost(key)
+			continue
+		}
+		runs = append(runs, t.held(res.Claimed, res.Instructions)...)
+	}
+	return runs
+}
+
+// held returns the runs a claim answered with, and keeps the instructions
+// it brought.
+func (t *natsTransport) held(claimed []mesh.TaskRun, instructions *string) []*mesh.TaskRun {
+	if len(claimed) > 0 && instructions != nil {
+		t.instructions.Store(instructions)
+	}
+	runs := make([]*mesh.TaskRun, len(claimed))
+	for i := range claimed {
+		runs[i] = &claimed[i]
+	}
+	return runs
 }
 
 // claim claims the offered runs in one request; a run another took, or
@@ -397,14 +465,7 @@ func (t *natsTransport) claim(ctx context.Context, offers []meshapi.Offer) ([]*m
 	if err != nil {
 		return nil, err
 	}
-	if res.Instructions != nil {
-		t.instructions.Store(res.Instructions)
-	}
-	runs := make([]*mesh.TaskRun, len(res.Claimed))
-	for i := range res.Claimed {
-		runs[i] = &res.Claimed[i]
-	}
-	return runs, nil
+	return t.held(res.Claimed, res.Instructions), nil
 }
 
 func (t *natsTransport) Release(ctx context.Context, run *mesh.TaskRun) error {
@@ -436,6 +497,15 @@ func (t *natsTransport) Fail(ctx context.Context, req meshapi.FailRequest) error
 
 func (t *natsTransport) Close() {
 	close(t.stop)
+	// Runs claimed for answers that never came are given back at once,
+	// not when their leases end.
+	ctx, cancel := context.WithTimeout(context.Background(), meshapi.TryTimeout)
+	for _, run := range t.recoverLost(ctx) {
+		if err := t.Release(ctx, run); err != nil {
+			t.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("a run claimed for a lost answer is released when its lease ends")
+		}
+	}
+	cancel()
 	if t.sub != nil {
 		_ = t.sub.Unsubscribe()
 	}

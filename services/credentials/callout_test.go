@@ -133,11 +133,11 @@ func checkConfinement(t *testing.T, p *meshtest.Platform, url string) {
 		seen = append(seen, ev.Type())
 	}
 
-	offers, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second})
-	if err != nil || len(offers) != 1 || offers[0].TaskRunID != runA.ID || offers[0].Attempt != 1 {
-		t.Fatalf("offer over NATS: %+v, %v", offers, err)
+	res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second})
+	if err != nil || len(res.Offers) != 1 || res.Offers[0].TaskRunID != runA.ID || res.Offers[0].Attempt != 1 {
+		t.Fatalf("offer over NATS: %+v, %v", res, err)
 	}
-	qm := offers[0]
+	qm := res.Offers[0]
 	claimed, err := rc.Claim(ctx, meshapi.ClaimRequest{TaskRunID: qm.TaskRunID, Attempt: qm.Attempt})
 	if err != nil || claimed.Status != mesh.StatusRunning || claimed.RuntimeID != rtA.RuntimeID || claimed.Attempt != 1 {
 		t.Fatalf("claim over NATS: %+v, %v", claimed, err)

@@ -2,6 +2,8 @@ package taskqueue
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,12 +56,12 @@ func (s *Service) claim(ctx context.Context, agentID, runtimeID, runID string, a
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
 		return nil, err
 	}
-	return s.claimChecked(ctx, agentID, runtimeID, runID, attempt)
+	return s.claimChecked(ctx, agentID, runtimeID, runID, attempt, "")
 }
 
 // claimChecked is claim for a runtime already checked to be active and
-// online.
-func (s *Service) claimChecked(ctx context.Context, agentID, runtimeID, runID string, attempt int) (*mesh.TaskRun, error) {
+// online, by its request of key key ("": a claim of an offered run).
+func (s *Service) claimChecked(ctx context.Context, agentID, runtimeID, runID string, attempt int, key string) (*mesh.TaskRun, error) {
 	began := time.Now()
 	claimed := false
 	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
@@ -84,6 +86,7 @@ func (s *Service) claimChecked(ctx context.Context, agentID, runtimeID, runID st
 		now := time.Now().UTC()
 		r.Status = mesh.StatusRunning
 		r.RuntimeID = runtimeID
+		r.ClaimKey = key
 		r.Attempt++
 		r.LeaseExpiresAt = s.leaseFromNow()
 		r.ClaimedAt = &now
@@ -141,7 +144,7 @@ func (s *Service) handleClaimMany(ctx context.Context, req *bus.Request) (any, e
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
 		return nil, err
 	}
-	return s.claimMany(ctx, agentID, runtimeID, in.Claims)
+	return s.claimMany(ctx, agentID, runtimeID, in.Claims, "")
 }
 
 // claimMany claims each run at once, each under its own lock, and answers
@@ -149,7 +152,10 @@ func (s *Service) handleClaimMany(ctx context.Context, req *bus.Request) (any, e
 // A claim that failed for a reason other than the run's own state (the
 // store could not be reached) fails the request, which the runtime sends
 // again: the claims that succeeded are answered again then.
-func (s *Service) claimMany(ctx context.Context, agentID, runtimeID string, claims []meshapi.ClaimRequest) (*meshapi.ClaimManyResponse, error) {
+//
+// key is that of the runtime's claiming offer request, if that is what
+// claims (see claimPending).
+func (s *Service) claimMany(ctx context.Context, agentID, runtimeID string, claims []meshapi.ClaimRequest, key string) (*meshapi.ClaimManyResponse, error) {
 	runs := make([]*mesh.TaskRun, len(claims))
 	errs := make([]error, len(claims))
 	// The first is claimed on this goroutine, the others each on one of
@@ -159,11 +165,11 @@ func (s *Service) claimMany(ctx context.Context, agentID, runtimeID string, clai
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runs[i+1], errs[i+1] = s.claimChecked(ctx, agentID, runtimeID, c.TaskRunID, c.Attempt)
+			runs[i+1], errs[i+1] = s.claimChecked(ctx, agentID, runtimeID, c.TaskRunID, c.Attempt, key)
 		}()
 	}
 	if len(claims) > 0 {
-		runs[0], errs[0] = s.claimChecked(ctx, agentID, runtimeID, claims[0].TaskRunID, claims[0].Attempt)
+		runs[0], errs[0] = s.claimChecked(ctx, agentID, runtimeID, claims[0].TaskRunID, claims[0].Attempt, key)
 	}
 	wg.Wait()
 	out := &meshapi.ClaimManyResponse{Claimed: []mesh.TaskRun{}}
@@ -184,7 +190,8 @@ func (s *Service) claimMany(ctx context.Context, agentID, runtimeID string, clai
 	return out, nil
 }
 
-// handleOffer names pending runs of the runtime's agent (dispatch.go).
+// handleOffer names pending runs of the runtime's agent (dispatch.go), or
+// claims them (meshapi.OfferRequest's Claim and Recover).
 func (s *Service) handleOffer(ctx context.Context, req *bus.Request) (any, error) {
 	agentID, runtimeID, err := req.Runtime()
 	if err != nil {
@@ -193,7 +200,75 @@ func (s *Service) handleOffer(ctx context.Context, req *bus.Request) (any, error
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
 		return nil, err
 	}
-	return s.answerOffer(ctx, req, runtimeID, agentID)
+	in, err := decodeOffer(req, s.cfg.MaxPullWait)
+	if err != nil {
+		return nil, err
+	}
+	if in.Claim || in.Recover {
+		if in.Claim == in.Recover {
+			return nil, mesh.Errorf(mesh.CodeInvalidRequest, "claim and recover do not go together")
+		}
+		if !mesh.ValidID(in.Key) {
+			return nil, mesh.Errorf(mesh.CodeInvalidRequest, "a claiming request needs a key (an id of letters, digits, '-' and '_')")
+		}
+	}
+	if in.Recover {
+		return s.recoverClaims(ctx, agentID, runtimeID, in.Key)
+	}
+	n := max(in.Max, 1)
+	if in.Claim {
+		res, err := s.claimPending(ctx, agentID, runtimeID, in.Key, n)
+		if err != nil || len(res.Claimed) > 0 {
+			return res, err
+		}
+	}
+	offers, err := s.waitForOffers(ctx, runtimeID, agentID, n, in.Wait)
+	if err != nil {
+		return nil, err
+	}
+	return meshapi.OfferResponse{Offers: offers}, nil
+}
+
+// claimPending claims, under key, up to n runs of the agent that this
+// copy may offer now, without waiting: none when there are none, or
+// others took them first.
+func (s *Service) claimPending(ctx context.Context, agentID, runtimeID, key string, n int) (*meshapi.OfferResponse, error) {
+	offers, _ := s.takeOffers(ctx, agentID, n)
+	if len(offers) == 0 {
+		return &meshapi.OfferResponse{}, nil
+	}
+	claims := make([]meshapi.ClaimRequest, len(offers))
+	for i, o := range offers {
+		claims[i] = meshapi.ClaimRequest{TaskRunID: o.TaskRunID, Attempt: o.Attempt}
+	}
+	res, err := s.claimMany(ctx, agentID, runtimeID, claims, key)
+	if err != nil {
+		return nil, err
+	}
+	return &meshapi.OfferResponse{Claimed: res.Claimed, Instructions: res.Instructions}, nil
+}
+
+// recoverClaims answers a runtime that lost the answer to its claiming
+// request of key key with the runs claimed under it that it still holds.
+func (s *Service) recoverClaims(ctx context.Context, agentID, runtimeID, key string) (*meshapi.OfferResponse, error) {
+	out := &meshapi.OfferResponse{}
+	for _, id := range s.index.heldUnder(runtimeID, key) {
+		run, _, err := s.runs.Get(ctx, id)
+		if errors.Is(err, mesh.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if run.Status == mesh.StatusRunning && run.RuntimeID == runtimeID && run.TargetAgentID == agentID && run.ClaimKey == key {
+			out.Claimed = append(out.Claimed, *run)
+		}
+	}
+	slices.SortFunc(out.Claimed, func(a, b mesh.TaskRun) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	if a, ok := s.agents.Get(agentID); ok && len(out.Claimed) > 0 {
+		out.Instructions = &a.Instructions
+	}
+	return out, nil
 }
 
 // pull claims the next pending run of the agent on behalf of a runtime

@@ -32,10 +32,11 @@ func TestClaimMany_ClaimsEachOfferOnItsOwnAndAgainWhenRepeated(t *testing.T) {
 	defer cancel()
 
 	runs := []mesh.TaskRun{p.CreateTask(agent.ID, "one"), p.CreateTask(agent.ID, "two"), p.CreateTask(agent.ID, "three")}
-	offers, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 3})
-	if err != nil || len(offers) != 3 {
-		t.Fatalf("offers: %+v, %v", offers, err)
+	res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 3})
+	if err != nil || len(res.Offers) != 3 || len(res.Claimed) != 0 {
+		t.Fatalf("offers: %+v, %v", res, err)
 	}
+	offers := res.Offers
 	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/task-runs/" + runs[2].ID + "/cancel", Owner: true, JSON: map[string]any{}}).Expect(t, http.StatusOK)
 	req := meshapi.ClaimManyRequest{}
 	for _, o := range offers {
@@ -69,32 +70,45 @@ func TestClaimMany_ClaimsEachOfferOnItsOwnAndAgainWhenRepeated(t *testing.T) {
 }
 
 // TestRuntime_WithFreeSlotsClaimsSeveralRunsInOneRequest: a runtime with
-// four free slots and four pending runs asks for work once and claims
-// the four in one request.
+// four free slots and four pending runs claims the four with the request
+// in which it asks for work: no separate claim, and one key on all four.
 func TestRuntime_WithFreeSlotsClaimsSeveralRunsInOneRequest(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t)
 	var agent mesh.Agent
 	p.Do(http.MethodPost, "/agent-accounts", map[string]any{"name": "four at once"}, &agent)
 	var runs []mesh.TaskRun
+	var ids []string
 	for range 4 {
-		runs = append(runs, p.CreateTask(agent.ID, "work"))
+		r := p.CreateTask(agent.ID, "work")
+		runs = append(runs, r)
+		ids = append(ids, r.ID)
 	}
 	var mu sync.Mutex
-	var requests, claims int
-	sub, err := p.Conn().NC.Subscribe(bus.RuntimeSubjectPattern(bus.RuntimeOpClaimMany), func(m *nats.Msg) {
-		var req meshapi.ClaimManyRequest
+	var claimMany int
+	var first *meshapi.OfferRequest
+	watch := func(op string, f func(*nats.Msg)) {
+		sub, err := p.Conn().NC.Subscribe(bus.RuntimeSubjectPattern(op), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sub.Unsubscribe() })
+	}
+	watch(bus.RuntimeOpClaimMany, func(*nats.Msg) {
+		mu.Lock()
+		claimMany++
+		mu.Unlock()
+	})
+	watch(bus.RuntimeOpOffer, func(m *nats.Msg) {
+		var req meshapi.OfferRequest
 		if json.Unmarshal(m.Data, &req) == nil {
 			mu.Lock()
-			requests++
-			claims += len(req.Claims)
+			if first == nil {
+				first = &req
+			}
 			mu.Unlock()
 		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
 	if err := p.Conn().NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +118,14 @@ func TestRuntime_WithFreeSlotsClaimsSeveralRunsInOneRequest(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if requests != 1 || claims != 4 {
-		t.Fatalf("the runtime sent %d claim requests for %d runs, want one for all four", requests, claims)
+	if first == nil || !first.Claim || first.Max != 4 || first.Key == "" {
+		t.Fatalf("the runtime's first request for work was %+v, want a claiming request for 4 with a key", first)
+	}
+	if claimMany != 0 {
+		t.Fatalf("the runtime sent %d separate claims, want none", claimMany)
+	}
+	if keys := claimKeys(t, p, ids); len(keys) != 1 || !keys[first.Key] {
+		t.Fatalf("the four runs were claimed under keys %v, want all under the first request's %s", keys, first.Key)
 	}
 }
 

@@ -121,21 +121,31 @@ func (s *Service) publishEvent(ctx context.Context, ev bus.Event) error {
 // answerOffer answers an offer request (meshapi.OfferRequest) of who, for
 // queue q.
 func (s *Service) answerOffer(ctx context.Context, req *bus.Request, who, q string) (any, error) {
-	var in meshapi.OfferRequest
-	if err := req.Decode(&in); err != nil {
+	in, err := decodeOffer(req, s.cfg.MaxPullWait)
+	if err != nil {
 		return nil, err
-	}
-	if in.Wait < 0 || in.Wait > s.cfg.MaxPullWait {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "wait must be between 0 and %s", s.cfg.MaxPullWait)
-	}
-	if in.Max < 0 || in.Max > meshapi.MaxOffers {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "max must be between 0 and %d", meshapi.MaxOffers)
 	}
 	offers, err := s.waitForOffers(ctx, who, q, max(in.Max, 1), in.Wait)
 	if err != nil {
 		return nil, err
 	}
 	return meshapi.OfferResponse{Offers: offers}, nil
+}
+
+// decodeOffer decodes and checks an offer request, whose wait may be up
+// to maxWait.
+func decodeOffer(req *bus.Request, maxWait time.Duration) (*meshapi.OfferRequest, error) {
+	var in meshapi.OfferRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if in.Wait < 0 || in.Wait > maxWait {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "wait must be between 0 and %s", maxWait)
+	}
+	if in.Max < 0 || in.Max > meshapi.MaxOffers {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "max must be between 0 and %d", meshapi.MaxOffers)
+	}
+	return &in, nil
 }
 
 // waitForOffers is offer for a request of who (a runtime, or the

@@ -15,6 +15,7 @@ type summary struct {
 	agentID        string
 	conversationID string
 	runtimeID      string
+	claimKey       string
 	// delegated runs wait for the delegation service, not a runtime.
 	delegated   bool
 	status      mesh.Status
@@ -28,7 +29,7 @@ type summary struct {
 
 func summarize(r *mesh.TaskRun, rev uint64) *summary {
 	s := &summary{
-		id: r.ID, agentID: r.TargetAgentID, conversationID: r.ConversationID, runtimeID: r.RuntimeID,
+		id: r.ID, agentID: r.TargetAgentID, conversationID: r.ConversationID, runtimeID: r.RuntimeID, claimKey: r.ClaimKey,
 		delegated: r.Delegated(), status: r.Status,
 		attempt: r.Attempt, maxAttempts: r.MaxAttempts, updatedAt: r.UpdatedAt, rev: rev,
 	}
@@ -295,6 +296,20 @@ func (ix *index) runningBy(runtimeID string) []string {
 	var ids []string
 	for _, s := range ix.active {
 		if s.status == mesh.StatusRunning && s.runtimeID == runtimeID {
+			ids = append(ids, s.id)
+		}
+	}
+	return ids
+}
+
+// heldUnder lists the runs a runtime holds that its claiming request of
+// key key claimed.
+func (ix *index) heldUnder(runtimeID, key string) []string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	var ids []string
+	for _, s := range ix.active {
+		if s.status == mesh.StatusRunning && s.runtimeID == runtimeID && s.claimKey == key {
 			ids = append(ids, s.id)
 		}
 	}

@@ -1,0 +1,70 @@
+package runtimeengine_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/runtimeengine"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack: a run
+// claimed by a request whose answer never reached the runtime is what its
+// next request for work returns, and one the runtime still has not taken
+// up when it closes goes back to pending at once, not when its lease ends.
+func TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t)
+	agent := p.CreateAgent("lost answers")
+	att := p.OnlineRuntime(t, agent.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tr, _, err := runtimeengine.DialNATS(ctx, runtimeengine.NATSConfig{
+		URL: p.NATSURL(), Token: att.RuntimeToken, AgentID: agent.ID, RuntimeID: att.RuntimeID,
+		InboxPrefix: att.NATS.InboxPrefix, ClaimWait: 2 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			tr.Close()
+		}
+	}()
+	// The answers the runtime loses are those of requests sent on another
+	// connection of the same runtime, under keys the transport is told of.
+	rc := meshapi.NewClient(p.RuntimeConn(t, att)).Runtime(agent.ID, att.RuntimeID)
+	claimLost := func(text string) (mesh.TaskRun, string) {
+		t.Helper()
+		run := p.CreateTask(agent.ID, text)
+		key := mesh.NewID()
+		res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Claim: true, Key: key})
+		if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != run.ID {
+			t.Fatalf("claim of %s: %+v, %v", run.ID, res, err)
+		}
+		runtimeengine.LostAnswer(tr, key)
+		return run, key
+	}
+
+	taken, _ := claimLost("taken up")
+	runs, err := tr.NextUpTo(ctx, 4)
+	if err != nil || len(runs) != 1 || runs[0].ID != taken.ID || runs[0].Status != mesh.StatusRunning || runs[0].Attempt != 1 {
+		t.Fatalf("the next request for work returned %+v, %v; want %s, claimed for the lost answer", runs, err, taken.ID)
+	}
+
+	given, _ := claimLost("given back")
+	tr.Close()
+	closed = true
+	back := p.GetTask(given.ID)
+	if back.Status != mesh.StatusPending || back.Attempt != 0 || back.RuntimeID != "" {
+		t.Fatalf("after the transport closed, the run claimed for a lost answer is %s, attempt %d, held by %q; want pending again",
+			back.Status, back.Attempt, back.RuntimeID)
+	}
+	if got := p.GetTask(taken.ID); got.Status != mesh.StatusRunning {
+		t.Fatalf("the run the runtime took up is %s after it closed, want still running (its lease decides)", got.Status)
+	}
+}
