@@ -14,7 +14,8 @@ import (
 // TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack: a run
 // claimed by a request whose answer never reached the runtime is what its
 // next request for work returns, and one the runtime still has not taken
-// up when it closes goes back to pending at once, not when its lease ends.
+// up when it closes goes back to pending at once, not when its lease ends;
+// none is handed out twice.
 func TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t)
@@ -54,6 +55,12 @@ func TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack(t *testing
 	runs, err := tr.NextUpTo(ctx, 4)
 	if err != nil || len(runs) != 1 || runs[0].ID != taken.ID || runs[0].Status != mesh.StatusRunning || runs[0].Attempt != 1 {
 		t.Fatalf("the next request for work returned %+v, %v; want %s, claimed for the lost answer", runs, err, taken.ID)
+	}
+
+	// Asked about again while the lost request could still claim, it
+	// never hands the same run out twice.
+	if runs, err := tr.NextUpTo(ctx, 4); err != nil || len(runs) != 0 {
+		t.Fatalf("the request for work after that returned %+v, %v; want nothing (the wait ends empty)", runs, err)
 	}
 
 	given, _ := claimLost("given back")

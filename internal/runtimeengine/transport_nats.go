@@ -75,10 +75,10 @@ type natsTransport struct {
 	reconnected chan struct{}
 	// instructions are those the last claim brought (nil: none did).
 	instructions atomic.Pointer[string]
-	// lostKeys are the keys of claiming requests whose answers did not
-	// come (see NextUpTo).
-	lostMu   sync.Mutex
-	lostKeys []string
+	// lostAnswers are the claiming requests whose answers did not come
+	// (see NextUpTo).
+	lostMu      sync.Mutex
+	lostAnswers []*lostAnswer
 }
 
 func (t *natsTransport) ClaimedInstructions(string) (string, bool) {
@@ -350,7 +350,7 @@ func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 func (t *natsTransport) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, error) {
 	n = min(max(n, 1), meshapi.MaxOffers)
 	// Runs claimed by a request whose answer was lost come first.
-	if runs := t.recoverLost(ctx); len(runs) > 0 {
+	if runs := t.recoverLost(ctx, false); len(runs) > 0 {
 		return runs, nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, t.cfg.ClaimWait+offerSlack)
@@ -374,10 +374,10 @@ func (t *natsTransport) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, e
 	// wait ends. No answer at all (the copy holding the request stopped
 	// with its node), or a reconnect meanwhile, only means asking again,
 	// after asking for what the request may have claimed.
-	key := mesh.NewID()
+	key, sent := mesh.NewID(), time.Now()
 	res, err := t.rc.Offer(wctx, meshapi.OfferRequest{Wait: t.cfg.ClaimWait, Max: n, Claim: true, Key: key})
 	if err != nil {
-		t.lost(key)
+		t.lost(key, sent)
 	} else if len(res.Claimed) > 0 {
 		// Held now, even by a runtime that is stopping: it releases them.
 		return t.held(res.Claimed, res.Instructions), nil
@@ -399,41 +399,66 @@ func (t *natsTransport) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, e
 	return t.claim(ctx, res.Offers)
 }
 
-// maxLost bounds the keys of claiming requests kept to ask about.
+// maxLost bounds the claiming requests whose answers did not come that
+// are kept to ask about.
 const maxLost = 16
 
-// lost notes a claiming request whose answer did not come: what it
-// claimed, if anything, is asked for before the next request for work.
-func (t *natsTransport) lost(key string) {
-	t.lostMu.Lock()
-	defer t.lostMu.Unlock()
-	if len(t.lostKeys) == maxLost {
-		// Runs claimed under the oldest go back to pending when their
-		// lease ends.
-		t.lostKeys = t.lostKeys[1:]
-	}
-	t.lostKeys = append(t.lostKeys, key)
+// lostAnswer is a claiming request whose answer did not come.
+type lostAnswer struct {
+	key string
+	// until is when the request can claim nothing more: it claims only
+	// as the task queue takes it up, within its wait.
+	until time.Time
+	// taken are the runs already recovered under key.
+	taken map[string]bool
 }
 
-// recoverLost asks for the runs claimed by requests whose answers were
-// lost, and returns them: the runtime holds them now. A key whose
-// question is not answered either is kept for the next time.
-func (t *natsTransport) recoverLost(ctx context.Context) []*mesh.TaskRun {
+// lost notes the claiming request of key, sent at sent, whose answer did
+// not come: what it claimed, if anything, is asked for before each request
+// for work until it can claim nothing more.
+func (t *natsTransport) lost(key string, sent time.Time) {
+	t.keep([]*lostAnswer{{key: key, until: sent.Add(t.cfg.ClaimWait + offerSlack), taken: map[string]bool{}}})
+}
+
+func (t *natsTransport) keep(ls []*lostAnswer) {
 	t.lostMu.Lock()
-	keys := t.lostKeys
-	t.lostKeys = nil
+	defer t.lostMu.Unlock()
+	t.lostAnswers = append(t.lostAnswers, ls...)
+	if over := len(t.lostAnswers) - maxLost; over > 0 {
+		// Runs claimed under the oldest go back to pending when their
+		// leases end.
+		t.lostAnswers = t.lostAnswers[over:]
+	}
+}
+
+// recoverLost asks for the runs claimed by requests whose answers did not
+// come, and returns those not returned before: the runtime holds them now.
+// A request is asked about again, the next time, until it can claim
+// nothing more; with last, this is the last time.
+func (t *natsTransport) recoverLost(ctx context.Context, last bool) []*mesh.TaskRun {
+	t.lostMu.Lock()
+	ls := t.lostAnswers
+	t.lostAnswers = nil
 	t.lostMu.Unlock()
 	var runs []*mesh.TaskRun
-	for _, key := range keys {
+	var again []*lostAnswer
+	for _, l := range ls {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), meshapi.TryTimeout)
-		res, err := t.rc.Offer(rctx, meshapi.OfferRequest{Recover: true, Key: key})
+		res, err := t.rc.Offer(rctx, meshapi.OfferRequest{Recover: true, Key: l.key})
 		cancel()
-		if err != nil {
-			t.lost(key)
-			continue
+		if err == nil {
+			for _, run := range t.held(res.Claimed, res.Instructions) {
+				if !l.taken[run.ID] {
+					l.taken[run.ID] = true
+					runs = append(runs, run)
+				}
+			}
 		}
-		runs = append(runs, t.held(res.Claimed, res.Instructions)...)
+		if !last && time.Now().Before(l.until) {
+			again = append(again, l)
+		}
 	}
+	t.keep(again)
 	return runs
 }
 
@@ -500,7 +525,7 @@ func (t *natsTransport) Close() {
 	// Runs claimed for answers that never came are given back at once,
 	// not when their leases end.
 	ctx, cancel := context.WithTimeout(context.Background(), meshapi.TryTimeout)
-	for _, run := range t.recoverLost(ctx) {
+	for _, run := range t.recoverLost(ctx, true) {
 		if err := t.Release(ctx, run); err != nil {
 			t.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("a run claimed for a lost answer is released when its lease ends")
 		}
