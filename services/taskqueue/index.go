@@ -58,12 +58,14 @@ type index struct {
 	// pending there (wake).
 	pending map[string][]*summary
 	woken   map[string]chan struct{}
+	// running holds, per runtime, the runs it holds.
+	running map[string]map[string]*summary
 }
 
 func newIndex() *index {
 	return &index{
 		byID: map[string]*summary{}, active: map[string]*summary{}, byStatus: map[mesh.Status]int{},
-		pending: map[string][]*summary{}, woken: map[string]chan struct{}{},
+		pending: map[string][]*summary{}, woken: map[string]chan struct{}{}, running: map[string]map[string]*summary{},
 	}
 }
 
@@ -101,6 +103,7 @@ func (ix *index) onChange(id string, p **summary) {
 			if old.status == mesh.StatusPending {
 				ix.removePending(old)
 			}
+			ix.unhold(old)
 			ix.byStatus[old.status]--
 			delete(ix.byID, id)
 			delete(ix.active, id)
@@ -118,9 +121,16 @@ func (ix *index) onChange(id string, p **summary) {
 		if old.status == mesh.StatusPending {
 			ix.removePending(old)
 		}
+		ix.unhold(old)
 	}
 	if s.status == mesh.StatusPending {
 		ix.addPending(s)
+	}
+	if s.status == mesh.StatusRunning && s.runtimeID != "" {
+		if ix.running[s.runtimeID] == nil {
+			ix.running[s.runtimeID] = map[string]*summary{}
+		}
+		ix.running[s.runtimeID][id] = s
 	}
 	ix.byStatus[s.status]++
 	if had {
@@ -132,6 +142,18 @@ func (ix *index) onChange(id string, p **summary) {
 		delete(ix.active, id)
 	} else {
 		ix.active[id] = s
+	}
+}
+
+// unhold forgets s among the runs its runtime holds. Call with ix.mu held.
+func (ix *index) unhold(s *summary) {
+	held := ix.running[s.runtimeID]
+	if held[s.id] != s {
+		return
+	}
+	delete(held, s.id)
+	if len(held) == 0 {
+		delete(ix.running, s.runtimeID)
 	}
 }
 
@@ -294,10 +316,8 @@ func (ix *index) runningBy(runtimeID string) []string {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	var ids []string
-	for _, s := range ix.active {
-		if s.status == mesh.StatusRunning && s.runtimeID == runtimeID {
-			ids = append(ids, s.id)
-		}
+	for id := range ix.running[runtimeID] {
+		ids = append(ids, id)
 	}
 	return ids
 }
@@ -308,9 +328,9 @@ func (ix *index) heldUnder(runtimeID, key string) []string {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	var ids []string
-	for _, s := range ix.active {
-		if s.status == mesh.StatusRunning && s.runtimeID == runtimeID && s.claimKey == key {
-			ids = append(ids, s.id)
+	for id, s := range ix.running[runtimeID] {
+		if s.claimKey == key {
+			ids = append(ids, id)
 		}
 	}
 	return ids
