@@ -451,6 +451,7 @@ func (t *natsTransport) recoverLost(ctx context.Context, last bool) []*mesh.Task
 				if !l.taken[run.ID] {
 					l.taken[run.ID] = true
 					runs = append(runs, run)
+					t.cfg.Logger.Info().Str("task_run_id", run.ID).Msg("took up a run claimed for an answer that did not arrive")
 				}
 			}
 		}
