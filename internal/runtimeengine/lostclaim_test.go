@@ -2,11 +2,14 @@ package runtimeengine_test
 
 import (
 	"context"
+	"net/url"
 	"testing"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/runtimeengine"
+	"github.com/a2amesh/a2amesh/internal/tcplink"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -18,7 +21,9 @@ import (
 // none is handed out twice.
 func TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t)
+	// Leases long enough that none ends within the test: what it sees of
+	// the runs is what the transport did.
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
 	agent := p.CreateAgent("lost answers")
 	att := p.OnlineRuntime(t, agent.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -72,6 +77,65 @@ func TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack(t *testing
 			back.Status, back.Attempt, back.RuntimeID)
 	}
 	if got := p.GetTask(taken.ID); got.Status != mesh.StatusRunning {
-		t.Fatalf("the run the runtime took up is %s after it closed, want still running (its lease decides)", got.Status)
+		t.Fatalf("the run the runtime took up is %s after it closed (%+v), want still running (its lease decides)", got.Status, got.Error)
+	}
+}
+
+// TestNATSTransport_AnAnswerLostWithTheConnectionIsRecovered: the runtime's
+// request for work claims a pending run, and its connection drops while the
+// answer is on its way (a slow link, then a drop); once the runtime is back,
+// its next requests for work return that run, once.
+func TestNATSTransport_AnAnswerLostWithTheConnectionIsRecovered(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	agent := p.CreateAgent("dropped answer")
+	att := p.OnlineRuntime(t, agent.ID)
+	link, err := tcplink.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	u, err := url.Parse(p.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link.SetTarget(u.Host)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tr, _, err := runtimeengine.DialNATS(ctx, runtimeengine.NATSConfig{
+		URL: "nats://" + link.Addr(), Token: att.RuntimeToken, AgentID: agent.ID, RuntimeID: att.RuntimeID,
+		InboxPrefix: att.NATS.InboxPrefix, ClaimWait: 2 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+
+	run := p.CreateTask(agent.ID, "its answer is lost")
+	link.SetDelay(2 * time.Second)
+	first := make(chan []*mesh.TaskRun, 1)
+	go func() {
+		runs, _ := tr.NextUpTo(ctx, 1)
+		first <- runs
+	}()
+	// Claimed on the platform, its answer still crossing the slow link.
+	p.WaitTask(run.ID, 20*time.Second, func(r mesh.TaskRun) bool { return r.Status == mesh.StatusRunning })
+	link.SetDelay(0)
+	link.DropAll()
+	if runs := <-first; len(runs) != 0 {
+		t.Fatalf("the request whose answer was dropped returned %v", runs)
+	}
+
+	var got []*mesh.TaskRun
+	meshtest.Eventually(t, 20*time.Second, func() bool {
+		runs, _ := tr.NextUpTo(ctx, 1)
+		got = append(got, runs...)
+		return len(got) > 0
+	}, func() string { return "the run claimed for the dropped answer never came back" })
+	if len(got) != 1 || got[0].ID != run.ID || got[0].Status != mesh.StatusRunning || got[0].Attempt != 1 {
+		t.Fatalf("recovered %+v, want %s running, attempt 1", got, run.ID)
+	}
+	if r := p.GetTask(run.ID); r.Status != mesh.StatusRunning || r.RuntimeID != att.RuntimeID || r.Attempt != 1 {
+		t.Fatalf("the run is %s held by %q, attempt %d; want still the first claim", r.Status, r.RuntimeID, r.Attempt)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -19,7 +20,8 @@ import (
 // other key does.
 func TestOffer_AClaimingRequestClaimsThePendingRunsAndALostAnswerIsRecovered(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t)
+	// No lease ends within the test.
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
 	agent := p.CreateAgent("claims at once")
 	rt := p.OnlineRuntime(t, agent.ID)
 	rc := meshapi.NewClient(p.RuntimeConn(t, rt)).Runtime(agent.ID, rt.RuntimeID)
