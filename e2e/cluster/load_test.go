@@ -191,11 +191,13 @@ type runEvents struct {
 
 // watcher reads every event of the load's agents from the event stream.
 type watcher struct {
-	cons jetstream.ConsumeContext
-	oc   jetstream.Consumer
-	js   jetstream.JetStream
-	mu   sync.Mutex
-	runs map[string]*runEvents
+	t       testing.TB
+	filters []string
+	js      jetstream.JetStream
+	mu      sync.Mutex
+	cons    jetstream.ConsumeContext
+	oc      jetstream.Consumer
+	runs    map[string]*runEvents
 	// seen is the stream sequence of the last event read.
 	seen uint64
 }
@@ -203,23 +205,74 @@ type watcher struct {
 // watch reads the events of agents from the start of the event stream.
 func (d *deployment) watch(conn *bus.Conn, agents []*agent) *watcher {
 	d.t.Helper()
-	var filters []string
+	w := &watcher{t: d.t, js: conn.JS, runs: map[string]*runEvents{}}
 	for _, a := range agents {
-		filters = append(filters, bus.AgentEventsFilter(a.id))
+		w.filters = append(w.filters, bus.AgentEventsFilter(a.id))
 	}
+	if err := w.consume(); err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.cons.Stop()
+	})
+	return w
+}
+
+// consume reads the events after the last one read, with an ordered
+// consumer of its own.
+func (w *watcher) consume() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	oc, err := conn.JS.OrderedConsumer(ctx, bus.EventStream, jetstream.OrderedConsumerConfig{FilterSubjects: filters})
-	if err != nil {
-		d.t.Fatal(err)
+	w.mu.Lock()
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: w.filters}
+	if w.seen > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, w.seen+1
 	}
-	w := &watcher{oc: oc, js: conn.JS, runs: map[string]*runEvents{}}
-	w.cons, err = oc.Consume(w.handle)
-	if err != nil {
-		d.t.Fatal(err)
+	old := w.cons
+	w.mu.Unlock()
+	if old != nil {
+		old.Stop()
 	}
-	d.t.Cleanup(w.cons.Stop)
-	return w
+	oc, err := w.js.OrderedConsumer(ctx, bus.EventStream, cfg)
+	if err != nil {
+		return err
+	}
+	cons, err := oc.Consume(w.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		w.t.Logf("the test's event reader: %v", err)
+	}))
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.oc, w.cons = oc, cons
+	w.mu.Unlock()
+	return nil
+}
+
+// resumeIfStalled starts reading again after the last event read when
+// the stream holds events past it and none was read since the last call
+// (at). The test's own reader is an ordered consumer on one server: one
+// lost with a killed node is not always replaced by the client.
+func (w *watcher) resumeIfStalled(last *uint64) {
+	w.mu.Lock()
+	seen := w.seen
+	w.mu.Unlock()
+	if seen != *last {
+		*last = seen
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stream, err := w.js.Stream(ctx, bus.EventStream)
+	if err != nil || stream.CachedInfo().State.LastSeq <= seen {
+		return
+	}
+	w.t.Logf("the test's event reader read nothing past stream sequence %d while the stream holds %d; reading again from there", seen, stream.CachedInfo().State.LastSeq)
+	if err := w.consume(); err != nil {
+		w.t.Logf("the test's event reader: %v", err)
+	}
 }
 
 func (w *watcher) handle(msg jetstream.Msg) {
@@ -229,6 +282,10 @@ func (w *watcher) handle(msg jetstream.Msg) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if meta, err := msg.Metadata(); err == nil {
+		if meta.Sequence.Stream <= w.seen {
+			// Read already, by the consumer this one replaced.
+			return
+		}
 		w.seen = meta.Sequence.Stream
 	}
 	if !strings.HasPrefix(typ, mesh.EventTypePrefix+"task_run.") {
@@ -286,7 +343,10 @@ func (w *watcher) ended(runs []*planned) int {
 func (w *watcher) caughtUp() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	info, err := w.oc.Info(ctx)
+	w.mu.Lock()
+	oc := w.oc
+	w.mu.Unlock()
+	info, err := oc.Info(ctx)
 	if err != nil {
 		return false
 	}
@@ -408,7 +468,13 @@ func first(s []string, n int) []string {
 func (d *deployment) waitEnded(t *testing.T, res *loadResult, w *watcher, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
+	var seen uint64
+	stallCheck := time.Now().Add(10 * time.Second)
 	for w.ended(res.runs) < len(res.runs) {
+		if time.Now().After(stallCheck) {
+			w.resumeIfStalled(&seen)
+			stallCheck = time.Now().Add(10 * time.Second)
+		}
 		if time.Now().After(deadline) {
 			events := w.snapshot()
 			var open []string
