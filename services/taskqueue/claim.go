@@ -204,14 +204,6 @@ func (s *Service) handleOffer(ctx context.Context, req *bus.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	if in.Claim || in.Recover {
-		if in.Claim == in.Recover {
-			return nil, mesh.Errorf(mesh.CodeInvalidRequest, "claim and recover do not go together")
-		}
-		if !mesh.ValidID(in.Key) {
-			return nil, mesh.Errorf(mesh.CodeInvalidRequest, "a claiming request needs a key (an id of letters, digits, '-' and '_')")
-		}
-	}
 	if in.Recover {
 		return s.recoverClaims(ctx, agentID, runtimeID, in.Key)
 	}
@@ -249,10 +241,11 @@ func (s *Service) claimPending(ctx context.Context, agentID, runtimeID, key stri
 }
 
 // recoverClaims answers a runtime that lost the answer to its claiming
-// request of key key with the runs claimed under it that it still holds.
+// request of key key with the runs claimed under it that it still holds:
+// of the few it holds, those whose records carry the key.
 func (s *Service) recoverClaims(ctx context.Context, agentID, runtimeID, key string) (*meshapi.OfferResponse, error) {
 	out := &meshapi.OfferResponse{}
-	for _, id := range s.index.heldUnder(runtimeID, key) {
+	for _, id := range s.index.runningBy(runtimeID) {
 		run, _, err := s.runs.Get(ctx, id)
 		if errors.Is(err, mesh.ErrNotFound) {
 			continue

@@ -91,6 +91,10 @@ func TestOffer_AClaimingRequestClaimsThePendingRunsAndALostAnswerIsRecovered(t *
 			t.Fatalf("offer %+v: %v, want INVALID_REQUEST", bad, err)
 		}
 	}
+	// The delegation service's offers only name runs.
+	if _, err := meshapi.NewClient(p.Conn().NC).DelegateOffer(ctx, meshapi.OfferRequest{Claim: true, Key: mesh.NewID()}); mesh.AsError(err).Code != mesh.CodeInvalidRequest {
+		t.Fatalf("a claiming delegation offer: %v, want INVALID_REQUEST", err)
+	}
 }
 
 // TestOffer_AClaimingRequestOnlyNamesTheRunsThatArriveWhileItWaits: a

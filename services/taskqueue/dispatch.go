@@ -125,6 +125,9 @@ func (s *Service) answerOffer(ctx context.Context, req *bus.Request, who, q stri
 	if err != nil {
 		return nil, err
 	}
+	if in.Claim || in.Recover {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "this offer only names runs: they are claimed on their own")
+	}
 	offers, err := s.waitForOffers(ctx, who, q, max(in.Max, 1), in.Wait)
 	if err != nil {
 		return nil, err
@@ -144,6 +147,12 @@ func decodeOffer(req *bus.Request, maxWait time.Duration) (*meshapi.OfferRequest
 	}
 	if in.Max < 0 || in.Max > meshapi.MaxOffers {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "max must be between 0 and %d", meshapi.MaxOffers)
+	}
+	if in.Claim && in.Recover {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "claim and recover do not go together")
+	}
+	if (in.Claim || in.Recover) && !mesh.ValidID(in.Key) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "a claiming request needs a key (a UUID in lower-case hex)")
 	}
 	return &in, nil
 }

@@ -15,7 +15,6 @@ type summary struct {
 	agentID        string
 	conversationID string
 	runtimeID      string
-	claimKey       string
 	// delegated runs wait for the delegation service, not a runtime.
 	delegated   bool
 	status      mesh.Status
@@ -29,7 +28,7 @@ type summary struct {
 
 func summarize(r *mesh.TaskRun, rev uint64) *summary {
 	s := &summary{
-		id: r.ID, agentID: r.TargetAgentID, conversationID: r.ConversationID, runtimeID: r.RuntimeID, claimKey: r.ClaimKey,
+		id: r.ID, agentID: r.TargetAgentID, conversationID: r.ConversationID, runtimeID: r.RuntimeID,
 		delegated: r.Delegated(), status: r.Status,
 		attempt: r.Attempt, maxAttempts: r.MaxAttempts, updatedAt: r.UpdatedAt, rev: rev,
 	}
@@ -318,20 +317,6 @@ func (ix *index) runningBy(runtimeID string) []string {
 	var ids []string
 	for id := range ix.running[runtimeID] {
 		ids = append(ids, id)
-	}
-	return ids
-}
-
-// heldUnder lists the runs a runtime holds that its claiming request of
-// key key claimed.
-func (ix *index) heldUnder(runtimeID, key string) []string {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	var ids []string
-	for id, s := range ix.running[runtimeID] {
-		if s.claimKey == key {
-			ids = append(ids, id)
-		}
 	}
 	return ids
 }

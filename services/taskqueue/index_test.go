@@ -7,16 +7,15 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
-// TestIndex_KnowsTheRunsEachRuntimeHolds: the runs a runtime holds, and
-// those a claiming request of one key claimed, follow each change of a run:
-// a claim adds it, a claim by another runtime moves it, a release, an end
-// or a delete removes it.
+// TestIndex_KnowsTheRunsEachRuntimeHolds: the runs a runtime holds follow
+// each change of a run: a claim adds it, a claim by another runtime moves
+// it, a release, an end or a delete removes it.
 func TestIndex_KnowsTheRunsEachRuntimeHolds(t *testing.T) {
 	ix := newIndex()
 	rev := uint64(0)
-	set := func(id string, status mesh.Status, runtime, key string) {
+	set := func(id string, status mesh.Status, runtime string) {
 		rev++
-		s := summarize(&mesh.TaskRun{ID: id, TargetAgentID: "agent", Status: status, RuntimeID: runtime, ClaimKey: key}, rev)
+		s := summarize(&mesh.TaskRun{ID: id, TargetAgentID: "agent", Status: status, RuntimeID: runtime}, rev)
 		ix.onChange(id, &s)
 	}
 	held := func(runtime string) []string {
@@ -24,32 +23,24 @@ func TestIndex_KnowsTheRunsEachRuntimeHolds(t *testing.T) {
 		slices.Sort(ids)
 		return ids
 	}
-	set("a", mesh.StatusPending, "", "")
-	set("b", mesh.StatusPending, "", "")
-	set("c", mesh.StatusPending, "", "")
+	set("a", mesh.StatusPending, "")
+	set("b", mesh.StatusPending, "")
+	set("c", mesh.StatusPending, "")
 	if got := held("r1"); len(got) != 0 {
 		t.Fatalf("before any claim r1 holds %v", got)
 	}
-	set("a", mesh.StatusRunning, "r1", "k1")
-	set("b", mesh.StatusRunning, "r1", "k1")
-	set("c", mesh.StatusRunning, "r1", "k2")
+	set("a", mesh.StatusRunning, "r1")
+	set("b", mesh.StatusRunning, "r1")
+	set("c", mesh.StatusRunning, "r1")
 	if got := held("r1"); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Fatalf("r1 holds %v, want a, b, c", got)
 	}
-	under := ix.heldUnder("r1", "k1")
-	slices.Sort(under)
-	if !slices.Equal(under, []string{"a", "b"}) {
-		t.Fatalf("claimed under k1: %v, want a, b", under)
-	}
-	set("a", mesh.StatusPending, "", "")       // released
-	set("b", mesh.StatusCompleted, "r1", "k1") // ended
-	set("c", mesh.StatusPending, "", "")
-	set("c", mesh.StatusRunning, "r2", "k3") // claimed again by another runtime
+	set("a", mesh.StatusPending, "")     // released
+	set("b", mesh.StatusCompleted, "r1") // ended
+	set("c", mesh.StatusPending, "")
+	set("c", mesh.StatusRunning, "r2") // claimed again by another runtime
 	if got := held("r1"); len(got) != 0 {
 		t.Fatalf("r1 still holds %v", got)
-	}
-	if got := ix.heldUnder("r1", "k1"); len(got) != 0 {
-		t.Fatalf("still claimed under k1: %v", got)
 	}
 	if got := held("r2"); !slices.Equal(got, []string{"c"}) {
 		t.Fatalf("r2 holds %v, want c", got)
