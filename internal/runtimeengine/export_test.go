@@ -7,3 +7,12 @@ import "time"
 func LostAnswer(tr Transport, key string) {
 	tr.(*natsTransport).lost(key, time.Now())
 }
+
+// LostAnswers counts the claiming requests a NATS transport will ask
+// about again.
+func LostAnswers(tr Transport) int {
+	t := tr.(*natsTransport)
+	t.lostMu.Lock()
+	defer t.lostMu.Unlock()
+	return len(t.lostAnswers)
+}

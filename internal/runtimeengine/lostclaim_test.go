@@ -44,7 +44,7 @@ func TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack(t *testing
 	// The answers the runtime loses are those of requests sent on another
 	// connection of the same runtime, under keys the transport is told of.
 	rc := meshapi.NewClient(p.RuntimeConn(t, att)).Runtime(agent.ID, att.RuntimeID)
-	claimLost := func(text string) (mesh.TaskRun, string) {
+	claimLost := func(text string) mesh.TaskRun {
 		t.Helper()
 		run := p.CreateTask(agent.ID, text)
 		key := mesh.NewID()
@@ -53,10 +53,10 @@ func TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack(t *testing
 			t.Fatalf("claim of %s: %+v, %v", run.ID, res, err)
 		}
 		runtimeengine.LostAnswer(tr, key)
-		return run, key
+		return run
 	}
 
-	taken, _ := claimLost("taken up")
+	taken := claimLost("taken up")
 	runs, err := tr.NextUpTo(ctx, 4)
 	if err != nil || len(runs) != 1 || runs[0].ID != taken.ID || runs[0].Status != mesh.StatusRunning || runs[0].Attempt != 1 {
 		t.Fatalf("the next request for work returned %+v, %v; want %s, claimed for the lost answer", runs, err, taken.ID)
@@ -68,7 +68,7 @@ func TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack(t *testing
 		t.Fatalf("the request for work after that returned %+v, %v; want nothing (the wait ends empty)", runs, err)
 	}
 
-	given, _ := claimLost("given back")
+	given := claimLost("given back")
 	tr.Close()
 	closed = true
 	back := p.GetTask(given.ID)
@@ -137,5 +137,33 @@ func TestNATSTransport_AnAnswerLostWithTheConnectionIsRecovered(t *testing.T) {
 	}
 	if r := p.GetTask(run.ID); r.Status != mesh.StatusRunning || r.RuntimeID != att.RuntimeID || r.Attempt != 1 {
 		t.Fatalf("the run is %s held by %q, attempt %d; want still the first claim", r.Status, r.RuntimeID, r.Attempt)
+	}
+}
+
+// TestNATSTransport_ARefusedRequestForWorkIsNotAskedAbout: a request for
+// work the task queue refused before claiming anything (the runtime is
+// offline) leaves nothing to ask about again, so a refused runtime does
+// not send a recover before each of its next requests.
+func TestNATSTransport_ARefusedRequestForWorkIsNotAskedAbout(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t)
+	agent := p.CreateAgent("never online")
+	att := p.Attach(agent.ID) // no heartbeat: offline
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tr, _, err := runtimeengine.DialNATS(ctx, runtimeengine.NATSConfig{
+		URL: p.NATSURL(), Token: att.RuntimeToken, AgentID: agent.ID, RuntimeID: att.RuntimeID,
+		InboxPrefix: att.NATS.InboxPrefix, ClaimWait: 2 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	_, err = tr.NextUpTo(ctx, 1)
+	if mesh.AsError(err).Code != mesh.CodeRuntimeOffline {
+		t.Fatalf("request for work of an offline runtime: %v, want RUNTIME_OFFLINE", err)
+	}
+	if n := runtimeengine.LostAnswers(tr); n != 0 {
+		t.Fatalf("a refused request left %d answers to ask about", n)
 	}
 }

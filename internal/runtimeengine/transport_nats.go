@@ -376,9 +376,9 @@ func (t *natsTransport) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, e
 	// after asking for what the request may have claimed.
 	key, sent := mesh.NewID(), time.Now()
 	res, err := t.rc.Offer(wctx, meshapi.OfferRequest{Wait: t.cfg.ClaimWait, Max: n, Claim: true, Key: key})
-	if err != nil {
+	if err != nil && mayHaveClaimed(err) {
 		t.lost(key, sent)
-	} else if len(res.Claimed) > 0 {
+	} else if err == nil && len(res.Claimed) > 0 {
 		// Held now, even by a runtime that is stopping: it releases them.
 		return t.held(res.Claimed, res.Instructions), nil
 	}
@@ -397,6 +397,22 @@ func (t *natsTransport) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, e
 		return nil, nil
 	}
 	return t.claim(ctx, res.Offers)
+}
+
+// mayHaveClaimed reports whether a claiming request that failed with err
+// may have claimed runs: its answer did not come, or the task queue failed
+// while claiming. A refusal (a bad request, a refused credential, a runtime
+// offline) is decided before any claim.
+func mayHaveClaimed(err error) bool {
+	var e *mesh.Error
+	if !errors.As(err, &e) {
+		return true
+	}
+	switch e.Code {
+	case mesh.CodeInternal, mesh.CodeUnavailable, mesh.CodeTimeout:
+		return true
+	}
+	return false
 }
 
 // maxLost bounds the claiming requests whose answers did not come that
