@@ -197,8 +197,8 @@ type HandlerFunc func(ctx context.Context, req *Request) (any, error)
 // errors in the micro headers; discovery and statistics on $SRV. On top of
 // micro, each request is handled on a goroutine of its own, taken from the
 // service's pool (micro calls an endpoint's handler one request at a time),
-// within a bound, under the
-// caller's deadline and trace, and answered only on a requester's inbox.
+// within a bound, under the caller's deadline and trace, and answered only
+// on a requester's inbox.
 type Service struct {
 	nc      *nats.Conn
 	svc     micro.Service
@@ -250,8 +250,8 @@ func newService(nc *nats.Conn, cfg serviceConfig) (*Service, error) {
 const idleWorkers = 32
 
 // handle adds an endpoint on subject. Each request runs on a goroutine of
-// its own (from the pool), so one slow request never holds up the others; bounded requests count
-// against the service's concurrency.
+// its own (from the pool), so one slow request never holds up the others;
+// bounded requests count against the service's concurrency.
 func (s *Service) handle(name, subject string, h HandlerFunc, bounded bool) error {
 	return s.handleFrom(name, subject, h, bounded, false)
 }

@@ -52,9 +52,13 @@ type outgoing struct {
 	done chan struct{}
 }
 
+// idleSenders is how many of the outbox's sender goroutines wait for the
+// next run's events (see workpool.Pool).
+const idleSenders = 32
+
 func newOutbox(publish func(context.Context, bus.Event) error, log zerolog.Logger) *outbox {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &outbox{publish: publish, log: log, ctx: ctx, cancel: cancel, senders: workpool.New(32), queues: map[string][]*outgoing{}}
+	return &outbox{publish: publish, log: log, ctx: ctx, cancel: cancel, senders: workpool.New(idleSenders), queues: map[string][]*outgoing{}}
 }
 
 // add queues an event of run ev.Subject. Call it under the run's lock.
