@@ -153,9 +153,5 @@ type cycleResult struct {
 // newCycleResult is the result of runs done since start, when this
 // process had used cpu.
 func newCycleResult(runs int64, start time.Time, cpu time.Duration, claims *latencies) cycleResult {
-	r := cycleResult{rps: float64(runs) / time.Since(start).Seconds(), claim: claims.summary()}
-	if runs > 0 {
-		r.cpuPerRunUs = float64((cpuTime(os.Getpid()) - cpu).Microseconds()) / float64(runs)
-	}
-	return r
+	return cycleResult{rps: float64(runs) / time.Since(start).Seconds(), claim: claims.summary(), cpuPerRunUs: usPer(cpuTime(os.Getpid())-cpu, runs)}
 }

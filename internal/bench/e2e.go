@@ -207,8 +207,5 @@ func (r *e2eRig) saturate(ctx context.Context, window time.Duration, perAgent in
 	start, cpu := time.Now(), cpuTime(os.Getpid())
 	wg.Wait()
 	runs := r.done.Load() - before
-	if runs > 0 {
-		cpuPerRunUs = float64((cpuTime(os.Getpid()) - cpu).Microseconds()) / float64(runs)
-	}
-	return float64(runs) / time.Since(start).Seconds(), cpuPerRunUs
+	return float64(runs) / time.Since(start).Seconds(), usPer(cpuTime(os.Getpid())-cpu, runs)
 }

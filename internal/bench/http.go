@@ -326,11 +326,9 @@ func (r *e2eRig) drive(ctx context.Context, window time.Duration, clients, platf
 	wg.Wait()
 	runs := r.done.Load() - before
 	rep := HTTPLineReport{RunsPerSec: float64(runs) / time.Since(start).Seconds()}
-	if runs > 0 {
-		rep.CPUPerRunUs = float64((cpuTime(os.Getpid()) - self).Microseconds()) / float64(runs)
-		if platformPid != 0 {
-			rep.PlatformCPUPerRunUs = float64((cpuTime(platformPid) - plat).Microseconds()) / float64(runs)
-		}
+	rep.CPUPerRunUs = usPer(cpuTime(os.Getpid())-self, runs)
+	if platformPid != 0 {
+		rep.PlatformCPUPerRunUs = usPer(cpuTime(platformPid)-plat, runs)
 	}
 	// Let the runs still in flight finish before the next line starts.
 	drain := time.Now().Add(5 * time.Second)
@@ -342,6 +340,15 @@ func (r *e2eRig) drive(ctx context.Context, window time.Duration, clients, platf
 	}
 	rep.Create, rep.Dispatch, rep.EndToEnd = calls.summary(), r.dispatch.summary(), r.endToEnd.summary()
 	return rep
+}
+
+// usPer is d in microseconds per one of n things (runs, runtimes); 0
+// when there were none.
+func usPer(d time.Duration, n int64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return float64(d.Microseconds()) / float64(n)
 }
 
 // cpuTime is the CPU time a process has used so far; 0 for pid 0 or when

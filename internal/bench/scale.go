@@ -202,7 +202,7 @@ func (r *Report) measureScale(ctx context.Context, dir string, cfg Config) error
 	if err != nil {
 		return err
 	}
-	rep.ConnectCPUUs = float64((cpuAfter - cpuBefore).Microseconds()) / float64(n)
+	rep.ConnectCPUUs = usPer(cpuAfter-cpuBefore, int64(n))
 	rep.PlatformRSSBeforeMB = float64(before) / (1 << 20)
 	rep.PlatformRSSAfterMB = float64(after) / (1 << 20)
 	rep.PerRuntimeKiB = float64(after-before) / 1024 / float64(n)
@@ -323,7 +323,7 @@ func heartbeatAll(ctx context.Context, pid int, ts []runtimeengine.Transport) (f
 	if err != nil {
 		return 0, err
 	}
-	return float64((after - before).Microseconds()) / float64(len(ts)), nil
+	return usPer(after-before, int64(len(ts))), nil
 }
 
 // retryable reports whether a runtime's request failed only for want of an
