@@ -157,3 +157,16 @@ func TestDoctor_OpenClawMissingOnAnOldNodeSaysWhy(t *testing.T) {
 		t.Error("nodeAtLeast compares wrongly")
 	}
 }
+
+// TestDoctor_AVersionPrintedBeforeTheHostLingersPasses: a host that prints
+// its version and then does not exit in time (a background update check
+// with no network, a slow machine) answered --version: the check passes
+// and says the process was stopped.
+func TestDoctor_AVersionPrintedBeforeTheHostLingersPasses(t *testing.T) {
+	t.Parallel()
+	lingering := writeScript(t, t.TempDir(), "gemini", "echo '0.61.0'; exec sleep 60")
+	checks, _ := Doctor(context.Background(), "gemini", DoctorOptions{Binary: lingering, Env: []string{"PATH=" + os.Getenv("PATH"), "GEMINI_API_KEY=doctor-key-123456"}})
+	if c := checkNamed(t, checks, "version"); c.Status != CheckOK || !strings.HasPrefix(c.Detail, "0.61.0") || !strings.Contains(c.Detail, "did not exit") {
+		t.Fatalf("version: %+v", c)
+	}
+}
