@@ -32,8 +32,9 @@ type ScaleReport struct {
 	// ConnectRetries counts connections refused and tried again.
 	ConnectRetries int `json:"connect_retries"`
 	// PlatformRSSBeforeMB and PlatformRSSAfterMB are the platform process's
-	// resident memory with the agents and runtimes created, before and
-	// after the runtimes connected and sat idle.
+	// resident memory with the agents and runtimes created, before the
+	// runtimes connected and as soon as all of them are (idle: none has
+	// been given work yet).
 	PlatformRSSBeforeMB float64 `json:"platform_rss_before_mb"`
 	PlatformRSSAfterMB  float64 `json:"platform_rss_after_mb"`
 	// PerRuntimeKiB is the difference per connected idle runtime.

@@ -112,7 +112,7 @@ func (s *Service) Start(ctx context.Context) error {
 		metrics.RegisterOrExisting(s.cfg.Metrics, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "a2amesh_runtimes_online",
 			Help: "Runtimes whose heartbeats arrive within their timeout.",
-		}, func() float64 { return float64(len(s.dir.OnlinePresences())) }))
+		}, func() float64 { return float64(s.dir.OnlineCount()) }))
 	}
 	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
 		Name: bus.ServiceRegistry, Description: "runtime presence", Logger: s.cfg.Logger,
@@ -279,10 +279,10 @@ func (s *Service) sweep(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	s.forgetRetired(ctx)
-	for _, p := range s.dir.OnlinePresences() {
-		if now.Sub(s.lastBeat(&p)) <= time.Duration(p.HeartbeatTimeoutMS)*time.Millisecond {
-			continue
-		}
+	overdue := func(p *mesh.RuntimePresence) bool {
+		return now.Sub(s.lastBeat(p)) > time.Duration(p.HeartbeatTimeoutMS)*time.Millisecond
+	}
+	for _, p := range s.dir.OnlinePresences(overdue) {
 		latest, err := s.latestBeat(ctx, p.RuntimeID)
 		if err != nil {
 			s.cfg.Logger.Warn().Err(err).Str("runtime_id", p.RuntimeID).Msg("heartbeat not read; presence left as it is")
