@@ -2,6 +2,8 @@ package bus
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,6 +64,40 @@ func benchCall(b *testing.B, ctx context.Context) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkCall_SixteenAtOnce is service requests made 16 at a time on one
+// connection, as the cycle phase's runtimes and creator make them, with
+// the CPU of the whole process (server, caller and service) per request:
+// what one of a run's three requests costs at the least, with a service
+// that only decodes it and answers.
+func BenchmarkCall_SixteenAtOnce(b *testing.B) {
+	conn := benchService(b)
+	req := map[string]any{"task_run_id": "r1", "attempt": 1}
+	var handed atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	b.ResetTimer()
+	cpu := processCPU()
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for handed.Add(1) <= int64(b.N) {
+				var out map[string]any
+				if err := Call(context.Background(), conn.NC, "bench.echo", req, &out); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
 // BenchmarkEncodeEvent is the encoding of one event of a traced request.

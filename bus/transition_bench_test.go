@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -27,21 +29,33 @@ var transitionRecord = []byte(`{"id":"0b5e7f4e-6a57-4cbe-9d0f-2f4a4f0a4d11","tar
 // record's compare-and-set write, then its event into the event stream,
 // each acknowledged.
 func BenchmarkTransition_RecordAndEvent(b *testing.B) {
-	benchTransition(b, false, func(ctx context.Context, t *transitionBench, key string, last uint64) (uint64, error) {
-		seq, err := t.putRecord(ctx, key, last)
-		if err != nil {
-			return 0, err
-		}
-		_, err = t.js.Publish(ctx, "evt."+key+"."+strconv.FormatUint(seq, 10), transitionRecord)
-		return seq, err
-	})
+	benchTransition(b, false, 1, recordAndEvent)
+}
+
+// BenchmarkTransition_RecordAndEventSixteenInFlight is the same with 16
+// runs' transitions under way at once on the connection, as in the
+// cycle phase (8 agents, 2 runs each): what a service's concurrent
+// handlers sharing one connection get from the pipelining it allows.
+func BenchmarkTransition_RecordAndEventSixteenInFlight(b *testing.B) {
+	benchTransition(b, false, 16, recordAndEvent)
+}
+
+// recordAndEvent writes a run's record with compare-and-set, then its
+// event, each acknowledged.
+func recordAndEvent(ctx context.Context, t *transitionBench, key string, last uint64) (uint64, error) {
+	seq, err := t.putRecord(ctx, key, last)
+	if err != nil {
+		return 0, err
+	}
+	_, err = t.js.Publish(ctx, "evt."+key+"."+strconv.FormatUint(seq, 10), transitionRecord)
+	return seq, err
 }
 
 // BenchmarkTransition_RecordAndUnacknowledgedEvent publishes the event
 // without asking for its acknowledgement: the most a batch of events with
 // periodic acknowledgements (JetStream's fast batches) could save.
 func BenchmarkTransition_RecordAndUnacknowledgedEvent(b *testing.B) {
-	benchTransition(b, false, func(ctx context.Context, t *transitionBench, key string, last uint64) (uint64, error) {
+	benchTransition(b, false, 1, func(ctx context.Context, t *transitionBench, key string, last uint64) (uint64, error) {
 		seq, err := t.putRecord(ctx, key, last)
 		if err != nil {
 			return 0, err
@@ -53,7 +67,7 @@ func BenchmarkTransition_RecordAndUnacknowledgedEvent(b *testing.B) {
 // BenchmarkTransition_RecordOnly is the floor: the record's write alone, as
 // if its event cost nothing.
 func BenchmarkTransition_RecordOnly(b *testing.B) {
-	benchTransition(b, false, func(ctx context.Context, t *transitionBench, key string, last uint64) (uint64, error) {
+	benchTransition(b, false, 1, func(ctx context.Context, t *transitionBench, key string, last uint64) (uint64, error) {
 		return t.putRecord(ctx, key, last)
 	})
 }
@@ -64,7 +78,7 @@ func BenchmarkTransition_RecordOnly(b *testing.B) {
 // for, so its share of the cost is partly left out.
 func BenchmarkTransition_AtomicBatch(b *testing.B) {
 	n := 0
-	benchTransition(b, true, func(ctx context.Context, t *transitionBench, key string, last uint64) (uint64, error) {
+	benchTransition(b, true, 1, func(ctx context.Context, t *transitionBench, key string, last uint64) (uint64, error) {
 		n++
 		id := "b" + strconv.Itoa(n)
 		rec := t.recordMsg(key, last)
@@ -117,8 +131,9 @@ func (t *transitionBench) putRecord(ctx context.Context, key string, last uint64
 }
 
 // benchTransition runs transition three times per run (created, claimed,
-// completed), one run after another, and reports the CPU per transition.
-func benchTransition(b *testing.B, atomic bool, transition func(ctx context.Context, t *transitionBench, key string, last uint64) (uint64, error)) {
+// completed), inFlight runs at a time, each run's transitions one after
+// the other, and reports the CPU per transition.
+func benchTransition(b *testing.B, atomicBatch bool, inFlight int, transition func(ctx context.Context, t *transitionBench, key string, last uint64) (uint64, error)) {
 	srv, err := embedded.Start(embedded.Config{StoreDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
@@ -136,7 +151,7 @@ func benchTransition(b *testing.B, atomic bool, transition func(ctx context.Cont
 	ctx := context.Background()
 	records := jetstream.StreamConfig{Name: "RECORDS", Subjects: []string{"rec.>"}, MaxMsgsPerSubject: 1}
 	events := jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"evt.>"}}
-	if atomic {
+	if atomicBatch {
 		records.Subjects = append(records.Subjects, "out.>")
 		records.AllowAtomicPublish = true
 		events.Subjects = nil
@@ -148,19 +163,36 @@ func benchTransition(b *testing.B, atomic bool, transition func(ctx context.Cont
 		}
 	}
 	t := &transitionBench{nc: nc, js: js}
-	run, step := 0, 0
-	var last uint64
+	var handed atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, inFlight)
+	b.ResetTimer()
 	cpu := processCPU()
-	for b.Loop() {
-		if step == 0 {
-			run, last = run+1, 0
-		}
-		if last, err = transition(ctx, t, "r"+strconv.Itoa(run), last); err != nil {
-			b.Fatal(err)
-		}
-		step = (step + 1) % 3
+	for w := range inFlight {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run, step := 0, 0
+			var last uint64
+			for handed.Add(1) <= int64(b.N) {
+				if step == 0 {
+					run, last = run+1, 0
+				}
+				var err error
+				if last, err = transition(ctx, t, "w"+strconv.Itoa(w)+"r"+strconv.Itoa(run), last); err != nil {
+					errs <- err
+					return
+				}
+				step = (step + 1) % 3
+			}
+		}()
 	}
-	if !atomic {
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	if !atomicBatch {
 		// Every event stored, so that the server's work on them is counted.
 		for {
 			info, err := js.Stream(ctx, "EVENTS")
