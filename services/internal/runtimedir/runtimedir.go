@@ -184,10 +184,10 @@ func (d *Directory) OnlinePresences(keep func(*mesh.RuntimePresence) bool) []mes
 // OnlineCount counts the presence records that are online (none without
 // Options.Presence).
 func (d *Directory) OnlineCount() int {
-	n := 0
 	if d.presence == nil {
 		return 0
 	}
+	n := 0
 	d.presence.Range(func(_ string, p *mesh.RuntimePresence) bool {
 		if p.Status == mesh.PresenceOnline {
 			n++
