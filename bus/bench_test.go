@@ -2,8 +2,6 @@ package bus
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,29 +72,14 @@ func benchCall(b *testing.B, ctx context.Context) {
 func BenchmarkCall_SixteenAtOnce(b *testing.B) {
 	conn := benchService(b)
 	req := map[string]any{"task_run_id": "r1", "attempt": 1}
-	var handed atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
 	b.ResetTimer()
 	cpu := processCPU()
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for handed.Add(1) <= int64(b.N) {
-				var out map[string]any
-				if err := Call(context.Background(), conn.NC, "bench.echo", req, &out); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+	spread(b, 16, func(int) func() error {
+		return func() error {
+			var out map[string]any
+			return Call(context.Background(), conn.NC, "bench.echo", req, &out)
+		}
+	})
 	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 

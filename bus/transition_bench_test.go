@@ -163,35 +163,21 @@ func benchTransition(b *testing.B, atomicBatch bool, inFlight int, transition fu
 		}
 	}
 	t := &transitionBench{nc: nc, js: js}
-	var handed atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, inFlight)
 	b.ResetTimer()
 	cpu := processCPU()
-	for w := range inFlight {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			run, step := 0, 0
-			var last uint64
-			for handed.Add(1) <= int64(b.N) {
-				if step == 0 {
-					run, last = run+1, 0
-				}
-				var err error
-				if last, err = transition(ctx, t, "w"+strconv.Itoa(w)+"r"+strconv.Itoa(run), last); err != nil {
-					errs <- err
-					return
-				}
-				step = (step + 1) % 3
+	spread(b, inFlight, func(w int) func() error {
+		run, step := 0, 0
+		var last uint64
+		return func() error {
+			if step == 0 {
+				run, last = run+1, 0
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+			var err error
+			last, err = transition(ctx, t, "w"+strconv.Itoa(w)+"r"+strconv.Itoa(run), last)
+			step = (step + 1) % 3
+			return err
+		}
+	})
 	if !atomicBatch {
 		// Every event stored, so that the server's work on them is counted.
 		for {
@@ -206,6 +192,33 @@ func benchTransition(b *testing.B, atomicBatch bool, inFlight int, transition fu
 		}
 	}
 	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// spread runs b.N operations in all, workers at a time: each worker runs
+// the next one with the operation newOp made for it until none is left.
+// The first error fails b.
+func spread(b *testing.B, workers int, newOp func(worker int) func() error) {
+	var handed atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		op := newOp(w)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for handed.Add(1) <= int64(b.N) {
+				if err := op(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
 }
 
 // processCPU is the CPU time this process has used.
