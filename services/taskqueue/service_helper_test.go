@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/clustertest"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/rs/zerolog"
@@ -17,15 +16,7 @@ func startService(t *testing.T, urls string, replicas int, cfg Config) *Service 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := bus.Connect(ctx, bus.ConnConfig{URL: urls, Name: "taskqueue test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.NC.Close() })
-	if err := bus.Provision(ctx, conn.JS, bus.ProvisionConfig{Replicas: replicas}); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Conn = conn
+	cfg.Conn = clustertest.ProvisionedBus(t, urls, "taskqueue test", replicas)
 	cfg.Logger = zerolog.Nop()
 	s := New(cfg)
 	if err := s.Start(ctx); err != nil {

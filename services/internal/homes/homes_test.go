@@ -19,16 +19,9 @@ import (
 // as they come, move and go.
 func TestDirectory(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Nodes: 1})
+	conn := clustertest.ProvisionedBus(t, c.URL(0), "homes test", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	conn, err := bus.Connect(ctx, bus.ConnConfig{URL: c.URL(0), Name: "homes test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.NC.Close() })
-	if err := bus.Provision(ctx, conn.JS, bus.ProvisionConfig{}); err != nil {
-		t.Fatal(err)
-	}
 	agents, err := bus.OpenRecords[mesh.Agent](ctx, conn.JS, bus.BucketAgents)
 	if err != nil {
 		t.Fatal(err)

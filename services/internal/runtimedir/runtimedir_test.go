@@ -19,16 +19,9 @@ import (
 // connected (it copied all 10,000 of them, some 3.5 MB a second, before).
 func TestOnlinePresences_CopiesOnlyThoseTheCallerKeeps(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Nodes: 1})
+	conn := clustertest.ProvisionedBus(t, c.URL(0), "runtimedir test", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	conn, err := bus.Connect(ctx, bus.ConnConfig{URL: c.URL(0), Name: "runtimedir test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.NC.Close() })
-	if err := bus.Provision(ctx, conn.JS, bus.ProvisionConfig{}); err != nil {
-		t.Fatal(err)
-	}
 	presence, err := bus.OpenRecords[mesh.RuntimePresence](ctx, conn.JS, bus.BucketPresence)
 	if err != nil {
 		t.Fatal(err)
