@@ -15,6 +15,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/version"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
 
@@ -23,9 +24,11 @@ func main() {
 	defer stop()
 	// The agent cards show the version of the program that serves them.
 	platform.Version = version.String()
+	// Errors reach people in the logs as on standard error: in plain words.
+	zerolog.ErrorMarshalFunc = func(err error) any { return cliusage.Plain(err) }
 	if err := newRoot().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "a2a-platform:", err)
-		os.Exit(1)
+		fmt.Fprintln(os.Stderr, "a2a-platform:", cliusage.Plain(err))
+		os.Exit(cliusage.ExitCode(err))
 	}
 }
 

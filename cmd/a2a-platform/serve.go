@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -26,9 +25,6 @@ func newServe(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if cfg.NATSURL == "" {
-				return fmt.Errorf("--nats-url is required")
-			}
 			spans, err := tracing.StartProgram(cmd.Context(), "a2a-platform-"+args[0], log)
 			if err != nil {
 				return err
@@ -42,7 +38,7 @@ func newServe(g *globals) *cobra.Command {
 			cfg.OwnerToken = readSecretEnv("A2A_MESH_OWNER_TOKEN")
 			r, err := platform.Serve(cmd.Context(), cfg)
 			if err != nil {
-				return err
+				return settingErrors(cmd, &cfg, err)
 			}
 			ev := log.Info().Str("nats", cfg.NATSURL)
 			if addr := r.HTTPAddr(); addr != "" {

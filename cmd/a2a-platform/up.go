@@ -40,7 +40,7 @@ func newUp(g *globals) *cobra.Command {
 			cfg.DataDir, cfg.Logger = g.dataDir, log
 			p, err := platform.Up(cmd.Context(), cfg)
 			if err != nil {
-				return err
+				return settingErrors(cmd, &cfg, err)
 			}
 			log.Info().Str("http", "http://"+p.HTTPAddr()).Str("nats", p.NATSURL()).Str("websocket", p.WebSocketURL()).
 				Str("data_dir", cfg.DataDir).Dur("startup", time.Since(start)).Msg("platform ready")

@@ -14,25 +14,26 @@ import (
 	"github.com/a2amesh/a2amesh/internal/profile"
 	"github.com/a2amesh/a2amesh/internal/runtimeengine"
 	"github.com/a2amesh/a2amesh/internal/version"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
 
-// Exit codes.
-const (
-	exitError  = 1
-	exitReauth = 3
-)
+// exitReauth: the platform refused the runtime's credential; the other
+// codes are cliusage's (1 an error, 2 a wrong command line).
+const exitReauth = 3
 
 func main() {
+	// Errors reach people in the logs as on standard error: in plain words.
+	zerolog.ErrorMarshalFunc = func(err error) any { return cliusage.Plain(err) }
 	err := newRoot().Execute()
 	if err == nil {
 		return
 	}
-	fmt.Fprintln(os.Stderr, "a2a-runtime:", err)
+	fmt.Fprintln(os.Stderr, "a2a-runtime:", cliusage.Plain(err))
 	if errors.Is(err, runtimeengine.ErrReauth) {
 		os.Exit(exitReauth)
 	}
-	os.Exit(exitError)
+	os.Exit(cliusage.ExitCode(err))
 }
 
 type globals struct {

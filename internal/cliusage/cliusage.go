@@ -1,7 +1,8 @@
 // Package cliusage makes a command tree answer misuse (an unknown
 // subcommand, a wrong flag or value, wrong arguments) with an error that
 // says what to do next, the help to read, instead of printing help and
-// succeeding. The programs' mains apply it to their root command.
+// succeeding, and gives every such error the exit code of misuse
+// (ExitUsage). The programs' mains apply it to their root command.
 package cliusage
 
 import (
@@ -28,7 +29,7 @@ func argsHints(c *cobra.Command) {
 	if check := c.Args; check != nil {
 		c.Args = func(cmd *cobra.Command, args []string) error {
 			if err := check(cmd, args); err != nil {
-				return fmt.Errorf("%w\nRun '%s --help' for usage", err, cmd.CommandPath())
+				return Usage(fmt.Errorf("%w\nRun '%s --help' for usage", err, cmd.CommandPath()))
 			}
 			return nil
 		}
@@ -58,11 +59,11 @@ func commandGroups(c *cobra.Command) {
 		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 			msg += "; did you mean " + strings.Join(s, " or ") + "?"
 		}
-		return fmt.Errorf("%s\nRun '%s --help' for its commands", msg, cmd.CommandPath())
+		return Usage(fmt.Errorf("%s\nRun '%s --help' for its commands", msg, cmd.CommandPath()))
 	}
 }
 
 // flagError points a wrong flag or value to the command's help.
 func flagError(cmd *cobra.Command, err error) error {
-	return fmt.Errorf("%w\nRun '%s --help' for its flags", err, cmd.CommandPath())
+	return Usage(fmt.Errorf("%w\nRun '%s --help' for its flags", err, cmd.CommandPath()))
 }

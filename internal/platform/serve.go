@@ -76,6 +76,9 @@ type Running struct {
 // Serve starts one service against an external NATS server.
 func Serve(ctx context.Context, cfg ServeConfig) (*Running, error) {
 	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	cc := bus.ConnConfig{URL: cfg.NATSURL, Name: "a2a-platform " + cfg.Service, Logger: cfg.Logger, WaitForServer: true}
 	if cfg.NATSNkeySeedFile != "" {
 		kp, err := readSeed(cfg.NATSNkeySeedFile, "service nkey seed")

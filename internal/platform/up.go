@@ -38,6 +38,9 @@ func Up(ctx context.Context, cfg Config) (*Platform, error) {
 	if cfg.DataDir == "" {
 		return nil, fmt.Errorf("platform: a data dir is required")
 	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("platform: data dir: %w", err)
 	}
