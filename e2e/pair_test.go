@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -201,5 +202,42 @@ func TestPair_CodeFromAnotherPlatformIsRefusedAndWritesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(m.profilePath()); !os.IsNotExist(err) {
 		t.Errorf("a refused pairing wrote %s (%v)", m.profilePath(), err)
+	}
+}
+
+// Without a code argument and with standard input not a terminal (echo
+// <code> | a2a-runtime pair ...), pair reads the code from standard input:
+// it never is in a process's arguments, not even for an instant.
+func TestPair_CodeOnStandardInputWithoutAnArgumentPairs(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{})
+	agent := p.CreateAgent("pair-stdin")
+	code := p.PairingCode(agent.ID)
+	l.secrets.Add(code)
+	m := l.newMachine()
+
+	pair := exec.Command(bins.Runtime, "pair", "--api-base", p.APIBase, "--local-agent-endpoint", "http://127.0.0.1:18792/run-task", "--adapter", "echo")
+	pair.Env = append(os.Environ(), m.env()...)
+	pair.Stdin = strings.NewReader(code + "\n")
+	out, err := pair.CombinedOutput()
+	l.keep("a2a-runtime pair", string(out))
+	if err != nil {
+		t.Fatalf("pair with the code on standard input: %v\n%s", err, l.secrets.Mask(string(out)))
+	}
+	if strings.Contains(string(out), code) {
+		t.Errorf("pair printed the pairing code:\n%s", l.secrets.Mask(string(out)))
+	}
+	if f := m.profileFile(); f.Profiles[f.ActiveProfile].AgentID != agent.ID {
+		t.Errorf("no profile for agent %s after pairing over standard input: %v", agent.ID, f.names())
+	}
+
+	// Nothing on standard input: an error that says where the code goes.
+	empty := exec.Command(bins.Runtime, "pair", "--api-base", p.APIBase)
+	empty.Env = append(os.Environ(), l.newMachine().env()...)
+	empty.Stdin = strings.NewReader("")
+	out, err = empty.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no pairing code on standard input") {
+		t.Errorf("pair with nothing on standard input: %v\n%s", err, out)
 	}
 }

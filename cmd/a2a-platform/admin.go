@@ -100,6 +100,10 @@ func newAgents(g *globals) *cobra.Command {
 	return cmd
 }
 
+// pairingProviders are the adapter providers a2a-runtime pair --adapter
+// takes, as the pairing hints list them.
+const pairingProviders = "claude, codex, gemini, cursor, hermes, openclaw, command, or echo to try"
+
 func newPairingCode(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "pairing-code <agent_id>",
@@ -120,8 +124,11 @@ func newPairingCode(g *globals) *cobra.Command {
 			if err := g.print(code); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "\nOn the machine that runs the agent (before %s):\n  a2a-runtime pair %s --api-base %s\n  a2a-runtime start\n",
-				code.ExpiresAt.Local().Format(time.Kitchen), code.PairingToken, c.Base())
+			// The code goes in on standard input (echo is the shell's own,
+			// never a process), and the adapter is named, or the agent comes
+			// online but never ready.
+			fmt.Fprintf(os.Stderr, "\nOn the machine that runs the agent (before %s), with <provider> its agent host's (%s):\n  echo %s | a2a-runtime pair --api-base %s --adapter <provider>\n  a2a-runtime start\n",
+				code.ExpiresAt.Local().Format(time.Kitchen), pairingProviders, code.PairingToken, c.Base())
 			return nil
 		},
 	}
@@ -153,7 +160,7 @@ func newTasks(g *globals) *cobra.Command {
 	create.Flags().StringVar(&conversation, "conversation", "", "continue this conversation")
 	create.Flags().StringVar(&idemKey, "idempotency-key", "", "repeat-safe key: the same key returns the same run")
 	create.Flags().DurationVar(&timeout, "timeout", 0, "deadline for the whole run")
-	create.Flags().BoolVar(&wait, "wait", false, "wait until the run ends and print it then")
+	create.Flags().BoolVar(&wait, "wait", false, "wait until the run ends, or asks for input, and print it then; exit 0 when it completed, 3 failed, 4 canceled, 5 waits for input")
 	_ = create.MarkFlagRequired("agent")
 	get := &cobra.Command{
 		Use: "get <task_run_id>", Short: "Show a task run", Args: cobra.ExactArgs(1),
@@ -203,7 +210,7 @@ func newTaskReply(g *globals) *cobra.Command {
 		},
 	}
 	reply.Flags().StringVar(&text, "text", "", "the answer (required)")
-	reply.Flags().BoolVar(&wait, "wait", false, "wait until the run ends, or asks again, and print it then")
+	reply.Flags().BoolVar(&wait, "wait", false, "wait until the run ends, or asks again, and print it then; exit 0 when it completed, 3 failed, 4 canceled, 5 waits for input")
 	_ = reply.MarkFlagRequired("text")
 	return reply
 }
@@ -219,14 +226,58 @@ func (g *globals) postRun(ctx context.Context, path string, body any, wait bool)
 	if _, err := c.Do(ctx, http.MethodPost, path, nil, body, &run); err != nil {
 		return err
 	}
-	if wait {
-		done, err := waitRun(ctx, c, run.ID)
-		if err != nil {
-			return err
-		}
-		run = *done
+	if !wait {
+		return g.print(run)
 	}
-	return g.print(run)
+	done, err := waitRun(ctx, c, run.ID)
+	if err != nil {
+		return err
+	}
+	if err := g.print(*done); err != nil {
+		return err
+	}
+	return waitOutcome(*done)
+}
+
+// Exit codes of --wait (tasks create, tasks reply), after the run is
+// printed: 0 when it completed.
+const (
+	exitRunFailed        = 3 // the run ended failed (its error says why)
+	exitRunCanceled      = 4 // the run was canceled
+	exitRunInputRequired = 5 // the run waits for an answer: tasks reply
+)
+
+// runOutcome is a waited-for run that did not complete: the program says
+// why on standard error and exits with code.
+type runOutcome struct {
+	msg  string
+	code int
+}
+
+func (e *runOutcome) Error() string { return e.msg }
+func (e *runOutcome) ExitCode() int { return e.code }
+
+// waitOutcome is nil for a completed run and a runOutcome otherwise, so a
+// script can tell a failed run from a completed one by the exit code alone.
+func waitOutcome(run mesh.TaskRun) error {
+	why := ""
+	if run.Error != nil {
+		why = ": " + run.Error.Code
+		if run.Error.Message != "" {
+			why += ": " + run.Error.Message
+		}
+	}
+	switch run.Status {
+	case mesh.StatusCompleted:
+		return nil
+	case mesh.StatusFailed:
+		return &runOutcome{msg: fmt.Sprintf("task run %s failed%s", run.ID, why), code: exitRunFailed}
+	case mesh.StatusCanceled:
+		return &runOutcome{msg: fmt.Sprintf("task run %s was canceled%s", run.ID, why), code: exitRunCanceled}
+	case mesh.StatusInputRequired:
+		return &runOutcome{msg: fmt.Sprintf("task run %s waits for input: answer it with a2a-platform tasks reply %s --text <answer>", run.ID, run.ID), code: exitRunInputRequired}
+	}
+	return fmt.Errorf("task run %s stopped being waited for in status %s", run.ID, run.Status)
 }
 
 // waitRun follows the run's events until it ends.

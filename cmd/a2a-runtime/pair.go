@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/profile"
 	"github.com/a2amesh/a2amesh/internal/runtimeengine"
+	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 )
 
@@ -24,10 +26,11 @@ func newPair(g *globals) *cobra.Command {
 	var req runtimeengine.PairRequest
 	var adapterProvider, adapterBin string
 	cmd := &cobra.Command{
-		Use:   "pair <PAIRING_CODE|-> [-- adapter arguments]",
+		Use:   "pair [PAIRING_CODE|-] [-- adapter arguments]",
 		Short: "Pair this machine with an agent using a one-time pairing code",
 		Long: "Pair this machine with an agent using a one-time pairing code generated on the platform for that agent.\n" +
-			"Use - to read the code from standard input, or set " + envPairingCode + ", to keep it out of process listings.\n" +
+			"The code is read from standard input when it is not given, or given as - (echo <PAIRING_CODE> | a2a-runtime pair --api-base <URL> --adapter <provider>),\n" +
+			"or from " + envPairingCode + ": either keeps it out of process listings.\n" +
 			"With --adapter (or --provider), a2a-runtime start runs and supervises a2a-adapter with that provider\n" +
 			"and the arguments after --, without being told again.",
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -101,23 +104,25 @@ func newPair(g *globals) *cobra.Command {
 	return cmd
 }
 
-// pairingCode takes the code from the environment, standard input ("-"), or
-// the argument. A code given as an argument is moved into the environment and
-// the process re-executes itself without it, so it is visible in a process
-// listing for an instant at most.
+// pairingCode takes the code from the environment, standard input ("-",
+// or no argument when standard input is not a terminal: echo <code> |
+// a2a-runtime pair ...), or the argument. A code given as an argument is
+// moved into the environment and the process re-executes itself without
+// it, so it is visible in a process listing for an instant at most; on
+// standard input it never is.
 func pairingCode(args []string) (string, error) {
 	if code := strings.TrimSpace(os.Getenv(envPairingCode)); code != "" {
 		return code, nil
 	}
-	if len(args) == 0 {
-		return "", fmt.Errorf("give the pairing code as an argument, as - (read from standard input), or in %s", envPairingCode)
+	stdinTerminal := isatty.IsTerminal(os.Stdin.Fd()) || isatty.IsCygwinTerminal(os.Stdin.Fd())
+	if len(args) == 0 && stdinTerminal {
+		return "", fmt.Errorf("give the pairing code on standard input (echo <PAIRING_CODE> | a2a-runtime pair ..., or a2a-runtime pair - to type it), or in %s", envPairingCode)
 	}
-	if args[0] == "-" {
-		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
-		if strings.TrimSpace(line) == "" {
-			return "", fmt.Errorf("no pairing code on standard input: %v", err)
+	if len(args) == 0 || args[0] == "-" {
+		if stdinTerminal {
+			fmt.Fprint(os.Stderr, "Pairing code: ")
 		}
-		return strings.TrimSpace(line), nil
+		return readPairingCode(os.Stdin)
 	}
 	self, err := os.Executable()
 	if err == nil {
@@ -134,6 +139,18 @@ func pairingCode(args []string) (string, error) {
 	}
 	// Re-executing failed: carry on with the argument.
 	return strings.TrimSpace(args[0]), nil
+}
+
+// readPairingCode reads the code from the first line of r.
+func readPairingCode(r io.Reader) (string, error) {
+	line, err := bufio.NewReader(io.LimitReader(r, 4096)).ReadString('\n')
+	if code := strings.TrimSpace(line); code != "" {
+		return code, nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return "", errors.New("no pairing code on standard input: give it there (echo <PAIRING_CODE> | a2a-runtime pair ...) or in " + envPairingCode)
+	}
+	return "", fmt.Errorf("read the pairing code from standard input: %w", err)
 }
 
 func validExecutor(t string) bool {
