@@ -102,7 +102,7 @@ func newStart(g *globals) *cobra.Command {
 			dial := runtimeengine.DialConfig{Profile: p, Mode: transport, NATSURL: natsURL, API: api, Logger: log}
 			tr, hello, err := runtimeengine.Dial(ctx, dial)
 			if err != nil {
-				return reauthHint(err)
+				return whyRefused(p, reauthHint(err))
 			}
 			// Where to connect may have changed since pairing (the agent's
 			// home region moved): the profile follows.
@@ -194,7 +194,7 @@ func newStart(g *globals) *cobra.Command {
 			}()
 			log.Info().Str("transport", tr.Name()).Int("concurrency", max(concurrency, 1)).Msg("runtime started")
 			if err := c.Run(ctx); err != nil {
-				return err
+				return whyRefused(p, err)
 			}
 			log.Info().Msg("runtime stopped")
 			return nil
