@@ -136,7 +136,7 @@ func (d *deployment) leafHubURL(userinfo string) string {
 func runtimeBehindALeaf(t *testing.T, d *deployment, endpoint string, extra ...string) {
 	agent := d.createAgent("west", "at a site", "west")
 	m := d.pair(agent, "west", endpoint)
-	site, leaf := startLeaf(t, d.leafHubURL(m.profile.RuntimeToken), extra...)
+	site, leaf := startLeaf(t, d.leafHubURL("runtime:"+m.profile.RuntimeToken), extra...)
 	rt := m.start("--transport", "nats", "--nats-url", site)
 	meshtest.Eventually(t, 60*time.Second, func() bool {
 		s := m.status()
@@ -159,7 +159,7 @@ func runtimeBehindALeaf(t *testing.T, d *deployment, endpoint string, extra ...s
 func leafWithoutThePlatform(t *testing.T, d *deployment, endpoint string) {
 	agent := d.createAgent("west", "at a cut-off site", "west")
 	m := d.pair(agent, "west", endpoint)
-	nowhere := "nats-leaf://" + m.profile.RuntimeToken + "@" + meshtest.FreeAddr(t)
+	nowhere := "nats-leaf://runtime:" + m.profile.RuntimeToken + "@" + meshtest.FreeAddr(t)
 	site, _ := startLeaf(t, nowhere)
 
 	out, err := m.command("start", "--transport", "nats", "--nats-url", site).CombinedOutput()

@@ -40,7 +40,7 @@ func (s *Service) onAuthRequest(msg *nats.Msg) {
 		uc.Audience = bus.AccountConsumers
 		consumerPermissions(&uc.Permissions, con)
 	} else {
-		id, err := s.authenticate(ctx, secret.Hash(req.ConnectOptions.Token))
+		id, err := s.authenticate(ctx, secret.Hash(runtimeToken(&req.ConnectOptions)))
 		if err != nil {
 			s.respondAuth(msg, req, "", "invalid or revoked credential")
 			return
@@ -79,6 +79,21 @@ func consumerToken(o *jwt.ConnectOptions) string {
 	}
 	if o.Password == "" && strings.HasPrefix(o.Username, secret.PrefixConsumer) {
 		return o.Username
+	}
+	return ""
+}
+
+// runtimeToken returns the runtime credential a connection presents: as
+// its token (what a2a-runtime sends), or as the password of a URL's user
+// part, nats-leaf://runtime:<token>@host (what a site's leaf node sends), so
+// the credential stays out of the user name the NATS server logs when it
+// refuses the connection.
+func runtimeToken(o *jwt.ConnectOptions) string {
+	if o.Token != "" {
+		return o.Token
+	}
+	if strings.HasPrefix(o.Password, secret.PrefixRuntime) {
+		return o.Password
 	}
 	return ""
 }
