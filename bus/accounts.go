@@ -20,8 +20,15 @@ const (
 	// AccountRuntimes holds runtime connections; each is further confined
 	// to its own agent by the permissions the auth callout gives it.
 	AccountRuntimes = "MESH_RUNTIMES"
-	// AccountConsumers holds event consumer credentials' connections.
+	// AccountConsumers holds event consumer credentials' connections that
+	// read their durable consumer.
 	AccountConsumers = "MESH_CONSUMERS"
+	// AccountLiveEvents holds event consumer credentials' connections that
+	// follow events live (core NATS). It imports the event subjects and no
+	// service at all, so nothing can be asked from it, and no answer can
+	// be aimed at a subscription in it: within one account the server
+	// delivers an answer to whatever subject the asker named as its reply.
+	AccountLiveEvents = "MESH_LIVE"
 	// AccountSystem is the NATS system account.
 	AccountSystem = "SYS"
 )
@@ -62,31 +69,51 @@ type accountImport struct {
 	streamed bool
 }
 
-// runtimeImports is what a runtime needs of the platform: its requests
-// (the task queue offers its agent's pending runs in answer to one), its
-// agent's events and cancel notices. No JetStream API: a runtime never
-// touches a stream.
+// runtimeImports is what a runtime needs of the platform: its requests,
+// and nothing else. Everything the platform tells a runtime is the answer
+// to a request of its own (the task queue offers its agent's pending runs
+// in answer to one, and names its canceled runs in answer to another), so
+// a runtime subscribes only to its own reply inbox. NATS lets a client
+// name any subject of its account as a request's reply, and the server
+// delivers the answer there: an account in which one runtime subscribed to
+// a subject another could name would let that other runtime aim answers
+// at it. No JetStream API either: a runtime never touches a stream.
 func runtimeImports() []accountImport {
 	return []accountImport{
 		{subject: subjRuntime + ".>"},
-		{subject: subjEvents + ".>", stream: true},
-		{subject: subjCancel + ".>", stream: true},
 	}
 }
 
-// consumerImports is what an event consumer credential needs: its durable
-// consumer on the event stream (pull, ack, info) and live events. Creating a
+// consumerImports is what an event consumer credential needs to read its
+// durable consumer on the event stream (pull, ack, info). Creating a
 // consumer is not among them: a consumer's configuration names subjects in
 // the platform account (a push consumer's delivery subject), so only the
-// platform creates them.
+// platform creates them. Live events are not imported here but in
+// AccountLiveEvents, for the reason given at runtimeImports: in this
+// account a credential's requests are answered on the reply subject it
+// names, so a subscription to events here would receive what another
+// credential aims at it.
 func consumerImports() []accountImport {
 	return []accountImport{
 		{subject: jsConsumerInfo(EventStream), local: untrustedJS(jsConsumerInfo(EventStream))},
 		{subject: jsConsumerNext(EventStream), local: untrustedJS(jsConsumerNext(EventStream)), streamed: true},
 		{subject: jsAck(EventStream)},
+	}
+}
+
+// liveEventImports is what a credential following events live needs: the
+// event subjects, and no service.
+func liveEventImports() []accountImport {
+	return []accountImport{
 		{subject: subjEvents + ".>", stream: true},
 	}
 }
+
+// LiveEventsUser is the user name with which a consumer credential
+// (given as the password) connects to follow events live, in
+// AccountLiveEvents. Given as a token, or as the user name alone, the
+// credential reads its durable consumer in AccountConsumers.
+const LiveEventsUser = "live"
 
 func jsConsumerInfo(stream string) string { return "$JS.API.CONSUMER.INFO." + stream + ".*" }
 func jsConsumerNext(stream string) string { return "$JS.API.CONSUMER.MSG.NEXT." + stream + ".*" }
@@ -154,7 +181,7 @@ func (c AccountsConfig) Render() string {
 	for _, acc := range []struct {
 		name    string
 		imports []accountImport
-	}{{AccountRuntimes, runtimeImports()}, {AccountConsumers, consumerImports()}} {
+	}{{AccountRuntimes, runtimeImports()}, {AccountConsumers, consumerImports()}, {AccountLiveEvents, liveEventImports()}} {
 		for _, imp := range acc.imports {
 			if importers[imp.subject] == nil {
 				exports = append(exports, imp)
@@ -182,7 +209,8 @@ func (c AccountsConfig) Render() string {
 		w("  }")
 	}
 	importing("Runtimes: admitted by the auth callout, each confined to its agent.", AccountRuntimes, runtimeImports())
-	importing("Event consumer credentials: admitted by the auth callout.", AccountConsumers, consumerImports())
+	importing("Event consumer credentials reading their durable consumer: admitted by the auth callout.", AccountConsumers, consumerImports())
+	importing("Event consumer credentials following events live: admitted by the auth callout; no services.", AccountLiveEvents, liveEventImports())
 	w("  %s: {", AccountSystem)
 	w("    exports: [")
 	w("      { service: \"$SYS.REQ.SERVER.PING.CONNZ\", response_type: stream, accounts: [ %s ] }", AccountPlatform)

@@ -83,7 +83,6 @@ const (
 const (
 	subjEvents  = "mesh.evt"
 	subjRuntime = "mesh.rt"
-	subjCancel  = "mesh.cancel"
 	subjService = "mesh.svc"
 )
 
@@ -141,6 +140,11 @@ const (
 	RuntimeOpComplete  = "complete"
 	RuntimeOpFail      = "fail"
 	RuntimeOpRelease   = "release"
+	// RuntimeOpCanceled waits for runs the runtime holds to be canceled,
+	// and names them: how a runtime hears of a cancel at once. It is a
+	// request of the runtime's own, answered on its own reply inbox, so no
+	// other connection can send a runtime a cancel.
+	RuntimeOpCanceled = "canceled"
 	// RuntimeOpConnection asks where the runtime should connect now: its
 	// agent's home region's NATS URLs, then the other regions' (the
 	// credentials service answers, as at pairing).
@@ -259,25 +263,6 @@ func IsA2AKeyKey(key string) bool { return strings.HasPrefix(key, a2aKeyPrefix) 
 
 // A2AKeyHashKey is the key naming the A2A API key whose hash is hash.
 func A2AKeyHashKey(hash string) string { return "hash." + hash }
-
-// CancelSubject is where the task queue tells the runtimes of an agent, at
-// once, that one of its runs was canceled: a core NATS notice without a
-// body, so a runtime hears of cancels without receiving every event of its
-// agent's runs. A notice missed while disconnected is no loss: the next
-// lease renewal reports the run lost.
-func CancelSubject(agentID, runID string) string { return subjCancel + "." + agentID + "." + runID }
-
-// CancelFilter matches the cancel notices of one agent's runs.
-func CancelFilter(agentID string) string { return subjCancel + "." + agentID + ".*" }
-
-// ParseCancelSubject splits a cancel notice's subject into agent and run.
-func ParseCancelSubject(subject string) (agentID, runID string, ok bool) {
-	parts := strings.Split(subject, ".")
-	if len(parts) != 4 || parts[0]+"."+parts[1] != subjCancel {
-		return "", "", false
-	}
-	return parts[2], parts[3], true
-}
 
 // AgentEventsFilter matches every event of one agent.
 func AgentEventsFilter(agentID string) string { return subjEvents + "." + agentID + ".>" }

@@ -35,9 +35,13 @@ type Consumer struct {
 	Name       string   `json:"name"`
 	AgentID    string   `json:"agent_id,omitempty"`
 	Types      []string `json:"types,omitempty"`
-	// Subjects are the event subjects the credential may subscribe to; its
-	// durable consumer is filtered to them.
+	// Subjects are the event subjects the credential may subscribe to when
+	// it connects as LiveUser; its durable consumer is filtered to them.
 	Subjects []string `json:"subjects"`
+	// LiveUser is the NATS user name with which the credential, as the
+	// password, follows its subjects live (core NATS subscriptions). As a
+	// token it reads its durable consumer instead.
+	LiveUser string `json:"live_user"`
 	// DurableName is its durable pull consumer on Stream, made by the
 	// platform with the credential, from the start of the retention window.
 	DurableName string `json:"durable_name"`

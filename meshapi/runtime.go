@@ -149,6 +149,21 @@ type RenewResponse struct {
 	LeaseExpiresAt time.Time `json:"lease_expires_at"`
 }
 
+// CanceledRequest waits up to Wait for a run the runtime holds to be
+// canceled. TaskRunIDs are the runs the runtime holds as it asks: any of
+// them already canceled is named at once; runs it claims while the request
+// waits are covered too.
+type CanceledRequest struct {
+	TaskRunIDs []string      `json:"task_run_ids"`
+	Wait       time.Duration `json:"wait"`
+}
+
+// CanceledResponse names the runtime's runs that were canceled; none when
+// the wait ended first.
+type CanceledResponse struct {
+	Canceled []string `json:"canceled,omitempty"`
+}
+
 // ProgressRequest reports progress on a run (seed 001 §4.4); it renews the lease.
 type ProgressRequest struct {
 	TaskRunID string   `json:"task_run_id"`
@@ -304,6 +319,16 @@ func (c *RuntimeClient) Release(ctx context.Context, req ReleaseRequest) error {
 func (c *RuntimeClient) Renew(ctx context.Context, req RenewRequest) (*RenewResponse, error) {
 	var r RenewResponse
 	return &r, c.callAgain(ctx, bus.RuntimeOpRenew, req, &r)
+}
+
+// Canceled waits for runs the runtime holds to be canceled
+// (CanceledRequest).
+func (c *RuntimeClient) Canceled(ctx context.Context, req CanceledRequest) (*CanceledResponse, error) {
+	var r CanceledResponse
+	if err := c.call(ctx, bus.RuntimeOpCanceled, req, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // Progress reports progress on a run.

@@ -156,8 +156,10 @@ type Engine struct {
 	outboxKick chan struct{}
 	// heartbeatKick sends a heartbeat now: the adapter's readiness changed.
 	heartbeatKick chan struct{}
-	stopNow       chan struct{}
-	stopOnce      sync.Once
+	// tracked is signalled when the runtime starts work on a run.
+	tracked  chan struct{}
+	stopNow  chan struct{}
+	stopOnce sync.Once
 }
 
 // task is a run being worked on.
@@ -180,7 +182,7 @@ func New(cfg Config) *Engine {
 	cfg.defaults()
 	return &Engine{
 		cfg: cfg, log: cfg.Logger, running: map[string]*task{}, owed: map[string]bool{}, givenBack: map[string]int{},
-		fatal: make(chan struct{}), outboxKick: make(chan struct{}, 1), heartbeatKick: make(chan struct{}, 1),
+		fatal: make(chan struct{}), outboxKick: make(chan struct{}, 1), heartbeatKick: make(chan struct{}, 1), tracked: make(chan struct{}, 1),
 		stopNow: make(chan struct{}),
 	}
 }
@@ -375,6 +377,10 @@ func (c *Engine) track(t *task) {
 	c.running[t.id] = t
 	c.cancelIdleTrim()
 	c.mu.Unlock()
+	select {
+	case c.tracked <- struct{}{}:
+	default:
+	}
 }
 
 func (c *Engine) untrack(id string) {

@@ -2,6 +2,9 @@ package runtimeengine
 
 import (
 	"context"
+	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -112,13 +115,72 @@ func (c *Engine) renewLoop(ctx context.Context) {
 	}
 }
 
-// cancelLoop aborts runs canceled on the platform.
+// cancelLoop aborts runs canceled on the platform, as the transport tells
+// of them: on its Canceled channel, or, for a CancelWaiter, in answer to a
+// request that waits for them, which the runtime keeps asking while it
+// holds runs.
 func (c *Engine) cancelLoop(ctx context.Context) {
+	if w, ok := c.cfg.Transport.(CancelWaiter); ok {
+		c.waitCanceled(ctx, w)
+		return
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case id := <-c.cfg.Transport.Canceled():
+			if c.cancelRun(id, errCanceledOnPlatform) {
+				c.log.Info().Str("task_run_id", id).Msg("task run canceled on the platform; stopping it")
+			}
+		}
+	}
+}
+
+// waitCanceled keeps a request for cancels waiting while the runtime holds
+// runs, and aborts each run it names.
+func (c *Engine) waitCanceled(ctx context.Context, w CancelWaiter) {
+	// told are the runs already named: a run whose report is still owed
+	// stays held, and asking about it again would be answered at once.
+	told := map[string]bool{}
+	for {
+		held := c.heldIDs()
+		ids := held[:0:0]
+		for _, id := range held {
+			if !told[id] {
+				ids = append(ids, id)
+			}
+		}
+		maps.DeleteFunc(told, func(id string, _ bool) bool { return !slices.Contains(held, id) })
+		if len(ids) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.tracked:
+			}
+			continue
+		}
+		canceled, err := w.WaitCanceled(ctx, ids)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			// Lease renewals still report canceled runs lost; a platform
+			// that does not answer this request (an older one) is asked
+			// again only as often as leases are renewed.
+			wait := time.Second
+			if errors.Is(err, ErrNoPlatform) {
+				wait = c.cfg.RenewInterval
+			}
+			c.log.Debug().Err(err).Msg("waiting for canceled runs failed; asking again")
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			continue
+		}
+		for _, id := range canceled {
+			told[id] = true
 			if c.cancelRun(id, errCanceledOnPlatform) {
 				c.log.Info().Str("task_run_id", id).Msg("task run canceled on the platform; stopping it")
 			}

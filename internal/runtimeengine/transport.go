@@ -43,6 +43,16 @@ type Transport interface {
 	Close()
 }
 
+// CancelWaiter is a Transport that hears of cancels by asking: a request
+// that waits until a run the runtime holds is canceled (NATS). Its
+// Canceled channel delivers nothing.
+type CancelWaiter interface {
+	// WaitCanceled waits for any of ids, or of the runs the runtime claims
+	// meanwhile, to be canceled, and names those that were; none when its
+	// wait ended first.
+	WaitCanceled(ctx context.Context, ids []string) ([]string, error)
+}
+
 // InstructionCarrier is a Transport whose claims say what the agent's
 // instructions were when the platform answered, so the engine need not
 // ask for them before each task.

@@ -56,12 +56,10 @@ type NATSConfig struct {
 }
 
 type natsTransport struct {
-	cfg      NATSConfig
-	conn     *bus.Conn
-	rc       *meshapi.RuntimeClient
-	canceled chan string
-	sub      *nats.Subscription
-	hello    *meshapi.HelloResponse
+	cfg   NATSConfig
+	conn  *bus.Conn
+	rc    *meshapi.RuntimeClient
+	hello *meshapi.HelloResponse
 	// authRefused is signalled when the server refuses the credential on a
 	// reconnect: a waiting offer ends at once, so the runtime asks about its
 	// credential now (the platform closes a revoked runtime's connection).
@@ -121,7 +119,7 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
 	authRefused := make(chan struct{}, 1)
-	t := &natsTransport{cfg: cfg, canceled: make(chan string, 64), authRefused: authRefused, stop: make(chan struct{}), reconnected: make(chan struct{})}
+	t := &natsTransport{cfg: cfg, authRefused: authRefused, stop: make(chan struct{}), reconnected: make(chan struct{})}
 	conn, err := bus.Connect(cctx, bus.ConnConfig{
 		OnReconnect: t.onReconnect,
 		OnAuthRefused: func() {
@@ -143,13 +141,6 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 		err = t.explain(err, "the runtime's hello")
 		conn.NC.Close()
 		return nil, nil, err
-	}
-	// Cancellations are notices on the agent's cancel subject (core NATS:
-	// nothing while idle, and none of the agent's other run events).
-	t.sub, err = conn.NC.Subscribe(bus.CancelFilter(cfg.AgentID), t.onCancel)
-	if err != nil {
-		conn.NC.Close()
-		return nil, nil, fmt.Errorf("subscribe to cancellations: %w", err)
 	}
 	if cfg.HomeRegion != "" && cfg.HomeURLs != "" {
 		go t.returnHome()
@@ -311,20 +302,22 @@ func (t *natsTransport) explain(err error, what string) error {
 		"if it is a site's leaf node, its connection to the platform is down or was refused (see the leaf node's log)", ErrNoPlatform, t.server(), what)
 }
 
-func (t *natsTransport) onCancel(msg *nats.Msg) {
-	_, id, ok := bus.ParseCancelSubject(msg.Subject)
-	if !ok {
-		return
-	}
-	select {
-	case t.canceled <- id:
-	default:
-		// A full channel only delays a cancellation until the next renewal
-		// reports the run lost.
-	}
-}
+// Canceled delivers nothing: over NATS the runtime hears of cancels by
+// asking (WaitCanceled), so that nothing but the answers to its own
+// requests ever reaches it.
+func (t *natsTransport) Canceled() <-chan string { return nil }
 
-func (t *natsTransport) Canceled() <-chan string { return t.canceled }
+// WaitCanceled waits for any of the runs the runtime holds to be canceled,
+// up to the transport's claim wait, and names those that were.
+func (t *natsTransport) WaitCanceled(ctx context.Context, ids []string) ([]string, error) {
+	rctx, cancel := context.WithTimeout(ctx, t.cfg.ClaimWait+offerSlack)
+	defer cancel()
+	res, err := t.rc.Canceled(rctx, meshapi.CanceledRequest{TaskRunIDs: ids, Wait: t.cfg.ClaimWait})
+	if err != nil {
+		return nil, t.explain(err, "the runtime's wait for canceled runs")
+	}
+	return res.Canceled, nil
+}
 
 func (t *natsTransport) Hello(ctx context.Context) (*meshapi.HelloResponse, error) {
 	return t.rc.Hello(ctx)
@@ -548,9 +541,6 @@ func (t *natsTransport) Close() {
 		}
 	}
 	cancel()
-	if t.sub != nil {
-		_ = t.sub.Unsubscribe()
-	}
 	t.conn.Drain(2 * time.Second)
 }
 

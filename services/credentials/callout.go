@@ -15,11 +15,16 @@ import (
 // onAuthRequest answers the NATS server's auth callout: a connection that
 // presents a runtime token is placed in the runtimes account with permissions
 // for its own runtime subjects (through which it is offered its agent's
-// runs), its own reply inbox and its agent's events; one that presents an event consumer
-// credential in the consumers account with permissions to read the events it
-// was granted. Anything else is refused. The accounts bound what any of them
-// can reach at all (bus.AccountsConfig); the permissions narrow it to one
-// agent or credential within the account.
+// runs) and its own reply inbox; one that presents an event consumer
+// credential in the consumers account with permissions to read its durable
+// consumer, or, connecting as bus.LiveEventsUser, in the live events
+// account with permissions to follow the events it was granted. Anything
+// else is refused, and so is a consumer credential on a leaf node
+// connection: the server does not hold a leaf node to the permissions it
+// holds a client to (a leaf may acknowledge any durable's messages), and
+// sites connect runtimes, not consumers. The accounts bound what any of
+// them can reach at all (bus.AccountsConfig); the permissions narrow it to
+// one agent or credential within the account.
 func (s *Service) onAuthRequest(msg *nats.Msg) {
 	req, err := jwt.DecodeAuthorizationRequestClaims(string(msg.Data))
 	if err != nil {
@@ -30,7 +35,12 @@ func (s *Service) onAuthRequest(msg *nats.Msg) {
 	defer cancel()
 	uc := jwt.NewUserClaims(req.UserNkey)
 	uc.Expires = time.Now().Add(s.cfg.UserJWTTTL).Unix()
-	if token := consumerToken(&req.ConnectOptions); token != "" {
+	if token, live := consumerToken(&req.ConnectOptions); token != "" {
+		if req.ClientInformation.Kind == leafKind {
+			s.cfg.Logger.Warn().Str("host", req.ClientInformation.Host).Msg("refused a leaf node connection presenting an event consumer credential: an event consumer credential cannot connect a leaf node")
+			s.respondAuth(msg, req, "", "an event consumer credential cannot connect a leaf node")
+			return
+		}
 		con, err := s.authenticateConsumer(ctx, token)
 		if err != nil {
 			s.respondAuth(msg, req, "", "invalid or revoked credential")
@@ -39,6 +49,11 @@ func (s *Service) onAuthRequest(msg *nats.Msg) {
 		uc.Name = bus.ConsumerUserName(con.ID)
 		uc.Audience = bus.AccountConsumers
 		consumerPermissions(&uc.Permissions, con)
+		if live {
+			uc.Audience = bus.AccountLiveEvents
+			uc.Permissions = jwt.Permissions{}
+			liveEventPermissions(&uc.Permissions, con)
+		}
 	} else {
 		id, err := s.authenticate(ctx, secret.Hash(runtimeToken(&req.ConnectOptions)))
 		if err != nil {
@@ -58,29 +73,33 @@ func (s *Service) onAuthRequest(msg *nats.Msg) {
 	s.respondAuth(msg, req, ujwt, "")
 }
 
+// leafKind is how the auth callout's request names a leaf node connection.
+const leafKind = "Leafnode"
+
 // runtimePermissions is everything a runtime connection may do.
 func runtimePermissions(p *jwt.Permissions, id *meshapi.Identity) {
 	// Requests under its own subjects only: no JetStream API at all (the
-	// task queue offers work in answer to a request).
+	// task queue offers work, and names canceled runs, in answer to a
+	// request), and answers on its own inbox only.
 	p.Pub.Allow.Add(bus.RuntimeSubjectPrefix(id.AgentID, id.RuntimeID))
-	p.Sub.Allow.Add(
-		bus.RuntimeInboxPrefix(id.RuntimeID)+".>",
-		bus.AgentEventsFilter(id.AgentID),
-		bus.CancelFilter(id.AgentID),
-	)
+	p.Sub.Allow.Add(bus.RuntimeInboxPrefix(id.RuntimeID) + ".>")
 }
 
-// consumerToken returns the event consumer credential a connection presents:
-// as its token, or as a user name without a password (what the NATS CLI's
-// --user flag sends), so both ways of passing it work.
-func consumerToken(o *jwt.ConnectOptions) string {
-	if strings.HasPrefix(o.Token, secret.PrefixConsumer) {
-		return o.Token
+// consumerToken returns the event consumer credential a connection presents,
+// and whether it connects to follow events live: as its token, or as a user
+// name without a password (what the NATS CLI's --user flag sends), it reads
+// its durable consumer; as the password of bus.LiveEventsUser, it follows
+// events live.
+func consumerToken(o *jwt.ConnectOptions) (token string, live bool) {
+	switch {
+	case o.Username == bus.LiveEventsUser && strings.HasPrefix(o.Password, secret.PrefixConsumer):
+		return o.Password, true
+	case strings.HasPrefix(o.Token, secret.PrefixConsumer):
+		return o.Token, false
+	case o.Password == "" && strings.HasPrefix(o.Username, secret.PrefixConsumer):
+		return o.Username, false
 	}
-	if o.Password == "" && strings.HasPrefix(o.Username, secret.PrefixConsumer) {
-		return o.Username
-	}
-	return ""
+	return "", false
 }
 
 // runtimeToken returns the runtime credential a connection presents: as
@@ -98,20 +117,25 @@ func runtimeToken(o *jwt.ConnectOptions) string {
 	return ""
 }
 
-// consumerPermissions is everything an event consumer connection may do:
-// subscribe to its subjects (live, core NATS), and read, acknowledge and
-// inspect its own durable consumer on the event stream, which the platform
-// created with the credential's subjects as its filter.
+// consumerPermissions is everything an event consumer connection reading
+// its durable consumer may do: read, acknowledge and inspect its own
+// durable consumer on the event stream, which the platform created with
+// the credential's subjects as its filter, with answers on its own inbox.
 func consumerPermissions(p *jwt.Permissions, c *consumerRecord) {
-	subjects := c.subjects()
 	p.Sub.Allow.Add(bus.ConsumerInboxPrefix(c.ID) + ".>")
-	p.Sub.Allow.Add(subjects...)
 	name := bus.ConsumerNameBase(c.ID)
 	p.Pub.Allow.Add(
 		bus.UntrustedJSAPI("CONSUMER.INFO."+bus.EventStream+"."+name),
 		bus.UntrustedJSAPI("CONSUMER.MSG.NEXT."+bus.EventStream+"."+name),
 		"$JS.ACK."+bus.EventStream+"."+name+".>",
 	)
+}
+
+// liveEventPermissions is everything an event consumer connection following
+// events live may do: subscribe to its subjects, and publish nothing.
+func liveEventPermissions(p *jwt.Permissions, c *consumerRecord) {
+	p.Sub.Allow.Add(c.subjects()...)
+	p.Pub.Deny.Add(">")
 }
 
 func (s *Service) respondAuth(msg *nats.Msg, req *jwt.AuthorizationRequestClaims, userJWT, errText string) {

@@ -51,7 +51,7 @@ func (c *consumerRecord) subjects() []string {
 
 func (c *consumerRecord) view() meshapi.Consumer {
 	return meshapi.Consumer{
-		ConsumerID: c.ID, Name: c.Name, AgentID: c.AgentID, Types: c.Types, Subjects: c.subjects(),
+		ConsumerID: c.ID, Name: c.Name, AgentID: c.AgentID, Types: c.Types, Subjects: c.subjects(), LiveUser: bus.LiveEventsUser,
 		DurableName: bus.ConsumerNameBase(c.ID), JSAPIPrefix: bus.JetStreamAPIPrefix, InboxPrefix: bus.ConsumerInboxPrefix(c.ID),
 		Stream: bus.EventStream, CreatedAt: c.CreatedAt,
 	}
@@ -165,6 +165,7 @@ func (s *Service) handleConsumerDelete(ctx context.Context, req *bus.Request) (a
 		return nil, err
 	}
 	s.disconnect(bus.AccountConsumers, bus.ConsumerUserName(rec.ID))
+	s.disconnect(bus.AccountLiveEvents, bus.ConsumerUserName(rec.ID))
 	if err := s.cfg.Conn.JS.DeleteConsumer(ctx, bus.EventStream, bus.ConsumerNameBase(rec.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, err
 	}

@@ -42,9 +42,11 @@ func nextEventOf(t *testing.T, sub *nats.Subscription, typ, subject string) {
 }
 
 // TestConsumers_ACredentialReadsItsAgentsEventsAndNothingElse: a consumer
-// credential for agent A may follow A's events live and through the durable
-// JetStream consumer the platform made for it; subscribing to B's events, or
-// creating a consumer of its own, is refused by the NATS server itself.
+// credential for agent A may follow A's events live (as LiveUser) and
+// through the durable JetStream consumer the platform made for it (as a
+// token); subscribing to B's events, to events at all where it reads its
+// durable consumer, or creating a consumer of its own, is refused by the
+// NATS server itself.
 func TestConsumers_ACredentialReadsItsAgentsEventsAndNothingElse(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t)
@@ -66,16 +68,43 @@ func TestConsumers_ACredentialReadsItsAgentsEventsAndNothingElse(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	// Live, with core NATS (what `nats sub` does).
-	live, err := nc.SubscribeSync(bus.AgentEventsFilter(agentA.ID))
+	// Live, with core NATS (what `nats sub` does), as the live user.
+	if con.LiveUser != bus.LiveEventsUser {
+		t.Fatalf("consumer told the live user %q", con.LiveUser)
+	}
+	liveErrs := &asyncErrors{}
+	lnc, err := nats.Connect(con.NATSURL, nats.UserInfo(con.LiveUser, con.Credential), nats.ErrorHandler(liveErrs.handler))
+	if err != nil {
+		t.Fatalf("the credential was refused live: %v", err)
+	}
+	defer lnc.Close()
+	live, err := lnc.SubscribeSync(bus.AgentEventsFilter(agentA.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := nc.Flush(); err != nil {
+	if err := lnc.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	runA := p.CreateTask(agentA.ID, "a's work")
 	nextEventOf(t, live, mesh.EventTaskRunCreated, runA.ID)
+	// Live, it may only listen: it asks nothing of anyone.
+	for _, subject := range []string{bus.AgentEventsFilter(agentB.ID), "mesh.evt.>", "_INBOX.>"} {
+		if _, err := lnc.SubscribeSync(subject); err != nil {
+			t.Fatal(err)
+		}
+		if err := lnc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		liveErrs.waitFor(t, subject)
+	}
+	infoLive := bus.UntrustedJSAPI("CONSUMER.INFO." + bus.EventStream + "." + con.DurableName)
+	if err := lnc.PublishRequest(infoLive, con.InboxPrefix+".x", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := lnc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	liveErrs.waitFor(t, infoLive)
 
 	// Durably, from the start of the stream, through the consumer the
 	// platform made with the credential.
@@ -109,7 +138,7 @@ func TestConsumers_ACredentialReadsItsAgentsEventsAndNothingElse(t *testing.T) {
 	}
 
 	// What it may not do: each is refused by the server.
-	for _, subject := range []string{bus.AgentEventsFilter(agentB.ID), "mesh.evt.>", "mesh.evt.*.task_run.*", "_INBOX.>", "mesh.rt.>", "$JS.API.>"} {
+	for _, subject := range []string{bus.AgentEventsFilter(agentA.ID), bus.AgentEventsFilter(agentB.ID), "mesh.evt.>", "mesh.evt.*.task_run.*", "_INBOX.>", "mesh.rt.>", "$JS.API.>"} {
 		if _, err := nc.SubscribeSync(subject); err != nil {
 			t.Fatal(err)
 		}
@@ -156,8 +185,8 @@ func TestConsumers_ACredentialReadsItsAgentsEventsAndNothingElse(t *testing.T) {
 }
 
 // TestConsumers_KindsNarrowTheSubjectsAndTheCLIFormWorks: types narrow a
-// credential to their kinds, and the credential is also accepted as a user
-// name without a password (what `nats --user` sends).
+// credential to their kinds, and the credential is also accepted as the
+// password of the live user (what `nats --user live --password` sends).
 func TestConsumers_KindsNarrowTheSubjectsAndTheCLIFormWorks(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t)
@@ -167,9 +196,9 @@ func TestConsumers_KindsNarrowTheSubjectsAndTheCLIFormWorks(t *testing.T) {
 		t.Fatalf("consumer %+v, want the task_run kind of every agent", con.Consumer)
 	}
 	errs := &asyncErrors{}
-	nc, err := nats.Connect(con.NATSURL, nats.UserInfo(con.Credential, ""), nats.ErrorHandler(errs.handler))
+	nc, err := nats.Connect(con.NATSURL, nats.UserInfo(con.LiveUser, con.Credential), nats.ErrorHandler(errs.handler))
 	if err != nil {
-		t.Fatalf("credential as a user name: %v", err)
+		t.Fatalf("credential as the live user's password: %v", err)
 	}
 	defer nc.Close()
 	runs, err := nc.SubscribeSync("mesh.evt.*.task_run.*")
@@ -200,8 +229,9 @@ func TestConsumers_KindsNarrowTheSubjectsAndTheCLIFormWorks(t *testing.T) {
 }
 
 // TestConsumers_DeleteRevokesTheCredentialAndDropsItsConnections: after
-// DELETE /consumers/{id} the credential no longer connects, and its open
-// connection is closed at once, and its durable consumer is gone.
+// DELETE /consumers/{id} the credential no longer connects, its open
+// connections (reading its durable consumer, and following live) are closed
+// at once, and its durable consumer is gone.
 func TestConsumers_DeleteRevokesTheCredentialAndDropsItsConnections(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t)
@@ -214,6 +244,13 @@ func TestConsumers_DeleteRevokesTheCredentialAndDropsItsConnections(t *testing.T
 		t.Fatal(err)
 	}
 	defer nc.Close()
+	liveDropped := make(chan struct{})
+	live, err := nats.Connect(con.NATSURL, nats.UserInfo(con.LiveUser, con.Credential), nats.MaxReconnects(0),
+		nats.ClosedHandler(func(*nats.Conn) { close(liveDropped) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
 
 	var l meshapi.ConsumerList
 	p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/consumers", Owner: true}).Expect(t, http.StatusOK).Decode(t, &l)
@@ -225,6 +262,11 @@ func TestConsumers_DeleteRevokesTheCredentialAndDropsItsConnections(t *testing.T
 	case <-dropped:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the deleted credential's connection is still open")
+	}
+	select {
+	case <-liveDropped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the deleted credential's live connection is still open")
 	}
 	_, err = nats.Connect(con.NATSURL, nats.Token(con.Credential), nats.MaxReconnects(0), nats.Timeout(5*time.Second))
 	if err == nil || !refused(err) {

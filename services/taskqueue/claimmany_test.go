@@ -129,23 +129,16 @@ func TestRuntime_WithFreeSlotsClaimsSeveralRunsInOneRequest(t *testing.T) {
 	}
 }
 
-// TestCancel_TheRuntimeHoldingTheRunHearsANoticeAtOnce: canceling a run a
-// runtime holds sends a notice on its agent's cancel subject, which the
-// runtime's own connection may read; a pending run's cancel sends none
-// (no runtime holds it).
-func TestCancel_TheRuntimeHoldingTheRunHearsANoticeAtOnce(t *testing.T) {
+// TestCancel_TheRuntimeHoldingTheRunHearsOfItAtOnce: a runtime's request
+// for cancels, waiting, is answered as soon as a run it holds is canceled,
+// and names only that run (a pending run's cancel concerns no runtime); a
+// request naming a run already canceled is answered at once.
+func TestCancel_TheRuntimeHoldingTheRunHearsOfItAtOnce(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout, c.Lease = time.Minute, time.Minute })
 	agent := p.CreateAgent("canceled")
 	rt := p.OnlineRuntime(t, agent.ID)
 	nc := p.RuntimeConn(t, rt)
-	notices, err := nc.SubscribeSync(bus.CancelFilter(agent.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
 	pending := p.CreateTask(agent.ID, "never claimed")
 	held := p.CreateTask(agent.ID, "held")
 	rc := meshapi.NewClient(nc).Runtime(agent.ID, rt.RuntimeID)
@@ -154,17 +147,30 @@ func TestCancel_TheRuntimeHoldingTheRunHearsANoticeAtOnce(t *testing.T) {
 	if _, err := rc.Claim(ctx, meshapi.ClaimRequest{TaskRunID: held.ID, Attempt: 1}); err != nil {
 		t.Fatal(err)
 	}
+	type answer struct {
+		res *meshapi.CanceledResponse
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		res, err := rc.Canceled(ctx, meshapi.CanceledRequest{TaskRunIDs: []string{held.ID}, Wait: 25 * time.Second})
+		answered <- answer{res, err}
+	}()
+	// The request waits: nothing is canceled yet.
+	select {
+	case a := <-answered:
+		t.Fatalf("the request for cancels was answered before any cancel: %+v, %v", a.res, a.err)
+	default:
+	}
 	for _, r := range []mesh.TaskRun{pending, held} {
 		p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/task-runs/" + r.ID + "/cancel", Owner: true, JSON: map[string]any{}}).Expect(t, http.StatusOK)
 	}
-	msg, err := notices.NextMsg(10 * time.Second)
-	if err != nil {
-		t.Fatalf("no cancel notice: %v", err)
+	a := <-answered
+	if a.err != nil || a.res == nil || len(a.res.Canceled) != 1 || a.res.Canceled[0] != held.ID {
+		t.Fatalf("the request for cancels answered %+v, %v; want the held run %s alone", a.res, a.err, held.ID)
 	}
-	if _, id, ok := bus.ParseCancelSubject(msg.Subject); !ok || id != held.ID {
-		t.Fatalf("cancel notice on %s, want one for the held run %s", msg.Subject, held.ID)
-	}
-	if n, _, _ := notices.Pending(); n != 0 {
-		t.Fatalf("%d more notices, want none for the pending run", n)
+	res, err := rc.Canceled(ctx, meshapi.CanceledRequest{TaskRunIDs: []string{held.ID, pending.ID}, Wait: 25 * time.Second})
+	if err != nil || len(res.Canceled) != 1 || res.Canceled[0] != held.ID {
+		t.Fatalf("asked again about the canceled run: %+v, %v; want it named at once", res, err)
 	}
 }

@@ -59,12 +59,23 @@ type index struct {
 	woken   map[string]chan struct{}
 	// running holds, per runtime, the runs it holds.
 	running map[string]map[string]*summary
+	// cancelWatches holds, per runtime, the requests waiting to hear that
+	// a run it holds was canceled.
+	cancelWatches map[string][]*cancelWatch
+}
+
+// cancelWatch is one runtime's request waiting for cancels of its runs.
+type cancelWatch struct {
+	// woken is closed once canceled names a run.
+	woken    chan struct{}
+	canceled []string
 }
 
 func newIndex() *index {
 	return &index{
 		byID: map[string]*summary{}, active: map[string]*summary{}, byStatus: map[mesh.Status]int{},
 		pending: map[string][]*summary{}, woken: map[string]chan struct{}{}, running: map[string]map[string]*summary{},
+		cancelWatches: map[string][]*cancelWatch{},
 	}
 }
 
@@ -142,6 +153,56 @@ func (ix *index) onChange(id string, p **summary) {
 	} else {
 		ix.active[id] = s
 	}
+	if s.status == mesh.StatusCanceled && s.runtimeID != "" && (!had || old.status != mesh.StatusCanceled) {
+		ix.tellCanceled(s.runtimeID, id)
+	}
+}
+
+// tellCanceled wakes the requests of runtimeID waiting for cancels. Call
+// with ix.mu held.
+func (ix *index) tellCanceled(runtimeID, id string) {
+	for _, w := range ix.cancelWatches[runtimeID] {
+		if len(w.canceled) == 0 {
+			close(w.woken)
+		}
+		w.canceled = append(w.canceled, id)
+	}
+}
+
+// watchCancels registers a request of runtimeID waiting for cancels, and
+// returns those of ids that the index knows were canceled while the
+// runtime held them.
+func (ix *index) watchCancels(runtimeID string, ids []string) (*cancelWatch, []string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	var already []string
+	for _, id := range ids {
+		if s, ok := ix.byID[id]; ok && s.status == mesh.StatusCanceled && s.runtimeID == runtimeID {
+			already = append(already, id)
+		}
+	}
+	w := &cancelWatch{woken: make(chan struct{})}
+	ix.cancelWatches[runtimeID] = append(ix.cancelWatches[runtimeID], w)
+	return w, already
+}
+
+// unwatchCancels forgets w and returns the runs it was told of.
+func (ix *index) unwatchCancels(runtimeID string, w *cancelWatch) []string {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ws := ix.cancelWatches[runtimeID]
+	for i, x := range ws {
+		if x == w {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(ix.cancelWatches, runtimeID)
+	} else {
+		ix.cancelWatches[runtimeID] = ws
+	}
+	return w.canceled
 }
 
 // unhold forgets s among the runs its runtime holds. Call with ix.mu held.

@@ -112,6 +112,8 @@ type Service struct {
 	stopped    chan struct{}
 	stopOnce   sync.Once
 	waiters    waiters
+	// cancelWaiters counts, per runtime, its requests waiting for cancels.
+	cancelWaiters waiters
 
 	// claimLatency observes claim time minus creation time (nil: no metrics).
 	claimLatency prometheus.Observer
@@ -245,6 +247,7 @@ func (s *Service) serve() error {
 			bus.RuntimeOpClaimMany: s.handleClaimMany,
 			bus.RuntimeOpRelease:   s.handleRelease,
 			bus.RuntimeOpRenew:     s.handleRenew,
+			bus.RuntimeOpCanceled:  s.handleCanceled,
 			bus.RuntimeOpProgress:  s.handleProgress,
 			bus.RuntimeOpComplete:  s.handleComplete,
 			bus.RuntimeOpFail:      s.handleFail,
