@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -120,8 +121,12 @@ func TestA2ABody_AuthenticatedFirstAndBounded(t *testing.T) {
 	withKey := http.Header{"X-Api-Key": {key.APIKey}}
 	meshtest.Eventually(t, 10*time.Second, func() bool {
 		r := p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/a2a/" + public.ID + "/agent-card"})
-		return r.Status == http.StatusOK && !bytes.Contains(r.Body, []byte("securityRequirements"))
-	}, func() string { return "the public agent's card still asks for a credential" })
+		var card struct {
+			Security []map[string]any `json:"security"`
+		}
+		_ = json.Unmarshal(r.Body, &card)
+		return r.Status == http.StatusOK && slices.ContainsFunc(card.Security, func(req map[string]any) bool { return len(req) == 0 })
+	}, func() string { return "the public agent's card still asks every caller for a credential" })
 
 	const cap1 = 1 << 20
 	prefix := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"`

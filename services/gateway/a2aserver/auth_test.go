@@ -20,6 +20,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 )
 
 // idp is an external identity provider: an RSA key whose public half a
@@ -207,12 +208,7 @@ func TestAuth_PublicAgent(t *testing.T) {
 	t.Parallel()
 	d := startEndpoint(t, endpointOptions{})
 	agentID := d.agent.Agent.ID
-	d.p.Do(http.MethodPatch, "/agent-accounts/"+agentID, map[string]any{"public": true}, nil)
-	meshtest.Eventually(t, 5*time.Second, func() bool {
-		card := d.do(raw{method: http.MethodGet, path: "/a2a/" + agentID + "/agent-card"}).json(t)
-		_, secured := card["securityRequirements"]
-		return !secured
-	}, func() string { return "the card still asks for a credential" })
+	publicAgent(t, d, agentID)
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": map[string]any{
 		"message": map[string]any{"messageId": mesh.NewID(), "role": "user", "kind": "message", "parts": []any{map[string]any{"kind": "text", "text": "anyone"}}}}})
 	a := d.do(raw{method: http.MethodPost, path: "/a2a/" + agentID, body: string(b)})
@@ -229,8 +225,205 @@ func TestAuth_PublicAgent(t *testing.T) {
 	if tasks, _ := l["tasks"].([]any); len(tasks) != 0 {
 		t.Errorf("an anonymous caller listed %d tasks", len(tasks))
 	}
-	// Push configurations are not for anonymous callers.
+	// Push configurations are not for anonymous callers: they are told to
+	// authenticate.
 	pushB, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "tasks/pushNotificationConfig/set", "params": map[string]any{
 		"taskId": res["id"], "pushNotificationConfig": map[string]any{"url": "https://example.com/hook"}}})
-	checkRPCError(t, "anonymous push config", "0.3", d.do(raw{method: http.MethodPost, path: "/a2a/" + agentID, body: string(pushB)}), -31403, "UNAUTHORIZED")
+	checkRPCError(t, "anonymous push config", "0.3", d.do(raw{method: http.MethodPost, path: "/a2a/" + agentID, body: string(pushB)}), -31401, "UNAUTHENTICATED")
+}
+
+// extendedCardDoor is one way to ask for the extended agent card.
+type extendedCardDoor struct {
+	name    string
+	version string // the JSON-RPC version, "" for HTTP+JSON
+	call    func(d *endpoint, agentID string, header map[string]string) *answer
+}
+
+var extendedCardDoors = []extendedCardDoor{
+	{"0.3 agent/getAuthenticatedExtendedCard", "0.3", func(d *endpoint, agentID string, h map[string]string) *answer {
+		return d.do(raw{method: http.MethodPost, path: "/a2a/" + agentID, header: h,
+			body: `{"jsonrpc":"2.0","id":"card-03","method":"agent/getAuthenticatedExtendedCard"}`})
+	}},
+	{"1.0 GetExtendedAgentCard", "1.0", func(d *endpoint, agentID string, h map[string]string) *answer {
+		return d.do(raw{method: http.MethodPost, path: "/a2a/" + agentID, header: withHeader(h, "A2A-Version", "1.0"),
+			body: `{"jsonrpc":"2.0","id":"card-10","method":"GetExtendedAgentCard","params":{}}`})
+	}},
+	{"GET /extendedAgentCard", "", func(d *endpoint, agentID string, h map[string]string) *answer {
+		return d.do(raw{method: http.MethodGet, path: "/a2a/" + agentID + "/extendedAgentCard", header: withHeader(h, "A2A-Version", "1.0")})
+	}},
+	{"GET /v1/card", "", func(d *endpoint, agentID string, h map[string]string) *answer {
+		return d.do(raw{method: http.MethodGet, path: "/a2a/" + agentID + "/v1/card", header: h})
+	}},
+}
+
+func withHeader(h map[string]string, k, v string) map[string]string {
+	out := map[string]string{k: v}
+	for hk, hv := range h {
+		out[hk] = hv
+	}
+	return out
+}
+
+// checkRESTError asserts an HTTP+JSON error: the status, and the AIP-193
+// body with its code, status name and ErrorInfo reason.
+func checkRESTError(t *testing.T, name string, a *answer, status int, grpc, reason string) {
+	t.Helper()
+	if a.status != status {
+		t.Errorf("%s: status %d, want %d: %s", name, a.status, status, a.body)
+		return
+	}
+	var body struct {
+		Error struct {
+			Code    int              `json:"code"`
+			Status  string           `json:"status"`
+			Message string           `json:"message"`
+			Details []map[string]any `json:"details"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(a.body, &body); err != nil || body.Error.Code != status || body.Error.Status != grpc || body.Error.Message == "" ||
+		len(body.Error.Details) == 0 || body.Error.Details[0]["reason"] != reason {
+		t.Errorf("%s: body %s, want code %d, status %s, reason %s", name, a.body, status, grpc, reason)
+	}
+}
+
+// publicAgent makes an agent public and waits until its card lets callers
+// without a credential in.
+func publicAgent(t *testing.T, d *endpoint, agentID string) {
+	t.Helper()
+	d.p.Do(http.MethodPatch, "/agent-accounts/"+agentID, map[string]any{"public": true}, nil)
+	meshtest.Eventually(t, 10*time.Second, func() bool {
+		card := d.do(raw{method: http.MethodGet, path: "/a2a/" + agentID + "/agent-card"}).json(t)
+		return len(asList(card["securityRequirements"])) == 0 || anonymousAlternative(card)
+	}, func() string { return "the card still asks every caller for a credential" })
+}
+
+// anonymousAlternative reports whether a card's security requirements
+// include the empty requirement, which lets a caller without a credential
+// in, in both forms of the card (0.3 security, 1.0 securityRequirements).
+func anonymousAlternative(card map[string]any) bool {
+	v03, v10 := false, false
+	for _, r := range asList(card["security"]) {
+		if m, ok := r.(map[string]any); ok && len(m) == 0 {
+			v03 = true
+		}
+	}
+	for _, r := range asList(card["securityRequirements"]) {
+		if m, ok := r.(map[string]any); ok {
+			if s, ok := m["schemes"].(map[string]any); len(m) == 0 || (ok && len(s) == 0) {
+				v10 = true
+			}
+		}
+	}
+	return v03 && v10
+}
+
+func asList(v any) []any { l, _ := v.([]any); return l }
+
+// TestAuth_ExtendedCardNeedsACredentialOnEveryDoor: the extended card (with
+// the runtime's id, host label and last heartbeat) is for callers with a
+// credential only, on a public agent as on a private one (spec 1.0 §13.3),
+// through each of its four doors: without one the answer is the door's
+// authentication error (HTTP 401 with a challenge; JSON-RPC -31401 with the
+// request's id, HTTP+JSON the UNAUTHENTICATED status), with an API key or a
+// platform JWT for the agent it is the card.
+func TestAuth_ExtendedCardNeedsACredentialOnEveryDoor(t *testing.T) {
+	t.Parallel()
+	d := startEndpoint(t, endpointOptions{})
+	public := meshtest.StartOnlineAgent(t, d.p, meshtest.AgentOptions{Name: "public agent"}).Agent.ID
+	publicAgent(t, d, public)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	signer, err := a2atoken.Load(ctx, d.p.Conn().JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwt := func(agentID string) string {
+		tok, err := signer.Sign(a2atoken.TokenRequest{Subject: d.agent.Agent.ID, Audience: agentID, Scopes: meshapi.A2AScopes(), TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	for _, agent := range []struct{ kind, id, key string }{
+		{"private", d.agent.Agent.ID, d.key},
+		{"public", public, d.newKeyFor(public, nil).APIKey},
+	} {
+		for _, door := range extendedCardDoors {
+			name := agent.kind + " agent, " + door.name
+			a := door.call(d, agent.id, nil)
+			if a.status != http.StatusUnauthorized || !strings.Contains(a.header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("%s without a credential: %d %q %s, want 401 with a challenge", name, a.status, a.header.Get("WWW-Authenticate"), a.body)
+				continue
+			}
+			if strings.Contains(string(a.body), a2aserver.PresenceExtension) {
+				t.Errorf("%s without a credential: the answer holds the presence: %s", name, a.body)
+			}
+			if door.version == "" {
+				checkRESTError(t, name+" without a credential", a, http.StatusUnauthorized, "UNAUTHENTICATED", "UNAUTHENTICATED")
+			} else {
+				checkRPCError(t, name+" without a credential", door.version, a, -31401, "UNAUTHENTICATED")
+				if id := a.json(t)["id"]; id != "card-"+strings.ReplaceAll(door.version, ".", "") {
+					t.Errorf("%s without a credential: id %v, want the request's", name, id)
+				}
+			}
+			for cred, header := range map[string]map[string]string{
+				"an API key":     {"X-API-Key": agent.key},
+				"a platform JWT": {"Authorization": "Bearer " + jwt(agent.id)},
+			} {
+				a := door.call(d, agent.id, header)
+				card := a.json(t)
+				if door.version != "" {
+					card, _ = card["result"].(map[string]any)
+				}
+				if a.status != http.StatusOK || card == nil || !strings.Contains(meshtest.JSON(card), `"host_label":"Custom Agent"`) {
+					t.Errorf("%s with %s: %d %s, want the card with the runtime's presence", name, cred, a.status, a.body)
+				}
+			}
+		}
+	}
+}
+
+// TestAuth_RefusalEchoesTheRequestID: a JSON-RPC request refused for its
+// credential before its body is read is answered with its id all the same
+// when the id is among the body's first bytes, in both versions, so a client
+// matches the answer to its request.
+func TestAuth_RefusalEchoesTheRequestID(t *testing.T) {
+	t.Parallel()
+	d := startEndpoint(t, endpointOptions{})
+	for _, c := range []struct {
+		name    string
+		version string
+		header  map[string]string
+		body    string
+		id      any
+	}{
+		{"no credential, 1.0, string id", "1.0", nil, `{"jsonrpc":"2.0","id":"req-1","method":"GetTask","params":{"id":"x"}}`, "req-1"},
+		{"no credential, 0.3, number id", "", nil, `{"jsonrpc":"2.0","id":42,"method":"tasks/get","params":{"id":"x"}}`, float64(42)},
+		{"no credential, id after the params", "1.0", nil, `{"jsonrpc":"2.0","method":"GetTask","params":{"id":"x"},"id":"late"}`, "late"},
+		{"unknown key", "1.0", map[string]string{"X-API-Key": "a2akey_" + strings.Repeat("x", 43)}, `{"jsonrpc":"2.0","id":"req-2","method":"GetTask","params":{"id":"x"}}`, "req-2"},
+		{"no id", "1.0", nil, `{"jsonrpc":"2.0","method":"GetTask","params":{"id":"x"}}`, nil},
+		{"id beyond the bytes read", "1.0", nil, `{"jsonrpc":"2.0","method":"SendMessage","params":{"text":"` + strings.Repeat("x", 64<<10) + `"},"id":"far"}`, nil},
+	} {
+		h := map[string]string{}
+		if c.version != "" {
+			h["A2A-Version"] = c.version
+		}
+		for k, v := range c.header {
+			h[k] = v
+		}
+		a := d.do(raw{method: http.MethodPost, path: "/a2a/" + d.agent.Agent.ID, header: h, body: c.body})
+		if a.status != http.StatusUnauthorized {
+			t.Errorf("%s: %d %s, want 401", c.name, a.status, a.body)
+			continue
+		}
+		version := c.version
+		if version == "" {
+			version = "0.3"
+		}
+		checkRPCError(t, c.name, version, a, -31401, "UNAUTHENTICATED")
+		m := rawFields(t, a)
+		if got, want := string(m["id"]), meshtest.JSON(c.id); got != want {
+			t.Errorf("%s: id %s, want %s", c.name, got, want)
+		}
+	}
 }

@@ -59,19 +59,34 @@ func (s *Server) card(agent *mesh.Agent) *a2a.AgentCard {
 		DefaultOutputModes: outputModes,
 		SecuritySchemes: a2a.NamedSecuritySchemes{
 			schemeAPIKey: a2a.APIKeySecurityScheme{Location: a2a.APIKeySecuritySchemeLocationHeader, Name: admission.HeaderAPIKey,
-				Description: "A per-agent API key; Authorization: Bearer <key> works too."},
+				Description: "A per-agent API key; Authorization: Bearer <key> works too. " + whoNeedsOne(agent)},
 			schemeBearer: a2a.HTTPAuthSecurityScheme{Scheme: "Bearer", BearerFormat: "JWT",
-				Description: "A JWT the platform signed for an agent, or one of the identity provider this platform trusts."},
+				Description: "A JWT the platform signed for an agent, or one of the identity provider this platform trusts. " + whoNeedsOne(agent)},
+		},
+		SecurityRequirements: a2a.SecurityRequirementsOptions{
+			{schemeAPIKey: a2a.SecuritySchemeScopes{}},
+			{schemeBearer: a2a.SecuritySchemeScopes{}},
 		},
 		Skills: skills(agent),
 	}
-	if !agent.Public {
-		card.SecurityRequirements = a2a.SecurityRequirementsOptions{
-			{schemeAPIKey: a2a.SecuritySchemeScopes{}},
-			{schemeBearer: a2a.SecuritySchemeScopes{}},
-		}
+	if agent.Public {
+		// An empty requirement makes security optional (the requirements
+		// are OpenAPI's): a public agent takes callers without a
+		// credential. A card has no requirements per operation, so the
+		// schemes' descriptions tell which operations need a credential.
+		card.SecurityRequirements = append(card.SecurityRequirements, a2a.SecurityRequirements{})
 	}
 	return card
+}
+
+// whoNeedsOne says, in the card's security schemes, which requests need a
+// credential.
+func whoNeedsOne(agent *mesh.Agent) string {
+	if !agent.Public {
+		return "Every request needs a credential."
+	}
+	return "This agent is public: sending messages and reading their tasks need no credential; " +
+		"the extended agent card, canceling tasks and push notification configurations need one."
 }
 
 // skills are the account's skills on the card. An account without any gets
@@ -132,12 +147,8 @@ func (s *Server) cardJSON(ctx context.Context, agent *mesh.Agent) (cachedCard, e
 	if ok && c.rev == agent.Revision {
 		return c, nil
 	}
-	producer := a2av0.NewStaticAgentCardProducer(s.card(agent)).(a2asrv.AgentCardJSONProducer)
-	body, err := producer.CardJSON(ctx)
+	body, err := compatJSON(ctx, s.card(agent))
 	if err != nil {
-		return cachedCard{}, err
-	}
-	if body, err = dualSchemes(body); err != nil {
 		return cachedCard{}, err
 	}
 	sum := sha256.Sum256(body)
@@ -148,6 +159,59 @@ func (s *Server) cardJSON(ctx context.Context, agent *mesh.Agent) (cachedCard, e
 	return c, nil
 }
 
+// compatJSON is a card in the form both versions read: the SDK's
+// 0.3-compatible conversion, with its security schemes in both versions'
+// forms (dualSchemes) and its 0.3 interfaces each listed once
+// (preferredFirst).
+func compatJSON(ctx context.Context, card *a2a.AgentCard) ([]byte, error) {
+	producer := a2av0.NewStaticAgentCardProducer(card).(a2asrv.AgentCardJSONProducer)
+	body, err := producer.CardJSON(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, err
+	}
+	if err := dualSchemes(fields); err != nil {
+		return nil, err
+	}
+	if err := preferredFirst(fields); err != nil {
+		return nil, err
+	}
+	return json.MarshalIndent(fields, "", "  ")
+}
+
+// preferredFirst puts the preferred interface (url, preferredTransport)
+// at the head of additionalInterfaces, which the conversion leaves out:
+// 0.3 §5.5 has the list include it, so a client that reads only the list
+// finds every interface, each once.
+func preferredFirst(card map[string]json.RawMessage) error {
+	var url, transport string
+	if json.Unmarshal(card["url"], &url) != nil || json.Unmarshal(card["preferredTransport"], &transport) != nil {
+		return nil
+	}
+	type iface struct {
+		URL       string `json:"url"`
+		Transport string `json:"transport"`
+	}
+	var rest []iface
+	if raw, ok := card["additionalInterfaces"]; ok {
+		if err := json.Unmarshal(raw, &rest); err != nil {
+			return err
+		}
+	}
+	list := []iface{{URL: url, Transport: transport}}
+	for _, i := range rest {
+		if i != list[0] {
+			list = append(list, i)
+		}
+	}
+	raw, err := json.Marshal(list)
+	card["additionalInterfaces"] = raw
+	return err
+}
+
 // dualSchemes makes the security schemes of the SDK's 0.3-compatible card
 // readable by 1.0 parsers too. The conversion writes each scheme in the 0.3
 // form (type, in, name) with the 1.0 object nested under "apiKey" or
@@ -155,15 +219,11 @@ func (s *Server) cardJSON(ctx context.Context, agent *mesh.Agent) (cachedCard, e
 // scheme only under its 1.0 name ("apiKeySecurityScheme",
 // "httpAuthSecurityScheme") and refuses the card otherwise. The object is
 // added under that name as well, which 0.3 parsers ignore.
-func dualSchemes(body []byte) ([]byte, error) {
-	var card map[string]json.RawMessage
-	if err := json.Unmarshal(body, &card); err != nil {
-		return nil, err
-	}
+func dualSchemes(card map[string]json.RawMessage) error {
 	var schemes map[string]map[string]json.RawMessage
 	if raw, ok := card["securitySchemes"]; ok {
 		if err := json.Unmarshal(raw, &schemes); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, sc := range schemes {
@@ -173,14 +233,12 @@ func dualSchemes(body []byte) ([]byte, error) {
 			}
 		}
 	}
-	if schemes != nil {
-		raw, err := json.Marshal(schemes)
-		if err != nil {
-			return nil, err
-		}
-		card["securitySchemes"] = raw
+	if schemes == nil {
+		return nil
 	}
-	return json.MarshalIndent(card, "", "  ")
+	raw, err := json.Marshal(schemes)
+	card["securitySchemes"] = raw
+	return err
 }
 
 // serveCard serves an agent's card, to anyone: cacheable for a minute, with
@@ -218,6 +276,32 @@ func etagMatches(header, etag string) bool {
 		}
 	}
 	return false
+}
+
+// serveExtendedCard03 answers a 0.3 caller's extended card: the public
+// card's form (compatJSON) with the runtime's presence. The 0.3
+// transports' own conversion of a card drops its security schemes and
+// requirements and lists each interface twice (once per version, all at
+// one URL), so the endpoint writes this answer itself: the JSON-RPC result
+// of request id, or (id nil from the REST route) the HTTP+JSON body.
+func (s *Server) serveExtendedCard03(w http.ResponseWriter, r *http.Request, agent *mesh.Agent, id any) {
+	card, err := s.extendedCard(r.Context(), agent)
+	var body []byte
+	if err == nil {
+		body, err = compatJSON(r.Context(), card)
+	}
+	rpc := r.Method == http.MethodPost
+	switch {
+	case err != nil && rpc:
+		writeRPCError(w, a2atask.Version03, id, toA2A(s.log, err), nil)
+	case err != nil:
+		writeRESTError(w, toA2A(s.log, err), nil)
+	case rpc:
+		writeJSONBody(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": id, "result": json.RawMessage(body)})
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	}
 }
 
 // extendedCard is the card an authenticated caller gets: the public card

@@ -2,12 +2,15 @@ package a2aserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
@@ -136,5 +139,138 @@ func TestRateLimit_PerCallerPerAgent(t *testing.T) {
 	}
 	for _, id := range accepted {
 		d.p.WaitTask(id, 20*time.Second, meshtest.StatusIs(mesh.StatusCompleted))
+	}
+}
+
+// TestCard_PublicAgentDeclaresWhatNeedsACredential: a public agent's card
+// makes security optional the way the security requirements of A2A (OpenAPI's)
+// allow, with an empty requirement next to the two schemes, and its schemes
+// say which operations need them: the extended card, canceling and push
+// notification configurations, which answer an anonymous caller with the
+// authentication error. A private agent's card has no anonymous alternative.
+// The official clients of both versions read both cards.
+func TestCard_PublicAgentDeclaresWhatNeedsACredential(t *testing.T) {
+	t.Parallel()
+	d := startEndpoint(t, endpointOptions{agent: meshtest.AgentOptions{Provider: newScripted()}})
+	private := d.do(raw{method: http.MethodGet, path: "/a2a/" + d.agent.Agent.ID + "/agent-card"}).json(t)
+	if anonymousAlternative(private) || len(asList(private["security"])) != 2 || len(asList(private["securityRequirements"])) != 2 {
+		t.Errorf("private card: security %v, securityRequirements %v", private["security"], private["securityRequirements"])
+	}
+	// A task of the owner's, working, for the anonymous cancel below.
+	c := d.client("1.0", a2a.TransportProtocolJSONRPC)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: textMessage("wait for the anonymous"), Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskID := string(res.(*a2a.Task).ID)
+
+	publicAgent(t, d, d.agent.Agent.ID)
+	served := d.do(raw{method: http.MethodGet, path: "/a2a/" + d.agent.Agent.ID + "/agent-card"})
+	card := served.json(t)
+	named := map[string]bool{}
+	for _, r := range asList(card["security"]) {
+		for k := range r.(map[string]any) {
+			named[k] = true
+		}
+	}
+	if !anonymousAlternative(card) || !named["apiKey"] || !named["bearer"] || len(asList(card["security"])) != 3 || len(asList(card["securityRequirements"])) != 3 {
+		t.Errorf("public card: security %v, securityRequirements %v", card["security"], card["securityRequirements"])
+	}
+	for name, sc := range card["securitySchemes"].(map[string]any) {
+		desc, _ := sc.(map[string]any)["description"].(string)
+		for _, op := range []string{"extended agent card", "cancel", "push notification"} {
+			if !strings.Contains(desc, op) {
+				t.Errorf("scheme %s: description %q does not name %q", name, desc, op)
+			}
+		}
+	}
+	for version, parse := range map[string]agentcard.Parser{"1.0": agentcard.DefaultCardParser, "0.3": a2av0.NewAgentCardParser()} {
+		parsed, err := parse(served.body)
+		if err != nil {
+			t.Errorf("the official %s parser refuses the public card: %v", version, err)
+			continue
+		}
+		if len(parsed.SecurityRequirements) != 3 {
+			t.Errorf("the official %s parser reads the requirements %v", version, parsed.SecurityRequirements)
+		}
+	}
+
+	// What the card declares is what the endpoint does.
+	anon := func(version, method string, params any) *answer {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 5, "method": method, "params": params})
+		h := map[string]string{}
+		if version == "1.0" {
+			h["A2A-Version"] = "1.0"
+		}
+		return d.do(raw{method: http.MethodPost, path: "/a2a/" + d.agent.Agent.ID, header: h, body: string(b)})
+	}
+	for _, c := range []struct {
+		name, version, method string
+		params                any
+	}{
+		{"cancel", "1.0", "CancelTask", map[string]any{"id": taskID}},
+		{"push set", "0.3", "tasks/pushNotificationConfig/set", map[string]any{"taskId": taskID, "pushNotificationConfig": map[string]any{"url": "https://example.com/hook"}}},
+		{"push list", "1.0", "ListTaskPushNotificationConfigs", map[string]any{"taskId": taskID}},
+	} {
+		a := anon(c.version, c.method, c.params)
+		if a.status != http.StatusUnauthorized || !strings.Contains(a.header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("anonymous %s: %d %s, want 401 with a challenge", c.name, a.status, a.body)
+			continue
+		}
+		checkRPCError(t, "anonymous "+c.name, c.version, a, -31401, "UNAUTHENTICATED")
+	}
+	if run := d.p.GetTask(taskID); run.Status.Terminal() {
+		t.Errorf("the anonymous cancel ended the task: %s", run.Status)
+	}
+	if _, err := c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: a2a.TaskID(taskID)}); err != nil {
+		t.Errorf("the owner's key cancels: %v", err)
+	}
+}
+
+// TestCard_03ExtendedCardKeepsSchemesAndListsEachInterfaceOnce: a 0.3
+// caller's extended card (JSON-RPC and HTTP+JSON) is the public card's 0.3
+// form with the runtime's presence: its security schemes and requirements,
+// its 0.3 url and preferred transport, and each interface of the agent once
+// in additionalInterfaces, the preferred one among them (0.3 §5.5).
+func TestCard_03ExtendedCardKeepsSchemesAndListsEachInterfaceOnce(t *testing.T) {
+	t.Parallel()
+	d := startEndpoint(t, endpointOptions{})
+	for _, door := range extendedCardDoors {
+		if door.name != "0.3 agent/getAuthenticatedExtendedCard" && door.name != "GET /v1/card" {
+			continue
+		}
+		a := door.call(d, d.agent.Agent.ID, map[string]string{"X-API-Key": d.key})
+		card := a.json(t)
+		if door.version != "" {
+			card, _ = card["result"].(map[string]any)
+		}
+		if a.status != http.StatusOK || card == nil {
+			t.Fatalf("%s: %d %s", door.name, a.status, a.body)
+		}
+		schemes, _ := card["securitySchemes"].(map[string]any)
+		apiKey, _ := schemes["apiKey"].(map[string]any)
+		bearer, _ := schemes["bearer"].(map[string]any)
+		if apiKey["type"] != "apiKey" || apiKey["in"] != "header" || apiKey["name"] != "X-API-Key" || bearer["type"] != "http" || bearer["scheme"] != "Bearer" {
+			t.Errorf("%s: securitySchemes %v", door.name, card["securitySchemes"])
+		}
+		if len(asList(card["security"])) != 2 {
+			t.Errorf("%s: security %v", door.name, card["security"])
+		}
+		if card["url"] != d.url || card["preferredTransport"] != "JSONRPC" || card["protocolVersion"] != "0.3" {
+			t.Errorf("%s: url %v, preferredTransport %v, protocolVersion %v", door.name, card["url"], card["preferredTransport"], card["protocolVersion"])
+		}
+		seen := map[string]int{}
+		for _, i := range asList(card["additionalInterfaces"]) {
+			m := i.(map[string]any)
+			seen[m["url"].(string)+" "+m["transport"].(string)]++
+		}
+		if len(seen) != 2 || seen[d.url+" JSONRPC"] != 1 || seen[d.url+" HTTP+JSON"] != 1 {
+			t.Errorf("%s: additionalInterfaces %v, want each interface once", door.name, card["additionalInterfaces"])
+		}
+		if !strings.Contains(meshtest.JSON(card), a2aserver.PresenceExtension) {
+			t.Errorf("%s: no presence extension: %s", door.name, a.body)
+		}
 	}
 }

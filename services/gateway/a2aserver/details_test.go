@@ -257,3 +257,37 @@ func TestCard_AgentWithoutSkillsHasADefaultSkill(t *testing.T) {
 		t.Fatalf("extended card skills: %+v (%v)", ext, err)
 	}
 }
+
+// TestPush_03GetWithoutConfigIDAnswersTheOnlyConfig: 0.3's
+// tasks/pushNotificationConfig/get takes the configuration id as optional
+// (pushNotificationConfigId, or only the task's id as 0.2 clients send it):
+// without one it answers the task's configuration when the task has exactly
+// one; with none it is not found, with several the caller must name one.
+func TestPush_03GetWithoutConfigIDAnswersTheOnlyConfig(t *testing.T) {
+	t.Parallel()
+	d := startEndpoint(t, endpointOptions{platform: func(c *platform.Config) { c.AllowPrivateWebhooks = true }})
+	taskID := d.finishedTask(t)
+	rc := newReceiver(t, 0)
+	get := func() *answer { return d.rpc("0.3", "tasks/pushNotificationConfig/get", map[string]any{"id": taskID}) }
+	checkRPCError(t, "get without an id, no configuration", "0.3", get(), -32001, "TASK_NOT_FOUND")
+	set := func(id string) {
+		t.Helper()
+		res := d.rpc("0.3", "tasks/pushNotificationConfig/set", map[string]any{"taskId": taskID,
+			"pushNotificationConfig": map[string]any{"id": id, "url": rc.srv.URL + "/hook"}})
+		if _, ok := rawFields(t, res)["result"]; !ok {
+			t.Fatalf("set %s: %s", id, res.body)
+		}
+	}
+	set("only")
+	res, _ := get().json(t)["result"].(map[string]any)
+	cfg, _ := res["pushNotificationConfig"].(map[string]any)
+	if res["taskId"] != string(taskID) || cfg["id"] != "only" || cfg["url"] != rc.srv.URL+"/hook" {
+		t.Errorf("get without an id, one configuration: %v", res)
+	}
+	set("second")
+	checkRPCError(t, "get without an id, two configurations", "0.3", get(), -32602, "INVALID_PARAMS")
+	named := d.rpc("0.3", "tasks/pushNotificationConfig/get", map[string]any{"id": taskID, "pushNotificationConfigId": "second"}).json(t)
+	if res, _ := named["result"].(map[string]any); res == nil || res["pushNotificationConfig"].(map[string]any)["id"] != "second" {
+		t.Errorf("get with an id: %v", named)
+	}
+}

@@ -137,7 +137,7 @@ func (s *Server) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 	// a credential never makes the endpoint read megabytes.
 	c, err := s.authenticate(w, r, agent)
 	if err != nil {
-		writeRPCError(w, shape, nil, err, nil)
+		writeRPCError(w, shape, requestID(r), err, nil)
 		return
 	}
 	body, err := readBody(w, r, s.bodyLimit(c))
@@ -173,6 +173,10 @@ func (s *Server) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.authorize(w, agent, c, method); err != nil {
 		writeRPCError(w, version, env.id, err, retryMeta(w))
+		return
+	}
+	if version == a2atask.Version03 && method == methodExtendedCard {
+		s.serveExtendedCard03(w, r, agent, env.id)
 		return
 	}
 	req := r.WithContext(withRequest(r.Context(), &request{agent: agent, caller: c, version: version}))
@@ -236,6 +240,10 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request, version strin
 		writeRESTError(w, err, retryMeta(w))
 		return
 	}
+	if version == a2atask.Version03 && method == methodExtendedCard {
+		s.serveExtendedCard03(w, r, agent, nil)
+		return
+	}
 	req := r.WithContext(withRequest(r.Context(), &request{agent: agent, caller: c, version: version}))
 	u := *r.URL
 	u.Path, u.RawPath = rel, ""
@@ -273,12 +281,59 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, agent *mes
 }
 
 // authorize checks the method's scope and takes one request from the
-// caller's rate limit (setting Retry-After when refused).
+// caller's rate limit (setting Retry-After when refused). A caller without
+// a credential (of a public agent) is told to authenticate for what only a
+// credential gives: the extended card (spec 1.0 §13.3), canceling and push
+// configurations.
 func (s *Server) authorize(w http.ResponseWriter, agent *mesh.Agent, c *admission.Caller, method string) error {
-	if scope := scopes[method]; scope != "" && !c.Can(scope) {
+	scope := scopes[method]
+	switch {
+	case c.Anonymous() && (credentialOnly[method] || (scope != "" && !c.Can(scope))):
+		admission.Challenge(w)
+		return a2a.NewError(a2a.ErrUnauthenticated, fmt.Sprintf("%s needs a credential, on a public agent too: send X-API-Key: <api key> or Authorization: Bearer <token>", method))
+	case scope != "" && !c.Can(scope):
 		return a2a.NewError(a2a.ErrUnauthorized, fmt.Sprintf("this credential lacks the %s scope that %s needs", scope, method))
 	}
 	return s.admission.AllowAgent(w, agent.ID, c)
+}
+
+// idScanBytes bounds what the endpoint reads of a body it refuses before
+// reading it (no valid credential), looking for the request's id.
+const idScanBytes = 4 << 10
+
+// requestID is the id of a JSON-RPC request whose body the endpoint did not
+// read, from the body's first idScanBytes: a client matches the refusal to
+// its request by it (JSON-RPC 2.0 §5: the id is null only when it could not
+// be read). Nil when it is not there, or not a string or a number.
+func requestID(r *http.Request) any {
+	dec := json.NewDecoder(io.LimitReader(r.Body, idScanBytes))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok {
+			return nil
+		}
+		if key != "id" {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return nil
+			}
+			continue
+		}
+		var id any
+		if dec.Decode(&id) != nil {
+			return nil
+		}
+		switch id.(type) {
+		case string, float64:
+			return id
+		}
+		return nil
+	}
+	return nil
 }
 
 // retryMeta puts the Retry-After of a refusal into the error's details.

@@ -42,19 +42,21 @@ func (e *runExecutor) Execute(ctx context.Context, execCtx *a2asrv.ExecutorConte
 			yield(nil, err)
 			return
 		}
-		e.stream(ctx, rq.agent.ID, run.ID, yield)
+		e.stream(ctx, rq.agent.ID, run.ID, a2atask.Final, yield)
 	}
 }
 
 // stream follows a run: its task first (read after the consumer started,
-// so no event falls between), then its events.
-func (e *runExecutor) stream(ctx context.Context, agentID, taskID string, yield func(a2a.Event, error) bool) {
+// so no event falls between), then its events, until a state for which
+// last is true.
+func (e *runExecutor) stream(ctx context.Context, agentID, taskID string, last func(a2a.TaskState) bool, yield func(a2a.Event, error) bool) {
 	f, err := e.queues.follow(ctx, agentID, taskID)
 	if err != nil {
 		yield(nil, toA2A(e.s.log, err))
 		return
 	}
 	defer f.Close()
+	f.last = last
 	st, run, err := e.store.get(ctx, taskID)
 	if err != nil {
 		yield(nil, err)

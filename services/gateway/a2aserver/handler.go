@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
-	"github.com/a2amesh/a2amesh/internal/a2atask"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -156,8 +154,10 @@ func (h *handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 }
 
 // SubscribeToTask implements a2asrv.RequestHandler: the task as it is now,
-// then its events. A task in a terminal state has nothing to follow (spec
-// 1.0 §3.1.6).
+// then its events until it is terminal. A task waiting for input is
+// interrupted, not ended: the stream goes on through the caller's answer
+// to the task's end. A task in a terminal state has nothing to follow
+// (spec 1.0 §3.1.6).
 func (h *handler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		st, err := h.store.Get(ctx, req.ID)
@@ -171,26 +171,18 @@ func (h *handler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskR
 		}
 		ctx, cancel := h.streamContext(ctx)
 		defer cancel()
-		h.exec.stream(ctx, requestOf(ctx).agent.ID, string(req.ID), yield)
+		h.exec.stream(ctx, requestOf(ctx).agent.ID, string(req.ID), a2a.TaskState.Terminal, yield)
 	}
 }
 
 // GetExtendedAgentCard implements a2asrv.RequestHandler: the card with the
-// agent's runtime presence.
+// agent's runtime presence, for 1.0 callers (the endpoint answers 0.3
+// callers itself: serveExtendedCard03).
 func (h *handler) GetExtendedAgentCard(ctx context.Context, _ *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
 	rq := requestOf(ctx)
 	card, err := h.s.extendedCard(ctx, rq.agent)
 	if err != nil {
 		return nil, toA2A(h.s.log, err)
-	}
-	if rq.version == a2atask.Version03 {
-		// The 0.3 transports convert the card with the first interface as
-		// its url, preferredTransport and protocolVersion; a 0.3 caller is
-		// answered with a 0.3 card, so its interfaces go first.
-		sort.SliceStable(card.SupportedInterfaces, func(i, j int) bool {
-			return card.SupportedInterfaces[i].ProtocolVersion == a2atask.Version03 &&
-				card.SupportedInterfaces[j].ProtocolVersion != a2atask.Version03
-		})
 	}
 	return card, nil
 }

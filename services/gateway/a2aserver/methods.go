@@ -38,6 +38,11 @@ var scopes = map[string]string{
 	methodPushDelete:   meshapi.ScopePush,
 }
 
+// credentialOnly are the methods a caller without a credential never
+// calls, not even on a public agent, whatever scopes it has there: the
+// extended card tells who runs the agent (spec 1.0 §13.3).
+var credentialOnly = map[string]bool{methodExtendedCard: true}
+
 // rpcMethods maps each version's JSON-RPC method names to the methods.
 var rpcMethods = map[string]map[string]string{
 	a2atask.Version10: {

@@ -45,12 +45,28 @@ func (h *handler) GetTaskPushConfig(ctx context.Context, req *a2a.GetTaskPushCon
 	if err != nil {
 		return nil, err
 	}
+	if req.ID == "" && requestOf(ctx).version == a2atask.Version03 {
+		return onlyConfig(configs)
+	}
 	for _, c := range configs {
 		if c.ID == req.ID {
 			return c, nil
 		}
 	}
 	return nil, a2a.NewError(a2a.ErrTaskNotFound, "the task has no push notification configuration "+req.ID)
+}
+
+// onlyConfig answers a 0.3 get without pushNotificationConfigId, which 0.3
+// makes optional (and 0.2 clients, whose tasks had one configuration, never
+// send): the task's configuration, when it has exactly one.
+func onlyConfig(configs []*a2a.PushConfig) (*a2a.PushConfig, error) {
+	switch len(configs) {
+	case 0:
+		return nil, a2a.NewError(a2a.ErrTaskNotFound, "the task has no push notification configuration")
+	case 1:
+		return configs[0], nil
+	}
+	return nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("the task has %d push notification configurations: name one with pushNotificationConfigId", len(configs)))
 }
 
 // ListTaskPushConfigs implements a2asrv.RequestHandler.

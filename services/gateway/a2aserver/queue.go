@@ -60,13 +60,17 @@ func (q *busQueues) follow(ctx context.Context, agentID, taskID string) (*follow
 	if err != nil {
 		return nil, fmt.Errorf("follow task %s: %w", taskID, err)
 	}
-	return &follower{runs: runs, taskID: taskID, url: q.s.download, sent: map[a2a.ArtifactID]bool{}}, nil
+	return &follower{runs: runs, taskID: taskID, url: q.s.download, sent: map[a2a.ArtifactID]bool{}, last: a2atask.Final}, nil
 }
 
 // follower is one reader of a task's events.
 type follower struct {
-	runs    *runfollow.Follower
-	taskID  string
+	runs   *runfollow.Follower
+	taskID string
+	// last tells the state after which the reader ends: a final state
+	// (a2atask.Final) for a sender, who is answered when the task asks for
+	// input; a terminal one for a subscriber.
+	last    func(a2a.TaskState) bool
 	url     a2atask.ArtifactURL
 	after   uint64
 	context string
@@ -84,10 +88,10 @@ func (f *follower) seed(task *a2a.Task, rev uint64) {
 	for _, a := range task.Artifacts {
 		f.sent[a.ID] = true
 	}
-	f.ended = a2atask.Final(task.Status.State)
+	f.ended = f.last(task.Status.State)
 }
 
-// Read returns the next A2A event of the task; after the event of a final
+// Read returns the next A2A event of the task; after the event of its last
 // state it returns eventqueue.ErrQueueClosed.
 func (f *follower) Read(ctx context.Context) (*eventqueue.Message, error) {
 	for len(f.pending) == 0 {
@@ -143,7 +147,7 @@ func (f *follower) run(run *mesh.TaskRun, typ string) {
 	}
 	ev := a2atask.StatusEvent(run)
 	f.push(ev, run.Revision)
-	f.ended = a2atask.Final(ev.Status.State)
+	f.ended = f.last(ev.Status.State)
 }
 
 func (f *follower) artifact(run *mesh.TaskRun, a *a2a.Artifact) {

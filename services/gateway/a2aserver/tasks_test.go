@@ -436,3 +436,66 @@ func keyOf(t *testing.T, p *meshtest.Platform, agentID string) string {
 	p.Do(http.MethodPost, "/a2a/"+agentID+"/api-keys", nil, &res)
 	return res.APIKey
 }
+
+// TestSubscribe_InputRequiredTaskStreamsUntilTerminal: a subscription to a
+// task that waits for input (interrupted, not terminal) stays open: it
+// carries the task, then, once the caller answers, the task's later events,
+// and ends with the terminal state (1.0 SubscribeToTask, 0.3
+// tasks/resubscribe, over JSON-RPC and HTTP+JSON).
+func TestSubscribe_InputRequiredTaskStreamsUntilTerminal(t *testing.T) {
+	t.Parallel()
+	d := startEndpoint(t, endpointOptions{agent: meshtest.AgentOptions{Provider: newScripted()}})
+	for _, version := range []string{"1.0", "0.3"} {
+		for _, binding := range []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON} {
+			name := version + " " + string(binding)
+			c := d.client(version, binding)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: textMessage("ask for a room")})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			task := res.(*a2a.Task)
+			if task.Status.State != a2a.TaskStateInputRequired {
+				t.Fatalf("%s: the task is %s", name, task.Status.State)
+			}
+			first := make(chan struct{})
+			var states []string
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for ev, err := range c.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+					if err != nil {
+						states = append(states, "error: "+err.Error())
+						break
+					}
+					switch v := ev.(type) {
+					case *a2a.Task:
+						states = append(states, "task "+string(v.Status.State))
+						close(first)
+					case *a2a.TaskStatusUpdateEvent:
+						states = append(states, string(v.Status.State))
+					}
+				}
+			}()
+			select {
+			case <-first:
+			case <-done:
+				t.Fatalf("%s: the subscription ended before its first event: %v", name, states)
+			}
+			answer := textMessage("Nice")
+			answer.TaskID, answer.ContextID = task.ID, task.ContextID
+			if _, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: answer}); err != nil {
+				t.Fatalf("%s: answer: %v", name, err)
+			}
+			select {
+			case <-done:
+			case <-ctx.Done():
+				t.Fatalf("%s: the subscription did not end with the task", name)
+			}
+			if len(states) < 2 || states[0] != "task TASK_STATE_INPUT_REQUIRED" || states[len(states)-1] != "TASK_STATE_COMPLETED" {
+				t.Errorf("%s: the subscription carried %v, want the input-required task, the later updates and the completion", name, states)
+			}
+			cancel()
+		}
+	}
+}
