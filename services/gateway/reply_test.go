@@ -55,3 +55,56 @@ func TestReply_APersonAnswersARunWaitingForInput(t *testing.T) {
 		t.Fatalf("structured answer stored as %s", data.Input)
 	}
 }
+
+// TestReply_TheAnswerCarriesTheEarlierTurns: a person's answer reaches the
+// agent with the conversation so far in input.history (the request, each
+// question, each earlier answer), as an A2A caller's answer does, so an
+// agent without memory of its own does not ask again.
+func TestReply_TheAnswerCarriesTheEarlierTurns(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t)
+	agent := p.CreateAgent("asker")
+	rt := p.OnlineRuntime(t, agent.ID)
+	run := p.CreateTask(agent.ID, "book a table")
+	ask := func(question string) {
+		t.Helper()
+		p.PullRun(t, agent.ID, rt.RuntimeToken)
+		p.Report(t, run.ID, "complete", rt.RuntimeToken, map[string]any{
+			"output": map[string]any{"text": question}, "input_required": true,
+		}).Expect(t, http.StatusOK)
+	}
+	answer := func(text string) {
+		t.Helper()
+		p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/task-runs/" + run.ID + "/input", Owner: true,
+			JSON: map[string]any{"text": text}}).Expect(t, http.StatusOK)
+	}
+	history := func() string {
+		t.Helper()
+		var in struct {
+			Text    string `json:"text"`
+			History []struct {
+				Role string `json:"role"`
+				Text string `json:"text"`
+			} `json:"history"`
+		}
+		got := p.GetTask(run.ID)
+		if err := json.Unmarshal(got.Input, &in); err != nil {
+			t.Fatalf("input %s: %v", got.Input, err)
+		}
+		var s string
+		for _, h := range in.History {
+			s += h.Role + ":" + h.Text + " | "
+		}
+		return s + "now:" + in.Text
+	}
+	ask("For how many?")
+	answer("four")
+	if got, want := history(), "user:book a table | agent:For how many? | now:four"; got != want {
+		t.Fatalf("after one answer the input is %q, want %q", got, want)
+	}
+	ask("Which day?")
+	answer("friday")
+	if got, want := history(), "user:book a table | agent:For how many? | user:four | agent:Which day? | now:friday"; got != want {
+		t.Fatalf("after two answers the input is %q, want %q", got, want)
+	}
+}

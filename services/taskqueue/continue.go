@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -29,6 +30,49 @@ func (s *Service) handleContinue(ctx context.Context, req *bus.Request) (any, er
 		return nil, err
 	}
 	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+}
+
+// historyInput is what a turn's input says of the conversation so far.
+type historyInput struct {
+	Text    string                   `json:"text"`
+	History []adapterapi.HistoryTurn `json:"history,omitempty"`
+}
+
+// withHistory returns the next turn's input with the conversation so far in
+// input.history: the earlier turns the previous input carried, the previous
+// turn's request and the question the agent asked (output.text of the turn
+// that ended in input-required). Every door answers a run through the task
+// queue's continue, so an agent sees the same history whichever door the
+// answer came through (A2A, REST, the CLI, the page, the envelope). What a
+// caller put in history itself is replaced. The oldest turns give way when
+// the input would outgrow maxInputBytes.
+func withHistory(prev, question, next json.RawMessage) (json.RawMessage, error) {
+	var before historyInput
+	_ = json.Unmarshal(prev, &before)
+	var asked struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(question, &asked)
+	turns := append(before.History, adapterapi.HistoryTurn{Role: "user", Text: before.Text}, adapterapi.HistoryTurn{Role: "agent", Text: asked.Text})
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(next, &fields); err != nil {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "input must be a JSON object, e.g. {\"text\": \"...\"}")
+	}
+	for {
+		h, err := json.Marshal(turns)
+		if err != nil {
+			return nil, err
+		}
+		fields["history"] = h
+		out, err := json.Marshal(fields)
+		if err != nil {
+			return nil, err
+		}
+		if len(out) <= maxInputBytes || len(turns) == 0 {
+			return out, nil
+		}
+		turns = turns[1:]
+	}
 }
 
 // continueRoute decides where the next turn of a run goes. A delegated run
@@ -61,8 +105,12 @@ func (s *Service) continueRun(ctx context.Context, runID string, input json.RawM
 		if !r.Delegated() {
 			r.DelegatedTo = route
 		}
+		next, err := withHistory(r.Input, r.Output, input)
+		if err != nil {
+			return "", err
+		}
 		r.Status = mesh.StatusPending
-		r.Input = input
+		r.Input = next
 		r.Output = nil
 		r.Error = nil
 		r.Progress = nil
