@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/a2amesh/a2amesh/internal/adapter"
+	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/keeper"
 	"github.com/a2amesh/a2amesh/internal/logging"
@@ -101,7 +102,7 @@ func newRootCommand() *cobra.Command {
 	f.DurationVar(&o.killGrace, "kill-grace", provider.DefaultKillGrace, "time between SIGINT and SIGKILL when a task's processes are stopped")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "time the running task gets to finish on SIGINT/SIGTERM")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "permit a non-loopback --listen address (requires --auth-token-file)")
-	f.StringVar(&o.authTokenFile, "auth-token-file", "", "file holding the bearer token every request but /health must carry")
+	f.StringVar(&o.authTokenFile, "auth-token-file", "", "file (only you may read it) holding the bearer token every request but /health must carry; a2a-runtime start --adapter passes one of its own")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn or error")
 	o.host.addFlags(f)
 	cliusage.Guard(cmd)
@@ -148,6 +149,10 @@ func run(o options, argv []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "a2a-adapter listening on http://%s (provider %s)\n", ln.Addr(), cfg.Provider.Name())
 	log.Info().Str("addr", ln.Addr().String()).Str("provider", cfg.Provider.Name()).Msg("listening")
+	if cfg.AuthToken == "" {
+		log.Warn().Msg("started without --auth-token-file: anyone on this machine (any program of any user) can post tasks to this adapter; " +
+			"give it a token file only you may read, and the runtime the same file with a2a-runtime start --adapter-token-file")
+	}
 	return serveUntilSignal(srv, ln, o.shutdownGrace, log)
 }
 
@@ -183,13 +188,23 @@ func (o options) serverConfig(argv []string) (adapter.Config, error) {
 	if cfg.Instructions, err = readTextFile(o.instructionFile, "--instruction-file"); err != nil {
 		return cfg, err
 	}
-	if cfg.AuthToken, err = readTextFile(o.authTokenFile, "--auth-token-file"); err != nil {
+	if cfg.AuthToken, err = readTokenFile(o.authTokenFile); err != nil {
 		return cfg, err
 	}
-	if o.authTokenFile != "" && cfg.AuthToken == "" {
-		return cfg, errors.New("--auth-token-file is empty")
-	}
 	return cfg, nil
+}
+
+// readTokenFile returns the token of --auth-token-file, or "" when none is
+// given.
+func readTokenFile(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	token, err := adapterapi.ReadTokenFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--auth-token-file: %w", err)
+	}
+	return token, nil
 }
 
 // readTextFile returns the trimmed text of path, or "" when path is empty.

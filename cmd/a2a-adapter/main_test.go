@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -364,4 +365,42 @@ func processGone(pid int) bool {
 	s := string(stat)
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
+
+// Without a token the adapter still works, as before, but says at start
+// that anyone on the machine may post work to it.
+func TestAdapter_WithoutATokenWarnsThatAnyLocalUserMayPostWork(t *testing.T) {
+	p := startAdapter(t, "--provider", "echo")
+	if resp, _ := runTask(t, p.url, `{"task_run_id":"r","input":{"text":"hi"}}`, ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("task without a token: %d, want 200", resp.StatusCode)
+	}
+	if err := p.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var warning map[string]any
+	for _, line := range strings.Split(p.stderr.String(), "\n") {
+		var entry map[string]any
+		if json.Unmarshal([]byte(line), &entry) == nil && entry["level"] == "warn" && strings.Contains(fmt.Sprint(entry["message"]), "anyone") {
+			warning = entry
+		}
+	}
+	if warning == nil || !strings.Contains(fmt.Sprint(warning["message"]), "--auth-token-file") {
+		t.Fatalf("no warning naming --auth-token-file that anyone on this machine may post tasks; stderr:\n%s", p.stderr)
+	}
+}
+
+// A token file other users may read is no secret.
+func TestAdapter_RefusesATokenFileOthersMayRead(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("tok-123\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// An adapter that took the file would serve until killed.
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, adapterBin, "--workdir", t.TempDir(), "--listen", "127.0.0.1:0", "--provider", "echo", "--auth-token-file", tokenFile).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || ctx.Err() != nil || !strings.Contains(string(out), "chmod 600") || strings.Contains(string(out), "tok-123") {
+		t.Fatalf("err = %v, want a refusal saying chmod 600 without the token; output:\n%s", err, out)
+	}
 }

@@ -36,6 +36,36 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	})
 }
 
+// loopbackOnly refuses, on every endpoint, a request whose Host is not a
+// loopback name. A web page can make a browser post to the adapter by
+// rebinding a name of its own to 127.0.0.1 (DNS rebinding); the browser then
+// sends that name as the Host, which no request meant for a loopback
+// adapter carries. An adapter listening beyond loopback (AllowRemote) is
+// reached by other names and is guarded by its token instead, which such a
+// page cannot know.
+func (s *Server) loopbackOnly(next http.Handler) http.Handler {
+	if s.cfg.AllowRemote {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isLoopbackHost(hostName(r.Host)) {
+			s.log.Warn().Str("remote_addr", r.RemoteAddr).Str("path", r.URL.Path).Msg("request for a Host that is not loopback refused")
+			writeFailure(w, http.StatusForbidden, "Host must be a loopback address (127.0.0.1, ::1 or localhost): the adapter answers only requests meant for this machine")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostName is the host of a Host header, without its port or the brackets
+// of an IPv6 literal.
+func hostName(hostport string) string {
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		return host
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
+}
+
 func bearerToken(r *http.Request) string {
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {

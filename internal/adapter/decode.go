@@ -46,6 +46,9 @@ func decodeRunTask(body []byte) (adapterapi.RunTaskRequest, error) {
 	if strings.TrimSpace(w.TaskRunID) == "" {
 		return adapterapi.RunTaskRequest{}, errors.New("task_run_id is required")
 	}
+	if err := checkVariables(w.Environment); err != nil {
+		return adapterapi.RunTaskRequest{}, err
+	}
 	switch firstByte(w.Input) {
 	case 0:
 		return adapterapi.RunTaskRequest{}, errors.New("input is required")
@@ -54,6 +57,25 @@ func decodeRunTask(body []byte) (adapterapi.RunTaskRequest, error) {
 		return adapterapi.RunTaskRequest{}, errors.New("input must be a JSON object")
 	}
 	return w.RunTaskRequest, nil
+}
+
+// errVariables refuses a request with environment.variables. It names no
+// variable and quotes no value: they may be secrets.
+var errVariables = errors.New("environment.variables is not accepted: the platform never sends a host's variables, " +
+	"so a request with some did not come from it; set what the host needs in the adapter's environment " +
+	"(for an adapter the runtime starts, its adapter environment file)")
+
+// checkVariables is the one place where a task's environment variables are
+// let in. The platform refuses them from callers (it would have to store
+// them), so any that arrive were put there by someone else, and in a host's
+// environment a variable can run code (BASH_ENV, LD_PRELOAD): all are
+// refused. Variables sealed by the platform for this adapter would be
+// opened and checked here.
+func checkVariables(env *adapterapi.Environment) error {
+	if env != nil && len(env.Variables) > 0 {
+		return errVariables
+	}
+	return nil
 }
 
 // firstByte returns the first byte of b after JSON whitespace, or 0.

@@ -1,12 +1,15 @@
 package adapter
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/provider"
 )
 
 func TestDecodeRunTask_SeedExample(t *testing.T) {
@@ -64,4 +67,41 @@ func FuzzDecodeRunTask(f *testing.F) {
 		}
 		_ = req.InputText()
 	})
+}
+
+// The platform never sends a host's environment variables (it refuses
+// them from callers): a request that carries some did not come from it.
+// Posted to a command adapter running a bash script, {"BASH_ENV":
+// "/dev/stdin"} made bash run the task's input as a script.
+func TestRunTask_RefusesEnvironmentVariables(t *testing.T) {
+	ran := make(chan string, 8)
+	_, ts := startServer(t, Config{Provider: funcProvider(func(_ context.Context, task *provider.Task) (*provider.Result, error) {
+		ran <- task.Request.TaskRunID
+		return &provider.Result{Output: map[string]any{"text": "ran"}}, nil
+	})})
+	for _, env := range []string{
+		`{"variables":{"BASH_ENV":"/dev/stdin"}}`,
+		`{"working_directory":"/srv/project","variables":{"API_TOKEN":"value-7d2e"}}`,
+	} {
+		body := `{"task_run_id":"r","conversation_id":"c","input":{"text":"touch /tmp/pwned"},"environment":` + env + `}`
+		r := post(t.Context(), ts.URL, body)
+		status, msg := failureOf(t, r)
+		if status != http.StatusBadRequest || !strings.Contains(msg, "environment.variables") || !strings.Contains(msg, "not accepted") {
+			t.Errorf("environment %s: %d %q, want 400 naming environment.variables", env, status, msg)
+		}
+		if strings.Contains(msg, "value-7d2e") || strings.Contains(msg, "/dev/stdin") {
+			t.Errorf("environment %s: the refusal quotes a value: %q", env, msg)
+		}
+	}
+	select {
+	case id := <-ran:
+		t.Fatalf("task %s ran with the variables", id)
+	default:
+	}
+	for _, env := range []string{`{"working_directory":"/srv/project"}`, `{"variables":{}}`, `null`} {
+		body := `{"task_run_id":"r","conversation_id":"c","input":{"text":"x"},"environment":` + env + `}`
+		if reply := parseReply(t, post(t.Context(), ts.URL, body)); reply.Kind != adapterapi.KindSuccess {
+			t.Errorf("environment %s: reply %+v, want success", env, reply)
+		}
+	}
 }

@@ -44,11 +44,14 @@ type Config struct {
 	// TaskTimeout bounds one task run, queueing excluded. Default
 	// DefaultTaskTimeout.
 	TaskTimeout time.Duration
-	// AllowRemote permits a non-loopback listen address. It requires
+	// AllowRemote permits a non-loopback listen address, and requests for
+	// any Host (otherwise only loopback names are answered). It requires
 	// AuthToken, since the adapter is no authentication boundary otherwise.
 	AllowRemote bool
 	// AuthToken, when set, must be sent as "Authorization: Bearer <token>"
-	// with every request but GET /health.
+	// with every request but GET /health. The runtime that starts the
+	// adapter gives it a new one at each start; without one, any program
+	// of any user on the machine may post tasks. Default: none.
 	AuthToken string
 	// Logger receives the adapter's logs. Default: none.
 	Logger zerolog.Logger
@@ -204,5 +207,5 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	})
-	return s.authenticate(mux)
+	return s.loopbackOnly(s.authenticate(mux))
 }
