@@ -115,7 +115,7 @@ func newService(g *globals) *cobra.Command {
 
 // serviceStartFlags are the flags of start a service carries.
 var serviceStartFlags = []string{"concurrency", "status-listen", "transport", "nats-url", "api-base",
-	"task-timeout", "drain-grace", "adapter-wait", "local-agent-endpoint", "adapter", "adapter-bin"}
+	"task-timeout", "drain-grace", "adapter-wait", "local-agent-endpoint", "adapter", "adapter-bin", "adapter-token-file"}
 
 // startFlags gives install the flags of start it carries, with start's
 // help and defaults.
@@ -136,9 +136,20 @@ func serviceStartArgs(cmd *cobra.Command, p profile.Profile, adapterArgs []strin
 	var args []string
 	f := cmd.Flags()
 	for _, name := range serviceStartFlags {
-		if fl := f.Lookup(name); fl.Changed && name != "adapter-bin" {
-			args = append(args, "--"+name, fl.Value.String())
+		fl := f.Lookup(name)
+		if !fl.Changed || name == "adapter-bin" {
+			continue
 		}
+		value := fl.Value.String()
+		if name == "adapter-token-file" {
+			// A service does not start in the folder install ran in.
+			abs, err := filepath.Abs(value)
+			if err != nil {
+				return nil, err
+			}
+			value = abs
+		}
+		args = append(args, "--"+name, value)
 	}
 	runs := f.Changed("adapter") && f.Lookup("adapter").Value.String() != noAdapter
 	paired := !f.Changed("adapter") && p.SupervisedAdapter.Provider != ""

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/ledger"
 	"github.com/a2amesh/a2amesh/internal/logging"
@@ -32,6 +33,7 @@ func newStart(g *globals) *cobra.Command {
 		profileName, apiBase, transport, natsURL string
 		statusListen, endpoint                   string
 		adapterProvider, adapterBin, adapterEnv  string
+		adapterTokenFile                         string
 		concurrency                              int
 		taskTimeout, drainGrace, adapterWait     time.Duration
 	)
@@ -77,7 +79,11 @@ func newStart(g *globals) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if run := supervised(cmd, p.SupervisedAdapter, adapterProvider, adapterBin, adapterArgs); run.Provider != "" {
+			run := supervised(cmd, p.SupervisedAdapter, adapterProvider, adapterBin, adapterArgs)
+			if err := useAdapterToken(adapter, adapterTokenFile, run); err != nil {
+				return err
+			}
+			if run.Provider != "" {
 				envFile := adapterEnv
 				if envFile != "" {
 					if _, err := os.Stat(envFile); err != nil {
@@ -213,6 +219,7 @@ func newStart(g *globals) *cobra.Command {
 	f.StringVar(&endpoint, "local-agent-endpoint", "", "the local adapter's run-task URL for this start (default: the one given at pairing), e.g. http://127.0.0.1:8787/run-task")
 	f.StringVar(&adapterProvider, "adapter", "", "start a2a-adapter with this provider (claude, codex, gemini, cursor, hermes, openclaw, command; also --provider) on the endpoint's port, restart it when it exits and stop it on stop; arguments after -- are passed to it. Default: the one chosen at pairing; none runs no adapter. Without either, run the adapter yourself")
 	f.StringVar(&adapterEnv, "adapter-env-file", "", "KEY=VALUE lines added to the environment of the adapter start runs, e.g. OPENCLAW_GATEWAY_TOKEN=… (a service does not get your shell's environment); read at each start of the adapter, refused unless only you may read it (default: adapter.env next to the profile file, if it exists)")
+	f.StringVar(&adapterTokenFile, "adapter-token-file", "", "for an adapter you run yourself: the file (only you may read it) holding the token it requires, the one given to a2a-adapter --auth-token-file; sent with every request to it. The adapter --adapter runs gets a new token of its own at each start")
 	f.StringVar(&adapterBin, "adapter-bin", "", "the a2a-adapter program for --adapter (default: the one next to a2a-runtime, else a2a-adapter on PATH)")
 	f.StringVar(&statusListen, "status-listen", "", "serve /metrics and /healthz on this local address, e.g. 127.0.0.1:9464 (off unless given: the runtime opens no port by default)")
 	return cmd
@@ -241,6 +248,23 @@ func supervised(cmd *cobra.Command, paired profile.SupervisedAdapter, provider, 
 		return profile.SupervisedAdapter{}
 	}
 	return run
+}
+
+// useAdapterToken makes the client send the token of --adapter-token-file,
+// which is for an adapter the user runs: the one start runs gets its own.
+func useAdapterToken(client *adapterclient.Client, path string, run profile.SupervisedAdapter) error {
+	switch {
+	case path == "":
+		return nil
+	case run.Provider != "":
+		return fmt.Errorf("--adapter-token-file is for an adapter you run yourself; the adapter start runs (%s) gets a new token of its own at each start", run.Provider)
+	}
+	token, err := adapterapi.ReadTokenFile(path)
+	if err != nil {
+		return fmt.Errorf("--adapter-token-file: %w", err)
+	}
+	client.SetAuthToken(token)
+	return nil
 }
 
 // startAdapter runs a2a-adapter with provider on the endpoint's port, under

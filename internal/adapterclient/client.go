@@ -69,6 +69,9 @@ type Client struct {
 	// any answer carried no task it took, and the task is sent again.
 	kept      *http.Client
 	keepAlive atomic.Bool
+	// token is the adapter's bearer token, sent with every request when
+	// set: an adapter that takes work only from its runtime checks it.
+	token atomic.Pointer[string]
 }
 
 // keptIdleTimeout closes a kept connection idle this long, well before an
@@ -97,6 +100,18 @@ func New(endpoint string) (*Client, error) {
 // Endpoint returns the run-task URL.
 func (c *Client) Endpoint() string { return c.endpoint }
 
+// SetAuthToken makes every later request carry "Authorization: Bearer
+// token"; "" sends none. A runtime that starts the adapter sets the token
+// it gave that adapter, before starting it.
+func (c *Client) SetAuthToken(token string) { c.token.Store(&token) }
+
+// authorize adds the adapter's token to req.
+func (c *Client) authorize(req *http.Request) {
+	if t := c.token.Load(); t != nil && *t != "" {
+		req.Header.Set("Authorization", "Bearer "+*t)
+	}
+}
+
 // Run posts a task and returns the classified reply. onProgress receives the
 // progress lines of a streaming adapter as they arrive. ctx ending aborts the
 // request, which tells the adapter to stop the host process.
@@ -111,6 +126,7 @@ func (c *Client) Run(ctx context.Context, req *adapterapi.RunTaskRequest, onProg
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", adapterapi.MediaNDJSON+", application/json")
+	c.authorize(hreq)
 	// The adapter's span of the task continues the runtime's trace.
 	hreq, span := tracing.StartHTTPClient(hreq, tracer, "adapter run-task", tracing.AttrTaskRunID.String(req.TaskRunID))
 	defer span.End()
@@ -123,9 +139,13 @@ func (c *Client) Run(ctx context.Context, req *adapterapi.RunTaskRequest, onProg
 	span.SetAttributes(tracing.AttrHTTPStatus.Int(resp.StatusCode))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
+		msg := fmt.Sprintf("local adapter answered HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(snippet)))
+		if resp.StatusCode == http.StatusUnauthorized {
+			msg += " (give a2a-runtime start the adapter's --auth-token-file with --adapter-token-file)"
+		}
 		return nil, &Failure{
 			Code:    CodeHTTPStatus,
-			Message: fmt.Sprintf("local adapter answered HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(snippet))),
+			Message: msg,
 			// 429 (its queue is full) and 503 (it is stopping) refuse the
 			// task before it starts.
 			NotDelivered: resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable,
@@ -276,6 +296,7 @@ func (c *Client) Health(ctx context.Context) (*adapterapi.Health, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.authorize(req)
 	resp, err := c.fresh.Do(req)
 	if err != nil {
 		c.keepAlive.Store(false)

@@ -384,3 +384,39 @@ func TestRun_AKeptConnectionClosedBeforeAnyAnswerIsRetriedOnAFreshOne(t *testing
 		t.Fatalf("3 tasks opened %d connections, want 3", n)
 	}
 }
+
+// An adapter that takes work only from its runtime checks a bearer token on
+// its requests; the client sends it with every one, the health checks too.
+func TestClient_SendsTheAdapterTokenWithEveryRequest(t *testing.T) {
+	t.Parallel()
+	seen := make(chan string, 8)
+	c := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.URL.Path + " " + r.Header.Get("Authorization")
+		if r.URL.Path == "/health" {
+			fmt.Fprint(w, `{"ok":true,"keep_alive":true}`)
+			return
+		}
+		fmt.Fprint(w, `{"success":true,"output":{"text":"ok"}}`)
+	})
+	if _, err := c.Run(context.Background(), request(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-seen; got != "/run-task " {
+		t.Fatalf("without a token: %q, want no Authorization", got)
+	}
+	c.SetAuthToken("tok-1")
+	if _, err := c.Health(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.SetAuthToken("tok-2")
+	for range 2 { // a fresh connection, then a kept one (keep_alive)
+		if _, err := c.Run(context.Background(), request(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"/health Bearer tok-1", "/run-task Bearer tok-2", "/run-task Bearer tok-2"} {
+		if got := <-seen; got != want {
+			t.Fatalf("request %q, want %q", got, want)
+		}
+	}
+}

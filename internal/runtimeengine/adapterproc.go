@@ -32,7 +32,8 @@ type AdapterProcessConfig struct {
 	// EnvFile names an adapter environment file (see ReadAdapterEnvFile)
 	// whose variables are added to the adapter's environment at each start.
 	EnvFile string
-	// Client checks its GET /health.
+	// Client checks its GET /health. StartAdapter sets its token to the one
+	// of the adapter it starts (see adaptertoken.go).
 	Client *adapterclient.Client
 	// Output receives its standard output and error. Nil discards them.
 	Output io.Writer
@@ -60,6 +61,7 @@ const (
 type AdapterProcess struct {
 	cfg    AdapterProcessConfig
 	log    zerolog.Logger
+	tokens *adapterTokens
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -78,17 +80,26 @@ func StartAdapter(ctx context.Context, cfg AdapterProcessConfig) (*AdapterProces
 	if cfg.Output == nil {
 		cfg.Output = io.Discard
 	}
+	if err := checkAdapterArgs(cfg.Args); err != nil {
+		return nil, err
+	}
 	if err := portFree(ctx, cfg); err != nil {
 		return nil, err
 	}
-	a := &AdapterProcess{cfg: cfg, log: cfg.Logger, done: make(chan struct{})}
+	tokens, err := newAdapterTokens()
+	if err != nil {
+		return nil, err
+	}
+	a := &AdapterProcess{cfg: cfg, log: cfg.Logger, tokens: tokens, done: make(chan struct{})}
 	exited, err := a.spawn()
 	if err != nil {
+		tokens.removeAll()
 		return nil, err
 	}
 	if err := a.waitHealthy(ctx, exited); err != nil {
 		a.kill()
 		<-exited
+		tokens.removeAll()
 		return nil, err
 	}
 	a.log.Info().Str("provider", cfg.Provider).Str("listen", cfg.Listen).Msg("local adapter started")
@@ -117,26 +128,39 @@ func portFree(ctx context.Context, cfg AdapterProcessConfig) error {
 	return fmt.Errorf("%w: another program listens on %s; give the adapter another port with --local-agent-endpoint http://127.0.0.1:<port>/run-task", ErrAdapterPortBusy, cfg.Listen)
 }
 
-// spawn starts one adapter process; exited is closed when it ends.
+// spawn starts one adapter process with a new token, which the client
+// sends from now on; exited is closed when the process ends, and its token
+// file is deleted then.
 func (a *AdapterProcess) spawn() (chan struct{}, error) {
-	args := append([]string{"--provider", a.cfg.Provider, "--listen", a.cfg.Listen}, a.cfg.Args...)
 	extra, err := ReadAdapterEnvFile(a.cfg.EnvFile)
 	if err != nil {
 		return nil, err
 	}
+	tokenFile, token, err := a.tokens.issue()
+	if err != nil {
+		return nil, err
+	}
+	// The previous adapter is gone: no request in flight carries its token.
+	a.cfg.Client.SetAuthToken(token)
+	args := append([]string{"--provider", a.cfg.Provider, "--listen", a.cfg.Listen, adapterTokenFlag, tokenFile}, a.cfg.Args...)
 	cmd := exec.Command(a.cfg.Binary, args...)
 	cmd.Stdout, cmd.Stderr = a.cfg.Output, a.cfg.Output
 	// A variable of the file wins over the runtime's own of the same name.
 	cmd.Env = append(adapterEnv(), extra...)
 	cmd.SysProcAttr = adapterSysProcAttr()
 	if err := cmd.Start(); err != nil {
+		_ = os.Remove(tokenFile)
 		return nil, fmt.Errorf("start the local adapter %s: %w", a.cfg.Binary, err)
 	}
 	exited := make(chan struct{})
 	a.mu.Lock()
 	a.cmd, a.exited = cmd, exited
 	a.mu.Unlock()
-	go func() { _ = cmd.Wait(); close(exited) }()
+	go func() {
+		_ = cmd.Wait()
+		_ = os.Remove(tokenFile)
+		close(exited)
+	}()
 	return exited, nil
 }
 
@@ -226,6 +250,7 @@ func (a *AdapterProcess) supervise(ctx context.Context, exited chan struct{}) {
 func (a *AdapterProcess) Stop() {
 	a.cancel()
 	<-a.done
+	defer a.tokens.removeAll()
 	a.mu.Lock()
 	cmd, exited := a.cmd, a.exited
 	a.mu.Unlock()
