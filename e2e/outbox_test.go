@@ -119,3 +119,43 @@ func TestOutbox_ReportKeptByAKilledRuntimeIsDeliveredByTheNextStart(t *testing.T
 	c.m.startRuntime()
 	wantDeliveredOnce(t, p, c.m, c.AgentID, run, answer)
 }
+
+// A run whose host wrote files finishes while the platform is down: its
+// artifacts wait, like its result, until the platform is back, and the run
+// completes with them (README: nothing is lost).
+func TestOutbox_ArtifactsOfTaskFinishedDuringPlatformOutageAreStoredAfterRestart(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{lease: outboxLease})
+	dir := t.TempDir()
+	host := script(t, `
+d='`+dir+`'
+touch "$d/started"
+`+untilFile(filepath.Join(dir, "go"))+`
+printf '# Report\n\nall done\n' > "$A2A_OUTPUT_DIR/report.md"
+printf 'dot' > "$A2A_OUTPUT_DIR/dot.png"
+echo "files written"
+touch "$d/done"
+`)
+	c := l.connect(p, l.startAdapter("command", host).Endpoint)
+	run := c.task("write files")
+	waitStatus(t, p.Platform, run.ID, mesh.StatusRunning, waitStart)
+	waitFile(t, filepath.Join(dir, "started"))
+
+	p.stop()
+	touch(t, filepath.Join(dir, "go"))
+	waitFile(t, filepath.Join(dir, "done"))
+	p.start()
+
+	done := waitEnded(t, p.Platform, run.ID, mesh.StatusCompleted, waitLost)
+	parts, _ := outputOf(t, done)["parts"].([]any)
+	refs := 0
+	for _, part := range parts {
+		if m, _ := part.(map[string]any); m["type"] == "artifact_ref" {
+			refs++
+		}
+	}
+	if refs != 2 {
+		t.Fatalf("completed output refers to %d artifacts, want dot.png and report.md; output %s", refs, done.Output)
+	}
+}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"strconv"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/ledger"
@@ -189,8 +191,8 @@ func (c *Engine) completeRun(ctx context.Context, run *mesh.TaskRun, output map[
 	}
 	refs := make([]map[string]any, 0, len(writes))
 	for i, w := range writes {
-		actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		ref, err := c.cfg.Artifacts.Write(actx, run.ID, run.Attempt, w)
+		actx, cancel := context.WithTimeout(ctx, artifactWait)
+		ref, err := c.storeArtifact(actx, run, w, describe(w, i))
 		cancel()
 		if err != nil {
 			// Seed 000 step 6: any failed write fails the run; it is not completed.
@@ -213,6 +215,48 @@ func (c *Engine) completeRun(ctx context.Context, run *mesh.TaskRun, output map[
 	c.log.Info().Str("task_run_id", run.ID).Int("artifacts", len(refs)).Bool("input_required", inputRequired).Msg("task completed")
 	c.cfg.Metrics.taskEnded(true)
 	c.deliver(ctx, ledger.ReportComplete, run, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out, InputRequired: inputRequired})
+}
+
+// artifactWait bounds how long one artifact may wait for the platform to
+// take it.
+const artifactWait = 2 * time.Minute
+
+// storeArtifact writes one artifact of a finished run. While the platform
+// cannot take it (down, restarting, out of reach) it waits and tries again,
+// as the outbox does for a report, until ctx ends: a platform restarted
+// while a run writes files loses none of them. An answer that will not
+// change when asked again (the run is no longer this runtime's, the
+// artifact is refused) fails at once.
+func (c *Engine) storeArtifact(ctx context.Context, run *mesh.TaskRun, w adapterapi.ArtifactWrite, name string) (map[string]any, error) {
+	wait := 250 * time.Millisecond
+	for tries := 1; ; tries++ {
+		ref, err := c.cfg.Artifacts.Write(ctx, run.ID, run.Attempt, w)
+		if err == nil || !platformUnreachable(err) || ctx.Err() != nil {
+			return ref, err
+		}
+		if tries == 1 {
+			c.log.Warn().Err(err).Str("task_run_id", run.ID).Str("artifact", name).
+				Msg("the platform cannot take an artifact right now; trying again until it can")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(bus.Jitter(wait, 0.2)):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// platformUnreachable reports whether a request failed because the
+// platform could not take it right now, so that the same request may
+// succeed later: it is down or restarting, out of reach, or busy.
+func platformUnreachable(err error) bool {
+	var e *mesh.Error
+	if errors.As(err, &e) {
+		return e.Code == mesh.CodeUnavailable || e.Code == mesh.CodeTimeout || e.Code == mesh.CodeRateLimited
+	}
+	var ne net.Error
+	return bus.Transient(err) || errors.As(err, &ne)
 }
 
 func describe(w adapterapi.ArtifactWrite, i int) string {
