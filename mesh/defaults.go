@@ -24,3 +24,48 @@ const (
 	// base).
 	DefaultAPIAddr = "127.0.0.1:3000"
 )
+
+// Limits of request bodies and of bus messages. A body's content travels
+// on the bus: the text and data of a message become a run's input, which a
+// run record, an A2A task record and the run's events each carry whole in
+// one NATS message; files go to the object store in chunks. Every door
+// bounds its bodies by these, and the NATS servers (the embedded one and
+// deploy/nats/*.conf) allow MaxBusPayload.
+const (
+	// MaxInputBytes bounds the input of one turn of a run (the JSON of a
+	// message's text and data): a run record carries its input and an
+	// output of the same bound in one NATS message of MaxBusPayload. It is
+	// also the body limit of every door that takes no inline files (the
+	// REST API, the envelope protocol, the partner routes).
+	MaxInputBytes = 1 << 20
+	// MaxFileBytes bounds one inline file part of an A2A message: it is
+	// stored in the object store in chunks, never in a record.
+	MaxFileBytes = 5 << 20
+	// MaxBodyBytes bounds an A2A body of a caller with a credential: a
+	// MaxFileBytes file as base64 (4/3 of it) beside a MaxInputBytes input,
+	// with room for the JSON around them.
+	MaxBodyBytes = 8 << 20
+	// MaxAnonymousBodyBytes bounds a body of a caller without a credential
+	// (of a public agent): anyone may send one, so it is a small fraction
+	// of what a caller the owner let in may send.
+	MaxAnonymousBodyBytes = 256 << 10
+	// MaxBusPayload is the largest NATS message the platform needs: a run
+	// record with a MaxInputBytes input and an output as large, beside its
+	// metadata. NATS advises against messages much larger.
+	MaxBusPayload = 4 << 20
+	// LargeBodyBytes is the size from which a request body is large: a
+	// process reads at most MaxLargeBodies of them at once (and at most
+	// MaxAnonymousLargeBodies from callers without a credential), since
+	// each costs a multiple of its size in memory while it is decoded,
+	// stored and answered. A body of unknown length is large.
+	LargeBodyBytes = 64 << 10
+	// MaxLargeBodies is how many large bodies of callers with a credential
+	// a gateway process handles at once; others wait LargeBodyWait for a
+	// turn, then are refused with 429 and Retry-After.
+	MaxLargeBodies = 4
+	// MaxAnonymousLargeBodies is how many large bodies of callers without a
+	// credential a gateway process handles at once.
+	MaxAnonymousLargeBodies = 2
+	// LargeBodyWait is how long a large body waits for a turn.
+	LargeBodyWait = 2 * time.Second
+)

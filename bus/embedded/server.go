@@ -14,6 +14,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/rs/zerolog"
+
+	"github.com/a2amesh/a2amesh/mesh"
 )
 
 // Config configures the embedded NATS server that `a2a-platform up` runs.
@@ -29,8 +31,8 @@ type Config struct {
 	// authorisation (bus.AccountsConfig's rendering). Empty leaves the server
 	// with one open account, for tests of the bus alone.
 	Accounts string
-	// MaxPayload is the largest message the server accepts. Default 4 MiB: a task
-	// run record holds its input and output, each limited to 1 MiB at the endpoint.
+	// MaxPayload is the largest message the server accepts. Default
+	// mesh.MaxBusPayload, what deploy/nats/*.conf allow too.
 	MaxPayload int32
 	// Logger receives the server's own log lines at debug level and up.
 	Logger zerolog.Logger
@@ -96,7 +98,7 @@ func Start(cfg Config) (*Server, error) {
 	opts.NoSigs = true
 	opts.JetStreamMaxMemory = 256 << 20
 	if opts.MaxPayload == 0 {
-		opts.MaxPayload = 4 << 20
+		opts.MaxPayload = mesh.MaxBusPayload
 	}
 	// -1 lifts the server's default cap of 1,000 consumers per stream: the
 	// pending queue has one durable consumer per agent.

@@ -33,9 +33,6 @@ func (g *Gateway) startA2A(ctx context.Context) error {
 	cfg.Admission = g.admission
 	cfg.WriteError = g.writeError
 	cfg.Closing = g.closing
-	if cfg.MaxAnonymousBodyBytes == 0 {
-		cfg.MaxAnonymousBodyBytes = g.cfg.MaxBodyBytes
-	}
 	g.a2a = a2aserver.New(cfg)
 	return g.a2a.Start(ctx)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
+	"github.com/a2amesh/a2amesh/services/gateway/inflight"
 	"github.com/a2amesh/a2amesh/services/internal/homes"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,8 +40,13 @@ type Config struct {
 	Addr string
 	// Listener, when set, is used instead of listening on Addr.
 	Listener net.Listener
-	// MaxBodyBytes bounds request bodies other than artifact uploads. Default 1 MiB.
+	// MaxBodyBytes bounds request bodies other than artifact uploads and
+	// the A2A endpoint's. Default mesh.MaxInputBytes: what they carry
+	// becomes a run's input.
 	MaxBodyBytes int64
+	// LargeBodies bounds the large request bodies the process handles at
+	// once, at every door (inflight.Config's defaults).
+	LargeBodies inflight.Config
 	// MaxPullWait caps a long-poll pull. Default 30s.
 	MaxPullWait time.Duration
 	// SSEHeartbeat is the interval of keep-alive comments on event streams.
@@ -81,7 +87,7 @@ func (c *Config) defaults() {
 		c.Addr = mesh.DefaultAPIAddr
 	}
 	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = 1 << 20
+		c.MaxBodyBytes = mesh.MaxInputBytes
 	}
 	if c.MaxPullWait == 0 {
 		c.MaxPullWait = 30 * time.Second
@@ -134,6 +140,8 @@ type Gateway struct {
 	admission *admission.Admission
 	// endpoints are the older A2A endpoints (endpoints.go).
 	endpoints *endpoints
+	// bodies hands out the turns of large request bodies (middleware.go).
+	bodies *inflight.Limiter
 }
 
 // New returns a gateway; Start serves it.
@@ -147,6 +155,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 	g.client = meshapi.NewClient(g.cfg.Conn.NC)
 	g.js = g.cfg.Conn.JS
 	var err error
+	if g.bodies, err = inflight.New(g.cfg.LargeBodies); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
 	// Fed by the A2A endpoint's view of the agents (startA2A), which is
 	// loaded before the listener serves.
 	if g.homes, err = homes.Fed(ctx, g.js, g.cfg.Region, g.log); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/services/gateway/inflight"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -22,6 +23,8 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 		start := time.Now()
 		rw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		r, route := withRouteHolder(r)
+		r, release := g.bodies.Track(r)
+		defer release()
 		var span trace.Span
 		if traced(r) {
 			r, span = tracing.StartHTTPServer(r, tracer, r.Method)
@@ -44,8 +47,26 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 			g.log.Debug().Str("method", r.Method).Str("path", r.URL.Path).Int("status", rw.status).
 				Dur("duration", time.Since(start)).Msg("http request")
 		}()
+		if err := g.takeTurn(rw, r); err != nil {
+			g.writeError(rw, r, err)
+			return
+		}
 		next.ServeHTTP(rw, r)
 	})
+}
+
+// takeTurn takes the turn of a large body for the routes of the platform's
+// own API (its REST routes, runtimes' uploads): the A2A doors below /a2a
+// take theirs themselves, once they know the caller, and answer a refusal
+// in their protocol's shape.
+func (g *Gateway) takeTurn(w http.ResponseWriter, r *http.Request) error {
+	if r.URL.Path == "/a2a" || strings.HasPrefix(r.URL.Path, "/a2a/") {
+		return nil
+	}
+	if err := inflight.Take(w, r, inflight.Anonymous(r)); err != nil {
+		return mesh.Errorf(mesh.CodeRateLimited, "%v", err)
+	}
+	return nil
 }
 
 // traced reports whether a request gets a server span: any request within

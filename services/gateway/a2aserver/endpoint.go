@@ -17,6 +17,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/a2atask"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
+	"github.com/a2amesh/a2amesh/services/gateway/inflight"
 )
 
 // The endpoint's front: what happens to a request before the SDK's transport
@@ -56,10 +57,25 @@ func jsonMedia(ct string) bool {
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
-// readBody reads a whole body within limit; a longer one is
-// errPayloadTooLarge.
+// callerBody takes the turn of a large body (inflight) and reads the body
+// within the caller's limit.
+func (s *Server) callerBody(w http.ResponseWriter, r *http.Request, c *admission.Caller) ([]byte, error) {
+	if err := inflight.Take(w, r, c.Anonymous()); err != nil {
+		return nil, err
+	}
+	return readBody(w, r, s.bodyLimit(c))
+}
+
+// readBody reads a whole body within limit, once, into a buffer of its
+// announced length; a longer one is errPayloadTooLarge.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= limit {
+		// ReadFrom wants MinRead bytes free before each read: with them
+		// the buffer never grows (a grown one is a copy, and twice the size).
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -67,7 +83,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	case err != nil:
 		return nil, a2a.NewError(a2a.ErrInvalidRequest, "the request body could not be read")
 	}
-	return b, nil
+	return buf.Bytes(), nil
 }
 
 // bodyLimit is how much of a body the endpoint reads for a caller: anonymous
@@ -88,17 +104,28 @@ type envelope struct {
 	params json.RawMessage
 }
 
+// inPlace is a JSON value of the body, not copied out of it: params may be
+// megabytes, which the front only looks at. The body outlives the
+// envelope and is never written to, so keeping the slice encoding/json
+// hands UnmarshalJSON is safe.
+type inPlace []byte
+
+func (v *inPlace) UnmarshalJSON(b []byte) error {
+	*v = b
+	return nil
+}
+
 // parseEnvelope checks the JSON-RPC 2.0 envelope: -32700 for what is not
 // JSON, -32600 for JSON that is not a request object.
 func parseEnvelope(body []byte) (*envelope, error) {
-	var raw map[string]json.RawMessage
+	var raw map[string]inPlace
 	if err := json.Unmarshal(body, &raw); err != nil {
 		if !json.Valid(body) {
 			return nil, a2a.NewError(a2a.ErrParseError, "the body is not valid JSON")
 		}
 		return nil, a2a.NewError(a2a.ErrInvalidRequest, "a JSON-RPC request must be an object")
 	}
-	env := &envelope{params: raw["params"]}
+	env := &envelope{params: json.RawMessage(raw["params"])}
 	if idRaw, ok := raw["id"]; ok {
 		if err := json.Unmarshal(idRaw, &env.id); err != nil {
 			return nil, a2a.NewError(a2a.ErrInvalidRequest, "id must be a string, a number or null")
@@ -140,9 +167,9 @@ func (s *Server) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, shape, requestID(r), err, nil)
 		return
 	}
-	body, err := readBody(w, r, s.bodyLimit(c))
+	body, err := s.callerBody(w, r, c)
 	if err != nil {
-		writeRPCError(w, shape, nil, err, nil)
+		writeRPCError(w, shape, nil, err, retryMeta(w))
 		return
 	}
 	if !jsonMedia(r.Header.Get("Content-Type")) {
@@ -224,8 +251,8 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request, version strin
 	}
 	var body []byte
 	if r.Method == http.MethodPost {
-		if body, err = readBody(w, r, s.bodyLimit(c)); err != nil {
-			writeRESTError(w, err, nil)
+		if body, err = s.callerBody(w, r, c); err != nil {
+			writeRESTError(w, err, retryMeta(w))
 			return
 		}
 		if len(bytes.TrimSpace(body)) > 0 && !jsonMedia(r.Header.Get("Content-Type")) {

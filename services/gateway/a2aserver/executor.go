@@ -2,7 +2,6 @@ package a2aserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"iter"
 	"strings"
@@ -115,7 +114,7 @@ func (e *runExecutor) start(ctx context.Context, rq *request, execCtx *a2asrv.Ex
 	if err != nil {
 		return nil, err
 	}
-	raw, err := json.Marshal(in)
+	raw, err := inputJSON(in)
 	if err != nil {
 		return nil, toA2A(e.s.log, err)
 	}
@@ -178,7 +177,7 @@ func (e *runExecutor) continueTask(ctx context.Context, rq *request, execCtx *a2
 		}
 		return nil, err
 	}
-	raw, err := json.Marshal(in)
+	raw, err := inputJSON(in)
 	if err != nil {
 		return nil, toA2A(e.s.log, err)
 	}

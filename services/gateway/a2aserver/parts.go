@@ -3,6 +3,7 @@ package a2aserver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
@@ -44,6 +45,9 @@ func hasFiles(msg *a2a.Message) bool {
 // them for the adapter); the message as recorded in the task's history
 // links to them instead of carrying their bytes.
 func (s *Server) input(ctx context.Context, agentID, contextID string, msg *a2a.Message) (*turnInput, *a2a.Message, error) {
+	if err := checkTextSize(msg); err != nil {
+		return nil, nil, err
+	}
 	in := &turnInput{}
 	stored := &a2a.Message{ID: msg.ID, Role: msg.Role, Metadata: msg.Metadata, Extensions: msg.Extensions, ReferenceTasks: msg.ReferenceTasks}
 	var texts []string
@@ -83,6 +87,38 @@ func (s *Server) input(ctx context.Context, agentID, contextID string, msg *a2a.
 		in.Data = data
 	}
 	return in, stored, nil
+}
+
+// checkTextSize refuses a message whose text alone is larger than a run's
+// input may be, before any of its files is stored.
+func checkTextSize(msg *a2a.Message) error {
+	n := 0
+	for _, p := range msg.Parts {
+		if t, ok := p.Content.(a2a.Text); ok {
+			n += len(t)
+		}
+	}
+	if n > mesh.MaxInputBytes {
+		return inputTooLarge(n)
+	}
+	return nil
+}
+
+// inputJSON is a turn's input as the run takes it, within mesh.MaxInputBytes:
+// a run record carries it whole in one bus message.
+func inputJSON(in *turnInput) (json.RawMessage, error) {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > mesh.MaxInputBytes {
+		return nil, inputTooLarge(len(raw))
+	}
+	return raw, nil
+}
+
+func inputTooLarge(n int) error {
+	return a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("the message's text and data are %d bytes; a task takes at most %d: send larger content as a file part", n, mesh.MaxInputBytes))
 }
 
 // uriAttachment is a file part the caller left at a URI: the adapter gets

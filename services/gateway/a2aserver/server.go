@@ -66,13 +66,13 @@ type Config struct {
 	// the task before it looks whether the agent's runtime is online at
 	// all; if not, the submitted task is the answer. Default 3s.
 	OfflineWait time.Duration
-	// MaxFileBytes bounds one inline file part. Default 5 MiB.
+	// MaxFileBytes bounds one inline file part. Default mesh.MaxFileBytes.
 	MaxFileBytes int64
 	// MaxBodyBytes bounds the body of a caller with a credential. Default
-	// 8 MiB (a 5 MiB file is 6.7 MiB of base64).
+	// mesh.MaxBodyBytes (room for an inline file as base64).
 	MaxBodyBytes int64
 	// MaxAnonymousBodyBytes bounds the body of a caller without one (of a
-	// public agent): the cap of the platform's other routes. Default 1 MiB.
+	// public agent). Default mesh.MaxAnonymousBodyBytes.
 	MaxAnonymousBodyBytes int64
 	// NoPush turns push notifications off (agent cards say so, and the
 	// push configuration methods answer PushNotificationNotSupported), for
@@ -100,13 +100,13 @@ func (c *Config) defaults() {
 		c.OfflineWait = 3 * time.Second
 	}
 	if c.MaxFileBytes == 0 {
-		c.MaxFileBytes = 5 << 20
+		c.MaxFileBytes = mesh.MaxFileBytes
 	}
 	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = 8 << 20
+		c.MaxBodyBytes = mesh.MaxBodyBytes
 	}
 	if c.MaxAnonymousBodyBytes == 0 {
-		c.MaxAnonymousBodyBytes = 1 << 20
+		c.MaxAnonymousBodyBytes = mesh.MaxAnonymousBodyBytes
 	}
 	if c.KeepAlive == 0 {
 		c.KeepAlive = 15 * time.Second

@@ -32,7 +32,8 @@ type Config struct {
 	// ExecuteWait bounds how long execute-agent waits for its task; past
 	// it the answer is 202 with the execution still running. Default 60s.
 	ExecuteWait time.Duration
-	// MaxBodyBytes bounds a request body. Default 1 MiB.
+	// MaxBodyBytes bounds a request body. Default mesh.MaxInputBytes: what
+	// a body carries becomes a run's input.
 	MaxBodyBytes int64
 
 	// Set by the gateway.
@@ -58,7 +59,7 @@ func (c *Config) defaults() {
 		c.ExecuteWait = mesh.DefaultBlockingWait
 	}
 	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = 1 << 20
+		c.MaxBodyBytes = mesh.MaxInputBytes
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
+	"github.com/a2amesh/a2amesh/services/gateway/inflight"
 )
 
 // Methods of the envelope protocol.
@@ -67,9 +67,18 @@ func (d *Endpoint) serveEnvelope(w http.ResponseWriter, r *http.Request) {
 	d.replyStatus(w, status, m, from, result, nil)
 }
 
-// readBody reads a JSON body within the endpoint's limit.
+// readBody takes the turn of a large body (inflight) and reads a JSON body
+// within the endpoint's limit, once, into a buffer of its announced length.
 func (d *Endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *payloadError) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, d.cfg.MaxBodyBytes))
+	if err := inflight.Take(w, r, inflight.Anonymous(r)); err != nil {
+		return nil, classify(d.log, err)
+	}
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= d.cfg.MaxBodyBytes {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, d.cfg.MaxBodyBytes))
+	b := buf.Bytes()
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):

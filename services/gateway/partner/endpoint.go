@@ -52,7 +52,8 @@ type Config struct {
 	// BlockingWait bounds a method call on /a2a/message that waits for its
 	// task. Default 60s.
 	BlockingWait time.Duration
-	// MaxBodyBytes bounds a request body. Default 1 MiB.
+	// MaxBodyBytes bounds a request body. Default mesh.MaxInputBytes: what
+	// a body carries becomes a run's input.
 	MaxBodyBytes int64
 	// KeepAlive is the interval of keep-alive comments on status streams.
 	// Default 15s.
@@ -98,7 +99,7 @@ func (c *Config) defaults() {
 		c.BlockingWait = mesh.DefaultBlockingWait
 	}
 	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = 1 << 20
+		c.MaxBodyBytes = mesh.MaxInputBytes
 	}
 	if c.KeepAlive == 0 {
 		c.KeepAlive = 15 * time.Second

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -13,14 +12,24 @@ import (
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
+	"github.com/a2amesh/a2amesh/services/gateway/inflight"
 )
 
 // The endpoint's front: reading bodies, who is calling, what they reach, and
 // which tasks they see.
 
-// readBody reads a JSON body within the endpoint's limit.
+// readBody takes the turn of a large body (inflight) and reads a JSON body
+// within the endpoint's limit, once, into a buffer of its announced length.
 func (d *Endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *endpointError) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, d.cfg.MaxBodyBytes))
+	if err := inflight.Take(w, r, inflight.Anonymous(r)); err != nil {
+		return nil, classify(d.log, err, "")
+	}
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= d.cfg.MaxBodyBytes {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, d.cfg.MaxBodyBytes))
+	b := buf.Bytes()
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
