@@ -140,6 +140,9 @@ const (
 	RuntimeOpComplete  = "complete"
 	RuntimeOpFail      = "fail"
 	RuntimeOpRelease   = "release"
+	// RuntimeOpGoodbye says a runtime is stopping on purpose: the registry
+	// shows it offline at once instead of after its heartbeat timeout.
+	RuntimeOpGoodbye = "goodbye"
 	// RuntimeOpCanceled waits for runs the runtime holds to be canceled,
 	// and names them: how a runtime hears of a cancel at once. It is a
 	// request of the runtime's own, answered on its own reply inbox, so no

@@ -321,6 +321,12 @@ func (c *RuntimeClient) Renew(ctx context.Context, req RenewRequest) (*RenewResp
 	return &r, c.callAgain(ctx, bus.RuntimeOpRenew, req, &r)
 }
 
+// Goodbye says the runtime is stopping on purpose (Ctrl-C, its service
+// stopped): it is shown offline at once.
+func (c *RuntimeClient) Goodbye(ctx context.Context) error {
+	return c.call(ctx, bus.RuntimeOpGoodbye, struct{}{}, nil)
+}
+
 // Canceled waits for runs the runtime holds to be canceled
 // (CanceledRequest).
 func (c *RuntimeClient) Canceled(ctx context.Context, req CanceledRequest) (*CanceledResponse, error) {

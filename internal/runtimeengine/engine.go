@@ -238,7 +238,23 @@ func (c *Engine) Run(ctx context.Context) error {
 	if c.fatalErr != nil {
 		return c.fatalErr
 	}
+	c.goodbye()
 	return nil
+}
+
+// goodbyeTimeout bounds the goodbye of a runtime that is stopping.
+const goodbyeTimeout = 2 * time.Second
+
+// goodbye tells the platform that the runtime stops on purpose, so that it
+// is shown offline at once rather than after its heartbeat timeout. A
+// platform that cannot be told finds out at that timeout, as it does for
+// a runtime that was killed.
+func (c *Engine) goodbye() {
+	ctx, cancel := context.WithTimeout(context.Background(), goodbyeTimeout)
+	defer cancel()
+	if err := c.cfg.Transport.Goodbye(ctx); err != nil {
+		c.log.Debug().Err(err).Msg("goodbye not delivered; the platform shows the runtime offline after its heartbeat timeout")
+	}
 }
 
 // drain waits for running tasks up to the grace period (or StopNow), then

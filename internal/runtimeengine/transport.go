@@ -34,6 +34,9 @@ type Transport interface {
 	Fail(ctx context.Context, req meshapi.FailRequest) error
 	// Canceled delivers the ids of this agent's runs canceled on the platform.
 	Canceled() <-chan string
+	// Goodbye says the runtime is stopping on purpose, so the platform
+	// shows it offline at once.
+	Goodbye(ctx context.Context) error
 	// Hello asks the platform for the agent's current instructions and
 	// timings; it changes nothing.
 	Hello(ctx context.Context) (*meshapi.HelloResponse, error)

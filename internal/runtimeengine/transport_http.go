@@ -93,6 +93,11 @@ func (t *httpTransport) Heartbeat(ctx context.Context, req meshapi.HeartbeatRequ
 	return err
 }
 
+func (t *httpTransport) Goodbye(ctx context.Context) error {
+	_, err := t.cfg.API.Do(ctx, http.MethodPost, "/agent-runtimes/runtime/goodbye", nil, map[string]any{}, nil)
+	return err
+}
+
 // NextUpTo pulls one run: the REST pull claims one at a time.
 func (t *httpTransport) NextUpTo(ctx context.Context, _ int) ([]*mesh.TaskRun, error) {
 	run, err := t.Next(ctx)

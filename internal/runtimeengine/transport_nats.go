@@ -319,6 +319,10 @@ func (t *natsTransport) WaitCanceled(ctx context.Context, ids []string) ([]strin
 	return res.Canceled, nil
 }
 
+func (t *natsTransport) Goodbye(ctx context.Context) error {
+	return t.explain(t.rc.Goodbye(ctx), "the runtime's goodbye")
+}
+
 func (t *natsTransport) Hello(ctx context.Context) (*meshapi.HelloResponse, error) {
 	return t.rc.Hello(ctx)
 }

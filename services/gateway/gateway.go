@@ -286,6 +286,7 @@ func (g *Gateway) Handler() http.Handler {
 	g.runtime(mux, "POST /agent-runtimes/runtime/hello", g.hello)
 	g.runtime(mux, "POST /agent-runtimes/runtime/connection", g.connection)
 	g.runtime(mux, "POST /agent-runtimes/runtime/heartbeat", g.heartbeat)
+	g.runtime(mux, "POST /agent-runtimes/runtime/goodbye", g.goodbye)
 	g.runtime(mux, "POST /agent-runtimes/runtime/revoke", g.revokeSelf)
 	g.runtime(mux, "GET /agent-runtimes/runtime/events", g.streamRuntimeEvents)
 	g.runtime(mux, "POST /agent-accounts/{agentId}/task-runs/pull", g.pull)

@@ -72,6 +72,13 @@ func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
 	g.reply(w, r, http.StatusOK, res, err)
 }
 
+// goodbye says the runtime stops on purpose: it is shown offline at once.
+func (g *Gateway) goodbye(w http.ResponseWriter, r *http.Request) {
+	id := runtimeOf(r)
+	err := g.client.Runtime(id.AgentID, id.RuntimeID).Goodbye(r.Context())
+	g.reply(w, r, http.StatusOK, struct{}{}, err)
+}
+
 func (g *Gateway) revokeSelf(w http.ResponseWriter, r *http.Request) {
 	id := runtimeOf(r)
 	rt, err := g.client.RevokeRuntime(r.Context(), meshapi.RevokeRuntimeRequest{RuntimeID: id.RuntimeID, AgentID: id.AgentID})

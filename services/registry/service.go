@@ -118,7 +118,7 @@ func (s *Service) Start(ctx context.Context) error {
 		Name: bus.ServiceRegistry, Description: "runtime presence", Logger: s.cfg.Logger,
 		Region: s.cfg.Region, Route: s.routeRequest,
 		Ops:        map[string]bus.HandlerFunc{meshapi.OpRegistryList: s.handleList},
-		RuntimeOps: map[string]bus.HandlerFunc{bus.RuntimeOpHeartbeat: s.handleHeartbeat},
+		RuntimeOps: map[string]bus.HandlerFunc{bus.RuntimeOpHeartbeat: s.handleHeartbeat, bus.RuntimeOpGoodbye: s.handleGoodbye},
 	})
 	if err != nil {
 		return err
@@ -205,6 +205,39 @@ func (s *Service) handleHeartbeat(ctx context.Context, req *bus.Request) (any, e
 		}
 	}
 	return meshapi.HeartbeatResponse{Status: mesh.PresenceOnline, HeartbeatTimeoutMS: p.HeartbeatTimeoutMS, ServerTime: now}, nil
+}
+
+// handleGoodbye marks a runtime that is stopping on purpose offline at
+// once, as the sweep would once its heartbeats had been missing for its
+// timeout. A heartbeat it sends after all brings it back online.
+func (s *Service) handleGoodbye(ctx context.Context, req *bus.Request) (any, error) {
+	agentID, runtimeID, err := req.Runtime()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.dir.Check(ctx, agentID, runtimeID, false); err != nil {
+		return nil, err
+	}
+	went := false
+	cur, rev, err := s.presence.Modify(ctx, runtimeID, func(cur *mesh.RuntimePresence) error {
+		if cur.Status != mesh.PresenceOnline {
+			return bus.ErrSkip
+		}
+		cur.Status = mesh.PresenceOffline
+		went = true
+		return nil
+	})
+	if errors.Is(err, mesh.ErrNotFound) {
+		return struct{}{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if went {
+		cur.Revision = rev
+		s.publishPresence(ctx, mesh.EventRuntimeOffline, cur)
+	}
+	return struct{}{}, nil
 }
 
 // steady reports whether a heartbeat changes nothing in the runtime's
