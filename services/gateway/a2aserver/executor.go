@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/a2amesh/a2amesh/internal/a2atask"
-	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -149,7 +147,8 @@ func (e *runExecutor) start(ctx context.Context, rq *request, execCtx *a2asrv.Ex
 
 // continueTask answers a task waiting for input: the question and the
 // answer join its history, and its run goes back to the queue with the new
-// turn's input and the earlier turns.
+// turn's input (the task queue adds the earlier turns, as it does for an
+// answer through any door).
 func (e *runExecutor) continueTask(ctx context.Context, rq *request, execCtx *a2asrv.ExecutorContext) (*mesh.TaskRun, error) {
 	taskID := string(execCtx.TaskID)
 	st, run, err := e.store.get(ctx, taskID)
@@ -168,7 +167,6 @@ func (e *runExecutor) continueTask(ctx context.Context, rq *request, execCtx *a2
 	if q := a2atask.StatusMessage(run); q != nil {
 		history = append(history, q)
 	}
-	in.History = turns(history)
 	task := *st.Task
 	task.History = append(history, stored)
 	if _, err := e.store.Update(ctx, &taskstore.UpdateRequest{Task: &task, Event: stored, PrevVersion: st.Version}); err != nil {
@@ -214,24 +212,4 @@ func notWaiting(run *mesh.TaskRun) error {
 		return a2a.NewError(a2a.ErrUnsupportedOperation, "the task is "+string(run.Status)+" and takes no more messages; send a new message in its context to start another task")
 	}
 	return a2a.NewError(a2a.ErrUnsupportedOperation, "the task is "+string(a2atask.State(run.Status))+"; it takes a message only when it asks for input")
-}
-
-// turns flattens a task's history into the earlier turns a continued run's
-// input carries, for adapters without memory of their own.
-func turns(history []*a2a.Message) []adapterapi.HistoryTurn {
-	out := make([]adapterapi.HistoryTurn, 0, len(history))
-	for _, m := range history {
-		role := "user"
-		if m.Role == a2a.MessageRoleAgent {
-			role = "agent"
-		}
-		var texts []string
-		for _, p := range m.Parts {
-			if t := p.Text(); t != "" {
-				texts = append(texts, t)
-			}
-		}
-		out = append(out, adapterapi.HistoryTurn{Role: role, Text: strings.Join(texts, "\n")})
-	}
-	return out
 }

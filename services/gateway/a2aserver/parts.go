@@ -21,13 +21,12 @@ import (
 
 // turnInput is a run's input made from an A2A message (see docs/a2a.md):
 // the text parts joined in text, the data parts in data (the value of the
-// one, or the list of several), the file parts in attachments, and for a
-// continued task the earlier turns in history.
+// one, or the list of several), and the file parts in attachments. The
+// earlier turns of a continued task are added by the task queue.
 type turnInput struct {
-	Text        string                   `json:"text"`
-	Data        any                      `json:"data,omitempty"`
-	Attachments []adapterapi.Attachment  `json:"attachments,omitempty"`
-	History     []adapterapi.HistoryTurn `json:"history,omitempty"`
+	Text        string                  `json:"text"`
+	Data        any                     `json:"data,omitempty"`
+	Attachments []adapterapi.Attachment `json:"attachments,omitempty"`
 }
 
 // hasFiles reports whether a message carries inline files.
