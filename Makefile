@@ -8,8 +8,8 @@ BENCHTIME ?= 2s
 
 .PHONY: run build dist image test-deps test test-nodeloss lint fuzz bench bench-go clean
 
-run: ## run the whole platform in one process; flags in ARGS, e.g. make run ARGS='--http 127.0.0.1:3100' (each flag also has an environment variable: a2a-platform up --help)
-	$(GO) run ./cmd/a2a-platform up $(ARGS)
+run: build ## run the whole platform in one process, offering the runtime and adapter beside it at /install.sh; flags in ARGS, e.g. make run ARGS='--http 127.0.0.1:3100' (each flag also has an environment variable: a2a-platform up --help)
+	$(BIN)/a2a-platform up $(ARGS)
 
 build: ## build the three binaries into ./bin
 	$(GO) build -trimpath -o $(BIN)/ ./cmd/a2a-platform ./cmd/a2a-runtime ./cmd/a2a-adapter

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"os"
@@ -88,6 +89,36 @@ func TestInstall_ProgramsAreServedOnlyWithTheirChecksums(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), `"code":"NOT_FOUND"`) {
 			t.Fatalf("GET %s: %d %s, want 404 NOT_FOUND", path, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestInstall_APlatformNamingNoDownloadsFolderOffersTheProgramsBesideIt:
+// the quick start's platform (bin/a2a-platform up, with no --downloads-dir)
+// offers the a2a-runtime and a2a-adapter built beside it for its own
+// system, so the page's first step works with no extra build; what the
+// laptop installs is those very programs.
+func TestInstall_APlatformNamingNoDownloadsFolderOffersTheProgramsBesideIt(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{})
+	home := t.TempDir()
+	laptop := []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+	res := l.run("install.sh", laptop, "/bin/sh", "-c", "curl -fsSL "+p.APIBase+"/install.sh | sh")
+	if res.code != 0 {
+		t.Fatalf("install.sh from the quick start's platform: %s", res)
+	}
+	for prog, built := range map[string]string{"a2a-runtime": bins.Runtime, "a2a-adapter": bins.Adapter} {
+		installed, err := os.ReadFile(filepath.Join(home, ".local", "bin", prog))
+		if err != nil {
+			t.Fatalf("%s not installed: %v\n%s", prog, err, res)
+		}
+		want, err := os.ReadFile(built)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(installed, want) {
+			t.Fatalf("the installed %s is not the program beside the platform", prog)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -38,6 +39,9 @@ func newUp(g *globals) *cobra.Command {
 				return err
 			}
 			cfg.DataDir, cfg.Logger = g.dataDir, log
+			if cfg.DownloadsDir == "" {
+				cfg.OwnProgramsDir = ownProgramsDir()
+			}
 			p, err := platform.Up(cmd.Context(), cfg)
 			if err != nil {
 				return settingErrors(cmd, &cfg, err)
@@ -146,3 +150,16 @@ func envInt(name string, def int) int {
 // readSecretEnv reads a secret from an environment variable, so it never
 // appears in a process listing.
 func readSecretEnv(name string) string { return strings.TrimSpace(os.Getenv(name)) }
+
+// ownProgramsDir is the folder of this a2a-platform program, where `make
+// build` puts a2a-runtime and a2a-adapter too ("" when it cannot be told).
+func ownProgramsDir() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return ""
+	}
+	return filepath.Dir(exe)
+}

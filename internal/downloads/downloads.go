@@ -8,9 +8,12 @@ package downloads
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -18,7 +21,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"text/template"
+	"time"
 )
 
 // SumsFile lists every program a downloads folder offers, as `sha256sum`
@@ -33,15 +38,97 @@ var installScript string
 
 var installTemplate = template.Must(template.New("install.sh").Parse(installScript))
 
-// Catalog is a downloads folder. It is read on each request, so programs
-// built after the platform started are offered at once.
+// Catalog is a downloads folder, and optionally the programs beside the
+// platform. It is read on each request, so programs built after the
+// platform started are offered at once.
 type Catalog struct {
 	dir string
+	own *ownPrograms
 }
 
 // New returns the catalog of dir; an empty dir offers nothing, and the
 // install script then says how the operator builds the programs.
 func New(dir string) *Catalog { return &Catalog{dir: dir} }
+
+// WithOwn makes the catalog offer, when its folder offers nothing, the
+// a2a-runtime and a2a-adapter found in dir as the programs of the system
+// goos/goarch: the programs `make build` puts beside the platform, built
+// for the platform's own system. Both must be there.
+func (c *Catalog) WithOwn(dir, goos, goarch string) *Catalog {
+	if dir != "" {
+		c.own = &ownPrograms{dir: dir, goos: goos, goarch: goarch, sums: map[string]ownSum{}}
+	}
+	return c
+}
+
+// ownPrograms are programs offered from beside the platform, under the
+// names of the folder's files (<program>_<os>_<arch>).
+type ownPrograms struct {
+	dir, goos, goarch string
+	mu                sync.Mutex
+	// sums caches each program's digest by its size and time.
+	sums map[string]ownSum
+}
+
+type ownSum struct {
+	size   int64
+	mod    time.Time
+	sha256 string
+}
+
+// files lists the own programs on offer with their paths; none unless both
+// programs are there.
+func (o *ownPrograms) files() ([]File, map[string]string) {
+	ext := ""
+	if o.goos == "windows" {
+		ext = ".exe"
+	}
+	var files []File
+	paths := map[string]string{}
+	for _, prog := range []string{"a2a-adapter", "a2a-runtime"} {
+		path := filepath.Join(o.dir, prog+ext)
+		sum, err := o.sum(path)
+		if err != nil {
+			return nil, nil
+		}
+		name := prog + "_" + o.goos + "_" + o.goarch + ext
+		if !fileName.MatchString(name) {
+			return nil, nil
+		}
+		files = append(files, File{Name: name, SHA256: sum})
+		paths[name] = path
+	}
+	return files, paths
+}
+
+// sum is the SHA-256 of the regular file at path, read again only when
+// its size or time changed.
+func (o *ownPrograms) sum(path string) (string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if !info.Mode().IsRegular() {
+		return "", fmt.Errorf("downloads: %s is not a regular file", path)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if s, ok := o.sums[path]; ok && s.size == info.Size() && s.mod.Equal(info.ModTime()) {
+		return s.sha256, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	o.sums[path] = ownSum{size: info.Size(), mod: info.ModTime(), sha256: sum}
+	return sum, nil
+}
 
 // File is one program on offer.
 type File struct {
@@ -51,6 +138,23 @@ type File struct {
 
 // Files lists the programs on offer, by name.
 func (c *Catalog) Files() ([]File, error) {
+	files, _, err := c.offer()
+	return files, err
+}
+
+// offer lists the programs on offer and, for the programs from beside the
+// platform, their paths.
+func (c *Catalog) offer() ([]File, map[string]string, error) {
+	files, err := c.folderFiles()
+	if err != nil || len(files) > 0 || c.own == nil {
+		return files, nil, err
+	}
+	files, paths := c.own.files()
+	return files, paths, nil
+}
+
+// folderFiles lists the programs the downloads folder's SHA256SUMS names.
+func (c *Catalog) folderFiles() ([]File, error) {
 	if c.dir == "" {
 		return nil, nil
 	}
@@ -102,15 +206,25 @@ func (c *Catalog) Script(baseURL string) ([]byte, error) {
 // ServeFile writes one program, or the checksums, to w. It reports false
 // when name is not on offer.
 func (c *Catalog) ServeFile(w http.ResponseWriter, r *http.Request, name string) bool {
-	if name != SumsFile {
-		files, err := c.Files()
-		if err != nil || !offered(files, name) {
-			return false
-		}
-	} else if files, err := c.Files(); err != nil || len(files) == 0 {
+	files, paths, err := c.offer()
+	if err != nil || len(files) == 0 || (name != SumsFile && !offered(files, name)) {
 		return false
 	}
-	f, err := os.Open(filepath.Join(c.dir, name))
+	if paths != nil && name == SumsFile {
+		// The programs from beside the platform have no list of their own.
+		var b strings.Builder
+		for _, f := range files {
+			fmt.Fprintf(&b, "%s  %s\n", f.SHA256, f.Name)
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, b.String())
+		return true
+	}
+	path := filepath.Join(c.dir, name)
+	if p, ok := paths[name]; ok {
+		path = p
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return false
 	}

@@ -98,7 +98,13 @@ type Config struct {
 	// DownloadsDir holds the runtime and adapter programs the gateway offers
 	// at GET /install.sh (`make dist` fills it). Default <DataDir>/downloads.
 	DownloadsDir string
-	Logger       zerolog.Logger
+	// OwnProgramsDir, when set, holds a2a-runtime and a2a-adapter built for
+	// the platform's own system (beside a2a-platform, as `make build` puts
+	// them): offered at GET /install.sh when DownloadsDir offers nothing,
+	// so the quick start's platform installs runtimes on its own system
+	// with no extra build. Empty offers none.
+	OwnProgramsDir string
+	Logger         zerolog.Logger
 
 	publicURLSet bool
 }

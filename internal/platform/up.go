@@ -175,7 +175,7 @@ func (p *Platform) start(ctx context.Context, issuer nkeys.KeyPair, ownerToken s
 	p.gateway = gateway.New(gateway.Config{
 		Conn: conns[bus.ServiceGateway], Logger: log.With().Str("service", bus.ServiceGateway).Logger(),
 		Listener: ln, Metrics: reg, Gatherer: reg, Region: cfg.Region,
-		PublicURL: cfg.PublicURL, A2A: cfg.a2aConfig(), Admission: cfg.admissionConfig(), Endpoints: cfg.endpointsConfig(), DownloadsDir: cfg.DownloadsDir,
+		PublicURL: cfg.PublicURL, A2A: cfg.a2aConfig(), Admission: cfg.admissionConfig(), Endpoints: cfg.endpointsConfig(), DownloadsDir: cfg.DownloadsDir, OwnProgramsDir: cfg.OwnProgramsDir,
 	})
 	if err := p.gateway.Start(ctx); err != nil {
 		return err

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"runtime"
 
 	"github.com/a2amesh/a2amesh/internal/downloads"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -10,7 +11,7 @@ import (
 // downloadRoutes serve the install script and the programs it fetches (no
 // credential: they are the public software a laptop installs).
 func (g *Gateway) downloadRoutes(mux *http.ServeMux) {
-	catalog := downloads.New(g.cfg.DownloadsDir)
+	catalog := downloads.New(g.cfg.DownloadsDir).WithOwn(g.cfg.OwnProgramsDir, runtime.GOOS, runtime.GOARCH)
 	g.handle(mux, "GET /install.sh", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		script, err := catalog.Script(g.publicURL)
 		if err != nil {

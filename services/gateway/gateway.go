@@ -80,6 +80,9 @@ type Config struct {
 	// DownloadsDir holds the runtime and adapter programs GET /install.sh
 	// installs (`make dist`); empty or missing offers none (downloads.go).
 	DownloadsDir string
+	// OwnProgramsDir holds a2a-runtime and a2a-adapter for the platform's
+	// own system, offered when DownloadsDir offers nothing (downloads.go).
+	OwnProgramsDir string
 }
 
 func (c *Config) defaults() {
