@@ -20,7 +20,8 @@ const (
 	launchdErrLog = "runtime.err.log"
 )
 
-// LaunchdPlist returns the launchd agent that runs s at login, restarting it
+// LaunchdPlist returns the launchd agent that runs s at login (in its
+// working directory with its PATH), restarting it
 // ten seconds after a non-zero exit, with output in logDir (normally
 // ~/.a2a/logs).
 func LaunchdPlist(s Spec, label, logDir string) (string, error) {
@@ -41,7 +42,7 @@ func LaunchdPlist(s Spec, label, logDir string) (string, error) {
 	<key>ProgramArguments</key>
 	<array>
 ` + args.String() + `	</array>
-	<key>RunAtLoad</key>
+` + launchdSettings(s) + `	<key>RunAtLoad</key>
 	<true/>
 	<key>KeepAlive</key>
 	<dict>
@@ -57,6 +58,19 @@ func LaunchdPlist(s Spec, label, logDir string) (string, error) {
 </dict>
 </plist>
 `, nil
+}
+
+// launchdSettings are the keys of the working directory and the PATH, when
+// s sets them.
+func launchdSettings(s Spec) string {
+	var b strings.Builder
+	if s.WorkingDirectory != "" {
+		b.WriteString("\t<key>WorkingDirectory</key>\n\t<string>" + xmlEscape(s.WorkingDirectory) + "</string>\n")
+	}
+	if s.Path != "" {
+		b.WriteString("\t<key>EnvironmentVariables</key>\n\t<dict>\n\t\t<key>PATH</key>\n\t\t<string>" + xmlEscape(s.Path) + "</string>\n\t</dict>\n")
+	}
+	return b.String()
 }
 
 func xmlEscape(s string) string {
