@@ -55,9 +55,15 @@ func newPair(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// Paths are stored absolute: start, and a service, run elsewhere.
+			dir, err := os.Getwd()
+			if err != nil {
+				return fmt.Errorf("the folder pair runs in, against which relative paths are taken: %w", err)
+			}
+			req.LocalExecutor = executorPaths(dir, req.LocalExecutor)
 			var supervised profile.SupervisedAdapter
 			if adapterProvider != "" {
-				if supervised, err = supervisedAdapter(adapterProvider, adapterBin, adapterArgs); err != nil {
+				if supervised, err = supervisedAdapter(dir, adapterProvider, adapterBin, adapterArgs); err != nil {
 					return err
 				}
 				if !cmd.Flags().Changed("local-executor-type") {
@@ -71,7 +77,13 @@ func newPair(g *globals) *cobra.Command {
 				req.DeviceName, _ = os.Hostname()
 			}
 			req.Code = code
+			if !cmd.Flags().Changed("api-base") {
+				fmt.Fprintf(os.Stderr, "Pairing with the platform at %s (%s; name another with --api-base).\n", req.APIBase, apiBaseOrigin())
+			}
 			p, err := runtimeengine.Pair(cmd.Context(), req)
+			if errors.Is(err, runtimeengine.ErrPlatformUnreachable) {
+				return fmt.Errorf("%w: is the platform running there? Give the address of the platform that issued the pairing code with --api-base", err)
+			}
 			if err != nil {
 				return err
 			}
@@ -93,7 +105,7 @@ func newPair(g *globals) *cobra.Command {
 	f.SetNormalizeFunc(providerAlias)
 	f.StringVar(&adapterProvider, "adapter", "", "a2a-adapter provider a2a-runtime start runs and supervises on the local agent endpoint's port (claude, codex, gemini, cursor, hermes, openclaw, command, echo; also --provider); arguments after -- are passed to it. Without it, run the adapter yourself")
 	f.StringVar(&adapterBin, "adapter-bin", "", "the a2a-adapter program for --adapter (default: the one next to a2a-runtime, else a2a-adapter on PATH)")
-	f.StringVar(&req.APIBase, "api-base", apiclient.DefaultBase, "the platform's API base URL (where the pairing code was generated)")
+	f.StringVar(&req.APIBase, "api-base", defaultAPIBase(), "the platform's API base URL (where the pairing code was generated) ["+envAPIBase+"]")
 	f.StringVar(&req.LocalAgentEndpoint, "local-agent-endpoint", profile.DefaultLocalAgentEndpoint, "the local adapter's run-task URL")
 	f.StringVar(&req.LocalExecutor.Type, "local-executor-type", "custom", "agent host type: "+strings.Join(executorTypes, "|"))
 	f.StringVar(&req.LocalExecutor.Ref, "local-executor-ref", "", "agent host reference name")
@@ -151,6 +163,35 @@ func readPairingCode(r io.Reader) (string, error) {
 		return "", errors.New("no pairing code on standard input: give it there (echo <PAIRING_CODE> | a2a-runtime pair ...) or in " + envPairingCode)
 	}
 	return "", fmt.Errorf("read the pairing code from standard input: %w", err)
+}
+
+// envAPIBase names the platform pair uses without --api-base, as it does
+// for a2a-platform's admin verbs.
+const envAPIBase = "A2A_MESH_API_BASE"
+
+// defaultAPIBase is the platform pair uses without --api-base.
+func defaultAPIBase() string {
+	if base := os.Getenv(envAPIBase); base != "" {
+		return base
+	}
+	return apiclient.DefaultBase
+}
+
+// apiBaseOrigin says where the platform address pair uses without
+// --api-base comes from.
+func apiBaseOrigin() string {
+	if os.Getenv(envAPIBase) != "" {
+		return "from " + envAPIBase
+	}
+	return "the default"
+}
+
+// executorPaths is e with its relative paths made absolute against dir.
+func executorPaths(dir string, e profile.LocalExecutor) profile.LocalExecutor {
+	e.Workspace = absoluteIn(dir, e.Workspace)
+	e.Cwd = absoluteIn(dir, e.Cwd)
+	e.InstructionFile = absoluteIn(dir, e.InstructionFile)
+	return e
 }
 
 func validExecutor(t string) bool {

@@ -4,31 +4,51 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
+	"github.com/a2amesh/a2amesh/internal/cliusage"
+	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/a2amesh/a2amesh/internal/runtimeengine"
 	"github.com/spf13/cobra"
 )
 
 func newProfiles(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "profiles", Short: "List local profiles or choose the active one"}
+	cmd := &cobra.Command{Use: "profiles", Short: "List local profiles, choose the active one, remove those the platform refuses"}
+	var offline bool
 	list := &cobra.Command{
-		Use: "list", Short: "List local profiles (the active one is marked *)", Args: cobra.NoArgs,
+		Use: "list", Short: "List local profiles with their agent and whether the platform still takes them (the active one is marked *)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := g.store().Load()
 			if err != nil {
 				return err
 			}
-			for _, name := range f.Names() {
+			names := f.Names()
+			checks := make([]profileCheck, len(names))
+			if !offline {
+				checks = checkProfiles(cmd.Context(), f, names)
+			}
+			refused := 0
+			for i, name := range names {
 				mark := " "
 				if name == f.ActiveProfile {
 					mark = "*"
 				}
 				p := f.Profiles[name]
-				fmt.Printf("%s %s  %s  %s\n", mark, name, p.APIBase, p.LocalExecutor.Type)
+				c := checks[i]
+				if c.refused() {
+					refused++
+				}
+				fmt.Printf("%s %s  %s  %s  %s  %s\n", mark, name, c.agentName(), c.state(offline), p.APIBase, p.LocalExecutor.Type)
+			}
+			if refused > 0 {
+				fmt.Printf("The platform refuses %d of these profiles; remove them with: a2a-runtime profiles prune\n", refused)
 			}
 			return nil
 		},
 	}
+	list.Flags().BoolVar(&offline, "offline", false, "do not ask the platforms whether the profiles still work")
 	use := &cobra.Command{
 		Use: "use <agent_id/runtime_id>", Short: "Make a profile the active one", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -39,8 +59,103 @@ func newProfiles(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(list, use)
+	prune := &cobra.Command{
+		Use: "prune", Short: "Remove the profiles whose credential the platform refuses (revoked, replaced, or of a deleted agent)", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store := g.store()
+			f, err := store.Load()
+			if err != nil {
+				return err
+			}
+			names := f.Names()
+			removed := 0
+			for i, c := range checkProfiles(cmd.Context(), f, names) {
+				switch {
+				case c.refused():
+					if err := store.Remove(names[i]); err != nil {
+						return err
+					}
+					removed++
+					fmt.Printf("removed %s  %s  %s\n", names[i], c.agentName(), c.state(false))
+				case c.err != nil:
+					fmt.Printf("kept %s: %s\n", names[i], c.state(false))
+				}
+			}
+			if removed == 0 {
+				fmt.Println("no profile is refused by its platform; nothing removed")
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(list, use, prune)
 	return cmd
+}
+
+// profileCheckWait bounds how long profiles list and prune wait for the
+// platforms' answers.
+const profileCheckWait = 3 * time.Second
+
+// profileCheck is what a profile's platform says of it.
+type profileCheck struct {
+	// name is the agent's name from its public card; empty when unknown.
+	name string
+	// deleted: the platform has no such agent any more.
+	deleted bool
+	// err is the platform's answer to the credential, nil when it takes it.
+	err error
+}
+
+func (c profileCheck) refused() bool { return runtimeengine.IsAuthError(c.err) }
+
+func (c profileCheck) agentName() string {
+	switch {
+	case c.name != "":
+		return strconv.Quote(c.name)
+	case c.deleted:
+		return "(agent deleted)"
+	}
+	return "(agent name unknown)"
+}
+
+func (c profileCheck) state(offline bool) string {
+	switch {
+	case offline:
+		return "not checked"
+	case c.err == nil:
+		return "works"
+	case c.refused() && c.deleted:
+		return "refused: its agent was deleted"
+	case c.refused():
+		return "refused: revoked or replaced by a newer pairing"
+	}
+	return "unknown: the platform did not answer (" + cliusage.Plain(c.err) + ")"
+}
+
+// checkProfiles asks each profile's platform, at once and for a short
+// while, whether it takes the profile's credential and what its agent is
+// called.
+func checkProfiles(ctx context.Context, f *profile.File, names []string) []profileCheck {
+	ctx, cancel := context.WithTimeout(ctx, profileCheckWait)
+	defer cancel()
+	checks := make([]profileCheck, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { checks[i] = checkProfile(ctx, f.Profiles[name]) })
+	}
+	wg.Wait()
+	return checks
+}
+
+func checkProfile(ctx context.Context, p profile.Profile) profileCheck {
+	var c profileCheck
+	api, err := platformAPI(p)
+	if err != nil {
+		return profileCheck{err: err}
+	}
+	_, c.err = runtimeengine.HTTPHello(ctx, api)
+	name, status := agentCard(ctx, p.APIBase, p.AgentID)
+	c.name, c.deleted = name, status == http.StatusNotFound
+	return c
 }
 
 func newUnpair(g *globals) *cobra.Command {

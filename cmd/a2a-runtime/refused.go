@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -49,11 +51,10 @@ func whyRefused(p profile.Profile, err error) error {
 func agentGone(base, id string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), agentGoneWait)
 	defer cancel()
-	u := strings.TrimRight(base, "/") + "/a2a/" + url.PathEscape(id) + "/.well-known/agent-card.json"
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if cardStatus(ctx, u) == http.StatusNotFound {
+		if _, status := agentCard(ctx, base, id); status == http.StatusNotFound {
 			return true
 		}
 		select {
@@ -68,17 +69,25 @@ func agentGone(base, id string) bool {
 // was deleted before it exits.
 const agentGoneWait = 1500 * time.Millisecond
 
-// cardStatus is the status of GET u, 0 without an answer.
-func cardStatus(ctx context.Context, u string) int {
+// agentCard asks the platform at base for the public card of agent id: the
+// agent's name and the answer's status, 0 without an answer.
+func agentCard(ctx context.Context, base, id string) (name string, status int) {
+	u := strings.TrimRight(base, "/") + "/a2a/" + url.PathEscape(id) + "/.well-known/agent-card.json"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return 0
+		return "", 0
 	}
 	req.Header.Set("User-Agent", "a2a-runtime")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0
+		return "", 0
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	defer resp.Body.Close()
+	var card struct {
+		Name string `json:"name"`
+	}
+	if resp.StatusCode == http.StatusOK {
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&card)
+	}
+	return card.Name, resp.StatusCode
 }

@@ -31,7 +31,13 @@ func newService(g *globals) *cobra.Command {
 		}
 		return serviceunit.New(serviceunit.Config{
 			Kind: kind, Home: home(), UID: os.Getuid(), Runner: serviceunit.ExecRunner{},
-			Spec: serviceunit.Spec{Executable: exe, Profile: p.Name(), ProfileFile: g.store().Path(), StartArgs: startArgs},
+			Spec: serviceunit.Spec{
+				Executable: exe, Profile: p.Name(), ProfileFile: g.store().Path(), StartArgs: startArgs,
+				// The service runs in the home folder, and finds the
+				// programs the installing shell finds (the agent host's CLI
+				// among them): a service manager gives neither.
+				WorkingDirectory: home(), Path: serviceunit.ServicePath(os.Getenv("PATH")),
+			},
 		})
 	}
 	install := &cobra.Command{
@@ -171,7 +177,11 @@ func serviceStartArgs(cmd *cobra.Command, p profile.Profile, adapterArgs []strin
 	}
 	args = append(args, "--adapter-bin", bin)
 	if len(adapterArgs) > 0 {
-		args = append(append(args, "--"), adapterArgs...)
+		dir, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		args = append(append(args, "--"), absoluteAdapterArgs(dir, adapterArgs)...)
 	}
 	return args, nil
 }

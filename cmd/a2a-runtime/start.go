@@ -70,16 +70,17 @@ func newStart(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if endpoint != "" {
-				p.LocalAgentEndpoint = endpoint
+			local, err := startAdapterSettings(cmd, p, endpoint, adapterProvider, adapterBin, adapterArgs)
+			if err != nil {
+				return err
 			}
-			adapter, err := adapterclient.New(p.LocalAgentEndpoint)
+			adapter, err := adapterclient.New(local.Endpoint)
 			if err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			run := supervised(cmd, p.SupervisedAdapter, adapterProvider, adapterBin, adapterArgs)
+			run := local.Supervised
 			if err := useAdapterToken(adapter, adapterTokenFile, run); err != nil {
 				return err
 			}
@@ -147,15 +148,17 @@ func newStart(g *globals) *cobra.Command {
 				log.Info().Str("status", "http://"+status.Addr()).Msg("status port: /metrics and /healthz")
 			}
 			store := g.store()
-			// Where the runtime is connected goes into the profile for
-			// a2a-runtime status: at once, and again at a heartbeat after
-			// the connection moved (to another server or region).
+			// Where the runtime is connected, and with which settings, goes
+			// into the profile for a2a-runtime status: at once, and again at
+			// a heartbeat after the connection moved (to another server or
+			// region).
 			var recorded profile.Connection
 			recordConnection := func() {
 				c := tr.Connection()
 				if c.Transport == recorded.Transport && c.Server == recorded.Server && c.Region == recorded.Region && !recorded.At.IsZero() {
 					return
 				}
+				c.PID, c.APIBase, c.LocalAdapter = os.Getpid(), p.APIBase, local
 				if err := store.RecordConnection(p.Name(), c); err != nil {
 					log.Debug().Err(err).Msg("connection not recorded in the profile")
 					return
@@ -163,6 +166,11 @@ func newStart(g *globals) *cobra.Command {
 				recorded = c
 			}
 			recordConnection()
+			defer func() {
+				if err := store.RecordStopped(p.Name(), os.Getpid()); err != nil {
+					log.Debug().Err(err).Msg("the stop not recorded in the profile")
+				}
+			}()
 			// Hosts get the delegation tools of their run when the
 			// transport speaks the delegation operations (NATS).
 			var tools *toolserver.Server
@@ -233,21 +241,25 @@ func reauthHint(err error) error {
 	return err
 }
 
-// supervised is the adapter start runs: the one given to start (with its
-// own arguments and program), else the one chosen at pairing, with
-// --adapter-bin naming its program; none for --adapter none.
-func supervised(cmd *cobra.Command, paired profile.SupervisedAdapter, provider, bin string, args []string) profile.SupervisedAdapter {
-	run := paired
+// startAdapterSettings is the local adapter start works with: the one
+// stored in the profile, changed by start's flags (the endpoint; the
+// adapter given to start, with its own arguments, else the one chosen at
+// pairing; --adapter-bin naming its program; none for --adapter none).
+// The running start records it, and status reports it.
+func startAdapterSettings(cmd *cobra.Command, p profile.Profile, endpoint, provider, bin string, args []string) (profile.LocalAdapter, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return profile.LocalAdapter{}, err
+	}
+	o := profile.AdapterOverrides{Endpoint: endpoint, Program: absoluteIn(dir, bin)}
 	if cmd.Flags().Changed("adapter") {
-		run = profile.SupervisedAdapter{Provider: provider, Args: args}
+		run := profile.SupervisedAdapter{Provider: provider, Args: absoluteAdapterArgs(dir, args)}
+		if provider == noAdapter {
+			run = profile.SupervisedAdapter{}
+		}
+		o.Supervised = &run
 	}
-	if bin != "" {
-		run.Program = bin
-	}
-	if run.Provider == noAdapter {
-		return profile.SupervisedAdapter{}
-	}
-	return run
+	return p.EffectiveAdapter(o), nil
 }
 
 // useAdapterToken makes the client send the token of --adapter-token-file,

@@ -122,6 +122,15 @@ type Connection struct {
 	NATSError string `json:"nats_error,omitempty"`
 	// At is when this was recorded.
 	At time.Time `json:"at"`
+	// PID is the process id of the a2a-runtime start that recorded this;
+	// zero once it stopped.
+	PID int `json:"pid,omitempty"`
+	// APIBase is the platform's API base that start works with (start's
+	// --api-base, else the stored one).
+	APIBase string `json:"api_base,omitempty"`
+	// LocalAdapter is the adapter that start works with: the stored one,
+	// unless start's flags changed it (EffectiveAdapter).
+	LocalAdapter LocalAdapter `json:"local_adapter,omitzero"`
 }
 
 // Name is the profile's key in the file, "{agent_id}/{runtime_id}" (seed 001

@@ -44,6 +44,8 @@ func (p Profile) Public() Public {
 	}
 	conn := p.Connection
 	conn.Server = redactURL(conn.Server)
+	conn.APIBase = redactURL(conn.APIBase)
+	conn.LocalAdapter.Endpoint = redactURL(conn.LocalAdapter.Endpoint)
 	return Public{
 		Name:               p.Name(),
 		AgentID:            p.AgentID,

@@ -115,6 +115,17 @@ func (s *Store) RecordConnection(name string, c Connection) error {
 	return s.record(name, func(p *Profile) { p.Connection = c })
 }
 
+// RecordStopped marks the connection the start with process id pid
+// recorded as no longer in use, unless another start recorded its own
+// since.
+func (s *Store) RecordStopped(name string, pid int) error {
+	return s.record(name, func(p *Profile) {
+		if p.Connection.PID == pid {
+			p.Connection.PID = 0
+		}
+	})
+}
+
 // RecordNATS stores the NATS connection details the platform gives the
 // runtime now (its agent's home region may have moved since pairing).
 func (s *Store) RecordNATS(name string, n NATS) error {

@@ -2,8 +2,10 @@ package runtimeengine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
@@ -12,6 +14,9 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
+
+// ErrPlatformUnreachable: nothing answered at the API base pairing was given.
+var ErrPlatformUnreachable = errors.New("nothing answers")
 
 // PairRequest is what `a2a-runtime pair` knows.
 type PairRequest struct {
@@ -42,6 +47,11 @@ func Pair(ctx context.Context, req PairRequest) (profile.Profile, error) {
 	defer cancel()
 	var res meshapi.AttachResponse
 	if _, err := api.Do(ctx, http.MethodPost, "/agent-runtimes/runtime/attach-via-pairing", nil, body, &res); err != nil {
+		// An error of the request itself, not an answer: nothing listens
+		// there, or nothing answered in time.
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			return profile.Profile{}, fmt.Errorf("pairing failed: %w at %s (%v)", ErrPlatformUnreachable, api.Base(), ue.Err)
+		}
 		return profile.Profile{}, fmt.Errorf("pairing with %s failed: %w", req.APIBase, err)
 	}
 	endpoint := req.LocalAgentEndpoint
