@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/spf13/cobra"
 )
 
@@ -51,11 +53,19 @@ func (g *globals) call(ctx context.Context, method, path string, q url.Values, i
 func newAgents(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "agents", Short: "Create, list and delete agent accounts"}
 	var name, description, instructions, instructionsFile, homeRegion string
+	var allowDuplicate bool
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create an agent account",
-		Args:  cobra.NoArgs,
+		Long: "Create an agent account. A name another agent already has is refused (exit 1), since people and the web page\n" +
+			"tell agents apart by name: to reconnect an agent, issue a new pairing code for it instead; --allow-duplicate-name creates it anyway.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !allowDuplicate {
+				if err := g.nameFree(cmd.Context(), name); err != nil {
+					return err
+				}
+			}
 			if instructionsFile != "" {
 				b, err := os.ReadFile(instructionsFile)
 				if err != nil {
@@ -75,6 +85,7 @@ func newAgents(g *globals) *cobra.Command {
 	create.Flags().StringVar(&instructions, "instructions", "", "business instructions handed to the agent host")
 	create.Flags().StringVar(&instructionsFile, "instructions-file", "", "read the instructions from a file")
 	create.Flags().StringVar(&homeRegion, "home-region", "", "the region that serves the agent (default: the region of the platform that creates it)")
+	create.Flags().BoolVar(&allowDuplicate, "allow-duplicate-name", false, "create the agent even when another agent has that name")
 	_ = create.MarkFlagRequired("name")
 	list := &cobra.Command{
 		Use: "list", Short: "List agent accounts", Args: cobra.NoArgs,
@@ -98,6 +109,30 @@ func newAgents(g *globals) *cobra.Command {
 	}
 	cmd.AddCommand(create, list, runtimes, del)
 	return cmd
+}
+
+// nameFree refuses a name another agent has (letter case aside). The
+// platform does not require names to differ (agents are their ids); the
+// command line asks for it, as a second agent of the same name is mostly a
+// mistake: someone creating a new agent to reconnect one.
+func (g *globals) nameFree(ctx context.Context, name string) error {
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, apiclient.DefaultTimeout)
+	defer cancel()
+	var list meshapi.AgentList
+	if _, err := c.Do(ctx, http.MethodGet, "/agent-accounts", nil, nil, &list); err != nil {
+		return err
+	}
+	for _, a := range list.Agents {
+		if strings.EqualFold(strings.TrimSpace(a.Name), strings.TrimSpace(name)) {
+			return fmt.Errorf("an agent named %q already exists (%s): to connect a machine to it again, issue a new pairing code for it (a2a-platform pairing-code %s); "+
+				"otherwise choose another name, or pass --allow-duplicate-name to create a second agent of that name", a.Name, a.ID, a.ID)
+		}
+	}
+	return nil
 }
 
 // pairingProviders are the adapter providers a2a-runtime pair --adapter

@@ -116,7 +116,7 @@ func TestCLI_TablesOnATerminalJSONForScripts(t *testing.T) {
 		t.Errorf("agents list -o jsonl: %s", r)
 	}
 
-	r = a.run("consumers", "create", "--name", "reader", "--filter-agent", agent.ID)
+	r = a.run("consumers", "create", "--name", "reader", "--agent", agent.ID)
 	var con struct {
 		Subjects []string `json:"subjects"`
 	}

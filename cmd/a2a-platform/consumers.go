@@ -29,8 +29,16 @@ func newConsumers(g *globals) *cobra.Command {
 		},
 	}
 	create.Flags().StringVar(&name, "name", "", "what the credential is for (required)")
-	create.Flags().StringVar(&agent, "filter-agent", "", "only this agent's events (default: every agent's)")
-	create.Flags().StringSliceVar(&types, "filter-type", nil, "only the kinds of these event types, e.g. task_run.completed (repeatable)")
+	f := create.Flags()
+	f.StringVar(&agent, "agent", "", "only this agent's events (default: every agent's)")
+	f.StringSliceVar(&types, "type", nil, "only the kinds of these event types, e.g. task_run.completed (repeatable)")
+	// The first names of --agent and --type, before they were named as
+	// webhooks create and events tail name them: still taken, hidden,
+	// with a warning.
+	f.StringVar(&agent, "filter-agent", "", "only this agent's events")
+	f.StringSliceVar(&types, "filter-type", nil, "only the kinds of these event types")
+	_ = f.MarkDeprecated("filter-agent", "use --agent")
+	_ = f.MarkDeprecated("filter-type", "use --type")
 	_ = create.MarkFlagRequired("name")
 	list := &cobra.Command{
 		Use: "list", Short: "List event consumer credentials", Args: cobra.NoArgs,
