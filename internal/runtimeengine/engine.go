@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -167,6 +168,9 @@ type task struct {
 	id      string
 	attempt int
 	cancel  context.CancelCauseFunc
+	// answered is set once the adapter has answered: what is left is the
+	// report, which nothing on the platform's side can stop.
+	answered atomic.Bool
 }
 
 // Cancellation causes, which decide whether the run is still reported.
@@ -448,10 +452,14 @@ func (c *Engine) cancelRun(id string, cause error) bool {
 	c.mu.Lock()
 	t, ok := c.running[id]
 	c.mu.Unlock()
-	if ok {
-		t.cancel(cause)
+	if !ok || t.answered.Load() {
+		// A run whose work is done has nothing left to stop: the platform
+		// ended it (often with this very report, whose answer is late),
+		// and its report settles the rest.
+		return false
 	}
-	return ok
+	t.cancel(cause)
+	return true
 }
 
 // record appends to the ledger; a ledger that cannot be written is logged,

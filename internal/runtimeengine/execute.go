@@ -69,6 +69,7 @@ func (c *Engine) execute(run *mesh.TaskRun) {
 		progress.send(l.Message, l.Percent)
 	})
 	c.cfg.Metrics.adapterCall(time.Since(began))
+	t.answered.Store(true)
 	progress.close()
 	c.suspectAdapter(err)
 
