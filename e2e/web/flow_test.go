@@ -3,7 +3,6 @@ package web_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -195,7 +194,7 @@ func TestWeb_ConnectAnAgentAndWatchItWork(t *testing.T) {
 
 // a2aKeyWalk checks the agent page's A2A section: the card URL and the
 // endpoint of each version; a key created there is shown once, works with
-// the page's curl example (sent as curl would send it), is listed by its
+// the page's curl example (run in a shell), is listed by its
 // prefix only, and no longer works once revoked there. It returns the key.
 func a2aKeyWalk(t *testing.T, b *browserT, apiBase, agentID string) string {
 	t.Helper()
@@ -227,23 +226,8 @@ func a2aKeyWalk(t *testing.T, b *browserT, apiBase, agentID string) string {
 	}
 	b.shot("API key created, shown once")
 
-	// The page's own example, with the key, gets the agent's answer.
-	call := func() (int, string) {
-		req, err := http.NewRequest(http.MethodPost, m[1], strings.NewReader(m[2]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-API-Key", key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
-	if status, body := call(); status != http.StatusOK || !strings.Contains(body, `"state":"completed"`) || !strings.Contains(body, "Done: Hello! What can you do?") {
+	// The page's own example, run in a shell with the key, gets the agent's answer.
+	if status, body := runCurlExample(t, curl, key, curlExampleText); status != http.StatusOK || !strings.Contains(body, `"state":"completed"`) || !strings.Contains(body, "Done: "+curlExampleText) {
 		t.Fatalf("the curl example with the new key: %d %s", status, body)
 	}
 
@@ -254,7 +238,7 @@ func a2aKeyWalk(t *testing.T, b *browserT, apiBase, agentID string) string {
 	b.click(`#api-keys li[data-key-id] button.danger`)
 	b.waitText("#api-keys", "No API keys yet")
 	b.shot("API key revoked")
-	if status, body := call(); status != http.StatusUnauthorized {
+	if status, body := runCurlExample(t, curl, key, curlExampleText); status != http.StatusUnauthorized {
 		t.Fatalf("the revoked key still works: %d %s", status, body)
 	}
 	return key

@@ -17,18 +17,28 @@ const scopes = [
 
 const bindingLabels = { JSONRPC: 'JSON-RPC', 'HTTP+JSON': 'HTTP+JSON (REST)', GRPC: 'gRPC' };
 
+// messageIdCommand prints a new UUID for each message the curl example
+// sends, so the command can be run again (with another text) without
+// reusing the message id, which the endpoint keeps as the message's
+// idempotency key. uuidgen is on macOS; Linux without util-linux has the
+// kernel's generator.
+const messageIdCommand = 'uuidgen 2>/dev/null || cat /proc/sys/kernel/random/uuid';
+
 // curlExample is a message/send request (A2A 0.3 JSON-RPC, which the
 // endpoint serves when no A2A-Version header is sent) to the agent's URL.
+// The body is in single quotes; the message id leaves them for the shell
+// to fill it in each time the command runs.
 export function curlExample(url) {
+  const idSlot = '\u0000message-id\u0000';
   const body = JSON.stringify({
     jsonrpc: '2.0',
     id: 1,
     method: 'message/send',
     params: {
-      message: { kind: 'message', role: 'user', messageId: 'msg-1', parts: [{ kind: 'text', text: 'Hello! What can you do?' }] },
+      message: { kind: 'message', role: 'user', messageId: idSlot, parts: [{ kind: 'text', text: 'Hello! What can you do?' }] },
       configuration: { blocking: true },
     },
-  });
+  }).replace(JSON.stringify(idSlot), `"'"$(${messageIdCommand})"'"`);
   return [
     'export A2A_API_KEY=<one of this agent\'s API keys>',
     '',
