@@ -2,8 +2,10 @@ package docs
 
 import (
 	"bufio"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -60,5 +62,40 @@ func TestDocs_EveryDirectDependencyIsExplained(t *testing.T) {
 		if !direct[m] {
 			t.Errorf("the README's dependency table names %s, which go.mod does not require directly", m)
 		}
+	}
+}
+
+// TestDocs_WebPageLibrariesAreTheVendoredOnes: the README's table of the
+// web page's libraries names the packages and versions that are vendored
+// (the third-party README, whose files a test of the web package checks by
+// hash) and that the fetch script pins.
+func TestDocs_WebPageLibrariesAreTheVendoredOnes(t *testing.T) {
+	root := filepath.Join("..", "..")
+	web := filepath.Join(root, "services", "gateway", "web")
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	_, readme, ok := strings.Cut(read(filepath.Join(root, "README.md")), "### The web page's libraries")
+	if !ok {
+		t.Fatal("README.md has no section on the web page's libraries")
+	}
+	listed := map[string]string{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z0-9-]+)` \\| ([0-9.]+) \\|").FindAllStringSubmatch(readme, -1) {
+		listed[m[1]] = m[2]
+	}
+	vendored := map[string]string{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `[^`]+` \\| `([a-z0-9-]+)` \\| ([0-9.]+) \\|").FindAllStringSubmatch(read(filepath.Join(web, "assets", "third_party", "README.md")), -1) {
+		vendored[m[1]] = m[2]
+	}
+	pinned := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^([A-Z]+)_VERSION=([0-9.]+)$`).FindAllStringSubmatch(read(filepath.Join(web, "fetch-third-party.sh")), -1) {
+		pinned[strings.ToLower(m[1])] = m[2]
+	}
+	if len(vendored) == 0 || !maps.Equal(listed, vendored) || !maps.Equal(pinned, vendored) {
+		t.Fatalf("the web page's libraries disagree: README %v, vendored %v, fetch script %v", listed, vendored, pinned)
 	}
 }

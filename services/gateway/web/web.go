@@ -1,6 +1,9 @@
 // Package web is the page people use, served by the platform itself: a shell
 // (index.html), a style sheet and plain JavaScript modules, embedded in the
-// binary, with no build step and nothing loaded from elsewhere. The page
+// binary, with no build step and nothing loaded from elsewhere. The
+// libraries it uses (assets/third_party: the Markdown renderer and the HTML
+// sanitizer) are their published ES module files, vendored at pinned
+// versions with their licenses. The page
 // drives the platform's REST API and follows its event stream with the
 // sign-in session's cookie; this package only serves the files.
 package web
@@ -20,6 +23,10 @@ import (
 
 //go:embed assets
 var embedded embed.FS
+
+// thirdParty is the folder of vendored libraries; its modules are served
+// under their own names, beside the page's.
+const thirdParty = "assets/third_party"
 
 // ClientRoutes are the paths the page routes itself; each serves the shell,
 // which shows the view of its path.
@@ -62,6 +69,21 @@ func New() *Pages {
 		}
 		p.assets[e.Name()] = load("assets/" + e.Name())
 	}
+	vendored, err := fs.ReadDir(embedded, thirdParty)
+	if err != nil {
+		panic("web: embedded third-party modules: " + err.Error())
+	}
+	// Only the modules: the licenses and the notes beside them are not
+	// part of the page.
+	for _, e := range vendored {
+		if ext := path.Ext(e.Name()); ext != ".js" && ext != ".mjs" {
+			continue
+		}
+		if _, dup := p.assets[e.Name()]; dup {
+			panic("web: third-party module " + e.Name() + " has the name of a page asset")
+		}
+		p.assets[e.Name()] = load(thirdParty + "/" + e.Name())
+	}
 	p.shell = p.assets["index.html"]
 	delete(p.assets, "index.html")
 	p.failed = template.Must(template.New("signin-failed.html").Parse(string(p.assets["signin-failed.html"].body)))
@@ -77,7 +99,7 @@ func load(name string) file {
 	sum := sha256.Sum256(b)
 	ct := mime.TypeByExtension(path.Ext(name))
 	switch path.Ext(name) {
-	case ".js":
+	case ".js", ".mjs":
 		ct = "text/javascript; charset=utf-8"
 	case ".css":
 		ct = "text/css; charset=utf-8"

@@ -1,5 +1,7 @@
 // Building the page: every element is made with h(), and text always goes in
 // as text nodes, never as HTML, so nothing an agent or a user wrote can run.
+// The one exception is Markdown (markdown.js), whose HTML is sanitized to an
+// allow-list before it becomes nodes.
 
 // h creates an element. attrs: "class", "text", "on<event>" handlers,
 // "dataset" (an object), booleans (true sets an empty attribute, false or

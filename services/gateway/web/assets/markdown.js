@@ -1,95 +1,86 @@
-// A safe subset of Markdown for agent output and Markdown artifacts:
-// headings, paragraphs, emphasis, inline code, fenced code blocks, lists,
-// block quotes and links. It builds DOM nodes from text, so raw HTML in the
-// source stays text; links go only to http(s) and open with
-// rel="noopener noreferrer".
+// Markdown for agent output and Markdown artifacts, as GitHub renders it
+// (tables, task lists, strikethrough, autolinks): marked turns it into HTML,
+// DOMPurify keeps only what Markdown makes, and the nodes are checked once
+// more before they reach the page. Nothing in the text can run: raw HTML in
+// the source stays text (but for <br>, common in table cells), so no
+// script, event handler, style or form gets in; nothing is loaded from
+// where the text points (an image becomes a link to it); links go only to
+// http(s) and open in a new tab with rel="noopener noreferrer". Headings
+// move one level down, under the page's own. The libraries are vendored in
+// third_party/ (see its README.md).
 
+import { Marked } from './marked.esm.js';
+import DOMPurify from './purify.es.mjs';
 import { h } from './dom.js';
 
+const escapes = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const escapeHTML = (s) => String(s).replace(/[&<>"']/g, (c) => escapes[c]);
+
+const marked = new Marked({
+  gfm: true,
+  renderer: {
+    heading({ tokens, depth }) {
+      const level = Math.min(depth + 1, 6);
+      return `<h${level}>${this.parser.parseInline(tokens)}</h${level}>\n`;
+    },
+    image({ href, text }) {
+      return `<a href="${escapeHTML(href)}">${escapeHTML(text || href)}</a>`;
+    },
+    // Raw HTML, a block or a tag within a line, is shown as written. Were
+    // it parsed, even only to be sanitized, the browser would report each
+    // inline handler and style in it as a Content-Security-Policy breach.
+    html({ text }) {
+      return /^<br\s*\/?>$/i.test(text.trim()) ? '<br>' : escapeHTML(text);
+    },
+  },
+});
+
+// What Markdown makes, and nothing else: whatever marked lets through that
+// is not on this list goes.
+const sanitizer = {
+  ALLOWED_TAGS: ['p', 'br', 'hr', 'h2', 'h3', 'h4', 'h5', 'h6', 'em', 'strong', 'del', 's', 'code', 'pre', 'blockquote',
+    'ul', 'ol', 'li', 'a', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'input'],
+  ALLOWED_ATTR: ['href', 'title', 'align', 'start', 'type', 'checked'],
+  ALLOW_DATA_ATTR: false,
+  RETURN_DOM_FRAGMENT: true,
+};
+
 export function renderMarkdown(source) {
-  const root = h('div', { class: 'markdown' });
-  const lines = String(source || '').replace(/\r\n?/g, '\n').split('\n');
-  let i = 0;
-  while (i < lines.length) {
-    const line = lines[i];
-    if (/^\s*$/.test(line)) { i += 1; continue; }
-    const fence = /^\s*(```|~~~)/.exec(line);
-    if (fence) {
-      const body = [];
-      i += 1;
-      while (i < lines.length && !lines[i].trim().startsWith(fence[1])) { body.push(lines[i]); i += 1; }
-      i += 1;
-      root.appendChild(h('pre', {}, h('code', {}, body.join('\n'))));
-      continue;
-    }
-    const heading = /^(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line);
-    if (heading) {
-      root.appendChild(h(`h${Math.min(heading[1].length + 1, 6)}`, {}, inline(heading[2])));
-      i += 1;
-      continue;
-    }
-    if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) { root.appendChild(h('hr')); i += 1; continue; }
-    if (/^\s*>/.test(line)) {
-      const body = [];
-      while (i < lines.length && /^\s*>/.test(lines[i])) { body.push(lines[i].replace(/^\s*>\s?/, '')); i += 1; }
-      root.appendChild(h('blockquote', {}, [...renderMarkdown(body.join('\n')).childNodes]));
-      continue;
-    }
-    const item = /^\s*([-*+]|\d{1,9}[.)])\s+/.exec(line);
-    if (item) {
-      const ordered = /\d/.test(item[1]);
-      const list = h(ordered ? 'ol' : 'ul');
-      while (i < lines.length) {
-        const m = /^\s*([-*+]|\d{1,9}[.)])\s+(.*)$/.exec(lines[i]);
-        if (!m || /\d/.test(m[1]) !== ordered) break;
-        const text = [m[2]];
-        i += 1;
-        // Indented continuation lines belong to the item.
-        while (i < lines.length && /^\s{2,}\S/.test(lines[i]) && !/^\s*([-*+]|\d{1,9}[.)])\s+/.test(lines[i])) {
-          text.push(lines[i].trim());
-          i += 1;
-        }
-        list.appendChild(h('li', {}, inline(text.join(' '))));
-      }
-      root.appendChild(list);
-      continue;
-    }
-    // A paragraph runs to a blank line or the start of another block; its
-    // first line is always taken, so the loop always moves on.
-    const para = [line.trim()];
-    i += 1;
-    while (i < lines.length && !/^\s*$/.test(lines[i]) && !/^(#{1,6}\s|\s*(```|~~~)|\s*>|\s*([-*+]|\d{1,9}[.)])\s+)/.test(lines[i])) {
-      para.push(lines[i].trim());
-      i += 1;
-    }
-    root.appendChild(h('p', {}, inline(para.join(' '))));
+  const html = marked.parse(String(source || ''), { async: false });
+  const fragment = DOMPurify.sanitize(html, sanitizer);
+  for (const a of fragment.querySelectorAll('a')) checkLink(a);
+  for (const input of fragment.querySelectorAll('input')) checkBox(input);
+  for (const table of fragment.querySelectorAll('table')) {
+    const wrap = h('div', { class: 'table-wrap' });
+    table.replaceWith(wrap);
+    wrap.appendChild(table);
   }
-  return root;
+  return h('div', { class: 'markdown' }, fragment);
 }
 
-// Inline spans: `code`, **strong**, *em* / _em_, [text](url).
-const inlinePattern = /(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)|\*\*([^*]+)\*\*|__([^_]+)__|\*([^*\s](?:[^*]*[^*\s])?)\*|\b_([^_\s](?:[^_]*[^_\s])?)_\b|\[([^\]]+)\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g;
-
-function inline(text) {
-  const out = [];
-  let last = 0;
-  // matchAll works on its own copy of the pattern, so the recursion for
-  // nested spans cannot disturb this loop's position.
-  for (const m of text.matchAll(inlinePattern)) {
-    if (m.index > last) out.push(text.slice(last, m.index));
-    if (m[2] !== undefined) out.push(h('code', {}, m[2]));
-    else if (m[3] !== undefined || m[4] !== undefined) out.push(h('strong', {}, inline(m[3] ?? m[4])));
-    else if (m[5] !== undefined || m[6] !== undefined) out.push(h('em', {}, inline(m[5] ?? m[6])));
-    else out.push(link(m[7], m[8]));
-    last = m.index + m[0].length;
-  }
-  if (last < text.length) out.push(text.slice(last));
-  return out;
-}
-
-function link(text, href) {
-  let url;
+// checkLink keeps a link to http(s) and turns any other into its text with
+// the target after it.
+function checkLink(a) {
+  const href = a.getAttribute('href') || '';
+  let url = null;
   try { url = new URL(href); } catch { url = null; }
-  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) return `${text} (${href})`;
-  return h('a', { href: url.href, rel: 'noopener noreferrer', target: '_blank' }, inline(text));
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    const text = a.textContent;
+    a.replaceWith(href && href !== text ? `${text} (${href})` : text);
+    return;
+  }
+  a.setAttribute('href', url.href);
+  a.setAttribute('rel', 'noopener noreferrer');
+  a.setAttribute('target', '_blank');
+}
+
+// checkBox keeps a task list's check box, read-only and named by its state;
+// any other input goes.
+function checkBox(input) {
+  if (input.getAttribute('type') !== 'checkbox') {
+    input.remove();
+    return;
+  }
+  input.disabled = true;
+  input.setAttribute('aria-label', input.checked ? 'Done' : 'Not done');
 }
