@@ -110,11 +110,16 @@ func TestWeb_ConnectAnAgentAndWatchItWork(t *testing.T) {
 	b.shot("task progress")
 	b.waitText(".msg.agent", "Done: Write the weekly report")
 	b.waitText(".msg.agent .badge", "Completed")
+	// The finished run's reply is its answer and files; its progress is on
+	// the task page.
 	reply := b.textOf(".msg.agent")
-	for _, want := range []string{"reading the request", "writing the report", "report written", "report.md", "chart.png"} {
+	for _, want := range []string{"report.md", "chart.png"} {
 		if !strings.Contains(reply, want) {
 			t.Errorf("the chat's reply lacks %q:\n%s", want, reply)
 		}
+	}
+	if strings.Contains(reply, "reading the request") || js[bool](b, `!!document.querySelector('.msg.agent progress')`) {
+		t.Errorf("the chat's reply to the finished run still shows its progress:\n%s", reply)
 	}
 	b.shot("task result in the chat")
 

@@ -8,8 +8,9 @@ import { Live } from './live.js';
 import { agentForm } from './agentform.js';
 import { presence, presenceLine } from './presence.js';
 import { connectionInstructions } from './instructions.js';
-import { hosts, countdown, time, runText, terminal, statusLabel } from './format.js';
+import { hosts, countdown, time, runText, conversation, terminal, statusLabel } from './format.js';
 import { statusBadge, ProgressLog, runResult } from './runview.js';
+import { renderMarkdown } from './markdown.js';
 import { a2aSection } from './a2a.js';
 import { rulesSection } from './rules.js';
 
@@ -241,12 +242,13 @@ export async function agentView(main, { id: agentId }, nav) {
 
     function render(entry) {
       const { run } = entry;
+      renderTurns(entry);
       replace(entry.reply,
         h('div', { class: 'msg-head' },
           statusBadge(run.status),
           h('a', { href: `/tasks/${run.task_run_id}`, class: 'small', 'aria-label': `Open task: ${runText(run).slice(0, 60)}` }, 'Open task'),
           h('span', { class: 'muted small' }, time(run.created_at))),
-        entry.log.render(false),
+        entry.log.render(false, run.status),
         terminal(run.status) ? runResult(run) : null,
         run.status === 'input-required' ? [h('p', { class: 'small' }, 'The agent asks:'), runResult(run)] : null);
       empty.hidden = runs.size > 0;
@@ -265,16 +267,37 @@ export async function agentView(main, { id: agentId }, nav) {
       return null;
     }
 
+    // renderTurns shows the run's conversation before its reply: the
+    // request, then each earlier question of the agent and its answer.
+    // A new turn starts the progress afresh.
+    function renderTurns(entry) {
+      const turns = conversation(entry.run);
+      const key = JSON.stringify(turns);
+      if (key === entry.turnsKey) return;
+      if (entry.turnsKey) {
+        entry.log = new ProgressLog();
+        entry.log.add(entry.run);
+      }
+      entry.turnsKey = key;
+      const id = entry.run.task_run_id;
+      const next = turns.map((turn) => (turn.role === 'agent'
+        ? h('li', { class: 'msg agent asked', dataset: { taskRunId: id } },
+          h('p', { class: 'small' }, 'The agent asked:'), renderMarkdown(turn.text))
+        : h('li', { class: 'msg user', dataset: { taskRunId: id } }, h('p', {}, turn.text))));
+      entry.turns.forEach((li) => li.remove());
+      entry.turns = next;
+      entry.reply.before(...next);
+    }
+
     function upsert(run) {
       let entry = runs.get(run.task_run_id);
       if (!entry) {
         entry = {
-          run, log: new ProgressLog(),
-          question: h('li', { class: 'msg user', dataset: { taskRunId: run.task_run_id } }, h('p', {}, runText(run))),
+          run, log: new ProgressLog(), turns: [], turnsKey: '',
           reply: h('li', { class: 'msg agent', dataset: { taskRunId: run.task_run_id }, 'aria-label': `Reply to: ${runText(run).slice(0, 60)}` }),
         };
         runs.set(run.task_run_id, entry);
-        thread.append(entry.question, entry.reply);
+        thread.append(entry.reply);
       } else if ((run.revision || 0) < (entry.run.revision || 0)) {
         if (entry.log.add(run)) render(entry);
         return;
@@ -318,10 +341,11 @@ export async function agentView(main, { id: agentId }, nav) {
         if (asking) {
           const run = await api('POST', `/task-runs/${encodeURIComponent(asking.run.task_run_id)}/input`, { text });
           message.control.value = '';
-          // The answer, then the same run's reply after it.
-          thread.append(h('li', { class: 'msg user', dataset: { taskRunId: run.task_run_id } }, h('p', {}, text)), asking.reply);
           setConversation(run.conversation_id);
           upsert(run);
+          // The answered run moves to the end of the thread, its
+          // conversation (now with the answer) before its reply.
+          thread.append(...asking.turns, asking.reply);
           announce('Answer sent.');
           return;
         }

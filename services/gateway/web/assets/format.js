@@ -1,14 +1,13 @@
 // Words and numbers as people read them.
 
+// time is a moment with its date, in the browser's language and time zone:
+// a page may stay open past midnight, and a time without a date would then
+// read as today's.
 export function time(iso) {
   if (!iso) return '';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return '';
-  const today = new Date();
-  const sameDay = d.toDateString() === today.toDateString();
-  return sameDay
-    ? d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' })
-    : d.toLocaleString([], { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+  return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 }
 
 export function bytes(n) {
@@ -41,11 +40,31 @@ export function terminal(status) {
   return status === 'completed' || status === 'failed' || status === 'canceled';
 }
 
-// runText is the text a task run was asked, for titles and the chat.
+// conversation is a run's turns, oldest first: the request that started it,
+// then each question the agent asked and the answer it got (the platform
+// keeps them in input.history when a run waiting for input is answered),
+// the latest input last. Each turn is { role: 'user' | 'agent', text }.
+export function conversation(run) {
+  const input = (run && run.input) || {};
+  const history = Array.isArray(input.history) ? input.history : [];
+  const turns = history
+    .filter((t) => t && typeof t.text === 'string')
+    .map((t) => ({ role: t.role === 'agent' ? 'agent' : 'user', text: t.text }));
+  turns.push({ role: 'user', text: inputText(input) });
+  return turns;
+}
+
+// inputText is the text of one turn's input, or the input itself as JSON
+// when it has no text.
+function inputText(input) {
+  if (typeof input.text === 'string' && input.text.trim()) return input.text;
+  const { history, ...rest } = input;
+  return Object.keys(rest).length ? JSON.stringify(rest) : '';
+}
+
+// runText is the request that started a run, for titles and lists.
 export function runText(run) {
-  const input = run && run.input;
-  if (input && typeof input.text === 'string' && input.text.trim()) return input.text;
-  return input ? JSON.stringify(input) : '';
+  return conversation(run)[0].text;
 }
 
 export function excerpt(text, n = 90) {

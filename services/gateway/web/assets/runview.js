@@ -30,12 +30,17 @@ export class ProgressLog {
     return true;
   }
 
-  render(full) {
+  // render shows the messages and a bar with the newest percentage while
+  // the run works. A run that ended, or waits for an answer, shows its
+  // result instead: the task page (full) keeps the messages as its record,
+  // the chat drops them.
+  render(full, status) {
+    const working = status === 'pending' || status === 'running';
+    if (!working && !full) return [];
     const last = this.messages[this.messages.length - 1];
-    // The bar shows the newest percentage reported.
     const list = h('ul', { class: `progress-log${full ? ' full' : ''}`, 'aria-label': 'Progress' },
       this.messages.map((m) => h('li', {}, m.message)));
-    const bar = last && typeof last.percent === 'number'
+    const bar = working && last && typeof last.percent === 'number'
       ? h('progress', { max: '100', value: String(last.percent), 'aria-label': `Progress ${Math.round(last.percent)} percent` })
       : null;
     return [list, bar];

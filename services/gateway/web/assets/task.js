@@ -4,7 +4,7 @@
 import { api, explain } from './api.js';
 import { h, replace, formError, announce } from './dom.js';
 import { Live } from './live.js';
-import { runText, excerpt, time, terminal, statusLabel, runErrorText } from './format.js';
+import { runText, conversation, excerpt, time, terminal, statusLabel, runErrorText } from './format.js';
 import { statusBadge, ProgressLog, runResult } from './runview.js';
 import { renderMarkdown } from './markdown.js';
 
@@ -40,6 +40,8 @@ export async function taskView(main, { id: runId }, nav) {
     h('p', { class: 'hint', id: 'task-reply-hint' }, 'The agent is waiting for it; the task goes on with your answer.'),
     replyText, h('div', { class: 'row' }, replySend), replyError.el);
   replyText.setAttribute('aria-describedby', 'task-reply-hint');
+  const askedTitle = h('h2', { id: 'asked-title' }, 'Asked');
+  const asked = h('div', { id: 'task-conversation' });
   const traceBox = h('div', { id: 'task-trace' });
   const traceSection = h('section', { class: 'panel', 'aria-labelledby': 'trace-title', hidden: true },
     h('h2', { id: 'trace-title' }, 'Delegation'),
@@ -51,8 +53,8 @@ export async function taskView(main, { id: runId }, nav) {
     h('p', { class: 'small' }, h('a', { href: `/agents/${run.target_agent_id}` }, `‹ ${agentName || 'The agent'}`), ' · ', h('a', { href: '/tasks' }, 'All tasks')),
     h('div', { class: 'page-head' }, h('h1', { tabindex: '-1' }, 'Task'), badge),
     h('section', { class: 'panel', 'aria-labelledby': 'asked-title' },
-      h('h2', { id: 'asked-title' }, 'Asked'),
-      h('div', { class: 'output' }, renderMarkdown(runText(run))),
+      askedTitle,
+      asked,
       meta,
       cancelRow, cancelError.el),
     h('section', { class: 'panel', 'aria-labelledby': 'progress-title' },
@@ -61,8 +63,25 @@ export async function taskView(main, { id: runId }, nav) {
     h('section', { class: 'panel', 'aria-labelledby': 'result-title' },
       h('h2', { id: 'result-title' }, 'Result'), result, reply));
 
+  // renderAsked shows what the run was asked: the request, and once the
+  // agent has asked for more, every turn since, in order.
+  let shownTurns = 0;
+  function renderAsked() {
+    const turns = conversation(run);
+    if (turns.length === shownTurns) return;
+    shownTurns = turns.length;
+    askedTitle.textContent = turns.length > 1 ? 'Conversation' : 'Asked';
+    replace(asked, turns.length === 1
+      ? h('div', { class: 'output' }, renderMarkdown(turns[0].text))
+      : h('ol', { class: 'turns', 'aria-labelledby': 'asked-title' }, turns.map((turn, i) =>
+        h('li', { class: `turn ${turn.role}` },
+          h('p', { class: 'small turn-who' }, turnLabel(turn, i)),
+          h('div', { class: 'output' }, renderMarkdown(turn.text))))));
+  }
+
   function render() {
     replace(badge, statusBadge(run.status));
+    renderAsked();
     replace(meta,
       h('dt', {}, 'Agent'), h('dd', {}, h('a', { href: `/agents/${run.target_agent_id}` }, agentName || run.target_agent_id)),
       h('dt', {}, 'Created'), h('dd', {}, time(run.created_at)),
@@ -70,7 +89,7 @@ export async function taskView(main, { id: runId }, nav) {
       run.attempt > 1 ? [h('dt', {}, 'Attempt'), h('dd', {}, `${run.attempt} of ${run.max_attempts}`)] : null,
       h('dt', {}, 'Task id'), h('dd', { class: 'mono ids' }, run.task_run_id));
     log.add(run);
-    const [list, bar] = log.render(true);
+    const [list, bar] = log.render(true, run.status);
     replace(progress,
       log.messages.length === 0
         ? h('p', { class: 'muted progress-log full' }, terminal(run.status) ? 'No progress was reported.' : `${statusLabel(run.status)}: no progress reported yet.`)
@@ -217,4 +236,10 @@ export async function taskView(main, { id: runId }, nav) {
   }
 
   return { dispose: () => live.stop() };
+}
+
+// turnLabel names a turn of the conversation by who said it and why.
+function turnLabel(turn, i) {
+  if (turn.role === 'agent') return 'The agent asked';
+  return i === 0 ? 'The request' : 'The answer';
 }
