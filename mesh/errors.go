@@ -93,6 +93,7 @@ var (
 	ErrRuntimeRevoked    = &Error{Code: CodeRuntimeRevoked}
 	ErrRuntimeOffline    = &Error{Code: CodeRuntimeOffline}
 	ErrInvalidPairing    = &Error{Code: CodeInvalidPairing}
+	ErrRateLimited       = &Error{Code: CodeRateLimited}
 )
 
 // AsError returns err as an *Error, wrapping unknown errors as INTERNAL with a

@@ -3,6 +3,8 @@ package taskqueue_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -172,5 +174,46 @@ func TestCancel_TheRuntimeHoldingTheRunHearsOfItAtOnce(t *testing.T) {
 	res, err := rc.Canceled(ctx, meshapi.CanceledRequest{TaskRunIDs: []string{held.ID, pending.ID}, Wait: 25 * time.Second})
 	if err != nil || len(res.Canceled) != 1 || res.Canceled[0] != held.ID {
 		t.Fatalf("asked again about the canceled run: %+v, %v; want it named at once", res, err)
+	}
+}
+
+// TestCancel_WaitingRequestsForCancelsHoldUpNoOtherRequest: requests for
+// cancels wait long, like requests for work: however many runtimes keep
+// one waiting, the task queue still answers everything else at once.
+func TestCancel_WaitingRequestsForCancelsHoldUpNoOtherRequest(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout, c.Lease = time.Minute, time.Minute })
+	agent := p.CreateAgent("many waits")
+	rt := p.OnlineRuntime(t, agent.ID)
+	nc := p.RuntimeConn(t, rt)
+	rc := meshapi.NewClient(nc).Runtime(agent.ID, rt.RuntimeID)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	waiting, cancelWaits := context.WithCancel(ctx)
+	defer cancelWaits()
+	// As many as the service handles at once (bus.ServiceSpec.Concurrency).
+	const waits = 256
+	for range waits {
+		// Each asks again when its wait ends, as a runtime does.
+		go func() {
+			for waiting.Err() == nil {
+				_, _ = rc.Canceled(waiting, meshapi.CanceledRequest{Wait: 20 * time.Second})
+			}
+		}()
+	}
+	var last error
+	// They all wait once one more is refused: a runtime may keep only so
+	// many waiting.
+	meshtest.Eventually(t, 20*time.Second, func() bool {
+		octx, ocancel := context.WithTimeout(ctx, 2*time.Second)
+		defer ocancel()
+		_, err := rc.Canceled(octx, meshapi.CanceledRequest{Wait: time.Second})
+		last = err
+		return errors.Is(err, mesh.ErrRateLimited)
+	}, func() string { return fmt.Sprintf("the requests for cancels never all waited: %v", last) })
+	hctx, hcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer hcancel()
+	if _, err := rc.Hello(hctx); err != nil {
+		t.Fatalf("with %d requests for cancels waiting, a hello was not answered: %v", waits, err)
 	}
 }

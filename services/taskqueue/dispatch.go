@@ -299,10 +299,20 @@ func (s *Service) repairCreated(ctx context.Context, runID string) {
 // not bounded by the service's concurrency (bus.ServiceSpec.Waits).
 const maxWaiting = 256
 
-// waiters counts the requests for work waiting, per runtime.
+// waiters counts requests that wait (for work, or for cancels), per
+// runtime.
 type waiters struct {
-	mu sync.Mutex
-	n  map[string]int
+	// about says what the requests wait for ("for work"); default "for work".
+	about string
+	mu    sync.Mutex
+	n     map[string]int
+}
+
+func (w *waiters) what() string {
+	if w.about == "" {
+		return "for work"
+	}
+	return w.about
 }
 
 // admit counts one more waiting request of who, or refuses it when who
@@ -311,7 +321,7 @@ func (w *waiters) admit(who string) (release func(), err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.n[who] >= maxWaiting {
-		return nil, mesh.Errorf(mesh.CodeRateLimited, "too many requests for work waiting (at most %d at once)", maxWaiting)
+		return nil, mesh.Errorf(mesh.CodeRateLimited, "too many requests %s waiting (at most %d at once)", w.what(), maxWaiting)
 	}
 	if w.n == nil {
 		w.n = map[string]int{}

@@ -136,7 +136,7 @@ type agentView struct {
 // New returns a service; Start runs it.
 func New(cfg Config) *Service {
 	cfg.defaults()
-	s := &Service{cfg: cfg, recent: newRecentRuns(), stopped: make(chan struct{})}
+	s := &Service{cfg: cfg, recent: newRecentRuns(), stopped: make(chan struct{}), cancelWaiters: waiters{about: "for cancels"}}
 	s.reaper = &bus.Periodic{Interval: cfg.ReapInterval, Run: s.reap}
 	return s
 }
@@ -222,7 +222,7 @@ func (s *Service) serve() error {
 		Name: bus.ServiceTaskQueue, Description: "task runs", Logger: s.cfg.Logger,
 		Region: s.cfg.Region, Route: s.routeRequest,
 		Timeout: s.cfg.MaxPullWait + 5*time.Second,
-		Waits:   map[string]bool{bus.RuntimeOpOffer: true, bus.RuntimeOpPull: true, meshapi.OpTaskDelegateOffer: true},
+		Waits:   map[string]bool{bus.RuntimeOpOffer: true, bus.RuntimeOpPull: true, bus.RuntimeOpCanceled: true, meshapi.OpTaskDelegateOffer: true},
 		Ops: map[string]bus.HandlerFunc{
 			meshapi.OpTaskCreate:           s.handleCreate,
 			meshapi.OpTaskGet:              s.handleGet,
