@@ -37,9 +37,9 @@ func TestWeb_RecoversAfterAPlatformRestart(t *testing.T) {
 	b.waitText(".agent-presence", "Online")
 	// Work created after the restart arrives live, progress and result.
 	run := p.CreateTask(agent.ID, "after the restart")
-	b.waitJS("the new task in the chat", `(id) => !!document.querySelector('.msg.agent[data-task-run-id="' + id + '"]')`, run.ID)
-	b.waitJS("the new task completed", `(id) => { const m = document.querySelector('.msg.agent[data-task-run-id="' + id + '"]');
-		return m.textContent.includes('Done: after the restart') && m.textContent.includes('reading the request'); }`, run.ID)
+	b.waitJS("the new task's progress in the chat", `(id) => { const m = document.querySelector('.msg.agent[data-task-run-id="' + id + '"]');
+		return !!m && m.textContent.includes('reading the request'); }`, run.ID)
+	b.waitJS("the new task completed", `(id) => document.querySelector('.msg.agent[data-task-run-id="' + id + '"]').textContent.includes('Done: after the restart')`, run.ID)
 	b.shot("after the restart")
 	if !js[bool](b, "window.__sameDocument === true") {
 		t.Fatal("the page reloaded")
