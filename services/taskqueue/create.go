@@ -1,10 +1,14 @@
 package taskqueue
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"time"
 
@@ -31,11 +35,14 @@ type idempotencyRecord struct {
 }
 
 // fingerprint identifies what a create request asks for (after defaults), so
-// a retry with the same key matches and a different request does not.
+// a retry with the same key matches and a different request does not. It is
+// the SHA-256 of the request's JSON with the input's keys in order, encoded
+// straight into the hash: the input may be a mebibyte.
 func fingerprint(in *meshapi.CreateTaskRunRequest) string {
 	var input any
 	_ = json.Unmarshal(in.Input, &input)
-	b, _ := json.Marshal(struct {
+	h := sha256.New()
+	_ = json.NewEncoder(withoutNewlines{h}).Encode(struct {
 		Input          any            `json:"input"`
 		Conversation   string         `json:"conversation_id"`
 		TaskType       string         `json:"task_type"`
@@ -45,7 +52,23 @@ func fingerprint(in *meshapi.CreateTaskRunRequest) string {
 		TimeoutSeconds int64          `json:"timeout_seconds"`
 		Metadata       map[string]any `json:"metadata"`
 	}{input, in.ConversationID, in.TaskType, in.InitiatorAgentID, in.MaxAttempts, in.Deadline, in.TimeoutSeconds, in.Metadata})
-	return secret.Hash(string(b))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// withoutNewlines drops the newline a json.Encoder ends its value with (the
+// only one it writes: strings escape theirs), so the hash is json.Marshal's.
+type withoutNewlines struct{ w io.Writer }
+
+func (n withoutNewlines) Write(p []byte) (int, error) {
+	size := len(p)
+	for len(p) > 0 {
+		line, rest, _ := bytes.Cut(p, []byte{'\n'})
+		if _, err := n.w.Write(line); err != nil {
+			return 0, err
+		}
+		p = rest
+	}
+	return size, nil
 }
 
 func (s *Service) handleCreate(ctx context.Context, req *bus.Request) (any, error) {
@@ -118,7 +141,7 @@ func (s *Service) store(ctx context.Context, in *meshapi.CreateTaskRunRequest, r
 	// Queued in the outbox before the index shows the run pending, so an
 	// offer finds its event on its way (see dispatch.go).
 	created := s.announce(ctx, mesh.EventTaskRunCreated, run)
-	s.runView.Apply(run.ID, run, rev)
+	s.runView.Apply(run.ID, headOf(run), rev)
 	return created, nil, nil
 }
 
@@ -289,7 +312,8 @@ func (s *Service) claimIdempotencyKey(ctx context.Context, in *meshapi.CreateTas
 	}
 }
 
+// isJSONObject reports whether raw is one JSON object. It checks without
+// decoding: an input may be a mebibyte, and a decode would copy it.
 func isJSONObject(raw json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	return len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &m) == nil
+	return len(raw) > 0 && raw[0] == '{' && json.Valid(raw)
 }

@@ -26,10 +26,42 @@ type summary struct {
 	rev         uint64
 }
 
-func summarize(r *mesh.TaskRun, rev uint64) *summary {
+// runHead is the part of a run record the index reads. The watch of the
+// runs bucket decodes every record written, by any copy of the service,
+// into it: its fields are what a summary needs, and the input, output and
+// metadata it leaves out are skipped by the decoder, not copied.
+type runHead struct {
+	ID             string      `json:"task_run_id"`
+	ConversationID string      `json:"conversation_id"`
+	TargetAgentID  string      `json:"target_agent_id"`
+	Status         mesh.Status `json:"status"`
+	RuntimeID      string      `json:"runtime_id,omitempty"`
+	Attempt        int         `json:"attempt"`
+	MaxAttempts    int         `json:"max_attempts"`
+	Deadline       *time.Time  `json:"deadline,omitempty"`
+	LeaseExpiresAt *time.Time  `json:"lease_expires_at,omitempty"`
+	UpdatedAt      time.Time   `json:"updated_at"`
+	// DelegatedTo is only tested for presence.
+	DelegatedTo *struct{} `json:"delegated_to,omitempty"`
+}
+
+// headOf is the head of a run this process just wrote.
+func headOf(r *mesh.TaskRun) *runHead {
+	h := &runHead{
+		ID: r.ID, ConversationID: r.ConversationID, TargetAgentID: r.TargetAgentID,
+		Status: r.Status, RuntimeID: r.RuntimeID, Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
+		Deadline: r.Deadline, LeaseExpiresAt: r.LeaseExpiresAt, UpdatedAt: r.UpdatedAt,
+	}
+	if r.Delegated() {
+		h.DelegatedTo = &struct{}{}
+	}
+	return h
+}
+
+func summarize(r *runHead, rev uint64) *summary {
 	s := &summary{
 		id: r.ID, agentID: r.TargetAgentID, conversationID: r.ConversationID, runtimeID: r.RuntimeID,
-		delegated: r.Delegated(), status: r.Status,
+		delegated: r.DelegatedTo != nil, status: r.Status,
 		attempt: r.Attempt, maxAttempts: r.MaxAttempts, updatedAt: r.UpdatedAt, rev: rev,
 	}
 	if r.LeaseExpiresAt != nil {

@@ -1,8 +1,10 @@
 package taskqueue
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/a2amesh/a2amesh/mesh"
 )
@@ -15,7 +17,7 @@ func TestIndex_KnowsTheRunsEachRuntimeHolds(t *testing.T) {
 	rev := uint64(0)
 	set := func(id string, status mesh.Status, runtime string) {
 		rev++
-		s := summarize(&mesh.TaskRun{ID: id, TargetAgentID: "agent", Status: status, RuntimeID: runtime}, rev)
+		s := summarize(headOf(&mesh.TaskRun{ID: id, TargetAgentID: "agent", Status: status, RuntimeID: runtime}), rev)
 		ix.onChange(id, &s)
 	}
 	held := func(runtime string) []string {
@@ -48,5 +50,34 @@ func TestIndex_KnowsTheRunsEachRuntimeHolds(t *testing.T) {
 	ix.onChange("c", nil)
 	if got := held("r2"); len(got) != 0 || len(ix.running) != 0 {
 		t.Fatalf("after the delete r2 holds %v (%d runtimes known)", got, len(ix.running))
+	}
+}
+
+// TestRunHead_DecodedRecordMatchesTheRunWritten: what the watch of the
+// runs bucket decodes from a stored record is what this process keeps of
+// the run it wrote, so the index is the same whoever wrote the record.
+func TestRunHead_DecodedRecordMatchesTheRunWritten(t *testing.T) {
+	lease := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	deadline := lease.Add(time.Hour)
+	for _, run := range []*mesh.TaskRun{
+		{ID: "r1", TargetAgentID: "a", ConversationID: "c", Status: mesh.StatusPending, MaxAttempts: 1, Input: json.RawMessage(`{"text":"hi"}`), UpdatedAt: lease},
+		{
+			ID: "r2", TargetAgentID: "a", ConversationID: "c", Status: mesh.StatusRunning, RuntimeID: "rt", Attempt: 2, MaxAttempts: 3,
+			Input: json.RawMessage(`{"text":"hi"}`), Output: json.RawMessage(`{"text":"ho"}`), Metadata: map[string]any{"k": "v"},
+			LeaseExpiresAt: &lease, Deadline: &deadline, UpdatedAt: lease,
+			DelegatedTo: &mesh.Delegation{RuleID: "rule", AgentID: "b"},
+		},
+	} {
+		stored, err := json.Marshal(run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var decoded runHead
+		if err := json.Unmarshal(stored, &decoded); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := *summarize(&decoded, 7), *summarize(headOf(run), 7); got != want {
+			t.Errorf("run %s: decoded %+v, written %+v", run.ID, got, want)
+		}
 	}
 }

@@ -10,6 +10,13 @@ import (
 // maxRecent bounds the cache; past it, runs are simply read from the bucket.
 const maxRecent = 10000
 
+// maxRecentContent is the largest input and output a cached run may carry
+// together. A run with more is read from the bucket at its next transition:
+// the read costs little beside the record's size, while keeping it would
+// hold a copy of every large pending input in memory, up to maxRecent of
+// them (the bucket keeps them already).
+const maxRecentContent = mesh.LargeBodyBytes
+
 // recentRuns keeps the last stored version of runs this process wrote that
 // have not ended. A run's transitions mostly follow each other in the same
 // process (claim, progress, complete), so the next compare-and-set can usually
@@ -43,7 +50,7 @@ func (c *recentRuns) get(id string) (*mesh.TaskRun, uint64, bool) {
 func (c *recentRuns) put(run *mesh.TaskRun, rev uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if run.Status.Terminal() {
+	if run.Status.Terminal() || len(run.Input)+len(run.Output) > maxRecentContent {
 		delete(c.m, run.ID)
 		return
 	}

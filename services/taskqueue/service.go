@@ -84,7 +84,7 @@ type Service struct {
 	agentStore *bus.Records[mesh.Agent]
 
 	index    *index
-	runView  *bus.Mirror[mesh.TaskRun, *summary]
+	runView  *bus.Mirror[runHead, *summary]
 	agents   *bus.Mirror[mesh.Agent, *agentView]
 	runtimes *runtimedir.Directory
 
@@ -177,8 +177,8 @@ func (s *Service) open(ctx context.Context) error {
 		return err
 	}
 	s.index = newIndex()
-	s.runView, err = bus.StartMirror(ctx, s.js, bus.BucketRuns, bus.MirrorConfig[mesh.TaskRun, *summary]{
-		Project:  func(_ string, r *mesh.TaskRun, rev uint64) (*summary, bool) { return summarize(r, rev), true },
+	s.runView, err = bus.StartMirror(ctx, s.js, bus.BucketRuns, bus.MirrorConfig[runHead, *summary]{
+		Project:  func(_ string, r *runHead, rev uint64) (*summary, bool) { return summarize(r, rev), true },
 		OnChange: s.onRunChange,
 		Logger:   s.cfg.Logger,
 	})

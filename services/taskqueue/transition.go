@@ -95,7 +95,7 @@ func (s *Service) transitionLocked(ctx context.Context, runID string, m mutation
 		if eventType != "" {
 			out = s.announce(ctx, eventType, run)
 		}
-		s.runView.Apply(runID, run, next)
+		s.runView.Apply(runID, headOf(run), next)
 		return run, out, nil
 	}
 }
