@@ -11,29 +11,40 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/spf13/cobra"
 )
 
-// client returns an API client authenticated with the owner credential, found
-// in --owner-token-file, $A2A_MESH_OWNER_TOKEN, or <data-dir>/owner.token.
+// client returns an API client for the platform of the admin context in
+// effect (target), authenticated with the owner credential, found in
+// $A2A_MESH_OWNER_TOKEN, else the context's file (--owner-token-file, the
+// context's, <data-dir>/owner.token).
 func (g *globals) client() (*apiclient.Client, error) {
-	token := readSecretEnv("A2A_MESH_OWNER_TOKEN")
+	base, ownerFile, err := g.target()
+	if err != nil {
+		return nil, err
+	}
+	token := readSecretEnv(envOwnerToken)
 	if token == "" {
-		path := g.ownerFile
+		path := ownerFile
 		if path == "" {
 			path = platform.OwnerTokenPath(g.dataDir)
 		}
 		t, err := platform.ReadOwnerToken(path)
 		if err != nil {
-			return nil, fmt.Errorf("owner credential: %w (start the platform with `a2a-platform up`, or pass --data-dir / --owner-token-file)", err)
+			return nil, &noCredentialError{fmt.Errorf("owner credential: %w (start the platform with `a2a-platform up`, or pass --data-dir / --owner-token-file, or choose a context: a2a-platform context list)", err)}
 		}
 		token = t
 	}
-	return apiclient.New(g.apiBase, apiclient.WithOwnerToken(token), apiclient.WithUserAgent("a2a-platform"))
+	return apiclient.New(base, apiclient.WithOwnerToken(token), apiclient.WithUserAgent("a2a-platform"))
 }
+
+// envOwnerToken carries the owner credential itself, so that it never
+// shows in a process listing; no flag does.
+const envOwnerToken = cliusage.EnvPrefix + "OWNER_TOKEN"
 
 // call runs one API call and prints its answer.
 func (g *globals) call(ctx context.Context, method, path string, q url.Values, in any) error {
@@ -83,9 +94,10 @@ func newAgents(g *globals) *cobra.Command {
 	create.Flags().StringVar(&name, "name", "", "agent name (required)")
 	create.Flags().StringVar(&description, "description", "", "what the agent does")
 	create.Flags().StringVar(&instructions, "instructions", "", "business instructions handed to the agent host")
-	create.Flags().StringVar(&instructionsFile, "instructions-file", "", "read the instructions from a file")
+	create.Flags().StringVar(&instructionsFile, "instruction-file", "", "read the instructions from a file")
 	create.Flags().StringVar(&homeRegion, "home-region", "", "the region that serves the agent (default: the region of the platform that creates it)")
 	create.Flags().BoolVar(&allowDuplicate, "allow-duplicate-name", false, "create the agent even when another agent has that name")
+	cliusage.Deprecated(create.Flags(), "instructions-file", "instruction-file")
 	_ = create.MarkFlagRequired("name")
 	list := &cobra.Command{
 		Use: "list", Short: "List agent accounts", Args: cobra.NoArgs,
@@ -95,6 +107,7 @@ func newAgents(g *globals) *cobra.Command {
 	}
 	runtimes := &cobra.Command{
 		Use: "runtimes <agent_id>", Short: "List an agent's runtimes and whether they are online", Args: cobra.ExactArgs(1),
+		Annotations: listing,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.call(cmd.Context(), http.MethodGet, "/agent-accounts/"+url.PathEscape(args[0])+"/runtimes", nil, nil)
 		},
@@ -195,7 +208,7 @@ func newTasks(g *globals) *cobra.Command {
 	create.Flags().StringVar(&conversation, "conversation", "", "continue this conversation")
 	create.Flags().StringVar(&idemKey, "idempotency-key", "", "repeat-safe key: the same key returns the same run")
 	create.Flags().DurationVar(&timeout, "timeout", 0, "deadline for the whole run")
-	create.Flags().BoolVar(&wait, "wait", false, "wait until the run ends, or asks for input, and print it then; exit 0 when it completed, 3 failed, 4 canceled, 5 waits for input")
+	create.Flags().BoolVar(&wait, "wait", false, waitUsage)
 	_ = create.MarkFlagRequired("agent")
 	get := &cobra.Command{
 		Use: "get <task_run_id>", Short: "Show a task run", Args: cobra.ExactArgs(1),
@@ -219,7 +232,8 @@ func newTasks(g *globals) *cobra.Command {
 		},
 	}
 	list.Flags().StringVar(&agent, "agent", "", "only this agent's runs")
-	list.Flags().StringVar(&status, "status", "", "only runs in this status")
+	list.Flags().StringVar(&status, "status", "", "only runs in this status: "+strings.Join(statusNames(), ", "))
+	cliusage.CompleteValues(list, "status", statusNames()...)
 	list.Flags().StringVar(&cursor, "cursor", "", "continue after this cursor (next_cursor of the previous page)")
 	list.Flags().IntVar(&limit, "limit", 0, "page size (default 50)")
 	var reason string
@@ -245,7 +259,7 @@ func newTaskReply(g *globals) *cobra.Command {
 		},
 	}
 	reply.Flags().StringVar(&text, "text", "", "the answer (required)")
-	reply.Flags().BoolVar(&wait, "wait", false, "wait until the run ends, or asks again, and print it then; exit 0 when it completed, 3 failed, 4 canceled, 5 waits for input")
+	reply.Flags().BoolVar(&wait, "wait", false, waitUsage)
 	_ = reply.MarkFlagRequired("text")
 	return reply
 }
@@ -273,14 +287,6 @@ func (g *globals) postRun(ctx context.Context, path string, body any, wait bool)
 	}
 	return waitOutcome(*done)
 }
-
-// Exit codes of --wait (tasks create, tasks reply), after the run is
-// printed: 0 when it completed.
-const (
-	exitRunFailed        = 3 // the run ended failed (its error says why)
-	exitRunCanceled      = 4 // the run was canceled
-	exitRunInputRequired = 5 // the run waits for an answer: tasks reply
-)
 
 // runOutcome is a waited-for run that did not complete: the program says
 // why on standard error and exits with code.
@@ -332,6 +338,15 @@ func waitRun(ctx context.Context, c *apiclient.Client, id string) (*mesh.TaskRun
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// statusNames are the statuses of task runs, in lifecycle order.
+func statusNames() []string {
+	var names []string
+	for _, s := range mesh.AllStatuses() {
+		names = append(names, string(s))
+	}
+	return names
 }
 
 func setIf(q url.Values, k, v string) {

@@ -7,17 +7,19 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/bench"
+	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/spf13/cobra"
 )
 
-func newBench() *cobra.Command {
+func newBench(g *globals) *cobra.Command {
 	var cfg bench.Config
-	var asJSON bool
 	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure this machine: task-run cycle vs raw JetStream, end-to-end throughput and latency, process footprint",
-		Args:  cobra.NoArgs,
+		Long: "Measure this machine: task-run cycle vs raw JetStream, end-to-end throughput and latency, process footprint.\n" +
+			"The report is Markdown, or JSON with -o json.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Progress = func(s string) { fmt.Fprintln(os.Stderr, "bench:", s) }
 			if cpuProfile != "" {
@@ -35,7 +37,8 @@ func newBench() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
+			// Markdown unless JSON is asked for: a report for people, even in a file.
+			if g.output == outputJSON {
 				fmt.Println(r.JSON())
 				return nil
 			}
@@ -49,7 +52,7 @@ func newBench() *cobra.Command {
 	f.IntVar(&cfg.Agents, "agents", 8, "agents (one runtime each) for the multi-runtime phases")
 	f.DurationVar(&cfg.Idle, "idle", 10*time.Second, "idle window for process footprint")
 	f.StringVar(&cfg.BinDir, "bin-dir", "", "directory holding the three binaries (default: this executable's)")
-	f.BoolVar(&asJSON, "json", false, "print JSON")
+	cliusage.DeprecatedSwitch(f, "json", "output", outputJSON)
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the in-process phases to this file")
 	f.StringVar(&cfg.Only, "only", "", "run only this phase: cycle, e2e, http, cluster, fanout, a2a, executions, processes, or scale or regions (these two not run otherwise)")
 	f.DurationVar(&cfg.RegionDelay, "region-delay", 40*time.Millisecond, "regions phase: delay added to each gateway link, each way")

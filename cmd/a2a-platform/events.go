@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
-	"os"
 	"strings"
+	"time"
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -38,7 +39,7 @@ func newEvents(g *globals) *cobra.Command {
 				format = outputJSONL // a stream for a script: one event per line
 			}
 			return c.StreamEvents(cmd.Context(), apiclient.PathEvents, q, func(ev apiclient.Event) error {
-				return printEvent(format, ev.Data)
+				return printEvent(g.out, format, ev.Data)
 			})
 		},
 	}
@@ -52,25 +53,27 @@ func newEvents(g *globals) *cobra.Command {
 }
 
 // printEvent prints one event (a structured CloudEvent) in a format: table
-// is one line of time, type, subject and agent; json and jsonl are the
-// event on one line; pretty is the event indented.
-func printEvent(format string, data []byte) error {
+// is one line of time (local, to the second), type, subject and agent;
+// json and jsonl are the event on one line; pretty is the event indented.
+func printEvent(w io.Writer, format string, data []byte) error {
 	switch format {
 	case outputPretty:
 		var buf bytes.Buffer
 		if json.Indent(&buf, data, "", "  ") == nil {
-			_, err := fmt.Fprintln(os.Stdout, buf.String())
+			_, err := fmt.Fprintln(w, buf.String())
 			return err
 		}
 	case outputTable:
 		var ev struct {
-			Time, Type, Subject, AgentID string
+			Time          time.Time
+			Type, Subject string
+			AgentID       string
 		}
 		if json.Unmarshal(data, &ev) == nil {
-			_, err := fmt.Fprintf(os.Stdout, "%s  %-36s  %s  agent %s\n", ev.Time, strings.TrimPrefix(ev.Type, mesh.EventTypePrefix), ev.Subject, ev.AgentID)
+			_, err := fmt.Fprintf(w, "%s  %-36s  %s  agent %s\n", ev.Time.Local().Format(time.DateTime), strings.TrimPrefix(ev.Type, mesh.EventTypePrefix), ev.Subject, ev.AgentID)
 			return err
 		}
 	}
-	_, err := fmt.Fprintln(os.Stdout, string(data))
+	_, err := fmt.Fprintln(w, string(data))
 	return err
 }

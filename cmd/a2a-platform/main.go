@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -28,7 +29,7 @@ func main() {
 	zerolog.ErrorMarshalFunc = func(err error) any { return cliusage.Plain(err) }
 	if err := newRoot().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "a2a-platform:", cliusage.Plain(err))
-		os.Exit(cliusage.ExitCode(err))
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -39,6 +40,11 @@ type globals struct {
 	apiBase   string
 	ownerFile string
 	output    string
+	context   string
+	// cmd is the command running, whose flags tell what was given; out is
+	// where it prints.
+	cmd *cobra.Command
+	out io.Writer
 }
 
 func newRoot() *cobra.Command {
@@ -52,20 +58,25 @@ func newRoot() *cobra.Command {
 	}
 	home, _ := os.UserHomeDir()
 	f := root.PersistentFlags()
-	f.StringVar(&g.dataDir, "data-dir", envOr("A2A_MESH_DATA_DIR", filepath.Join(home, ".a2a-mesh")), "data directory (JetStream files, owner credential) [A2A_MESH_DATA_DIR]")
-	f.StringVar(&g.logLevel, "log-level", envOr("A2A_MESH_LOG_LEVEL", "info"), "log level: trace, debug, info, warn, error [A2A_MESH_LOG_LEVEL]")
-	f.StringVar(&g.apiBase, "api-base", envOr("A2A_MESH_API_BASE", apiclient.DefaultBase), "platform HTTP API for admin verbs [A2A_MESH_API_BASE]")
-	f.StringVar(&g.ownerFile, "owner-token-file", envOr("A2A_MESH_OWNER_TOKEN_FILE", ""), "owner credential file for admin verbs (default <data-dir>/owner.token) [A2A_MESH_OWNER_TOKEN_FILE]")
-	f.StringVarP(&g.output, "output", "o", envOr("A2A_MESH_OUTPUT", ""), "output of admin verbs: table, json, jsonl (one value per line) or pretty (default: table on a terminal, json otherwise) [A2A_MESH_OUTPUT]")
-	root.AddCommand(newUp(g), newServe(g), newAgents(g), newPairingCode(g), newTasks(g), newEvents(g), newConsumers(g), newWebhooks(g), newLogin(g), newBench())
-	root.PersistentPreRunE = func(*cobra.Command, []string) error { return g.checkOutput() }
+	f.StringVar(&g.dataDir, "data-dir", filepath.Join(home, ".a2a-mesh"), "data directory (JetStream files, owner credential, admin contexts)")
+	f.StringVar(&g.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	f.StringVar(&g.apiBase, "api-base", apiclient.DefaultBase, "platform HTTP API for admin verbs (default: the context's, else this)")
+	f.StringVar(&g.ownerFile, "owner-token-file", "", "owner credential file for admin verbs (default: the context's, else <data-dir>/owner.token)")
+	f.StringVar(&g.context, "context", "", "admin context to use instead of the current one (a2a-platform context list)")
+	cliusage.OutputFlag(root, f, &g.output, outputAuto, "output of admin verbs: table, json, jsonl (one value per line) or pretty (events tail) (default: table on a terminal, json otherwise)", outputFormats...)
+	cliusage.CompleteValues(root, "log-level", logLevels...)
+	root.AddCommand(newUp(g), newServe(g), newAgents(g), newPairingCode(g), newTasks(g), newEvents(g), newConsumers(g), newWebhooks(g),
+		newLogin(g), newBench(g), newContext(g))
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { g.cmd, g.out = cmd, cmd.OutOrStdout() }
+	_ = root.RegisterFlagCompletionFunc("context", g.completeContexts)
+	cliusage.BindEnv(root,
+		cliusage.Renamed("A2A_BASE_URL", "a2a-base-url"),
+		cliusage.Renamed("A2A_WEBHOOK_URL", "a2a-webhook-url"),
+		cliusage.Renamed("A2A_HEALTH_URL", "a2a-health-url"),
+		cliusage.Renamed("A2A_RATE_LIMIT_PER_MINUTE", "a2a-rate-limit-per-minute"))
 	cliusage.Guard(root)
 	return root
 }
 
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
+// logLevels are the values of --log-level.
+var logLevels = []string{"trace", "debug", "info", "warn", "error"}

@@ -9,33 +9,27 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/cliusage"
 
 	"github.com/mattn/go-isatty"
 )
 
 // Output formats of the admin verbs (--output / -o).
 const (
-	outputAuto   = ""       // table on a terminal, json otherwise
-	outputTable  = "table"  // for people: columns, or one field per line
-	outputJSON   = "json"   // for scripts: the API's answer, indented
-	outputJSONL  = "jsonl"  // for scripts and streams: one JSON value per line
-	outputPretty = "pretty" // events tail: each event indented
+	outputAuto   = ""                   // table on a terminal, json otherwise
+	outputTable  = cliusage.OutputTable // for people: columns, or one field per line
+	outputJSON   = cliusage.OutputJSON  // for scripts: the API's answer, indented
+	outputJSONL  = cliusage.OutputJSONL // for scripts and streams: one JSON value per line
+	outputPretty = "pretty"             // events tail: each event indented
 )
 
 var outputFormats = []string{outputTable, outputJSON, outputJSONL, outputPretty}
 
-// checkOutput refuses a format that does not exist.
-func (g *globals) checkOutput() error {
-	if g.output == outputAuto {
-		return nil
-	}
-	for _, f := range outputFormats {
-		if g.output == f {
-			return nil
-		}
-	}
-	return fmt.Errorf("--output %q is not one of %s", g.output, strings.Join(outputFormats, ", "))
-}
+// listing marks a command that lists though not named list: it takes -o
+// like every list (cliusage.Listing).
+var listing = map[string]string{cliusage.ListingAnnotation: "true"}
 
 // format is the output format in effect: --output, else table when
 // standard output is a terminal and json when it is not (a pipe, a file).
@@ -71,9 +65,6 @@ func writeJSON(w io.Writer, v any, indent bool) error {
 	return enc.Encode(v)
 }
 
-// printJSON prints v indented, as the json format does.
-func printJSON(v any) error { return writeJSON(os.Stdout, v, true) }
-
 // print writes an answer in the format in effect.
 func (g *globals) print(v any) error {
 	// Go values (typed structs) go through JSON once, so every format
@@ -93,17 +84,17 @@ func (g *globals) print(v any) error {
 	case outputJSONL:
 		if items, ok := listOf(doc); ok {
 			for _, it := range items {
-				if err := writeJSON(os.Stdout, it, false); err != nil {
+				if err := writeJSON(g.out, it, false); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
-		return writeJSON(os.Stdout, doc, false)
+		return writeJSON(g.out, doc, false)
 	case outputTable:
-		return printTable(os.Stdout, doc)
+		return printTable(g.out, doc, time.Now())
 	default:
-		return printJSON(doc)
+		return writeJSON(g.out, doc, true)
 	}
 }
 
@@ -137,8 +128,9 @@ var columns = map[string][]string{
 }
 
 // printTable writes a list as columns and anything else as one "field:
-// value" line per field.
-func printTable(w io.Writer, doc any) error {
+// value" line per field; times are short and local, as of now.
+func printTable(w io.Writer, doc any, now time.Time) error {
+	cell := func(v any) string { return tableCell(v, now) }
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	m, _ := doc.(map[string]any)
 	if items, ok := listOf(doc); ok {
@@ -208,15 +200,18 @@ func scalarKeys(items []any) []string {
 	return keys
 }
 
-// cell is one value as a table shows it: strings bare, objects and lists as
-// compact JSON, nothing as "-".
-func cell(v any) string {
+// tableCell is one value as a table shows it: strings bare, times short
+// and local (shortTime), objects and lists as compact JSON, nothing as "-".
+func tableCell(v any, now time.Time) string {
 	switch x := v.(type) {
 	case nil:
 		return "-"
 	case string:
 		if x == "" {
 			return "-"
+		}
+		if t, err := time.Parse(time.RFC3339Nano, x); err == nil {
+			return shortTime(t, now)
 		}
 		return x
 	case json.Number:
@@ -228,4 +223,35 @@ func cell(v any) string {
 		_ = writeJSON(&b, x, false)
 		return strings.TrimSpace(b.String())
 	}
+}
+
+// shortTime is a time as a table shows it, in local time to the second:
+// how long ago (or how soon) for a time of today, the date and time
+// otherwise (2026-11-28 17:05:03). JSON keeps the API's RFC 3339.
+func shortTime(t, now time.Time) string {
+	t, now = t.Local(), now.Local()
+	ty, tm, td := t.Date()
+	ny, nm, nd := now.Date()
+	if ty != ny || tm != nm || td != nd {
+		return t.Format(time.DateTime)
+	}
+	d := now.Sub(t).Round(time.Second)
+	switch {
+	case d < -time.Second:
+		return "in " + roughly(-d)
+	case d <= time.Second:
+		return "now"
+	}
+	return roughly(d) + " ago"
+}
+
+// roughly is a duration in its largest unit: 42s, 5m, 3h.
+func roughly(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	}
+	return fmt.Sprintf("%dh", int(d.Hours()))
 }

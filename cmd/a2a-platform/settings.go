@@ -55,25 +55,13 @@ func describeSetting(cmd *cobra.Command, cfg any, s *platform.SettingError) stri
 	if f == nil {
 		return s.Error()
 	}
-	if v, ok := os.LookupEnv(envName(f)); ok && v != "" && !cmdLineSet(f) {
-		return fmt.Sprintf("invalid %s=%q (--%s): %s", envName(f), v, f.Name, s.Reason)
+	if variable, ok := cliusage.FromEnv(f); ok {
+		return fmt.Sprintf("invalid %s=%q (--%s): %s", variable, os.Getenv(variable), f.Name, s.Reason)
 	}
 	if f.Value.String() == "" {
 		return fmt.Sprintf("--%s %s", f.Name, s.Reason)
 	}
 	return fmt.Sprintf("invalid --%s %s: %s", f.Name, f.Value.String(), s.Reason)
-}
-
-// cmdLineSet reports whether the flag was given on the command line rather
-// than through its environment variable (bindEnv sets those too, through
-// the flag, which marks it changed).
-func cmdLineSet(f *pflag.Flag) bool {
-	for _, a := range os.Args[1:] {
-		if a == "--"+f.Name || strings.HasPrefix(a, "--"+f.Name+"=") {
-			return true
-		}
-	}
-	return false
 }
 
 // boundFlag is the flag of cmd whose value is the field of cfg (a pointer

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,7 +11,6 @@ import (
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 func newUp(g *globals) *cobra.Command {
@@ -60,50 +56,7 @@ func newUp(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.NATSListen, "nats-listen", platform.Defaults().NATSListen, `NATS listen address for runtimes and "serve" processes ("off": in-process only)`)
 	f.StringVar(&cfg.NATSWebSocketListen, "nats-ws-listen", "", "NATS over WebSocket listen address (off unless given)")
-	bindEnv(cmd)
 	return cmd
-}
-
-// envTag is how a flag's usage names its environment variable.
-var envTag = regexp.MustCompile(`\[(A2A_[A-Z0-9_]+)\]$`)
-
-// envName is the environment variable of a flag: the one its usage names,
-// else A2A_MESH_ and the flag's name in capitals (--nats-listen:
-// A2A_MESH_NATS_LISTEN).
-func envName(f *pflag.Flag) string {
-	if m := envTag.FindStringSubmatch(f.Usage); m != nil {
-		return m[1]
-	}
-	return "A2A_MESH_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-}
-
-// bindEnv gives every flag of cmd an environment variable (named in its
-// usage, so --help lists it), read when the command runs: a flag given on
-// the command line wins over its variable, and a variable the flag cannot
-// take stops the command with an error naming it.
-func bindEnv(cmd *cobra.Command) {
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if !envTag.MatchString(f.Usage) {
-			f.Usage += " [" + envName(f) + "]"
-		}
-	})
-	next := cmd.PreRunE
-	cmd.PreRunE = func(c *cobra.Command, args []string) error {
-		var err error
-		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
-			v, ok := os.LookupEnv(envName(f))
-			if err != nil || f.Changed || !ok || v == "" {
-				return
-			}
-			if e := f.Value.Set(v); e != nil {
-				err = fmt.Errorf("%s=%q is not a value --%s takes: %v", envName(f), v, f.Name, e)
-			}
-		})
-		if err != nil || next == nil {
-			return err
-		}
-		return next(c, args)
-	}
 }
 
 // addPlatformFlags adds the flags `up` and `serve` share.
@@ -119,12 +72,12 @@ func addPlatformFlags(cmd *cobra.Command, cfg *platform.Config) {
 	f.DurationVar(&cfg.PairingCodeTTL, "pairing-code-ttl", d.PairingCodeTTL, "how long a pairing code stays valid")
 	f.DurationVar(&cfg.EventRetention, "event-retention", d.EventRetention, "how long events are kept")
 	f.Int64Var(&cfg.MaxArtifactBytes, "max-artifact-bytes", d.MaxArtifactBytes, "largest artifact accepted")
-	f.StringVar(&cfg.DownloadsDir, "downloads-dir", envOr("A2A_MESH_DOWNLOADS_DIR", ""), "runtime and adapter programs offered at /install.sh, from make dist (default <data-dir>/downloads) [A2A_MESH_DOWNLOADS_DIR]")
+	f.StringVar(&cfg.DownloadsDir, "downloads-dir", "", "runtime and adapter programs offered at /install.sh, from make dist (default <data-dir>/downloads)")
 	f.StringVar(&cfg.PlatformName, "platform-name", d.PlatformName, "platform name passed to adapters")
 	f.StringVar(&cfg.Region, "region", "", "region this process serves, the home region of agents created without one: on a NATS cluster its name (which this must match), on a server in no cluster this (default \""+bus.DefaultRegion+"\")")
 	f.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", d.ShutdownGrace, "how long a graceful stop may take")
 	f.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs reach loopback, private and link-local addresses (off: such targets are refused)")
-	f.IntVar(&cfg.A2ARateLimitPerMinute, "a2a-rate-limit-per-minute", envInt("A2A_RATE_LIMIT_PER_MINUTE", d.A2ARateLimitPerMinute), "A2A requests each caller may make to each agent (and to the partner and envelope routes) per minute, per gateway process [A2A_RATE_LIMIT_PER_MINUTE]")
+	f.IntVar(&cfg.A2ARateLimitPerMinute, "a2a-rate-limit-per-minute", d.A2ARateLimitPerMinute, "A2A requests each caller may make to each agent (and to the partner and envelope routes) per minute, per gateway process")
 	f.StringVar(&cfg.A2AJWKSURL, "a2a-jwks-url", "", "JWKS of an identity provider whose bearer tokens A2A callers may use (with --a2a-jwt-issuer and --a2a-jwt-audience)")
 	f.StringVar(&cfg.A2AJWTIssuer, "a2a-jwt-issuer", "", "issuer (iss) the identity provider's tokens must carry")
 	f.StringVar(&cfg.A2AJWTAudience, "a2a-jwt-audience", "", "audience (aud) the identity provider's tokens must carry")
@@ -133,18 +86,9 @@ func addPlatformFlags(cmd *cobra.Command, cfg *platform.Config) {
 	f.IntVar(&cfg.DelegationMaxDepth, "delegation-max-depth", d.DelegationMaxDepth, "longest delegation chain: how many agents may delegate one after another")
 	f.StringVar(&cfg.A2ACardID, "a2a-card-id", d.A2ACardID, "agentId of the platform's card at GET /a2a/discovery")
 	f.StringVar(&cfg.A2ACardName, "a2a-card-name", d.A2ACardName, "agentName of the platform's card at GET /a2a/discovery")
-	f.StringVar(&cfg.A2ABaseURL, "a2a-base-url", envOr("A2A_BASE_URL", ""), "base URL the partner routes' card gives (default: --public-url) [A2A_BASE_URL]")
-	f.StringVar(&cfg.A2AWebhookURL, "a2a-webhook-url", envOr("A2A_WEBHOOK_URL", ""), "where partner platforms send callbacks (default <base URL>/a2a/webhook) [A2A_WEBHOOK_URL]")
-	f.StringVar(&cfg.A2AHealthURL, "a2a-health-url", envOr("A2A_HEALTH_URL", ""), "health check the partner routes' card gives (default <base URL>/healthz) [A2A_HEALTH_URL]")
-}
-
-// envInt reads an integer default from the environment (the value itself
-// is no secret).
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(strings.TrimSpace(os.Getenv(name))); err == nil && v > 0 {
-		return v
-	}
-	return def
+	f.StringVar(&cfg.A2ABaseURL, "a2a-base-url", "", "base URL the partner routes' card gives (default: --public-url)")
+	f.StringVar(&cfg.A2AWebhookURL, "a2a-webhook-url", "", "where partner platforms send callbacks (default <base URL>/a2a/webhook)")
+	f.StringVar(&cfg.A2AHealthURL, "a2a-health-url", "", "health check the partner routes' card gives (default <base URL>/healthz)")
 }
 
 // readSecretEnv reads a secret from an environment variable, so it never

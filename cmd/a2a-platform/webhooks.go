@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/spf13/cobra"
 )
 
@@ -48,6 +49,7 @@ func newWebhooks(g *globals) *cobra.Command {
 	}
 	deliveries := &cobra.Command{
 		Use: "deliveries <webhook_id>", Short: "List deliveries that failed at least once (retrying, dead, delivered)", Args: cobra.ExactArgs(1),
+		Annotations: listing,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q := url.Values{}
 			setIf(q, "state", state)
@@ -55,6 +57,7 @@ func newWebhooks(g *globals) *cobra.Command {
 		},
 	}
 	deliveries.Flags().StringVar(&state, "state", "", "only this state: retrying, dead or delivered")
+	cliusage.CompleteValues(deliveries, "state", "retrying", "dead", "delivered")
 	redrive := &cobra.Command{
 		Use: "redrive <webhook_id> <delivery_id>", Short: "Send a dead-lettered delivery again", Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
