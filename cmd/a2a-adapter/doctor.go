@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/provider"
 )
 
@@ -59,6 +60,7 @@ func newDoctorCommand() *cobra.Command {
 	f.StringVar(&h.hermesAPIURL, "hermes-api-url", "", "hermes: check the Hermes API server at this URL instead of hermes")
 	f.StringVar(&h.model, "model", "", "the model the adapter passes to the host (--model), used by the headless run")
 	f.DurationVar(&runTimeout, "run-timeout", provider.DefaultDoctorRunTimeout, "time limit of the headless run")
+	cliusage.CompleteValues(cmd, "provider", hostProviders...)
 	return cmd
 }
 

@@ -39,7 +39,7 @@ func main() {
 	// keeper, which returns here only in the adapter itself.
 	keeper.Init()
 	if err := newRootCommand().Execute(); err != nil {
-		os.Exit(1)
+		os.Exit(cliusage.ExitCode(err))
 	}
 }
 
@@ -91,7 +91,6 @@ func newRootCommand() *cobra.Command {
 		},
 	}
 	cmd.AddCommand(newDoctorCommand())
-	cmd.CompletionOptions.DisableDefaultCmd = true
 	f := cmd.Flags()
 	f.StringVar(&o.provider, "provider", "", "provider that runs tasks: "+strings.Join(allProviders, ", ")+" (required)")
 	f.StringVar(&o.listen, "listen", adapter.DefaultListen, "address to listen on; loopback unless --allow-remote")
@@ -105,6 +104,9 @@ func newRootCommand() *cobra.Command {
 	f.StringVar(&o.authTokenFile, "auth-token-file", "", "file (only you may read it) holding the bearer token every request but /health must carry; a2a-runtime start --adapter passes one of its own")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn or error")
 	o.host.addFlags(f)
+	cliusage.CompleteValues(cmd, "provider", allProviders...)
+	cliusage.CompleteValues(cmd, "log-level", "trace", "debug", "info", "warn", "error")
+	cliusage.BindEnv(cmd)
 	cliusage.Guard(cmd)
 	return cmd
 }

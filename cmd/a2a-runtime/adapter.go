@@ -21,6 +21,9 @@ var adapterProviders = map[string]string{
 	"claude": "claude_cli", "codex": "codex", "gemini": "gemini", "cursor": "cursor", "hermes": "hermes", "openclaw": "openclaw",
 }
 
+// providerNames are the values of --adapter, in name order.
+func providerNames() []string { return slices.Sorted(maps.Keys(adapterProviders)) }
+
 // providerAlias lets --provider name --adapter, the word a2a-adapter uses
 // for the same choice.
 func providerAlias(_ *pflag.FlagSet, name string) pflag.NormalizedName {
@@ -98,7 +101,7 @@ func absoluteIn(dir, path string) string {
 // dir.
 func supervisedAdapter(dir, provider, bin string, args []string) (profile.SupervisedAdapter, error) {
 	if _, ok := adapterProviders[provider]; !ok {
-		return profile.SupervisedAdapter{}, fmt.Errorf("--adapter must be one of %s", strings.Join(slices.Sorted(maps.Keys(adapterProviders)), ", "))
+		return profile.SupervisedAdapter{}, fmt.Errorf("--adapter must be one of %s", strings.Join(providerNames(), ", "))
 	}
 	return profile.SupervisedAdapter{Provider: provider, Args: absoluteAdapterArgs(dir, args), Program: absoluteIn(dir, bin)}, nil
 }

@@ -53,7 +53,9 @@ func newRoot() *cobra.Command {
 	f := root.PersistentFlags()
 	f.StringVar(&g.config, "config", "", "profile file (default ~/.a2a/runtime.json)")
 	f.StringVar(&g.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	cliusage.CompleteValues(root, "log-level", "trace", "debug", "info", "warn", "error")
 	root.AddCommand(newPair(g), newStart(g), newStatus(g), newProfiles(g), newUnpair(g), newService(g), newEvents(g))
+	cliusage.BindEnv(root)
 	cliusage.Guard(root)
 	return root
 }

@@ -11,14 +11,21 @@ import (
 	"syscall"
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/profile"
 	"github.com/a2amesh/a2amesh/internal/runtimeengine"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// envPairingCode carries the code when it must not appear in a process listing.
-const envPairingCode = "A2A_PAIRING_CODE"
+// envPairingCode carries the code when it must not appear in a process
+// listing; no flag does. formerEnvPairingCode is its name before every
+// variable began with A2A_MESH_, still read for one release.
+const (
+	envPairingCode       = cliusage.EnvPrefix + "PAIRING_CODE"
+	formerEnvPairingCode = "A2A_PAIRING_CODE"
+)
 
 var executorTypes = []string{"claude_cli", "hermes", "openclaw", "cursor", "codex", "gemini", "custom"}
 
@@ -77,8 +84,8 @@ func newPair(g *globals) *cobra.Command {
 				req.DeviceName, _ = os.Hostname()
 			}
 			req.Code = code
-			if !cmd.Flags().Changed("api-base") {
-				fmt.Fprintf(os.Stderr, "Pairing with the platform at %s (%s; name another with --api-base).\n", req.APIBase, apiBaseOrigin())
+			if origin, told := apiBaseOrigin(cmd.Flags().Lookup("api-base")); !told {
+				fmt.Fprintf(os.Stderr, "Pairing with the platform at %s (%s; name another with --api-base).\n", req.APIBase, origin)
 			}
 			p, err := runtimeengine.Pair(cmd.Context(), req)
 			if errors.Is(err, runtimeengine.ErrPlatformUnreachable) {
@@ -105,7 +112,7 @@ func newPair(g *globals) *cobra.Command {
 	f.SetNormalizeFunc(providerAlias)
 	f.StringVar(&adapterProvider, "adapter", "", "a2a-adapter provider a2a-runtime start runs and supervises on the local agent endpoint's port (claude, codex, gemini, cursor, hermes, openclaw, command, echo; also --provider); arguments after -- are passed to it. Without it, run the adapter yourself")
 	f.StringVar(&adapterBin, "adapter-bin", "", "the a2a-adapter program for --adapter (default: the one next to a2a-runtime, else a2a-adapter on PATH)")
-	f.StringVar(&req.APIBase, "api-base", defaultAPIBase(), "the platform's API base URL (where the pairing code was generated) ["+envAPIBase+"]")
+	f.StringVar(&req.APIBase, "api-base", apiclient.DefaultBase, "the platform's API base URL (where the pairing code was generated)")
 	f.StringVar(&req.LocalAgentEndpoint, "local-agent-endpoint", profile.DefaultLocalAgentEndpoint, "the local adapter's run-task URL")
 	f.StringVar(&req.LocalExecutor.Type, "local-executor-type", "custom", "agent host type: "+strings.Join(executorTypes, "|"))
 	f.StringVar(&req.LocalExecutor.Ref, "local-executor-ref", "", "agent host reference name")
@@ -113,6 +120,8 @@ func newPair(g *globals) *cobra.Command {
 	f.StringVar(&req.LocalExecutor.Cwd, "cwd", "", "agent host working directory")
 	f.StringVar(&req.LocalExecutor.InstructionFile, "instruction-file", "", "agent host instruction file")
 	f.StringVar(&req.DeviceName, "device-name", "", "name shown on the platform (default: hostname)")
+	cliusage.CompleteValues(cmd, "adapter", providerNames()...)
+	cliusage.CompleteValues(cmd, "local-executor-type", executorTypes...)
 	return cmd
 }
 
@@ -124,6 +133,10 @@ func newPair(g *globals) *cobra.Command {
 // standard input it never is.
 func pairingCode(args []string) (string, error) {
 	if code := strings.TrimSpace(os.Getenv(envPairingCode)); code != "" {
+		return code, nil
+	}
+	if code := strings.TrimSpace(os.Getenv(formerEnvPairingCode)); code != "" {
+		fmt.Fprintf(os.Stderr, "a2a-runtime: %s is deprecated and will stop working in the next release: set %s instead\n", formerEnvPairingCode, envPairingCode)
 		return code, nil
 	}
 	stdinTerminal := isatty.IsTerminal(os.Stdin.Fd()) || isatty.IsCygwinTerminal(os.Stdin.Fd())
@@ -165,25 +178,13 @@ func readPairingCode(r io.Reader) (string, error) {
 	return "", fmt.Errorf("read the pairing code from standard input: %w", err)
 }
 
-// envAPIBase names the platform pair uses without --api-base, as it does
-// for a2a-platform's admin verbs.
-const envAPIBase = "A2A_MESH_API_BASE"
-
-// defaultAPIBase is the platform pair uses without --api-base.
-func defaultAPIBase() string {
-	if base := os.Getenv(envAPIBase); base != "" {
-		return base
+// apiBaseOrigin says where the platform address pair uses comes from,
+// and whether the command line told it.
+func apiBaseOrigin(f *pflag.Flag) (origin string, told bool) {
+	if variable, ok := cliusage.FromEnv(f); ok {
+		return "from " + variable, false
 	}
-	return apiclient.DefaultBase
-}
-
-// apiBaseOrigin says where the platform address pair uses without
-// --api-base comes from.
-func apiBaseOrigin() string {
-	if os.Getenv(envAPIBase) != "" {
-		return "from " + envAPIBase
-	}
-	return "the default"
+	return "the default", f.Changed
 }
 
 // executorPaths is e with its relative paths made absolute against dir.

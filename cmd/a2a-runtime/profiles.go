@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -17,6 +19,7 @@ import (
 func newProfiles(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "profiles", Short: "List local profiles, choose the active one, remove those the platform refuses"}
 	var offline bool
+	var output string
 	list := &cobra.Command{
 		Use: "list", Short: "List local profiles with their agent and whether the platform still takes them (the active one is marked *)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -28,6 +31,9 @@ func newProfiles(g *globals) *cobra.Command {
 			checks := make([]profileCheck, len(names))
 			if !offline {
 				checks = checkProfiles(cmd.Context(), f, names)
+			}
+			if output != cliusage.OutputTable {
+				return printProfiles(cmd.OutOrStdout(), output, f, names, checks, offline)
 			}
 			refused := 0
 			for i, name := range names {
@@ -49,6 +55,8 @@ func newProfiles(g *globals) *cobra.Command {
 		},
 	}
 	list.Flags().BoolVar(&offline, "offline", false, "do not ask the platforms whether the profiles still work")
+	cliusage.OutputFlag(list, list.Flags(), &output, cliusage.OutputTable, "output: table (for people), json or jsonl (one profile per line, for scripts)",
+		cliusage.OutputTable, cliusage.OutputJSON, cliusage.OutputJSONL)
 	use := &cobra.Command{
 		Use: "use <agent_id/runtime_id>", Short: "Make a profile the active one", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -89,6 +97,44 @@ func newProfiles(g *globals) *cobra.Command {
 	}
 	cmd.AddCommand(list, use, prune)
 	return cmd
+}
+
+// profileRow is one profile as profiles list -o json prints it. It never
+// holds the credential.
+type profileRow struct {
+	Name              string `json:"name"`
+	Active            bool   `json:"active"`
+	AgentID           string `json:"agent_id"`
+	RuntimeID         string `json:"runtime_id"`
+	AgentName         string `json:"agent_name,omitempty"`
+	AgentDeleted      bool   `json:"agent_deleted,omitempty"`
+	State             string `json:"state"`
+	APIBase           string `json:"api_base"`
+	LocalExecutorType string `json:"local_executor_type"`
+}
+
+// printProfiles prints the profiles for scripts: {"profiles": [...]} as
+// json, one profile per line as jsonl.
+func printProfiles(w io.Writer, output string, f *profile.File, names []string, checks []profileCheck, offline bool) error {
+	rows := make([]profileRow, len(names))
+	for i, name := range names {
+		p, c := f.Profiles[name], checks[i]
+		rows[i] = profileRow{
+			Name: name, Active: name == f.ActiveProfile, AgentID: p.AgentID, RuntimeID: p.RuntimeID,
+			AgentName: c.name, AgentDeleted: c.deleted, State: c.state(offline), APIBase: p.APIBase, LocalExecutorType: p.LocalExecutor.Type,
+		}
+	}
+	enc := json.NewEncoder(w)
+	if output == cliusage.OutputJSONL {
+		for _, r := range rows {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{"profiles": rows})
 }
 
 // profileCheckWait bounds how long profiles list and prune wait for the

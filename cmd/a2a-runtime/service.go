@@ -120,8 +120,8 @@ func newService(g *globals) *cobra.Command {
 }
 
 // serviceStartFlags are the flags of start a service carries.
-var serviceStartFlags = []string{"concurrency", "status-listen", "transport", "nats-url", "api-base",
-	"task-timeout", "drain-grace", "adapter-wait", "local-agent-endpoint", "adapter", "adapter-bin", "adapter-token-file"}
+var serviceStartFlags = []string{"concurrency", "metrics-listen", "transport", "nats-url", "api-base",
+	"task-timeout", "shutdown-grace", "adapter-wait", "local-agent-endpoint", "adapter", "adapter-bin", "adapter-token-file"}
 
 // startFlags gives install the flags of start it carries, with start's
 // help and defaults.
@@ -131,6 +131,8 @@ func startFlags(install *cobra.Command) {
 	for _, name := range serviceStartFlags {
 		install.Flags().AddFlag(start.Flags().Lookup(name))
 	}
+	startCompletions(install)
+	formerStartFlags(install.Flags())
 }
 
 // serviceStartArgs is start's command line for the service: the carried

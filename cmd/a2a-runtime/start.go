@@ -16,6 +16,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
+	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/ledger"
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/profile"
@@ -26,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func newStart(g *globals) *cobra.Command {
@@ -41,7 +43,7 @@ func newStart(g *globals) *cobra.Command {
 		Use:   "start [-- adapter arguments]",
 		Short: "Connect to the platform and work on this agent's task runs until stopped",
 		Long: "Connect outbound to the platform and work on this agent's task runs until stopped.\n" +
-			"SIGTERM or Ctrl-C stops claiming and lets running tasks finish (up to --drain-grace); a second Ctrl-C stops at once.",
+			"SIGTERM or Ctrl-C stops claiming and lets running tasks finish (up to --shutdown-grace); a second Ctrl-C stops at once.",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && (adapterProvider == "" || cmd.ArgsLenAtDash() != 0) {
 				return errors.New("arguments after -- go to the adapter started with --adapter; start takes no others (see a2a-runtime start --help)")
@@ -182,9 +184,13 @@ func newStart(g *globals) *cobra.Command {
 			} else {
 				log.Info().Msg("delegation tools off: hosts are given them over the NATS transport only")
 			}
+			if p.SealingKey == "" {
+				log.Warn().Msg("this runtime has no sealing key (it was paired by an older a2a-runtime): tasks with environment variables are refused for its agent until it is paired again")
+			}
 			c := runtimeengine.NewRuntime(runtimeengine.RuntimeConfig{
-				Tools:   tools,
-				AgentID: p.AgentID, RuntimeID: p.RuntimeID, Transport: tr, Hello: hello, API: api, Adapter: adapter,
+				Tools:      tools,
+				SealingKey: p.SealingKey,
+				AgentID:    p.AgentID, RuntimeID: p.RuntimeID, Transport: tr, Hello: hello, API: api, Adapter: adapter,
 				Ledger: led, Platform: p.Platform, Concurrency: concurrency, TaskTimeout: taskTimeout, DrainGrace: drainGrace,
 				AdapterWait: adapterWait,
 				OnHeartbeat: func(at time.Time) {
@@ -222,15 +228,30 @@ func newStart(g *globals) *cobra.Command {
 	f.StringVar(&natsURL, "nats-url", "", "override the NATS URL advertised at pairing (nats:// or ws://)")
 	f.IntVar(&concurrency, "concurrency", runtimeengine.DefaultConcurrency, "task runs worked on at once")
 	f.DurationVar(&taskTimeout, "task-timeout", runtimeengine.DefaultTaskTimeout, "longest one adapter call may take")
-	f.DurationVar(&drainGrace, "drain-grace", runtimeengine.DefaultDrainGrace, "on stop, how long running tasks may finish")
+	f.DurationVar(&drainGrace, "shutdown-grace", runtimeengine.DefaultDrainGrace, "on stop, how long running tasks may finish")
 	f.DurationVar(&adapterWait, "adapter-wait", runtimeengine.DefaultAdapterWait, "while the local adapter does not answer, how long to claim nothing and wait for it (-1s: for ever); after that, task runs it cannot take fail with ADAPTER_UNREACHABLE")
 	f.StringVar(&endpoint, "local-agent-endpoint", "", "the local adapter's run-task URL for this start (default: the one given at pairing), e.g. http://127.0.0.1:8787/run-task")
 	f.StringVar(&adapterProvider, "adapter", "", "start a2a-adapter with this provider (claude, codex, gemini, cursor, hermes, openclaw, command; also --provider) on the endpoint's port, restart it when it exits and stop it on stop; arguments after -- are passed to it. Default: the one chosen at pairing; none runs no adapter. Without either, run the adapter yourself")
 	f.StringVar(&adapterEnv, "adapter-env-file", "", "KEY=VALUE lines added to the environment of the adapter start runs, e.g. OPENCLAW_GATEWAY_TOKEN=… (a service does not get your shell's environment); read at each start of the adapter, refused unless only you may read it (default: adapter.env next to the profile file, if it exists)")
 	f.StringVar(&adapterTokenFile, "adapter-token-file", "", "for an adapter you run yourself: the file (only you may read it) holding the token it requires, the one given to a2a-adapter --auth-token-file; sent with every request to it. The adapter --adapter runs gets a new token of its own at each start")
 	f.StringVar(&adapterBin, "adapter-bin", "", "the a2a-adapter program for --adapter (default: the one next to a2a-runtime, else a2a-adapter on PATH)")
-	f.StringVar(&statusListen, "status-listen", "", "serve /metrics and /healthz on this local address, e.g. 127.0.0.1:9464 (off unless given: the runtime opens no port by default)")
+	f.StringVar(&statusListen, "metrics-listen", "", "serve /metrics and /healthz on this local address, e.g. 127.0.0.1:9464 (off unless given: the runtime opens no port by default)")
+	startCompletions(cmd)
+	formerStartFlags(f)
 	return cmd
+}
+
+// startCompletions offers the values of start's flags that have few.
+func startCompletions(cmd *cobra.Command) {
+	cliusage.CompleteValues(cmd, "adapter", append(providerNames(), noAdapter)...)
+	cliusage.CompleteValues(cmd, "transport", runtimeengine.ModeAuto, runtimeengine.ModeNATS, runtimeengine.ModeHTTP)
+}
+
+// formerStartFlags keeps start's flags' former names working, hidden and
+// with a warning: each concept has one name in the three programs.
+func formerStartFlags(f *pflag.FlagSet) {
+	cliusage.Deprecated(f, "status-listen", "metrics-listen")
+	cliusage.Deprecated(f, "drain-grace", "shutdown-grace")
 }
 
 // reauthHint turns a refused credential into plain instructions (seed 001 §4.7).

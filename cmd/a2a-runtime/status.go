@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
+	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/ledger"
 	"github.com/a2amesh/a2amesh/internal/profile"
 	"github.com/a2amesh/a2amesh/internal/runtimeengine"
@@ -56,8 +57,7 @@ type runningStart struct {
 }
 
 func newStatus(g *globals) *cobra.Command {
-	var profileName, apiBase string
-	var asJSON bool
+	var profileName, apiBase, output string
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the profile in use, the platform connection and the local adapter",
@@ -70,9 +70,11 @@ func newStatus(g *globals) *cobra.Command {
 				return err
 			}
 			r, refused := gatherStatus(cmd.Context(), p, apiBase)
-			if asJSON {
+			if output != cliusage.OutputTable {
 				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
+				if output == cliusage.OutputJSON {
+					enc.SetIndent("", "  ")
+				}
 				if err := enc.Encode(r); err != nil {
 					return err
 				}
@@ -88,7 +90,9 @@ func newStatus(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&profileName, "profile", "", "profile to show (agent_id/runtime_id)")
 	cmd.Flags().StringVar(&apiBase, "api-base", "", "override the platform API base (default: the running start's, else the stored one)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
+	cliusage.OutputFlag(cmd, cmd.Flags(), &output, cliusage.OutputTable, "output: table (for people), json or jsonl (on one line) for scripts",
+		cliusage.OutputTable, cliusage.OutputJSON, cliusage.OutputJSONL)
+	cliusage.DeprecatedSwitch(cmd.Flags(), "json", "output", cliusage.OutputJSON)
 	return cmd
 }
 
