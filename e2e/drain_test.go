@@ -27,7 +27,7 @@ echo >> "$d/got"
 echo "finished during the drain"
 `)
 		// Two workers: one is idle, so only the drain keeps it from claiming.
-		c := l.connect(p, l.startAdapter("command", host).Endpoint, "--transport", transport, "--concurrency", "2", "--drain-grace", "30s")
+		c := l.connect(p, l.startAdapter("command", host).Endpoint, "--transport", transport, "--concurrency", "2", "--shutdown-grace", "30s")
 		first := c.task("first")
 		waitStatus(t, pt, first.ID, mesh.StatusRunning, waitStart)
 		waitFile(t, filepath.Join(dir, "got"))
@@ -79,7 +79,7 @@ func TestDrain_SecondInterruptStopsAtOnce(t *testing.T) {
 	l := newLab(t)
 	p := l.startPlatform(platformOptions{})
 	pidDir := t.TempDir()
-	c := l.connect(p, l.startAdapter("command", longHost(t, pidDir)).Endpoint, "--drain-grace", "5m")
+	c := l.connect(p, l.startAdapter("command", longHost(t, pidDir)).Endpoint, "--shutdown-grace", "5m")
 	run, pids := startLongRun(t, p.Platform, c, pidDir, "endless")
 
 	c.rt.signal(t, syscall.SIGINT)
@@ -99,7 +99,7 @@ func TestDrain_TaskLongerThanGraceFailsWithRuntimeShutdown(t *testing.T) {
 	l := newLab(t)
 	p := l.startPlatform(platformOptions{})
 	pidDir := t.TempDir()
-	c := l.connect(p, l.startAdapter("command", longHost(t, pidDir)).Endpoint, "--drain-grace", "1s")
+	c := l.connect(p, l.startAdapter("command", longHost(t, pidDir)).Endpoint, "--shutdown-grace", "1s")
 	run, pids := startLongRun(t, p.Platform, c, pidDir, "endless")
 
 	stopped := time.Now()

@@ -94,7 +94,7 @@ echo "done with $text"
 	}
 }
 
-// `a2a-runtime events` follows the paired agent's own events, with the
+// `a2a-runtime events tail` follows the paired agent's own events, with the
 // runtime's credential, and never another agent's.
 func TestEvents_RuntimeFollowsItsOwnAgentsEventsOnly(t *testing.T) {
 	t.Parallel()
@@ -105,7 +105,7 @@ func TestEvents_RuntimeFollowsItsOwnAgentsEventsOnly(t *testing.T) {
 	done := waitEnded(t, p.Platform, c.task("watched").ID, mesh.StatusCompleted, waitStart)
 	foreign := p.CreateTask(other.ID, "not yours")
 
-	ev := l.start("a2a-runtime events", c.m.env(), bins.Runtime, "events", "--since", "1h", "--type", "task_run.completed,task_run.created")
+	ev := l.start("a2a-runtime events", c.m.env(), bins.Runtime, "events", "tail", "--since", "1h", "--type", "task_run.completed,task_run.created")
 	ev.waitOutput(t, done.ID, waitStart)
 	// Its own agent's next event arrives live.
 	next := waitEnded(t, p.Platform, c.task("live").ID, mesh.StatusCompleted, waitStart)

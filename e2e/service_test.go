@@ -116,7 +116,7 @@ func TestService_InstallCarriesStartFlagsAndEnablesLingering(t *testing.T) {
 	env := append(m.env(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 
 	res := l.run("a2a-runtime service install", env, bins.Runtime, "service", "install",
-		"--concurrency", "3", "--status-listen", "127.0.0.1:9464", "--transport", "http",
+		"--concurrency", "3", "--metrics-listen", "127.0.0.1:9464", "--transport", "http",
 		"--adapter", "command", "--adapter-bin", bins.Adapter, "--local-agent-endpoint", "http://127.0.0.1:18795/run-task",
 		"--", "--", "/usr/bin/my agent")
 	if res.code != 0 {
@@ -127,7 +127,7 @@ func TestService_InstallCarriesStartFlagsAndEnablesLingering(t *testing.T) {
 		t.Fatalf("want one unit file, got %v", units)
 	}
 	unit := meshtest.ReadFile(units[0])
-	for _, want := range []string{" --concurrency 3", " --status-listen 127.0.0.1:9464", " --transport http",
+	for _, want := range []string{" --concurrency 3", " --metrics-listen 127.0.0.1:9464", " --transport http",
 		" --adapter command", " --adapter-bin " + bins.Adapter, " --local-agent-endpoint http://127.0.0.1:18795/run-task",
 		` -- -- "/usr/bin/my agent"`} {
 		if !strings.Contains(unit, want) {
