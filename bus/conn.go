@@ -192,6 +192,7 @@ func (c *Conn) Drain(timeout time.Duration) {
 		return
 	}
 	defer forgetOrigin(c.NC)
+	defer forgetReach(c.NC)
 	done := make(chan struct{})
 	c.NC.SetClosedHandler(func(*nats.Conn) { close(done) })
 	if err := c.NC.Drain(); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -402,52 +401,11 @@ func ProvisionedStreams() []string {
 	return append(names, ObjectStream(ObjectArtifacts))
 }
 
-// Provisioned reports whether every stream, bucket and object store exists,
-// for readiness checks, naming each that is missing. It asks each stream
-// (not the meta leader, which a supercluster may lack while a region is
-// down); a global bucket counts as there when this region's mirror of it
-// answers.
+// Provisioned reports whether every stream, bucket and object store this
+// region's services use is there and answers, naming each that is missing
+// (CheckReady's Err).
 func Provisioned(ctx context.Context, js jetstream.JetStream) error {
-	region := connRegion(js)
-	// In the origin region there are no mirrors to look for (and asking for
-	// a stream that does not exist needs the meta leader).
-	mirrored := region != ""
-	if s, err := js.Stream(ctx, "KV_"+BucketAgents); err == nil {
-		if c := s.CachedInfo().Cluster; c == nil || c.Name == "" || c.Name == region {
-			mirrored = false
-		}
-	}
-	var missing []string
-	for _, name := range ProvisionedStreams() {
-		bucket, isBucket := strings.CutPrefix(name, "KV_")
-		if isBucket && mirrored && IsGlobalBucket(bucket) {
-			if _, err := js.Stream(ctx, "KV_"+RegionBucket(bucket, region)); err == nil {
-				continue
-			}
-		}
-		if isBucket && mirrored && IsRegionalBucket(bucket) {
-			name = "KV_" + RegionBucket(bucket, region)
-		}
-		if name == ObjectStream(ObjectArtifacts) && mirrored {
-			name = ObjectStream(RegionBucket(ObjectArtifacts, region))
-		}
-		if name == EventStream && mirrored {
-			// This region's own, which the origin's sources.
-			name = RegionEventStream(region)
-		}
-		_, err := js.Stream(ctx, name)
-		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			missing = append(missing, name)
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("stream %s: %w", name, err)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("missing streams: %s", strings.Join(missing, ", "))
-	}
-	return nil
+	return CheckReady(ctx, js).Err
 }
 
 // globalBuckets hold the records every region reads: who the agents,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -84,15 +85,21 @@ func (s *Service) relay(ctx context.Context, region, service, endpoint string, r
 
 // CallRegion sends a request that first arrived on subject to region's
 // copies of service (on their region subject, endpoint) and decodes the
-// answer into out. A region none of whose copies answers is 503
-// UNAVAILABLE naming it.
+// answer into out. A region none of whose copies answers, or none in time,
+// is 503 UNAVAILABLE naming it (a *RegionUnreachableError), and is
+// remembered as unreachable: until it answers again (see ProbeInterval),
+// requests for it are refused at once, without being sent.
 func CallRegion(ctx context.Context, nc *nats.Conn, region, service, endpoint, subject string, data []byte, out any) error {
+	if err := refusal(nc, region); err != nil {
+		return err
+	}
 	msg := nats.NewMsg(RegionSubject(region, service, endpoint))
 	msg.Data = data
 	msg.Header.Set(HeaderSubject, subject)
 	err := CallMsg(ctx, nc, msg, out)
-	if errors.Is(err, nats.ErrNoResponders) {
-		return mesh.Errorf(mesh.CodeUnavailable, "region %s cannot be reached (its %s service does not answer); try again later", region, service)
+	if cause, failed := regionFailure(ctx, err); failed {
+		markDown(nc, region, cause)
+		return unreachableError(region, fmt.Sprintf("its %s service: %s", service, cause))
 	}
 	return err
 }

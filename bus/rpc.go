@@ -88,6 +88,9 @@ func CallMsg(ctx context.Context, nc *nats.Conn, msg *nats.Msg, resp any) (err e
 		if err := json.Unmarshal(reply.Data, &e); err != nil || e.Code == "" {
 			return mesh.Errorf(mesh.CodeInternal, "%s", reply.Header.Get(micro.ErrorHeader))
 		}
+		if region := reply.Header.Get(HeaderUnreachableRegion); region != "" {
+			return &RegionUnreachableError{Region: region, Err: &e}
+		}
 		return &e
 	}
 	if resp == nil {
@@ -122,6 +125,12 @@ func CallIdempotent(ctx context.Context, nc *nats.Conn, subject string, req, res
 			return err
 		}
 		if code := mesh.AsError(err).Code; code != mesh.CodeTimeout && code != mesh.CodeUnavailable {
+			return err
+		}
+		// A region the service found unreachable is refused until it
+		// answers again: trying again at once would only be refused again.
+		var down *RegionUnreachableError
+		if errors.As(err, &down) {
 			return err
 		}
 		select {
@@ -305,7 +314,12 @@ func (s *Service) serve(name string, r micro.Request, h HandlerFunc, handedOver 
 		if e.Code == mesh.CodeInternal {
 			s.log.Error().Err(err).Str("endpoint", name).Msg("request failed")
 		}
-		s.respondError(r, e)
+		answer := errorAnswer(e)
+		var down *RegionUnreachableError
+		if errors.As(err, &down) {
+			answer.Header.Set(HeaderUnreachableRegion, down.Region)
+		}
+		_ = s.reply(r, answer)
 		return
 	}
 	body, err := json.Marshal(resp)

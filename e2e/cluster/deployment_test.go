@@ -66,6 +66,17 @@ type deployment struct {
 // each accepts client connections: JetStream may not have a quorum yet.
 func startNodes(t *testing.T) *deployment {
 	t.Helper()
+	d := newNodes(t)
+	for i := range d.nodes {
+		d.startNode(i)
+	}
+	return d
+}
+
+// newNodes makes the secrets and the configuration of three nodes, none
+// started yet.
+func newNodes(t *testing.T) *deployment {
+	t.Helper()
 	d := &deployment{t: t, dir: t.TempDir(), procs: meshtest.NewProcs(t)}
 	d.dumpOnFailure()
 	issuer, err := nkeys.CreateAccount()
@@ -100,16 +111,20 @@ func startNodes(t *testing.T) *deployment {
 		}
 		d.nodes = append(d.nodes, n)
 	}
-	conf := filepath.Join("..", "..", "deploy", "nats", "cluster.conf")
 	for _, n := range d.nodes {
 		for j, r := range routes {
 			n.env[fmt.Sprintf("MESH_NATS_ROUTE_%d", j+1)] = r
 		}
-		// Start returns once the node takes clients, long before the
-		// cluster has formed.
-		n.proc = natsserver.Start(t, conf, n.env, n.client)
 	}
 	return d
+}
+
+// startNode starts node i with deploy/nats/cluster.conf as shipped. It
+// returns once the node takes clients, long before the cluster has formed.
+func (d *deployment) startNode(i int) {
+	d.t.Helper()
+	n := d.nodes[i]
+	n.proc = natsserver.Start(d.t, filepath.Join("..", "..", "deploy", "nats", "cluster.conf"), n.env, n.client)
 }
 
 // urls lists every node's client URL, comma-separated.

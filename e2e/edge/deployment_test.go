@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,9 @@ type region struct {
 	front *clustertest.Proxy
 	api   string
 	p     *meshtest.Platform
+	// health is each process's --metrics-listen address (/healthz,
+	// /readyz), by service.
+	health map[string]string
 }
 
 // deployment is the platform across regions as an operator runs it: a
@@ -98,10 +102,12 @@ func startRegions(t *testing.T, names ...string) *deployment {
 // region's name comes from its NATS cluster, as it does by default.
 func (d *deployment) startServices(name string) *region {
 	t := d.t
-	r := &region{name: name, front: clustertest.NewProxy(t, strings.TrimPrefix(d.sc.URL(name, 0), "nats://"))}
+	r := &region{name: name, front: clustertest.NewProxy(t, strings.TrimPrefix(d.sc.URL(name, 0), "nats://")), health: map[string]string{}}
 	for _, svc := range platform.Services {
+		r.health[svc] = meshtest.FreeAddr(t)
 		args := []string{"serve", svc, "--data-dir", filepath.Join(d.dir, name+"-"+svc), "--nats-url", d.sc.URLs(name),
-			"--log-level", "info", "--lease", testLease.String(), "--heartbeat-timeout", testHeartbeatTimeout.String()}
+			"--log-level", "info", "--lease", testLease.String(), "--heartbeat-timeout", testHeartbeatTimeout.String(),
+			"--metrics-listen", r.health[svc]}
 		switch svc {
 		case "credentials":
 			args = append(args, "--auth-issuer-seed-file", filepath.Join(d.dir, "issuer.nk"), "--nats-advertise", r.front.URL())
@@ -255,5 +261,49 @@ func (m *machine) completes(via, text string) {
 	got := p.WaitTask(run.ID, 60*time.Second, meshtest.StatusIs(mesh.StatusCompleted, mesh.StatusFailed))
 	if got.Status != mesh.StatusCompleted {
 		m.d.t.Fatalf("task %q ended %s: %+v", text, got.Status, got.Error)
+	}
+}
+
+// readiness is a process's /readyz answer.
+type readiness struct {
+	Ready              bool              `json:"ready"`
+	Checks             map[string]string `json:"checks"`
+	UnreachableRegions []string          `json:"unreachable_regions"`
+	WaitingFor         string            `json:"waiting_for"`
+}
+
+// probeReady asks /readyz at addr as the Helm chart's readiness probe
+// does (GET, a 3 s timeout) and returns the status and the answer; status
+// 0 when it got none.
+func probeReady(addr string) (int, readiness) {
+	client := http.Client{Timeout: 3 * time.Second}
+	var r readiness
+	resp, err := client.Get("http://" + addr + "/readyz")
+	if err != nil {
+		return 0, r
+	}
+	defer resp.Body.Close()
+	_ = json.NewDecoder(resp.Body).Decode(&r)
+	return resp.StatusCode, r
+}
+
+// waitReadyNaming waits until every process of the region, and its
+// gateway's API address, answers /readyz with 200 and names exactly the
+// regions of unreachable (sorted) in unreachable_regions.
+func (r *region) waitReadyNaming(t *testing.T, unreachable ...string) {
+	t.Helper()
+	addrs := map[string]string{"the gateway's API": strings.TrimPrefix(r.api, "http://")}
+	for svc, addr := range r.health {
+		addrs[svc] = addr
+	}
+	for name, addr := range addrs {
+		var status int
+		var got readiness
+		meshtest.Eventually(t, 30*time.Second, func() bool {
+			status, got = probeReady(addr)
+			return status == http.StatusOK && slices.Equal(got.UnreachableRegions, unreachable)
+		}, func() string {
+			return fmt.Sprintf("%s in %s: /readyz %d %+v; want 200 naming exactly %v unreachable", name, r.name, status, got, unreachable)
+		})
 	}
 }

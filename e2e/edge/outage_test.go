@@ -108,11 +108,30 @@ func TestRegionOutage(t *testing.T) {
 	}
 
 	d.sc.Stop("east")
-	began := time.Now()
-	res := west.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/task-runs", Owner: true,
-		JSON: map[string]any{"target_agent_id": eastAgent.ID, "input": map[string]any{"text": "for east, while east is down"}}})
+	// Every process of west and south stays ready for its own region, as
+	// the Helm chart's readiness probe asks, and names east unreachable.
+	d.regions["west"].waitReadyNaming(t, "east")
+	d.regions["south"].waitReadyNaming(t, "east")
+
+	// A task for an east agent is refused: the first one once west finds
+	// east does not answer, the next ones at once (within the second the
+	// client waits), each with Retry-After and the region named, however
+	// the client retries (an idempotency key).
+	forEast := func(i int, timeout time.Duration) *meshtest.Response {
+		return west.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/task-runs", Owner: true, Timeout: timeout,
+			Header: http.Header{"Idempotency-Key": {fmt.Sprintf("for-east-%d", i)}},
+			JSON:   map[string]any{"target_agent_id": eastAgent.ID, "input": map[string]any{"text": "for east, while east is down"}}})
+	}
+	res := forEast(0, 30*time.Second)
 	res.ExpectError(t, http.StatusServiceUnavailable, mesh.CodeUnavailable)
-	t.Logf("a task for an east agent, created in west with east down, was refused in %s: %s", time.Since(began), res.Body)
+	t.Logf("a task for an east agent, created in west with east down, was refused in %s: %s", res.Elapsed, res.Body)
+	for i := 1; i <= 3; i++ {
+		res := forEast(i, time.Second)
+		res.ExpectError(t, http.StatusServiceUnavailable, mesh.CodeUnavailable)
+		if res.Header.Get("Retry-After") == "" || !strings.Contains(string(res.Body), "region east cannot be reached") {
+			t.Fatalf("task %d for an east agent with east down: Retry-After %q, %s; want Retry-After and the region named", i, res.Header.Get("Retry-After"), res.Body)
+		}
+	}
 
 	create(200, "while east is down")
 	for _, id := range runs {
@@ -172,6 +191,8 @@ func TestRegionOutage(t *testing.T) {
 
 	d.sc.Start("east")
 	d.sc.WaitJetStream()
+	// West forgets east was unreachable once it answers again.
+	d.regions["west"].waitReadyNaming(t)
 	m.completes("east", "created in east once it is back")
 	for _, id := range runs {
 		got := d.regions["east"].p.WaitTask(id, 60*time.Second, meshtest.StatusIs(mesh.StatusCompleted, mesh.StatusFailed))

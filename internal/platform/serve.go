@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -71,19 +72,57 @@ type Running struct {
 	metrics *prometheus.Registry
 	msrv    *http.Server
 	mln     net.Listener
+	// waiting names what the process waits for before it serves (NATS,
+	// JetStream, its service starting); nil once it serves. /readyz
+	// answers 503 with it until then.
+	waiting atomic.Pointer[string]
 }
 
-// Serve starts one service against an external NATS server.
+// What a process waits for before it serves, as /readyz says it.
+const (
+	waitingNATS      = "nats"
+	waitingJetStream = "jetstream"
+	waitingStart     = "start"
+)
+
+// waitingChecks is what /readyz says of each step while the process waits.
+var waitingChecks = map[string]map[string]string{
+	waitingNATS:      {"nats": "waiting for a NATS server of --nats-url to take the connection"},
+	waitingJetStream: {"nats": "ok", "jetstream": "waiting for JetStream (a cluster still forming, or no meta leader) to provision the streams"},
+	waitingStart:     {"nats": "ok", "jetstream": "ok", "service": "starting"},
+}
+
+// Serve starts one service against an external NATS server. Its health
+// endpoints (MetricsListen) answer from the start: /healthz 200 and /readyz
+// 503 saying what it waits for while it waits for NATS or JetStream.
 func Serve(ctx context.Context, cfg ServeConfig) (*Running, error) {
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	r := &Running{cfg: cfg, metrics: NewMetricsRegistry()}
+	r.setWaiting(waitingNATS)
+	if err := r.serveMetrics(); err != nil {
+		return nil, err
+	}
+	if err := r.connectAndStart(ctx); err != nil {
+		r.Stop()
+		return nil, err
+	}
+	r.waiting.Store(nil)
+	return r, nil
+}
+
+func (r *Running) setWaiting(what string) { r.waiting.Store(&what) }
+
+// connectAndStart connects to NATS, provisions and starts the service.
+func (r *Running) connectAndStart(ctx context.Context) error {
+	cfg := r.cfg
 	cc := bus.ConnConfig{URL: cfg.NATSURL, Name: "a2a-platform " + cfg.Service, Logger: cfg.Logger, WaitForServer: true}
 	if cfg.NATSNkeySeedFile != "" {
 		kp, err := readSeed(cfg.NATSNkeySeedFile, "service nkey seed")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		cc.Nkey = kp
 	} else {
@@ -91,33 +130,24 @@ func Serve(ctx context.Context, cfg ServeConfig) (*Running, error) {
 	}
 	conn, err := bus.Connect(ctx, cc)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := cfg.resolveRegion(conn); err != nil {
-		conn.Drain(cfg.ShutdownGrace)
-		return nil, err
+	r.conn = conn
+	if err := r.cfg.resolveRegion(conn); err != nil {
+		return err
 	}
+	r.setWaiting(waitingJetStream)
 	// A cluster still forming is waited for (logged once), not an error:
 	// the services and the NATS nodes may start in any order.
 	pc := bus.ProvisionConfig{Replicas: cfg.Replicas, EventRetention: cfg.EventRetention, MaxArtifactBytes: cfg.MaxArtifactBytes, Logger: cfg.Logger.With().Str("service", cfg.Service).Logger()}
 	if err := bus.Provision(ctx, conn.JS, pc); err != nil {
-		conn.Drain(cfg.ShutdownGrace)
-		return nil, err
+		return err
 	}
-	r := &Running{conn: conn, cfg: cfg, metrics: NewMetricsRegistry()}
+	r.setWaiting(waitingStart)
 	if err := r.start(ctx); err != nil {
-		conn.Drain(cfg.ShutdownGrace)
-		return nil, err
+		return err
 	}
-	if err := r.serveMetrics(); err != nil {
-		r.Stop()
-		return nil, err
-	}
-	if err := flushAll(ctx, []*bus.Conn{conn}); err != nil {
-		r.Stop()
-		return nil, err
-	}
-	return r, nil
+	return flushAll(ctx, []*bus.Conn{conn})
 }
 
 // flushAll waits until the server has read everything sent on each
@@ -207,7 +237,8 @@ func (r *Running) HTTPAddr() string {
 	return r.gw.Addr()
 }
 
-// serveMetrics serves the process's metrics on MetricsListen, when set.
+// serveMetrics serves the process's metrics and health on MetricsListen,
+// when set.
 func (r *Running) serveMetrics() error {
 	if r.cfg.MetricsListen == "" {
 		return nil
@@ -228,24 +259,17 @@ func (r *Running) serveMetrics() error {
 	return nil
 }
 
-// readyz says whether the process's NATS connection is up and every stream
-// is provisioned, the same checks as the gateway's.
+// readyz says whether the process serves its region (gateway.Readiness),
+// or what it still waits for.
 func (r *Running) readyz(w http.ResponseWriter, req *http.Request) {
-	ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
-	defer cancel()
-	checks := map[string]string{"nats": "ok", "jetstream": "ok"}
-	ready := true
-	if !r.conn.NC.IsConnected() {
-		checks["nats"], ready = "disconnected", false
+	if what := r.waiting.Load(); what != nil {
+		writeHealth(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "service": r.cfg.Service,
+			"waiting_for": *what, "checks": waitingChecks[*what]})
+		return
 	}
-	if err := bus.Provisioned(ctx, r.conn.JS); err != nil {
-		checks["jetstream"], ready = err.Error(), false
-	}
-	status := http.StatusOK
-	if !ready {
-		status = http.StatusServiceUnavailable
-	}
-	writeHealth(w, status, map[string]any{"ready": ready, "service": r.cfg.Service, "region": r.cfg.Region, "checks": checks})
+	status, body := gateway.Readiness(req.Context(), r.conn)
+	body["service"], body["region"] = r.cfg.Service, r.cfg.Region
+	writeHealth(w, status, body)
 }
 
 func writeHealth(w http.ResponseWriter, status int, v any) {
