@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -67,26 +68,44 @@ type bodyFixture struct {
 	runID        string
 }
 
-func startBodyFixture(t *testing.T) *bodyFixture {
+func startBodyFixture(t testing.TB, opts ...func(*platform.Config)) *bodyFixture {
 	t.Helper()
-	p := meshtest.StartPlatform(t, func(c *platform.Config) {
+	p := meshtest.StartPlatform(t, append([]func(*platform.Config){func(c *platform.Config) {
 		c.MaxArtifactBytes = mesh.MaxBodyBytes
 		c.A2ABlockingWait = time.Second
 		c.A2AOfflineWait = 100 * time.Millisecond
 		c.Lease = 5 * time.Minute
 		c.HeartbeatTimeout = 5 * time.Minute
-	})
+	}}, opts...)...)
 	agent := p.CreateAgent("public")
 	p.Do(http.MethodPatch, "/agent-accounts/"+agent.ID, map[string]any{"public": true}, nil)
 	var key meshapi.CreateA2AKeyResponse
 	p.Do(http.MethodPost, "/a2a/"+agent.ID+"/api-keys", map[string]any{"name": "big"}, &key)
 	meshtest.Eventually(t, 10*time.Second, func() bool {
 		r := p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/a2a/" + agent.ID + "/agent-card"})
-		return r.Status == http.StatusOK && !bytes.Contains(r.Body, []byte("securityRequirements"))
+		return r.Status == http.StatusOK && takesAnonymousCallers(r.Body)
 	}, func() string { return "the public agent's card still asks for a credential" })
 	writer := p.CreateAgent("writer")
 	rt, run := p.HeldRun(t, writer.ID, "big output")
 	return &bodyFixture{p: p, agent: agent, key: key.APIKey, runtimeToken: rt.RuntimeToken, runID: run.ID}
+}
+
+// takesAnonymousCallers reports whether an agent card's security
+// requirements (0.3's security) include the empty one, which lets a caller
+// without a credential in.
+func takesAnonymousCallers(card []byte) bool {
+	var c struct {
+		Security []map[string]any `json:"security"`
+	}
+	if json.Unmarshal(card, &c) != nil {
+		return false
+	}
+	for _, r := range c.Security {
+		if len(r) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // door is one way a body enters the platform.
@@ -154,7 +173,7 @@ type answer struct {
 }
 
 // post sends one body; the answer's body is kept up to 4 KiB.
-func post(t *testing.T, url string, header http.Header, body io.Reader, length int) answer {
+func post(t testing.TB, url string, header http.Header, body io.Reader, length int) answer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
