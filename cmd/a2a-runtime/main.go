@@ -82,7 +82,7 @@ func (g *globals) store() *profile.Store {
 func (g *globals) resolve(explicit string) (profile.Profile, error) {
 	p, err := g.store().Resolve(explicit)
 	if errors.Is(err, profile.ErrNoProfiles) {
-		return p, fmt.Errorf("no local A2A connection profile found in %s: generate a pairing code for this agent on the platform and run: a2a-runtime pair <PAIRING_CODE> --api-base <PLATFORM_URL>", g.store().Path())
+		return p, fmt.Errorf("no local A2A connection profile found in %s: generate a pairing code for this agent on the platform and run: echo <PAIRING_CODE> | a2a-runtime pair --api-base <PLATFORM_URL> --adapter <provider>", g.store().Path())
 	}
 	return p, err
 }

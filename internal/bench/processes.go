@@ -76,7 +76,7 @@ func (r *Report) measureProcesses(ctx context.Context, dir string, cfg Config) e
 	}
 	home := filepath.Join(dir, "home")
 	renv := []string{"HOME=" + home}
-	pair, err := startChild(dir, bin("a2a-runtime"), append(renv, "A2A_PAIRING_CODE="+code.PairingToken),
+	pair, err := startChild(dir, bin("a2a-runtime"), append(renv, "A2A_MESH_PAIRING_CODE="+code.PairingToken),
 		"pair", "--api-base", base, "--local-agent-endpoint", "http://"+adapterAddr+"/run-task")
 	if err != nil {
 		return err

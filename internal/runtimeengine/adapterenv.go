@@ -17,8 +17,12 @@ import (
 
 var envKeyPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// runtimeOnlyEnv are the runtime's own secrets: never handed to the adapter.
-var runtimeOnlyEnv = map[string]bool{"A2A_PAIRING_CODE": true, "A2A_RUNTIME_TOKEN": true}
+// runtimeOnlyEnv are the runtime's own secrets, under their names and their
+// former names: never handed to the adapter.
+var runtimeOnlyEnv = map[string]bool{
+	"A2A_MESH_PAIRING_CODE": true, "A2A_PAIRING_CODE": true,
+	"A2A_MESH_RUNTIME_TOKEN": true, "A2A_RUNTIME_TOKEN": true,
+}
 
 // ReadAdapterEnvFile reads an adapter environment file. A missing file
 // gives nothing; a file other users may read, a malformed line, or one of

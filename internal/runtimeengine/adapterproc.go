@@ -169,7 +169,7 @@ func (a *AdapterProcess) spawn() (chan struct{}, error) {
 func adapterEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "A2A_PAIRING_CODE=") || strings.HasPrefix(kv, "A2A_RUNTIME_TOKEN=") {
+		if key, _, _ := strings.Cut(kv, "="); runtimeOnlyEnv[key] {
 			continue
 		}
 		env = append(env, kv)

@@ -16,3 +16,6 @@ func LostAnswers(tr Transport) int {
 	defer t.lostMu.Unlock()
 	return len(t.lostAnswers)
 }
+
+// AdapterEnv is the environment the runtime gives the adapter it starts.
+var AdapterEnv = adapterEnv
