@@ -36,6 +36,10 @@ const (
 	// CodeDelegationNotAllowed refuses a delegation from inside an agent's
 	// work to an agent its delegation policy does not name.
 	CodeDelegationNotAllowed Code = "DELEGATION_NOT_ALLOWED"
+	// CodeNoSealingKey refuses environment variables for an agent they
+	// cannot be sealed for: it has no active runtime, or its runtime was
+	// paired before runtimes had a sealing key (it must pair again).
+	CodeNoSealingKey Code = "NO_SEALING_KEY"
 )
 
 // Reasons recorded in a failed run's error.code by the platform itself.
@@ -53,6 +57,12 @@ const (
 	// ReasonDelegationFailed: the delegate could not be given the task (its
 	// endpoint refused the call, the partner was unreachable).
 	ReasonDelegationFailed = "DELEGATION_FAILED"
+	// ReasonSealedForAnotherRuntime: the run's environment variables were
+	// sealed to the key of the runtime that was the agent's active one
+	// when the run was created, and another runtime claimed it (the agent
+	// was paired again meanwhile): only the first could open them. The
+	// claiming runtime reports it.
+	ReasonSealedForAnotherRuntime = "SEALED_FOR_ANOTHER_RUNTIME"
 )
 
 // Error is the error every service returns across the bus. It carries a code

@@ -39,9 +39,15 @@ type Runtime struct {
 	DeviceName    string        `json:"device_name,omitempty"`
 	LocalExecutor LocalExecutor `json:"local_executor"`
 	State         RuntimeState  `json:"state"`
-	AttachedAt    time.Time     `json:"attached_at"`
-	RevokedAt     *time.Time    `json:"revoked_at,omitempty"`
-	Revision      uint64        `json:"revision"`
+	// SealingKey is the public half of the runtime's sealing key pair
+	// (a curve25519 key in nkeys' "X…" form), registered when it paired:
+	// a caller's environment variables for the agent are sealed to it.
+	// The private half stays in the runtime's profile. Empty for a runtime
+	// paired before runtimes had one.
+	SealingKey string     `json:"sealing_key,omitempty"`
+	AttachedAt time.Time  `json:"attached_at"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+	Revision   uint64     `json:"revision"`
 }
 
 // RuntimePresence is the liveness view of a runtime kept by the registry.

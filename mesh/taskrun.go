@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 )
@@ -99,18 +100,79 @@ type Delegation struct {
 }
 
 // HostEnvironment is what a caller asks the agent host's process to run
-// with. Variables may hold secrets: they are never logged, published or
-// answered back.
+// with. Variables never reach the platform's store in the clear: the
+// gateway seals them (Sealed) before the run is created, and the task
+// queue refuses a run whose Variables are set. Only the runtime that opens
+// Sealed fills Variables, in the run-task request it sends its adapter.
 type HostEnvironment struct {
 	WorkingDirectory string            `json:"working_directory,omitempty"`
 	Variables        map[string]string `json:"variables,omitempty"`
+	// Sealed holds the caller's variables sealed to the key of the runtime
+	// that was the agent's active one when the run was created.
+	Sealed *SealedVariables `json:"sealed_variables,omitempty"`
 }
 
+// SealedVariables are a caller's environment variables sealed to one
+// runtime's public key (curve25519 with XSalsa20-Poly1305, nkeys' xkeys):
+// only the holder of that runtime's private key, which never leaves its
+// profile, can open them.
+type SealedVariables struct {
+	// RuntimeID is the runtime whose key Recipient is.
+	RuntimeID string `json:"runtime_id"`
+	// Recipient is the public key the box is sealed to.
+	Recipient string `json:"recipient"`
+	// Sender is the public half of the key pair made for this one box.
+	Sender string `json:"sender"`
+	// Box is the sealed JSON object of the variables, base64 (standard).
+	Box string `json:"box"`
+}
+
+// forbiddenEnvNames are variables a caller may never set in a host's
+// environment: those the host needs to find its tools and files, and
+// those that make a shell, the dynamic loader or an interpreter run code
+// of the caller's choosing (docs/api.md, "Environment variables").
+var forbiddenEnvNames = map[string]bool{
+	"PATH": true, "HOME": true, "SHELL": true, "IFS": true, "ENV": true, "BASH_ENV": true,
+	"SHELLOPTS": true, "BASHOPTS": true, "PS4": true, "PROMPT_COMMAND": true, "CDPATH": true,
+	"NODE_OPTIONS": true, "NODE_PATH": true,
+	"PYTHONPATH": true, "PYTHONHOME": true, "PYTHONSTARTUP": true, "PYTHONINSPECT": true,
+	"PERL5LIB": true, "PERL5OPT": true, "PERLLIB": true, "RUBYOPT": true, "RUBYLIB": true,
+	"JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true, "JDK_JAVA_OPTIONS": true, "CLASSPATH": true,
+	"GCONV_PATH": true, "GIT_EXEC_PATH": true, "GIT_SSH_COMMAND": true,
+}
+
+// forbiddenEnvPrefixes forbid whole families: the platform's own A2A_
+// variables, and the dynamic loaders' (LD_PRELOAD, LD_LIBRARY_PATH,
+// DYLD_INSERT_LIBRARIES…) and bash's exported functions (BASH_FUNC_).
+var forbiddenEnvPrefixes = []string{"A2A_", "LD_", "DYLD_", "BASH_FUNC_"}
+
 // ReservedEnvName reports whether a caller may not set an environment
-// variable of the host's process: the platform's own A2A_ variables, and
-// PATH and HOME, which a host needs to find its tools and files.
+// variable of the host's process (forbiddenEnvNames, forbiddenEnvPrefixes).
+// Names are compared in upper case: some systems' environments ignore case.
 func ReservedEnvName(name string) bool {
-	return strings.HasPrefix(strings.ToUpper(name), "A2A_") || name == "PATH" || name == "HOME"
+	upper := strings.ToUpper(name)
+	if forbiddenEnvNames[upper] {
+		return true
+	}
+	for _, p := range forbiddenEnvPrefixes {
+		if strings.HasPrefix(upper, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// ReservedEnvNames returns the names among vars that ReservedEnvName
+// forbids, sorted.
+func ReservedEnvNames(vars map[string]string) []string {
+	var out []string
+	for name := range vars {
+		if ReservedEnvName(name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Delegated reports whether the run is delegated rather than queued for its

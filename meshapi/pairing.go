@@ -14,6 +14,9 @@ const (
 	OpPairingAttach       = "attach"
 	OpPairingRevoke       = "revoke"
 	OpPairingAuthenticate = "authenticate"
+	// OpPairingSealingKey answers the public sealing key of an agent's
+	// active runtime (the gateway seals a caller's variables to it).
+	OpPairingSealingKey = "sealing_key"
 )
 
 // IssuePairingCodeRequest asks for a one-time pairing code for an agent.
@@ -40,6 +43,22 @@ type AttachRequest struct {
 	// RuntimeID re-attaches an existing runtime of the same agent (a re-pair
 	// that keeps the runtime's identity); unknown or foreign ids are ignored.
 	RuntimeID string `json:"runtime_id,omitempty"`
+	// SealingKey is the public half of the key pair the runtime made for
+	// this pairing (a curve25519 key, "X…"): callers' environment
+	// variables for the agent are sealed to it. Optional: a runtime
+	// without one cannot be given variables.
+	SealingKey string `json:"sealing_key,omitempty"`
+}
+
+// SealingKeyRequest asks for the sealing key of an agent's active runtime.
+type SealingKeyRequest struct {
+	AgentID string `json:"agent_id"`
+}
+
+// SealingKey is the public sealing key of an agent's active runtime.
+type SealingKey struct {
+	RuntimeID  string `json:"runtime_id"`
+	SealingKey string `json:"sealing_key"`
 }
 
 // NATSConnection tells a runtime how to reach the bus directly.
@@ -124,6 +143,13 @@ func (c *Client) Attach(ctx context.Context, req AttachRequest) (*AttachResponse
 func (c *Client) RevokeRuntime(ctx context.Context, req RevokeRuntimeRequest) (*mesh.Runtime, error) {
 	var r mesh.Runtime
 	return &r, c.call(ctx, bus.ServiceCredentials, OpPairingRevoke, req, &r)
+}
+
+// SealingKey returns the public sealing key of the agent's active runtime;
+// mesh.CodeNoSealingKey when it has no active runtime or its runtime has no key.
+func (c *Client) SealingKey(ctx context.Context, agentID string) (*SealingKey, error) {
+	var k SealingKey
+	return &k, c.call(ctx, bus.ServiceCredentials, OpPairingSealingKey, SealingKeyRequest{AgentID: agentID}, &k)
 }
 
 // Authenticate resolves a runtime credential hash to its runtime.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/mesh"
 )
 
 // MaxRequestBytes caps a run-task body. Inputs are copied from the
@@ -46,9 +47,6 @@ func decodeRunTask(body []byte) (adapterapi.RunTaskRequest, error) {
 	if strings.TrimSpace(w.TaskRunID) == "" {
 		return adapterapi.RunTaskRequest{}, errors.New("task_run_id is required")
 	}
-	if err := checkVariables(w.Environment); err != nil {
-		return adapterapi.RunTaskRequest{}, err
-	}
 	switch firstByte(w.Input) {
 	case 0:
 		return adapterapi.RunTaskRequest{}, errors.New("input is required")
@@ -59,21 +57,30 @@ func decodeRunTask(body []byte) (adapterapi.RunTaskRequest, error) {
 	return w.RunTaskRequest, nil
 }
 
-// errVariables refuses a request with environment.variables. It names no
-// variable and quotes no value: they may be secrets.
-var errVariables = errors.New("environment.variables is not accepted: the platform never sends a host's variables, " +
-	"so a request with some did not come from it; set what the host needs in the adapter's environment " +
-	"(for an adapter the runtime starts, its adapter environment file)")
+// errVariables refuses a request with environment.variables sent to an
+// adapter no runtime started. It names no variable and quotes no value:
+// they may be secrets.
+var errVariables = errors.New("environment.variables is not accepted: this adapter takes a task's variables only from " +
+	"the runtime that started it (which authenticates with the adapter's per-start token), and this adapter was " +
+	"started without one; set what the host needs in the adapter's environment")
 
 // checkVariables is the one place where a task's environment variables are
-// let in. The platform refuses them from callers (it would have to store
-// them), so any that arrive were put there by someone else, and in a host's
-// environment a variable can run code (BASH_ENV, LD_PRELOAD): all are
-// refused. Variables sealed by the platform for this adapter would be
-// opened and checked here.
-func checkVariables(env *adapterapi.Environment) error {
-	if env != nil && len(env.Variables) > 0 {
+// let in. The platform never sends them in the clear: it seals them to the
+// runtime's key, and the runtime opens them and puts them in its run-task
+// request. So they are taken only by an adapter that authenticates its
+// runtime (fromRuntime: it was started with a per-start token, and the
+// request carried it, see auth.go); any other adapter refuses them, since
+// in a host's environment a variable can run code. Names the platform
+// never passes (mesh.ReservedEnvName) are refused even from the runtime.
+func checkVariables(env *adapterapi.Environment, fromRuntime bool) error {
+	if env == nil || len(env.Variables) == 0 {
+		return nil
+	}
+	if !fromRuntime {
 		return errVariables
+	}
+	if names := mesh.ReservedEnvNames(env.Variables); len(names) > 0 {
+		return fmt.Errorf("environment.variables names variables a host is never given: %s", strings.Join(names, ", "))
 	}
 	return nil
 }

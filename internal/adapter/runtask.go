@@ -52,6 +52,11 @@ func (s *Server) handleRunTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, err := decodeRunTask(body)
+	if err == nil {
+		// A request reaching here with a token configured carried it
+		// (authenticate): it comes from the runtime that started us.
+		err = checkVariables(req.Environment, s.cfg.AuthToken != "")
+	}
 	if err != nil {
 		s.log.Info().Err(err).Msg("run-task request refused")
 		writeFailure(w, http.StatusBadRequest, err.Error())

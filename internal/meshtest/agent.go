@@ -18,6 +18,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/profile"
 	"github.com/a2amesh/a2amesh/internal/provider"
 	"github.com/a2amesh/a2amesh/internal/runtimeengine"
+	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -129,7 +130,10 @@ func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *
 	}
 	att := Attached{AgentID: prof.AgentID, RuntimeID: prof.RuntimeID, RuntimeToken: prof.RuntimeToken, HeartbeatTimeoutMS: prof.HeartbeatTimeoutMS}
 	att.NATS.URL, att.NATS.WSURL, att.NATS.InboxPrefix = prof.NATS.URL, prof.NATS.WSURL, prof.NATS.InboxPrefix
-	srv, err := adapter.New(adapter.Config{Provider: o.Provider, Workdir: t.TempDir(), Logger: zerolog.Nop()})
+	// The adapter takes work only with a per-start secret, as the adapter
+	// a2a-runtime start runs does (and only then takes a task's variables).
+	adapterToken := secret.NewToken("a2aadp_")
+	srv, err := adapter.New(adapter.Config{Provider: o.Provider, Workdir: t.TempDir(), AuthToken: adapterToken, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatalf("adapter: %v", err)
 	}
@@ -143,6 +147,7 @@ func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *
 	if err != nil {
 		t.Fatal(err)
 	}
+	ac.SetAuthToken(adapterToken)
 	api, err := apiclient.New(prof.APIBase, apiclient.WithRuntimeToken(prof.RuntimeToken))
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +165,7 @@ func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *
 	c := runtimeengine.NewRuntime(runtimeengine.RuntimeConfig{
 		AgentID: att.AgentID, RuntimeID: att.RuntimeID, Transport: tr, Hello: hello, API: api, Adapter: ac,
 		Logger: zerolog.Nop(), HeartbeatInterval: time.Second, RenewInterval: time.Second, DrainGrace: time.Second,
-		Concurrency: o.Concurrency,
+		Concurrency: o.Concurrency, SealingKey: prof.SealingKey,
 	})
 	runCtx, stopRun := context.WithCancel(context.Background())
 	done := make(chan struct{})

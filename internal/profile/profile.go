@@ -26,6 +26,12 @@ type Profile struct {
 	// RuntimeToken is the execution credential issued at pairing. It must
 	// stay in this file only (seed 000 "Security boundary").
 	RuntimeToken string `json:"runtime_token"`
+	// SealingKey is the private half (an nkeys curve seed, "SX…") of the
+	// key pair made at pairing, whose public half the platform seals
+	// callers' environment variables to. Like the token it stays in this
+	// file only; empty for a runtime paired before runtimes had one (pair
+	// again to take variables).
+	SealingKey string `json:"sealing_key,omitempty"`
 	// APIBase is the platform REST API base the profile was paired against;
 	// pairing tokens are bound to it, so start and status use it (seed 000).
 	APIBase string `json:"api_base"`

@@ -31,6 +31,9 @@ type Public struct {
 	// HasRuntimeToken tells whether the profile can authenticate, without
 	// saying anything about the token.
 	HasRuntimeToken bool `json:"has_runtime_token"`
+	// HasSealingKey tells whether the runtime can open environment
+	// variables sealed to it, without saying anything about the key.
+	HasSealingKey bool `json:"has_sealing_key"`
 }
 
 // Public returns the displayable view of p.
@@ -63,6 +66,7 @@ func (p Profile) Public() Public {
 		Connection:         conn,
 		SupervisedAdapter:  p.SupervisedAdapter,
 		HasRuntimeToken:    p.RuntimeToken != "",
+		HasSealingKey:      p.SealingKey != "",
 	}
 }
 

@@ -73,6 +73,11 @@ type Config struct {
 	// returns its spare heap to the system (see idle.go). Default 5s;
 	// negative never trims.
 	IdleTrim time.Duration
+	// SealingKey is the runtime's private sealing key (its profile's): it
+	// opens the environment variables callers sealed to the runtime, which
+	// go to the adapter with their run only. Empty: a run with sealed
+	// variables fails with mesh.ReasonSealedForAnotherRuntime.
+	SealingKey string
 	// Tools serves each run's delegation tools to its host (the adapter
 	// gets their address and capability in the run-task request, the
 	// capability revoked when the run's turn ends); nil gives none.

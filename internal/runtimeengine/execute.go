@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/ledger"
+	"github.com/a2amesh/a2amesh/internal/sealed"
 	"github.com/a2amesh/a2amesh/internal/toolserver"
 	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -50,7 +52,11 @@ func (c *Engine) execute(run *mesh.TaskRun) {
 	req, err := c.request(tctx, run)
 	if err != nil {
 		progress.close()
-		c.failRun(ctx, run, CodeAttachmentUnavailable, err.Error())
+		code := CodeAttachmentUnavailable
+		if errors.Is(err, errSealed) {
+			code = mesh.ReasonSealedForAnotherRuntime
+		}
+		c.failRun(ctx, run, code, err.Error())
 		return
 	}
 	if c.cfg.Tools != nil {
@@ -107,9 +113,9 @@ func (c *Engine) request(ctx context.Context, run *mesh.TaskRun) (*adapterapi.Ru
 	if err != nil {
 		return nil, err
 	}
-	var env *adapterapi.Environment
-	if run.Environment != nil {
-		env = &adapterapi.Environment{WorkingDirectory: run.Environment.WorkingDirectory, Variables: run.Environment.Variables}
+	env, err := c.environment(run)
+	if err != nil {
+		return nil, err
 	}
 	return &adapterapi.RunTaskRequest{
 		Environment:      env,
@@ -123,6 +129,35 @@ func (c *Engine) request(ctx context.Context, run *mesh.TaskRun) (*adapterapi.Ru
 		Platform:         c.cfg.Platform,
 		Instructions:     c.instructions(ctx),
 	}, nil
+}
+
+// errSealed marks a run whose sealed variables this runtime cannot open.
+var errSealed = errors.New("sealed variables")
+
+// environment is the run's host environment for the adapter, with the
+// caller's variables opened with the runtime's sealing key. They go to the
+// adapter in this one request only: never to the ledger, a log, a report
+// or a delegated run. Variables sealed to another runtime (the agent was
+// paired again after the run was created) cannot be opened: the run fails
+// with mesh.ReasonSealedForAnotherRuntime.
+func (c *Engine) environment(run *mesh.TaskRun) (*adapterapi.Environment, error) {
+	if run.Environment == nil {
+		return nil, nil
+	}
+	env := &adapterapi.Environment{WorkingDirectory: run.Environment.WorkingDirectory}
+	box := run.Environment.Sealed
+	if box == nil {
+		return env, nil
+	}
+	vars, err := sealed.Open(box, c.cfg.RuntimeID, c.cfg.SealingKey)
+	switch {
+	case errors.Is(err, sealed.ErrOtherRecipient), errors.Is(err, sealed.ErrNoKey):
+		return nil, fmt.Errorf("%w: the environment variables were sealed for runtime %s, the agent's active runtime when the task was created, and runtime %s claimed it: send the task again", errSealed, box.RuntimeID, c.cfg.RuntimeID)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", errSealed, err)
+	}
+	env.Variables = vars
+	return env, nil
 }
 
 // instructionsTimeout bounds the question for the agent's current

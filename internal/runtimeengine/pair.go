@@ -11,6 +11,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/a2amesh/a2amesh/internal/sealed"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -35,9 +36,17 @@ func Pair(ctx context.Context, req PairRequest) (profile.Profile, error) {
 	if err != nil {
 		return profile.Profile{}, err
 	}
+	// The sealing key pair is made here, on the user's machine: the public
+	// half is registered with the credential, the private half goes to the
+	// profile only.
+	sealingPublic, sealingSeed, err := sealed.NewKey()
+	if err != nil {
+		return profile.Profile{}, err
+	}
 	body := meshapi.AttachRequest{
 		PairingToken: req.Code,
 		DeviceName:   req.DeviceName,
+		SealingKey:   sealingPublic,
 		LocalExecutor: mesh.LocalExecutor{
 			Type: req.LocalExecutor.Type, Ref: req.LocalExecutor.Ref, Workspace: req.LocalExecutor.Workspace,
 			Cwd: req.LocalExecutor.Cwd, InstructionFile: req.LocalExecutor.InstructionFile,
@@ -62,6 +71,7 @@ func Pair(ctx context.Context, req PairRequest) (profile.Profile, error) {
 		AgentID:            res.AgentID,
 		RuntimeID:          res.RuntimeID,
 		RuntimeToken:       res.RuntimeToken,
+		SealingKey:         sealingSeed,
 		APIBase:            api.Base(),
 		LocalAgentEndpoint: endpoint,
 		Adapter:            profile.DefaultAdapter,

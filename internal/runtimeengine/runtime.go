@@ -45,6 +45,8 @@ type RuntimeConfig struct {
 	HeartbeatInterval time.Duration
 	RenewInterval     time.Duration
 	OnHeartbeat       func(at time.Time)
+	// SealingKey is Config.SealingKey: the profile's private sealing key.
+	SealingKey string
 	// Tools serves each run's delegation tools to its host; nil gives the
 	// host none.
 	Tools   *toolserver.Server
@@ -84,6 +86,7 @@ func NewRuntime(cfg RuntimeConfig) *Engine {
 		HeartbeatInterval: cfg.HeartbeatInterval, RenewInterval: cfg.RenewInterval,
 		OnHeartbeat: cfg.OnHeartbeat,
 		Tools:       cfg.Tools,
+		SealingKey:  cfg.SealingKey,
 		CheckCredential: func(ctx context.Context) error {
 			_, err := HTTPHello(ctx, cfg.API)
 			return err

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/sealed"
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -63,6 +64,9 @@ func validateAttach(in *meshapi.AttachRequest) error {
 		"local_executor.cwd":              in.LocalExecutor.Cwd,
 		"local_executor.instruction_file": in.LocalExecutor.InstructionFile,
 	}
+	if in.SealingKey != "" && !sealed.ValidPublicKey(in.SealingKey) {
+		return mesh.Errorf(mesh.CodeInvalidRequest, "sealing_key must be a curve25519 public key (\"X…\")")
+	}
 	for name, v := range fields {
 		if len(v) > maxFieldLen || !utf8.ValidString(v) {
 			return mesh.Errorf(mesh.CodeInvalidRequest, "%s must be valid text of at most %d bytes", name, maxFieldLen)
@@ -85,6 +89,7 @@ func (s *Service) attach(ctx context.Context, agentID string, in *meshapi.Attach
 			DeviceName:    in.DeviceName,
 			LocalExecutor: in.LocalExecutor,
 			State:         mesh.RuntimeActive,
+			SealingKey:    in.SealingKey,
 			AttachedAt:    now,
 		},
 		TokenHash: hash,
@@ -175,4 +180,33 @@ func (s *Service) publishRuntime(ctx context.Context, typ string, rt *mesh.Runti
 			Reason: reason,
 		},
 	})
+}
+
+// handleSealingKey answers the public sealing key of an agent's active
+// runtime: the key a caller's environment variables for the agent are
+// sealed to. An agent without an active runtime, or whose runtime paired
+// before runtimes had a key, has none (mesh.CodeNoSealingKey).
+func (s *Service) handleSealingKey(ctx context.Context, req *bus.Request) (any, error) {
+	var in meshapi.SealingKeyRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	active, _, err := s.active.Latest(ctx, bus.ActiveRuntimeKey(in.AgentID))
+	if errors.Is(err, mesh.ErrNotFound) || (err == nil && active.RuntimeID == "") {
+		return nil, mesh.Errorf(mesh.CodeNoSealingKey, "agent %s has no active runtime to seal environment variables to: pair a runtime first", in.AgentID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec, _, err := s.runtimes.Latest(ctx, active.RuntimeID)
+	if errors.Is(err, mesh.ErrNotFound) || (err == nil && (rec.State != mesh.RuntimeActive || rec.AgentID != in.AgentID)) {
+		return nil, mesh.Errorf(mesh.CodeNoSealingKey, "agent %s has no active runtime to seal environment variables to: pair a runtime first", in.AgentID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rec.SealingKey == "" {
+		return nil, mesh.Errorf(mesh.CodeNoSealingKey, "agent %s's runtime %s has no sealing key (it was paired by an older a2a-runtime): pair it again to take environment variables", in.AgentID, rec.ID)
+	}
+	return meshapi.SealingKey{RuntimeID: rec.ID, SealingKey: rec.SealingKey}, nil
 }

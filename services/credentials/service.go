@@ -182,6 +182,7 @@ func (s *Service) Start(ctx context.Context) error {
 			meshapi.OpPairingAttach:       s.handleAttach,
 			meshapi.OpPairingRevoke:       s.handleRevoke,
 			meshapi.OpPairingAuthenticate: s.handleAuthenticate,
+			meshapi.OpPairingSealingKey:   s.handleSealingKey,
 			meshapi.OpConsumerCreate:      s.handleConsumerCreate,
 			meshapi.OpConsumerList:        s.handleConsumerList,
 			meshapi.OpConsumerDelete:      s.handleConsumerDelete,

@@ -33,7 +33,7 @@ func httpStatus(code mesh.Code) int {
 		return http.StatusNotFound
 	case mesh.CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case mesh.CodeConflict, mesh.CodeInvalidTransition, mesh.CodeStaleAttempt, mesh.CodeRuntimeOffline, mesh.CodeIdempotencyReplay:
+	case mesh.CodeConflict, mesh.CodeInvalidTransition, mesh.CodeStaleAttempt, mesh.CodeRuntimeOffline, mesh.CodeIdempotencyReplay, mesh.CodeNoSealingKey:
 		return http.StatusConflict
 	case mesh.CodePayloadTooLarge:
 		return http.StatusRequestEntityTooLarge

@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/a2amesh/a2amesh/internal/sealed"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -120,6 +122,10 @@ func (g *Gateway) createTaskRun(w http.ResponseWriter, r *http.Request) {
 	if key := r.Header.Get("Idempotency-Key"); key != "" && in.IdempotencyKey == "" {
 		in.IdempotencyKey = key
 	}
+	if err := g.sealVariables(r.Context(), &in); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
 	res, err := g.client.CreateTaskRun(r.Context(), in)
 	if err != nil {
 		g.writeError(w, r, err)
@@ -212,4 +218,23 @@ func (g *Gateway) reply(w http.ResponseWriter, r *http.Request, status int, v an
 func rawObject(raw json.RawMessage) bool {
 	var m map[string]json.RawMessage
 	return len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &m) == nil
+}
+
+// sealVariables seals the caller's environment.variables to the target
+// agent's active runtime, before anything is stored: the task queue gets
+// the ciphertext only (docs/api.md, "Environment variables").
+func (g *Gateway) sealVariables(ctx context.Context, in *meshapi.CreateTaskRunRequest) error {
+	env := in.Environment
+	if env == nil || (len(env.Variables) == 0 && env.Sealed == nil) {
+		return nil
+	}
+	if env.Sealed != nil {
+		return mesh.Errorf(mesh.CodeInvalidRequest, "environment.sealed_variables is set by the platform only; send environment.variables")
+	}
+	box, err := sealed.ForAgent(ctx, sealed.PlatformKeys{Client: g.client}, in.TargetAgentID, env.Variables)
+	if err != nil {
+		return err
+	}
+	in.Environment = &mesh.HostEnvironment{WorkingDirectory: env.WorkingDirectory, Sealed: box}
+	return nil
 }

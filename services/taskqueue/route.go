@@ -67,6 +67,9 @@ const (
 	maxEnvValue     = 32 << 10
 	maxWorkingDir   = 4096
 	maxEnvNameBytes = 256
+	// maxSealedBytes bounds the sealed variables' box (base64): a request
+	// body is at most 1 MiB.
+	maxSealedBytes = 1 << 20
 )
 
 var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -82,6 +85,9 @@ func checkEnvironment(env *mesh.HostEnvironment) error {
 	if len(env.WorkingDirectory) > maxWorkingDir || strings.IndexByte(env.WorkingDirectory, 0) >= 0 {
 		return mesh.Errorf(mesh.CodeInvalidRequest, "workingDirectory must be a path of at most %d bytes", maxWorkingDir)
 	}
+	if sv := env.Sealed; sv != nil && (len(sv.Box) > maxSealedBytes || sv.RuntimeID == "" || sv.Recipient == "" || sv.Sender == "") {
+		return mesh.Errorf(mesh.CodeInvalidRequest, "sealed_variables must name its runtime, recipient and sender, with a box of at most %d bytes", maxSealedBytes)
+	}
 	if len(env.Variables) > maxEnvVars {
 		return mesh.Errorf(mesh.CodeInvalidRequest, "at most %d environment variables", maxEnvVars)
 	}
@@ -90,7 +96,7 @@ func checkEnvironment(env *mesh.HostEnvironment) error {
 		case len(name) > maxEnvNameBytes || !envNamePattern.MatchString(name):
 			return mesh.Errorf(mesh.CodeInvalidRequest, "environment variable names are letters, digits and '_', not starting with a digit")
 		case mesh.ReservedEnvName(name):
-			return mesh.Errorf(mesh.CodeInvalidRequest, "environment variable %s is reserved: A2A_* variables are the platform's, and PATH and HOME cannot be overridden", name)
+			return mesh.Errorf(mesh.CodeInvalidRequest, "environment variable %s is one the platform never passes to a host (docs/api.md)", name)
 		case len(value) > maxEnvValue || strings.IndexByte(value, 0) >= 0:
 			return mesh.Errorf(mesh.CodeInvalidRequest, "the value of environment variable %s is too long or holds a NUL byte", name)
 		}

@@ -128,7 +128,7 @@ func toA2A(log zerolog.Logger, err error) error {
 	switch me.Code {
 	case mesh.CodeNotFound:
 		return a2a.NewError(a2a.ErrTaskNotFound, "task not found")
-	case mesh.CodeInvalidRequest, mesh.CodeIdempotencyReplay, mesh.CodePayloadTooLarge, mesh.CodeTargetNotAllowed:
+	case mesh.CodeInvalidRequest, mesh.CodeIdempotencyReplay, mesh.CodePayloadTooLarge, mesh.CodeTargetNotAllowed, mesh.CodeNoSealingKey:
 		return a2a.NewError(a2a.ErrInvalidParams, me.Message)
 	case mesh.CodeInvalidTransition, mesh.CodeConflict:
 		return a2a.NewError(a2a.ErrUnsupportedOperation, me.Message)

@@ -10,6 +10,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/a2amesh/a2amesh/internal/a2atask"
+	"github.com/a2amesh/a2amesh/internal/sealed"
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -94,8 +95,25 @@ func (e *runExecutor) Cancel(ctx context.Context, execCtx *a2asrv.ExecutorContex
 // start creates the run of a new task, or continues the run of a task that
 // asked for input, and records the A2A side.
 func (e *runExecutor) start(ctx context.Context, rq *request, execCtx *a2asrv.ExecutorContext) (*mesh.TaskRun, error) {
+	vars, err := takeVariables(execCtx.Message)
+	if err != nil {
+		return nil, err
+	}
 	if execCtx.StoredTask != nil {
+		if len(vars) > 0 {
+			return nil, a2a.NewError(a2a.ErrInvalidParams, "metadata."+VariablesKey+" is taken with the message that starts a task only")
+		}
 		return e.continueTask(ctx, rq, execCtx)
+	}
+	// Sealed before anything is stored: the platform keeps the ciphertext
+	// only, which the agent's active runtime alone opens.
+	var env *mesh.HostEnvironment
+	if len(vars) > 0 {
+		box, err := sealed.ForAgent(ctx, sealed.PlatformKeys{Client: e.s.client}, rq.agent.ID, vars)
+		if err != nil {
+			return nil, toA2A(e.s.log, err)
+		}
+		env = &mesh.HostEnvironment{Sealed: box}
 	}
 	msg := execCtx.Message
 	contextID := execCtx.ContextID
@@ -132,6 +150,7 @@ func (e *runExecutor) start(ctx context.Context, rq *request, execCtx *a2asrv.Ex
 		// Only the platform signs the claims these come from (a delegation).
 		ParentTaskRunID: rq.caller.ParentTaskRunID,
 		DelegationChain: rq.caller.DelegationChain,
+		Environment:     env,
 	})
 	if err != nil {
 		return nil, toA2A(e.s.log, err)
@@ -192,6 +211,44 @@ func (e *runExecutor) continueTask(ctx context.Context, rq *request, execCtx *a2
 		return nil, toA2A(e.s.log, err)
 	}
 	return next, nil
+}
+
+// VariablesKey is the key of a message's metadata that carries the
+// environment variables for the agent host's process: an object of strings,
+// as the envelope protocol's environmentVariables (docs/a2a.md).
+const VariablesKey = "environmentVariables"
+
+// takeVariables removes the environment variables from msg's metadata and
+// returns them: they are sealed, never kept with the message in the task's
+// history.
+func takeVariables(msg *a2a.Message) (map[string]string, error) {
+	if msg == nil || msg.Metadata == nil {
+		return nil, nil
+	}
+	raw, ok := msg.Metadata[VariablesKey]
+	if !ok {
+		return nil, nil
+	}
+	meta := make(map[string]any, len(msg.Metadata))
+	for k, v := range msg.Metadata {
+		if k != VariablesKey {
+			meta[k] = v
+		}
+	}
+	msg.Metadata = meta
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		return nil, a2a.NewError(a2a.ErrInvalidParams, "metadata."+VariablesKey+" must be an object of strings")
+	}
+	vars := make(map[string]string, len(obj))
+	for name, v := range obj {
+		s, ok := v.(string)
+		if !ok {
+			return nil, a2a.NewError(a2a.ErrInvalidParams, "metadata."+VariablesKey+"."+name+" must be a string")
+		}
+		vars[name] = s
+	}
+	return vars, nil
 }
 
 // messageSkill is the skill a message asks for, in its metadata (skillId

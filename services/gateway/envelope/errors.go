@@ -43,6 +43,9 @@ const (
 	codeUnsupportedMedia   = "UNSUPPORTED_MEDIA_TYPE"
 	codeUnavailable        = "UNAVAILABLE"
 	codeInternal           = "INTERNAL"
+	// codeNoSealingKey: environmentVariables for an agent without an
+	// active runtime that has a sealing key (mesh.CodeNoSealingKey).
+	codeNoSealingKey = "NO_SEALING_KEY"
 )
 
 // statusOf is the HTTP status of each error payload code. A failed
@@ -66,6 +69,8 @@ func statusOf(code string) int {
 		return http.StatusUnsupportedMediaType
 	case codeAgentUnavailable, codeUnavailable:
 		return http.StatusServiceUnavailable
+	case codeNoSealingKey:
+		return http.StatusConflict
 	case codeExecutionFailed:
 		return http.StatusOK
 	}
@@ -104,6 +109,8 @@ func classify(log zerolog.Logger, err error) *payloadError {
 		return &payloadError{Code: codeForbidden, Message: me.Message}
 	case mesh.CodeUnavailable, mesh.CodeTimeout:
 		return &payloadError{Code: codeUnavailable, Message: me.Message}
+	case mesh.CodeNoSealingKey:
+		return &payloadError{Code: codeNoSealingKey, Message: me.Message}
 	}
 	log.Error().Err(err).Msg("envelope request failed")
 	return &payloadError{Code: codeInternal, Message: "internal error"}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/a2amesh/a2amesh/internal/a2atask"
+	"github.com/a2amesh/a2amesh/internal/sealed"
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -129,20 +130,15 @@ func (d *Endpoint) replyStatus(w http.ResponseWriter, status int, req *message, 
 
 // executeParams are execute-agent's params. The working directory reaches
 // the agent's host through its runtime only: it is never logged, published
-// or answered back. Environment variables are refused: whatever the run
-// record holds is written to the store's files on disk, where erasing it
-// later leaves its bytes (docs/a2a.md).
+// or answered back. Environment variables are sealed to the agent's active
+// runtime's key before anything is stored, so the platform keeps only
+// ciphertext (docs/a2a.md, "Envelope protocol").
 type executeParams struct {
 	AgentID              string            `json:"agentId"`
 	Input                *string           `json:"input"`
 	WorkingDirectory     string            `json:"workingDirectory"`
 	EnvironmentVariables map[string]string `json:"environmentVariables"`
 }
-
-// errEnvironmentVariables is the refusal of environmentVariables. It never
-// quotes a value.
-const errEnvironmentVariables = "environmentVariables are not accepted: the platform never stores secrets for a host; " +
-	"set them in the environment of the runtime on the agent's machine (its adapter passes its environment to the host)"
 
 // executeResult is execute-agent's result.
 type executeResult struct {
@@ -167,8 +163,8 @@ func (d *Endpoint) execute(ctx context.Context, c *admission.Caller, m *message)
 	if p.Input == nil {
 		return 0, nil, "", &payloadError{Code: codeInvalidParams, Message: "params.input is required"}
 	}
-	if len(p.EnvironmentVariables) > 0 {
-		return 0, nil, "", &payloadError{Code: codeInvalidParams, Message: errEnvironmentVariables}
+	if err := sealed.Check(p.EnvironmentVariables); err != nil {
+		return 0, nil, "", &payloadError{Code: codeInvalidParams, Message: "environmentVariables: " + mesh.AsError(err).Message}
 	}
 	agentID := p.AgentID
 	if agentID == "" {
@@ -177,6 +173,14 @@ func (d *Endpoint) execute(ctx context.Context, c *admission.Caller, m *message)
 	agent, cc, err := d.reach(ctx, c, agentID, meshapi.ScopeSend)
 	if err != nil {
 		return 0, nil, "", err
+	}
+	// Variables are sealed first, before anything is stored: the platform
+	// keeps the ciphertext only, which the agent's active runtime alone opens.
+	var box *mesh.SealedVariables
+	if len(p.EnvironmentVariables) > 0 {
+		if box, err = sealed.ForAgent(ctx, sealed.PlatformKeys{Client: d.client}, agent.ID, p.EnvironmentVariables); err != nil {
+			return 0, nil, agent.ID, err
+		}
 	}
 	if !d.a2a.Online(ctx, agent.ID) && !d.delegates(ctx, agent.ID) {
 		return 0, nil, agent.ID, &payloadError{Code: codeAgentUnavailable, Message: "agent " + agent.ID + " has no runtime online to execute now"}
@@ -194,8 +198,11 @@ func (d *Endpoint) execute(ctx context.Context, c *admission.Caller, m *message)
 		IdempotencyKey: "envelope:" + secret.Hash(cc.ID + "\x00" + m.A2A.ID)[:40],
 		Metadata:       map[string]any{"envelope_from": m.Context.From},
 	}
-	if p.WorkingDirectory != "" {
+	if p.WorkingDirectory != "" || len(p.EnvironmentVariables) > 0 {
 		req.Environment = &mesh.HostEnvironment{WorkingDirectory: p.WorkingDirectory}
+	}
+	if box != nil {
+		req.Environment.Sealed = box
 	}
 	res, err := d.client.CreateTaskRun(ctx, req)
 	if err != nil {

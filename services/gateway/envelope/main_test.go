@@ -1,0 +1,15 @@
+package envelope_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/a2amesh/a2amesh/internal/keeper"
+)
+
+// TestMain lets this test program keep host processes the way a2a-adapter
+// does: the command provider starts it again as each host's keeper.
+func TestMain(m *testing.M) {
+	keeper.Init()
+	os.Exit(m.Run())
+}
