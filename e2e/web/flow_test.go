@@ -64,6 +64,27 @@ func TestWeb_ConnectAnAgentAndWatchItWork(t *testing.T) {
 			t.Errorf("the connection instructions lack %q:\n%s", want, instructions)
 		}
 	}
+	// The steps work for an assistant: it installs before it runs
+	// anything it installed, it is never told to run a command that does
+	// not return, the one-time code stays out of the pair command's
+	// arguments (and so out of ps), and a platform address only this
+	// machine can reach is called out.
+	if strings.Index(instructions, "install.sh") > strings.Index(instructions, "a2a-runtime status") {
+		t.Errorf("the instructions run a2a-runtime status before they install it:\n%s", instructions)
+	}
+	for _, line := range strings.Split(instructions, "\n") {
+		if strings.HasSuffix(strings.TrimSpace(strings.Trim(line, "`.")), "a2a-runtime start") && !strings.Contains(line, "&") {
+			t.Errorf("the instructions run a2a-runtime start in the foreground, where it never returns: %q", line)
+		}
+		if strings.Contains(line, "a2a-runtime pair "+code) {
+			t.Errorf("the pair command carries the code as an argument: %q", line)
+		}
+	}
+	for _, want := range []string{"a2a-runtime service install", "only from the machine the platform runs on", "--public-url"} {
+		if !strings.Contains(instructions, want) {
+			t.Errorf("the connection instructions lack %q:\n%s", want, instructions)
+		}
+	}
 	b.waitText(".countdown", "Expires in")
 	b.shot("connection code and instructions")
 	b.checkA11y("the agent page with a connection code")
@@ -71,17 +92,18 @@ func TestWeb_ConnectAnAgentAndWatchItWork(t *testing.T) {
 	// Pair a real runtime the way the instructions say, with the agent's
 	// program for the placeholder, and start it: it runs the adapter.
 	js[bool](b, "(window.__sameDocument = true)")
-	pairArgs, err := commandLine(instructions, "a2a-runtime pair ")
+	pairArgs, err := commandLine(instructions, "echo "+code+" | a2a-runtime pair ")
 	if err != nil {
-		t.Fatalf("no pair command in the instructions:\n%s", instructions)
+		t.Fatalf("no pair command reading the code from standard input in the instructions:\n%s", instructions)
 	}
+	pairArgs = pairArgs[3:] // after "echo CODE |": the code goes to standard input
 	for i, a := range pairArgs {
 		if a == "/path/to/your-agent-program" {
 			pairArgs[i] = script
 		}
 	}
 	m := newMachine(t)
-	pairOutput := m.pair(pairArgs[1:], "http://"+meshtest.FreeAddr(t)+"/run-task")
+	pairOutput := m.pairWithCode(code, pairArgs[1:], "http://"+meshtest.FreeAddr(t)+"/run-task")
 	b.waitText("#code-status", "Code used")
 	rt := m.start()
 

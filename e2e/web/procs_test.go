@@ -228,16 +228,30 @@ func (m *machine) env() []string { return []string{"HOME=" + m.home} }
 // returns its output.
 func (m *machine) pair(args []string, endpoint string) string {
 	m.t.Helper()
+	return m.pairWithCode("", args, endpoint)
+}
+
+// pairWithCode is pair with the one-time code, when given, on standard
+// input, as the instructions give it.
+func (m *machine) pairWithCode(code string, args []string, endpoint string) string {
+	m.t.Helper()
 	at := slices.Index(args, "--")
 	if at < 0 {
 		at = len(args)
 	}
 	args = slices.Concat(args[:at], []string{"--local-agent-endpoint", endpoint, "--device-name", "web-test-laptop"}, args[at:])
-	out, err := run(m.t, m.env(), bins.Runtime, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bins.Runtime, args...)
+	cmd.Env = append(os.Environ(), m.env()...)
+	if code != "" {
+		cmd.Stdin = strings.NewReader(code + "\n")
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		m.t.Fatalf("a2a-runtime pair: %v\n%s", err, out)
 	}
-	return out
+	return string(out)
 }
 
 // start runs `a2a-runtime start` and waits until it works.

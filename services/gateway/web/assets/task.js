@@ -129,8 +129,7 @@ export async function taskView(main, { id: runId }, nav) {
     return h('li', { dataset: { taskRunId: node.task_run_id || '' } },
       h('div', { class: 'hop', 'aria-current': here ? 'page' : null },
         statusBadge(node.status), label,
-        facts ? h('span', { class: 'muted small' }, facts) : null,
-        node.idempotency_key ? h('span', { class: 'muted small mono ids' }, `key ${node.idempotency_key}`) : null),
+        facts ? h('span', { class: 'muted small' }, facts) : null),
       node.error ? h('p', { class: 'small form-error' }, runErrorText(node.error)) : null,
       (node.children || []).length ? h('ul', {}, node.children.map(hop)) : null);
   }
