@@ -80,11 +80,12 @@ func TestEvents_TraceParentOfTheRequestIsCarried(t *testing.T) {
 	}
 }
 
-// TestMetrics_ExposeRunsClaimsRuntimesEventsAndRequestsByRoute: GET
-// /metrics reports task runs by status, the claim latency, runtimes online,
-// events published and HTTP requests labelled by route pattern (never by raw
-// path, so ids do not become series).
-func TestMetrics_ExposeRunsClaimsRuntimesEventsAndRequestsByRoute(t *testing.T) {
+// TestMetrics_ExposeRunsClaimsRuntimesEventsAndRequestsByMethodAndRoute:
+// GET /metrics reports task runs by status, the claim latency, the duration
+// of ended runs, runtimes online, events published and HTTP requests
+// labelled by method and route pattern apart (never by raw path, so ids do
+// not become series, and a method outside HTTP's own is OTHER).
+func TestMetrics_ExposeRunsClaimsRuntimesEventsAndRequestsByMethodAndRoute(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("measured")
@@ -95,6 +96,7 @@ func TestMetrics_ExposeRunsClaimsRuntimesEventsAndRequestsByRoute(t *testing.T) 
 	p.Report(t, run.ID, "complete", rt.RuntimeToken, map[string]any{"output": map[string]any{"text": "ok"}}).Expect(t, http.StatusOK)
 	p.GetTask(run.ID)
 	p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/task-runs/" + mesh.NewID(), Owner: true}).Expect(t, http.StatusNotFound)
+	p.Send(t, meshtest.Request{Method: "BREW", Path: "/task-runs", Owner: true})
 
 	var body string
 	want := []string{
@@ -105,10 +107,13 @@ func TestMetrics_ExposeRunsClaimsRuntimesEventsAndRequestsByRoute(t *testing.T) 
 		`a2amesh_runtimes_online 1`,
 		`a2amesh_events_published_total{service="taskqueue",type="dev.a2amesh.task_run.completed"} 1`,
 		`a2amesh_events_published_total{service="agents",type="dev.a2amesh.agent.created"} 1`,
-		`a2amesh_http_requests_total{code="201",route="POST /task-runs"} 2`,
-		`a2amesh_http_requests_total{code="200",route="GET /task-runs/{taskRunId}"} 1`,
-		`a2amesh_http_requests_total{code="404",route="GET /task-runs/{taskRunId}"} 1`,
-		`a2amesh_http_requests_total{code="200",route="POST /task-runs/{taskRunId}/complete"} 1`,
+		`a2amesh_task_run_duration_seconds_count{status="completed"} 1`,
+		`a2amesh_http_requests_total{code="201",method="POST",route="/task-runs"} 2`,
+		`a2amesh_http_requests_total{code="200",method="GET",route="/task-runs/{taskRunId}"} 1`,
+		`a2amesh_http_requests_total{code="404",method="GET",route="/task-runs/{taskRunId}"} 1`,
+		`a2amesh_http_requests_total{code="200",method="POST",route="/task-runs/{taskRunId}/complete"} 1`,
+		`a2amesh_http_requests_total{code="405",method="OTHER",route="unmatched"} 1`,
+		`a2amesh_http_request_duration_seconds_count{method="POST",route="/task-runs"} 2`,
 	}
 	meshtest.Eventually(t, 5*time.Second, func() bool {
 		resp := p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/metrics"}).Expect(t, http.StatusOK)
@@ -124,6 +129,9 @@ func TestMetrics_ExposeRunsClaimsRuntimesEventsAndRequestsByRoute(t *testing.T) 
 	})
 	if ids := regexp.MustCompile(`route="[^"]*[0-9a-f]{8}-[0-9a-f]{4}-`).FindString(body); ids != "" {
 		t.Fatalf("a route label carries an id: %s", ids)
+	}
+	if mixed := regexp.MustCompile(`route="[A-Z]+ `).FindString(body); mixed != "" {
+		t.Fatalf("a route label carries the method: %s", mixed)
 	}
 }
 

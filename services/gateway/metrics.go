@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// httpMetrics counts requests by route pattern (never the raw path, so ids
-// do not multiply the series) and status code.
+// httpMetrics counts requests by method, route pattern (never the raw path,
+// so ids do not multiply the series) and status code.
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -26,28 +26,43 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	m := &httpMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "a2amesh_http_requests_total",
-			Help: "HTTP requests answered by the gateway, by route pattern and status code.",
-		}, []string{"route", "code"}),
+			Help: "HTTP requests answered by the gateway, by method, route pattern and status code.",
+		}, []string{"method", "route", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "a2amesh_http_request_duration_seconds",
-			Help:    "Duration of HTTP requests by route pattern (event streams and long polls included).",
+			Help:    "Duration of HTTP requests by method and route pattern (event streams and long polls included).",
 			Buckets: prometheus.DefBuckets,
-		}, []string{"route"}),
+		}, []string{"method", "route"}),
 	}
 	m.requests = metrics.RegisterOrExisting(reg, m.requests)
 	m.duration = metrics.RegisterOrExisting(reg, m.duration)
 	return m
 }
 
-func (m *httpMetrics) observe(route string, status int, d time.Duration) {
+// observe counts a request; route is the matched pattern ("": none), whose
+// method, if any, the method label carries instead.
+func (m *httpMetrics) observe(method, route string, status int, d time.Duration) {
 	if m == nil {
 		return
 	}
+	route = routePath(route)
 	if route == "" {
 		route = "unmatched"
 	}
-	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(route).Observe(d.Seconds())
+	method = methodLabel(method)
+	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(method, route).Observe(d.Seconds())
+}
+
+// methodLabel is the request's method if HTTP defines it, else OTHER: a
+// client chooses the method, and must not choose the number of series.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
 }
 
 // routeKey carries a holder the router fills with the matched pattern, so the

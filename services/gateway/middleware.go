@@ -43,7 +43,7 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 				}
 				tracing.EndHTTPServer(span, r.Method, routePath(pattern), rw.status)
 			}
-			g.metrics.observe(*route, rw.status, time.Since(start))
+			g.metrics.observe(r.Method, *route, rw.status, time.Since(start))
 			g.log.Debug().Str("method", r.Method).Str("path", r.URL.Path).Int("status", rw.status).
 				Dur("duration", time.Since(start)).Msg("http request")
 		}()

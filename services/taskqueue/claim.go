@@ -94,10 +94,8 @@ func (s *Service) claimChecked(ctx context.Context, agentID, runtimeID, runID st
 		claimed = true
 		return mesh.EventTaskRunClaimed, nil
 	})
-	if err == nil && claimed && s.claimLatency != nil {
-		s.claimLatency.Observe(run.ClaimedAt.Sub(run.CreatedAt).Seconds())
-	}
 	if err == nil && claimed {
+		s.observeClaim(run)
 		run = traceClaim(run, began)
 	}
 	return run, err

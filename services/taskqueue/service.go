@@ -115,8 +115,12 @@ type Service struct {
 	// cancelWaiters counts, per runtime, its requests waiting for cancels.
 	cancelWaiters waiters
 
-	// claimLatency observes claim time minus creation time (nil: no metrics).
+	// claimLatency observes a run's first claim time minus its creation
+	// time: its time in the queue (nil: no metrics).
 	claimLatency prometheus.Observer
+	// runDuration observes a run's end time minus its creation time, by
+	// the status it ended with (nil: no metrics).
+	runDuration *prometheus.HistogramVec
 	// offersWaiting counts the offer requests waiting (nil: no metrics).
 	offersWaiting *prometheus.GaugeVec
 

@@ -89,6 +89,9 @@ func (s *Service) transitionLocked(ctx context.Context, runID string, m mutation
 		}
 		run.Revision = next
 		s.recent.put(run, next)
+		if !from.Terminal() && run.Status.Terminal() {
+			s.observeEnd(run)
+		}
 		// Queued in the outbox before the index shows the change, so an
 		// offer finds the event on its way (see dispatch.go).
 		var out *outgoing
