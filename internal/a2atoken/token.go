@@ -16,7 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jwt"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -35,13 +36,25 @@ const Skew = 30 * time.Second
 // the delegation chain down to it; only the platform can sign them, so the
 // target's endpoint may trust them.
 type Claims struct {
-	jwt.RegisteredClaims
-	Scope string `json:"scope,omitempty"`
+	Issuer    string
+	Subject   string
+	Audience  []string
+	IssuedAt  time.Time
+	NotBefore time.Time
+	ExpiresAt time.Time
+	Scope     string
 	// ParentTaskRunID is the delegating run.
-	ParentTaskRunID string `json:"parent_task_run_id,omitempty"`
+	ParentTaskRunID string
 	// DelegationChain lists the agents that delegated, the subject last.
-	DelegationChain []string `json:"delegation_chain,omitempty"`
+	DelegationChain []string
 }
+
+// The private claims' names in the token.
+const (
+	claimScope           = "scope"
+	claimParentTaskRunID = "parent_task_run_id"
+	claimDelegationChain = "delegation_chain"
+)
 
 // Scopes returns the granted scopes.
 func (c *Claims) Scopes() []string { return strings.Fields(c.Scope) }
@@ -109,20 +122,35 @@ func (s *Signer) Sign(req TokenRequest) (string, error) {
 	if req.IssuedAt.IsZero() {
 		req.IssuedAt = time.Now()
 	}
-	claims := Claims{
-		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer:    Issuer,
-			Subject:   req.Subject,
-			Audience:  jwt.ClaimStrings{req.Audience},
-			IssuedAt:  jwt.NewNumericDate(req.IssuedAt),
-			NotBefore: jwt.NewNumericDate(req.IssuedAt.Add(-Skew)),
-			ExpiresAt: jwt.NewNumericDate(req.IssuedAt.Add(req.TTL)),
-		},
-		Scope:           strings.Join(req.Scopes, " "),
-		ParentTaskRunID: req.ParentTaskRunID,
-		DelegationChain: req.DelegationChain,
+	b := jwt.NewBuilder().
+		Issuer(Issuer).
+		Subject(req.Subject).
+		Audience([]string{req.Audience}).
+		IssuedAt(req.IssuedAt).
+		NotBefore(req.IssuedAt.Add(-Skew)).
+		Expiration(req.IssuedAt.Add(req.TTL))
+	// Empty private claims are left out, as omitempty did.
+	if scope := strings.Join(req.Scopes, " "); scope != "" {
+		b = b.Claim(claimScope, scope)
 	}
-	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(s.key)
+	if req.ParentTaskRunID != "" {
+		b = b.Claim(claimParentTaskRunID, req.ParentTaskRunID)
+	}
+	if len(req.DelegationChain) > 0 {
+		b = b.Claim(claimDelegationChain, req.DelegationChain)
+	}
+	tok, err := b.Build()
+	if err != nil {
+		return "", fmt.Errorf("a2a signer: %w", err)
+	}
+	// One audience is written as a string, not a one-element list: the
+	// shape the tokens have always had.
+	tok.Options().Enable(jwt.FlattenAudience)
+	signed, err := jwt.Sign(tok, jwt.WithKey(jwa.HS256(), s.key))
+	if err != nil {
+		return "", fmt.Errorf("a2a signer: %w", err)
+	}
+	return string(signed), nil
 }
 
 // Verify checks a platform token's signature, issuer and expiry, and that
@@ -144,25 +172,59 @@ func (s *Signer) Verify(token string, audiences ...string) (*Claims, error) {
 // the caller decides what its audience lets it reach (the platform-wide
 // endpoints: the agents it names).
 func (s *Signer) VerifyAnyAudience(token string) (*Claims, error) {
-	var claims Claims
-	_, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return s.key, nil },
-		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+	tok, err := jwt.Parse([]byte(token),
+		// The key is bound to HS256: a token whose header names any other
+		// algorithm ("none", RS256, HS512, ...) finds no key and is refused.
+		jwt.WithKey(jwa.HS256(), s.key),
 		jwt.WithIssuer(Issuer),
-		jwt.WithExpirationRequired(),
-		jwt.WithLeeway(Skew),
+		jwt.WithRequiredClaim(jwt.ExpirationKey),
+		jwt.WithAcceptableSkew(Skew),
+		// exp and nbf are checked, iat is not: a token issued a little in
+		// the future by a clock ahead of ours is still good until its nbf.
+		jwt.WithResetValidators(true),
+		jwt.WithValidator(jwt.IsExpirationValid()),
+		jwt.WithValidator(jwt.IsNbfValid()),
+		jwt.WithTypedClaim(claimScope, ""),
+		jwt.WithTypedClaim(claimParentTaskRunID, ""),
+		jwt.WithTypedClaim(claimDelegationChain, []string{}),
 	)
 	if err != nil {
 		return nil, err
 	}
-	return &claims, nil
+	return claimsOf(tok)
+}
+
+// claimsOf reads a verified token's claims.
+func claimsOf(tok jwt.Token) (*Claims, error) {
+	var c Claims
+	c.Issuer, _ = tok.Issuer()
+	c.Subject, _ = tok.Subject()
+	c.Audience, _ = tok.Audience()
+	c.IssuedAt, _ = tok.IssuedAt()
+	c.NotBefore, _ = tok.NotBefore()
+	c.ExpiresAt, _ = tok.Expiration()
+	for name, dst := range map[string]any{
+		claimScope:           &c.Scope,
+		claimParentTaskRunID: &c.ParentTaskRunID,
+		claimDelegationChain: &c.DelegationChain,
+	} {
+		if !tok.Has(name) {
+			continue
+		}
+		if err := tok.Get(name, dst); err != nil {
+			return nil, fmt.Errorf("claim %s: %w", name, err)
+		}
+	}
+	return &c, nil
 }
 
 // IssuerOf returns the iss claim of a JWT without checking anything, to
 // choose the key that checks it.
 func IssuerOf(token string) string {
-	var claims jwt.RegisteredClaims
-	if _, _, err := jwt.NewParser().ParseUnverified(token, &claims); err != nil {
+	tok, err := jwt.ParseInsecure([]byte(token))
+	if err != nil {
 		return ""
 	}
-	return claims.Issuer
+	iss, _ := tok.Issuer()
+	return iss
 }
