@@ -22,6 +22,12 @@ type ProvisionConfig struct {
 	MaxArtifactBytes int64
 	// Logger hears, once, that Provision is waiting for JetStream.
 	Logger zerolog.Logger
+	// Origin, when set, is the region that holds the records every region
+	// reads (the global buckets): a process of another region never makes
+	// them, but waits until that region's have (and refuses a deployment
+	// whose global records are kept elsewhere). Unset: the first region to
+	// provision holds them. Ignored on a server in no cluster.
+	Origin string
 }
 
 // Defaults for ProvisionConfig.
@@ -74,7 +80,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 // notReady reports whether a provisioning error means JetStream is not
 // ready yet, rather than refusing what was asked.
 func notReady(err error) bool {
-	if Transient(err) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+	if Transient(err) || errors.Is(err, errOriginNotYet) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
 		return true
 	}
 	var apiErr *jetstream.APIError
@@ -109,10 +115,14 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 	}
 	p := provisioner{js: js, cfg: cfg, region: connRegion(js)}
 	// The agents bucket first: the region it lives in is the origin, and
-	// of regions provisioning at once, the one whose create wins is it.
-	// Every region must agree on the origin before it makes buckets of its
-	// own, or a region would keep its runs where its services do not look.
+	// of regions provisioning at once, the one whose create wins is it
+	// unless the origin is configured. Every region must agree on the
+	// origin before it makes buckets of its own, or a region would keep
+	// its runs where its services do not look.
 	buckets := bucketConfigs(cfg.EventRetention)
+	if err := p.awaitOrigin(ctx); err != nil {
+		return err
+	}
 	if err := p.ensure(ctx, p.bucketStream(buckets[0])); err != nil {
 		return err
 	}
@@ -176,6 +186,35 @@ func (p *provisioner) placement() *jetstream.Placement {
 		return nil
 	}
 	return &jetstream.Placement{Cluster: p.region}
+}
+
+// errOriginNotYet says the configured origin has not made the global
+// records yet: Provision waits for it.
+var errOriginNotYet = errors.New("the origin region has not provisioned the global records yet")
+
+// awaitOrigin checks that the global records are kept in the configured
+// origin: outside it, errOriginNotYet while they do not exist yet (in the
+// origin, this process makes them); anywhere, an error when they are kept
+// in another region.
+func (p *provisioner) awaitOrigin(ctx context.Context) error {
+	origin := p.cfg.Origin
+	if origin == "" || p.region == "" {
+		return nil
+	}
+	tctx, cancel := p.try(ctx)
+	defer cancel()
+	found, err := originRegion(tctx, p.js)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound) && origin == p.region:
+		return nil
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return fmt.Errorf("%w: waiting for region %s", errOriginNotYet, origin)
+	case err != nil:
+		return err
+	case found != origin:
+		return fmt.Errorf("the origin region is configured as %s, but the global records (stream KV_%s) are kept in region %s", origin, BucketAgents, found)
+	}
+	return nil
 }
 
 // origin is the region holding the records every region reads (the global

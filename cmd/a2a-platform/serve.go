@@ -60,6 +60,7 @@ func newServe(g *globals) *cobra.Command {
 	f.StringVar(&cfg.AuthIssuerSeedFile, "auth-issuer-seed-file", "", "credentials: account nkey seed of the server's auth_callout issuer")
 	f.StringVar(&cfg.OwnerTokenFile, "owner-token-file", "", "gateway: owner credential file whose hash the API accepts (or the credential itself in A2A_MESH_OWNER_TOKEN)")
 	f.StringVar(&cfg.GatewayURL, "gateway-url", "", "delegation: where the gateway's A2A endpoints are reached (default: --public-url)")
+	f.StringVar(&cfg.OriginRegion, "origin-region", "", "the region that holds the records every region reads: other regions wait for it rather than become it (default: the first region to start)")
 	f.StringVar(&cfg.MetricsListen, "metrics-listen", "", "serve this process's Prometheus metrics at http://<address>/metrics (off unless given)")
 	return cmd
 }

@@ -58,12 +58,15 @@ type deployment struct {
 	owner   string
 	regions map[string]*region
 	procs   *meshtest.Procs
+	// origin is the region that holds the global records, given to every
+	// process (--origin-region).
+	origin string
 }
 
 // startRegions starts a supercluster of one-server regions and every service
-// in each (the first region's first, so it holds the global records), and
-// waits until every gateway answers /readyz and every program says it is
-// ready.
+// in each, all at once, the first region named the origin (so it holds the
+// global records whichever region's services get there first), and waits
+// until every gateway answers /readyz and every program says it is ready.
 func startRegions(t *testing.T, names ...string) *deployment {
 	t.Helper()
 	var rs []clustertest.Region
@@ -71,7 +74,7 @@ func startRegions(t *testing.T, names ...string) *deployment {
 		rs = append(rs, clustertest.Region{Name: n})
 	}
 	d := &deployment{t: t, sc: clustertest.StartSupercluster(t, clustertest.SuperclusterOptions{Regions: rs}),
-		dir: t.TempDir(), owner: secret.NewToken(secret.PrefixOwner), regions: map[string]*region{}, procs: meshtest.NewProcs(t)}
+		dir: t.TempDir(), owner: secret.NewToken(secret.PrefixOwner), regions: map[string]*region{}, procs: meshtest.NewProcs(t), origin: names[0]}
 	d.procs.Secret(d.owner, d.sc.Password(), d.sc.IssuerSeed())
 	d.dumpOnFailure()
 	for name, content := range map[string]string{"issuer.nk": d.sc.IssuerSeed(), "owner.token": d.owner + "\n"} {
@@ -79,13 +82,8 @@ func startRegions(t *testing.T, names ...string) *deployment {
 			t.Fatal(err)
 		}
 	}
-	// The first region holds the global records: its services provision
-	// before the others start.
-	for i, n := range names {
+	for _, n := range names {
 		d.regions[n] = d.startServices(n)
-		if i == 0 {
-			meshtest.WaitReady(t, d.regions[n].api, 120*time.Second, &meshtest.Logs{})
-		}
 	}
 	for _, n := range names {
 		meshtest.WaitReady(t, d.regions[n].api, 120*time.Second, &meshtest.Logs{})
@@ -107,7 +105,7 @@ func (d *deployment) startServices(name string) *region {
 		r.health[svc] = meshtest.FreeAddr(t)
 		args := []string{"serve", svc, "--data-dir", filepath.Join(d.dir, name+"-"+svc), "--nats-url", d.sc.URLs(name),
 			"--log-level", "info", "--lease", testLease.String(), "--heartbeat-timeout", testHeartbeatTimeout.String(),
-			"--metrics-listen", r.health[svc]}
+			"--metrics-listen", r.health[svc], "--origin-region", d.origin}
 		switch svc {
 		case "credentials":
 			args = append(args, "--auth-issuer-seed-file", filepath.Join(d.dir, "issuer.nk"), "--nats-advertise", r.front.URL())

@@ -56,6 +56,13 @@ type ServeConfig struct {
 	// GatewayURL, for the delegation service, is where it reaches the
 	// gateway's A2A endpoints. Default: the public URL.
 	GatewayURL string
+	// OriginRegion, when set, is the region that holds the records every
+	// region reads (agents, credentials, settings): a process of another
+	// region waits until that region has made them instead of making them
+	// itself, so which region is the origin does not depend on which
+	// starts first (bus.ProvisionConfig.Origin). Unset: the first region to
+	// provision. Give every process of every region the same value.
+	OriginRegion string
 	// MetricsListen, when set, serves this process's Prometheus metrics at
 	// http://<MetricsListen>/metrics, and /healthz (the process is alive)
 	// and /readyz (NATS connected, every stream provisioned) for probes.
@@ -88,7 +95,7 @@ const (
 // waitingChecks is what /readyz says of each step while the process waits.
 var waitingChecks = map[string]map[string]string{
 	waitingNATS:      {"nats": "waiting for a NATS server of --nats-url to take the connection"},
-	waitingJetStream: {"nats": "ok", "jetstream": "waiting for JetStream (a cluster still forming, or no meta leader) to provision the streams"},
+	waitingJetStream: {"nats": "ok", "jetstream": "waiting for JetStream (a cluster still forming, no meta leader, or the origin region's global records) to provision the streams"},
 	waitingStart:     {"nats": "ok", "jetstream": "ok", "service": "starting"},
 }
 
@@ -139,7 +146,8 @@ func (r *Running) connectAndStart(ctx context.Context) error {
 	r.setWaiting(waitingJetStream)
 	// A cluster still forming is waited for (logged once), not an error:
 	// the services and the NATS nodes may start in any order.
-	pc := bus.ProvisionConfig{Replicas: cfg.Replicas, EventRetention: cfg.EventRetention, MaxArtifactBytes: cfg.MaxArtifactBytes, Logger: cfg.Logger.With().Str("service", cfg.Service).Logger()}
+	pc := bus.ProvisionConfig{Replicas: cfg.Replicas, EventRetention: cfg.EventRetention, MaxArtifactBytes: cfg.MaxArtifactBytes,
+		Origin: cfg.OriginRegion, Logger: cfg.Logger.With().Str("service", cfg.Service).Logger()}
 	if err := bus.Provision(ctx, conn.JS, pc); err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
 )
 
 // MaxReplicas is the most replicas JetStream keeps of a stream.
@@ -92,6 +94,11 @@ func (c *ServeConfig) Validate() error {
 	}
 	if strings.TrimSpace(c.NATSURL) == "" {
 		errs = append(errs, &SettingError{Field: "NATSURL", Value: `""`, Reason: "is required: the NATS deployment to serve on"})
+	}
+	if c.OriginRegion != "" {
+		if err := bus.ValidRegion(c.OriginRegion); err != nil {
+			errs = append(errs, &SettingError{Field: "OriginRegion", Value: c.OriginRegion, Reason: err.Error()})
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,61 @@
+package bus_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/clustertest"
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/rs/zerolog"
+)
+
+// TestProvision_AConfiguredOriginHoldsTheGlobalRecordsWhicheverRegionStartsFirst:
+// with the origin configured as east, west's provisioning, started first,
+// waits for east rather than make the global records itself, and ends once
+// east has made them there; a process told another origin is refused.
+func TestProvision_AConfiguredOriginHoldsTheGlobalRecordsWhicheverRegionStartsFirst(t *testing.T) {
+	sc := clustertest.StartSupercluster(t, clustertest.SuperclusterOptions{Regions: []clustertest.Region{{Name: "east"}, {Name: "west"}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	connect := func(region string) *bus.Conn {
+		conn, err := bus.Connect(ctx, bus.ConnConfig{URL: sc.URLs(region), User: clustertest.ServiceUser, Password: sc.Password(), Name: "origin test " + region})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.NC.Close() })
+		return conn
+	}
+	west, east := connect("west"), connect("east")
+	var logs syncBuffer
+	westDone := make(chan error, 1)
+	go func() {
+		westDone <- bus.Provision(ctx, west.JS, bus.ProvisionConfig{Origin: "east", Logger: zerolog.New(&logs)})
+	}()
+	meshtest.Eventually(t, 30*time.Second, func() bool { return strings.Contains(logs.String(), "waiting for region east") }, func() string {
+		return "west's provisioning never said it waits for east: " + logs.String()
+	})
+	select {
+	case err := <-westDone:
+		t.Fatalf("west's provisioning ended before east provisioned: %v", err)
+	default:
+	}
+	if err := bus.Provision(ctx, east.JS, bus.ProvisionConfig{Origin: "east"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-westDone; err != nil {
+		t.Fatalf("west's provisioning once east has: %v", err)
+	}
+	info, err := west.JS.Stream(ctx, "KV_"+bus.BucketAgents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := info.CachedInfo().Cluster; c == nil || c.Name != "east" {
+		t.Fatalf("the agents bucket is kept in %+v; want east", c)
+	}
+	if err := bus.Provision(ctx, connect("west").JS, bus.ProvisionConfig{Origin: "west"}); err == nil || !strings.Contains(err.Error(), "kept in region east") {
+		t.Fatalf("provisioning west as the origin once east is: %v; want it refused", err)
+	}
+}
