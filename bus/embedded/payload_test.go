@@ -24,7 +24,7 @@ func TestMaxPayload_ServersAllowTheLargestBusMessage(t *testing.T) {
 	if need := 2*mesh.MaxInputBytes + 256<<10; need > mesh.MaxBusPayload {
 		t.Fatalf("a run record may be %d bytes; MaxBusPayload is %d", need, mesh.MaxBusPayload)
 	}
-	for _, name := range []string{"single.conf", "cluster.conf", "region.conf"} {
+	for _, name := range []string{"single.conf", "cluster.conf", "region.conf", "region-single.conf"} {
 		// The files take addresses from the environment; the line is
 		// read alone and parsed as nats-server parses it.
 		text, err := os.ReadFile(filepath.Join("..", "..", "deploy", "nats", name))

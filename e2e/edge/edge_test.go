@@ -122,6 +122,7 @@ func startLeaf(t *testing.T, hubURL string, extra ...string) (string, *natsserve
 	leaf := natsserver.Start(t, conf, map[string]string{
 		"MESH_LEAF_LISTEN":  site,
 		"MESH_LEAF_HUB_URL": hubURL,
+		"MESH_LEAF_MONITOR": meshtest.FreeAddr(t),
 	}, site)
 	return "nats://" + site, leaf
 }

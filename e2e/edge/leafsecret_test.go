@@ -2,6 +2,7 @@ package edge
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,13 +29,17 @@ func TestLeaf_RuntimeTokenStaysOutOfTheLogsOfRefusedReconnects(t *testing.T) {
 	att := p.Attach(agent.ID)
 	procs.Secret(att.RuntimeToken)
 
-	site := meshtest.FreeAddr(t)
+	site, siteMonitor := meshtest.FreeAddr(t), meshtest.FreeAddr(t)
 	leaf := natsserver.Start(t, filepath.Join("..", "..", "deploy", "nats", "leaf.conf"), map[string]string{
 		"MESH_LEAF_LISTEN":  site,
 		"MESH_LEAF_HUB_URL": "nats-leaf://runtime:" + att.RuntimeToken + "@" + leafListen,
+		"MESH_LEAF_MONITOR": siteMonitor,
 	}, site)
-	meshtest.Eventually(t, 30*time.Second, func() bool { return leafCount(monitor) == 1 }, func() string {
-		return "the platform never admitted the leaf:\n" + procs.Mask(hub.Logs()+leaf.Logs())
+	// The site's own health check (docs/operations.md): its leaf's
+	// monitoring port lists the connection to the platform.
+	meshtest.Eventually(t, 30*time.Second, func() bool { return leafCount(monitor) == 1 && leafCount(siteMonitor) == 1 }, func() string {
+		return fmt.Sprintf("the platform never admitted the leaf (the platform lists %d leaf connections, the site %d):\n%s",
+			leafCount(monitor), leafCount(siteMonitor), procs.Mask(hub.Logs()+leaf.Logs()))
 	})
 
 	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/agent-runtimes/" + att.RuntimeID + "/revoke", Owner: true}).
@@ -42,6 +47,9 @@ func TestLeaf_RuntimeTokenStaysOutOfTheLogsOfRefusedReconnects(t *testing.T) {
 	// The leaf retries every second; two refusals show it kept trying.
 	meshtest.Eventually(t, 30*time.Second, func() bool { return strings.Count(hub.Logs(), "authentication error") >= 2 }, func() string {
 		return "the platform's server never refused the revoked leaf twice:\n" + procs.Mask(hub.Logs())
+	})
+	meshtest.Eventually(t, 30*time.Second, func() bool { return leafCount(siteMonitor) == 0 }, func() string {
+		return fmt.Sprintf("the site's leaf lists %d connections to the platform after it was refused; want 0", leafCount(siteMonitor))
 	})
 	for _, line := range strings.Split(hub.Logs(), "\n") {
 		if strings.Contains(line, "authentication error") && !strings.Contains(line, `"runtime"`) {

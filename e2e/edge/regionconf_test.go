@@ -17,62 +17,96 @@ import (
 	"github.com/nats-io/nkeys"
 )
 
-// TestRegionConf_ThreeRegionsJoinWithTheShippedConfiguration runs
-// deploy/nats/region.conf as shipped for three regions of one node each
-// (each node's three routes its own address): the gateways join every
-// region to every other, JetStream answers, the services' user of the
-// shipped accounts connects in each region, and a bucket placed in one
-// region is stored there and read from another.
+// TestRegionConf_ThreeRegionsJoinWithTheShippedConfiguration runs the
+// shipped configurations for a deployment of three regions: east of three
+// nodes (deploy/nats/region.conf), west and south of one node each
+// (deploy/nats/region-single.conf, routed to itself). Each node advertises
+// its gateway address; the gateways join every region to every other,
+// JetStream answers, the services' user of the shipped accounts connects in
+// each region, and a bucket placed in one region is stored there and read
+// from another.
 func TestRegionConf_ThreeRegionsJoinWithTheShippedConfiguration(t *testing.T) {
 	regions := []string{"east", "west", "south"}
+	nodes := map[string]int{"east": 3, "west": 1, "south": 1}
 	issuer, err := nkeys.CreateAccount()
 	if err != nil {
 		t.Fatal(err)
 	}
 	issuerPub, _ := issuer.PublicKey()
 	password := secret.NewToken("pw_")
-	gateways := map[string]string{}
+	// Each region's gateways are reached at its first node.
+	gateways := map[string][]string{}
 	for _, r := range regions {
-		gateways[r] = meshtest.FreeAddr(t)
+		for range nodes[r] {
+			gateways[r] = append(gateways[r], meshtest.FreeAddr(t))
+		}
 	}
-	client, monitor := map[string]string{}, map[string]string{}
+	client, monitor := map[string]string{}, map[string][]string{}
 	for _, r := range regions {
-		route := meshtest.FreeAddr(t)
-		client[r], monitor[r] = meshtest.FreeAddr(t), meshtest.FreeAddr(t)
-		env := map[string]string{
-			"MESH_SERVICE_PASSWORD": password, "MESH_AUTH_ISSUER": issuerPub,
-			"MESH_REGION": r, "MESH_NODE_NAME": r + "-n1",
-			"MESH_NATS_LISTEN": client[r], "MESH_NATS_WS_LISTEN": meshtest.FreeAddr(t), "MESH_NATS_MONITOR": monitor[r],
-			"MESH_NATS_STORE": t.TempDir(), "MESH_NATS_LEAF_LISTEN": meshtest.FreeAddr(t),
-			"MESH_NATS_CLUSTER_LISTEN": route, "MESH_NATS_GATEWAY_LISTEN": gateways[r],
+		routes := make([]string, nodes[r])
+		for i := range routes {
+			routes[i] = meshtest.FreeAddr(t)
 		}
-		for i := range 3 {
-			env[fmt.Sprintf("MESH_NATS_ROUTE_%d", i+1)] = "nats-route://" + route
+		conf := "region.conf"
+		if nodes[r] == 1 {
+			conf = "region-single.conf"
 		}
-		for i, g := range regions {
-			env[fmt.Sprintf("MESH_GATEWAY_%d_NAME", i+1)] = g
-			env[fmt.Sprintf("MESH_GATEWAY_%d_URL", i+1)] = "nats://" + gateways[g]
+		for i := range nodes[r] {
+			addr, mon := meshtest.FreeAddr(t), meshtest.FreeAddr(t)
+			monitor[r] = append(monitor[r], mon)
+			if i == 0 {
+				client[r] = addr
+			}
+			env := map[string]string{
+				"MESH_SERVICE_PASSWORD": password, "MESH_AUTH_ISSUER": issuerPub,
+				"MESH_REGION": r, "MESH_NODE_NAME": fmt.Sprintf("%s-%d", r, i+1),
+				"MESH_NATS_LISTEN": addr, "MESH_NATS_WS_LISTEN": meshtest.FreeAddr(t), "MESH_NATS_MONITOR": mon,
+				"MESH_NATS_STORE": t.TempDir(), "MESH_NATS_LEAF_LISTEN": meshtest.FreeAddr(t),
+				"MESH_NATS_CLUSTER_LISTEN": routes[i], "MESH_NATS_GATEWAY_LISTEN": gateways[r][i],
+				"MESH_NATS_GATEWAY_ADVERTISE": gateways[r][i],
+			}
+			for j, route := range routes {
+				env[fmt.Sprintf("MESH_NATS_ROUTE_%d", j+1)] = "nats-route://" + route
+			}
+			for j, g := range regions {
+				env[fmt.Sprintf("MESH_GATEWAY_%d_NAME", j+1)] = g
+				env[fmt.Sprintf("MESH_GATEWAY_%d_URL", j+1)] = "nats://" + gateways[g][0]
+			}
+			natsserver.Start(t, filepath.Join("..", "..", "deploy", "nats", conf), env, addr)
 		}
-		natsserver.Start(t, filepath.Join("..", "..", "deploy", "nats", "region.conf"), env, client[r])
+	}
+	for _, r := range regions {
+		for i, mon := range monitor[r] {
+			var vz struct {
+				Gateway struct {
+					Advertise string `json:"advertise"`
+				} `json:"gateway"`
+			}
+			if !getJSON(mon, "/varz", &vz) || vz.Gateway.Advertise != gateways[r][i] {
+				t.Fatalf("%s node %d advertises its gateway at %q; want %s", r, i+1, vz.Gateway.Advertise, gateways[r][i])
+			}
+		}
 	}
 	meshtest.Eventually(t, 60*time.Second, func() bool {
 		for _, r := range regions {
-			var gz struct {
-				Name     string `json:"name"`
-				Outbound map[string]struct {
-					Connection *struct{} `json:"connection"`
-				} `json:"outbound_gateways"`
-			}
-			if !getJSON(monitor[r], "/gatewayz", &gz) || gz.Name != r {
-				return false
-			}
-			for _, o := range regions {
-				if o != r && gz.Outbound[o].Connection == nil {
+			for _, mon := range monitor[r] {
+				var gz struct {
+					Name     string `json:"name"`
+					Outbound map[string]struct {
+						Connection *struct{} `json:"connection"`
+					} `json:"outbound_gateways"`
+				}
+				if !getJSON(mon, "/gatewayz", &gz) || gz.Name != r {
 					return false
 				}
-			}
-			if !natsserver.Healthy(monitor[r]) {
-				return false
+				for _, o := range regions {
+					if o != r && gz.Outbound[o].Connection == nil {
+						return false
+					}
+				}
+				if !natsserver.Healthy(mon) {
+					return false
+				}
 			}
 		}
 		return true

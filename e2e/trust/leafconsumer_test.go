@@ -27,6 +27,7 @@ func consumerLeafRefused(t *testing.T, d *deployment) {
 		leaf := natsserver.Start(t, filepath.Join("..", "..", "deploy", "nats", "leaf.conf"), map[string]string{
 			"MESH_LEAF_LISTEN":  siteAddr,
 			"MESH_LEAF_HUB_URL": remote,
+			"MESH_LEAF_MONITOR": meshtest.FreeAddr(t),
 		}, siteAddr)
 		meshtest.Eventually(t, 20*time.Second, func() bool { return strings.Contains(d.logs.String()+leaf.Logs(), "cannot connect a leaf node") },
 			func() string { return "the consumer's leaf was never refused:\n" + leaf.Logs() })

@@ -120,6 +120,7 @@ func attackThroughALeaf(t *testing.T, w *world, d *deployment) {
 	leaf := natsserver.Start(t, filepath.Join("..", "..", "deploy", "nats", "leaf.conf"), map[string]string{
 		"MESH_LEAF_LISTEN":  siteAddr,
 		"MESH_LEAF_HUB_URL": "nats-leaf://runtime:" + rtA.RuntimeToken + "@" + d.leafAddr,
+		"MESH_LEAF_MONITOR": meshtest.FreeAddr(t),
 	}, siteAddr)
 	nc, err := nats.Connect("nats://"+siteAddr, nats.CustomInboxPrefix(rtA.NATS.InboxPrefix))
 	if err != nil {
