@@ -27,6 +27,10 @@ type Config struct {
 	Listen string
 	// WebSocketListen is host:port for NATS over WebSocket; empty disables it.
 	WebSocketListen string
+	// MonitorListen is host:port for the server's HTTP monitoring (/varz,
+	// /jsz, /connz…), which the NATS exporters scrape; empty disables it.
+	// It needs no credential and shows every connection: keep it private.
+	MonitorListen string
 	// Accounts is NATS configuration text for the server's accounts and
 	// authorisation (bus.AccountsConfig's rendering). Empty leaves the server
 	// with one open account, for tests of the bus alone.
@@ -120,6 +124,13 @@ func Start(cfg Config) (*Server, error) {
 		// is the authentication either way.
 		opts.Websocket.NoTLS = true
 	}
+	if cfg.MonitorListen != "" {
+		host, port, err := splitHostPort(cfg.MonitorListen)
+		if err != nil {
+			return nil, fmt.Errorf("bus: monitor listen address: %w", err)
+		}
+		opts.HTTPHost, opts.HTTPPort = host, port
+	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("bus: new nats server: %w", err)
@@ -154,6 +165,16 @@ func (s *Server) WebSocketURL() string {
 		return ""
 	}
 	return s.ns.WebsocketURL()
+}
+
+// MonitorURL is the http:// URL of the server's monitoring, or "" when
+// it is off.
+func (s *Server) MonitorURL() string {
+	addr := s.ns.MonitorAddr()
+	if addr == nil {
+		return ""
+	}
+	return "http://" + addr.String()
 }
 
 // JetStreamEnabled reports whether JetStream is up.

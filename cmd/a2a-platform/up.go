@@ -42,7 +42,7 @@ func newUp(g *globals) *cobra.Command {
 			if err != nil {
 				return settingErrors(cmd, &cfg, err)
 			}
-			log.Info().Str("http", "http://"+p.HTTPAddr()).Str("nats", p.NATSURL()).Str("websocket", p.WebSocketURL()).
+			log.Info().Str("http", "http://"+p.HTTPAddr()).Str("nats", p.NATSURL()).Str("websocket", p.WebSocketURL()).Str("monitor", p.MonitorURL()).
 				Str("data_dir", cfg.DataDir).Dur("startup", time.Since(start)).Msg("platform ready")
 			<-cmd.Context().Done()
 			log.Info().Msg("shutting down")
@@ -56,6 +56,7 @@ func newUp(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.NATSListen, "nats-listen", platform.Defaults().NATSListen, `NATS listen address for runtimes and "serve" processes ("off": in-process only)`)
 	f.StringVar(&cfg.NATSWebSocketListen, "nats-ws-listen", "", "NATS over WebSocket listen address (off unless given)")
+	f.StringVar(&cfg.NATSMonitorListen, "monitor-listen", "", "serve the embedded NATS server's monitoring (/varz, /jsz, /connz) for the NATS exporters at this address (off unless given; it is not authenticated, so keep it private)")
 	return cmd
 }
 

@@ -36,6 +36,9 @@ type Config struct {
 	NATSListen string
 	// NATSWebSocketListen exposes NATS over WebSocket; empty disables it.
 	NATSWebSocketListen string
+	// NATSMonitorListen serves the embedded NATS server's HTTP monitoring
+	// (/varz, /jsz, /connz) for the NATS exporters; empty disables it.
+	NATSMonitorListen string
 	// NATSAdvertise and NATSWebSocketAdvertise override the URLs runtimes are
 	// told at pairing (needed when listening on 0.0.0.0 or behind a proxy).
 	NATSAdvertise          string

@@ -79,6 +79,7 @@ func Up(ctx context.Context, cfg Config) (*Platform, error) {
 		StoreDir:        filepath.Join(cfg.DataDir, "jetstream"),
 		Listen:          natsListen,
 		WebSocketListen: cfg.NATSWebSocketListen,
+		MonitorListen:   cfg.NATSMonitorListen,
 		Accounts:        bus.AccountsConfig{Services: bus.NATSUser{Nkey: servicePub}, AuthIssuer: issuerPub}.Render(),
 		Logger:          cfg.Logger.With().Str("service", "nats").Logger(),
 	})
@@ -191,6 +192,10 @@ func (p *Platform) NATSURL() string { return p.server.ClientURL() }
 
 // WebSocketURL is the ws:// URL of the embedded server ("" when off).
 func (p *Platform) WebSocketURL() string { return p.server.WebSocketURL() }
+
+// MonitorURL is the http:// URL of the embedded server's monitoring ("" when
+// off).
+func (p *Platform) MonitorURL() string { return p.server.MonitorURL() }
 
 // Metrics is the platform's Prometheus registry (what GET /metrics serves).
 func (p *Platform) Metrics() *prometheus.Registry { return p.metrics }
