@@ -28,7 +28,7 @@ const hostileMarkdown = "# Hostile\n\n" +
 // renders as GitHub does, tables included, and neither an artifact nor the
 // agent's answer can run script, load anything or link to javascript:.
 func TestWeb_MarkdownArtifactsRenderTablesAndRunNothing(t *testing.T) {
-	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout = time.Minute })
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout, c.Lease = time.Minute, time.Minute })
 	agent := p.CreateAgent("Reporter")
 	rt, run := p.HeldRun(t, agent.ID, "the numbers")
 	upload := func(name, content string) {

@@ -16,7 +16,7 @@ import (
 func TestWeb_AnswerAnAgentsQuestion(t *testing.T) {
 	// The runtime heartbeats once: it must stay online while the browser
 	// works, however slowly.
-	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout = time.Minute })
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout, c.Lease = time.Minute, time.Minute })
 	agent := p.CreateAgent("Booker")
 	rt, run := p.HeldRun(t, agent.ID, "book a table")
 	p.Report(t, run.ID, "complete", rt.RuntimeToken, map[string]any{
@@ -77,7 +77,7 @@ func TestWeb_AnswerAnAgentsQuestion(t *testing.T) {
 // when its runtime is online but its local adapter does not answer, and
 // goes back to plain online when the adapter is back.
 func TestWeb_AgentWhoseAdapterIsDownIsOnlineButNotReady(t *testing.T) {
-	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout = time.Minute })
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout, c.Lease = time.Minute, time.Minute })
 	agent := p.CreateAgent("Adapterless")
 	rt := p.Attach(agent.ID)
 	beat := func(unreachable bool) {

@@ -19,7 +19,7 @@ import (
 // task page show its progress and a bar; once it ended, the chat shows the
 // answer with neither, and the task page keeps the messages but no bar.
 func TestWeb_FinishedRunShowsItsFinalState(t *testing.T) {
-	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout = time.Minute })
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout, c.Lease = time.Minute, time.Minute })
 	agent := p.CreateAgent("Counter")
 	rt, run := p.HeldRun(t, agent.ID, "count the runs")
 	p.Report(t, run.ID, "progress", rt.RuntimeToken, map[string]any{"message": "halfway there", "percent": 40}).Expect(t, http.StatusOK)
@@ -98,7 +98,7 @@ func TestWeb_TimesShowTheirDate(t *testing.T) {
 // page, every turn in order: the request, each question, each answer,
 // then the agent's last word.
 func TestWeb_AnsweredRunShowsTheWholeConversation(t *testing.T) {
-	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout = time.Minute })
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout, c.Lease = time.Minute, time.Minute })
 	agent := p.CreateAgent("Booker")
 	rt, run := p.HeldRun(t, agent.ID, "book a table")
 	ask := func(question string) {
