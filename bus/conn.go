@@ -94,7 +94,7 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 		nats.Name(cfg.Name),
 		nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(false),
-		nats.CustomReconnectDelay(backoff(maxWait)),
+		nats.CustomReconnectDelay(reconnectBackoff(maxWait).Delay),
 		nats.PingInterval(20 * time.Second),
 		// The handshake waits for the server's answer to CONNECT, which for
 		// a runtime or consumer includes the auth callout's round trip:
@@ -155,7 +155,7 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 	if cfg.Server != nil {
 		url = ""
 	}
-	nc, err := dial(ctx, url, opts, cfg.WaitForServer, maxWait, log)
+	nc, err := dial(ctx, url, opts, cfg.WaitForServer, reconnectBackoff(maxWait), log)
 	if err != nil {
 		return nil, fmt.Errorf("bus: connect: %w", err)
 	}
@@ -168,8 +168,14 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 }
 
 // dial connects, and with wait retries while no server can be reached.
-func dial(ctx context.Context, url string, opts []nats.Option, wait bool, maxWait time.Duration, log zerolog.Logger) (*nats.Conn, error) {
-	delay := backoff(maxWait)
+//
+// It retries itself rather than leave it to nats.RetryOnFailedConnect: with
+// that option nats.Connect returns no error for any failed first
+// connection, handing back a connection still trying in the background, so
+// a credential the server refused would not fail Connect at once (it must:
+// WaitForServer), the wait would not end with ctx, and Connect would
+// return before the caller can use the bus.
+func dial(ctx context.Context, url string, opts []nats.Option, wait bool, b *Backoff, log zerolog.Logger) (*nats.Conn, error) {
 	for attempt := 0; ; attempt++ {
 		nc, err := nats.Connect(url, opts...)
 		if err == nil || !wait || !errors.Is(err, nats.ErrNoServers) {
@@ -178,10 +184,8 @@ func dial(ctx context.Context, url string, opts []nats.Option, wait bool, maxWai
 		if attempt == 0 {
 			log.Warn().Err(err).Msg("waiting for NATS")
 		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w (gave up waiting: %w)", err, ctx.Err())
-		case <-time.After(delay(attempt)):
+		if cerr := b.Sleep(ctx); cerr != nil {
+			return nil, fmt.Errorf("%w (gave up waiting: %w)", err, cerr)
 		}
 	}
 }
@@ -206,14 +210,11 @@ func (c *Conn) Drain(timeout time.Duration) {
 	}
 }
 
-// backoff returns a reconnect delay that doubles from 50ms up to max, with
-// jitter so many runtimes do not reconnect in lockstep after a platform restart.
-func backoff(max time.Duration) func(attempts int) time.Duration {
-	return func(attempts int) time.Duration {
-		d := 50 * time.Millisecond << min(attempts, 10)
-		if d > max || d <= 0 {
-			d = max
-		}
-		return d/2 + jitter(d/2)
-	}
+// reconnectBackoff spaces reconnections: a delay d that doubles from 50ms
+// up to max, each wait drawn from [d/2, d] so that max stays the longest
+// one and many runtimes do not reconnect in lockstep after a platform
+// restart. A Backoff centred on three quarters of d and spread by a third
+// of that draws exactly this range.
+func reconnectBackoff(max time.Duration) *Backoff {
+	return &Backoff{Initial: 50 * time.Millisecond * 3 / 4, Max: max * 3 / 4, Jitter: 1.0 / 3}
 }

@@ -116,7 +116,7 @@ func CallIdempotent(ctx context.Context, nc *nats.Conn, subject string, req, res
 		ctx, cancel = context.WithTimeout(ctx, DefaultCallTimeout)
 		defer cancel()
 	}
-	wait := 50 * time.Millisecond
+	b := Backoff{Initial: 50 * time.Millisecond, Max: time.Second, Jitter: 0.2}
 	for {
 		tctx, cancel := context.WithTimeout(ctx, tryTimeout)
 		err := Call(tctx, nc, subject, req, resp)
@@ -133,12 +133,9 @@ func CallIdempotent(ctx context.Context, nc *nats.Conn, subject string, req, res
 		if errors.As(err, &down) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
+		if b.Sleep(ctx) != nil {
 			return err
-		case <-time.After(Jitter(wait, 0.2)):
 		}
-		wait = min(wait*2, time.Second)
 	}
 }
 

@@ -22,7 +22,7 @@ func (s *Service) startQueue() {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		backoff := 100 * time.Millisecond
+		backoff := bus.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.2}
 		for s.ctx.Err() == nil {
 			ctx, cancel := context.WithTimeout(s.ctx, offerWait+5*time.Second)
 			offers, err := s.client.DelegateOffer(ctx, meshapi.OfferRequest{Wait: offerWait, Max: 16})
@@ -31,14 +31,10 @@ func (s *Service) startQueue() {
 				if s.ctx.Err() == nil {
 					s.log.Warn().Err(err).Msg("delegated runs not offered; asking again")
 				}
-				select {
-				case <-s.ctx.Done():
-				case <-time.After(bus.Jitter(backoff, 0.2)):
-				}
-				backoff = min(backoff*2, 5*time.Second)
+				_ = backoff.Sleep(s.ctx) // the loop ends when s.ctx does
 				continue
 			}
-			backoff = 100 * time.Millisecond
+			backoff.Reset()
 			for _, o := range offers {
 				s.take(o)
 			}

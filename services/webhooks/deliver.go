@@ -73,16 +73,14 @@ func (s *Service) stopWorker(id string) {
 // run feeds one subscription's endpoint until ctx ends, reconnecting to its
 // consumer when the bus comes and goes.
 func (s *Service) run(ctx context.Context, sub *subscription) {
+	pause := bus.Backoff{Initial: time.Second, Max: time.Second, Jitter: 0.5}
 	for ctx.Err() == nil {
 		err := s.consume(ctx, sub)
 		if ctx.Err() != nil || errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return
 		}
 		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook consumer interrupted; resuming")
-		select {
-		case <-ctx.Done():
-		case <-time.After(bus.Jitter(time.Second, 0.5)):
-		}
+		_ = pause.Sleep(ctx) // the loop ends when ctx does
 	}
 }
 
@@ -235,12 +233,8 @@ func matches(sub *subscription, eventType string, data []byte) bool {
 // attempt, capped at RetryMax, with jitter so retries of many events do not
 // arrive in lockstep.
 func (s *Service) backoff(failed int) time.Duration {
-	d := s.cfg.RetryMin
-	for i := 1; i < failed && d < s.cfg.RetryMax; i++ {
-		d *= 2
-	}
-	d = min(d, s.cfg.RetryMax)
-	return bus.Jitter(d, 0.25)
+	b := bus.Backoff{Initial: s.cfg.RetryMin, Max: s.cfg.RetryMax, Jitter: 0.25}
+	return b.Delay(max(failed-1, 0))
 }
 
 // attempt sends one delivery and says how it went; a 2xx answer is success.
