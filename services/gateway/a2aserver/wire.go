@@ -11,35 +11,60 @@ import (
 )
 
 // wireWriter sits between the SDK's transports and the client and corrects
-// what the transports get wrong about answer shapes, so each version's
-// answers are exactly as its specification writes them:
+// what the transports (a2a-go v2.4.0) get wrong about answer shapes, so each
+// version's answers are exactly as its specification writes them. Each
+// rewrite below names the SDK code it corrects, the rule that code breaks,
+// and the test in wire_sdk_test.go that runs the SDK's own transport and
+// asserts the behaviour is still there: when that test fails, the SDK is
+// fixed and the rewrite can go.
 //
-//   - The 0.3 JSON-RPC transport (a2acompat/a2av0) writes errors with 1.0's
-//     typed-array data; a 0.3 error's data is an object (0.3 §6.12), and the
-//     0.3 Go client cannot decode an array there. The array becomes an
-//     object, in plain answers and in SSE streams alike.
-//   - The JSON-RPC transports answer a method without a result (deleting a
-//     push configuration) with no result member at all, which JSON-RPC 2.0
-//     §5 forbids: it becomes null (0.3) or {} (1.0, an empty message).
-//   - The 0.3 JSON-RPC transport answers a list of no push configurations
-//     with a null result: it becomes [] (0.3 §7.7 returns an array).
-//   - The JSON-RPC transports call params they cannot decode (a part of an
-//     unknown kind) a parse error, -32700. The endpoint has parsed the request
-//     before the transport sees it, so the JSON was valid: it is -32602
-//     invalid params.
-//   - The 0.3 JSON-RPC transport leaves Content-Type unset on errors, and
-//     its REST transport labels them application/problem+json, which its
-//     own client refuses; both become application/json.
-//   - The REST transports answer some errors with other statuses than spec
-//     1.0 §5.4 gives (400 for TaskNotCancelable, ContentTypeNotSupported,
-//     ...); the status, and the code and status fields of the body, are set
-//     from the error's reason.
-//   - The REST transports start an event stream (HTTP 200) before they know
-//     whether it has anything to say, so an error raised before the first
-//     event (subscribing to a finished task) arrives as an error event. The
+//   - 0.3 error data (fixRPC03). The 0.3 JSON-RPC transport
+//     (a2acompat/a2av0, jsonrpc_server.go) writes errors with the shared
+//     internal/jsonrpc Error, whose data is 1.0's typed array
+//     ([]*errordetails.Typed); a 0.3 error's data is an object (0.3 §6.12),
+//     and the 0.3 Go client cannot decode an array there. The array becomes
+//     an object, in plain answers and in SSE streams alike.
+//     Test: TestSDK_RPC03ErrorDataIsAnArrayWithoutContentType.
+//   - Missing result (fixRPCResult). internal/jsonrpc's ServerResponse
+//     tags Result `json:"result,omitempty"`, so a method without a result
+//     (deleting a push configuration) is answered with no result member,
+//     which JSON-RPC 2.0 §5 forbids: it becomes null (0.3) or {} (1.0, an
+//     empty message). Test: TestSDK_RPCDeleteAnswersWithoutResult.
+//   - Null list (fixRPCResult). The 0.3 JSON-RPC transport's
+//     tasks/pushNotificationConfig/list (onListTaskPushConfigs) returns
+//     FromV1PushConfigs of no configurations, a nil slice, encoded as a
+//     null result: it becomes [] (0.3 §7.7 returns an
+//     array). Test: TestSDK_RPC03EmptyPushConfigListIsNull.
+//   - Parse error for params (fixParseError). Both JSON-RPC transports wrap
+//     any failure to decode params (a part of an unknown kind) in
+//     a2a.ErrParseError, -32700, which JSON-RPC 2.0 §5.1 keeps for invalid
+//     JSON. The endpoint has parsed the request before the transport sees
+//     it, so the JSON was valid: it is -32602 invalid params.
+//     Test: TestSDK_RPCUndecodableParamsAreParseError.
+//   - Content-Type of errors (finish). The 0.3 JSON-RPC transport's
+//     writeJSONRPCError sets no Content-Type (net/http then sniffs
+//     text/plain), and its REST transport's writeRESTCompatError labels
+//     errors application/problem+json, which its own client refuses (0.3
+//     §3.2.3: application/json for every body); both become
+//     application/json. Tests: TestSDK_RPC03ErrorDataIsAnArrayWithoutContentType,
+//     TestSDK_REST03ErrorIsProblemJSON.
+//   - REST statuses (fixREST). The REST transports map errors to statuses
+//     with their own table (internal/rest, rest.go), which gives 400 to
+//     TaskNotCancelable (spec 1.0 §5.4: 409), ContentTypeNotSupported (415)
+//     and others; the status, and the code and status fields of the body,
+//     are set from the error's reason (errorKinds).
+//     Test: TestSDK_RESTStatusesDifferFromTheSpec.
+//   - REST streams opening with an error (WriteHeader, release). The REST
+//     transports start an event stream (HTTP 200) before they know whether
+//     it has anything to say, so an error raised before the first event
+//     (subscribing to a finished task) arrives as an error event. The
 //     HTTP+JSON binding answers such an error with its HTTP status: a REST
 //     stream is held until its first event, and one that opens with an
 //     error becomes that error's plain answer.
+//     Test: TestSDK_RESTStreamOpensBeforeItsError.
+//
+// One more correction is made to requests, not answers: fixPushCreate03
+// (test: TestSDK_REST03PushCreateIgnoresTheProtoBody).
 //
 // Plain answers are buffered (they are small) and fixed when the transport
 // is done; event streams pass through as they are written.
@@ -349,7 +374,10 @@ func fixREST(body []byte) ([]byte, int, bool) {
 // sends; the Go compat transport (client and server alike) instead uses the
 // whole CreateTaskPushNotificationConfigRequest ({"parent", "configId",
 // "config"}). A bare config is wrapped into the request the server decodes;
-// anything else passes unchanged.
+// anything else passes unchanged. The SDK's handleCreateTaskPushConfig
+// (a2acompat/a2av0, rest_server.go) decodes only the latter
+// (pbjson.FromProtoCreatePushConfigRequest): the proto's own body loses its
+// URL. Test: TestSDK_REST03PushCreateIgnoresTheProtoBody.
 func fixPushCreate03(body []byte, taskID string) []byte {
 	var probe map[string]json.RawMessage
 	if json.Unmarshal(body, &probe) != nil {
