@@ -165,7 +165,7 @@ func regionFailure(ctx context.Context, err error) (string, bool) {
 		return "", false
 	case errors.Is(err, nats.ErrNoResponders):
 		return "nothing answers there", true
-	case mesh.AsError(err).Code == mesh.CodeTimeout && ctx.Err() != nil:
+	case errors.Is(err, mesh.ErrTimeout) && ctx.Err() != nil:
 		return "no answer in time", true
 	}
 	return "", false

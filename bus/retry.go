@@ -28,9 +28,6 @@ const (
 	maxRetryWait   = 500 * time.Millisecond
 )
 
-// ErrUnavailable matches (errors.Is) every error a store call returns after
-// it ran out of retries.
-var ErrUnavailable = &mesh.Error{Code: mesh.CodeUnavailable}
 
 // Transient reports whether err is one JetStream gives while a leader is
 // being elected or a node is lost: the call may succeed if tried again.

@@ -104,6 +104,17 @@ var (
 	ErrRuntimeOffline    = &Error{Code: CodeRuntimeOffline}
 	ErrInvalidPairing    = &Error{Code: CodeInvalidPairing}
 	ErrRateLimited       = &Error{Code: CodeRateLimited}
+	ErrPayloadTooLarge   = &Error{Code: CodePayloadTooLarge}
+	ErrUnavailable       = &Error{Code: CodeUnavailable}
+	ErrInternal          = &Error{Code: CodeInternal}
+	ErrUnsupportedMedia  = &Error{Code: CodeUnsupportedMedia}
+	ErrMethodNotAllowed  = &Error{Code: CodeMethodNotAllowed}
+	ErrTimeout           = &Error{Code: CodeTimeout}
+	ErrIdempotencyReplay = &Error{Code: CodeIdempotencyReplay}
+	ErrTargetNotAllowed  = &Error{Code: CodeTargetNotAllowed}
+	// ErrDelegationNotAllowed and ErrNoSealingKey match their codes too.
+	ErrDelegationNotAllowed = &Error{Code: CodeDelegationNotAllowed}
+	ErrNoSealingKey         = &Error{Code: CodeNoSealingKey}
 )
 
 // AsError returns err as an *Error, wrapping unknown errors as INTERNAL with a

@@ -3,6 +3,7 @@ package meshapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -146,7 +147,7 @@ func (c *Client) CreateTaskRun(ctx context.Context, req CreateTaskRunRequest) (*
 		return &r, c.call(ctx, bus.ServiceTaskQueue, OpTaskCreate, req, &r)
 	}
 	err := bus.CallIdempotent(ctx, c.nc, bus.ServiceSubject(bus.ServiceTaskQueue, OpTaskCreate), req, &r, TryTimeout)
-	if err != nil && mesh.AsError(err).Code == mesh.CodeTimeout {
+	if errors.Is(err, mesh.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %w", mesh.Errorf(mesh.CodeUnavailable, "the task queue did not answer in time (a node may have been lost); send the create again with the same idempotency_key"), err)
 	}
 	if err != nil {

@@ -71,24 +71,17 @@ type InstructionCarrier interface {
 // IsAuthError reports whether the platform refused the runtime's credential:
 // the runtime must stop and the same agent must be paired again.
 func IsAuthError(err error) bool {
-	var e *mesh.Error
-	if !errors.As(err, &e) {
-		return false
-	}
-	return e.Code == mesh.CodeUnauthorized || e.Code == mesh.CodeRuntimeRevoked || e.Code == mesh.CodeForbidden
+	return errors.Is(err, mesh.ErrUnauthorized) || errors.Is(err, mesh.ErrRuntimeRevoked) || errors.Is(err, mesh.ErrForbidden)
 }
 
 // isFinalAnswer reports whether the platform answered a report in a way that
 // will not change if it is sent again (the run ended otherwise, or the report
 // was malformed): such reports leave the outbox.
 func isFinalAnswer(err error) bool {
-	var e *mesh.Error
-	if !errors.As(err, &e) {
-		return false
-	}
-	switch e.Code {
-	case mesh.CodeInvalidTransition, mesh.CodeStaleAttempt, mesh.CodeNotFound, mesh.CodeInvalidRequest, mesh.CodeConflict:
-		return true
+	for _, final := range []error{mesh.ErrInvalidTransition, mesh.ErrStaleAttempt, mesh.ErrNotFound, mesh.ErrInvalidRequest, mesh.ErrConflict} {
+		if errors.Is(err, final) {
+			return true
+		}
 	}
 	return false
 }

@@ -367,8 +367,7 @@ func cancelOpenRuns(ctx context.Context, client *meshapi.Client, agentID string)
 	for _, id := range ids {
 		run, err := client.CancelTaskRun(ctx, meshapi.CancelTaskRunRequest{TaskRunID: id, Reason: DeleteReason})
 		if err != nil {
-			var me *mesh.Error
-			if errors.As(err, &me) && (me.Code == mesh.CodeConflict || me.Code == mesh.CodeNotFound) {
+			if errors.Is(err, mesh.ErrConflict) || errors.Is(err, mesh.ErrNotFound) {
 				continue // it ended meanwhile
 			}
 			return n, fmt.Errorf("cancel task run %s: %w", id, err)

@@ -296,7 +296,8 @@ func (s *Service) endParent(parent *mesh.TaskRun, req meshapi.DelegateEndRequest
 		_, err := s.client.DelegateEnd(ctx, req)
 		cancel()
 		var me *mesh.Error
-		if err == nil || (errors.As(err, &me) && me.Code != mesh.CodeUnavailable && me.Code != mesh.CodeTimeout && me.Code != mesh.CodeInternal) {
+		retry := errors.Is(err, mesh.ErrUnavailable) || errors.Is(err, mesh.ErrTimeout) || errors.Is(err, mesh.ErrInternal)
+		if err == nil || (errors.As(err, &me) && !retry) {
 			if err != nil {
 				s.log.Debug().Err(err).Str("task_run_id", parent.ID).Msg("delegated run not ended")
 			}

@@ -175,7 +175,7 @@ func (s *Service) claimMany(ctx context.Context, agentID, runtimeID string, clai
 		switch {
 		case err == nil:
 			out.Claimed = append(out.Claimed, *runs[i])
-		case meshapi.Unclaimable(err) || mesh.AsError(err).Code == mesh.CodeForbidden:
+		case meshapi.Unclaimable(err) || errors.Is(err, mesh.ErrForbidden):
 			out.Refused = append(out.Refused, meshapi.ClaimRefusal{TaskRunID: claims[i].TaskRunID, Error: mesh.AsError(err)})
 		default:
 			return nil, err

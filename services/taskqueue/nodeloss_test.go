@@ -60,7 +60,7 @@ func TestCreate_NodeLossIsARetryNotAnError(t *testing.T) {
 		switch {
 		case err == nil:
 			stored = append(stored, res.TaskRun.ID)
-		case errors.Is(err, bus.ErrUnavailable):
+		case errors.Is(err, mesh.ErrUnavailable):
 			unavailable++
 		default:
 			t.Fatalf("creation during the node loss failed with %v (code %s), want stored or UNAVAILABLE", err, mesh.AsError(err).Code)
@@ -98,7 +98,7 @@ func TestCreate_RetryAfterUnavailableWithTheSameKeyIsServedAtOnce(t *testing.T) 
 	if err := s.js.DeleteStream(ctx, "KV_"+bus.BucketRuns); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.create(ctx, req()); !errors.Is(err, bus.ErrUnavailable) {
+	if _, err := s.create(ctx, req()); !errors.Is(err, mesh.ErrUnavailable) {
 		t.Fatalf("create with the runs bucket gone: %v, want UNAVAILABLE", err)
 	}
 	if err := bus.Provision(ctx, s.js, bus.ProvisionConfig{}); err != nil {

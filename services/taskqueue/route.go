@@ -26,8 +26,7 @@ func (s *Service) route(ctx context.Context, run *mesh.TaskRun) (*mesh.Delegatio
 	mctx, cancel := context.WithTimeout(ctx, matchTimeout)
 	defer cancel()
 	res, err := s.client.MatchRoutingRule(mctx, meshapi.MatchRequest{AgentID: run.TargetAgentID, Text: run.InputText(), Skill: skill})
-	var me *mesh.Error
-	if errors.As(err, &me) && me.Code == mesh.CodeUnavailable {
+	if errors.Is(err, mesh.ErrUnavailable) {
 		return nil, nil
 	}
 	if err != nil {

@@ -35,11 +35,11 @@ func (d *Endpoint) webhook(w http.ResponseWriter, r *http.Request) {
 	}
 	err := d.client.PartnerCallback(r.Context(), meshapi.PartnerCallbackRequest{PartnerID: partnerID, Timestamp: ts, Signature: sig, Body: body})
 	var me *mesh.Error
-	if errors.As(err, &me) && me.Code == mesh.CodeNotFound {
+	if errors.Is(err, mesh.ErrNotFound) && errors.As(err, &me) {
 		writeError(w, refuse(partnerapi.CodeTaskNotFound, http.StatusNotFound, "Task not found: %s", me.Message))
 		return
 	}
-	if errors.As(err, &me) && me.Code == mesh.CodeInvalidTransition {
+	if errors.Is(err, mesh.ErrInvalidTransition) && errors.As(err, &me) {
 		writeError(w, refuse(partnerapi.CodeInvalidTaskState, http.StatusConflict, "Invalid task state: %s", me.Message))
 		return
 	}
