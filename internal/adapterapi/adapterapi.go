@@ -279,3 +279,78 @@ type HistoryTurn struct {
 	Role string `json:"role"`
 	Text string `json:"text"`
 }
+
+// Message is the A2A message a task's input was made from, in
+// input.message (an addition to V1 for tasks that come through the A2A
+// endpoint): its id, its role and its parts of every kind, in order. Its
+// text and data are also in input.text and input.data, and its files in
+// input.attachments, so an adapter that reads only those keeps working.
+type Message struct {
+	MessageID string `json:"message_id"`
+	// Role is "user" (a message to the agent) or "agent".
+	Role  string `json:"role"`
+	Parts []Part `json:"parts"`
+}
+
+// Part kinds of Message.Parts and of output.parts.
+const (
+	PartText = "text"
+	PartData = "data"
+	PartFile = "file"
+)
+
+// Part is one part of a Message, or one part of an adapter's output in
+// output.parts. A text part has Text; a data part has Data (any JSON); a
+// file part has Name and MimeType and either URI (a file the caller left at
+// a URL: nobody on the platform fetches it, the agent does if it wants it)
+// or ArtifactID (a file sent inline, stored by the platform, whose bytes
+// arrive in the input.attachments entry of the same artifact_id).
+type Part struct {
+	Kind       string `json:"kind"`
+	Text       string `json:"text,omitempty"`
+	Data       any    `json:"data,omitempty"`
+	Name       string `json:"name,omitempty"`
+	MimeType   string `json:"mime_type,omitempty"`
+	URI        string `json:"uri,omitempty"`
+	ArtifactID string `json:"artifact_id,omitempty"`
+}
+
+// InputMessage returns input.message, or nil when the input has none (a
+// task that did not come through the A2A endpoint).
+func (r *RunTaskRequest) InputMessage() *Message {
+	var in struct {
+		Message *Message `json:"message"`
+	}
+	_ = json.Unmarshal(r.Input, &in)
+	return in.Message
+}
+
+// Output fields (additions to V1) with which an adapter shapes the A2A
+// answer of a task:
+//
+//   - PartsKey: a list of Part (kind "text", "data", or "file" with a uri)
+//     that join output.text and output.data in the task's result;
+//   - ReplyKey with ReplyMessage: the answer to a blocking A2A send is a
+//     message of the agent holding the result, instead of a task (a
+//     one-shot answer);
+//   - RejectedKey: the agent declines the task (the reason in output.text):
+//     the run fails with mesh.ReasonRejected, which A2A calls rejected.
+const (
+	PartsKey     = "parts"
+	ReplyKey     = "reply"
+	ReplyMessage = "message"
+	RejectedKey  = "rejected"
+)
+
+// Rejected reports whether an adapter's output declines the task, and the
+// reason it gives.
+func Rejected(output map[string]any) (bool, string) {
+	if v, _ := output[RejectedKey].(bool); !v {
+		return false, ""
+	}
+	reason, _ := output["text"].(string)
+	if reason == "" {
+		reason = "the agent declined the task"
+	}
+	return true, reason
+}

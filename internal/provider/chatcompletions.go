@@ -91,11 +91,11 @@ func chatSession(s *SessionStore, t *Task) (key string, resumed bool, err error)
 }
 
 // taskMessages are the messages of t's request: the instructions and the
-// outputs note as a system message, then the task text.
+// outputs note as a system message, then the task's prompt.
 func taskMessages(t *Task) []map[string]string {
 	return []map[string]string{
 		{"role": "system", "content": systemText(t)},
-		{"role": "user", "content": t.Text},
+		{"role": "user", "content": taskPrompt(t)},
 	}
 }
 

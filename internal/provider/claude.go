@@ -80,7 +80,7 @@ func (c *Claude) Name() string { return claudeHost.name }
 // are gone.
 func (c *Claude) Run(ctx context.Context, t *Task, progress func(Progress)) (*Result, error) {
 	return c.host.run(ctx, t, progress, func(resume string, report func(string)) (invocation, error) {
-		system, prompt := systemText(t), t.Text
+		system, prompt := systemText(t), taskPrompt(t)
 		if len(system) > maxArgBytes {
 			// Instructions too long for an argument travel with the prompt.
 			system, prompt = "", promptWithContext(t)

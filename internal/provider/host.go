@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/a2amesh/a2amesh/internal/adapterapi"
 )
 
 // HostConfig is the part of a CLI agent host provider's configuration that
@@ -297,9 +300,36 @@ func systemText(t *Task) string {
 }
 
 // promptWithContext is the prompt of a host without a system prompt flag:
-// the instructions and the outputs note, then the task text.
+// the instructions and the outputs note, then the task's prompt.
 func promptWithContext(t *Task) string {
-	return joinParagraphs(systemText(t), "---", t.Text)
+	return joinParagraphs(systemText(t), "---", taskPrompt(t))
+}
+
+// taskPrompt is what a model host is asked: the task text, then what else
+// the A2A message holds that the text does not say: each data part as
+// JSON, each file given by URL (the platform never fetches it: the host
+// does, if it needs it), and where the whole message is.
+func taskPrompt(t *Task) string {
+	if t.Message == nil {
+		return t.Text
+	}
+	var notes []string
+	for _, p := range t.Message.Parts {
+		switch {
+		case p.Kind == adapterapi.PartData:
+			b, err := json.MarshalIndent(p.Data, "", "  ")
+			if err == nil {
+				notes = append(notes, "Structured data given with the message (JSON):\n"+string(b))
+			}
+		case p.Kind == adapterapi.PartFile && p.URI != "":
+			notes = append(notes, fmt.Sprintf("File given by URL (not downloaded): %s (%s) %s", p.Name, p.MimeType, p.URI))
+		}
+	}
+	if len(notes) == 0 {
+		return t.Text
+	}
+	notes = append(notes, "The whole message is in "+t.MessageFile()+".")
+	return joinParagraphs(append([]string{t.Text}, notes...)...)
 }
 
 func joinParagraphs(parts ...string) string {

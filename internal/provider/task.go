@@ -22,6 +22,7 @@ const (
 	outputsDirName       = "outputs"
 	attachmentsDirName   = "attachments"
 	taskFileName         = "task.json"
+	messageFileName      = "message.json"
 	instructionsFileName = "instructions.md"
 	tmpDirName           = "tmp"
 )
@@ -40,6 +41,9 @@ type Task struct {
 	RawRequest []byte
 	// Text is input.text, decoded once for providers on the hot path.
 	Text string
+	// Message is input.message, the A2A message the task came from (nil
+	// for a task that did not come through the A2A endpoint).
+	Message *adapterapi.Message
 	// Instructions are the instruction file's text followed by the request's
 	// instructions, separated by a blank line; empty when there are none.
 	Instructions string
@@ -74,6 +78,7 @@ func NewTask(req adapterapi.RunTaskRequest, raw []byte, root, instructions strin
 		Request:      req,
 		RawRequest:   raw,
 		Text:         req.InputText(),
+		Message:      req.InputMessage(),
 		Instructions: joinInstructions(instructions, req.Instructions),
 		Workdir:      workdir,
 		RunDir:       runDir,
@@ -82,8 +87,9 @@ func NewTask(req adapterapi.RunTaskRequest, raw []byte, root, instructions strin
 }
 
 // PrepareDirs creates the conversation directory, if needed, and a fresh run
-// directory holding task.json, instructions.md (when there are instructions)
-// and an empty output directory. Everything is private to the user (0700,
+// directory holding task.json, instructions.md (when there are instructions),
+// message.json (when the task came with an A2A message) and an empty output
+// directory. Everything is private to the user (0700,
 // files 0600): tasks carry other people's requests.
 func (t *Task) PrepareDirs() error {
 	if err := os.MkdirAll(t.Workdir, 0o700); err != nil {
@@ -105,8 +111,33 @@ func (t *Task) PrepareDirs() error {
 			return fmt.Errorf("write instructions file: %w", err)
 		}
 	}
+	if err := t.writeMessage(); err != nil {
+		return err
+	}
 	return t.writeAttachments()
 }
+
+// writeMessage writes input.message, when the task has one, to
+// message.json in the run directory (A2A_MESSAGE_FILE): its data parts
+// as JSON, its files by URL as given (nobody on the platform fetched
+// them).
+func (t *Task) writeMessage() error {
+	if t.Message == nil {
+		return nil
+	}
+	b, err := json.MarshalIndent(t.Message, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode message: %w", err)
+	}
+	if err := os.WriteFile(t.MessageFile(), b, 0o600); err != nil {
+		return fmt.Errorf("write message file: %w", err)
+	}
+	return nil
+}
+
+// MessageFile is where the task's A2A message is (A2A_MESSAGE_FILE), when
+// it has one.
+func (t *Task) MessageFile() string { return filepath.Join(t.RunDir, messageFileName) }
 
 // writeAttachments writes the files that came inline with the task's input
 // (input.attachments with content_base64) into the run directory's
@@ -183,7 +214,8 @@ func (t *Task) RemoveRunDir() error {
 // Env returns the A2A_ environment variables describing t to a host process:
 // A2A_TASK_RUN_ID, A2A_CONVERSATION_ID, A2A_OUTPUT_DIR, A2A_TASK_FILE (the
 // request JSON), A2A_TASK_JSON (the same, when it fits in the environment),
-// A2A_ATTACHMENTS_DIR when the input came with files, and, when there are
+// A2A_ATTACHMENTS_DIR when the input came with files, A2A_MESSAGE_FILE
+// when it came with an A2A message, and, when there are
 // instructions, A2A_INSTRUCTIONS_FILE and A2A_INSTRUCTIONS (when it fits). It
 // assumes PrepareDirs has run.
 func (t *Task) Env() []string {
@@ -195,6 +227,9 @@ func (t *Task) Env() []string {
 		env = appendEnv(env, "A2A_ATTACHMENTS_DIR", t.AttachmentsDir())
 	}
 	env = appendEnv(env, "A2A_TASK_FILE", t.taskFile())
+	if t.Message != nil {
+		env = appendEnv(env, "A2A_MESSAGE_FILE", t.MessageFile())
+	}
 	env = appendEnv(env, "A2A_TASK_JSON", string(t.RawRequest))
 	if t.Instructions != "" {
 		env = appendEnv(env, "A2A_INSTRUCTIONS_FILE", t.instructionsFile())

@@ -21,12 +21,14 @@ import (
 
 // turnInput is a run's input made from an A2A message (see docs/a2a.md):
 // the text parts joined in text, the data parts in data (the value of the
-// one, or the list of several), and the file parts in attachments. The
-// earlier turns of a continued task are added by the task queue.
+// one, or the list of several), the file parts in attachments, and the
+// message itself, every part in order, in message. The earlier turns of a
+// continued task are added by the task queue.
 type turnInput struct {
 	Text        string                  `json:"text"`
 	Data        any                     `json:"data,omitempty"`
 	Attachments []adapterapi.Attachment `json:"attachments,omitempty"`
+	Message     *adapterapi.Message     `json:"message,omitempty"`
 }
 
 // hasFiles reports whether a message carries inline files.
@@ -47,7 +49,7 @@ func (s *Server) input(ctx context.Context, agentID, contextID string, msg *a2a.
 	if err := checkTextSize(msg); err != nil {
 		return nil, nil, err
 	}
-	in := &turnInput{}
+	in := &turnInput{Message: &adapterapi.Message{MessageID: msg.ID, Role: roleName(msg.Role)}}
 	stored := &a2a.Message{ID: msg.ID, Role: msg.Role, Metadata: msg.Metadata, Extensions: msg.Extensions, ReferenceTasks: msg.ReferenceTasks}
 	var texts []string
 	var data []any
@@ -56,9 +58,11 @@ func (s *Server) input(ctx context.Context, agentID, contextID string, msg *a2a.
 		case a2a.Text:
 			texts = append(texts, string(c))
 			stored.Parts = append(stored.Parts, p)
+			in.Message.Parts = append(in.Message.Parts, adapterapi.Part{Kind: adapterapi.PartText, Text: string(c)})
 		case a2a.Data:
 			data = append(data, c.Value)
 			stored.Parts = append(stored.Parts, p)
+			in.Message.Parts = append(in.Message.Parts, adapterapi.Part{Kind: adapterapi.PartData, Data: c.Value})
 		case a2a.URL:
 			att, err := uriAttachment(p, c, i)
 			if err != nil {
@@ -66,6 +70,7 @@ func (s *Server) input(ctx context.Context, agentID, contextID string, msg *a2a.
 			}
 			in.Attachments = append(in.Attachments, att)
 			stored.Parts = append(stored.Parts, p)
+			in.Message.Parts = append(in.Message.Parts, filePart(att))
 		case a2a.Raw:
 			att, link, err := s.storeFile(ctx, agentID, contextID, p, c, i)
 			if err != nil {
@@ -73,6 +78,7 @@ func (s *Server) input(ctx context.Context, agentID, contextID string, msg *a2a.
 			}
 			in.Attachments = append(in.Attachments, att)
 			stored.Parts = append(stored.Parts, link)
+			in.Message.Parts = append(in.Message.Parts, filePart(att))
 		default:
 			return nil, nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("part %d has no content", i))
 		}
@@ -103,12 +109,34 @@ func checkTextSize(msg *a2a.Message) error {
 	return nil
 }
 
+// roleName is a message role as input.message and input.history name it.
+func roleName(r a2a.MessageRole) string {
+	if r == a2a.MessageRoleAgent {
+		return "agent"
+	}
+	return "user"
+}
+
+// filePart is a file part of input.message: the attachment it became,
+// named by its URI or by its stored artifact (whose bytes the adapter gets
+// in input.attachments).
+func filePart(att adapterapi.Attachment) adapterapi.Part {
+	return adapterapi.Part{Kind: adapterapi.PartFile, Name: att.Name, MimeType: att.MimeType, URI: att.URI, ArtifactID: att.ArtifactID}
+}
+
 // inputJSON is a turn's input as the run takes it, within mesh.MaxInputBytes:
-// a run record carries it whole in one bus message.
+// a run record carries it whole in one bus message. input.message repeats
+// the text and data, so it is left out when the input would not fit with
+// it: the limit stays the one of the text, data and attachments.
 func inputJSON(in *turnInput) (json.RawMessage, error) {
 	raw, err := json.Marshal(in)
 	if err != nil {
 		return nil, err
+	}
+	if len(raw) > mesh.MaxInputBytes && in.Message != nil {
+		bare := *in
+		bare.Message = nil
+		return inputJSON(&bare)
 	}
 	if len(raw) > mesh.MaxInputBytes {
 		return nil, inputTooLarge(len(raw))
