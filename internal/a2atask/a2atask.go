@@ -14,6 +14,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 
+	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -41,11 +42,27 @@ func State(s mesh.Status) a2a.TaskState {
 	return a2a.TaskStateUnspecified
 }
 
+// RunState is the A2A task state of a run: the state of its status, except
+// that a run the agent declined (failed with mesh.ReasonRejected) is
+// rejected.
+func RunState(run *mesh.TaskRun) a2a.TaskState {
+	if Rejected(run) {
+		return a2a.TaskStateRejected
+	}
+	return State(run.Status)
+}
+
+// Rejected reports whether the agent declined the run: its adapter
+// answered output.rejected, and the runtime failed it with that reason.
+func Rejected(run *mesh.TaskRun) bool {
+	return run.Status == mesh.StatusFailed && run.Error != nil && run.Error.Code == mesh.ReasonRejected
+}
+
 // Status returns the A2A status of a run for one of its A2A states, the one
 // its record holds now or the one an event announced.
 func Status(run *mesh.TaskRun) a2a.TaskStatus {
 	ts := run.UpdatedAt.UTC()
-	return a2a.TaskStatus{State: State(run.Status), Message: StatusMessage(run), Timestamp: &ts}
+	return a2a.TaskStatus{State: RunState(run), Message: StatusMessage(run), Timestamp: &ts}
 }
 
 // StatusMessage is the agent's message that comes with a run's status: the
@@ -64,7 +81,7 @@ func StatusMessage(run *mesh.TaskRun) *a2a.Message {
 	case mesh.StatusFailed, mesh.StatusCanceled:
 		if run.Error != nil {
 			text = run.Error.Message
-			if run.Status == mesh.StatusFailed && run.Error.Code != "" {
+			if run.Status == mesh.StatusFailed && run.Error.Code != "" && !Rejected(run) {
 				text = run.Error.Code + ": " + run.Error.Message
 			}
 		}
@@ -85,13 +102,51 @@ func StatusMessage(run *mesh.TaskRun) *a2a.Message {
 type RunOutput struct {
 	Text string `json:"text"`
 	Data any    `json:"data"`
+	// Parts are the text, data and file-by-URI parts of output.parts, in
+	// order (the runtime's artifact_ref entries there are files, which
+	// become artifacts of their own).
+	Parts []adapterapi.Part `json:"-"`
+	// Reply is "message" when the adapter answers a blocking send with a
+	// message instead of a task.
+	Reply string `json:"reply"`
 }
 
-// Output decodes a run's output.text and output.data.
+// Output decodes a run's output.text, output.data, output.parts and
+// output.reply. A part it cannot read is left out, never the output.
 func Output(run *mesh.TaskRun) RunOutput {
 	var out RunOutput
 	_ = json.Unmarshal(run.Output, &out)
+	var list struct {
+		Parts []json.RawMessage `json:"parts"`
+	}
+	_ = json.Unmarshal(run.Output, &list)
+	for _, raw := range list.Parts {
+		var p adapterapi.Part
+		if json.Unmarshal(raw, &p) != nil {
+			continue
+		}
+		switch {
+		case p.Kind == adapterapi.PartText && p.Text != "",
+			p.Kind == adapterapi.PartData && p.Data != nil,
+			p.Kind == adapterapi.PartFile && p.URI != "":
+			out.Parts = append(out.Parts, p)
+		}
+	}
 	return out
+}
+
+// part is the A2A part of an output part. A file by URI is passed as the
+// agent gave it: the platform never fetches it.
+func part(p adapterapi.Part) *a2a.Part {
+	switch p.Kind {
+	case adapterapi.PartText:
+		return a2a.NewTextPart(p.Text)
+	case adapterapi.PartData:
+		return a2a.NewDataPart(p.Data)
+	}
+	fp := a2a.NewFileURLPart(a2a.URL(p.URI), p.MimeType)
+	fp.Filename = p.Name
+	return fp
 }
 
 // ArtifactURL builds the download address of an artifact of an agent's task.
@@ -117,10 +172,40 @@ func ResultArtifact(run *mesh.TaskRun) *a2a.Artifact {
 	if out.Data != nil {
 		parts = append(parts, a2a.NewDataPart(out.Data))
 	}
+	for _, p := range out.Parts {
+		parts = append(parts, part(p))
+	}
 	if len(parts) == 0 {
 		return nil
 	}
 	return &a2a.Artifact{ID: ResultArtifactID, Name: "result", Parts: parts}
+}
+
+// ReplyMessage is the agent's message that answers a blocking send in
+// place of the task, when the adapter asked for it (output.reply
+// "message") and the run completed: the result's parts, then a file part
+// for each file the run delivered. It is nil otherwise, and the answer is
+// the task.
+func ReplyMessage(run *mesh.TaskRun, url ArtifactURL) *a2a.Message {
+	if run.Status != mesh.StatusCompleted || Output(run).Reply != adapterapi.ReplyMessage {
+		return nil
+	}
+	var parts a2a.ContentParts
+	if r := ResultArtifact(run); r != nil {
+		parts = append(parts, r.Parts...)
+	}
+	for _, ref := range run.Artifacts {
+		parts = append(parts, FileArtifact(run.TargetAgentID, ref, url).Parts...)
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return &a2a.Message{
+		ID:        run.ID + ".reply",
+		Role:      a2a.MessageRoleAgent,
+		ContextID: run.ConversationID,
+		Parts:     parts,
+	}
 }
 
 // FileArtifact is the artifact of a file a run delivered: one file part

@@ -96,9 +96,19 @@ func (c *Engine) execute(run *mesh.TaskRun) {
 		c.failRun(ctx, run, adapterclient.CodeConnectionLost, err.Error())
 	case reply.Kind == adapterapi.KindFailure:
 		c.failRun(ctx, run, CodeAdapterFailure, reply.Error)
+	case rejects(reply):
+		_, reason := adapterapi.Rejected(reply.Output)
+		c.failRun(ctx, run, mesh.ReasonRejected, reason)
 	default:
 		c.completeRun(ctx, run, reply.Output)
 	}
+}
+
+// rejects reports whether a successful reply declines the task
+// (output.rejected): the agent's answer, not a failure of its host.
+func rejects(reply *adapterapi.Reply) bool {
+	ok, _ := adapterapi.Rejected(reply.Output)
+	return ok
 }
 
 // request builds seed 000's run-task body, with the input's stored

@@ -12,6 +12,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
+	"github.com/a2amesh/a2amesh/internal/a2atask"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -119,9 +120,14 @@ func (h *handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) 
 		}
 		submitted.Store(stateOf(ev) == a2a.TaskStateSubmitted)
 	}
-	st, err := h.store.Get(ctx, taskID)
+	st, run, err := h.store.get(ctx, string(taskID))
 	if err != nil {
 		return nil, err
+	}
+	if reply := a2atask.ReplyMessage(run, h.s.download); reply != nil {
+		// The agent answered in one shot (output.reply "message"): the
+		// answer is its message, not the task (spec 1.0 §3.1.1).
+		return reply, nil
 	}
 	if req.Config != nil {
 		trimHistory(st.Task, req.Config.HistoryLength)

@@ -27,6 +27,10 @@ import (
 //   - "parts…": answers with what it received (attachment names and
 //     contents, the data), echoes the data as structured output and
 //     delivers a file;
+//   - "message…": answers with the A2A message it received
+//     (input.message) as a data part of output.parts, and a file by URL;
+//   - "one-shot…": answers with a direct message (output.reply);
+//   - "decline…": declines the task (output.rejected);
 //   - anything else: echoes the text.
 type scripted struct {
 	gate    chan struct{}
@@ -52,6 +56,7 @@ func (s *scripted) Name() string { return "scripted" }
 func (s *scripted) Run(ctx context.Context, t *provider.Task, progress func(provider.Progress)) (*provider.Result, error) {
 	var in struct {
 		Data        any                      `json:"data"`
+		Message     any                      `json:"message"`
 		Attachments []adapterapi.Attachment  `json:"attachments"`
 		History     []adapterapi.HistoryTurn `json:"history"`
 	}
@@ -69,6 +74,15 @@ func (s *scripted) Run(ctx context.Context, t *provider.Task, progress func(prov
 		case <-s.gate:
 			return &provider.Result{Output: map[string]any{"text": "done: " + t.Text}}, nil
 		}
+	case strings.HasPrefix(t.Text, "message"):
+		return &provider.Result{Output: map[string]any{"text": "seen", "parts": []any{
+			map[string]any{"kind": "data", "data": map[string]any{"message": in.Message}},
+			map[string]any{"kind": "file", "uri": "https://files.example.com/out/summary.pdf?v=2", "name": "summary.pdf", "mime_type": "application/pdf"},
+		}}}, nil
+	case strings.HasPrefix(t.Text, "one-shot"):
+		return &provider.Result{Output: map[string]any{"text": "the answer to " + t.Text, "reply": "message"}}, nil
+	case strings.HasPrefix(t.Text, "decline"):
+		return &provider.Result{Output: map[string]any{"text": "I do not book flights", "rejected": true}}, nil
 	case strings.HasPrefix(t.Text, "ask"):
 		return &provider.Result{Output: map[string]any{"text": "Which city?", adapterapi.InputRequiredKey: true}}, nil
 	case len(in.History) > 0:
