@@ -23,6 +23,13 @@ const (
 	// otherwise, and so where its clients look first (seed 000's local API
 	// base).
 	DefaultAPIAddr = "127.0.0.1:3000"
+	// DefaultKeepAlive is how often a server-sent event stream with nothing
+	// to say sends a comment, so proxies and clients keep it open (every
+	// door's streams: the REST event streams, A2A, the partner routes).
+	DefaultKeepAlive = 15 * time.Second
+	// DefaultVersion is the version a component shows (agent cards,
+	// status answers) when it is not told the platform's.
+	DefaultVersion = "dev"
 )
 
 // Limits of request bodies and of bus messages. A body's content travels

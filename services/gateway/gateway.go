@@ -50,7 +50,7 @@ type Config struct {
 	// MaxPullWait caps a long-poll pull. Default 30s.
 	MaxPullWait time.Duration
 	// SSEHeartbeat is the interval of keep-alive comments on event streams.
-	// Default 15s, below common proxy idle timeouts.
+	// Default mesh.DefaultKeepAlive, below common proxy idle timeouts.
 	SSEHeartbeat time.Duration
 	// Metrics receives the gateway's HTTP metrics; nil records none.
 	Metrics prometheus.Registerer
@@ -96,7 +96,7 @@ func (c *Config) defaults() {
 		c.MaxPullWait = 30 * time.Second
 	}
 	if c.SSEHeartbeat == 0 {
-		c.SSEHeartbeat = 15 * time.Second
+		c.SSEHeartbeat = mesh.DefaultKeepAlive
 	}
 	if c.SignInLinkTTL == 0 {
 		c.SignInLinkTTL = 2 * time.Minute

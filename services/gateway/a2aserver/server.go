@@ -54,7 +54,7 @@ type Config struct {
 	// PublicURL is how A2A clients reach the platform: the base of every
 	// URL in agent cards and of artifact links. Required.
 	PublicURL string
-	// Version is the platform version agent cards show. Default "dev".
+	// Version is the platform version agent cards show. Default mesh.DefaultVersion.
 	Version string
 	// Admission authenticates callers and keeps their rate limits (set by
 	// the gateway, shared with its other A2A endpoints).
@@ -79,7 +79,7 @@ type Config struct {
 	// operators who want no calls out of the platform.
 	NoPush bool
 	// KeepAlive is the interval of keep-alive comments on event streams.
-	// Default 15s.
+	// Default mesh.DefaultKeepAlive.
 	KeepAlive time.Duration
 	// WriteError answers the endpoint's platform-REST routes (API keys) in the
 	// gateway's error shape.
@@ -91,7 +91,7 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.Version == "" {
-		c.Version = "dev"
+		c.Version = mesh.DefaultVersion
 	}
 	if c.BlockingWait == 0 {
 		c.BlockingWait = mesh.DefaultBlockingWait
@@ -109,7 +109,7 @@ func (c *Config) defaults() {
 		c.MaxAnonymousBodyBytes = mesh.MaxAnonymousBodyBytes
 	}
 	if c.KeepAlive == 0 {
-		c.KeepAlive = 15 * time.Second
+		c.KeepAlive = mesh.DefaultKeepAlive
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 }

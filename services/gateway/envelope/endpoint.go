@@ -27,7 +27,7 @@ import (
 // Config configures the envelope endpoint. Zero values take the documented
 // defaults.
 type Config struct {
-	// Version is the agents' version in status answers. Default "dev".
+	// Version is the agents' version in status answers. Default mesh.DefaultVersion.
 	Version string
 	// ExecuteWait bounds how long execute-agent waits for its task; past
 	// it the answer is 202 with the execution still running. Default 60s.
@@ -53,7 +53,7 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.Version == "" {
-		c.Version = "dev"
+		c.Version = mesh.DefaultVersion
 	}
 	if c.ExecuteWait == 0 {
 		c.ExecuteWait = mesh.DefaultBlockingWait

@@ -56,7 +56,7 @@ type Config struct {
 	// a body carries becomes a run's input.
 	MaxBodyBytes int64
 	// KeepAlive is the interval of keep-alive comments on status streams.
-	// Default 15s.
+	// Default mesh.DefaultKeepAlive.
 	KeepAlive time.Duration
 
 	// Set by the gateway.
@@ -83,7 +83,7 @@ func (c *Config) defaults() {
 		c.CardName = DefaultCardName
 	}
 	if c.CardVersion == "" {
-		c.CardVersion = "dev"
+		c.CardVersion = mesh.DefaultVersion
 	}
 	if c.BaseURL == "" {
 		c.BaseURL = c.PublicURL
@@ -102,7 +102,7 @@ func (c *Config) defaults() {
 		c.MaxBodyBytes = mesh.MaxInputBytes
 	}
 	if c.KeepAlive == 0 {
-		c.KeepAlive = 15 * time.Second
+		c.KeepAlive = mesh.DefaultKeepAlive
 	}
 }
 
