@@ -165,3 +165,39 @@ func TestMessage_DeclinedTaskIsRejected(t *testing.T) {
 		t.Errorf("1.0 answer %d %s", a.status, a.body)
 	}
 }
+
+// TestListTasks_RejectedFilterFindsDeclinedTasksOnly: listing by
+// TASK_STATE_REJECTED finds the tasks the agent declined, and listing by
+// TASK_STATE_FAILED leaves them out.
+func TestListTasks_RejectedFilterFindsDeclinedTasksOnly(t *testing.T) {
+	t.Parallel()
+	d := startEndpoint(t, endpointOptions{agent: meshtest.AgentOptions{Provider: newScripted()}})
+	c := d.client("1.0", a2a.TransportProtocolJSONRPC)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: textMessage("decline to be listed")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	declined, ok := res.(*a2a.Task)
+	if !ok {
+		t.Fatalf("answer %s", meshtest.JSON(res))
+	}
+	if _, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: textMessage("a plain task")}); err != nil {
+		t.Fatal(err)
+	}
+	rejected, err := c.ListTasks(ctx, &a2a.ListTasksRequest{Status: a2a.TaskStateRejected})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rejected.Tasks) != 1 || rejected.Tasks[0].ID != declined.ID || rejected.Tasks[0].Status.State != a2a.TaskStateRejected {
+		t.Errorf("rejected tasks: %s", meshtest.JSON(rejected.Tasks))
+	}
+	failed, err := c.ListTasks(ctx, &a2a.ListTasksRequest{Status: a2a.TaskStateFailed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(failed.Tasks) != 0 {
+		t.Errorf("failed tasks: %s", meshtest.JSON(failed.Tasks))
+	}
+}

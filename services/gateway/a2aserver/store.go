@@ -171,6 +171,7 @@ func (t *taskStore) List(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.L
 		return nil, a2a.NewError(a2a.ErrInvalidParams, "historyLength must not be negative")
 	}
 	var status mesh.Status
+	var state a2a.TaskState
 	// The 1.x JavaScript client (@a2a-js/sdk 1.3.0) serialises an absent
 	// status filter as the protobuf placeholder "UNRECOGNIZED" (its toJSON
 	// meets undefined where it expects 0); that means no filter, not an
@@ -179,12 +180,14 @@ func (t *taskStore) List(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.L
 		if status = statusOf(req.Status); status == "" {
 			return nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("status %q is not a task state this server has", req.Status))
 		}
+		state = req.Status
 	}
 	if req.ContextID != "" && !mesh.ValidID(req.ContextID) {
 		return &a2a.ListTasksResponse{Tasks: []*a2a.Task{}, PageSize: size}, nil
 	}
 	match := func(run *mesh.TaskRun) bool {
 		return run.TargetAgentID == rq.agent.ID && (status == "" || run.Status == status) &&
+			(state == "" || a2atask.RunState(run) == state) &&
 			(req.ContextID == "" || run.ConversationID == req.ContextID) &&
 			(req.StatusTimestampAfter == nil || run.UpdatedAt.After(*req.StatusTimestampAfter))
 	}
@@ -278,8 +281,12 @@ func (t *taskStore) callerRuns(ctx context.Context, rq *request, match func(*mes
 	return out, nil
 }
 
-// statusOf is the run status of an A2A state ("" for states runs never have).
+// statusOf is the run status of an A2A state ("" for states runs never
+// have): rejected tasks are failed runs (a2atask.RunState tells them apart).
 func statusOf(s a2a.TaskState) mesh.Status {
+	if s == a2a.TaskStateRejected {
+		return mesh.StatusFailed
+	}
 	for _, st := range mesh.AllStatuses() {
 		if a2atask.State(st) == s {
 			return st
