@@ -42,29 +42,6 @@ const (
 	CodeNoSealingKey Code = "NO_SEALING_KEY"
 )
 
-// Reasons recorded in a failed run's error.code by the platform itself.
-const (
-	ReasonRuntimeLost      = "RUNTIME_LOST"
-	ReasonDeadlineExceeded = "DEADLINE_EXCEEDED"
-	ReasonTaskFailed       = "TASK_FAILED"
-	ReasonCanceled         = "CANCELED"
-	// ReasonDelegationLoop: a routing rule would delegate the run to an
-	// agent already in its delegation chain.
-	ReasonDelegationLoop = "DELEGATION_LOOP"
-	// ReasonDelegationDepth: the delegation chain would grow past the
-	// platform's limit.
-	ReasonDelegationDepth = "DELEGATION_DEPTH_EXCEEDED"
-	// ReasonDelegationFailed: the delegate could not be given the task (its
-	// endpoint refused the call, the partner was unreachable).
-	ReasonDelegationFailed = "DELEGATION_FAILED"
-	// ReasonSealedForAnotherRuntime: the run's environment variables were
-	// sealed to the key of the runtime that was the agent's active one
-	// when the run was created, and another runtime claimed it (the agent
-	// was paired again meanwhile): only the first could open them. The
-	// claiming runtime reports it.
-	ReasonSealedForAnotherRuntime = "SEALED_FOR_ANOTHER_RUNTIME"
-)
-
 // Error is the error every service returns across the bus. It carries a code
 // callers branch on and a message people read; it never carries a secret.
 type Error struct {

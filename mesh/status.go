@@ -14,12 +14,6 @@ const (
 	StatusCanceled      Status = "canceled"
 )
 
-// ReasonRejected is the error code of a run the agent declined (its adapter
-// answered output.rejected). Declining ends the run as a failure, so the
-// state machine needs no state of its own for it; the A2A endpoint shows
-// such a run as rejected.
-const ReasonRejected = "REJECTED"
-
 // transitions is the one place the task-run state machine is written down.
 var transitions = map[Status][]Status{
 	// A pending run may be claimed, canceled, or failed by the platform

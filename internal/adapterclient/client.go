@@ -23,20 +23,10 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/tracing"
+	"github.com/a2amesh/a2amesh/mesh"
 )
 
 var tracer = tracing.Tracer("adapterclient")
-
-// Failure codes the runtime reports when the adapter call itself fails.
-const (
-	CodeUnreachable     = "ADAPTER_UNREACHABLE"
-	CodeConnectionLost  = "ADAPTER_CONNECTION_LOST"
-	CodeTimeout         = "ADAPTER_TIMEOUT"
-	CodeHTTPStatus      = "ADAPTER_HTTP_ERROR"
-	CodeInvalidJSON     = "ADAPTER_INVALID_JSON"
-	CodeInvalidResponse = "ADAPTER_INVALID_RESPONSE"
-	CodeCanceled        = "ADAPTER_CANCELED"
-)
 
 // maxReplyBytes bounds an adapter reply: it may carry artifact contents.
 const maxReplyBytes = 64 << 20
@@ -132,7 +122,7 @@ func (c *Client) Run(ctx context.Context, req *adapterapi.RunTaskRequest, onProg
 	defer span.End()
 	resp, kept, err := c.post(ctx, hreq)
 	if err != nil {
-		tracing.Fail(span, CodeConnectionLost)
+		tracing.Fail(span, mesh.ReasonAdapterConnectionLost)
 		return nil, c.transportFailure(ctx, err)
 	}
 	defer resp.Body.Close()
@@ -144,7 +134,7 @@ func (c *Client) Run(ctx context.Context, req *adapterapi.RunTaskRequest, onProg
 			msg += " (give a2a-runtime start the adapter's --auth-token-file with --adapter-token-file)"
 		}
 		return nil, &Failure{
-			Code:    CodeHTTPStatus,
+			Code:    mesh.ReasonAdapterHTTPError,
 			Message: msg,
 			// 429 (its queue is full) and 503 (it is stopping) refuse the
 			// task before it starts.
@@ -163,7 +153,7 @@ func (c *Client) Run(ctx context.Context, req *adapterapi.RunTaskRequest, onProg
 		return nil, c.transportFailure(ctx, err)
 	}
 	if len(data) > maxReplyBytes {
-		return nil, &Failure{Code: CodeInvalidResponse, Message: fmt.Sprintf("local adapter reply is larger than %d bytes", maxReplyBytes)}
+		return nil, &Failure{Code: mesh.ReasonAdapterInvalidResponse, Message: fmt.Sprintf("local adapter reply is larger than %d bytes", maxReplyBytes)}
 	}
 	return parse(data)
 }
@@ -231,7 +221,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, onProgress func
 		}
 		var sl adapterapi.StreamLine
 		if err := json.Unmarshal(line, &sl); err != nil {
-			return nil, &Failure{Code: CodeInvalidJSON, Message: "local adapter sent a stream line that is not JSON"}
+			return nil, &Failure{Code: mesh.ReasonAdapterInvalidJSON, Message: "local adapter sent a stream line that is not JSON"}
 		}
 		switch sl.Type {
 		case adapterapi.LineProgress:
@@ -248,18 +238,18 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, onProgress func
 	if ctx.Err() != nil {
 		return nil, c.transportFailure(ctx, ctx.Err())
 	}
-	return nil, &Failure{Code: CodeConnectionLost, Message: "local adapter ended its stream without a result"}
+	return nil, &Failure{Code: mesh.ReasonAdapterConnectionLost, Message: "local adapter ended its stream without a result"}
 }
 
 func parse(data []byte) (*adapterapi.Reply, error) {
 	reply, err := adapterapi.ParseReply(data)
 	switch {
 	case errors.Is(err, adapterapi.ErrNotJSON):
-		return nil, &Failure{Code: CodeInvalidJSON, Message: "local adapter reply is not JSON"}
+		return nil, &Failure{Code: mesh.ReasonAdapterInvalidJSON, Message: "local adapter reply is not JSON"}
 	case errors.Is(err, adapterapi.ErrNotObject):
-		return nil, &Failure{Code: CodeInvalidResponse, Message: "local adapter reply is not a JSON object"}
+		return nil, &Failure{Code: mesh.ReasonAdapterInvalidResponse, Message: "local adapter reply is not a JSON object"}
 	case err != nil:
-		return nil, &Failure{Code: CodeInvalidResponse, Message: err.Error()}
+		return nil, &Failure{Code: mesh.ReasonAdapterInvalidResponse, Message: err.Error()}
 	}
 	return reply, nil
 }
@@ -268,20 +258,20 @@ func parse(data []byte) (*adapterapi.Reply, error) {
 func (c *Client) transportFailure(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return &Failure{Code: CodeTimeout, Message: "local adapter did not answer before the task timeout"}
+		return &Failure{Code: mesh.ReasonAdapterTimeout, Message: "local adapter did not answer before the task timeout"}
 	case ctx.Err() != nil:
-		return &Failure{Code: CodeCanceled, Message: "the adapter request was aborted"}
+		return &Failure{Code: mesh.ReasonAdapterCanceled, Message: "the adapter request was aborted"}
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return &Failure{Code: CodeUnreachable, Message: fmt.Sprintf("cannot reach the local adapter at %s (connection refused): is a2a-adapter running?", c.endpoint), NotDelivered: true}
+		return &Failure{Code: mesh.ReasonAdapterUnreachable, Message: fmt.Sprintf("cannot reach the local adapter at %s (connection refused): is a2a-adapter running?", c.endpoint), NotDelivered: true}
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return &Failure{Code: CodeConnectionLost, Message: "the local adapter closed the connection before answering (did it crash?)"}
+		return &Failure{Code: mesh.ReasonAdapterConnectionLost, Message: "the local adapter closed the connection before answering (did it crash?)"}
 	}
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
 	if errors.As(err, &dnsErr) || (errors.As(err, &opErr) && opErr.Op == "dial") {
-		return &Failure{Code: CodeUnreachable, Message: fmt.Sprintf("cannot reach the local adapter at %s: %v", c.endpoint, err), NotDelivered: true}
+		return &Failure{Code: mesh.ReasonAdapterUnreachable, Message: fmt.Sprintf("cannot reach the local adapter at %s: %v", c.endpoint, err), NotDelivered: true}
 	}
-	return &Failure{Code: CodeConnectionLost, Message: fmt.Sprintf("local adapter connection failed: %v", err)}
+	return &Failure{Code: mesh.ReasonAdapterConnectionLost, Message: fmt.Sprintf("local adapter connection failed: %v", err)}
 }
 
 // Health asks the adapter's GET /health (next to the run-task path).
@@ -306,11 +296,11 @@ func (c *Client) Health(ctx context.Context) (*adapterapi.Health, error) {
 	var h adapterapi.Health
 	if resp.StatusCode != http.StatusOK {
 		// 503: the adapter is stopping and takes no task.
-		return nil, &Failure{Code: CodeHTTPStatus, Message: fmt.Sprintf("GET %s answered HTTP %d", u, resp.StatusCode), NotDelivered: resp.StatusCode == http.StatusServiceUnavailable}
+		return nil, &Failure{Code: mesh.ReasonAdapterHTTPError, Message: fmt.Sprintf("GET %s answered HTTP %d", u, resp.StatusCode), NotDelivered: resp.StatusCode == http.StatusServiceUnavailable}
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&h); err != nil {
 		c.keepAlive.Store(false)
-		return nil, &Failure{Code: CodeInvalidJSON, Message: "health answer is not JSON"}
+		return nil, &Failure{Code: mesh.ReasonAdapterInvalidJSON, Message: "health answer is not JSON"}
 	}
 	c.keepAlive.Store(h.KeepAlive)
 	return &h, nil
@@ -324,7 +314,7 @@ func (c *Client) Health(ctx context.Context) (*adapterapi.Health, error) {
 func (c *Client) Reachable(ctx context.Context) error {
 	_, err := c.Health(ctx)
 	var f *Failure
-	if err == nil || (errors.As(err, &f) && (f.Code == CodeHTTPStatus || f.Code == CodeInvalidJSON) && !f.NotDelivered) {
+	if err == nil || (errors.As(err, &f) && (f.Code == mesh.ReasonAdapterHTTPError || f.Code == mesh.ReasonAdapterInvalidJSON) && !f.NotDelivered) {
 		return nil
 	}
 	return err

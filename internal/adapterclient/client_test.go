@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/a2amesh/a2amesh/mesh"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -64,11 +65,11 @@ func TestRun_ClassifiesEveryReplyShape(t *testing.T) {
 		{"success envelope", 200, `{"success":true,"output":{"text":"ok"}}`, adapterapi.KindSuccess, ""},
 		{"legacy output", 200, `{"text":"ok"}`, adapterapi.KindLegacy, ""},
 		{"explicit failure", 200, `{"success":false,"error":"nope"}`, adapterapi.KindFailure, ""},
-		{"non-2xx", 500, `{"success":true}`, 0, adapterclient.CodeHTTPStatus},
-		{"not JSON", 200, `hello`, 0, adapterclient.CodeInvalidJSON},
-		{"JSON array", 200, `[1,2]`, 0, adapterclient.CodeInvalidResponse},
-		{"JSON number", 200, `42`, 0, adapterclient.CodeInvalidResponse},
-		{"success without object output", 200, `{"success":true,"output":"text"}`, 0, adapterclient.CodeInvalidResponse},
+		{"non-2xx", 500, `{"success":true}`, 0, mesh.ReasonAdapterHTTPError},
+		{"not JSON", 200, `hello`, 0, mesh.ReasonAdapterInvalidJSON},
+		{"JSON array", 200, `[1,2]`, 0, mesh.ReasonAdapterInvalidResponse},
+		{"JSON number", 200, `42`, 0, mesh.ReasonAdapterInvalidResponse},
+		{"success without object output", 200, `{"success":true,"output":"text"}`, 0, mesh.ReasonAdapterInvalidResponse},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,8 +166,8 @@ func TestRun_StreamWithoutResultIsAConnectionLoss(t *testing.T) {
 	})
 	_, err := c.Run(context.Background(), request(), nil)
 	var f *adapterclient.Failure
-	if !errors.As(err, &f) || f.Code != adapterclient.CodeConnectionLost {
-		t.Fatalf("error %v, want %s", err, adapterclient.CodeConnectionLost)
+	if !errors.As(err, &f) || f.Code != mesh.ReasonAdapterConnectionLost {
+		t.Fatalf("error %v, want %s", err, mesh.ReasonAdapterConnectionLost)
 	}
 }
 
@@ -174,8 +175,8 @@ func TestRun_UnreachableAndTimeoutHaveTheirOwnCodes(t *testing.T) {
 	t.Parallel()
 	_, err := closedPort(t).Run(context.Background(), request(), nil)
 	var f *adapterclient.Failure
-	if !errors.As(err, &f) || f.Code != adapterclient.CodeUnreachable {
-		t.Fatalf("closed port: %v, want %s", err, adapterclient.CodeUnreachable)
+	if !errors.As(err, &f) || f.Code != mesh.ReasonAdapterUnreachable {
+		t.Fatalf("closed port: %v, want %s", err, mesh.ReasonAdapterUnreachable)
 	}
 
 	hang := make(chan struct{})
@@ -189,8 +190,8 @@ func TestRun_UnreachableAndTimeoutHaveTheirOwnCodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	_, err = slow.Run(ctx, request(), nil)
-	if !errors.As(err, &f) || f.Code != adapterclient.CodeTimeout {
-		t.Fatalf("hanging adapter: %v, want %s", err, adapterclient.CodeTimeout)
+	if !errors.As(err, &f) || f.Code != mesh.ReasonAdapterTimeout {
+		t.Fatalf("hanging adapter: %v, want %s", err, mesh.ReasonAdapterTimeout)
 	}
 }
 
@@ -235,8 +236,8 @@ func TestRun_OnlyAnUnopenedConnectionIsNotDelivered(t *testing.T) {
 		}
 	})
 	_, err = dropped.Run(context.Background(), request(), nil)
-	if !errors.As(err, &f) || f.NotDelivered || f.Code != adapterclient.CodeConnectionLost {
-		t.Fatalf("dropped connection: %v (%+v), want %s, delivered", err, f, adapterclient.CodeConnectionLost)
+	if !errors.As(err, &f) || f.NotDelivered || f.Code != mesh.ReasonAdapterConnectionLost {
+		t.Fatalf("dropped connection: %v (%+v), want %s, delivered", err, f, mesh.ReasonAdapterConnectionLost)
 	}
 }
 
@@ -267,8 +268,8 @@ func TestRun_ARefusalBeforeStartingIsNotDelivered(t *testing.T) {
 		})
 		_, err := c.Run(context.Background(), request(), nil)
 		var f *adapterclient.Failure
-		if !errors.As(err, &f) || !f.NotDelivered || f.Code != adapterclient.CodeHTTPStatus {
-			t.Errorf("HTTP %d: %v (%+v), want %s marked not delivered", status, err, f, adapterclient.CodeHTTPStatus)
+		if !errors.As(err, &f) || !f.NotDelivered || f.Code != mesh.ReasonAdapterHTTPError {
+			t.Errorf("HTTP %d: %v (%+v), want %s marked not delivered", status, err, f, mesh.ReasonAdapterHTTPError)
 		}
 		if err := c.Reachable(context.Background()); (err == nil) != (status != http.StatusServiceUnavailable) {
 			t.Errorf("adapter answering /health with %d: reachable error %v; want one for 503 only", status, err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/a2amesh/a2amesh/mesh"
 	"testing"
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
@@ -25,7 +26,7 @@ func FuzzReadStream(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	codes := map[string]bool{CodeInvalidJSON: true, CodeInvalidResponse: true, CodeConnectionLost: true}
+	codes := map[string]bool{mesh.ReasonAdapterInvalidJSON: true, mesh.ReasonAdapterInvalidResponse: true, mesh.ReasonAdapterConnectionLost: true}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := &Client{}
 		progress := 0

@@ -103,7 +103,7 @@ func (c *Engine) checkAdapter(ctx context.Context) {
 // failure answer).
 func (c *Engine) suspectAdapter(err error) {
 	var f *adapterclient.Failure
-	if err == nil || (errors.As(err, &f) && !f.NotDelivered && f.Code != adapterclient.CodeConnectionLost) {
+	if err == nil || (errors.As(err, &f) && !f.NotDelivered && f.Code != mesh.ReasonAdapterConnectionLost) {
 		return
 	}
 	c.mu.Lock()

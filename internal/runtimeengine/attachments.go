@@ -11,10 +11,6 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
-// CodeAttachmentUnavailable fails a run whose input file the runtime could
-// not fetch from the platform.
-const CodeAttachmentUnavailable = "ATTACHMENT_UNAVAILABLE"
-
 // maxAttachmentBytes bounds the files passed inline to the adapter with one
 // task, so a run-task request stays within what adapters accept.
 const maxAttachmentBytes = 20 << 20

@@ -21,13 +21,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Failure codes the runtime itself reports.
-const (
-	CodeArtifactWriteFailed = "ARTIFACT_WRITE_FAILED"
-	CodeRuntimeShutdown     = "RUNTIME_SHUTDOWN"
-	CodeAdapterFailure      = "ADAPTER_REPORTED_FAILURE"
-)
-
 // execute works on one claimed run from dispatch to report.
 func (c *Engine) execute(run *mesh.TaskRun) {
 	ctx, cancel := context.WithCancelCause(c.execCtx)
@@ -52,7 +45,7 @@ func (c *Engine) execute(run *mesh.TaskRun) {
 	req, err := c.request(tctx, run)
 	if err != nil {
 		progress.close()
-		code := CodeAttachmentUnavailable
+		code := mesh.ReasonAttachmentUnavailable
 		if errors.Is(err, errSealed) {
 			code = mesh.ReasonSealedForAnotherRuntime
 		}
@@ -93,9 +86,9 @@ func (c *Engine) execute(run *mesh.TaskRun) {
 	case errors.As(err, &failure):
 		c.failRun(ctx, run, failure.Code, failure.Message)
 	case err != nil:
-		c.failRun(ctx, run, adapterclient.CodeConnectionLost, err.Error())
+		c.failRun(ctx, run, mesh.ReasonAdapterConnectionLost, err.Error())
 	case reply.Kind == adapterapi.KindFailure:
-		c.failRun(ctx, run, CodeAdapterFailure, reply.Error)
+		c.failRun(ctx, run, mesh.ReasonAdapterFailure, reply.Error)
 	case rejects(reply):
 		_, reason := adapterapi.Rejected(reply.Output)
 		c.failRun(ctx, run, mesh.ReasonRejected, reason)
@@ -209,7 +202,7 @@ func (c *Engine) instructions(ctx context.Context) string {
 func (c *Engine) stopped(ctx context.Context, run *mesh.TaskRun, cause error) {
 	switch {
 	case errors.Is(cause, errShutdown):
-		c.failRun(ctx, run, CodeRuntimeShutdown, cause.Error())
+		c.failRun(ctx, run, mesh.ReasonRuntimeShutdown, cause.Error())
 	case errors.Is(cause, errReauth):
 		c.record(ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: run.ID, Attempt: run.Attempt, ErrorCode: "RUNTIME_UNAUTHORIZED", Message: cause.Error()})
 	default:
@@ -232,7 +225,7 @@ func (c *Engine) failRun(ctx context.Context, run *mesh.TaskRun, code, message s
 func (c *Engine) completeRun(ctx context.Context, run *mesh.TaskRun, output map[string]any) {
 	writes, err := adapterapi.ArtifactWrites(output)
 	if err != nil {
-		c.failRun(ctx, run, CodeArtifactWriteFailed, err.Error())
+		c.failRun(ctx, run, mesh.ReasonArtifactWriteFailed, err.Error())
 		return
 	}
 	refs := make([]map[string]any, 0, len(writes))
@@ -242,7 +235,7 @@ func (c *Engine) completeRun(ctx context.Context, run *mesh.TaskRun, output map[
 		cancel()
 		if err != nil {
 			// Seed 000 step 6: any failed write fails the run; it is not completed.
-			c.failRun(ctx, run, CodeArtifactWriteFailed, "artifact "+describe(w, i)+" could not be stored: "+err.Error())
+			c.failRun(ctx, run, mesh.ReasonArtifactWriteFailed, "artifact "+describe(w, i)+" could not be stored: "+err.Error())
 			return
 		}
 		c.record(ledger.Entry{Event: ledger.EventArtifactWritten, TaskRunID: run.ID, Attempt: run.Attempt, Message: w.Filename})
@@ -254,7 +247,7 @@ func (c *Engine) completeRun(ctx context.Context, run *mesh.TaskRun, output map[
 	delete(output, adapterapi.InputRequiredKey)
 	out, err := json.Marshal(cleanOutput(output, refs))
 	if err != nil {
-		c.failRun(ctx, run, adapterclient.CodeInvalidResponse, "output cannot be encoded: "+err.Error())
+		c.failRun(ctx, run, mesh.ReasonAdapterInvalidResponse, "output cannot be encoded: "+err.Error())
 		return
 	}
 	c.record(ledger.Entry{Event: ledger.EventTaskCompleted, TaskRunID: run.ID, Attempt: run.Attempt})

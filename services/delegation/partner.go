@@ -344,7 +344,7 @@ func (s *Service) applyCallback(ctx context.Context, p *partnerRecord, parent *m
 			msg, code = cb.Error.Message, cb.Error.Code
 		}
 		_, err = s.client.DelegateEnd(ctx, meshapi.DelegateEndRequest{TaskRunID: parent.ID, Status: mesh.StatusFailed, RemoteState: string(cb.State), Error: &mesh.RunError{
-			Code: "PARTNER_TASK_FAILED", Message: fmt.Sprintf("delegated to partner %q, whose task failed: %s", p.Name, msg),
+			Code: mesh.ReasonPartnerTaskFailed, Message: fmt.Sprintf("delegated to partner %q, whose task failed: %s", p.Name, msg),
 			Details: map[string]any{"partner_id": p.PartnerID, "remote_task_id": cb.TaskID, "partner_error_code": code},
 		}})
 	case partnerapi.StateCanceled:
