@@ -28,7 +28,6 @@ const (
 	maxRetryWait   = 500 * time.Millisecond
 )
 
-
 // Transient reports whether err is one JetStream gives while a leader is
 // being elected or a node is lost: the call may succeed if tried again.
 func Transient(err error) bool {
