@@ -235,7 +235,7 @@ func serveUntilSignal(srv *adapter.Server, ln net.Listener, grace time.Duration,
 	case err := <-served:
 		return err
 	case sig := <-sigs:
-		log.Info().Str("signal", sig.String()).Dur("grace", grace).Msg("shutting down")
+		log.Info().Str("signal", sig.String()).Dur("grace_ms", grace).Msg("shutting down")
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), grace)

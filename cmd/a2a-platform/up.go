@@ -43,7 +43,7 @@ func newUp(g *globals) *cobra.Command {
 				return settingErrors(cmd, &cfg, err)
 			}
 			log.Info().Str("http", "http://"+p.HTTPAddr()).Str("nats", p.NATSURL()).Str("websocket", p.WebSocketURL()).Str("monitor", p.MonitorURL()).
-				Str("data_dir", cfg.DataDir).Dur("startup", time.Since(start)).Msg("platform ready")
+				Str("data_dir", cfg.DataDir).Dur("startup_ms", time.Since(start)).Msg("platform ready")
 			<-cmd.Context().Done()
 			log.Info().Msg("shutting down")
 			p.Stop()

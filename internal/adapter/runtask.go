@@ -133,9 +133,9 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, log zerolog.Logger,
 	}
 	elapsed := time.Since(start)
 	if err != nil {
-		log.Warn().Dur("elapsed", elapsed).Str("error", err.Error()).Msg("task failed")
+		log.Warn().Dur("elapsed_ms", elapsed).Str("error", err.Error()).Msg("task failed")
 	} else {
-		log.Info().Dur("elapsed", elapsed).Msg("task succeeded")
+		log.Info().Dur("elapsed_ms", elapsed).Msg("task succeeded")
 	}
 
 	if st != nil {

@@ -224,7 +224,7 @@ func (a *AdapterProcess) supervise(ctx context.Context, exited chan struct{}) {
 		if time.Since(started) > adapterStable {
 			delay = adapterRestartMin
 		}
-		a.log.Warn().Str("exit", a.exitState()).Dur("restart_in", delay).Msg("local adapter exited; starting it again")
+		a.log.Warn().Str("exit", a.exitState()).Dur("restart_in_ms", delay).Msg("local adapter exited; starting it again")
 		select {
 		case <-ctx.Done():
 			return
@@ -233,7 +233,7 @@ func (a *AdapterProcess) supervise(ctx context.Context, exited chan struct{}) {
 		delay = min(delay*2, adapterRestartMax)
 		var err error
 		for exited, err = a.spawn(); err != nil; exited, err = a.spawn() {
-			a.log.Error().Err(err).Dur("retry_in", delay).Msg("local adapter not started")
+			a.log.Error().Err(err).Dur("retry_in_ms", delay).Msg("local adapter not started")
 			select {
 			case <-ctx.Done():
 				return

@@ -272,7 +272,7 @@ func (c *Engine) drain(workers *sync.WaitGroup) {
 	done := make(chan struct{})
 	go func() { workers.Wait(); close(done) }()
 	if n := c.runningCount(); n > 0 && c.fatalErr == nil {
-		c.log.Info().Int("running", n).Dur("grace", c.cfg.DrainGrace).Msg("waiting for running tasks")
+		c.log.Info().Int("running", n).Dur("grace_ms", c.cfg.DrainGrace).Msg("waiting for running tasks")
 	}
 	timer := time.NewTimer(c.cfg.DrainGrace)
 	defer timer.Stop()
@@ -384,7 +384,7 @@ func (c *Engine) next(ctx context.Context, n int, backoff *time.Duration) ([]*me
 		// a heartbeat now (and, if it fails, a credential check) finds
 		// out whether that was why, instead of at the next interval.
 		c.kickHeartbeat()
-		c.log.Warn().Err(err).Dur("retry_in", *backoff).Msg("cannot claim work; retrying")
+		c.log.Warn().Err(err).Dur("retry_in_ms", *backoff).Msg("cannot claim work; retrying")
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
