@@ -99,6 +99,7 @@ type rendered struct {
 	services    []*corev1.Service
 	ingresses   []*networkingv1.Ingress
 	budgets     []*policyv1.PodDisruptionBudget
+	accounts    []*corev1.ServiceAccount
 }
 
 var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
@@ -132,6 +133,9 @@ func render(t *testing.T, args ...string) *rendered {
 		case "policy/v1 PodDisruptionBudget":
 			b := &policyv1.PodDisruptionBudget{}
 			r.budgets, obj = append(r.budgets, b), b
+		case "v1 ServiceAccount":
+			a := &corev1.ServiceAccount{}
+			r.accounts, obj = append(r.accounts, a), a
 		default:
 			t.Fatalf("the chart renders a %s %s, which these tests do not know (and a Secret or ConfigMap would be a place for secrets)", tm.APIVersion, tm.Kind)
 		}

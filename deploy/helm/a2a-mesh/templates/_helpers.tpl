@@ -33,3 +33,12 @@ app.kubernetes.io/component: {{ .service }}
 {{- define "a2a-mesh.gatewayService" -}}
 {{- printf "%s-gateway" (include "a2a-mesh.fullname" .) -}}
 {{- end -}}
+
+{{/* The service account every pod runs as: the chart's own (named after the release unless serviceAccount.name says), or serviceAccount.name, or the namespace's default. */}}
+{{- define "a2a-mesh.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "a2a-mesh.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
