@@ -100,6 +100,7 @@ type rendered struct {
 	ingresses   []*networkingv1.Ingress
 	budgets     []*policyv1.PodDisruptionBudget
 	accounts    []*corev1.ServiceAccount
+	policies    []*networkingv1.NetworkPolicy
 }
 
 var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
@@ -136,6 +137,9 @@ func render(t *testing.T, args ...string) *rendered {
 		case "v1 ServiceAccount":
 			a := &corev1.ServiceAccount{}
 			r.accounts, obj = append(r.accounts, a), a
+		case "networking.k8s.io/v1 NetworkPolicy":
+			p := &networkingv1.NetworkPolicy{}
+			r.policies, obj = append(r.policies, p), p
 		default:
 			t.Fatalf("the chart renders a %s %s, which these tests do not know (and a Secret or ConfigMap would be a place for secrets)", tm.APIVersion, tm.Kind)
 		}
