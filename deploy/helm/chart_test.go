@@ -101,6 +101,8 @@ type rendered struct {
 	budgets     []*policyv1.PodDisruptionBudget
 	accounts    []*corev1.ServiceAccount
 	policies    []*networkingv1.NetworkPolicy
+	podMons     []*monitor
+	serviceMons []*monitor
 }
 
 var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
@@ -140,6 +142,12 @@ func render(t *testing.T, args ...string) *rendered {
 		case "networking.k8s.io/v1 NetworkPolicy":
 			p := &networkingv1.NetworkPolicy{}
 			r.policies, obj = append(r.policies, p), p
+		case "monitoring.coreos.com/v1 PodMonitor":
+			m := &monitor{}
+			r.podMons, obj = append(r.podMons, m), m
+		case "monitoring.coreos.com/v1 ServiceMonitor":
+			m := &monitor{}
+			r.serviceMons, obj = append(r.serviceMons, m), m
 		default:
 			t.Fatalf("the chart renders a %s %s, which these tests do not know (and a Secret or ConfigMap would be a place for secrets)", tm.APIVersion, tm.Kind)
 		}
