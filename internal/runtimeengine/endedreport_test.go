@@ -76,13 +76,7 @@ func TestRenew_ARunWhoseWorkIsDoneIsNotStoppedWhenThePlatformAlreadyEndedIt(t *t
 	att := p.OnlineRuntime(t, agent.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	tr, hello, err := runtimeengine.DialNATS(ctx, runtimeengine.NATSConfig{
-		URL: p.NATSURL(), Token: att.RuntimeToken, AgentID: agent.ID, RuntimeID: att.RuntimeID,
-		InboxPrefix: att.NATS.InboxPrefix, ClaimWait: 2 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, hello := dialNATS(ctx, t, p.NATSURL(), att)
 	defer tr.Close()
 	held := &heldReport{Transport: tr, completing: make(chan struct{}), release: make(chan struct{}), completed: make(chan struct{}), lost: make(chan struct{})}
 

@@ -292,7 +292,7 @@ func (c *Engine) storeArtifact(ctx context.Context, run *mesh.TaskRun, w adapter
 func platformUnreachable(err error) bool {
 	var e *mesh.Error
 	if errors.As(err, &e) {
-		return e.Code == mesh.CodeUnavailable || e.Code == mesh.CodeTimeout || e.Code == mesh.CodeRateLimited
+		return errors.Is(err, mesh.ErrUnavailable) || errors.Is(err, mesh.ErrTimeout) || errors.Is(err, mesh.ErrRateLimited)
 	}
 	var ne net.Error
 	return bus.Transient(err) || errors.As(err, &ne)

@@ -2,6 +2,7 @@ package runtimeengine_test
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"testing"
 	"time"
@@ -28,13 +29,7 @@ func TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack(t *testing
 	att := p.OnlineRuntime(t, agent.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	tr, _, err := runtimeengine.DialNATS(ctx, runtimeengine.NATSConfig{
-		URL: p.NATSURL(), Token: att.RuntimeToken, AgentID: agent.ID, RuntimeID: att.RuntimeID,
-		InboxPrefix: att.NATS.InboxPrefix, ClaimWait: 2 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, _ := dialNATS(ctx, t, p.NATSURL(), att)
 	closed := false
 	defer func() {
 		if !closed {
@@ -102,13 +97,7 @@ func TestNATSTransport_AnAnswerLostWithTheConnectionIsRecovered(t *testing.T) {
 	link.SetTarget(u.Host)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	tr, _, err := runtimeengine.DialNATS(ctx, runtimeengine.NATSConfig{
-		URL: "nats://" + link.Addr(), Token: att.RuntimeToken, AgentID: agent.ID, RuntimeID: att.RuntimeID,
-		InboxPrefix: att.NATS.InboxPrefix, ClaimWait: 2 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, _ := dialNATS(ctx, t, "nats://"+link.Addr(), att)
 	defer tr.Close()
 
 	run := p.CreateTask(agent.ID, "its answer is lost")
@@ -151,16 +140,10 @@ func TestNATSTransport_ARefusedRequestForWorkIsNotAskedAbout(t *testing.T) {
 	att := p.Attach(agent.ID) // no heartbeat: offline
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tr, _, err := runtimeengine.DialNATS(ctx, runtimeengine.NATSConfig{
-		URL: p.NATSURL(), Token: att.RuntimeToken, AgentID: agent.ID, RuntimeID: att.RuntimeID,
-		InboxPrefix: att.NATS.InboxPrefix, ClaimWait: 2 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, _ := dialNATS(ctx, t, p.NATSURL(), att)
 	defer tr.Close()
-	_, err = tr.NextUpTo(ctx, 1)
-	if mesh.AsError(err).Code != mesh.CodeRuntimeOffline {
+	_, err := tr.NextUpTo(ctx, 1)
+	if !errors.Is(err, mesh.ErrRuntimeOffline) {
 		t.Fatalf("request for work of an offline runtime: %v, want RUNTIME_OFFLINE", err)
 	}
 	if n := runtimeengine.LostAnswers(tr); n != 0 {
