@@ -180,15 +180,7 @@ func newContext(g *globals) *cobra.Command {
 		Use: "use <name>", Short: "Make a context the current one", Args: cobra.ExactArgs(1),
 		ValidArgsFunction: g.completeContexts,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.loadContexts()
-			if err != nil {
-				return err
-			}
-			if _, ok := c.Contexts[args[0]]; !ok {
-				return unknownContext(c, args[0])
-			}
-			c.Current = args[0]
-			if err := g.saveContexts(c); err != nil {
+			if err := g.changeContext(args[0], func(c *contexts) { c.Current = args[0] }); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "current context: %s\n", args[0])
@@ -220,18 +212,13 @@ func newContext(g *globals) *cobra.Command {
 		Use: "remove <name>", Short: "Remove a context", Args: cobra.ExactArgs(1),
 		ValidArgsFunction: g.completeContexts,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.loadContexts()
+			err := g.changeContext(args[0], func(c *contexts) {
+				delete(c.Contexts, args[0])
+				if c.Current == args[0] {
+					c.Current = ""
+				}
+			})
 			if err != nil {
-				return err
-			}
-			if _, ok := c.Contexts[args[0]]; !ok {
-				return unknownContext(c, args[0])
-			}
-			delete(c.Contexts, args[0])
-			if c.Current == args[0] {
-				c.Current = ""
-			}
-			if err := g.saveContexts(c); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "context %s removed\n", args[0])
@@ -240,6 +227,20 @@ func newContext(g *globals) *cobra.Command {
 	}
 	cmd.AddCommand(add, use, list, remove)
 	return cmd
+}
+
+// changeContext applies change to the stored contexts, which must hold
+// name, and stores them.
+func (g *globals) changeContext(name string, change func(*contexts)) error {
+	c, err := g.loadContexts()
+	if err != nil {
+		return err
+	}
+	if _, ok := c.Contexts[name]; !ok {
+		return unknownContext(c, name)
+	}
+	change(c)
+	return g.saveContexts(c)
 }
 
 // completeContexts offers the contexts' names.

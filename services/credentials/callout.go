@@ -47,12 +47,12 @@ func (s *Service) onAuthRequest(msg *nats.Msg) {
 			return
 		}
 		uc.Name = bus.ConsumerUserName(con.ID)
-		uc.Audience = bus.AccountConsumers
-		consumerPermissions(&uc.Permissions, con)
 		if live {
 			uc.Audience = bus.AccountLiveEvents
-			uc.Permissions = jwt.Permissions{}
 			liveEventPermissions(&uc.Permissions, con)
+		} else {
+			uc.Audience = bus.AccountConsumers
+			consumerPermissions(&uc.Permissions, con)
 		}
 	} else {
 		id, err := s.authenticate(ctx, secret.Hash(runtimeToken(&req.ConnectOptions)))
