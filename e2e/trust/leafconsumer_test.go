@@ -21,17 +21,17 @@ func consumerLeafRefused(t *testing.T, d *deployment) {
 	con := createConsumer(t, d.p, "leaf spy", agent.ID)
 	siteAddr := meshtest.FreeAddr(t)
 	for _, remote := range []string{
-		"nats-leaf://" + con.Credential + "@" + d.leafAddr,
-		"nats-leaf://" + con.LiveUser + ":" + con.Credential + "@" + d.leafAddr,
+		"nats-leaf://" + con.Credential + "@" + d.LeafAddr,
+		"nats-leaf://" + con.LiveUser + ":" + con.Credential + "@" + d.LeafAddr,
 	} {
 		leaf := natsserver.Start(t, filepath.Join("..", "..", "deploy", "nats", "leaf.conf"), map[string]string{
 			"MESH_LEAF_LISTEN":  siteAddr,
 			"MESH_LEAF_HUB_URL": remote,
 			"MESH_LEAF_MONITOR": meshtest.FreeAddr(t),
 		}, siteAddr)
-		meshtest.Eventually(t, 20*time.Second, func() bool { return strings.Contains(d.logs.String()+leaf.Logs(), "cannot connect a leaf node") },
+		meshtest.Eventually(t, 20*time.Second, func() bool { return strings.Contains(d.Output()+leaf.Logs(), "cannot connect a leaf node") },
 			func() string { return "the consumer's leaf was never refused:\n" + leaf.Logs() })
-		if n := d.leafCount(t); n != 0 {
+		if n := d.LeafCount(); n != 0 {
 			t.Fatalf("%d leaf nodes connected with a consumer credential, want none", n)
 		}
 		leaf.Stop()

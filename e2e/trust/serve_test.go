@@ -2,10 +2,7 @@ package trust_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,82 +10,26 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/natsserver"
-	"github.com/a2amesh/a2amesh/internal/platform"
-	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nkeys"
 )
 
 // deployment is the platform as an operator runs it: nats-server with
 // deploy/nats/single.conf as shipped, and each service as its own
 // `a2a-platform serve` process.
 type deployment struct {
+	*meshtest.SingleServer
 	p    *meshtest.Platform
 	conn *bus.Conn
-	logs *meshtest.Logs
-	// leafAddr is where leaf nodes of sites connect; monitorAddr is the
-	// server's monitoring endpoint.
-	leafAddr, monitorAddr string
 }
 
 func startDeployment(t *testing.T) *deployment {
 	t.Helper()
-	dir := t.TempDir()
-	issuer, err := nkeys.CreateAccount()
-	if err != nil {
-		t.Fatal(err)
-	}
-	issuerPub, _ := issuer.PublicKey()
-	issuerSeed, _ := issuer.Seed()
-	password := secret.NewToken("pw_")
-	owner := secret.NewToken(secret.PrefixOwner)
-	for name, content := range map[string]string{"issuer.nk": string(issuerSeed), "owner.token": owner + "\n"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	natsAddr, leafAddr, monitorAddr := meshtest.FreeAddr(t), meshtest.FreeAddr(t), meshtest.FreeAddr(t)
-	natsserver.Start(t, filepath.Join("..", "..", "deploy", "nats", "single.conf"), map[string]string{
-		"MESH_SERVICE_PASSWORD": password,
-		"MESH_AUTH_ISSUER":      issuerPub,
-		"MESH_NATS_LISTEN":      natsAddr,
-		"MESH_NATS_WS_LISTEN":   meshtest.FreeAddr(t),
-		"MESH_NATS_MONITOR":     monitorAddr,
-		"MESH_NATS_STORE":       filepath.Join(dir, "nats"),
-		"MESH_NATS_LEAF_LISTEN": leafAddr,
-	}, natsAddr)
-	natsURL := "nats://" + natsAddr
-
-	bin := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-platform")
-	logs := &meshtest.Logs{}
-	httpAddr := meshtest.FreeAddr(t)
-	for _, svc := range platform.Services {
-		args := []string{"serve", svc, "--data-dir", dir, "--nats-url", natsURL, "--log-level", "debug",
-			"--lease", "2s", "--heartbeat-timeout", "3s"}
-		switch svc {
-		case bus.ServiceCredentials:
-			args = append(args, "--auth-issuer-seed-file", filepath.Join(dir, "issuer.nk"), "--nats-advertise", natsURL)
-		case bus.ServiceGateway:
-			args = append(args, "--owner-token-file", filepath.Join(dir, "owner.token"), "--http", httpAddr)
-		}
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "A2A_MESH_NATS_PASSWORD="+password)
-		meshtest.StartCommand(t, cmd, logs)
-	}
-	base := "http://" + httpAddr
-	meshtest.WaitReady(t, base, 60*time.Second, logs)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := bus.Connect(ctx, bus.ConnConfig{URL: natsURL, User: "mesh-service", Password: password, Name: "trust test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.NC.Close() })
-	meshtest.WaitServices(t, conn.NC, 60*time.Second, logs, platform.BusServices...)
-	p := meshtest.Remote(t, base, owner)
-	p.Logs = logs
-	return &deployment{p: p, conn: conn, logs: logs, leafAddr: leafAddr, monitorAddr: monitorAddr}
+	s := meshtest.StartSingleServer(t, meshtest.SingleServerOptions{
+		Root: filepath.Join("..", ".."), Program: meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-platform"),
+		ServeArgs: []string{"--log-level", "debug", "--lease", "2s", "--heartbeat-timeout", "3s"},
+	})
+	return &deployment{SingleServer: s, p: s.Platform, conn: s.Conn}
 }
 
 // TestAttack_ServeDeploymentHoldsAgainstEveryCredential runs the attacks
@@ -106,7 +47,7 @@ func TestAttack_ServeDeploymentHoldsAgainstEveryCredential(t *testing.T) {
 		att := d.p.Attach(agent.ID)
 		kickedWithin(t, how, att, func() { endCredential(t, d.p, how, agent.ID, att.RuntimeID) })
 	}
-	meshtest.AssertNoSecrets(t, nil, map[string]string{"logs": d.logs.String()})
+	meshtest.AssertNoSecrets(t, nil, map[string]string{"logs": d.Output()})
 }
 
 // attackThroughALeaf runs a site's leaf node (deploy/nats/leaf.conf as
@@ -119,7 +60,7 @@ func attackThroughALeaf(t *testing.T, w *world, d *deployment) {
 	siteAddr := meshtest.FreeAddr(t)
 	leaf := natsserver.Start(t, filepath.Join("..", "..", "deploy", "nats", "leaf.conf"), map[string]string{
 		"MESH_LEAF_LISTEN":  siteAddr,
-		"MESH_LEAF_HUB_URL": "nats-leaf://runtime:" + rtA.RuntimeToken + "@" + d.leafAddr,
+		"MESH_LEAF_HUB_URL": "nats-leaf://runtime:" + rtA.RuntimeToken + "@" + d.LeafAddr,
 		"MESH_LEAF_MONITOR": meshtest.FreeAddr(t),
 	}, siteAddr)
 	nc, err := nats.Connect("nats://"+siteAddr, nats.CustomInboxPrefix(rtA.NATS.InboxPrefix))
@@ -157,30 +98,13 @@ func attackThroughALeaf(t *testing.T, w *world, d *deployment) {
 
 	// Revoking the runtime whose credential the leaf holds closes the
 	// leaf's connection to the platform within a second.
-	if n := d.leafCount(t); n != 1 {
+	if n := d.LeafCount(); n != 1 {
 		t.Fatalf("%d leaf nodes connected, want the site's", n)
 	}
 	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/agent-runtimes/" + rtA.RuntimeID + "/revoke", Owner: true}).Expect(t, http.StatusOK)
 	revoked := time.Now()
-	meshtest.Eventually(t, 5*time.Second, func() bool { return d.leafCount(t) == 0 }, func() string { return "the revoked runtime's leaf is still connected" })
+	meshtest.Eventually(t, 5*time.Second, func() bool { return d.LeafCount() == 0 }, func() string { return "the revoked runtime's leaf is still connected" })
 	if took := time.Since(revoked); took > time.Second {
 		t.Fatalf("the revoked runtime's leaf was closed %s after revocation, want within a second", took)
 	}
-}
-
-// leafCount is how many leaf nodes the platform's server has.
-func (d *deployment) leafCount(t *testing.T) int {
-	t.Helper()
-	resp, err := http.Get("http://" + d.monitorAddr + "/leafz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var leafz struct {
-		Leafs int `json:"leafnodes"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&leafz); err != nil {
-		t.Fatal(err)
-	}
-	return leafz.Leafs
 }
