@@ -190,10 +190,10 @@ func TestAttack_ConsumerCannotAimAnswersAtAnotherConsumer(t *testing.T) {
 	info := bus.UntrustedJSAPI("CONSUMER.INFO." + bus.EventStream + "." + attacker.DurableName)
 	next := bus.UntrustedJSAPI("CONSUMER.MSG.NEXT." + bus.EventStream + "." + attacker.DurableName)
 	forged := "mesh.evt." + agentB.ID + ".task_run."
-	for i, req := range []struct{ subject, body string }{
+	for _, req := range []struct{ subject, body string }{
 		{info, ``}, {next, `{"batch":1,"no_wait":true}`}, {info, ``}, {next, `{"batch":1,"expires":1000000000}`},
 	} {
-		if err := nc.PublishRequest(req.subject, forged+meshtestID(i), []byte(req.body)); err != nil {
+		if err := nc.PublishRequest(req.subject, forged+mesh.NewID(), []byte(req.body)); err != nil {
 			t.Fatalf("publish: %v", err)
 		}
 	}
@@ -230,8 +230,6 @@ func isEventOf(m *nats.Msg, agentID string) bool {
 	}
 	return strings.HasSuffix(m.Subject, "."+m.Header.Get("ce-subject"))
 }
-
-func meshtestID(i int) string { return "00000000-0000-4000-8000-00000000000" + string(rune('0'+i)) }
 
 func createConsumer(t *testing.T, p *meshtest.Platform, name, agentID string) meshapi.CreateConsumerResponse {
 	t.Helper()
