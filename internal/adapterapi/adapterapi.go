@@ -289,7 +289,7 @@ type Message struct {
 	MessageID string `json:"message_id"`
 	// Role is "user" (a message to the agent) or "agent".
 	Role  string `json:"role"`
-	Parts []Part `json:"parts"`
+	Parts []Part `json:"parts,omitempty"`
 }
 
 // Part kinds of Message.Parts and of output.parts.
@@ -319,10 +319,24 @@ type Part struct {
 // task that did not come through the A2A endpoint).
 func (r *RunTaskRequest) InputMessage() *Message {
 	var in struct {
+		Text    string   `json:"text"`
 		Message *Message `json:"message"`
 	}
 	_ = json.Unmarshal(r.Input, &in)
+	if in.Message != nil && len(in.Message.Parts) == 0 {
+		in.Message.Parts = []Part{{Kind: PartText, Text: in.Text}}
+	}
 	return in.Message
+}
+
+// Compact drops the parts of a message whose only part is text: that text
+// is input.text already, and a run's input (kept in its record, its events
+// and every bus message that carries it) would otherwise carry it twice.
+// InputMessage gives the part back to the adapter.
+func (m *Message) Compact() {
+	if len(m.Parts) == 1 && m.Parts[0].Kind == PartText {
+		m.Parts = nil
+	}
 }
 
 // Output fields (additions to V1) with which an adapter shapes the A2A

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"net/http"
@@ -13,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 )
 
@@ -42,20 +46,30 @@ func liveBytes() uint64 {
 	return m.HeapAlloc
 }
 
-// settle waits until the platform's work on the tasks just accepted is
-// done: the services decode, store and announce a task after the gateway
-// has answered, so the allocations of the last tasks are still coming in.
-// Done is when the heap has grown less than 64 KiB in 200 ms.
-func settle() {
-	last := allocatedBytes()
-	for range 100 {
-		time.Sleep(200 * time.Millisecond)
-		now := allocatedBytes()
-		if now-last < 64<<10 {
-			return
-		}
-		last = now
+// settle waits until the platform has announced every task of the agent
+// accepted so far (want runs): a task's created event, stored after its
+// record, is the last step of its creation, which the services take after
+// the gateway has answered.
+func settle(b *testing.B, f *bodyFixture, want int) {
+	b.Helper()
+	meshtest.Eventually(b, time.Minute, func() bool { return announcedRuns(b, f) >= want },
+		func() string { return fmt.Sprintf("the platform announced %d of %d tasks", announcedRuns(b, f), want) })
+}
+
+// announcedRuns is how many runs of the fixture's agent have events in the
+// event stream (each run's events share a subject).
+func announcedRuns(b *testing.B, f *bodyFixture) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := f.p.Conn().JS.Stream(ctx, bus.EventStream)
+	if err != nil {
+		b.Fatal(err)
 	}
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(bus.EventFilter(f.agent.ID, string(mesh.KindTaskRun), "")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return len(info.State.Subjects)
 }
 
 // acceptedTaskDoor is a way a task enters: its path, the body of the i-th
@@ -107,11 +121,12 @@ func BenchmarkAcceptedTask(b *testing.B) {
 			url, header := f.p.APIBase+d.path(f), d.header(f)
 			// One task first: JetStream's caches and the buffer pools
 			// are sized once.
+			announced := announcedRuns(b, f)
 			first := d.body(f, -1)
 			if a := post(b, url, header, first, first.Len()); a.status != d.accepted {
 				b.Fatalf("first task: %d %s", a.status, a.body)
 			}
-			settle()
+			settle(b, f, announced+1)
 			live, allocated := liveBytes(), allocatedBytes()
 			if *retainedProfile != "" {
 				writeHeapProfile(b, *retainedProfile+"-"+strings.Fields(d.name)[0]+"-start.pprof")
@@ -125,7 +140,7 @@ func BenchmarkAcceptedTask(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			settle()
+			settle(b, f, announced+1+b.N)
 			b.ReportMetric(float64(allocatedBytes()-allocated)/float64(b.N), "alloc-B/task")
 			b.ReportMetric(float64(int64(liveBytes())-int64(live))/float64(b.N), "retained-B/task")
 			if *retainedProfile != "" {

@@ -83,6 +83,7 @@ func (s *Server) input(ctx context.Context, agentID, contextID string, msg *a2a.
 			return nil, nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("part %d has no content", i))
 		}
 	}
+	in.Message.Compact()
 	in.Text = strings.Join(texts, "\n")
 	switch len(data) {
 	case 0:
