@@ -18,7 +18,8 @@ import (
 // benchmarkAnswer is what the other agent answers to the delegated task.
 const benchmarkAnswer = "benchmark: 42 ops/s"
 
-// Claude Code and Codex: the real host, given its run's tools by the adapter, calls the mesh's
+// Claude Code, Codex and Gemini CLI: the real host, given its run's tools
+// by the adapter, calls the mesh's
 // send_task as the model asks (the tool name as the host exposes MCP
 // tools), through the runtime's tool server: the other agent, with its own
 // runtime and adapter, completes the task, the tool's result reaches the
@@ -111,3 +112,5 @@ func startOtherAgent(t *testing.T, p *meshtest.Platform, name, script string) me
 func TestRealClaude_DelegatesThroughTheMeshTools(t *testing.T) { testRealDelegation(t, "claude") }
 
 func TestRealCodex_DelegatesThroughTheMeshTools(t *testing.T) { testRealDelegation(t, "codex") }
+
+func TestRealGemini_DelegatesThroughTheMeshTools(t *testing.T) { testRealDelegation(t, "gemini") }
