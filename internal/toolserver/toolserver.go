@@ -77,9 +77,45 @@ type runTools struct {
 	// session to the holder that opened it: a session id never works with
 	// another run's capability.
 	holder string
-	server *mcp.Server
 	cfg    *Config
 	p      Platform
+
+	// The MCP server is made at the host's first request, not at Open:
+	// making one infers and checks the schemas of every tool, which cost
+	// more than the rest of a run's work in the runtime, and most runs'
+	// hosts never call a tool.
+	mu     sync.Mutex
+	server *mcp.Server // nil until the first request
+	ended  bool        // the run's turn ended: no server is made or served
+}
+
+// mcpServer is the run's MCP server, made on first use; nil once the run's
+// tools are closed.
+func (rt *runTools) mcpServer() *mcp.Server {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.ended {
+		return nil
+	}
+	if rt.server == nil {
+		rt.server = rt.newServer()
+	}
+	return rt.server
+}
+
+// end stops serving the run's tools and closes its open sessions (they end
+// with the capability, not at their idle timeout).
+func (rt *runTools) end() {
+	rt.mu.Lock()
+	rt.ended = true
+	srv := rt.server
+	rt.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	for ss := range srv.Sessions() {
+		_ = ss.Close()
+	}
 }
 
 // Start checks cfg and prepares the server; it listens from the first Open.
@@ -158,7 +194,6 @@ func (s *Server) stopLocked() {
 func (s *Server) Open(runID string) (capability string, close func(), err error) {
 	capability = "a2acap_" + randomHex(32)
 	rt := &runTools{runID: runID, holder: randomHex(16), cfg: &s.cfg, p: s.cfg.Platform}
-	rt.server = rt.newServer()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.listenLocked(); err != nil {
@@ -166,10 +201,7 @@ func (s *Server) Open(runID string) (capability string, close func(), err error)
 	}
 	s.runs[capability] = rt
 	return capability, func() {
-		// Open sessions end with the capability, not at their idle timeout.
-		for ss := range rt.server.Sessions() {
-			_ = ss.Close()
-		}
+		rt.end()
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		delete(s.runs, capability)
@@ -223,5 +255,5 @@ func (s *Server) serverFor(r *http.Request) *mcp.Server {
 	if rt == nil {
 		return nil
 	}
-	return rt.server
+	return rt.mcpServer()
 }
