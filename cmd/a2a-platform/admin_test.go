@@ -200,3 +200,45 @@ func TestCLI_TasksReplyAnswersARunWaitingForInput(t *testing.T) {
 		t.Fatalf("the runtime claimed %s with input %s", again.ID, again.Input)
 	}
 }
+
+// TestCLI_UsageShowsWhatAnAgentsRunsSpent: `usage` prints an agent's days
+// as a table, as JSON and as one line per day; a day that is no day is
+// refused with the platform's reason (exit 1).
+func TestCLI_UsageShowsWhatAnAgentsRunsSpent(t *testing.T) {
+	t.Parallel()
+	a := startAdmin(t)
+	agent := a.p.CreateAgent("spender")
+	rt := a.p.OnlineRuntime(t, agent.ID)
+	for _, in := range []int{1200, 800} {
+		run := a.p.CreateTask(agent.ID, "work")
+		a.p.PullRun(t, agent.ID, rt.RuntimeToken)
+		a.p.Report(t, run.ID, "complete", rt.RuntimeToken, map[string]any{"output": map[string]any{"text": "done",
+			"usage": map[string]any{"input_tokens": in, "output_tokens": 100, "cached_tokens": 50, "cost_usd": 0.25, "model": "m"}}}).Expect(t, http.StatusOK)
+	}
+	r := a.run("usage", "--agent", agent.ID, "-o", "json")
+	var rep struct {
+		Days []struct {
+			AgentID     string  `json:"agent_id"`
+			Runs        int     `json:"runs"`
+			InputTokens int64   `json:"input_tokens"`
+			CostUSD     float64 `json:"cost_usd"`
+		} `json:"days"`
+		Total struct {
+			InputTokens  int64 `json:"input_tokens"`
+			OutputTokens int64 `json:"output_tokens"`
+		} `json:"total"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &rep) != nil || len(rep.Days) != 1 || rep.Days[0].Runs != 2 ||
+		rep.Days[0].InputTokens != 2000 || rep.Days[0].CostUSD != 0.5 || rep.Total.OutputTokens != 200 {
+		t.Fatalf("usage -o json: %s", r)
+	}
+	if r := a.run("usage", "--agent", agent.ID, "-o", "table"); r.code != 0 || !strings.Contains(r.stdout, "INPUT_TOKENS") || !strings.Contains(r.stdout, "2000") {
+		t.Fatalf("usage -o table: %s", r)
+	}
+	if r := a.run("usage", "-o", "jsonl"); r.code != 0 || strings.Count(strings.TrimSpace(r.stdout), "\n") != 0 || !strings.Contains(r.stdout, agent.ID) {
+		t.Fatalf("usage -o jsonl: %s", r)
+	}
+	if r := a.run("usage", "--from", "someday"); r.code != 1 || !strings.Contains(r.stderr, "from must be a day") {
+		t.Fatalf("usage --from someday: %s", r)
+	}
+}

@@ -48,6 +48,27 @@ type Reply struct {
 	// Hold, when set, delays the answer until it is closed or the
 	// request's context ends.
 	Hold <-chan struct{}
+	// Usage is the token counts the answer reports, in each API's own
+	// fields; nil: 12 input and 7 output tokens, none cached.
+	Usage *Usage
+}
+
+// Usage is what one answer says it cost, in tokens.
+type Usage struct {
+	// Input counts the prompt's tokens, Cached included.
+	Input int
+	// Output counts the answer's.
+	Output int
+	// Cached counts the prompt's tokens read from the cache.
+	Cached int
+}
+
+// usageOf is the usage a reply reports.
+func usageOf(reply Reply) Usage {
+	if reply.Usage == nil {
+		return Usage{Input: 12, Output: 7}
+	}
+	return *reply.Usage
 }
 
 // ToolCall is a call of one of the tools the host offered.
