@@ -82,7 +82,7 @@ var Reasons = []Reason{
 	{ReasonRuntimeLost, "platform"}, {ReasonDeadlineExceeded, "platform"}, {ReasonTaskFailed, "runtime"},
 	{ReasonCanceled, "platform"}, {ReasonDelegationLoop, "delegation"}, {ReasonDelegationDepth, "delegation"},
 	{ReasonDelegationFailed, "delegation"}, {ReasonPartnerTaskFailed, "delegation"},
-	{ReasonSealedForAnotherRuntime, "runtime"}, {ReasonArtifactWriteFailed, "runtime"},
+	{ReasonSealedForAnotherRuntime, "runtime"}, {ReasonBudgetExceeded, "platform"}, {ReasonArtifactWriteFailed, "runtime"},
 	{ReasonRuntimeShutdown, "runtime"}, {ReasonAdapterFailure, "runtime"}, {ReasonAttachmentUnavailable, "runtime"},
 	{ReasonRejected, "runtime"},
 	{ReasonAdapterUnreachable, "adapter call"}, {ReasonAdapterConnectionLost, "adapter call"},
