@@ -242,3 +242,28 @@ func TestCLI_UsageShowsWhatAnAgentsRunsSpent(t *testing.T) {
 		t.Fatalf("usage --from someday: %s", r)
 	}
 }
+
+// TestCLI_AgentsBudgetSetsAndClearsAnAgentsLimits: `agents budget` sets
+// the limits given, refuses a command line without any (exit 2), and
+// --clear removes them.
+func TestCLI_AgentsBudgetSetsAndClearsAnAgentsLimits(t *testing.T) {
+	t.Parallel()
+	a := startAdmin(t)
+	agent := a.p.CreateAgent("limited")
+	r := a.run("agents", "budget", agent.ID, "--per-run-tokens", "200000", "--per-day-cost", "5", "-o", "json")
+	var got mesh.Agent
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &got) != nil || got.Budget == nil || got.Budget.PerRun.Tokens != 200000 || got.Budget.PerDay.CostUSD != 5 {
+		t.Fatalf("agents budget: %s", r)
+	}
+	if r := a.run("agents", "budget", agent.ID); r.code != 2 || !strings.Contains(r.stderr, "--clear") {
+		t.Fatalf("agents budget without a limit: %s", r)
+	}
+	if r := a.run("agents", "budget", agent.ID, "--per-run-tokens", "-3"); r.code != 1 || !strings.Contains(r.stderr, "non-negative") {
+		t.Fatalf("agents budget with a negative limit: %s", r)
+	}
+	r = a.run("agents", "budget", agent.ID, "--clear", "-o", "json")
+	got = mesh.Agent{}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &got) != nil || got.Budget != nil {
+		t.Fatalf("agents budget --clear: %s", r)
+	}
+}

@@ -108,6 +108,7 @@ func TestUsage_LandsOnTheRunSumsPerDayAndRollsUp(t *testing.T) {
 	if odd.Usage != nil {
 		t.Fatalf("a negative count was recorded: %+v", odd.Usage)
 	}
+	p.ValidateStoredEvents(t)
 }
 
 // TestBudget_RefusesAtCreateAndCancelsARunThatPassesIt: a run whose turn
@@ -189,4 +190,5 @@ func TestBudget_RefusesAtCreateAndCancelsARunThatPassesIt(t *testing.T) {
 	meshtest.Eventually(t, 10*time.Second, func() bool {
 		return p.CreateTaskWith(t, map[string]any{"target_agent_id": agent.ID, "input": map[string]any{"text": "again"}}).Status == http.StatusCreated
 	}, func() string { return "creates stayed refused after the budget was removed" })
+	p.ValidateStoredEvents(t)
 }
