@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,6 +108,14 @@ func TestUsage_LandsOnTheRunSumsPerDayAndRollsUp(t *testing.T) {
 		Expect(t, http.StatusOK).Run(t)
 	if odd.Usage != nil {
 		t.Fatalf("a negative count was recorded: %+v", odd.Usage)
+	}
+	// The counters hold every report the platform recorded.
+	metrics := string(p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/metrics"}).Expect(t, http.StatusOK).Body)
+	for _, want := range []string{`a2amesh_usage_tokens_total{kind="input"} 1360`, `a2amesh_usage_tokens_total{kind="output"} 136`,
+		`a2amesh_usage_tokens_total{kind="cached"} 40`, `a2amesh_usage_cost_usd_total 0.136`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 	p.ValidateStoredEvents(t)
 }
