@@ -73,3 +73,20 @@ func TestRealClaude_UsageLandsOnTheRunAndSumsPerDay(t *testing.T) { testRealUsag
 func TestRealCodex_UsageLandsOnTheRunAndSumsPerDay(t *testing.T) { testRealUsage(t, "codex") }
 
 func TestRealGemini_UsageLandsOnTheRunAndSumsPerDay(t *testing.T) { testRealUsage(t, "gemini") }
+
+// checkUsageRolledUp checks the usage of a delegation's tree: the host's
+// run spent what its model answers reported, the delegate what its command
+// reported, and the host's run's usage_total is both.
+func checkUsageRolledUp(t *testing.T, tree meshapi.TraceNode) {
+	t.Helper()
+	own, child := tree.Usage, tree.Children[0].Usage
+	if own == nil || own.InputTokens == 0 || own.InputTokens%int64(usageAnswer.Input) != 0 {
+		t.Fatalf("the host's run's own usage %+v, want a multiple of the model's %+v", own, usageAnswer)
+	}
+	if child == nil || child.InputTokens != 900 || child.OutputTokens != 90 || child.Cost() != 0.5 {
+		t.Fatalf("the delegate's usage %+v, want what its command reported", child)
+	}
+	if total := tree.UsageTotal; total == nil || total.InputTokens != own.InputTokens+900 || total.OutputTokens != own.OutputTokens+90 || total.Cost() < own.Cost()+0.5-1e-9 {
+		t.Fatalf("the host's run's usage_total %+v, want its own %+v and the delegate's %+v", total, own, child)
+	}
+}

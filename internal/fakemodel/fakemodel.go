@@ -124,6 +124,7 @@ type Server struct {
 	requests     []*Request
 	changed      chan struct{}
 	noWebSockets bool
+	usage        *Usage
 }
 
 // Start starts a server that answers with respond; it is closed when the
@@ -163,6 +164,24 @@ func (s *Server) SetRespond(respond Respond) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.respond = respond
+}
+
+// SetUsage makes every answer whose Reply has no Usage of its own report
+// u; nil goes back to the default counts.
+func (s *Server) SetUsage(u *Usage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.usage = u
+}
+
+// withUsage gives reply the server's usage when it has none of its own.
+func (s *Server) withUsage(reply Reply) Reply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if reply.Usage == nil {
+		reply.Usage = s.usage
+	}
+	return reply
 }
 
 // Requests returns the requests made so far, in order.
@@ -257,7 +276,7 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 		http.NotFound(w, hr)
 		return
 	}
-	reply := s.record(r)(r)
+	reply := s.withUsage(s.record(r)(r))
 	if reply.Hold != nil {
 		select {
 		case <-reply.Hold:
