@@ -73,7 +73,7 @@ func newRoot() *cobra.Command {
 	f.StringVar(&g.context, "context", "", "admin context to use instead of the current one (a2a-platform context list)")
 	cliusage.OutputFlag(root, f, &g.output, outputAuto, "output of admin verbs: table, json, jsonl (one value per line) or pretty (events tail) (default: table on a terminal, json otherwise)", outputFormats...)
 	cliusage.CompleteValues(root, "log-level", logLevels...)
-	root.AddCommand(newUp(g), newServe(g), newAgents(g), newPairingCode(g), newTasks(g), newEvents(g), newConsumers(g), newWebhooks(g),
+	root.AddCommand(newUp(g), newServe(g), newAgents(g), newPairingCode(g), newTasks(g), newUsage(g), newEvents(g), newConsumers(g), newWebhooks(g),
 		newLogin(g), newBench(g), newContext(g), newHealthcheck())
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { g.cmd, g.out = cmd, cmd.OutOrStdout() }
 	_ = root.RegisterFlagCompletionFunc("context", g.completeContexts)

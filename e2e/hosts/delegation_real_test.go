@@ -30,7 +30,9 @@ func testRealDelegation(t *testing.T, name string) {
 	l := newRealLab(t, name)
 	l.start(t)
 	p := l.p
-	other := startOtherAgent(t, p, "benchmarker", "echo '"+benchmarkAnswer+"'")
+	// The other agent's command reports its own usage on stderr.
+	other := startOtherAgent(t, p, "benchmarker", `echo 'usage: {"input_tokens": 900, "output_tokens": 90, "cost_usd": 0.5}' >&2; echo '`+benchmarkAnswer+"'")
+	l.model.SetUsage(&usageAnswer)
 	p.Do(http.MethodPatch, "/agent-accounts/"+l.agent.ID, map[string]any{"delegation": map[string]any{"agents": []string{other.ID}}}, nil)
 
 	var sent, searched atomic.Bool
@@ -80,6 +82,7 @@ func testRealDelegation(t *testing.T, name string) {
 	if len(tree.Children) != 1 || tree.Children[0].AgentID != other.ID || tree.Children[0].Status != string(mesh.StatusCompleted) {
 		t.Fatalf("trace of the run: %+v, want the benchmarker's completed run under it", tree)
 	}
+	checkUsageRolledUp(t, tree)
 }
 
 // deferred is the send_task tool as Claude Code names MCP tools

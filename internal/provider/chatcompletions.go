@@ -69,7 +69,11 @@ func (h *chatHost) runOnce(ctx context.Context, t *Task, report func(string), me
 	if resumed {
 		meta["resumed"] = true
 	}
-	return buildResult(t, strings.TrimSpace(answer.text), meta, h.maxArtifactBytes, h.redact)
+	res, err := buildResult(t, strings.TrimSpace(answer.text), meta, h.maxArtifactBytes, h.redact)
+	if u := chatUsage(answer.usage, answer.model); err == nil && u != nil {
+		res.Output["usage"] = u
+	}
+	return res, err
 }
 
 // chatSession returns the session key a chat request carries: the one

@@ -248,7 +248,7 @@ func (p *geminiParser) outcome(exit error, stderrTail string) (hostOutcome, erro
 	// The json format's "response" is this text run together; passages are
 	// kept apart here so that sentences either side of a tool call do not
 	// merge.
-	return hostOutcome{text: joinParagraphs(p.passages...), sessionID: p.sessionID, metadata: meta}, nil
+	return hostOutcome{text: joinParagraphs(p.passages...), sessionID: p.sessionID, metadata: meta, usage: geminiUsage(p.result.Stats, p.model)}, nil
 }
 
 func firstNonEmpty(values ...string) string {
