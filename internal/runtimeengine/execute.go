@@ -30,7 +30,7 @@ func (c *Engine) execute(run *mesh.TaskRun) {
 	t := &task{id: run.ID, attempt: run.Attempt, cancel: cancel}
 	c.track(t)
 	defer c.untrack(run.ID)
-	log := c.log.With().Str("task_run_id", run.ID).Int("attempt", run.Attempt).Logger()
+	log := c.log.With().Ctx(ctx).Str("task_run_id", run.ID).Int("attempt", run.Attempt).Logger()
 	c.record(ledger.Entry{Event: ledger.EventTaskPulled, TaskRunID: run.ID, Attempt: run.Attempt, Status: string(run.Status)})
 
 	// Progress is what the adapter reports (the claim already shows the run
@@ -207,7 +207,7 @@ func (c *Engine) stopped(ctx context.Context, run *mesh.TaskRun, cause error) {
 		c.record(ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: run.ID, Attempt: run.Attempt, ErrorCode: "RUNTIME_UNAUTHORIZED", Message: cause.Error()})
 	default:
 		c.record(ledger.Entry{Event: ledger.EventTaskCanceled, TaskRunID: run.ID, Attempt: run.Attempt, Message: cause.Error()})
-		c.log.Info().Str("task_run_id", run.ID).Str("reason", cause.Error()).Msg("task stopped")
+		c.log.Info().Ctx(ctx).Str("task_run_id", run.ID).Str("reason", cause.Error()).Msg("task stopped")
 	}
 }
 
@@ -217,7 +217,7 @@ func (c *Engine) failRun(ctx context.Context, run *mesh.TaskRun, code, message s
 	tracing.Fail(trace.SpanFromContext(ctx), code)
 	out, _ := json.Marshal(map[string]any{"error": message, "code": code})
 	c.record(ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: run.ID, Attempt: run.Attempt, ErrorCode: code, Message: message})
-	c.log.Info().Str("task_run_id", run.ID).Str("code", code).Msg("task failed")
+	c.log.Info().Ctx(ctx).Str("task_run_id", run.ID).Str("code", code).Msg("task failed")
 	c.cfg.Metrics.taskEnded(false)
 	c.deliver(ctx, ledger.ReportFail, run, meshapi.FailRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out})
 }
@@ -251,7 +251,7 @@ func (c *Engine) completeRun(ctx context.Context, run *mesh.TaskRun, output map[
 		return
 	}
 	c.record(ledger.Entry{Event: ledger.EventTaskCompleted, TaskRunID: run.ID, Attempt: run.Attempt})
-	c.log.Info().Str("task_run_id", run.ID).Int("artifacts", len(refs)).Bool("input_required", inputRequired).Msg("task completed")
+	c.log.Info().Ctx(ctx).Str("task_run_id", run.ID).Int("artifacts", len(refs)).Bool("input_required", inputRequired).Msg("task completed")
 	c.cfg.Metrics.taskEnded(true)
 	c.deliver(ctx, ledger.ReportComplete, run, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out, InputRequired: inputRequired})
 }

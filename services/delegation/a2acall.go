@@ -128,7 +128,7 @@ func (s *Service) cancelChild(ctx context.Context, parent, child *mesh.TaskRun) 
 		return err
 	})
 	if err != nil {
-		s.log.Warn().Err(err).Str("task_run_id", child.ID).Msg("delegate's task not canceled")
+		s.log.Warn().Ctx(ctx).Err(err).Str("task_run_id", child.ID).Msg("delegate's task not canceled")
 	}
 }
 
