@@ -45,7 +45,7 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 			}
 			g.metrics.observe(r.Method, *route, rw.status, time.Since(start))
 			g.log.Debug().Ctx(r.Context()).Str("method", r.Method).Str("path", r.URL.Path).Int("status", rw.status).
-				Dur("duration", time.Since(start)).Msg("http request")
+				Dur("duration_ms", time.Since(start)).Msg("http request")
 		}()
 		if err := g.takeTurn(rw, r); err != nil {
 			g.writeError(rw, r, err)
