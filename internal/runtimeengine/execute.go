@@ -267,7 +267,7 @@ const artifactWait = 2 * time.Minute
 // change when asked again (the run is no longer this runtime's, the
 // artifact is refused) fails at once.
 func (c *Engine) storeArtifact(ctx context.Context, run *mesh.TaskRun, w adapterapi.ArtifactWrite, name string) (map[string]any, error) {
-	wait := 250 * time.Millisecond
+	backoff := bus.Backoff{Initial: 250 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.2}
 	for tries := 1; ; tries++ {
 		ref, err := c.cfg.Artifacts.Write(ctx, run.ID, run.Attempt, w)
 		if err == nil || !platformUnreachable(err) || ctx.Err() != nil {
@@ -277,12 +277,9 @@ func (c *Engine) storeArtifact(ctx context.Context, run *mesh.TaskRun, w adapter
 			c.log.Warn().Err(err).Str("task_run_id", run.ID).Str("artifact", name).
 				Msg("the platform cannot take an artifact right now; trying again until it can")
 		}
-		select {
-		case <-ctx.Done():
+		if backoff.Sleep(ctx) != nil {
 			return nil, err
-		case <-time.After(bus.Jitter(wait, 0.2)):
 		}
-		wait = min(2*wait, 5*time.Second)
 	}
 }
 
