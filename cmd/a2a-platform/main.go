@@ -14,6 +14,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
+	"github.com/a2amesh/a2amesh/internal/cpuprofile"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/version"
 	"github.com/rs/zerolog"
@@ -27,7 +28,14 @@ func main() {
 	platform.Version = version.String()
 	// Errors reach people in the logs as on standard error: in plain words.
 	zerolog.ErrorMarshalFunc = func(err error) any { return cliusage.Plain(err) }
-	if err := newRoot().ExecuteContext(ctx); err != nil {
+	stopProfile, err := cpuprofile.Start(os.Getenv(cpuprofile.EnvVar))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "a2a-platform:", err)
+		os.Exit(1)
+	}
+	err = newRoot().ExecuteContext(ctx)
+	stopProfile()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "a2a-platform:", cliusage.Plain(err))
 		os.Exit(exitCode(err))
 	}

@@ -110,11 +110,14 @@ func (g *Gemini) Name() string { return geminiHost.name }
 // Run runs t with Gemini CLI and returns when it and everything it started
 // are gone.
 func (g *Gemini) Run(ctx context.Context, t *Task, progress func(Progress)) (*Result, error) {
+	restore := func() {}
+	defer func() { restore() }()
 	return g.host.run(ctx, t, progress, func(resume string, report func(string)) (invocation, error) {
-		tools, err := geminiMCPEnv(t)
+		tools, undo, err := geminiTools(t)
 		if err != nil {
 			return invocation{}, err
 		}
+		restore = undo
 		return invocation{
 			args:   g.args(resume),
 			stdin:  promptWithContext(t),
