@@ -51,7 +51,7 @@ const provisionRetryMax = 2 * time.Second
 // "waiting for JetStream" once and tries again with backoff until it
 // succeeds or ctx ends: services may start before their NATS cluster.
 func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig) error {
-	wait := 100 * time.Millisecond
+	b := atLeast(100*time.Millisecond, provisionRetryMax)
 	waiting := false
 	for {
 		err := provisionOnce(ctx, js, cfg)
@@ -68,12 +68,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 			cfg.Logger.Warn().Err(err).Msg("waiting for JetStream")
 			waiting = true
 		}
-		select {
-		case <-time.After(wait + jitter(wait)):
-		case <-ctx.Done():
+		if b.Sleep(ctx) != nil {
 			return fmt.Errorf("JetStream not ready: %w", err)
 		}
-		wait = min(2*wait, provisionRetryMax)
 	}
 }
 

@@ -321,7 +321,7 @@ func (s *Service) delete(ctx context.Context, req *bus.Request) (any, error) {
 	if out.CanceledTaskRuns, err = cancelOpenRuns(ctx, client, a.ID); err != nil {
 		return nil, err
 	}
-	s.cfg.Logger.Info().Str("agent_id", a.ID).Int("revoked_runtimes", out.RevokedRuntimes).Int("canceled_task_runs", out.CanceledTaskRuns).Msg("agent deleted")
+	s.cfg.Logger.Info().Ctx(ctx).Str("agent_id", a.ID).Int("revoked_runtimes", out.RevokedRuntimes).Int("canceled_task_runs", out.CanceledTaskRuns).Msg("agent deleted")
 	return out, nil
 }
 
@@ -389,7 +389,7 @@ func (s *Service) publish(ctx context.Context, typ string, a *mesh.Agent) {
 		ID: fmt.Sprintf("%s.%d", a.ID, a.Revision), Sequence: a.Revision, Data: a,
 	})
 	if err != nil {
-		s.cfg.Logger.Error().Err(err).Str("agent_id", a.ID).Msg("agent event not published")
+		s.cfg.Logger.Error().Ctx(ctx).Err(err).Str("agent_id", a.ID).Msg("agent event not published")
 	}
 }
 

@@ -182,7 +182,7 @@ func (s *Service) commit(ctx context.Context, agentID, runtimeID string, attempt
 		ID: a.ID + ".created", Data: a,
 	})
 	if err != nil {
-		s.cfg.Logger.Error().Err(err).Str("artifact_id", a.ID).Msg("artifact event not published")
+		s.cfg.Logger.Error().Ctx(ctx).Err(err).Str("artifact_id", a.ID).Msg("artifact event not published")
 	}
 	return &a, nil
 }

@@ -162,7 +162,7 @@ func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.M
 	}
 	d, err := s.payload(sub, e)
 	if err != nil {
-		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Str("event_id", e.ID()).Msg("event cannot be delivered in the webhook's format")
+		s.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("webhook_id", sub.ID).Str("event_id", e.ID()).Msg("event cannot be delivered in the webhook's format")
 		_ = msg.Term()
 		return
 	}
@@ -329,7 +329,7 @@ func (s *Service) record(ctx context.Context, sub *subscription, seq uint64, eve
 		_, err = s.deliveries.Create(wctx, key, d)
 	}
 	if err != nil {
-		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Uint64("sequence", seq).Msg("delivery record not written")
+		s.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("webhook_id", sub.ID).Uint64("sequence", seq).Msg("delivery record not written")
 		return nil
 	}
 	return d
@@ -425,7 +425,7 @@ func (s *Service) announceDead(ctx context.Context, sub *subscription, seq uint6
 		ID: sub.ID + "." + data.DeliveryID + ".failed", Data: data,
 	})
 	if err != nil {
-		s.cfg.Logger.Error().Err(err).Str("webhook_id", sub.ID).Msg("delivery_failed event not published")
+		s.cfg.Logger.Error().Ctx(ctx).Err(err).Str("webhook_id", sub.ID).Msg("delivery_failed event not published")
 	}
 }
 
