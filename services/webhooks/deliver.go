@@ -89,7 +89,7 @@ func (s *Service) run(ctx context.Context, sub *subscription) {
 // most (MaxAckPending 1) no pull waits on the server behind an
 // unacknowledged event.
 func (s *Service) consume(ctx context.Context, sub *subscription) error {
-	cons, err := s.js.Consumer(ctx, bus.EventStream, bus.WebhookConsumer(sub.ID))
+	cons, err := s.js.Consumer(ctx, sub.stream(), bus.WebhookConsumer(sub.ID))
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (s *Service) consume(ctx context.Context, sub *subscription) error {
 		// Made by an earlier version, which waited longer for a stopped
 		// worker's event.
 		cfg.AckWait = ackWait
-		if _, err := s.js.UpdateConsumer(ctx, bus.EventStream, cfg); err != nil {
+		if _, err := s.js.UpdateConsumer(ctx, sub.stream(), cfg); err != nil {
 			s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook consumer's ack wait not updated")
 		}
 	}
@@ -349,7 +349,11 @@ func (s *Service) redrive(ctx context.Context, sub *subscription, deliveryID str
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.stream.GetMsg(ctx, seq)
+	stream, err := s.js.Stream(ctx, sub.stream())
+	if err != nil {
+		return nil, fmt.Errorf("event stream %s: %w", sub.stream(), err)
+	}
+	raw, err := stream.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "event %s is past the retention window", d.EventID)
 	}

@@ -88,6 +88,20 @@ type subscription struct {
 	AuthScheme      string    `json:"auth_scheme,omitempty"`
 	AuthCredentials string    `json:"auth_credentials,omitempty"`
 	CreatedAt       time.Time `json:"created_at"`
+	// Stream is the event stream its consumer reads: for one agent's events
+	// (or one run's), the stream of the agent's home region, so its
+	// deliveries need that region alone; for every agent's, the gathered
+	// log (bus.EventStream). Empty in subscriptions made before: the
+	// gathered log.
+	Stream string `json:"stream,omitempty"`
+}
+
+// stream names the event stream the subscription's consumer reads.
+func (s *subscription) stream() string {
+	if s.Stream == "" {
+		return bus.EventStream
+	}
+	return s.Stream
 }
 
 func (s *subscription) view() meshapi.Webhook {
@@ -146,7 +160,7 @@ func (s *subscription) subjects() []string {
 type Service struct {
 	cfg        Config
 	js         jetstream.JetStream
-	stream     jetstream.Stream
+	agents     *bus.Records[mesh.Agent]
 	subs       *bus.Records[subscription]
 	deliveries *bus.Records[meshapi.Delivery]
 	events     *bus.Publisher
@@ -172,8 +186,8 @@ func (s *Service) Start(ctx context.Context) error {
 	s.js = s.cfg.Conn.JS
 	s.client = newHTTPClient(s.cfg.AllowPrivate)
 	var err error
-	if s.stream, err = s.js.Stream(ctx, bus.EventStream); err != nil {
-		return fmt.Errorf("webhooks: event stream: %w", err)
+	if s.agents, err = bus.OpenRecords[mesh.Agent](ctx, s.js, bus.BucketAgents); err != nil {
+		return err
 	}
 	if s.subs, err = bus.OpenRecords[subscription](ctx, s.js, bus.BucketWebhooks); err != nil {
 		return err
@@ -273,7 +287,10 @@ func (s *Service) handleCreate(ctx context.Context, req *bus.Request) (any, erro
 	if start != nil {
 		deliver = jetstream.DeliverByStartTimePolicy
 	}
-	_, err = s.js.CreateOrUpdateConsumer(ctx, bus.EventStream, jetstream.ConsumerConfig{
+	if sub.Stream, err = s.homeStream(ctx, sub.AgentID); err != nil {
+		return nil, err
+	}
+	_, err = s.js.CreateOrUpdateConsumer(ctx, sub.stream(), jetstream.ConsumerConfig{
 		Durable:        bus.WebhookConsumer(sub.ID),
 		Description:    "webhook " + sub.ID,
 		FilterSubjects: sub.subjects(),
@@ -290,11 +307,34 @@ func (s *Service) handleCreate(ctx context.Context, req *bus.Request) (any, erro
 		return nil, fmt.Errorf("webhook consumer: %w", err)
 	}
 	if _, err := s.subs.Create(ctx, sub.ID, sub); err != nil {
-		_ = s.js.DeleteConsumer(context.WithoutCancel(ctx), bus.EventStream, bus.WebhookConsumer(sub.ID))
+		_ = s.js.DeleteConsumer(context.WithoutCancel(ctx), sub.stream(), bus.WebhookConsumer(sub.ID))
 		return nil, err
 	}
 	s.startWorker(sub)
 	return meshapi.CreateWebhookResponse{Webhook: sub.view(), Secret: sub.Secret}, nil
+}
+
+// homeStream names the event stream a subscription to agentID's events
+// reads: its home region's, where those events are stored first, so its
+// deliveries go on while any other region (the origin included) is down.
+// Every agent's events, or those of an agent not found, are read from the
+// gathered log.
+func (s *Service) homeStream(ctx context.Context, agentID string) (string, error) {
+	if agentID == "" {
+		return bus.EventStream, nil
+	}
+	a, _, err := s.agents.Get(ctx, agentID)
+	if errors.Is(err, mesh.ErrNotFound) {
+		// Created a moment ago in another region: not yet in this one's copy.
+		a, _, err = s.agents.Latest(ctx, agentID)
+	}
+	switch {
+	case errors.Is(err, mesh.ErrNotFound):
+		return bus.EventStream, nil
+	case err != nil:
+		return "", err
+	}
+	return bus.EventStreamIn(ctx, s.js, a.HomeRegion)
 }
 
 const minSecretLen = 16
@@ -419,7 +459,7 @@ func (s *Service) remove(ctx context.Context, id string) error {
 		return err
 	}
 	s.stopWorker(sub.ID)
-	if err := s.js.DeleteConsumer(ctx, bus.EventStream, bus.WebhookConsumer(sub.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if err := s.js.DeleteConsumer(ctx, sub.stream(), bus.WebhookConsumer(sub.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook consumer not deleted")
 	}
 	if keys, err := s.deliveries.KV().ListKeysFiltered(ctx, sub.ID+".*"); err == nil {
