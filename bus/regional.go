@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -89,6 +90,20 @@ func EventStreamIn(ctx context.Context, js jetstream.JetStream, region string) (
 		return EventStream, err
 	}
 	return RegionEventStream(region), nil
+}
+
+// EventStreamRegion names the region that keeps an event stream: region for
+// RegionEventStream(region), the origin for EventStream ("" on a server in
+// no cluster, where everything is the origin's). What is kept beside a
+// stream's readers (a webhook's deliveries) is kept in that region.
+func EventStreamRegion(ctx context.Context, js jetstream.JetStream, stream string) (string, error) {
+	if region, ok := strings.CutPrefix(stream, EventStream+"_"); ok {
+		return region, nil
+	}
+	if connRegion(js) == "" {
+		return "", nil
+	}
+	return originRegion(ctx, js)
 }
 
 // eventRegion is the region token of the events a connection's services

@@ -113,8 +113,9 @@ func TestRegionOutage(t *testing.T) {
 	// made in west: they read west's own event stream, so they go on
 	// while any other region is down.
 	hook, hookURL := webhookReceiver(t)
+	var webhook meshapi.CreateWebhookResponse
 	west.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/webhooks", Owner: true,
-		JSON: map[string]any{"url": hookURL, "agent_id": agent.ID}}).Expect(t, http.StatusCreated)
+		JSON: map[string]any{"url": hookURL, "agent_id": agent.ID}}).Expect(t, http.StatusCreated).Decode(t, &webhook)
 	var con meshapi.CreateConsumerResponse
 	west.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/consumers", Owner: true,
 		JSON: map[string]any{"name": "west events", "agent_id": agent.ID}}).Expect(t, http.StatusCreated).Decode(t, &con)
@@ -149,6 +150,9 @@ func TestRegionOutage(t *testing.T) {
 		}
 	}
 
+	// The webhook's endpoint refuses its first delivery while east is
+	// down: the delivery is retried and recorded in west.
+	hook.refuseNext.Store(true)
 	create(200, "while east is down")
 	for _, id := range runs {
 		got := west.WaitTask(id, 120*time.Second, meshtest.StatusIs(mesh.StatusCompleted, mesh.StatusFailed))
@@ -161,6 +165,12 @@ func TestRegionOutage(t *testing.T) {
 	// credential made in west, with east down.
 	hook.waitCompletions(t, "the webhook, with east down,", runs, 60*time.Second)
 	read.waitCompletions(t, "the consumer credential, with east down,", runs, 60*time.Second)
+	var retried meshapi.DeliveryList
+	west.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/webhooks/" + webhook.WebhookID + "/deliveries", Owner: true}).
+		Expect(t, http.StatusOK).Decode(t, &retried)
+	if len(retried.Deliveries) != 1 || retried.Deliveries[0].State != meshapi.DeliveryDelivered || retried.Deliveries[0].AttemptCount != 2 {
+		t.Fatalf("the webhook's deliveries, asked in west with east down: %+v; want the one refused once, then delivered", retried.Deliveries)
+	}
 
 	// West's doors go on answering for its agents: the A2A endpoint (a
 	// task created, worked and answered, with a file in and a file out),

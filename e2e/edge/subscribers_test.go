@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,9 +23,12 @@ import (
 // received counts the events a subscriber was given, by event id, and
 // which runs' completions were among them.
 type received struct {
-	mu        sync.Mutex
-	events    map[string]int
-	completed map[string]bool
+	// refuseNext makes a webhook endpoint refuse the next delivery (503),
+	// which the platform then retries.
+	refuseNext atomic.Bool
+	mu         sync.Mutex
+	events     map[string]int
+	completed  map[string]bool
 }
 
 func newReceived() *received {
@@ -81,6 +85,10 @@ func webhookReceiver(t *testing.T) (*received, string) {
 	got := newReceived()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		if got.refuseNext.CompareAndSwap(true, false) {
+			http.Error(w, "try again later", http.StatusServiceUnavailable)
+			return
+		}
 		var ev struct {
 			ID   string `json:"id"`
 			Type string `json:"type"`

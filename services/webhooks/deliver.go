@@ -190,7 +190,7 @@ func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.M
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				s.retire(sub.ID)
+				s.retire(sub)
 			}()
 		}
 		return
@@ -312,8 +312,14 @@ func (s *Service) record(ctx context.Context, sub *subscription, seq uint64, eve
 		}
 		d.State, d.NextAttemptAt, d.UpdatedAt = state, next, now
 	}
-	wctx := context.WithoutCancel(ctx)
-	d, _, err := s.deliveries.Modify(wctx, key, func(d *meshapi.Delivery) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bus.RetryBudget)
+	defer cancel()
+	deliveries, err := s.deliveriesOf(wctx, sub)
+	if err != nil {
+		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Uint64("sequence", seq).Msg("delivery record not written")
+		return nil
+	}
+	d, _, err := deliveries.Modify(wctx, key, func(d *meshapi.Delivery) error {
 		apply(d)
 		return nil
 	})
@@ -326,7 +332,7 @@ func (s *Service) record(ctx context.Context, sub *subscription, seq uint64, eve
 			d.FirstAttemptAt = a.At
 		}
 		apply(d)
-		_, err = s.deliveries.Create(wctx, key, d)
+		_, err = deliveries.Create(wctx, key, d)
 	}
 	if err != nil {
 		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Uint64("sequence", seq).Msg("delivery record not written")
@@ -342,7 +348,11 @@ func (s *Service) redrive(ctx context.Context, sub *subscription, deliveryID str
 		return nil, mesh.Errorf(mesh.CodeNotFound, "delivery %q not found", deliveryID)
 	}
 	key := sub.ID + "." + deliveryID
-	d, _, err := s.deliveries.Get(ctx, key)
+	deliveries, err := s.deliveriesOf(ctx, sub)
+	if err != nil {
+		return nil, err
+	}
+	d, _, err := deliveries.Get(ctx, key)
 	if errors.Is(err, mesh.ErrNotFound) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "delivery %s not found", deliveryID)
 	}
@@ -436,17 +446,22 @@ func (s *Service) announceDead(ctx context.Context, sub *subscription, seq uint6
 // retire removes an A2A push subscription whose task ended, with its
 // consumer. Its deliveries that failed at least once stay listed until they
 // expire; retiring skips a subscription that still has a dead letter.
-func (s *Service) retire(id string) {
+func (s *Service) retire(sub *subscription) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if keys, err := s.deliveries.KV().ListKeysFiltered(ctx, id+".*"); err == nil {
+	deliveries, err := s.deliveriesOf(ctx, sub)
+	if err != nil {
+		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("ended push subscription not removed")
+		return
+	}
+	if keys, err := deliveries.KV().ListKeysFiltered(ctx, sub.ID+".*"); err == nil {
 		for key := range keys.Keys() {
-			if d, _, err := s.deliveries.Get(ctx, key); err == nil && d.State == meshapi.DeliveryDead {
+			if d, _, err := deliveries.Get(ctx, key); err == nil && d.State == meshapi.DeliveryDead {
 				return
 			}
 		}
 	}
-	if err := s.remove(ctx, id); err != nil && !errors.Is(err, mesh.ErrNotFound) {
-		s.cfg.Logger.Warn().Err(err).Str("webhook_id", id).Msg("ended push subscription not removed")
+	if err := s.remove(ctx, sub.ID); err != nil && !errors.Is(err, mesh.ErrNotFound) {
+		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("ended push subscription not removed")
 	}
 }

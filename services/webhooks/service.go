@@ -158,11 +158,14 @@ func (s *subscription) subjects() []string {
 
 // Service is the webhook delivery service.
 type Service struct {
-	cfg        Config
-	js         jetstream.JetStream
-	agents     *bus.Records[mesh.Agent]
-	subs       *bus.Records[subscription]
-	deliveries *bus.Records[meshapi.Delivery]
+	cfg    Config
+	js     jetstream.JetStream
+	agents *bus.Records[mesh.Agent]
+	subs   *bus.Records[subscription]
+	// deliveries holds each region's bucket of delivery records, by
+	// region, opened when first needed (deliveriesOf).
+	dmu        sync.Mutex
+	deliveries map[string]*bus.Records[meshapi.Delivery]
 	events     *bus.Publisher
 	svc        *bus.Service
 	watcher    jetstream.KeyWatcher
@@ -192,9 +195,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.subs, err = bus.OpenRecords[subscription](ctx, s.js, bus.BucketWebhooks); err != nil {
 		return err
 	}
-	if s.deliveries, err = bus.OpenRecords[meshapi.Delivery](ctx, s.js, bus.BucketDeliveries); err != nil {
-		return err
-	}
+	s.deliveries = map[string]*bus.Records[meshapi.Delivery]{}
 	s.events = bus.NewPublisher(s.js, bus.ServiceWebhooks).OnPublished(meshmetrics.EventsPublished(s.cfg.Metrics, bus.ServiceWebhooks))
 	if err := s.watch(ctx); err != nil {
 		return err
@@ -312,6 +313,29 @@ func (s *Service) handleCreate(ctx context.Context, req *bus.Request) (any, erro
 	}
 	s.startWorker(sub)
 	return meshapi.CreateWebhookResponse{Webhook: sub.view(), Secret: sub.Secret}, nil
+}
+
+// deliveriesOf opens the bucket that records sub's deliveries: that of the
+// region whose event stream its consumer reads, so a delivery is recorded
+// where its events are kept, whatever other region is down.
+func (s *Service) deliveriesOf(ctx context.Context, sub *subscription) (*bus.Records[meshapi.Delivery], error) {
+	region, err := bus.EventStreamRegion(ctx, s.js, sub.stream())
+	if err != nil {
+		return nil, err
+	}
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	if r, ok := s.deliveries[region]; ok {
+		return r, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, bus.RetryBudget)
+	defer cancel()
+	r, err := bus.OpenRecordsIn[meshapi.Delivery](ctx, s.js, bus.BucketDeliveries, region)
+	if err != nil {
+		return nil, err
+	}
+	s.deliveries[region] = r
+	return r, nil
 }
 
 // homeStream names the event stream a subscription to agentID's events
@@ -462,9 +486,14 @@ func (s *Service) remove(ctx context.Context, id string) error {
 	if err := s.js.DeleteConsumer(ctx, sub.stream(), bus.WebhookConsumer(sub.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook consumer not deleted")
 	}
-	if keys, err := s.deliveries.KV().ListKeysFiltered(ctx, sub.ID+".*"); err == nil {
+	deliveries, err := s.deliveriesOf(ctx, sub)
+	if err != nil {
+		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook delivery records not deleted")
+		return nil
+	}
+	if keys, err := deliveries.KV().ListKeysFiltered(ctx, sub.ID+".*"); err == nil {
 		for key := range keys.Keys() {
-			_ = s.deliveries.Delete(ctx, key, 0)
+			_ = deliveries.Delete(ctx, key, 0)
 		}
 	}
 	return nil
@@ -484,13 +513,17 @@ func (s *Service) handleDeliveries(ctx context.Context, req *bus.Request) (any, 
 	if err != nil {
 		return nil, err
 	}
+	deliveries, err := s.deliveriesOf(ctx, sub)
+	if err != nil {
+		return nil, err
+	}
 	out := meshapi.DeliveryList{Deliveries: []meshapi.Delivery{}}
-	keys, err := s.deliveries.KV().ListKeysFiltered(ctx, sub.ID+".*")
+	keys, err := deliveries.KV().ListKeysFiltered(ctx, sub.ID+".*")
 	if err != nil {
 		return nil, err
 	}
 	for key := range keys.Keys() {
-		d, _, err := s.deliveries.Get(ctx, key)
+		d, _, err := deliveries.Get(ctx, key)
 		if err != nil || (in.State != "" && d.State != in.State) {
 			continue
 		}
