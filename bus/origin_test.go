@@ -117,3 +117,30 @@ func TestProvision_AnotherRegionWaitsForEveryGlobalRecordOfTheOrigin(t *testing.
 		}
 	}
 }
+
+// TestReadersEventStream_TheHomeRegionsOrTheGatheredLog: a durable reader
+// of one agent's events reads its home region's event stream (the origin's
+// is the gathered log), and the gathered log for an agent homed in a region
+// that keeps no event stream.
+func TestReadersEventStream_TheHomeRegionsOrTheGatheredLog(t *testing.T) {
+	sc := clustertest.StartSupercluster(t, clustertest.SuperclusterOptions{Regions: []clustertest.Region{{Name: "east"}, {Name: "west"}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var west *bus.Conn
+	for _, region := range []string{"east", "west"} {
+		conn, err := bus.Connect(ctx, bus.ConnConfig{URL: sc.URLs(region), User: clustertest.ServiceUser, Password: sc.Password(), Name: "readers test " + region})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.NC.Close() })
+		if err := bus.Provision(ctx, conn.JS, bus.ProvisionConfig{Origin: "east"}); err != nil {
+			t.Fatal(err)
+		}
+		west = conn
+	}
+	for home, want := range map[string]string{"west": bus.RegionEventStream("west"), "east": bus.EventStream, "north": bus.EventStream} {
+		if got, err := bus.ReadersEventStream(ctx, west.JS, home); err != nil || got != want {
+			t.Errorf("the event stream of an agent homed in %s: %q, %v; want %q", home, got, err, want)
+		}
+	}
+}

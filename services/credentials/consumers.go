@@ -112,7 +112,7 @@ func (s *Service) newConsumer(ctx context.Context, in *meshapi.CreateConsumerReq
 		rec.AgentID = in.AgentID
 		// Its events are read where they are stored first, in the agent's
 		// home region, which alone then serves them.
-		if rec.Stream, err = bus.EventStreamIn(ctx, s.cfg.Conn.JS, a.HomeRegion); err != nil {
+		if rec.Stream, err = bus.ReadersEventStream(ctx, s.cfg.Conn.JS, a.HomeRegion); err != nil {
 			return nil, err
 		}
 	}

@@ -358,7 +358,7 @@ func (s *Service) homeStream(ctx context.Context, agentID string) (string, error
 	case err != nil:
 		return "", err
 	}
-	return bus.EventStreamIn(ctx, s.js, a.HomeRegion)
+	return bus.ReadersEventStream(ctx, s.js, a.HomeRegion)
 }
 
 const minSecretLen = 16
