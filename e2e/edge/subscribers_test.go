@@ -29,19 +29,29 @@ type received struct {
 	mu         sync.Mutex
 	events     map[string]int
 	completed  map[string]bool
+	// kinds holds each run's event types received, as "<run> <type>".
+	kinds map[string]bool
 }
 
 func newReceived() *received {
-	return &received{events: map[string]int{}, completed: map[string]bool{}}
+	return &received{events: map[string]int{}, completed: map[string]bool{}, kinds: map[string]bool{}}
 }
 
 func (r *received) add(eventID, eventType, runID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events[eventID]++
+	r.kinds[runID+" "+eventType] = true
 	if eventType == mesh.EventTaskRunCompleted {
 		r.completed[runID] = true
 	}
+}
+
+// has reports whether an event of eventType of run runID was received.
+func (r *received) has(eventType, runID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.kinds[runID+" "+eventType]
 }
 
 // missing returns the runs of ids whose completion was not received.

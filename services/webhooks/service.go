@@ -94,6 +94,11 @@ type subscription struct {
 	// log (bus.EventStream). Empty in subscriptions made before: the
 	// gathered log.
 	Stream string `json:"stream,omitempty"`
+	// MovedFrom is the stream it read before its agent moved into the
+	// origin, whose gathered log holds copies of that stream's events: those
+	// copies are skipped (they were delivered from the stream itself, or
+	// are older than the move).
+	MovedFrom string `json:"moved_from,omitempty"`
 }
 
 // stream names the event stream the subscription's consumer reads.
@@ -291,21 +296,8 @@ func (s *Service) handleCreate(ctx context.Context, req *bus.Request) (any, erro
 	if sub.Stream, err = s.homeStream(ctx, sub.AgentID); err != nil {
 		return nil, err
 	}
-	_, err = s.js.CreateOrUpdateConsumer(ctx, sub.stream(), jetstream.ConsumerConfig{
-		Durable:        bus.WebhookConsumer(sub.ID),
-		Description:    "webhook " + sub.ID,
-		FilterSubjects: sub.subjects(),
-		DeliverPolicy:  deliver,
-		OptStartTime:   start,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        ackWait,
-		// One event in flight per endpoint: events of a run arrive in order,
-		// and a failing endpoint holds up only itself.
-		MaxAckPending: 1,
-		MaxDeliver:    -1,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("webhook consumer: %w", err)
+	if err := s.createConsumer(ctx, sub, deliver, start); err != nil {
+		return nil, err
 	}
 	if _, err := s.subs.Create(ctx, sub.ID, sub); err != nil {
 		_ = s.js.DeleteConsumer(context.WithoutCancel(ctx), sub.stream(), bus.WebhookConsumer(sub.ID))
@@ -359,6 +351,27 @@ func (s *Service) homeStream(ctx context.Context, agentID string) (string, error
 		return "", err
 	}
 	return bus.ReadersEventStream(ctx, s.js, a.HomeRegion)
+}
+
+// createConsumer makes the subscription's durable consumer on its stream.
+func (s *Service) createConsumer(ctx context.Context, sub *subscription, deliver jetstream.DeliverPolicy, start *time.Time) error {
+	_, err := s.js.CreateOrUpdateConsumer(ctx, sub.stream(), jetstream.ConsumerConfig{
+		Durable:        bus.WebhookConsumer(sub.ID),
+		Description:    "webhook " + sub.ID,
+		FilterSubjects: sub.subjects(),
+		DeliverPolicy:  deliver,
+		OptStartTime:   start,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        ackWait,
+		// One event in flight per endpoint: events of a run arrive in order,
+		// and a failing endpoint holds up only itself.
+		MaxAckPending: 1,
+		MaxDeliver:    -1,
+	})
+	if err != nil {
+		return fmt.Errorf("webhook consumer: %w", err)
+	}
+	return nil
 }
 
 const minSecretLen = 16
