@@ -286,19 +286,16 @@ func (g *Gateway) Handler() http.Handler {
 
 	// Runtimes (seed 001 REST contract; X-Runtime-Token).
 	g.handle(mux, "POST /agent-runtimes/runtime/attach-via-pairing", http.HandlerFunc(g.attach))
-	g.runtime(mux, "POST /agent-runtimes/runtime/hello", g.hello)
-	g.runtime(mux, "POST /agent-runtimes/runtime/connection", g.connection)
-	g.runtime(mux, "POST /agent-runtimes/runtime/heartbeat", g.heartbeat)
-	g.runtime(mux, "POST /agent-runtimes/runtime/goodbye", g.goodbye)
 	g.runtime(mux, "POST /agent-runtimes/runtime/revoke", g.revokeSelf)
 	g.runtime(mux, "GET /agent-runtimes/runtime/events", g.streamRuntimeEvents)
-	g.runtime(mux, "POST /agent-accounts/{agentId}/task-runs/pull", g.pull)
-	g.runtime(mux, "POST /task-runs/{taskRunId}/progress", g.progress)
-	g.runtime(mux, "POST /task-runs/{taskRunId}/renew", g.renew)
-	g.runtime(mux, "POST /task-runs/{taskRunId}/release", g.release)
-	g.runtime(mux, "POST /task-runs/{taskRunId}/complete", g.complete)
-	g.runtime(mux, "POST /task-runs/{taskRunId}/fail", g.fail)
-	g.runtime(mux, "POST /task-runs/{taskRunId}/artifacts", g.uploadArtifact)
+	// The runtime operations of the table (meshapi.Ops): those that only
+	// forward are bridged (bridge.go), the others written by hand.
+	g.bridgeRoutes(mux)
+	g.runtime(mux, meshapi.OpRuntimeHeartbeat.REST.Pattern(), g.heartbeat)
+	g.runtime(mux, meshapi.OpRuntimePull.REST.Pattern(), g.pull)
+	g.runtime(mux, meshapi.OpRuntimeRenew.REST.Pattern(), g.renew)
+	g.runtime(mux, meshapi.OpRuntimeRelease.REST.Pattern(), g.release)
+	g.runtime(mux, meshapi.OpRuntimeArtifactOpen.REST.Pattern(), g.uploadArtifact)
 
 	// The web page and sign-in (webroutes.go).
 	g.webRoutes(mux)

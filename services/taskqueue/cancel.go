@@ -51,13 +51,9 @@ func (s *Service) cancel(ctx context.Context, runID, reason string) (*mesh.TaskR
 // answers and not notices on a subject: within the runtimes' account any
 // runtime may name any subject as a request's reply, so a subject another
 // runtime listens on could be sent anything.
-func (s *Service) handleCanceled(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := req.Runtime()
+func (s *Service) handleCanceled(ctx context.Context, in *meshapi.CanceledRequest) (*meshapi.CanceledResponse, error) {
+	agentID, runtimeID, err := bus.RuntimeOf(ctx)
 	if err != nil {
-		return nil, err
-	}
-	var in meshapi.CanceledRequest
-	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
 	if len(in.TaskRunIDs) > maxRenewal {
@@ -77,7 +73,7 @@ func (s *Service) handleCanceled(ctx context.Context, req *bus.Request) (any, er
 	w, already := s.index.watchCancels(runtimeID, in.TaskRunIDs)
 	if len(already) > 0 {
 		s.index.unwatchCancels(runtimeID, w)
-		return meshapi.CanceledResponse{Canceled: already}, nil
+		return &meshapi.CanceledResponse{Canceled: already}, nil
 	}
 	timer := time.NewTimer(in.Wait)
 	defer timer.Stop()
@@ -87,5 +83,5 @@ func (s *Service) handleCanceled(ctx context.Context, req *bus.Request) (any, er
 	case <-ctx.Done():
 	case <-s.stopped:
 	}
-	return meshapi.CanceledResponse{Canceled: s.index.unwatchCancels(runtimeID, w)}, nil
+	return &meshapi.CanceledResponse{Canceled: s.index.unwatchCancels(runtimeID, w)}, nil
 }
