@@ -187,6 +187,15 @@ func Send[Req, Resp any](ctx context.Context, c Sender, op Op[Req, Resp], req Re
 	return &resp, nil
 }
 
+// Call sends a service's operation on its service subject.
+func (c *Client) Call(ctx context.Context, op *OpInfo, req, resp any) error {
+	subject := bus.ServiceSubject(op.Service, op.Name)
+	if op.Resend {
+		return bus.CallIdempotent(ctx, c.nc, subject, req, resp, TryTimeout)
+	}
+	return bus.Call(ctx, c.nc, subject, req, resp)
+}
+
 // Call sends a runtime operation on the runtime's own subject.
 func (c *RuntimeClient) Call(ctx context.Context, op *OpInfo, req, resp any) error {
 	subject := bus.RuntimeSubject(c.agentID, c.runtimeID, op.Name)
@@ -201,6 +210,10 @@ func (c *RuntimeClient) Call(ctx context.Context, op *OpInfo, req, resp any) err
 
 func post(path string, fields map[string]string) *Binding {
 	return &Binding{Method: http.MethodPost, Path: path, Fields: fields}
+}
+
+func get(path string, fields map[string]string) *Binding {
+	return &Binding{Method: http.MethodGet, Path: path, Fields: fields}
 }
 
 func custom(b *Binding) *Binding { b.Custom = true; return b }
@@ -260,4 +273,11 @@ var (
 		REST: post("/task-runs/{taskRunId}/delegation/{childTaskRunId}/artifact", onChild)})
 	OpRuntimeDelegateCancel = define[DelegateCancelRequest, DelegatedTask](OpInfo{Name: bus.RuntimeOpDelegateCancel, Service: bus.ServiceDelegation, Caller: CallerRuntime, Idempotent: true,
 		REST: post("/task-runs/{taskRunId}/delegation/{childTaskRunId}/cancel", onChild)})
+)
+
+// The registry's operations for people and services.
+var (
+	// The REST route first checks that the agent exists (404 otherwise).
+	OpRegistryListRuntimes = define[ListRuntimesRequest, RuntimeList](OpInfo{Name: OpRegistryList, Service: bus.ServiceRegistry, Caller: CallerOwner, Idempotent: true,
+		REST: custom(get("/agent-accounts/{agentId}/runtimes", map[string]string{"agentId": "agent_id"}))})
 )

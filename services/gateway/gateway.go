@@ -261,7 +261,7 @@ func (g *Gateway) Handler() http.Handler {
 	g.people(mux, "PATCH /agent-accounts/{agentId}", g.updateAgent)
 	g.people(mux, "DELETE /agent-accounts/{agentId}", g.deleteAgent)
 	g.people(mux, "POST /agent-accounts/{agentId}/pairing-codes", g.issuePairingCode)
-	g.people(mux, "GET /agent-accounts/{agentId}/runtimes", g.listRuntimes)
+	g.people(mux, meshapi.OpRegistryListRuntimes.REST.Pattern(), g.listRuntimes)
 	g.people(mux, "POST /agent-runtimes/{runtimeId}/revoke", g.revokeRuntime)
 	g.people(mux, "POST /conversations", g.createConversation)
 	g.people(mux, "GET /conversations/{conversationId}", g.getConversation)

@@ -117,8 +117,11 @@ func (s *Service) Start(ctx context.Context) error {
 	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
 		Name: bus.ServiceRegistry, Description: "runtime presence", Logger: s.cfg.Logger,
 		Region: s.cfg.Region, Route: s.routeRequest,
-		Ops:       map[string]bus.HandlerFunc{meshapi.OpRegistryList: s.handleList},
-		Endpoints: []bus.Endpoint{meshapi.OpRuntimeHeartbeat.Handle(s.handleHeartbeat), meshapi.OpRuntimeGoodbye.Handle(s.handleGoodbye)},
+		Endpoints: []bus.Endpoint{
+			meshapi.OpRegistryListRuntimes.Handle(s.handleList),
+			meshapi.OpRuntimeHeartbeat.Handle(s.handleHeartbeat),
+			meshapi.OpRuntimeGoodbye.Handle(s.handleGoodbye),
+		},
 	})
 	if err != nil {
 		return err
@@ -381,11 +384,7 @@ func (s *Service) latestBeat(ctx context.Context, runtimeID string) (time.Time, 
 	return b.At, nil
 }
 
-func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.ListRuntimesRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleList(ctx context.Context, in *meshapi.ListRuntimesRequest) (*meshapi.RuntimeList, error) {
 	if !mesh.ValidID(in.AgentID) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "agent %q not found", in.AgentID)
 	}
@@ -399,7 +398,7 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 	sort.SliceStable(out.Runtimes, func(i, j int) bool {
 		return out.Runtimes[i].State == mesh.RuntimeActive && out.Runtimes[j].State != mesh.RuntimeActive
 	})
-	return out, nil
+	return &out, nil
 }
 
 // currentPresence reads a runtime's presence from the registry's own bucket:
