@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
 )
 
 // The table of operations: each operation the platform serves is defined
@@ -61,6 +62,8 @@ type Binding struct {
 	Path   string
 	// Fields maps each path value's name to the request's JSON field.
 	Fields map[string]string
+	// Status is the HTTP status of a success. Default 200.
+	Status int
 	// Custom marks a route whose gateway handler does more than forward
 	// (a long poll, a body of seed 001's shape, an answer of another
 	// shape): the gateway writes it by hand, the rest derive from the
@@ -212,6 +215,10 @@ func post(path string, fields map[string]string) *Binding {
 	return &Binding{Method: http.MethodPost, Path: path, Fields: fields}
 }
 
+func route(method, path string, status int, fields map[string]string) *Binding {
+	return &Binding{Method: method, Path: path, Status: status, Fields: fields}
+}
+
 func get(path string, fields map[string]string) *Binding {
 	return &Binding{Method: http.MethodGet, Path: path, Fields: fields}
 }
@@ -280,4 +287,23 @@ var (
 	// The REST route first checks that the agent exists (404 otherwise).
 	OpRegistryListRuntimes = define[ListRuntimesRequest, RuntimeList](OpInfo{Name: OpRegistryList, Service: bus.ServiceRegistry, Caller: CallerOwner, Idempotent: true,
 		REST: custom(get("/agent-accounts/{agentId}/runtimes", map[string]string{"agentId": "agent_id"}))})
+)
+
+// onAgent binds {agentId} to the request's agent_id.
+var onAgent = map[string]string{"agentId": "agent_id"}
+
+// The agents service's operations: agent accounts, for their owner.
+var (
+	OpAgentsCreate = define[CreateAgentRequest, mesh.Agent](OpInfo{Name: OpAgentCreate, Service: bus.ServiceAgents, Caller: CallerOwner,
+		REST: route(http.MethodPost, "/agent-accounts", http.StatusCreated, nil)})
+	OpAgentsList = define[ListAgentsRequest, AgentList](OpInfo{Name: OpAgentList, Service: bus.ServiceAgents, Caller: CallerOwner, Idempotent: true,
+		REST: get("/agent-accounts", nil)})
+	OpAgentsGet = define[GetAgentRequest, mesh.Agent](OpInfo{Name: OpAgentGet, Service: bus.ServiceAgents, Caller: CallerOwner, Idempotent: true,
+		REST: get("/agent-accounts/{agentId}", onAgent)})
+	OpAgentsUpdate = define[UpdateAgentRequest, mesh.Agent](OpInfo{Name: OpAgentUpdate, Service: bus.ServiceAgents, Caller: CallerOwner, Idempotent: true,
+		REST: route(http.MethodPatch, "/agent-accounts/{agentId}", http.StatusOK, onAgent)})
+	// Deleting revokes the agent's runtimes and cancels its open runs; its
+	// history is kept.
+	OpAgentsDelete = define[DeleteAgentRequest, DeleteAgentResponse](OpInfo{Name: OpAgentDelete, Service: bus.ServiceAgents, Caller: CallerOwner, Idempotent: true,
+		REST: route(http.MethodDelete, "/agent-accounts/{agentId}", http.StatusOK, onAgent)})
 )

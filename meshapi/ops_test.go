@@ -103,7 +103,9 @@ func TestOps_NamesAndBindingsAreUnique(t *testing.T) {
 				t.Errorf("%s binds path value %s, which its path has not", op.REST.Pattern(), name)
 			}
 		}
-		if op.REST.Method != http.MethodPost && op.REST.Method != http.MethodGet {
+		switch op.REST.Method {
+		case http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete:
+		default:
 			t.Errorf("%s: unexpected method", op.REST.Pattern())
 		}
 	}

@@ -10,18 +10,25 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// The REST bridge: every runtime operation of the table of operations
-// (meshapi.Ops) whose REST binding only forwards is served here, by one
-// handler. Routes that do more than forward (Binding.Custom) are written by
-// hand in runtimeapi.go and artifacts.go.
+// The REST bridge: every operation of the table of operations
+// (meshapi.Ops) for runtimes or owners whose REST binding only forwards is
+// served here, by one handler. Routes that do more than forward
+// (Binding.Custom) are written by hand (runtimeapi.go, people.go, ...) at
+// the pattern the table gives.
 
-// bridgeRoutes registers the bridge's routes.
+// bridgeRoutes registers the bridge's routes, each behind the credential
+// of its caller.
 func (g *Gateway) bridgeRoutes(mux *http.ServeMux) {
 	for _, op := range meshapi.Ops() {
-		if op.REST == nil || op.REST.Custom || op.Caller != meshapi.CallerRuntime {
+		if op.REST == nil || op.REST.Custom {
 			continue
 		}
-		g.runtime(mux, op.REST.Pattern(), g.bridge(op))
+		switch op.Caller {
+		case meshapi.CallerRuntime:
+			g.runtime(mux, op.REST.Pattern(), g.bridge(op))
+		case meshapi.CallerOwner:
+			g.people(mux, op.REST.Pattern(), g.bridge(op))
+		}
 	}
 }
 
@@ -29,25 +36,28 @@ func (g *Gateway) bridgeRoutes(mux *http.ServeMux) {
 // run as it now is (seed 001 §4.4).
 var reportAck = reflect.TypeFor[meshapi.ReportAck]()
 
-// bridge returns the handler of op's route: the body (read leniently, so
-// runtimes of other versions keep working) and the path values make its
-// request, which the authenticated runtime's own client sends on the bus.
+// bridge returns the handler of op's route: the body and the path values
+// make its request, which the caller's client sends on the bus (a runtime's
+// on its own subjects). A runtime's body is read leniently, so runtimes of
+// other versions keep working; a person's strictly, so a misspelt field is
+// an error.
 func (g *Gateway) bridge(op *meshapi.OpInfo) http.HandlerFunc {
+	mode, status := strict, http.StatusOK
+	if op.Caller == meshapi.CallerRuntime {
+		mode = lenient
+	}
+	if op.REST.Status != 0 {
+		status = op.REST.Status
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := readBody(w, r, g.cfg.MaxBodyBytes)
-		if err == nil {
-			// The precise message for a malformed body.
-			var object map[string]any
-			err = decodeJSON(body, lenient, &object)
-		}
 		req := reflect.New(op.Request).Interface()
-		if err == nil {
-			if berr := op.REST.Bind(body, r.PathValue, req); berr != nil {
-				err = mesh.Errorf(mesh.CodeInvalidRequest, "malformed JSON body: %v", berr)
-			}
-		}
-		if err != nil {
+		if err := decodeBody(w, r, g.cfg.MaxBodyBytes, mode, req); err != nil {
 			g.writeError(w, r, err)
+			return
+		}
+		// The path's values win over the body's.
+		if err := op.REST.Bind(nil, r.PathValue, req); err != nil {
+			g.writeError(w, r, mesh.Errorf(mesh.CodeInvalidRequest, "%v", err))
 			return
 		}
 		ctx := r.Context()
@@ -56,13 +66,18 @@ func (g *Gateway) bridge(op *meshapi.OpInfo) http.HandlerFunc {
 			ctx, cancel = context.WithTimeout(ctx, g.cfg.MaxPullWait+10*time.Second)
 			defer cancel()
 		}
-		id := runtimeOf(r)
 		resp := reflect.New(op.Response).Interface()
-		err = g.client.Runtime(id.AgentID, id.RuntimeID).Call(ctx, op, req, resp)
+		var err error
+		if op.Caller == meshapi.CallerRuntime {
+			id := runtimeOf(r)
+			err = g.client.Runtime(id.AgentID, id.RuntimeID).Call(ctx, op, req, resp)
+		} else {
+			err = g.client.Call(ctx, op, req, resp)
+		}
 		if err == nil && op.Response == reportAck {
 			g.replyRun(w, r, resp.(*meshapi.ReportAck).TaskRunID, nil)
 			return
 		}
-		g.reply(w, r, http.StatusOK, resp, err)
+		g.reply(w, r, status, resp, err)
 	}
 }

@@ -255,11 +255,8 @@ func (g *Gateway) Handler() http.Handler {
 	g.apiDocRoutes(mux)
 
 	// People (owner credential).
-	g.people(mux, "POST /agent-accounts", g.createAgent)
-	g.people(mux, "GET /agent-accounts", g.listAgents)
-	g.people(mux, "GET /agent-accounts/{agentId}", g.getAgent)
-	g.people(mux, "PATCH /agent-accounts/{agentId}", g.updateAgent)
-	g.people(mux, "DELETE /agent-accounts/{agentId}", g.deleteAgent)
+	// Agent accounts are operations of the table, served by the bridge
+	// (bridgeRoutes, below).
 	g.people(mux, "POST /agent-accounts/{agentId}/pairing-codes", g.issuePairingCode)
 	g.people(mux, meshapi.OpRegistryListRuntimes.REST.Pattern(), g.listRuntimes)
 	g.people(mux, "POST /agent-runtimes/{runtimeId}/revoke", g.revokeRuntime)

@@ -12,44 +12,6 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-func (g *Gateway) createAgent(w http.ResponseWriter, r *http.Request) {
-	var in meshapi.CreateAgentRequest
-	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	a, err := g.client.CreateAgent(r.Context(), in)
-	g.reply(w, r, http.StatusCreated, a, err)
-}
-
-func (g *Gateway) listAgents(w http.ResponseWriter, r *http.Request) {
-	l, err := g.client.ListAgents(r.Context())
-	g.reply(w, r, http.StatusOK, l, err)
-}
-
-func (g *Gateway) getAgent(w http.ResponseWriter, r *http.Request) {
-	a, err := g.client.GetAgent(r.Context(), r.PathValue("agentId"))
-	g.reply(w, r, http.StatusOK, a, err)
-}
-
-func (g *Gateway) updateAgent(w http.ResponseWriter, r *http.Request) {
-	in := meshapi.UpdateAgentRequest{}
-	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	in.AgentID = r.PathValue("agentId")
-	a, err := g.client.UpdateAgent(r.Context(), in)
-	g.reply(w, r, http.StatusOK, a, err)
-}
-
-// deleteAgent deletes an agent account: its runtimes revoked, its open runs
-// canceled, its history kept (DeleteAgentRequest).
-func (g *Gateway) deleteAgent(w http.ResponseWriter, r *http.Request) {
-	out, err := g.client.DeleteAgent(r.Context(), r.PathValue("agentId"))
-	g.reply(w, r, http.StatusOK, out, err)
-}
-
 // pairingCodeRequest is the optional body of POST .../pairing-codes.
 type pairingCodeRequest struct {
 	// TTLSeconds shortens the code's lifetime below the platform default.
