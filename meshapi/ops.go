@@ -307,3 +307,32 @@ var (
 	OpAgentsDelete = define[DeleteAgentRequest, DeleteAgentResponse](OpInfo{Name: OpAgentDelete, Service: bus.ServiceAgents, Caller: CallerOwner, Idempotent: true,
 		REST: route(http.MethodDelete, "/agent-accounts/{agentId}", http.StatusOK, onAgent)})
 )
+
+// onConversation binds {conversationId} to the request's conversation_id.
+var onConversation = map[string]string{"conversationId": "conversation_id"}
+
+// The task queue's operations on runs and conversations, for people (and
+// the platform's own doors, which create runs the same way). An answer that
+// wraps a run (TaskRunReply) is the run itself over REST.
+var (
+	// The REST create also takes the Idempotency-Key header and seals the
+	// caller's environment variables for the agent's runtime.
+	OpTaskRunsCreate = define[CreateTaskRunRequest, CreateTaskRunResponse](OpInfo{Name: OpTaskCreate, Service: bus.ServiceTaskQueue, Caller: CallerOwner,
+		REST: custom(route(http.MethodPost, "/task-runs", http.StatusCreated, nil))})
+	OpTaskRunsGet = define[GetTaskRunRequest, TaskRunReply](OpInfo{Name: OpTaskGet, Service: bus.ServiceTaskQueue, Caller: CallerOwner, Idempotent: true,
+		REST: get("/task-runs/{taskRunId}", onRun)})
+	// The REST list takes its filters from the query.
+	OpTaskRunsList = define[ListTaskRunsRequest, TaskRunList](OpInfo{Name: OpTaskList, Service: bus.ServiceTaskQueue, Caller: CallerOwner, Idempotent: true,
+		REST: custom(get("/task-runs", nil))})
+	OpTaskRunsCancel = define[CancelTaskRunRequest, TaskRunReply](OpInfo{Name: OpTaskCancel, Service: bus.ServiceTaskQueue, Caller: CallerOwner, Idempotent: true,
+		REST: post("/task-runs/{taskRunId}/cancel", onRun)})
+	// The REST answer takes the answer as text or as a whole input.
+	OpTaskRunsContinue = define[ContinueTaskRunRequest, TaskRunReply](OpInfo{Name: OpTaskContinue, Service: bus.ServiceTaskQueue, Caller: CallerOwner,
+		REST: custom(post("/task-runs/{taskRunId}/input", onRun))})
+	// The artifacts service records an artifact it stored on its run.
+	OpTaskRunsAttachArtifact = define[AttachArtifactRequest, TaskRunReply](OpInfo{Name: OpTaskAttachArtifact, Service: bus.ServiceTaskQueue, Caller: CallerPlatform, Idempotent: true})
+	OpConversationsCreate    = define[CreateConversationRequest, mesh.Conversation](OpInfo{Name: OpConversationCreate, Service: bus.ServiceTaskQueue, Caller: CallerOwner,
+		REST: route(http.MethodPost, "/conversations", http.StatusCreated, nil)})
+	OpConversationsGet = define[GetConversationRequest, mesh.Conversation](OpInfo{Name: OpConversationGet, Service: bus.ServiceTaskQueue, Caller: CallerOwner, Idempotent: true,
+		REST: get("/conversations/{conversationId}", onConversation)})
+)

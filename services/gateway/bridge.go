@@ -36,6 +36,10 @@ func (g *Gateway) bridgeRoutes(mux *http.ServeMux) {
 // run as it now is (seed 001 §4.4).
 var reportAck = reflect.TypeFor[meshapi.ReportAck]()
 
+// runReply is the answer of an operation on a run, which REST answers with
+// the run itself.
+var runReply = reflect.TypeFor[meshapi.TaskRunReply]()
+
 // bridge returns the handler of op's route: the body and the path values
 // make its request, which the caller's client sends on the bus (a runtime's
 // on its own subjects). A runtime's body is read leniently, so runtimes of
@@ -74,9 +78,13 @@ func (g *Gateway) bridge(op *meshapi.OpInfo) http.HandlerFunc {
 		} else {
 			err = g.client.Call(ctx, op, req, resp)
 		}
-		if err == nil && op.Response == reportAck {
+		switch {
+		case err != nil:
+		case op.Response == reportAck:
 			g.replyRun(w, r, resp.(*meshapi.ReportAck).TaskRunID, nil)
 			return
+		case op.Response == runReply:
+			resp = &resp.(*meshapi.TaskRunReply).TaskRun
 		}
 		g.reply(w, r, status, resp, err)
 	}

@@ -255,18 +255,14 @@ func (g *Gateway) Handler() http.Handler {
 	g.apiDocRoutes(mux)
 
 	// People (owner credential).
-	// Agent accounts are operations of the table, served by the bridge
-	// (bridgeRoutes, below).
+	// Agent accounts, conversations, a run and its cancel are operations
+	// of the table, served by the bridge (bridgeRoutes, below).
 	g.people(mux, "POST /agent-accounts/{agentId}/pairing-codes", g.issuePairingCode)
 	g.people(mux, meshapi.OpRegistryListRuntimes.REST.Pattern(), g.listRuntimes)
 	g.people(mux, "POST /agent-runtimes/{runtimeId}/revoke", g.revokeRuntime)
-	g.people(mux, "POST /conversations", g.createConversation)
-	g.people(mux, "GET /conversations/{conversationId}", g.getConversation)
-	g.people(mux, "POST /task-runs", g.createTaskRun)
-	g.people(mux, "GET /task-runs", g.listTaskRuns)
-	g.people(mux, "GET /task-runs/{taskRunId}", g.getTaskRun)
-	g.people(mux, "POST /task-runs/{taskRunId}/cancel", g.cancelTaskRun)
-	g.people(mux, "POST /task-runs/{taskRunId}/input", g.answerTaskRun)
+	g.people(mux, meshapi.OpTaskRunsCreate.REST.Pattern(), g.createTaskRun)
+	g.people(mux, meshapi.OpTaskRunsList.REST.Pattern(), g.listTaskRuns)
+	g.people(mux, meshapi.OpTaskRunsContinue.REST.Pattern(), g.answerTaskRun)
 	g.people(mux, "GET /task-runs/{taskRunId}/artifacts", g.listArtifacts)
 	g.people(mux, "GET /artifacts/{artifactId}", g.getArtifact)
 	g.people(mux, "GET /artifacts/{artifactId}/content", g.downloadArtifact)

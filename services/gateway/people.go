@@ -56,21 +56,6 @@ func (g *Gateway) revokeRuntime(w http.ResponseWriter, r *http.Request) {
 	g.reply(w, r, http.StatusOK, rt, err)
 }
 
-func (g *Gateway) createConversation(w http.ResponseWriter, r *http.Request) {
-	var in meshapi.CreateConversationRequest
-	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	c, err := g.client.CreateConversation(r.Context(), in)
-	g.reply(w, r, http.StatusCreated, c, err)
-}
-
-func (g *Gateway) getConversation(w http.ResponseWriter, r *http.Request) {
-	c, err := g.client.GetConversation(r.Context(), r.PathValue("conversationId"))
-	g.reply(w, r, http.StatusOK, c, err)
-}
-
 func (g *Gateway) createTaskRun(w http.ResponseWriter, r *http.Request) {
 	var in meshapi.CreateTaskRunRequest
 	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
@@ -100,11 +85,6 @@ func (g *Gateway) createTaskRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, res.TaskRun)
 }
 
-func (g *Gateway) getTaskRun(w http.ResponseWriter, r *http.Request) {
-	run, err := g.client.GetTaskRun(r.Context(), r.PathValue("taskRunId"))
-	g.reply(w, r, http.StatusOK, run, err)
-}
-
 func (g *Gateway) listTaskRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	req := meshapi.ListTaskRunsRequest{
@@ -122,21 +102,6 @@ func (g *Gateway) listTaskRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	l, err := g.client.ListTaskRuns(r.Context(), req)
 	g.reply(w, r, http.StatusOK, l, err)
-}
-
-// cancelRequest is the optional body of POST /task-runs/{id}/cancel.
-type cancelRequest struct {
-	Reason string `json:"reason,omitempty"`
-}
-
-func (g *Gateway) cancelTaskRun(w http.ResponseWriter, r *http.Request) {
-	var in cancelRequest
-	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	run, err := g.client.CancelTaskRun(r.Context(), meshapi.CancelTaskRunRequest{TaskRunID: r.PathValue("taskRunId"), Reason: in.Reason})
-	g.reply(w, r, http.StatusOK, run, err)
 }
 
 // inputRequest is the body of POST /task-runs/{id}/input: a person's answer

@@ -11,11 +11,7 @@ import (
 
 const maxReasonLen = 1000
 
-func (s *Service) handleCancel(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.CancelTaskRunRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleCancel(ctx context.Context, in *meshapi.CancelTaskRunRequest) (*meshapi.TaskRunReply, error) {
 	if len(in.Reason) > maxReasonLen {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "reason is longer than %d characters", maxReasonLen)
 	}
@@ -23,7 +19,7 @@ func (s *Service) handleCancel(ctx context.Context, req *bus.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+	return &meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }
 
 // cancel ends a run that has not ended. The runtime working on it hears of

@@ -251,11 +251,7 @@ func dedupe(ids []string) []string {
 	return out
 }
 
-func (s *Service) handleAttachArtifact(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.AttachArtifactRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleAttachArtifact(ctx context.Context, in *meshapi.AttachArtifactRequest) (*meshapi.TaskRunReply, error) {
 	if err := s.runtimes.Check(ctx, in.AgentID, in.RuntimeID, false); err != nil {
 		return nil, err
 	}
@@ -275,5 +271,5 @@ func (s *Service) handleAttachArtifact(ctx context.Context, req *bus.Request) (a
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+	return &meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }
