@@ -17,6 +17,9 @@ type Agent struct {
 	// Delegation says which agents this agent may hand tasks to from inside
 	// its work (the tools its runtime gives the host); nil: none.
 	Delegation *DelegationPolicy `json:"delegation,omitempty"`
+	// Budget limits what the agent's runs may spend; nil: no limit
+	// (docs/usage.md, "Budgets").
+	Budget *Budget `json:"budget,omitempty"`
 	// HomeRegion is the region that serves the agent: its runtime is given
 	// that region's NATS servers first. Set at creation (by default the
 	// region of the platform that created it); it changes only while none

@@ -40,6 +40,9 @@ const (
 	// cannot be sealed for: it has no active runtime, or its runtime was
 	// paired before runtimes had a sealing key (it must pair again).
 	CodeNoSealingKey Code = "NO_SEALING_KEY"
+	// CodeBudgetExceeded refuses a run for an agent whose daily budget
+	// is spent (mesh.Budget, docs/usage.md).
+	CodeBudgetExceeded Code = "BUDGET_EXCEEDED"
 )
 
 // Error is the error every service returns across the bus. It carries a code
@@ -92,6 +95,8 @@ var (
 	// ErrDelegationNotAllowed and ErrNoSealingKey match their codes too.
 	ErrDelegationNotAllowed = &Error{Code: CodeDelegationNotAllowed}
 	ErrNoSealingKey         = &Error{Code: CodeNoSealingKey}
+	// ErrBudgetExceeded matches CodeBudgetExceeded.
+	ErrBudgetExceeded = &Error{Code: CodeBudgetExceeded}
 )
 
 // AsError returns err as an *Error, wrapping unknown errors as INTERNAL with a

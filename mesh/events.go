@@ -22,6 +22,9 @@ const (
 const (
 	EventAgentCreated = EventTypePrefix + "agent.created"
 	EventAgentUpdated = EventTypePrefix + "agent.updated"
+	// EventAgentBudgetExceeded tells the agent's owner that a budget
+	// stopped a run.
+	EventAgentBudgetExceeded = EventTypePrefix + "agent.budget_exceeded"
 
 	EventPairingCodeIssued   = EventTypePrefix + "pairing_code.issued"
 	EventPairingCodeRedeemed = EventTypePrefix + "pairing_code.redeemed"
@@ -41,6 +44,7 @@ const (
 	EventTaskRunFailed        = EventTypePrefix + "task_run.failed"
 	EventTaskRunCanceled      = EventTypePrefix + "task_run.canceled"
 	EventTaskRunDelegated     = EventTypePrefix + "task_run.delegated"
+	EventTaskRunUsage         = EventTypePrefix + "task_run.usage"
 
 	EventArtifactCreated = EventTypePrefix + "artifact.created"
 
@@ -75,6 +79,8 @@ var EventCatalog = []EventType{
 	{EventTaskRunFailed, KindTaskRun, "A task run failed. Data: the task run with its error."},
 	{EventTaskRunCanceled, KindTaskRun, "A task run was canceled. Data: the task run."},
 	{EventTaskRunDelegated, KindTaskRun, "A running task run was handed to another agent (or a partner platform) by a routing rule; it takes the delegate's answer as its own. Data: the task run with delegated_to."},
+	{EventTaskRunUsage, KindTaskRun, "A run's usage changed: its host reported what it spent (with the run's answer), or a run delegated from inside it did and rolled up into usage_total. Data: the task run with usage and usage_total."},
+	{EventAgentBudgetExceeded, KindAgent, "A budget of the agent stopped a run: a create refused because the day's budget is spent, or a run canceled because it passed the per-run or per-day budget. Data: the agent id, the limit, what was spent, the run and what was done."},
 	{EventArtifactCreated, KindArtifact, "An artifact was stored for a task run. Data: the artifact metadata."},
 	{EventWebhookDeliveryFailed, KindWebhook, "A webhook (or A2A push notification) delivery gave up after its retry window and was dead-lettered. Data: the delivery, never the URL's secrets."},
 }

@@ -26,6 +26,11 @@ const (
 	// was paired again meanwhile): only the first could open them. The
 	// claiming runtime reports it.
 	ReasonSealedForAnotherRuntime = "SEALED_FOR_ANOTHER_RUNTIME"
+	// ReasonBudgetExceeded: the run (with its delegated runs) spent more
+	// than its agent's per-run budget, or its agent's runs of the day
+	// more than the per-day budget; the platform canceled it
+	// (docs/usage.md, "Budgets").
+	ReasonBudgetExceeded = "BUDGET_EXCEEDED"
 )
 
 // Reported by the runtime about its own part of a run.
@@ -77,7 +82,7 @@ var Reasons = []Reason{
 	{ReasonRuntimeLost, "platform"}, {ReasonDeadlineExceeded, "platform"}, {ReasonTaskFailed, "runtime"},
 	{ReasonCanceled, "platform"}, {ReasonDelegationLoop, "delegation"}, {ReasonDelegationDepth, "delegation"},
 	{ReasonDelegationFailed, "delegation"}, {ReasonPartnerTaskFailed, "delegation"},
-	{ReasonSealedForAnotherRuntime, "runtime"}, {ReasonArtifactWriteFailed, "runtime"},
+	{ReasonSealedForAnotherRuntime, "runtime"}, {ReasonBudgetExceeded, "platform"}, {ReasonArtifactWriteFailed, "runtime"},
 	{ReasonRuntimeShutdown, "runtime"}, {ReasonAdapterFailure, "runtime"}, {ReasonAttachmentUnavailable, "runtime"},
 	{ReasonRejected, "runtime"},
 	{ReasonAdapterUnreachable, "adapter call"}, {ReasonAdapterConnectionLost, "adapter call"},

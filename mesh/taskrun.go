@@ -34,6 +34,13 @@ type TaskRun struct {
 	Output      json.RawMessage `json:"output,omitempty"`
 	Error       *RunError       `json:"error,omitempty"`
 	Artifacts   []ArtifactRef   `json:"artifacts,omitempty"`
+	// Usage is what this run's own host reported spending (output.usage
+	// of its answer, summed over its turns); nil while none was reported.
+	Usage *Usage `json:"usage,omitempty"`
+	// UsageTotal is Usage plus the UsageTotal of every run delegated
+	// from inside this one (ParentTaskRunID): what the whole tree below
+	// it spent. The per-run budget bounds it.
+	UsageTotal *Usage `json:"usage_total,omitempty"`
 	// IdempotencyKey, when set at creation, makes a repeated create return this run.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Deadline bounds the whole run: pending or running past it, it fails with

@@ -42,6 +42,8 @@ type CreateAgentRequest struct {
 	Public bool `json:"public,omitempty"`
 	// Delegation is who the agent may delegate to from inside its work.
 	Delegation *mesh.DelegationPolicy `json:"delegation,omitempty"`
+	// Budget limits what the agent's runs may spend.
+	Budget *mesh.Budget `json:"budget,omitempty"`
 	// HomeRegion is the agent's home region; empty: the region of the
 	// agents service that creates it.
 	HomeRegion string `json:"home_region,omitempty"`
@@ -58,6 +60,9 @@ type UpdateAgentRequest struct {
 	// Delegation replaces the agent's delegation policy; an empty policy
 	// ({}) allows no one.
 	Delegation *mesh.DelegationPolicy `json:"delegation,omitempty"`
+	// Budget replaces the agent's budget; an empty budget ({}) removes
+	// every limit.
+	Budget *mesh.Budget `json:"budget,omitempty"`
 	// HomeRegion moves the agent to another region; refused (CONFLICT)
 	// while the agent has a run that has not ended.
 	HomeRegion *string `json:"home_region,omitempty"`

@@ -124,7 +124,11 @@ type TraceNode struct {
 	DurationMS     *int64         `json:"duration_ms,omitempty"`
 	IdempotencyKey string         `json:"idempotency_key,omitempty"`
 	Error          *mesh.RunError `json:"error,omitempty"`
-	Children       []TraceNode    `json:"children"`
+	// Usage is the run's own share of what the tree spent; UsageTotal
+	// is it with everything below it (mesh.TaskRun).
+	Usage      *mesh.Usage `json:"usage,omitempty"`
+	UsageTotal *mesh.Usage `json:"usage_total,omitempty"`
+	Children   []TraceNode `json:"children"`
 }
 
 // Partner is a partner platform that speaks seed 003's routes: tasks may be

@@ -21,6 +21,8 @@ const (
 	OpTaskAttachArtifact = "attach_artifact"
 	OpConversationCreate = "conversation_create"
 	OpConversationGet    = "conversation_get"
+	// OpUsage answers what agents' runs spent, per agent and day.
+	OpUsage = "usage"
 )
 
 // Limits on task-run creation.
@@ -189,4 +191,26 @@ func (c *Client) GetConversation(ctx context.Context, conversationID string) (*m
 // ContinueTaskRun answers a run waiting for input with its next turn's input.
 func (c *Client) ContinueTaskRun(ctx context.Context, req ContinueTaskRunRequest) (*mesh.TaskRun, error) {
 	return runOf(Send(ctx, c, OpTaskRunsContinue, req))
+}
+
+// UsageRequest asks what agents' runs spent, per agent and UTC day
+// (docs/usage.md). Without AgentID: every agent of the region that answers.
+type UsageRequest struct {
+	AgentID string `json:"agent_id,omitempty"`
+	// From and To bound the days, inclusive (YYYY-MM-DD); empty is open.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+}
+
+// UsageReport is what the runs spent: one entry per agent and day, oldest
+// day first, and their sum.
+type UsageReport struct {
+	Days  []mesh.UsageTotal `json:"days"`
+	Total mesh.Usage        `json:"total"`
+}
+
+// Usage returns what agents' runs spent, per agent and day.
+func (c *Client) Usage(ctx context.Context, req UsageRequest) (*UsageReport, error) {
+	var r UsageReport
+	return &r, c.call(ctx, bus.ServiceTaskQueue, OpUsage, req, &r)
 }

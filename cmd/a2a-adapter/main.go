@@ -27,6 +27,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/adapter"
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
+	"github.com/a2amesh/a2amesh/internal/cpuprofile"
 	"github.com/a2amesh/a2amesh/internal/keeper"
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/provider"
@@ -38,7 +39,14 @@ func main() {
 	// Each task's host runs under this program started again as its
 	// keeper, which returns here only in the adapter itself.
 	keeper.Init()
-	if err := newRootCommand().Execute(); err != nil {
+	stopProfile, err := cpuprofile.Start(os.Getenv(cpuprofile.EnvVar))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "a2a-adapter:", err)
+		os.Exit(1)
+	}
+	err = newRootCommand().Execute()
+	stopProfile()
+	if err != nil {
 		os.Exit(cliusage.ExitCode(err))
 	}
 }

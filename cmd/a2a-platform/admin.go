@@ -120,7 +120,7 @@ func newAgents(g *globals) *cobra.Command {
 			return g.call(cmd.Context(), http.MethodDelete, "/agent-accounts/"+url.PathEscape(args[0]), nil, nil)
 		},
 	}
-	cmd.AddCommand(create, list, runtimes, del)
+	cmd.AddCommand(create, list, runtimes, del, newAgentBudget(g))
 	return cmd
 }
 

@@ -200,3 +200,70 @@ func TestCLI_TasksReplyAnswersARunWaitingForInput(t *testing.T) {
 		t.Fatalf("the runtime claimed %s with input %s", again.ID, again.Input)
 	}
 }
+
+// TestCLI_UsageShowsWhatAnAgentsRunsSpent: `usage` prints an agent's days
+// as a table, as JSON and as one line per day; a day that is no day is
+// refused with the platform's reason (exit 1).
+func TestCLI_UsageShowsWhatAnAgentsRunsSpent(t *testing.T) {
+	t.Parallel()
+	a := startAdmin(t)
+	agent := a.p.CreateAgent("spender")
+	rt := a.p.OnlineRuntime(t, agent.ID)
+	for _, in := range []int{1200, 800} {
+		run := a.p.CreateTask(agent.ID, "work")
+		a.p.PullRun(t, agent.ID, rt.RuntimeToken)
+		a.p.Report(t, run.ID, "complete", rt.RuntimeToken, map[string]any{"output": map[string]any{"text": "done",
+			"usage": map[string]any{"input_tokens": in, "output_tokens": 100, "cached_tokens": 50, "cost_usd": 0.25, "model": "m"}}}).Expect(t, http.StatusOK)
+	}
+	r := a.run("usage", "--agent", agent.ID, "-o", "json")
+	var rep struct {
+		Days []struct {
+			AgentID     string  `json:"agent_id"`
+			Runs        int     `json:"runs"`
+			InputTokens int64   `json:"input_tokens"`
+			CostUSD     float64 `json:"cost_usd"`
+		} `json:"days"`
+		Total struct {
+			InputTokens  int64 `json:"input_tokens"`
+			OutputTokens int64 `json:"output_tokens"`
+		} `json:"total"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &rep) != nil || len(rep.Days) != 1 || rep.Days[0].Runs != 2 ||
+		rep.Days[0].InputTokens != 2000 || rep.Days[0].CostUSD != 0.5 || rep.Total.OutputTokens != 200 {
+		t.Fatalf("usage -o json: %s", r)
+	}
+	if r := a.run("usage", "--agent", agent.ID, "-o", "table"); r.code != 0 || !strings.Contains(r.stdout, "INPUT_TOKENS") || !strings.Contains(r.stdout, "2000") {
+		t.Fatalf("usage -o table: %s", r)
+	}
+	if r := a.run("usage", "-o", "jsonl"); r.code != 0 || strings.Count(strings.TrimSpace(r.stdout), "\n") != 0 || !strings.Contains(r.stdout, agent.ID) {
+		t.Fatalf("usage -o jsonl: %s", r)
+	}
+	if r := a.run("usage", "--from", "someday"); r.code != 1 || !strings.Contains(r.stderr, "from must be a day") {
+		t.Fatalf("usage --from someday: %s", r)
+	}
+}
+
+// TestCLI_AgentsBudgetSetsAndClearsAnAgentsLimits: `agents budget` sets
+// the limits given, refuses a command line without any (exit 2), and
+// --clear removes them.
+func TestCLI_AgentsBudgetSetsAndClearsAnAgentsLimits(t *testing.T) {
+	t.Parallel()
+	a := startAdmin(t)
+	agent := a.p.CreateAgent("limited")
+	r := a.run("agents", "budget", agent.ID, "--per-run-tokens", "200000", "--per-day-cost", "5", "-o", "json")
+	var got mesh.Agent
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &got) != nil || got.Budget == nil || got.Budget.PerRun.Tokens != 200000 || got.Budget.PerDay.CostUSD != 5 {
+		t.Fatalf("agents budget: %s", r)
+	}
+	if r := a.run("agents", "budget", agent.ID); r.code != 2 || !strings.Contains(r.stderr, "--clear") {
+		t.Fatalf("agents budget without a limit: %s", r)
+	}
+	if r := a.run("agents", "budget", agent.ID, "--per-run-tokens", "-3"); r.code != 1 || !strings.Contains(r.stderr, "non-negative") {
+		t.Fatalf("agents budget with a negative limit: %s", r)
+	}
+	r = a.run("agents", "budget", agent.ID, "--clear", "-o", "json")
+	got = mesh.Agent{}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &got) != nil || got.Budget != nil {
+		t.Fatalf("agents budget --clear: %s", r)
+	}
+}

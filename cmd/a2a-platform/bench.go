@@ -64,6 +64,7 @@ func newBench(g *globals) *cobra.Command {
 	f.IntVar(&cfg.FanoutWebhooks, "fanout-webhooks", 10, "fan-out phase: webhook endpoints")
 	f.IntVar(&cfg.ScaleRuntimes, "scale-runtimes", 1000, "scale phase: runtimes connected to one platform process")
 	f.StringVar(&cfg.ScaleCPUProfile, "scale-cpuprofile", "", "scale phase: write a CPU profile of the platform process during the dispatch burst to this file")
+	f.StringVar(&cfg.ProcessProfileDir, "e2e-profile-dir", "", "e2e phase: have the platform, runtime and adapter processes of its process line each write a CPU profile into this directory")
 	f.StringVar(&cfg.ScaleHeapProfile, "scale-heapprofile", "", "scale phase: write a heap profile of the platform process with every runtime connected and idle to this file")
 	return cmd
 }

@@ -31,7 +31,7 @@ func TestCLI_EveryListingCommandPrintsJSON(t *testing.T) {
 	}))
 	defer api.Close()
 	listings := cliusagetest.Listings(newRoot())
-	want := []string{"agents list", "agents runtimes", "tasks list", "consumers list", "webhooks list", "webhooks deliveries", "context list"}
+	want := []string{"agents list", "agents runtimes", "tasks list", "consumers list", "webhooks list", "webhooks deliveries", "context list", "usage"}
 	var paths []string
 	for _, c := range listings {
 		paths = append(paths, strings.TrimPrefix(c.CommandPath(), "a2a-platform "))

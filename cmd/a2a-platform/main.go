@@ -14,6 +14,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
+	"github.com/a2amesh/a2amesh/internal/cpuprofile"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/version"
 	"github.com/rs/zerolog"
@@ -27,7 +28,14 @@ func main() {
 	platform.Version = version.String()
 	// Errors reach people in the logs as on standard error: in plain words.
 	zerolog.ErrorMarshalFunc = func(err error) any { return cliusage.Plain(err) }
-	if err := newRoot().ExecuteContext(ctx); err != nil {
+	stopProfile, err := cpuprofile.Start(os.Getenv(cpuprofile.EnvVar))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "a2a-platform:", err)
+		os.Exit(1)
+	}
+	err = newRoot().ExecuteContext(ctx)
+	stopProfile()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "a2a-platform:", cliusage.Plain(err))
 		os.Exit(exitCode(err))
 	}
@@ -65,7 +73,7 @@ func newRoot() *cobra.Command {
 	f.StringVar(&g.context, "context", "", "admin context to use instead of the current one (a2a-platform context list)")
 	cliusage.OutputFlag(root, f, &g.output, outputAuto, "output of admin verbs: table, json, jsonl (one value per line) or pretty (events tail) (default: table on a terminal, json otherwise)", outputFormats...)
 	cliusage.CompleteValues(root, "log-level", logLevels...)
-	root.AddCommand(newUp(g), newServe(g), newAgents(g), newPairingCode(g), newTasks(g), newEvents(g), newConsumers(g), newWebhooks(g),
+	root.AddCommand(newUp(g), newServe(g), newAgents(g), newPairingCode(g), newTasks(g), newUsage(g), newEvents(g), newConsumers(g), newWebhooks(g),
 		newLogin(g), newBench(g), newContext(g), newHealthcheck())
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { g.cmd, g.out = cmd, cmd.OutOrStdout() }
 	_ = root.RegisterFlagCompletionFunc("context", g.completeContexts)

@@ -125,6 +125,7 @@ var columns = map[string][]string{
 	"consumers":  {"consumer_id", "name", "agent_id", "created_at"},
 	"webhooks":   {"webhook_id", "url", "format", "agent_id", "secret_hint"},
 	"deliveries": {"delivery_id", "event_type", "state", "attempt_count", "updated_at"},
+	"days":       {"day", "agent_id", "runs", "input_tokens", "output_tokens", "cached_tokens", "cost_usd"},
 }
 
 // printTable writes a list as columns and anything else as one "field:

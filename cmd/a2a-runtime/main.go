@@ -11,6 +11,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
+	"github.com/a2amesh/a2amesh/internal/cpuprofile"
 	"github.com/a2amesh/a2amesh/internal/profile"
 	"github.com/a2amesh/a2amesh/internal/runtimeengine"
 	"github.com/a2amesh/a2amesh/internal/version"
@@ -25,7 +26,13 @@ const exitReauth = 3
 func main() {
 	// Errors reach people in the logs as on standard error: in plain words.
 	zerolog.ErrorMarshalFunc = func(err error) any { return cliusage.Plain(err) }
-	err := newRoot().Execute()
+	stopProfile, err := cpuprofile.Start(os.Getenv(cpuprofile.EnvVar))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "a2a-runtime:", err)
+		os.Exit(1)
+	}
+	err = newRoot().Execute()
+	stopProfile()
 	if err == nil {
 		return
 	}

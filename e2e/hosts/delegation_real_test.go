@@ -18,7 +18,8 @@ import (
 // benchmarkAnswer is what the other agent answers to the delegated task.
 const benchmarkAnswer = "benchmark: 42 ops/s"
 
-// Claude Code and Codex: the real host, given its run's tools by the adapter, calls the mesh's
+// Claude Code, Codex, Gemini CLI and the OpenClaw gateway: the real host,
+// given its run's tools by the adapter, calls the mesh's
 // send_task as the model asks (the tool name as the host exposes MCP
 // tools), through the runtime's tool server: the other agent, with its own
 // runtime and adapter, completes the task, the tool's result reaches the
@@ -29,10 +30,12 @@ func testRealDelegation(t *testing.T, name string) {
 	l := newRealLab(t, name)
 	l.start(t)
 	p := l.p
-	other := startOtherAgent(t, p, "benchmarker", "echo '"+benchmarkAnswer+"'")
+	// The other agent's command reports its own usage on stderr.
+	other := startOtherAgent(t, p, "benchmarker", `echo 'usage: {"input_tokens": 900, "output_tokens": 90, "cost_usd": 0.5}' >&2; echo '`+benchmarkAnswer+"'")
+	l.model.SetUsage(&usageAnswer)
 	p.Do(http.MethodPatch, "/agent-accounts/"+l.agent.ID, map[string]any{"delegation": map[string]any{"agents": []string{other.ID}}}, nil)
 
-	var sent atomic.Bool
+	var sent, searched atomic.Bool
 	l.model.SetRespond(func(r *fakemodel.Request) fakemodel.Reply {
 		if !r.Contains("@@delegate@@") || len(r.Tools()) == 0 {
 			return l.respond(r)
@@ -42,13 +45,24 @@ func testRealDelegation(t *testing.T, name string) {
 			tool = "send_task"
 		}
 		switch {
-		case r.AfterToolResult() && r.Contains(benchmarkAnswer):
+		case (r.AfterToolResult() || sent.Load()) && r.Contains(benchmarkAnswer):
+			// The OpenClaw gateway gives its model a client tool's result
+			// in the conversation's text rather than as a tool message.
 			return fakemodel.Reply{Text: "The benchmarker reports " + benchmarkAnswer + "."}
 		case tool != "" && !sent.Swap(true):
 			return fakemodel.Reply{Text: "Asking the benchmarker.", Tool: &fakemodel.ToolCall{Name: tool, Namespace: namespace,
 				Args: map[string]any{"agent_id": other.ID, "text": "run the benchmark", "wait": true}}}
 		case tool != "":
 			return fakemodel.Reply{Text: "The tool's result lacked the answer."}
+		case r.HasTool("tool_search") && !r.Contains(deferred) && !searched.Swap(true):
+			// The OpenClaw gateway catalogs a request's client tools
+			// behind its Tool Search: a model finds one with its
+			// tool_search, then calls it by name with its tool_call.
+			return fakemodel.Reply{Text: "Looking for the tool.", Tool: &fakemodel.ToolCall{Name: "tool_search",
+				Args: map[string]any{"query": "send a task to another agent"}}}
+		case r.HasTool("tool_call") && r.Contains(deferred) && !sent.Swap(true):
+			return fakemodel.Reply{Text: "Asking the benchmarker.", Tool: &fakemodel.ToolCall{Name: "tool_call",
+				Args: map[string]any{"id": deferred, "args": map[string]any{"agent_id": other.ID, "text": "run the benchmark", "wait": true}}}}
 		case r.HasTool("ToolSearch") && r.Contains(deferred) && !r.AfterToolResult():
 			// Claude Code defers MCP tools: a model loads one by name
 			// with its ToolSearch before calling it.
@@ -68,10 +82,12 @@ func testRealDelegation(t *testing.T, name string) {
 	if len(tree.Children) != 1 || tree.Children[0].AgentID != other.ID || tree.Children[0].Status != string(mesh.StatusCompleted) {
 		t.Fatalf("trace of the run: %+v, want the benchmarker's completed run under it", tree)
 	}
+	checkUsageRolledUp(t, tree)
 }
 
 // deferred is the send_task tool as Claude Code names MCP tools
-// (mcp__<server>__<tool>).
+// (mcp__<server>__<tool>), the name the adapter gives it among an HTTP
+// host's client tools too.
 const deferred = "mcp__a2a_mesh__send_task"
 
 // sendTaskTool is the name under which the host offers the mesh's
@@ -111,3 +127,7 @@ func startOtherAgent(t *testing.T, p *meshtest.Platform, name, script string) me
 func TestRealClaude_DelegatesThroughTheMeshTools(t *testing.T) { testRealDelegation(t, "claude") }
 
 func TestRealCodex_DelegatesThroughTheMeshTools(t *testing.T) { testRealDelegation(t, "codex") }
+
+func TestRealGemini_DelegatesThroughTheMeshTools(t *testing.T) { testRealDelegation(t, "gemini") }
+
+func TestRealOpenClaw_DelegatesThroughTheMeshTools(t *testing.T) { testRealDelegation(t, "openclaw") }

@@ -58,6 +58,10 @@ type Config struct {
 	// ScaleHeapProfile, when set, is where the scale phase writes a heap
 	// profile of the platform process with every runtime connected and idle.
 	ScaleHeapProfile string
+	// ProcessProfileDir, when set, is where the e2e phase's process line
+	// has each program write a CPU profile of its run (platform.pprof,
+	// runtime-N.pprof, adapter-N.pprof).
+	ProcessProfileDir string
 	// RegionDelay is added to each gateway link of the regions phase, each
 	// way. Default 40ms.
 	RegionDelay time.Duration
@@ -120,7 +124,10 @@ type Report struct {
 	Machine Machine     `json:"machine"`
 	Cycle   CycleReport `json:"cycle"`
 	E2E     []E2EReport `json:"end_to_end"`
-	Idle    Summary     `json:"idle_dispatch_latency"`
+	// E2EProcesses is end to end with the shipped programs as processes,
+	// and what each kind of process spends per run.
+	E2EProcesses *ProcessE2EReport `json:"end_to_end_processes,omitempty"`
+	Idle         Summary           `json:"idle_dispatch_latency"`
 	// HTTP is end to end with runs created over the REST API next to the bus.
 	HTTP    *HTTPReport   `json:"http,omitempty"`
 	Process ProcessReport `json:"processes"`
@@ -211,6 +218,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if err := r.measureE2E(ctx, dir, n, cfg); err != nil {
 				return nil, fmt.Errorf("end to end with %d runtimes: %w", n, err)
 			}
+		}
+		cfg.Progress(fmt.Sprintf("end to end: the programs as processes, %d runtimes and echo adapters, %d clients over the REST API", cfg.Agents, httpClients))
+		if err := r.measureProcessE2E(ctx, dir, cfg); err != nil {
+			return nil, fmt.Errorf("end to end with processes: %w", err)
 		}
 	}
 	if phase("http") {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,19 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 			}
 			if md := r.Markdown(); !strings.Contains(md, "### End to end") || strings.Contains(md, "### Processes") || strings.Contains(md, "### Task-run cycle") {
 				return "the report shows phases that did not run, or not the one that did"
+			}
+			p := r.E2EProcesses
+			if p == nil || p.Runs == 0 || p.Runtimes != 2 || p.PlatformCPUPerRunUs <= 0 || p.RuntimeCPUPerRunUs <= 0 || p.AdapterCPUPerRunUs <= 0 {
+				return "end to end with the programs as processes measured nothing, or not each kind of process"
+			}
+			// Each process wrote its CPU profile as it stopped.
+			if len(p.Profiles) != 5 {
+				return fmt.Sprintf("%d CPU profiles, want one per process (5)", len(p.Profiles))
+			}
+			for _, f := range p.Profiles {
+				if info, err := os.Stat(f); err != nil || info.Size() == 0 {
+					return fmt.Sprintf("CPU profile %s not written: %v", f, err)
+				}
 			}
 			return ""
 		}},
@@ -142,6 +156,12 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 		}},
 	}
 	platformBin := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-platform")
+	// The e2e phase runs the three programs as processes.
+	progs, remove, err := meshtest.BuildPrograms()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(remove)
 	for _, tc := range cases {
 		t.Run(tc.only, func(t *testing.T) {
 			var r *bench.Report
@@ -153,12 +173,16 @@ func TestBench_PhasesRunAndReport(t *testing.T) {
 			default:
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
-				var err error
-				r, err = bench.Run(ctx, bench.Config{
+				cfg := bench.Config{
 					Only: tc.only, Window: 500 * time.Millisecond, Samples: 10, Agents: 2,
 					FanoutRuns: 20, FanoutSubscribers: 3, FanoutWebhooks: 2, ExecutionsRuns: 200, ExecutionsQueries: 20,
 					ScaleRuntimes: 12, BinDir: filepath.Dir(platformBin),
-				})
+				}
+				if tc.only == "e2e" {
+					cfg.BinDir, cfg.ProcessProfileDir = filepath.Dir(progs.Platform), t.TempDir()
+				}
+				var err error
+				r, err = bench.Run(ctx, cfg)
 				if err != nil {
 					t.Fatal(err)
 				}

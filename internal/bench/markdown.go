@@ -90,6 +90,9 @@ func (r *Report) Markdown() string {
 		}
 		fmt.Fprintf(&b, "\nIdle dispatch latency (one task at a time, task created -> adapter receives it): %s\n\n", r.Idle)
 	}
+	if e := r.E2EProcesses; e != nil {
+		e.markdown(&b)
+	}
 	if h := r.HTTP; h != nil {
 		h.markdown(&b)
 	}

@@ -30,7 +30,9 @@ func writeAnthropic(w http.ResponseWriter, r *Request, reply Reply) {
 		stop, toolID = "tool_use", nextID("toolu")
 		content = append(content, map[string]any{"type": "tool_use", "id": toolID, "name": reply.Tool.Name, "input": reply.Tool.Args})
 	}
-	usage := map[string]any{"input_tokens": 12, "output_tokens": 7, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+	// Anthropic counts cache reads apart from input_tokens.
+	u := usageOf(reply)
+	usage := map[string]any{"input_tokens": u.Input - u.Cached, "output_tokens": u.Output, "cache_creation_input_tokens": 0, "cache_read_input_tokens": u.Cached}
 	if !r.Stream {
 		if content == nil {
 			content = []any{}
@@ -42,7 +44,8 @@ func writeAnthropic(w http.ResponseWriter, r *Request, reply Reply) {
 	s := newSSE(w)
 	s.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 12, "output_tokens": 1}}})
+		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": u.Input - u.Cached, "output_tokens": 1,
+			"cache_creation_input_tokens": 0, "cache_read_input_tokens": u.Cached}}})
 	index := 0
 	if reply.Text != "" {
 		s.event("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "text", "text": ""}})
@@ -60,6 +63,6 @@ func writeAnthropic(w http.ResponseWriter, r *Request, reply Reply) {
 		s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
 	}
 	s.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-		"usage": map[string]any{"output_tokens": 7}})
+		"usage": map[string]any{"output_tokens": u.Output}})
 	s.event("message_stop", map[string]any{"type": "message_stop"})
 }

@@ -48,6 +48,27 @@ type Reply struct {
 	// Hold, when set, delays the answer until it is closed or the
 	// request's context ends.
 	Hold <-chan struct{}
+	// Usage is the token counts the answer reports, in each API's own
+	// fields; nil: 12 input and 7 output tokens, none cached.
+	Usage *Usage
+}
+
+// Usage is what one answer says it cost, in tokens.
+type Usage struct {
+	// Input counts the prompt's tokens, Cached included.
+	Input int
+	// Output counts the answer's.
+	Output int
+	// Cached counts the prompt's tokens read from the cache.
+	Cached int
+}
+
+// usageOf is the usage a reply reports.
+func usageOf(reply Reply) Usage {
+	if reply.Usage == nil {
+		return Usage{Input: 12, Output: 7}
+	}
+	return *reply.Usage
 }
 
 // ToolCall is a call of one of the tools the host offered.
@@ -103,6 +124,7 @@ type Server struct {
 	requests     []*Request
 	changed      chan struct{}
 	noWebSockets bool
+	usage        *Usage
 }
 
 // Start starts a server that answers with respond; it is closed when the
@@ -142,6 +164,24 @@ func (s *Server) SetRespond(respond Respond) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.respond = respond
+}
+
+// SetUsage makes every answer whose Reply has no Usage of its own report
+// u; nil goes back to the default counts.
+func (s *Server) SetUsage(u *Usage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.usage = u
+}
+
+// withUsage gives reply the server's usage when it has none of its own.
+func (s *Server) withUsage(reply Reply) Reply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if reply.Usage == nil {
+		reply.Usage = s.usage
+	}
+	return reply
 }
 
 // Requests returns the requests made so far, in order.
@@ -236,7 +276,7 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 		http.NotFound(w, hr)
 		return
 	}
-	reply := s.record(r)(r)
+	reply := s.withUsage(s.record(r)(r))
 	if reply.Hold != nil {
 		select {
 		case <-reply.Hold:

@@ -7,7 +7,11 @@ import "net/http"
 // one with the function call, the finish reason and the usage.
 func writeGemini(w http.ResponseWriter, r *Request, reply Reply) {
 	model := r.Model
-	usage := map[string]any{"promptTokenCount": 12, "candidatesTokenCount": 7, "totalTokenCount": 19}
+	u := usageOf(reply)
+	usage := map[string]any{"promptTokenCount": u.Input, "candidatesTokenCount": u.Output, "totalTokenCount": u.Input + u.Output}
+	if u.Cached > 0 {
+		usage["cachedContentTokenCount"] = u.Cached
+	}
 	response := func(parts []any, finish string) map[string]any {
 		cand := map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "index": 0}
 		if finish != "" {

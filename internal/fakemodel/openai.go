@@ -41,8 +41,9 @@ func responsesEvents(r *Request, reply Reply) (map[string]any, []map[string]any)
 	if output == nil {
 		output = []any{}
 	}
-	usage := map[string]any{"input_tokens": 12, "input_tokens_details": map[string]any{"cached_tokens": 0},
-		"output_tokens": 7, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 19}
+	u := usageOf(reply)
+	usage := map[string]any{"input_tokens": u.Input, "input_tokens_details": map[string]any{"cached_tokens": u.Cached},
+		"output_tokens": u.Output, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": u.Input + u.Output}
 	response := func(status string, out []any) map[string]any {
 		m := map[string]any{"id": respID, "object": "response", "created_at": time.Now().Unix(), "status": status,
 			"model": r.Model, "output": out}
@@ -86,7 +87,9 @@ func writeChat(w http.ResponseWriter, r *Request, reply Reply) {
 		toolCalls = []any{map[string]any{"index": 0, "id": nextID("call"), "type": "function",
 			"function": map[string]any{"name": reply.Tool.Name, "arguments": argsJSON(reply.Tool)}}}
 	}
-	usage := map[string]any{"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}
+	u := usageOf(reply)
+	usage := map[string]any{"prompt_tokens": u.Input, "completion_tokens": u.Output, "total_tokens": u.Input + u.Output,
+		"prompt_tokens_details": map[string]any{"cached_tokens": u.Cached}}
 	if !r.Stream {
 		msg := map[string]any{"role": "assistant", "content": reply.Text}
 		if toolCalls != nil {

@@ -90,7 +90,7 @@ func (s *Server) answerSocket(ws *websocket.Conn, path string, header http.Heade
 		respond := s.record(r)
 		var reply Reply
 		if r.decoded["generate"] != false {
-			reply = respond(r)
+			reply = s.withUsage(respond(r))
 		}
 		if reply.Hold != nil {
 			select {

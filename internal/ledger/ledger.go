@@ -106,20 +106,26 @@ func (l *Ledger) Path() string {
 	return l.path
 }
 
-// Append writes e as one line. TS, AgentID and RuntimeID are filled in when
-// empty. Outbox events are refused here: they go through AppendPending,
-// MarkDelivered and MarkAbandoned. Append does not sync; a crash may lose the
-// last lines, which only the outbox cannot afford.
-func (l *Ledger) Append(e Entry) error {
-	if e.Event == "" {
-		return errorf("entry has no event")
-	}
-	if e.Event.outboxEvent() {
-		return errorf("event %s is written by the outbox methods", e.Event)
+// Append writes each entry as one line, in order, with a single write: the
+// lines of entries made together (a run pulled and started) cost one
+// system call, and no other writer's line comes between them. TS, AgentID
+// and RuntimeID are filled in when empty. Outbox events are refused here:
+// they go through AppendPending, MarkDelivered and MarkAbandoned. Append
+// does not sync; a crash may lose the last lines, which only the outbox
+// cannot afford. An entry refused (no event, a secret in it) writes none of
+// them.
+func (l *Ledger) Append(entries ...Entry) error {
+	for _, e := range entries {
+		if e.Event == "" {
+			return errorf("entry has no event")
+		}
+		if e.Event.outboxEvent() {
+			return errorf("event %s is written by the outbox methods", e.Event)
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.write(e, false)
+	return l.write(false, entries...)
 }
 
 // Close closes the file. Appends after Close fail with ErrClosed.
@@ -137,12 +143,44 @@ func (l *Ledger) Close() error {
 	return nil
 }
 
-// write appends e as one line with a single write call, so concurrent
-// appenders (O_APPEND) never interleave within a line. l.mu must be held.
-func (l *Ledger) write(e Entry, sync bool) error {
+// write appends the entries as lines with a single write call, so
+// concurrent appenders (O_APPEND) never interleave within a line. l.mu must
+// be held.
+func (l *Ledger) write(sync bool, entries ...Entry) error {
 	if l.f == nil {
 		return ErrClosed
 	}
+	if len(entries) == 0 {
+		return nil
+	}
+	var buf []byte
+	if l.torn {
+		buf = append(buf, '\n')
+	}
+	for _, e := range entries {
+		line, err := l.encode(e)
+		if err != nil {
+			return err
+		}
+		buf = append(append(buf, line...), '\n')
+	}
+	if _, err := l.f.Write(buf); err != nil {
+		// Part of a line may be on disk; start the next one afresh.
+		l.torn = true
+		return fmt.Errorf("append %s to ledger %s: %w", entries[0].Event, l.path, err)
+	}
+	l.torn = false
+	if sync {
+		if err := l.f.Sync(); err != nil {
+			return fmt.Errorf("sync ledger %s: %w", l.path, err)
+		}
+	}
+	return nil
+}
+
+// encode is e's line, with its defaults filled in; a line that would
+// carry a secret is refused.
+func (l *Ledger) encode(e Entry) ([]byte, error) {
 	if e.TS.IsZero() {
 		e.TS = l.now()
 	}
@@ -155,28 +193,12 @@ func (l *Ledger) write(e Entry, sync bool) error {
 	}
 	line, err := json.Marshal(e)
 	if err != nil {
-		return fmt.Errorf("encode ledger entry %s: %w", e.Event, err)
+		return nil, fmt.Errorf("encode ledger entry %s: %w", e.Event, err)
 	}
 	if l.containsSecret(line) {
-		return fmt.Errorf("append %s to ledger: %w", e.Event, ErrSecret)
+		return nil, fmt.Errorf("append %s to ledger: %w", e.Event, ErrSecret)
 	}
-	buf := make([]byte, 0, len(line)+2)
-	if l.torn {
-		buf = append(buf, '\n')
-	}
-	buf = append(append(buf, line...), '\n')
-	if _, err := l.f.Write(buf); err != nil {
-		// Part of the line may be on disk; start the next one afresh.
-		l.torn = true
-		return fmt.Errorf("append %s to ledger %s: %w", e.Event, l.path, err)
-	}
-	l.torn = false
-	if sync {
-		if err := l.f.Sync(); err != nil {
-			return fmt.Errorf("sync ledger %s: %w", l.path, err)
-		}
-	}
-	return nil
+	return line, nil
 }
 
 func (l *Ledger) containsSecret(line []byte) bool {

@@ -269,3 +269,35 @@ func TestClose_LaterAppendsFail(t *testing.T) {
 func writeFile(path, content string) error {
 	return os.WriteFile(path, []byte(content), 0o600)
 }
+
+// Entries made together (a run pulled and started) are written as their
+// lines in order, with none of another writer's between them; one that is
+// refused writes none of them.
+func TestAppend_SeveralEntriesAreWrittenTogetherOrNotAtAll(t *testing.T) {
+	const token = "rt_secret_token"
+	l := open(t, t.TempDir(), ledger.WithSecrets(token))
+	pulled := ledger.Entry{Event: ledger.EventTaskPulled, TaskRunID: "tr_1", Attempt: 1, Status: "running"}
+	started := ledger.Entry{Event: ledger.EventTaskStarted, TaskRunID: "tr_1", Attempt: 1}
+	if err := l.Append(pulled, started); err != nil {
+		t.Fatal(err)
+	}
+	leak := ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: "tr_2", Message: "token " + token}
+	if err := l.Append(ledger.Entry{Event: ledger.EventTaskPulled, TaskRunID: "tr_2"}, leak); !errors.Is(err, ledger.ErrSecret) {
+		t.Fatalf("a batch with a secret: %v, want ErrSecret", err)
+	}
+	if err := l.Append(ledger.Entry{Event: ledger.EventTaskStarted}, ledger.Entry{}); err == nil {
+		t.Fatal("a batch with an entry without an event was written")
+	}
+	got, err := l.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []ledger.Event{ledger.EventTaskPulled, ledger.EventTaskStarted}; !slices.Equal(events(got), want) {
+		t.Fatalf("entries %v, want %v (a refused batch writes nothing)", events(got), want)
+	}
+	for _, e := range got {
+		if e.TaskRunID != "tr_1" || e.AgentID != agentID || e.RuntimeID != runtimeID || e.TS.IsZero() {
+			t.Fatalf("entry not filled in as a single one is: %+v", e)
+		}
+	}
+}

@@ -33,13 +33,13 @@ func (l *Ledger) AppendPending(r Report) error {
 				r.ID, r.TaskRunID, r.Attempt, ErrAlreadyReported, e.Report.ID)
 		}
 	}
-	return l.write(Entry{
+	return l.write(true, Entry{
 		Event:     EventReportPending,
 		TaskRunID: r.TaskRunID,
 		Attempt:   r.Attempt,
 		Status:    string(r.Kind),
 		Report:    &r,
-	}, true)
+	})
 }
 
 // Pending returns the open reports in the order they were queued: those with
@@ -84,14 +84,14 @@ func (l *Ledger) settle(id string, event Event, reason string) error {
 		}
 		// The closing line names the report but does not repeat its body.
 		r.Body = nil
-		return l.write(Entry{
+		return l.write(true, Entry{
 			Event:     event,
 			TaskRunID: r.TaskRunID,
 			Attempt:   r.Attempt,
 			Status:    string(r.Kind),
 			Message:   reason,
 			Report:    &r,
-		}, true)
+		})
 	}
 	return fmt.Errorf("mark report %s %s: %w", id, event, ErrNotPending)
 }

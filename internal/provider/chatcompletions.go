@@ -47,7 +47,7 @@ func (h *chatHost) runOnce(ctx context.Context, t *Task, report func(string), me
 		return nil, err
 	}
 	text := newTextProgress(report)
-	answer, err := start(session, text, report).do(ctx, text.add)
+	answer, err := start(session, text, report).converse(ctx, text, report)
 	if err != nil {
 		if resumed {
 			forgetSession(h.sessions, t, session)
@@ -69,7 +69,11 @@ func (h *chatHost) runOnce(ctx context.Context, t *Task, report func(string), me
 	if resumed {
 		meta["resumed"] = true
 	}
-	return buildResult(t, strings.TrimSpace(answer.text), meta, h.maxArtifactBytes, h.redact)
+	res, err := buildResult(t, strings.TrimSpace(answer.text), meta, h.maxArtifactBytes, h.redact)
+	if u := chatUsage(answer.usage, answer.model); err == nil && u != nil {
+		res.Output["usage"] = u
+	}
+	return res, err
 }
 
 // chatSession returns the session key a chat request carries: the one
@@ -121,6 +125,27 @@ type chatCall struct {
 	// onEvent, when set, gets the data of named events, which servers use
 	// for their own progress (Hermes's hermes.tool.progress).
 	onEvent func(name string, data []byte)
+	// tools, when set, are tools the adapter runs for the server: they go
+	// in the request's "tools", and an answer that calls them is followed
+	// by a request with their results (chatTools).
+	tools chatTools
+}
+
+// chatToolCall is a function call an answer asks the client to make.
+type chatToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// chatToolCallDelta is a piece of a streamed function call; the pieces of
+// one call share its index.
+type chatToolCallDelta struct {
+	Index int `json:"index"`
+	chatToolCall
 }
 
 // chatAnswer is a finished chat completion.
@@ -128,6 +153,8 @@ type chatAnswer struct {
 	text  string
 	model string
 	usage map[string]any
+	// toolCalls are the calls the answer asks the client to make.
+	toolCalls []chatToolCall
 }
 
 // chatChunk is a chat.completion.chunk or, without streaming, a
@@ -136,14 +163,79 @@ type chatChunk struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Delta struct {
-			Content string `json:"content"`
+			Content   string              `json:"content"`
+			ToolCalls []chatToolCallDelta `json:"tool_calls"`
 		} `json:"delta"`
 		Message struct {
-			Content string `json:"content"`
+			Content   string         `json:"content"`
+			ToolCalls []chatToolCall `json:"tool_calls"`
 		} `json:"message"`
 	} `json:"choices"`
 	Usage map[string]any  `json:"usage"`
 	Error json.RawMessage `json:"error"`
+}
+
+// maxToolRounds bounds the requests of one task that answer tool results:
+// a host that keeps calling tools ends the task rather than running on.
+const maxToolRounds = 50
+
+// converse sends the request and, while the answer calls the adapter's
+// tools, runs them and sends their results back in a request that repeats
+// the conversation, as a Chat Completions client does. The answer's text
+// is each round's, in order, a blank line between them.
+func (c chatCall) converse(ctx context.Context, text *textProgress, report func(string)) (*chatAnswer, error) {
+	if c.tools == nil {
+		return c.do(ctx, text.add)
+	}
+	c.body["tools"] = c.tools.functions()
+	messages := anyMessages(c.body["messages"])
+	var passages []string
+	for round := 0; ; round++ {
+		answer, err := c.do(ctx, text.add)
+		if err != nil {
+			return nil, err
+		}
+		passages = append(passages, answer.text)
+		if len(answer.toolCalls) == 0 {
+			answer.text = joinParagraphs(passages...)
+			return answer, nil
+		}
+		if round == maxToolRounds {
+			return nil, fmt.Errorf("%s still called tools after %d rounds of tool results", c.server, maxToolRounds)
+		}
+		text.reset()
+		messages = append(messages, map[string]any{"role": "assistant", "content": answer.text, "tool_calls": answer.toolCalls})
+		for _, call := range answer.toolCalls {
+			report(describeToolCall(call))
+			result := c.tools.call(ctx, call.Function.Name, call.Function.Arguments)
+			messages = append(messages, map[string]any{"role": "tool", "tool_call_id": call.ID, "content": result})
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", c.server, ctx.Err())
+		}
+		c.body["messages"] = messages
+	}
+}
+
+// anyMessages copies a request's messages into a list more can be added to.
+func anyMessages(v any) []any {
+	var out []any
+	switch m := v.(type) {
+	case []map[string]string:
+		for _, msg := range m {
+			out = append(out, msg)
+		}
+	case []any:
+		out = append(out, m...)
+	}
+	return out
+}
+
+// describeToolCall is the progress message of a tool call.
+func describeToolCall(call chatToolCall) string {
+	var args map[string]any
+	_ = json.Unmarshal([]byte(call.Function.Arguments), &args)
+	return describeTool(call.Function.Name, args)
 }
 
 // do sends the request and reads the answer. onDelta gets each piece of
@@ -203,11 +295,13 @@ func (c chatCall) readCompletion(r io.Reader, answer *chatAnswer) error {
 		return fmt.Errorf("%s answered with a chat completion without choices", c.server)
 	}
 	answer.text, answer.model, answer.usage = done.Choices[0].Message.Content, done.Model, done.Usage
+	answer.toolCalls = done.Choices[0].Message.ToolCalls
 	return nil
 }
 
 func (c chatCall) readStream(r io.Reader, answer *chatAnswer, onDelta func(string)) error {
 	var text strings.Builder
+	var calls []chatToolCall
 	finished := false
 	err := readSSE(r, func(ev sseEvent) error {
 		if ev.Event != "" && ev.Event != "message" {
@@ -239,9 +333,12 @@ func (c chatCall) readStream(r io.Reader, answer *chatAnswer, onDelta func(strin
 				onDelta(chunk.Choices[0].Delta.Content)
 			}
 		}
+		if len(chunk.Choices) > 0 {
+			calls = addToolCallDeltas(calls, chunk.Choices[0].Delta.ToolCalls)
+		}
 		return nil
 	})
-	answer.text = text.String()
+	answer.text, answer.toolCalls = text.String(), calls
 	switch {
 	case errors.Is(err, io.EOF) && finished:
 		return nil
@@ -254,6 +351,25 @@ func (c chatCall) readStream(r io.Reader, answer *chatAnswer, onDelta func(strin
 		return fmt.Errorf("%s: %w (no [DONE])", c.server, errStreamIncomplete)
 	}
 	return nil
+}
+
+// addToolCallDeltas adds streamed pieces of function calls to calls: the
+// first piece of a call carries its id and name, the arguments come in
+// pieces to put together.
+func addToolCallDeltas(calls []chatToolCall, deltas []chatToolCallDelta) []chatToolCall {
+	for _, d := range deltas {
+		if d.Index < 0 || d.Index > len(calls) {
+			continue
+		}
+		if d.Index == len(calls) {
+			calls = append(calls, chatToolCall{Type: "function"})
+		}
+		c := &calls[d.Index]
+		c.ID = firstNonEmpty(c.ID, d.ID)
+		c.Function.Name = firstNonEmpty(c.Function.Name, d.Function.Name)
+		c.Function.Arguments += d.Function.Arguments
+	}
+	return calls
 }
 
 // statusError explains an unsuccessful answer, quoting the server's own

@@ -251,7 +251,7 @@ func (p *claudeParser) outcome(exit error, stderrTail string) (hostOutcome, erro
 	if r.Result != nil {
 		text = *r.Result
 	}
-	return hostOutcome{text: text, sessionID: p.sessionID, metadata: meta}, nil
+	return hostOutcome{text: text, sessionID: p.sessionID, metadata: meta, usage: claudeUsage(r.Usage, r.TotalCostUSD, p.model)}, nil
 }
 
 // claudeFailure says why a result message is a failure, or "" for success.

@@ -140,6 +140,7 @@ type codexParser struct {
 	answer     string
 	answered   bool
 	usage      map[string]any
+	rawUsage   json.RawMessage
 	turnFailed string
 	lastError  string
 }
@@ -160,6 +161,7 @@ func (p *codexParser) handle(raw []byte) {
 		p.threadID = ev.ThreadID
 	case "turn.completed":
 		p.usage = objectOf(ev.Usage)
+		p.rawUsage = ev.Usage
 	case "turn.failed":
 		p.turnFailed = "the turn failed"
 		if ev.Error != nil && ev.Error.Message != "" {
@@ -253,5 +255,5 @@ func (p *codexParser) outcome(exit error, stderrTail string) (hostOutcome, error
 	if p.usage != nil {
 		meta["usage"] = p.usage
 	}
-	return hostOutcome{text: strings.TrimSpace(p.answer), sessionID: p.threadID, metadata: meta}, nil
+	return hostOutcome{text: strings.TrimSpace(p.answer), sessionID: p.threadID, metadata: meta, usage: codexUsage(p.rawUsage)}, nil
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/a2amesh/a2amesh/mesh"
 )
 
 // DefaultMaxStdoutBytes caps a command's stdout, which becomes output.text.
@@ -39,7 +41,8 @@ type CommandConfig struct {
 // directory. stdout, without its trailing line ends, becomes
 // output.text, and files written to $A2A_OUTPUT_DIR become artifact write
 // requests. Lines on stderr starting with "progress:" are progress reports
-// (see ParseProgressLine). When the run has the mesh's tools, A2A_MCP_CONFIG
+// (see ParseProgressLine), and a line starting with "usage:" reports
+// what the run spent (see ParseUsageLine), which becomes output.usage. When the run has the mesh's tools, A2A_MCP_CONFIG
 // names their MCP configuration (see commandMCPEnv). A non-zero exit is a failure quoting the exit
 // status and the end of stderr.
 type Command struct {
@@ -93,15 +96,25 @@ func (c *Command) Run(ctx context.Context, t *Task, progress func(Progress)) (*R
 	}
 
 	stdout := &cappedBuffer{max: c.cfg.MaxStdoutBytes}
+	report := progressLines(progress)
+	var usage *mesh.Usage
 	err = RunProcess(ctx, Process{
-		Path:       c.path,
-		Args:       c.cfg.Argv,
-		Dir:        t.Workdir,
-		Env:        append(append(append(slices.Clip(c.cfg.Env), t.CallerEnv()...), t.Env()...), toolEnv...),
-		Stdin:      strings.NewReader(t.Text),
-		Stdout:     stdout,
-		StderrLine: progressLines(progress),
-		KillGrace:  c.cfg.KillGrace,
+		Path:   c.path,
+		Args:   c.cfg.Argv,
+		Dir:    t.Workdir,
+		Env:    append(append(append(slices.Clip(c.cfg.Env), t.CallerEnv()...), t.Env()...), toolEnv...),
+		Stdin:  strings.NewReader(t.Text),
+		Stdout: stdout,
+		StderrLine: func(line string) {
+			if u, ok := ParseUsageLine(line); ok {
+				usage = u
+				return
+			}
+			if report != nil {
+				report(line)
+			}
+		},
+		KillGrace: c.cfg.KillGrace,
 	})
 	name := filepath.Base(c.path)
 	if err != nil {
@@ -117,6 +130,9 @@ func (c *Command) Run(ctx context.Context, t *Task, progress func(Progress)) (*R
 	output := map[string]any{"text": strings.TrimRight(string(stdout.buf), "\r\n")}
 	if len(artifacts) > 0 {
 		output["artifacts"] = artifacts
+	}
+	if usage != nil {
+		output["usage"] = usage
 	}
 	return &Result{Output: output}, nil
 }

@@ -110,11 +110,14 @@ func (g *Gemini) Name() string { return geminiHost.name }
 // Run runs t with Gemini CLI and returns when it and everything it started
 // are gone.
 func (g *Gemini) Run(ctx context.Context, t *Task, progress func(Progress)) (*Result, error) {
+	restore := func() {}
+	defer func() { restore() }()
 	return g.host.run(ctx, t, progress, func(resume string, report func(string)) (invocation, error) {
-		tools, err := geminiMCPEnv(t)
+		tools, undo, err := geminiTools(t)
 		if err != nil {
 			return invocation{}, err
 		}
+		restore = undo
 		return invocation{
 			args:   g.args(resume),
 			stdin:  promptWithContext(t),
@@ -245,7 +248,7 @@ func (p *geminiParser) outcome(exit error, stderrTail string) (hostOutcome, erro
 	// The json format's "response" is this text run together; passages are
 	// kept apart here so that sentences either side of a tool call do not
 	// merge.
-	return hostOutcome{text: joinParagraphs(p.passages...), sessionID: p.sessionID, metadata: meta}, nil
+	return hostOutcome{text: joinParagraphs(p.passages...), sessionID: p.sessionID, metadata: meta, usage: geminiUsage(p.result.Stats, p.model)}, nil
 }
 
 func firstNonEmpty(values ...string) string {

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/a2amesh/a2amesh/mesh"
 )
 
 // Hermes Agent (Nous Research), driven in one of two documented ways.
@@ -201,7 +203,20 @@ func (p *hermesParser) outcome(exit error, stderrTail string) (hostOutcome, erro
 	if len(usage) > 0 {
 		meta["usage"] = usage
 	}
-	return hostOutcome{text: text, sessionID: u.SessionID, metadata: meta}, nil
+	return hostOutcome{text: text, sessionID: u.SessionID, metadata: meta, usage: hermesUsageOf(&u)}, nil
+}
+
+// hermesUsageOf is the usage report in the shape of mesh.Usage; Hermes's
+// estimated cost is the cost it gives.
+func hermesUsageOf(u *hermesUsage) *mesh.Usage {
+	out := &mesh.Usage{Model: u.Model, CostUSD: u.EstimatedCostUSD}
+	if u.InputTokens != nil {
+		out.InputTokens = *u.InputTokens
+	}
+	if u.OutputTokens != nil {
+		out.OutputTokens = *u.OutputTokens
+	}
+	return checked(out)
 }
 
 // hermesFailure says why a usage report describes a failed run, or "".

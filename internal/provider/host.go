@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/mesh"
 )
 
 // HostConfig is the part of a CLI agent host provider's configuration that
@@ -143,6 +144,9 @@ type hostOutcome struct {
 	sessionID string
 	// metadata goes to output.metadata: cost, usage, model and the like.
 	metadata map[string]any
+	// usage goes to output.usage: what the host reported spending, in
+	// the one shape every provider reports (mesh.Usage).
+	usage *mesh.Usage
 }
 
 // run runs t on the host. start builds the invocation, given the host
@@ -220,7 +224,11 @@ func (h *cliHost) runOnce(ctx context.Context, t *Task, report func(string), sta
 	if resume != "" {
 		meta["resumed"] = true
 	}
-	return buildResult(t, out.text, meta, h.cfg.MaxArtifactBytes, h.redact)
+	res, err := buildResult(t, out.text, meta, h.cfg.MaxArtifactBytes, h.redact)
+	if err == nil && out.usage != nil {
+		res.Output["usage"] = out.usage
+	}
+	return res, err
 }
 
 // buildResult collects the run's output files and returns the success

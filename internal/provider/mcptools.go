@@ -16,7 +16,7 @@ const (
 	// mcpServerName is the server's name in the hosts' configurations.
 	mcpServerName = "a2a_mesh"
 	// capabilityEnv carries the capability to hosts that read a bearer
-	// token from their environment (Codex).
+	// token from their environment (Codex, Gemini CLI).
 	capabilityEnv = "A2A_MESH_TOOLS_CAPABILITY"
 	mcpConfigName = "mcp.json"
 	// claudeMeshTools is Claude Code's permission rule for every tool of
@@ -75,19 +75,6 @@ func commandMCPEnv(t *Task) ([]string, error) {
 		return nil, err
 	}
 	return []string{"A2A_MCP_CONFIG=" + path}, nil
-}
-
-// geminiMCPEnv gives Gemini CLI the tools: a system settings file with
-// mcpServers (httpUrl and headers), named by GEMINI_CLI_SYSTEM_SETTINGS_PATH.
-func geminiMCPEnv(t *Task) ([]string, error) {
-	if t.Request.Tools == nil {
-		return nil, nil
-	}
-	path, err := writeMCPConfig(t, map[string]any{"httpUrl": t.Request.Tools.MCPURL, "headers": toolHeaders(t), "trust": true})
-	if err != nil {
-		return nil, err
-	}
-	return []string{"GEMINI_CLI_SYSTEM_SETTINGS_PATH=" + path}, nil
 }
 
 // codexMCPArgs gives Codex the tools: -c overrides of mcp_servers.<name>

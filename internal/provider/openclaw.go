@@ -25,6 +25,12 @@ import (
 // Server-Sent Events of chat.completion.chunk objects ending with
 // "data: [DONE]". The gateway accepts the shared secret of either auth mode
 // as the bearer token, so OPENCLAW_GATEWAY_PASSWORD serves in password mode.
+// A run's tools (the mesh's MCP server of the run) are the request's client
+// tools ("tools", function tools): the gateway ends an answer that calls one
+// with finish_reason "tool_calls", and the client sends the conversation
+// again with the call's result as a "tool" message (chatCall.converse). The
+// gateway's own MCP configuration (mcp.servers) is shared by all its
+// sessions and lives in its config file, no place for a run's capability.
 const (
 	// OpenClawTokenEnv holds the gateway token (gateway.auth.token).
 	OpenClawTokenEnv = "OPENCLAW_GATEWAY_TOKEN"
@@ -97,6 +103,15 @@ func (o *OpenClaw) Name() string { return "openclaw" }
 // ends; ending ctx closes the request.
 func (o *OpenClaw) Run(ctx context.Context, t *Task, progress func(Progress)) (*Result, error) {
 	meta := map[string]any{"host": "openclaw", "agent_id": o.cfg.AgentID}
+	tools, err := openMeshChatTools(ctx, t)
+	if err != nil {
+		return nil, fmt.Errorf("openclaw: %w", err)
+	}
+	var offered chatTools
+	if tools != nil {
+		defer tools.close()
+		offered = tools
+	}
 	return o.host.run(ctx, t, progress, meta, func(session string, _ *textProgress, report func(string)) chatCall {
 		body := map[string]any{
 			"model":    "openclaw/" + o.cfg.AgentID,
@@ -120,6 +135,7 @@ func (o *OpenClaw) Run(ctx context.Context, t *Task, progress func(Progress)) (*
 			header:   header,
 			body:     body,
 			client:   o.cfg.HTTPClient,
+			tools:    offered,
 		}
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
+
+	"github.com/a2amesh/a2amesh/internal/cpuprofile"
 )
 
 // An adapter environment file gives the adapter the runtime supervises
@@ -22,6 +24,9 @@ var envKeyPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 var runtimeOnlyEnv = map[string]bool{
 	"A2A_MESH_PAIRING_CODE": true, "A2A_PAIRING_CODE": true,
 	"A2A_MESH_RUNTIME_TOKEN": true, "A2A_RUNTIME_TOKEN": true,
+	// Not a secret, but the runtime's own profile file, which the adapter
+	// would write over.
+	cpuprofile.EnvVar: true,
 }
 
 // ReadAdapterEnvFile reads an adapter environment file. A missing file

@@ -467,13 +467,13 @@ func (c *Engine) cancelRun(id string, cause error) bool {
 	return true
 }
 
-// record appends to the ledger; a ledger that cannot be written is logged,
-// never fatal for the task.
-func (c *Engine) record(e ledger.Entry) {
-	if c.cfg.Ledger == nil {
+// record appends to the ledger, entries made together in one write; a
+// ledger that cannot be written is logged, never fatal for the task.
+func (c *Engine) record(entries ...ledger.Entry) {
+	if c.cfg.Ledger == nil || len(entries) == 0 {
 		return
 	}
-	if err := c.cfg.Ledger.Append(e); err != nil {
-		c.log.Warn().Err(err).Str("event", string(e.Event)).Msg("ledger entry not written")
+	if err := c.cfg.Ledger.Append(entries...); err != nil {
+		c.log.Warn().Err(err).Str("event", string(entries[0].Event)).Msg("ledger entry not written")
 	}
 }

@@ -55,19 +55,32 @@ type Config struct {
 	// WaitLimit bounds a send_task or get_task that waits for the result.
 	// Default 30 minutes.
 	WaitLimit time.Duration
+	// IdleClose is how long the server keeps listening once no run's tools
+	// are open. Default DefaultIdleClose.
+	IdleClose time.Duration
 }
 
+// DefaultIdleClose keeps the listening socket of a runtime that finishes a
+// run and takes the next within a few seconds: opening and closing it for
+// every run cost a tenth of a busy runtime's CPU. A runtime idle for longer
+// listens on nothing; a capability still ends with its run.
+const DefaultIdleClose = 5 * time.Second
+
 // Server serves the tools of every run the runtime holds, each behind its
-// own capability. It listens only while a run's tools are open: a runtime
-// with no run opens no listening socket.
+// own capability. It listens only while a run's tools are open, and for
+// IdleClose after: a runtime with no run for longer opens no listening
+// socket.
 type Server struct {
 	cfg     Config
 	handler http.Handler
 
 	mu   sync.Mutex
 	runs map[string]*runTools // by capability
-	ln   net.Listener         // nil while no run is open
+	ln   net.Listener         // nil while not listening
 	http *http.Server
+	// idle is the generation of the pending stop once the last run
+	// closed; an Open or a later close makes a pending stop stale.
+	idle uint64
 }
 
 // runTools is the tool server of one run.
@@ -77,9 +90,45 @@ type runTools struct {
 	// session to the holder that opened it: a session id never works with
 	// another run's capability.
 	holder string
-	server *mcp.Server
 	cfg    *Config
 	p      Platform
+
+	// The MCP server is made at the host's first request, not at Open:
+	// making one infers and checks the schemas of every tool, which cost
+	// more than the rest of a run's work in the runtime, and most runs'
+	// hosts never call a tool.
+	mu     sync.Mutex
+	server *mcp.Server // nil until the first request
+	ended  bool        // the run's turn ended: no server is made or served
+}
+
+// mcpServer is the run's MCP server, made on first use; nil once the run's
+// tools are closed.
+func (rt *runTools) mcpServer() *mcp.Server {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.ended {
+		return nil
+	}
+	if rt.server == nil {
+		rt.server = rt.newServer()
+	}
+	return rt.server
+}
+
+// end stops serving the run's tools and closes its open sessions (they end
+// with the capability, not at their idle timeout).
+func (rt *runTools) end() {
+	rt.mu.Lock()
+	rt.ended = true
+	srv := rt.server
+	rt.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	for ss := range srv.Sessions() {
+		_ = ss.Close()
+	}
 }
 
 // Start checks cfg and prepares the server; it listens from the first Open.
@@ -92,6 +141,9 @@ func Start(cfg Config) (*Server, error) {
 	}
 	if cfg.WaitLimit == 0 {
 		cfg.WaitLimit = 30 * time.Minute
+	}
+	if cfg.IdleClose == 0 {
+		cfg.IdleClose = DefaultIdleClose
 	}
 	host, _, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
@@ -152,29 +204,38 @@ func (s *Server) stopLocked() {
 	s.ln, s.http = nil, nil
 }
 
+// stopIdle stops listening if no run was opened or closed since the stop
+// of generation gen was planned.
+func (s *Server) stopIdle(gen uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idle == gen && len(s.runs) == 0 {
+		s.stopLocked()
+	}
+}
+
 // Open makes the tools of a run the runtime now holds, listening if it
 // was not, and returns their capability; close revokes it (call it when
-// the run's turn ends), and stops listening when no run is left.
+// the run's turn ends), and stops listening IdleClose after no run is left.
 func (s *Server) Open(runID string) (capability string, close func(), err error) {
 	capability = "a2acap_" + randomHex(32)
 	rt := &runTools{runID: runID, holder: randomHex(16), cfg: &s.cfg, p: s.cfg.Platform}
-	rt.server = rt.newServer()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.listenLocked(); err != nil {
 		return "", nil, err
 	}
+	s.idle++
 	s.runs[capability] = rt
 	return capability, func() {
-		// Open sessions end with the capability, not at their idle timeout.
-		for ss := range rt.server.Sessions() {
-			_ = ss.Close()
-		}
+		rt.end()
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		delete(s.runs, capability)
 		if len(s.runs) == 0 {
-			s.stopLocked()
+			s.idle++
+			gen := s.idle
+			time.AfterFunc(s.cfg.IdleClose, func() { s.stopIdle(gen) })
 		}
 	}, nil
 }
@@ -223,5 +284,5 @@ func (s *Server) serverFor(r *http.Request) *mcp.Server {
 	if rt == nil {
 		return nil
 	}
-	return rt.server
+	return rt.mcpServer()
 }

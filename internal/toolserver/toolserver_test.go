@@ -48,7 +48,7 @@ func TestTools_HostDelegatesWaitsForTheAnswerAndLosesTheCapabilityWithTheRun(t *
 	a, b, c := p.CreateAgent("planner"), p.CreateAgent("reviewer"), p.CreateAgent("stranger")
 	p.Do(http.MethodPatch, "/agent-accounts/"+a.ID, map[string]any{"delegation": map[string]any{"agents": []string{b.ID}}}, nil)
 	attA, attB := p.OnlineRuntime(t, a.ID), p.OnlineRuntime(t, b.ID)
-	srv, err := toolserver.Start(toolserver.Config{Platform: runtimeClient(t, p, attA)})
+	srv, err := toolserver.Start(toolserver.Config{Platform: runtimeClient(t, p, attA), IdleClose: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,11 +156,14 @@ func TestTools_HostDelegatesWaitsForTheAnswerAndLosesTheCapabilityWithTheRun(t *
 		t.Fatalf("a new session with the ended run's capability: %v, want 401", err)
 	}
 
-	// With no run left, nothing listens.
+	// With no run left for IdleClose, nothing listens.
 	url := srv.URL()
 	closeOther()
-	if srv.URL() != "" {
-		t.Fatalf("the tool server still has an address with no run open: %s", srv.URL())
+	for deadline := time.Now().Add(10 * time.Second); srv.URL() != ""; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the tool server still has an address with no run open: %s", srv.URL())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if resp, err := http.Post(url, "application/json", strings.NewReader("{}")); err == nil {
 		resp.Body.Close()

@@ -116,6 +116,7 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateAgentRequest) (*
 		Skills:       in.Skills,
 		Public:       in.Public,
 		Delegation:   normalPolicy(in.Delegation),
+		Budget:       normalBudget(in.Budget),
 		CreatedAt:    now,
 		UpdatedAt:    now,
 	}
@@ -201,6 +202,9 @@ func (s *Service) update(ctx context.Context, in *meshapi.UpdateAgentRequest) (*
 		}
 		if in.Delegation != nil {
 			a.Delegation = normalPolicy(in.Delegation)
+		}
+		if in.Budget != nil {
+			a.Budget = normalBudget(in.Budget)
 		}
 		if in.HomeRegion != nil {
 			a.HomeRegion = *in.HomeRegion
@@ -385,6 +389,9 @@ func validate(a *mesh.Agent) error {
 	if err := validatePolicy(a); err != nil {
 		return err
 	}
+	if err := a.Budget.Check(); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for i, sk := range a.Skills {
 		if strings.TrimSpace(sk.ID) == "" || strings.TrimSpace(sk.Name) == "" {
@@ -403,6 +410,25 @@ const maxDelegates = 100
 
 // normalPolicy keeps a policy that allows someone; one that allows no one
 // is no policy.
+// normalBudget keeps the limits that limit something: an empty budget
+// is none.
+func normalBudget(b *mesh.Budget) *mesh.Budget {
+	if b == nil {
+		return nil
+	}
+	out := &mesh.Budget{}
+	if l := b.PerRun; l != nil && (l.Tokens != 0 || l.CostUSD != 0) {
+		out.PerRun = &mesh.Limit{Tokens: l.Tokens, CostUSD: l.CostUSD}
+	}
+	if l := b.PerDay; l != nil && (l.Tokens != 0 || l.CostUSD != 0) {
+		out.PerDay = &mesh.Limit{Tokens: l.Tokens, CostUSD: l.CostUSD}
+	}
+	if out.PerRun == nil && out.PerDay == nil {
+		return nil
+	}
+	return out
+}
+
 func normalPolicy(p *mesh.DelegationPolicy) *mesh.DelegationPolicy {
 	if p == nil || (!p.Public && len(p.Agents) == 0) {
 		return nil

@@ -43,7 +43,7 @@ func (s *Service) node(ctx context.Context, run *mesh.TaskRun, names map[string]
 	n := &meshapi.TraceNode{
 		TaskRunID: run.ID, AgentID: run.TargetAgentID, AgentName: s.agentName(ctx, run.TargetAgentID, names),
 		Status: string(run.Status), CreatedAt: &run.CreatedAt, ClaimedAt: run.ClaimedAt, EndedAt: run.EndedAt,
-		IdempotencyKey: run.IdempotencyKey, Error: run.Error, Children: []meshapi.TraceNode{},
+		IdempotencyKey: run.IdempotencyKey, Error: run.Error, Usage: run.Usage, UsageTotal: run.UsageTotal, Children: []meshapi.TraceNode{},
 	}
 	if run.ClaimedAt != nil {
 		end := time.Now()

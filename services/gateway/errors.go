@@ -39,7 +39,7 @@ func httpStatus(code mesh.Code) int {
 		return http.StatusRequestEntityTooLarge
 	case mesh.CodeUnsupportedMedia:
 		return http.StatusUnsupportedMediaType
-	case mesh.CodeRateLimited:
+	case mesh.CodeRateLimited, mesh.CodeBudgetExceeded:
 		return http.StatusTooManyRequests
 	case mesh.CodeUnavailable:
 		return http.StatusServiceUnavailable

@@ -310,7 +310,11 @@ func TestOpenAPI_EveryRouteAnswersAsDocumented(t *testing.T) {
 		Artifact mesh.Artifact `json:"artifact"`
 	}
 	runtime(http.MethodPost, "/task-runs/"+run.ID+"/artifacts", tok, map[string]any{"filename": "out/report.md", "content_text": "# hi"}).Decode(t, &up)
-	runtime(http.MethodPost, "/task-runs/"+run.ID+"/complete", tok, map[string]any{"output": map[string]any{"text": "done"}, "attempt": 1})
+	runtime(http.MethodPost, "/task-runs/"+run.ID+"/complete", tok, map[string]any{"output": map[string]any{"text": "done",
+		"usage": map[string]any{"input_tokens": 120, "output_tokens": 30, "cached_tokens": 20, "cost_usd": 0.002, "model": "m"}}, "attempt": 1})
+	owner(http.MethodGet, "/task-runs/"+run.ID, nil)
+	owner(http.MethodGet, "/usage?agent_id="+agent.ID, nil)
+	owner(http.MethodGet, "/usage?from=yesterday", nil)
 	runtime(http.MethodPost, "/task-runs/"+run.ID+"/complete", tok, map[string]any{"output": map[string]any{"text": "again"}, "attempt": 2})
 	owner(http.MethodGet, "/task-runs/"+run.ID+"/artifacts", nil)
 	owner(http.MethodGet, "/artifacts/"+up.Artifact.ID, nil)

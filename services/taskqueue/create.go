@@ -80,6 +80,9 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkBudget(ctx, run); err != nil {
+		return nil, err
+	}
 	// Routed before the idempotency key is taken, so a refusal leaves the
 	// key free for the caller's retry.
 	if run.DelegatedTo, err = s.route(ctx, run); err != nil {

@@ -24,6 +24,10 @@ type summary struct {
 	deadline    time.Time
 	updatedAt   time.Time
 	rev         uint64
+	// usage is what the run's own host reported; day is the UTC day it
+	// counts in (mesh.UsageDay).
+	usage *mesh.Usage
+	day   string
 }
 
 // runHead is the part of a run record the index reads. The watch of the
@@ -41,6 +45,8 @@ type runHead struct {
 	Deadline       *time.Time  `json:"deadline,omitempty"`
 	LeaseExpiresAt *time.Time  `json:"lease_expires_at,omitempty"`
 	UpdatedAt      time.Time   `json:"updated_at"`
+	CreatedAt      time.Time   `json:"created_at"`
+	Usage          *mesh.Usage `json:"usage,omitempty"`
 	// DelegatedTo is only tested for presence.
 	DelegatedTo *struct{} `json:"delegated_to,omitempty"`
 }
@@ -51,6 +57,7 @@ func headOf(r *mesh.TaskRun) *runHead {
 		ID: r.ID, ConversationID: r.ConversationID, TargetAgentID: r.TargetAgentID,
 		Status: r.Status, RuntimeID: r.RuntimeID, Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
 		Deadline: r.Deadline, LeaseExpiresAt: r.LeaseExpiresAt, UpdatedAt: r.UpdatedAt,
+		CreatedAt: r.CreatedAt, Usage: r.Usage,
 	}
 	if r.Delegated() {
 		h.DelegatedTo = &struct{}{}
@@ -63,6 +70,7 @@ func summarize(r *runHead, rev uint64) *summary {
 		id: r.ID, agentID: r.TargetAgentID, conversationID: r.ConversationID, runtimeID: r.RuntimeID,
 		delegated: r.DelegatedTo != nil, status: r.Status,
 		attempt: r.Attempt, maxAttempts: r.MaxAttempts, updatedAt: r.UpdatedAt, rev: rev,
+		usage: r.Usage, day: mesh.UsageDay(r.CreatedAt),
 	}
 	if r.LeaseExpiresAt != nil {
 		s.lease = *r.LeaseExpiresAt
@@ -94,6 +102,9 @@ type index struct {
 	// cancelWatches holds, per runtime, the requests waiting to hear that
 	// a run it holds was canceled.
 	cancelWatches map[string][]*cancelWatch
+	// spent holds, per agent and UTC day, what its runs' hosts reported
+	// (usage.go).
+	spent map[usageKey]*dayUsage
 }
 
 // cancelWatch is one runtime's request waiting for cancels of its runs.
@@ -108,6 +119,7 @@ func newIndex() *index {
 		byID: map[string]*summary{}, active: map[string]*summary{}, byStatus: map[mesh.Status]int{},
 		pending: map[string][]*summary{}, woken: map[string]chan struct{}{}, running: map[string]map[string]*summary{},
 		cancelWatches: map[string][]*cancelWatch{},
+		spent:         map[usageKey]*dayUsage{},
 	}
 }
 
@@ -147,6 +159,7 @@ func (ix *index) onChange(id string, p **summary) {
 			}
 			ix.unhold(old)
 			ix.byStatus[old.status]--
+			ix.count(old, -1)
 			delete(ix.byID, id)
 			delete(ix.active, id)
 			ix.removeOrdered(id)
@@ -158,6 +171,10 @@ func (ix *index) onChange(id string, p **summary) {
 		return
 	}
 	ix.byID[id] = s
+	if had {
+		ix.count(old, -1)
+	}
+	ix.count(s, 1)
 	if had {
 		ix.byStatus[old.status]--
 		if old.status == mesh.StatusPending {

@@ -30,6 +30,25 @@ func (s *Service) registerMetrics() {
 		Name: "a2amesh_offers_waiting",
 		Help: "Requests for work waiting in this process for a pending run, by who asks: runtimes, or the delegation service.",
 	}, []string{"waiter"}))
+	s.usageTokens = metrics.RegisterOrExisting(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "a2amesh_usage_tokens_total",
+		Help: "Tokens agent hosts reported spending in the runs this process recorded, by kind: input (cached included), output, cached.",
+	}, []string{"kind"}))
+	s.usageCost = metrics.RegisterOrExisting(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "a2amesh_usage_cost_usd_total",
+		Help: "Cost in US dollars agent hosts reported for the runs this process recorded (hosts that report a cost only).",
+	}))
+}
+
+// countUsage adds a host's report to the usage counters.
+func (s *Service) countUsage(u *mesh.Usage) {
+	if s.usageTokens == nil {
+		return
+	}
+	s.usageTokens.WithLabelValues("input").Add(float64(u.InputTokens))
+	s.usageTokens.WithLabelValues("output").Add(float64(u.OutputTokens))
+	s.usageTokens.WithLabelValues("cached").Add(float64(u.CachedTokens))
+	s.usageCost.Add(u.Cost())
 }
 
 var runsDesc = prometheus.NewDesc("a2amesh_task_runs", "Task runs known to the platform, by status.", []string{"status"}, nil)

@@ -35,7 +35,7 @@ func (s *Service) routeRequest(ctx context.Context, op string, req *bus.Request)
 		}
 		_ = json.Unmarshal(req.Data, &in)
 		return s.homes.Route(ctx, in.AgentID), nil
-	case meshapi.OpTaskList:
+	case meshapi.OpTaskList, meshapi.OpUsage:
 		var in struct {
 			AgentID string `json:"agent_id"`
 		}

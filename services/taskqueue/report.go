@@ -130,12 +130,20 @@ func (s *Service) end(ctx context.Context, agentID, runtimeID, runID string, att
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
 		return nil, err
 	}
-	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
+	usage := s.usageOf(runID, output)
+	counted := false
+	run, err := s.transitionFirst(ctx, runID, func(r *mesh.TaskRun) (string, error) {
+		counted = false
 		if r.Status == to && r.TargetAgentID == agentID && r.HeldBy(runtimeID, attempt) {
 			return "", errUnchanged
 		}
 		if err := r.CheckHeld(agentID, runtimeID, attempt); err != nil {
 			return "", err
+		}
+		if usage != nil {
+			// Each turn's answer reports that turn's usage: they add up.
+			r.Usage, r.UsageTotal = r.Usage.Plus(usage), r.UsageTotal.Plus(usage)
+			counted = true
 		}
 		now := time.Now().UTC()
 		r.Status = to
@@ -146,9 +154,17 @@ func (s *Service) end(ctx context.Context, agentID, runtimeID, runID string, att
 		}
 		r.LeaseExpiresAt = nil
 		return mesh.TaskRunEventType(to), nil
+	}, func(*mesh.TaskRun) string {
+		if counted {
+			return mesh.EventTaskRunUsage
+		}
+		return ""
 	})
 	if err != nil {
 		return nil, err
+	}
+	if counted {
+		s.usageRecorded(ctx, run, usage)
 	}
 	return meshapi.AckOf(run), nil
 }

@@ -123,6 +123,10 @@ type Service struct {
 	runDuration *prometheus.HistogramVec
 	// offersWaiting counts the offer requests waiting (nil: no metrics).
 	offersWaiting *prometheus.GaugeVec
+	// usageTokens counts the tokens hosts reported, by kind (input,
+	// output, cached); usageCost their cost (nil: no metrics).
+	usageTokens *prometheus.CounterVec
+	usageCost   prometheus.Counter
 
 	startedAt time.Time
 	// The reaper (reaper.go) is the maintenance job.
@@ -135,6 +139,8 @@ type Service struct {
 type agentView struct {
 	Instructions       string
 	InstructionsDigest string
+	// Budget is the agent's budget (usage.go).
+	Budget *mesh.Budget
 }
 
 // New returns a service; Start runs it.
@@ -197,7 +203,7 @@ func (s *Service) open(ctx context.Context) error {
 	s.agents, err = bus.StartMirror(ctx, s.js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, *agentView]{
 		Project: func(id string, a *mesh.Agent, _ uint64) (*agentView, bool) {
 			s.homes.Observe(id, &a.HomeRegion)
-			return &agentView{Instructions: a.Instructions, InstructionsDigest: meshapi.InstructionsDigest(a.Instructions)}, true
+			return &agentView{Instructions: a.Instructions, InstructionsDigest: meshapi.InstructionsDigest(a.Instructions), Budget: a.Budget}, true
 		},
 		OnChange: func(id string, v **agentView) {
 			if v == nil {
@@ -234,6 +240,7 @@ func (s *Service) serve() error {
 			meshapi.OpTaskDelegateRenew:    s.handleDelegateRenew,
 			meshapi.OpTaskDelegateProgress: s.handleDelegateProgress,
 			meshapi.OpTaskDelegateEnd:      s.handleDelegateEnd,
+			meshapi.OpUsage:                s.handleUsage,
 		},
 		Endpoints: []bus.Endpoint{
 			meshapi.OpTaskRunsCreate.Handle(s.handleCreate),

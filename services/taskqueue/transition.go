@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -26,10 +27,18 @@ type mutation func(r *mesh.TaskRun) (eventType string, err error)
 // whatever the mutation asked for. The event leaves through the outbox, after
 // the run's lock is released; the caller waits for it as long as ctx allows.
 func (s *Service) transition(ctx context.Context, runID string, m mutation) (*mesh.TaskRun, error) {
+	return s.transitionFirst(ctx, runID, m, nil)
+}
+
+// transitionFirst is transition with an event of the same change queued
+// before the mutation's own: first, when it returns an event type for the
+// stored run (the task_run.usage of a report that also ends the run, so
+// that a consumer that stops at the end has seen it).
+func (s *Service) transitionFirst(ctx context.Context, runID string, m mutation, first func(*mesh.TaskRun) string) (*mesh.TaskRun, error) {
 	if !mesh.ValidID(runID) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "task run %q not found", runID)
 	}
-	run, announced, err := s.transitionLocked(ctx, runID, m)
+	run, announced, err := s.transitionLocked(ctx, runID, m, first)
 	if announced != nil {
 		announced.wait(ctx)
 	}
@@ -38,7 +47,7 @@ func (s *Service) transition(ctx context.Context, runID string, m mutation) (*me
 
 // transitionLocked is transition under the run's lock; it returns the
 // event it queued, if any.
-func (s *Service) transitionLocked(ctx context.Context, runID string, m mutation) (*mesh.TaskRun, *outgoing, error) {
+func (s *Service) transitionLocked(ctx context.Context, runID string, m mutation, first func(*mesh.TaskRun) string) (*mesh.TaskRun, *outgoing, error) {
 	unlock := s.locks.lock(runID)
 	defer unlock()
 	for attempt := 0; ; attempt++ {
@@ -95,6 +104,11 @@ func (s *Service) transitionLocked(ctx context.Context, runID string, m mutation
 		// Queued in the outbox before the index shows the change, so an
 		// offer finds the event on its way (see dispatch.go).
 		var out *outgoing
+		if first != nil {
+			if t := first(run); t != "" {
+				out = s.announceAs(ctx, t, run, fmt.Sprintf("%s.%d.%s", run.ID, run.Revision, strings.TrimPrefix(t, mesh.EventTypePrefix)))
+			}
+		}
 		if eventType != "" {
 			out = s.announce(ctx, eventType, run)
 		}
@@ -113,12 +127,18 @@ func moves(from, to mesh.Status, eventType string) bool {
 // announce queues the event of a run's stored change in the outbox. Call
 // it under the run's lock, so a run's events leave in revision order.
 func (s *Service) announce(ctx context.Context, eventType string, run *mesh.TaskRun) *outgoing {
+	return s.announceAs(ctx, eventType, run, fmt.Sprintf("%s.%d", run.ID, run.Revision))
+}
+
+// announceAs is announce with the event id given: a second event about
+// the same revision needs an id of its own.
+func (s *Service) announceAs(ctx context.Context, eventType string, run *mesh.TaskRun, id string) *outgoing {
 	return s.outbox.add(inRunTrace(ctx, run), bus.Event{
 		Type:     eventType,
 		Kind:     mesh.KindTaskRun,
 		AgentID:  run.TargetAgentID,
 		Subject:  run.ID,
-		ID:       fmt.Sprintf("%s.%d", run.ID, run.Revision),
+		ID:       id,
 		Sequence: run.Revision,
 		Data:     run.Public(),
 		Time:     run.UpdatedAt,

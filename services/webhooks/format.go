@@ -59,9 +59,10 @@ func validateFormat(sub *subscription, in *meshapi.CreateWebhookRequest) error {
 	}
 	sub.Format, sub.Token = in.Format, in.Token
 	sub.AuthScheme, sub.AuthCredentials = in.AuthScheme, in.AuthCredentials
-	// A push tells of state changes: progress reports are not among them.
+	// A push tells of state changes: progress and usage reports are not
+	// among them.
 	for _, e := range mesh.EventCatalog {
-		if e.Kind == mesh.KindTaskRun && e.Type != mesh.EventTaskRunProgress {
+		if e.Kind == mesh.KindTaskRun && e.Type != mesh.EventTaskRunProgress && e.Type != mesh.EventTaskRunUsage {
 			sub.Types = append(sub.Types, e.Type)
 		}
 	}

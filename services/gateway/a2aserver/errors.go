@@ -134,7 +134,7 @@ func toA2A(log zerolog.Logger, err error) error {
 		return a2a.NewError(a2a.ErrUnsupportedOperation, me.Message)
 	case mesh.CodeUnauthorized:
 		return a2a.NewError(a2a.ErrUnauthenticated, me.Message)
-	case mesh.CodeForbidden:
+	case mesh.CodeForbidden, mesh.CodeBudgetExceeded:
 		return a2a.NewError(a2a.ErrUnauthorized, me.Message)
 	case mesh.CodeRateLimited:
 		return errRateLimited

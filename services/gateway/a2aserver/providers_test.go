@@ -72,7 +72,9 @@ func (s *scripted) Run(ctx context.Context, t *provider.Task, progress func(prov
 			s.stopped <- t.Request.TaskRunID
 			return nil, ctx.Err()
 		case <-s.gate:
-			return &provider.Result{Output: map[string]any{"text": "done: " + t.Text}}, nil
+			// With its usage, as real hosts answer: the task_run.usage event
+			// it brings changes nothing an A2A client sees.
+			return &provider.Result{Output: map[string]any{"text": "done: " + t.Text, "usage": map[string]any{"input_tokens": 10, "output_tokens": 2}}}, nil
 		}
 	case strings.HasPrefix(t.Text, "message"):
 		return &provider.Result{Output: map[string]any{"text": "seen", "parts": []any{

@@ -128,6 +128,12 @@ func (f *follower) translate(e *runfollow.Event) {
 		}
 		f.artifact(&mesh.TaskRun{ID: f.taskID, TargetAgentID: a.AgentID, ConversationID: f.context}, a2atask.FileArtifact(a.AgentID, a.Ref(), f.url))
 	case mesh.KindTaskRun:
+		if bus.EventType(e.Header) == mesh.EventTaskRunUsage {
+			// Usage is not part of an A2A task; the event comes before the
+			// status change of the same revision, which must not be
+			// taken for seen.
+			return
+		}
 		run, err := e.TaskRun()
 		if err != nil || run.ID != f.taskID || run.Revision <= f.after {
 			return

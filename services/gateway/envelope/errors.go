@@ -105,7 +105,7 @@ func classify(log zerolog.Logger, err error) *payloadError {
 		return &payloadError{Code: codeAgentNotFound, Message: me.Message}
 	case mesh.CodeUnauthorized:
 		return &payloadError{Code: codeUnauthenticated, Message: me.Message}
-	case mesh.CodeForbidden:
+	case mesh.CodeForbidden, mesh.CodeBudgetExceeded:
 		return &payloadError{Code: codeForbidden, Message: me.Message}
 	case mesh.CodeUnavailable, mesh.CodeTimeout:
 		return &payloadError{Code: codeUnavailable, Message: me.Message}

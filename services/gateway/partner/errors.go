@@ -84,6 +84,8 @@ func classify(log zerolog.Logger, err error, internal string) *endpointError {
 		return refuse(partnerapi.CodeAuthenticationFailed, http.StatusForbidden, "Authentication failed: %s", me.Message)
 	case mesh.CodeRateLimited:
 		return refuse(partnerapi.CodeRateLimitExceeded, http.StatusTooManyRequests, "Rate limit exceeded")
+	case mesh.CodeBudgetExceeded:
+		return refuse(partnerapi.CodeRateLimitExceeded, http.StatusTooManyRequests, "Budget exceeded: %s", me.Message)
 	case mesh.CodeUnavailable, mesh.CodeTimeout:
 		return unavailable(me.Message)
 	}

@@ -13,6 +13,7 @@ import { statusBadge, ProgressLog, runResult } from './runview.js';
 import { renderMarkdown } from './markdown.js';
 import { a2aSection } from './a2a.js';
 import { rulesSection } from './rules.js';
+import { usageSection } from './usage.js';
 
 export async function agentView(main, { id: agentId }, nav) {
   let agent;
@@ -35,6 +36,8 @@ export async function agentView(main, { id: agentId }, nav) {
   const a2a = a2aSection(agentId);
   const rules = rulesSection(agentId);
   rules.changed(agent);
+  const usage = usageSection(agentId);
+  usage.changed(agent);
 
   function renderHead() {
     document.title = `${agent.name} · A2A Mesh`;
@@ -52,6 +55,7 @@ export async function agentView(main, { id: agentId }, nav) {
     work.el,
     a2a.el,
     rules.el,
+    usage.el,
     details.el);
 
   async function loadRuntimes() {
@@ -478,16 +482,20 @@ export async function agentView(main, { id: agentId }, nav) {
       if (kind.startsWith('runtime.')) loadRuntimes();
       else if (kind === 'pairing_code.redeemed') connect.redeemed(ev.data.code_id);
       else if (kind === 'pairing_code.expired') connect.expired(ev.data.code_id);
-      else if (kind === 'agent.updated') { details.changed(ev.data); a2a.changed(); rules.changed(ev.data); }
-      else if (kind.startsWith('task_run.')) work.upsert(ev.data);
+      else if (kind === 'agent.updated') { details.changed(ev.data); a2a.changed(); rules.changed(ev.data); usage.changed(ev.data); }
+      else if (kind === 'agent.budget_exceeded') { usage.load(); announce(ev.data.message); }
+      else if (kind.startsWith('task_run.')) {
+        work.upsert(ev.data);
+        if (kind === 'task_run.usage') usage.load();
+      }
     },
     onReconnect: async () => {
       try { details.changed(await api('GET', `/agent-accounts/${encodeURIComponent(agentId)}`)); } catch { /* kept */ }
-      await Promise.all([loadRuntimes(), work.load(), a2a.load(), rules.load()]);
+      await Promise.all([loadRuntimes(), work.load(), a2a.load(), rules.load(), usage.load()]);
     },
     onSignedOut: () => nav.signedOut(),
   });
 
-  await Promise.all([loadRuntimes(), work.load(), a2a.load(), rules.load()]);
+  await Promise.all([loadRuntimes(), work.load(), a2a.load(), rules.load(), usage.load()]);
   return { dispose() { live.stop(); connect.dispose(); } };
 }

@@ -146,3 +146,23 @@ export const hosts = [
 export function hostByType(type) {
   return hosts.find((x) => x.type === type) || hosts[hosts.length - 1];
 }
+
+// usageText is what a run (or a day) spent: "1,234 tokens in (200 cached),
+// 56 out · $0.0123 · model".
+export function usageText(u) {
+  if (!u) return '';
+  const n = (v) => Number(v || 0).toLocaleString();
+  const parts = [`${n(u.input_tokens)} tokens in${u.cached_tokens ? ` (${n(u.cached_tokens)} cached)` : ''}, ${n(u.output_tokens)} out`];
+  if (typeof u.cost_usd === 'number') parts.push(`$${u.cost_usd.toFixed(4)}`);
+  if (u.model) parts.push(u.model);
+  return parts.join(' · ');
+}
+
+// limitText is a budget's limit: "200,000 tokens", "$5.00", or both.
+export function limitText(l) {
+  if (!l) return '';
+  const parts = [];
+  if (l.tokens) parts.push(`${Number(l.tokens).toLocaleString()} tokens`);
+  if (l.cost_usd) parts.push(`$${Number(l.cost_usd).toFixed(2)}`);
+  return parts.join(' or ');
+}

@@ -4,7 +4,7 @@
 import { api, explain } from './api.js';
 import { h, replace, formError, announce } from './dom.js';
 import { Live } from './live.js';
-import { runText, conversation, excerpt, time, terminal, statusLabel, runErrorText } from './format.js';
+import { runText, conversation, excerpt, time, terminal, statusLabel, runErrorText, usageText } from './format.js';
 import { statusBadge, ProgressLog, runResult } from './runview.js';
 import { renderMarkdown } from './markdown.js';
 
@@ -87,6 +87,9 @@ export async function taskView(main, { id: runId }, nav) {
       h('dt', {}, 'Created'), h('dd', {}, time(run.created_at)),
       run.ended_at ? [h('dt', {}, 'Ended'), h('dd', {}, time(run.ended_at))] : null,
       run.attempt > 1 ? [h('dt', {}, 'Attempt'), h('dd', {}, `${run.attempt} of ${run.max_attempts}`)] : null,
+      run.usage ? [h('dt', {}, 'Spent'), h('dd', { id: 'task-usage' }, usageText(run.usage))] : null,
+      run.usage_total && JSON.stringify(run.usage_total) !== JSON.stringify(run.usage)
+        ? [h('dt', {}, 'With delegated tasks'), h('dd', { id: 'task-usage-total' }, usageText(run.usage_total))] : null,
       h('dt', {}, 'Task id'), h('dd', { class: 'mono ids' }, run.task_run_id));
     log.add(run);
     const [list, bar] = log.render(true, run.status);
@@ -125,6 +128,7 @@ export async function taskView(main, { id: runId }, nav) {
       duration(node.duration_ms),
       node.created_at ? `asked ${time(node.created_at)}` : '',
       node.remote_task_id ? `remote task ${node.remote_task_id}` : '',
+      node.usage ? `spent ${usageText(node.usage)}` : '',
     ].filter(Boolean).join(' · ');
     return h('li', { dataset: { taskRunId: node.task_run_id || '' } },
       h('div', { class: 'hop', 'aria-current': here ? 'page' : null },

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/a2amesh/a2amesh/internal/cliusage"
+	"github.com/spf13/cobra"
+)
+
+// newUsage shows what agents' runs spent (GET /usage).
+func newUsage(g *globals) *cobra.Command {
+	var agent, from, to string
+	cmd := &cobra.Command{
+		Use:   "usage",
+		Short: "Show what agents' runs spent, per agent and day (tokens, cost)",
+		Long: "Show the usage agent hosts reported, per agent and UTC day of the runs' creation, and the sum:\n" +
+			"input tokens (cached included), output tokens, cached tokens, and the cost where the host gives one.",
+		Args:        cobra.NoArgs,
+		Annotations: listing,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q := url.Values{}
+			setIf(q, "agent_id", agent)
+			setIf(q, "from", from)
+			setIf(q, "to", to)
+			return g.call(cmd.Context(), http.MethodGet, "/usage", q, nil)
+		},
+	}
+	cmd.Flags().StringVar(&agent, "agent", "", "only this agent's runs")
+	cmd.Flags().StringVar(&from, "from", "", "first day, YYYY-MM-DD (UTC)")
+	cmd.Flags().StringVar(&to, "to", "", "last day, YYYY-MM-DD (UTC)")
+	return cmd
+}
+
+// newAgentBudget sets or removes an agent's budget (PATCH
+// /agent-accounts/{id} with budget; docs/usage.md, "Budgets").
+func newAgentBudget(g *globals) *cobra.Command {
+	var runTokens, dayTokens int64
+	var runCost, dayCost float64
+	var clear bool
+	cmd := &cobra.Command{
+		Use:   "budget <agent_id>",
+		Short: "Limit what an agent's runs may spend, per run and per day (tokens, cost)",
+		Long: "Set the agent's budget: a run that passes the per-run limit is canceled, and once the agent's runs\n" +
+			"of a day (UTC) have spent the per-day limit, new runs are refused. The flags given replace the budget;\n" +
+			"--clear removes it.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			limit := func(tokens int64, cost float64) map[string]any {
+				if tokens == 0 && cost == 0 {
+					return nil
+				}
+				return map[string]any{"tokens": tokens, "cost_usd": cost}
+			}
+			budget := map[string]any{}
+			if l := limit(runTokens, runCost); l != nil {
+				budget["per_run"] = l
+			}
+			if l := limit(dayTokens, dayCost); l != nil {
+				budget["per_day"] = l
+			}
+			if len(budget) == 0 && !clear {
+				return cliusage.Usage(errors.New("give a limit (--per-run-tokens, --per-run-cost, --per-day-tokens, --per-day-cost) or --clear"))
+			}
+			if len(budget) > 0 && clear {
+				return cliusage.Usage(errors.New("--clear removes the budget: give it alone"))
+			}
+			return g.call(cmd.Context(), http.MethodPatch, "/agent-accounts/"+url.PathEscape(args[0]), nil, map[string]any{"budget": budget})
+		},
+	}
+	cmd.Flags().Int64Var(&runTokens, "per-run-tokens", 0, "tokens (input plus output) one run may spend, its delegated runs included")
+	cmd.Flags().Float64Var(&runCost, "per-run-cost", 0, "US dollars one run may spend, its delegated runs included")
+	cmd.Flags().Int64Var(&dayTokens, "per-day-tokens", 0, "tokens the agent's runs of one day (UTC) may spend")
+	cmd.Flags().Float64Var(&dayCost, "per-day-cost", 0, "US dollars the agent's runs of one day (UTC) may spend")
+	cmd.Flags().BoolVar(&clear, "clear", false, "remove the budget")
+	return cmd
+}

@@ -1,0 +1,69 @@
+package provider
+
+import (
+	"testing"
+
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// TestUsage_EachHostsReportBecomesTheOneShape: what each host prints about
+// its usage becomes mesh.Usage, input tokens counting the cached ones
+// whatever the host's own convention.
+func TestUsage_EachHostsReportBecomesTheOneShape(t *testing.T) {
+	cost := 0.0123
+	cases := []struct {
+		name   string
+		parser hostParser
+		lines  string
+		want   mesh.Usage
+	}{
+		{"claude", newClaudeParser(func(string) {}),
+			`{"type":"system","subtype":"init","model":"claude-sonnet-4-5","session_id":"s"}` + "\n" +
+				`{"type":"result","subtype":"success","result":"ok","total_cost_usd":0.0123,"usage":{"input_tokens":10,"cache_creation_input_tokens":5,"cache_read_input_tokens":100,"output_tokens":7}}` + "\n",
+			mesh.Usage{InputTokens: 115, OutputTokens: 7, CachedTokens: 100, CostUSD: &cost, Model: "claude-sonnet-4-5"}},
+		{"codex", newCodexParser(func(string) {}),
+			`{"type":"thread.started","thread_id":"t"}` + "\n" +
+				`{"type":"item.completed","item":{"type":"agent_message","text":"ok"}}` + "\n" +
+				`{"type":"turn.completed","usage":{"input_tokens":120,"cached_input_tokens":20,"output_tokens":9}}` + "\n",
+			mesh.Usage{InputTokens: 120, OutputTokens: 9, CachedTokens: 20}},
+		{"gemini", newGeminiParser(func(string) {}),
+			`{"type":"init","session_id":"s","model":"auto"}` + "\n" +
+				`{"type":"message","role":"assistant","content":"ok","delta":true}` + "\n" +
+				`{"type":"result","status":"success","stats":{"total_tokens":31,"input_tokens":24,"output_tokens":7,"cached":4,"input":20,"duration_ms":5,"tool_calls":0,"models":{"gemini-2.5-flash":{"total_tokens":31}}}}` + "\n",
+			mesh.Usage{InputTokens: 24, OutputTokens: 7, CachedTokens: 4, Model: "gemini-2.5-flash"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := c.parser.Write([]byte(c.lines)); err != nil {
+				t.Fatal(err)
+			}
+			out, err := c.parser.outcome(nil, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.usage == nil {
+				t.Fatalf("no usage (metadata %v)", out.metadata)
+			}
+			got, want := *out.usage, c.want
+			if got.InputTokens != want.InputTokens || got.OutputTokens != want.OutputTokens || got.CachedTokens != want.CachedTokens ||
+				got.Model != want.Model || got.Cost() != want.Cost() || (got.CostUSD == nil) != (want.CostUSD == nil) {
+				t.Fatalf("usage %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestUsage_ChatCompletionsAndCommandLines(t *testing.T) {
+	u := chatUsage(map[string]any{"prompt_tokens": 12.0, "completion_tokens": 7.0, "prompt_tokens_details": map[string]any{"cached_tokens": 2.0}}, "gpt")
+	if u == nil || u.InputTokens != 12 || u.OutputTokens != 7 || u.CachedTokens != 2 || u.Model != "gpt" {
+		t.Fatalf("chat usage %+v", u)
+	}
+	if u, ok := ParseUsageLine(`usage: {"input_tokens": 1200, "output_tokens": 300, "cost_usd": 0.004}`); !ok || u.Tokens() != 1500 || u.Cost() != 0.004 {
+		t.Fatalf("usage line: %+v %v", u, ok)
+	}
+	for _, line := range []string{`usage: {"input_tokens": -1}`, `usage: nope`, `progress: 10% usage`, `usage: {"input_tokens": 1, "cached_tokens": 2}`} {
+		if _, ok := ParseUsageLine(line); ok {
+			t.Errorf("%q read as usage", line)
+		}
+	}
+}
