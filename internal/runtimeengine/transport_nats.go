@@ -55,6 +55,27 @@ type NATSConfig struct {
 	Logger         zerolog.Logger
 }
 
+// Validate checks the configuration before anything connects: the ids
+// and URL a runtime's subjects and connection need, and durations that are
+// not negative (0 takes the default). The error names the field.
+func (c NATSConfig) Validate() error {
+	var errs []error
+	for _, f := range []struct{ name, v string }{{"URL", c.URL}, {"AgentID", c.AgentID}, {"RuntimeID", c.RuntimeID}} {
+		if strings.TrimSpace(f.v) == "" {
+			errs = append(errs, fmt.Errorf("NATSConfig.%s is required", f.name))
+		}
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"ClaimWait", c.ClaimWait}, {"ConnectTimeout", c.ConnectTimeout}, {"HomeCheck", c.HomeCheck}} {
+		if f.d < 0 {
+			errs = append(errs, fmt.Errorf("NATSConfig.%s is %s: must not be negative (0 takes the default)", f.name, f.d))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 type natsTransport struct {
 	operations
 	cfg   NATSConfig
@@ -108,6 +129,9 @@ var errAuthRefused = errors.New("the NATS server refused this runtime's credenti
 // says hello. The NATS server admits the connection
 // only with a valid credential and confines it to this agent's subjects.
 func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloResponse, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
 	if cfg.ClaimWait == 0 {
 		cfg.ClaimWait = 25 * time.Second
 	}
