@@ -115,9 +115,7 @@ func (s *Service) Start(ctx context.Context) error {
 			meshapi.OpArtifactList:      s.handleList,
 			meshapi.OpArtifactRead:      s.handleRead,
 		},
-		RuntimeOps: map[string]bus.HandlerFunc{
-			bus.RuntimeOpArtifactOpen: s.handleOpen,
-		},
+		Endpoints: []bus.Endpoint{meshapi.OpRuntimeArtifactOpen.Handle(s.handleOpen)},
 	})
 	return err
 }

@@ -191,7 +191,7 @@ func (s *Service) Start(ctx context.Context) error {
 			meshapi.OpA2AKeyRevoke:        s.handleA2AKeyRevoke,
 			meshapi.OpA2AKeyAuthenticate:  s.handleA2AKeyAuthenticate,
 		},
-		RuntimeOps: map[string]bus.HandlerFunc{bus.RuntimeOpConnection: s.handleConnection},
+		Endpoints: []bus.Endpoint{meshapi.OpRuntimeConnection.Handle(s.handleConnection)},
 	})
 	if err != nil {
 		return err
