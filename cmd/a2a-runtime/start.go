@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -10,22 +9,16 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
-	"github.com/a2amesh/a2amesh/internal/ledger"
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/profile"
 	"github.com/a2amesh/a2amesh/internal/runtimeengine"
-	"github.com/a2amesh/a2amesh/internal/toolserver"
 	"github.com/a2amesh/a2amesh/internal/tracing"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -86,6 +79,7 @@ func newStart(g *globals) *cobra.Command {
 			if err := useAdapterToken(adapter, adapterTokenFile, run); err != nil {
 				return err
 			}
+			var supervise *runtimeengine.AdapterProcessConfig
 			if run.Provider != "" {
 				envFile := adapterEnv
 				if envFile != "" {
@@ -95,110 +89,49 @@ func newStart(g *globals) *cobra.Command {
 				} else {
 					envFile = filepath.Join(filepath.Dir(g.store().Path()), "adapter.env")
 				}
-				proc, err := startAdapter(ctx, adapter, run, envFile, log)
-				if err != nil {
+				if supervise, err = adapterSettings(adapter, run, envFile); err != nil {
 					return err
 				}
-				// Deferred first, so it runs last: after the running tasks drained.
-				defer proc.Stop()
-			}
-			led, err := ledger.New(ledgerDir(), p.AgentID, p.RuntimeID, ledger.WithSecrets(p.RuntimeToken))
-			if err != nil {
-				return err
-			}
-			defer led.Close()
-
-			dial := runtimeengine.DialConfig{Profile: p, Mode: transport, NATSURL: natsURL, API: api, Logger: log}
-			tr, hello, err := runtimeengine.Dial(ctx, dial)
-			if err != nil {
-				return whyRefused(p, reauthHint(err))
-			}
-			// Where to connect may have changed since pairing (the agent's
-			// home region moved): the profile follows.
-			tr, hello, fresh := runtimeengine.FollowHome(ctx, dial, tr, hello)
-			if fresh != nil {
-				p.NATS = *fresh
-				if err := g.store().RecordNATS(p.Name(), *fresh); err != nil {
-					log.Warn().Err(err).Msg("new NATS addresses not stored in the profile")
-				}
-			}
-			defer tr.Close()
-			hctx, hcancel := context.WithTimeout(ctx, 2*time.Second)
-			if h, err := adapter.Health(hctx); err != nil {
-				log.Warn().Err(err).Str("endpoint", adapter.Endpoint()).Msg("local adapter is not answering yet; no task runs are claimed until it does")
-			} else {
-				log.Info().Str("provider", h.Provider).Str("endpoint", adapter.Endpoint()).Msg("local adapter healthy")
-			}
-			hcancel()
-
-			var metrics *runtimeengine.Metrics
-			// The status port serves before the engine exists.
-			var running atomic.Pointer[runtimeengine.Engine]
-			if statusListen != "" {
-				reg := prometheus.NewRegistry()
-				reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-				metrics = runtimeengine.NewMetrics(reg, led)
-				status, err := runtimeengine.ServeStatus(statusListen, reg, func() []byte {
-					health, _ := json.Marshal(map[string]any{"ok": true, "agent_id": p.AgentID, "runtime_id": p.RuntimeID,
-						"transport": tr.Name(), "adapter_ready": running.Load() == nil || running.Load().AdapterReady()})
-					return health
-				})
-				if err != nil {
-					return fmt.Errorf("status port: %w", err)
-				}
-				defer status.Close()
-				log.Info().Str("status", "http://"+status.Addr()).Msg("status port: /metrics and /healthz")
 			}
 			store := g.store()
-			// Where the runtime is connected, and with which settings, goes
-			// into the profile for a2a-runtime status: at once, and again at
-			// a heartbeat after the connection moved (to another server or
-			// region).
-			var recorded profile.Connection
-			recordConnection := func() {
-				c := tr.Connection()
-				if c.Transport == recorded.Transport && c.Server == recorded.Server && c.Region == recorded.Region && !recorded.At.IsZero() {
-					return
-				}
-				c.PID, c.APIBase, c.LocalAdapter = os.Getpid(), p.APIBase, local
-				if err := store.RecordConnection(p.Name(), c); err != nil {
-					log.Debug().Err(err).Msg("connection not recorded in the profile")
-					return
-				}
-				recorded = c
-			}
-			recordConnection()
-			defer func() {
-				if err := store.RecordStopped(p.Name(), os.Getpid()); err != nil {
-					log.Debug().Err(err).Msg("the stop not recorded in the profile")
-				}
-			}()
-			// Hosts get the delegation tools of their run, over either
-			// transport.
-			tools, err := toolserver.Start(toolserver.Config{Platform: runtimeengine.Delegation(tr)})
-			if err != nil {
-				return fmt.Errorf("tool server: %w", err)
-			}
-			defer func() { _ = tools.Close() }()
-			if p.SealingKey == "" {
-				log.Warn().Msg("this runtime has no sealing key (it was paired by an older a2a-runtime): tasks with environment variables are refused for its agent until it is paired again")
-			}
-			c := runtimeengine.NewRuntime(runtimeengine.RuntimeConfig{
-				Tools:      tools,
-				SealingKey: p.SealingKey,
-				AgentID:    p.AgentID, RuntimeID: p.RuntimeID, Transport: tr, Hello: hello, API: api, Adapter: adapter,
-				Ledger: led, Platform: p.Platform, Concurrency: concurrency, TaskTimeout: taskTimeout, DrainGrace: drainGrace,
-				AdapterWait: adapterWait,
+			rt, err := runtimeengine.Start(ctx, runtimeengine.Options{
+				Profile: p, Mode: transport, NATSURL: natsURL, API: api, Adapter: adapter, Supervise: supervise,
+				LedgerDir: ledgerDir(), StatusListen: statusListen,
+				Concurrency: concurrency, TaskTimeout: taskTimeout, DrainGrace: drainGrace, AdapterWait: adapterWait,
+				NATSMoved: func(fresh profile.NATS) {
+					if err := store.RecordNATS(p.Name(), fresh); err != nil {
+						log.Warn().Err(err).Msg("new NATS addresses not stored in the profile")
+					}
+				},
+				// Where the runtime is connected, and with which settings,
+				// goes into the profile for a2a-runtime status.
+				RecordConnection: func(c profile.Connection) error {
+					c.PID, c.APIBase, c.LocalAdapter = os.Getpid(), p.APIBase, local
+					if err := store.RecordConnection(p.Name(), c); err != nil {
+						log.Debug().Err(err).Msg("connection not recorded in the profile")
+						return err
+					}
+					return nil
+				},
 				OnHeartbeat: func(at time.Time) {
 					if err := store.RecordHeartbeat(p.Name(), at); err != nil {
 						log.Debug().Err(err).Msg("last heartbeat not recorded in the profile")
 					}
-					recordConnection()
 				},
-				Metrics: metrics,
-				Logger:  log,
+				Stopped: func() {
+					if err := store.RecordStopped(p.Name(), os.Getpid()); err != nil {
+						log.Debug().Err(err).Msg("the stop not recorded in the profile")
+					}
+				},
+				Logger: log,
 			})
-			running.Store(c)
+			if dialErr := (*runtimeengine.DialError)(nil); errors.As(err, &dialErr) {
+				return whyRefused(p, reauthHint(dialErr.Err))
+			}
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
 			// A second interrupt during the drain stops at once.
 			go func() {
 				<-ctx.Done()
@@ -206,13 +139,11 @@ func newStart(g *globals) *cobra.Command {
 				signal.Notify(again, os.Interrupt)
 				<-again
 				log.Warn().Msg("second interrupt: stopping now")
-				c.StopNow()
+				rt.StopNow()
 			}()
-			log.Info().Str("transport", tr.Name()).Int("concurrency", max(concurrency, 1)).Msg("runtime started")
-			if err := c.Run(ctx); err != nil {
+			if err := rt.Run(ctx); err != nil {
 				return whyRefused(p, err)
 			}
-			log.Info().Msg("runtime stopped")
 			return nil
 		},
 	}
@@ -296,10 +227,10 @@ func useAdapterToken(client *adapterclient.Client, path string, run profile.Supe
 	return nil
 }
 
-// startAdapter runs a2a-adapter with provider on the endpoint's port, under
-// the runtime's supervision.
-func startAdapter(ctx context.Context, client *adapterclient.Client, run profile.SupervisedAdapter, envFile string, log zerolog.Logger) (*runtimeengine.AdapterProcess, error) {
-	provider, bin, args := run.Provider, run.Program, run.Args
+// adapterSettings are how start runs a2a-adapter with the provider on
+// the endpoint's port, under the runtime's supervision.
+func adapterSettings(client *adapterclient.Client, run profile.SupervisedAdapter, envFile string) (*runtimeengine.AdapterProcessConfig, error) {
+	bin := run.Program
 	u, err := url.Parse(client.Endpoint())
 	if err != nil || u.Port() == "" {
 		return nil, fmt.Errorf("--adapter needs a local agent endpoint with a port, like http://127.0.0.1:8787/run-task (got %s)", client.Endpoint())
@@ -310,14 +241,9 @@ func startAdapter(ctx context.Context, client *adapterclient.Client, run profile
 			return nil, err
 		}
 	}
-	proc, err := runtimeengine.StartAdapter(ctx, runtimeengine.AdapterProcessConfig{
-		Binary: bin, Provider: provider, Listen: u.Host, Args: args, Client: client,
-		EnvFile: envFile, Output: os.Stderr, Logger: log,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("--adapter %s: %w", provider, err)
-	}
-	return proc, nil
+	return &runtimeengine.AdapterProcessConfig{
+		Binary: bin, Provider: run.Provider, Listen: u.Host, Args: run.Args, EnvFile: envFile, Output: os.Stderr,
+	}, nil
 }
 
 // adapterProgram finds a2a-adapter next to this program, else on PATH.

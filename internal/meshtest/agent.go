@@ -155,23 +155,21 @@ func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *
 	if o.Transport == "" {
 		o.Transport = runtimeengine.ModeNATS
 	}
-	dial := runtimeengine.DialConfig{Profile: prof, Mode: o.Transport, API: api, Logger: zerolog.Nop()}
-	tr, hello, err := runtimeengine.Dial(ctx, dial)
-	if err != nil {
-		t.Fatalf("runtime dial: %v", err)
-	}
-	tr, hello, _ = runtimeengine.FollowHome(ctx, dial, tr, hello)
-	// The runtime a2a-runtime start builds, with short intervals.
-	c := runtimeengine.NewRuntime(runtimeengine.RuntimeConfig{
-		AgentID: att.AgentID, RuntimeID: att.RuntimeID, Transport: tr, Hello: hello, API: api, Adapter: ac,
-		Logger: zerolog.Nop(), HeartbeatInterval: time.Second, RenewInterval: time.Second, DrainGrace: time.Second,
-		Concurrency: o.Concurrency, SealingKey: prof.SealingKey,
+	// The runtime a2a-runtime start builds (ledger and tool server
+	// included), with short intervals.
+	rt, err := runtimeengine.Start(ctx, runtimeengine.Options{
+		Profile: prof, Mode: o.Transport, API: api, Adapter: ac, LedgerDir: t.TempDir(),
+		HeartbeatInterval: time.Second, RenewInterval: time.Second, DrainGrace: time.Second,
+		Concurrency: o.Concurrency, Logger: zerolog.Nop(),
 	})
+	if err != nil {
+		t.Fatalf("runtime start: %v", err)
+	}
 	runCtx, stopRun := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = c.Run(runCtx)
+		_ = rt.Run(runCtx)
 	}()
 	stopped := false
 	a.stop = func() {
@@ -180,9 +178,9 @@ func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *
 		}
 		stopped = true
 		stopRun()
-		c.StopNow()
+		rt.StopNow()
 		<-done
-		tr.Close()
+		rt.Close()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
