@@ -298,6 +298,15 @@ func (r *Runtime) Ledger() *ledger.Ledger { return r.ledger }
 // Tools is the tool server serving each run's delegation tools.
 func (r *Runtime) Tools() *toolserver.Server { return r.tools }
 
+// StatusAddr is the address the status port listens on; empty without
+// Options.StatusListen.
+func (r *Runtime) StatusAddr() string {
+	if r.status == nil {
+		return ""
+	}
+	return r.status.Addr()
+}
+
 // Engine is the runtime's engine.
 func (r *Runtime) Engine() *Engine { return r.engine }
 

@@ -185,7 +185,7 @@ func TestStart_RunsHostGetsItsToolsAndTheLedgerIsWritten(t *testing.T) {
 			var recorded []profile.Connection
 			stopped := make(chan struct{})
 			rt, err := runtimeengine.Start(ctx, runtimeengine.Options{
-				Profile: prof, Mode: mode, API: api, Adapter: ac, LedgerDir: t.TempDir(),
+				Profile: prof, Mode: mode, API: api, Adapter: ac, LedgerDir: t.TempDir(), StatusListen: "127.0.0.1:0",
 				HeartbeatInterval: time.Second, RenewInterval: time.Second, DrainGrace: time.Second,
 				RecordConnection: func(c profile.Connection) error { recorded = append(recorded, c); return nil },
 				Stopped:          func() { close(stopped) },
@@ -199,6 +199,20 @@ func TestStart_RunsHostGetsItsToolsAndTheLedgerIsWritten(t *testing.T) {
 			}
 			if len(recorded) != 1 || recorded[0].Transport != mode {
 				t.Fatalf("connections recorded at start: %+v, want one over %s", recorded, mode)
+			}
+			var health struct {
+				AgentID      string `json:"agent_id"`
+				Transport    string `json:"transport"`
+				AdapterReady bool   `json:"adapter_ready"`
+			}
+			res, err := http.Get("http://" + rt.StatusAddr() + "/healthz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = json.NewDecoder(res.Body).Decode(&health)
+			_ = res.Body.Close()
+			if health.AgentID != planner.ID || health.Transport != mode || !health.AdapterReady {
+				t.Fatalf("/healthz = %+v, want the planner over %s with its adapter ready", health, mode)
 			}
 			runCtx, stopRun := context.WithCancel(ctx)
 			done := make(chan error, 1)
