@@ -14,8 +14,9 @@ const loopbackHex = "0100007F:"
 
 // The runtime only connects outward: while it is online it holds no
 // listening TCP socket, over either transport. While it works on a task
-// over NATS it listens on loopback only, for that task's delegation tools
-// (docs/delegation.md), and stops when the task ends.
+// it listens on loopback only, for that task's delegation tools
+// (docs/delegation.md), over either transport, and stops once its tasks
+// have ended.
 func TestRuntime_HasNoListeningSocket(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
@@ -57,7 +58,7 @@ echo done
 		run := c.task("work")
 		waitStatus(t, p.Platform, run.ID, mesh.StatusRunning, waitStart)
 		waitFile(t, filepath.Join(dir, "started"))
-		check("while working on a task", transport == "nats")
+		check("while working on a task", true)
 		touch(t, filepath.Join(dir, "go"))
 		waitEnded(t, p.Platform, run.ID, mesh.StatusCompleted, waitStart)
 		meshtest.Eventually(t, waitStart, func() bool { return len(listening(socketsOf(t, c.rt.pid()))) == 0 },

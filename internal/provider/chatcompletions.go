@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/a2amesh/a2amesh/mesh"
 )
 
 // maxErrorBody bounds how much of an error answer is read and quoted.
@@ -70,7 +72,11 @@ func (h *chatHost) runOnce(ctx context.Context, t *Task, report func(string), me
 		meta["resumed"] = true
 	}
 	res, err := buildResult(t, strings.TrimSpace(answer.text), meta, h.maxArtifactBytes, h.redact)
-	if u := chatUsage(answer.usage, answer.model); err == nil && u != nil {
+	u := answer.spent
+	if u == nil {
+		u = chatUsage(answer.usage, answer.model)
+	}
+	if err == nil && u != nil {
 		res.Output["usage"] = u
 	}
 	return res, err
@@ -153,6 +159,9 @@ type chatAnswer struct {
 	text  string
 	model string
 	usage map[string]any
+	// spent is what every round of a conversation with tool calls used,
+	// added up; nil when the answer took one round.
+	spent *mesh.Usage
 	// toolCalls are the calls the answer asks the client to make.
 	toolCalls []chatToolCall
 }
@@ -190,14 +199,19 @@ func (c chatCall) converse(ctx context.Context, text *textProgress, report func(
 	c.body["tools"] = c.tools.functions()
 	messages := anyMessages(c.body["messages"])
 	var passages []string
+	var spent *mesh.Usage
 	for round := 0; ; round++ {
 		answer, err := c.do(ctx, text.add)
 		if err != nil {
 			return nil, err
 		}
 		passages = append(passages, answer.text)
+		if u := chatUsage(answer.usage, answer.model); u != nil {
+			spent = spent.Plus(u)
+		}
 		if len(answer.toolCalls) == 0 {
 			answer.text = joinParagraphs(passages...)
+			answer.spent = spent
 			return answer, nil
 		}
 		if round == maxToolRounds {

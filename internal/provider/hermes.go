@@ -266,8 +266,9 @@ func (h *Hermes) apiCall(t *Task, session string, text *textProgress, report fun
 		tokenEnv: HermesAPIKeyEnv,
 		notFound: "is API_SERVER_ENABLED=true set for `hermes gateway`?",
 		header:   header,
-		body:     map[string]any{"model": model, "stream": true, "messages": taskMessages(t)},
-		client:   h.cfg.HTTPClient,
+		body: map[string]any{"model": model, "stream": true, "messages": taskMessages(t),
+			"stream_options": map[string]any{"include_usage": true}},
+		client: h.cfg.HTTPClient,
 		onEvent: func(name string, data []byte) {
 			if name == "hermes.tool.progress" {
 				text.reset()

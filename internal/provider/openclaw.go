@@ -117,6 +117,9 @@ func (o *OpenClaw) Run(ctx context.Context, t *Task, progress func(Progress)) (*
 			"model":    "openclaw/" + o.cfg.AgentID,
 			"stream":   true,
 			"messages": taskMessages(t),
+			// The gateway reports a streamed answer's usage only when
+			// asked (OpenAI's stream_options.include_usage).
+			"stream_options": map[string]any{"include_usage": true},
 		}
 		if session != "" {
 			body["user"] = session
