@@ -270,6 +270,7 @@ func (g *Gateway) Handler() http.Handler {
 	g.people(mux, "GET /task-runs/{taskRunId}", g.getTaskRun)
 	g.people(mux, "POST /task-runs/{taskRunId}/cancel", g.cancelTaskRun)
 	g.people(mux, "POST /task-runs/{taskRunId}/input", g.answerTaskRun)
+	g.people(mux, "POST /task-runs/{taskRunId}/approval", g.decideApproval)
 	g.people(mux, "GET /task-runs/{taskRunId}/artifacts", g.listArtifacts)
 	g.people(mux, "GET /usage", g.usage)
 	g.people(mux, "GET /artifacts/{artifactId}", g.getArtifact)

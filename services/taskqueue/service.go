@@ -141,6 +141,8 @@ type agentView struct {
 	InstructionsDigest string
 	// Budget is the agent's budget (usage.go).
 	Budget *mesh.Budget
+	// ApprovalPolicy is the agent's approval policy (approval.go).
+	ApprovalPolicy *mesh.ApprovalPolicy
 }
 
 // New returns a service; Start runs it.
@@ -203,7 +205,7 @@ func (s *Service) open(ctx context.Context) error {
 	s.agents, err = bus.StartMirror(ctx, s.js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, *agentView]{
 		Project: func(id string, a *mesh.Agent, _ uint64) (*agentView, bool) {
 			s.homes.Observe(id, &a.HomeRegion)
-			return &agentView{Instructions: a.Instructions, InstructionsDigest: meshapi.InstructionsDigest(a.Instructions), Budget: a.Budget}, true
+			return &agentView{Instructions: a.Instructions, InstructionsDigest: meshapi.InstructionsDigest(a.Instructions), Budget: a.Budget, ApprovalPolicy: a.ApprovalPolicy}, true
 		},
 		OnChange: func(id string, v **agentView) {
 			if v == nil {
@@ -232,7 +234,7 @@ func (s *Service) serve() error {
 		Name: bus.ServiceTaskQueue, Description: "task runs", Logger: s.cfg.Logger,
 		Region: s.cfg.Region, Route: s.routeRequest,
 		Timeout: s.cfg.MaxPullWait + 5*time.Second,
-		Waits:   map[string]bool{bus.RuntimeOpOffer: true, bus.RuntimeOpPull: true, bus.RuntimeOpCanceled: true, meshapi.OpTaskDelegateOffer: true},
+		Waits:   map[string]bool{bus.RuntimeOpOffer: true, bus.RuntimeOpPull: true, bus.RuntimeOpCanceled: true, meshapi.OpTaskDelegateOffer: true, bus.RuntimeOpApproval: true},
 		Ops: map[string]bus.HandlerFunc{
 			meshapi.OpTaskCreate:           s.handleCreate,
 			meshapi.OpTaskGet:              s.handleGet,
@@ -249,6 +251,7 @@ func (s *Service) serve() error {
 			meshapi.OpTaskDelegateProgress: s.handleDelegateProgress,
 			meshapi.OpTaskDelegateEnd:      s.handleDelegateEnd,
 			meshapi.OpUsage:                s.handleUsage,
+			meshapi.OpTaskDecideApproval:   s.handleDecideApproval,
 		},
 		RuntimeOps: map[string]bus.HandlerFunc{
 			bus.RuntimeOpHello:     s.handleHello,
@@ -262,6 +265,7 @@ func (s *Service) serve() error {
 			bus.RuntimeOpProgress:  s.handleProgress,
 			bus.RuntimeOpComplete:  s.handleComplete,
 			bus.RuntimeOpFail:      s.handleFail,
+			bus.RuntimeOpApproval:  s.handleApproval,
 		},
 	})
 	if err != nil {

@@ -1,0 +1,63 @@
+package meshapi
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// OpTaskDecideApproval decides the step a run in approval-required waits
+// for (service "taskqueue"): a person allows or denies it.
+const OpTaskDecideApproval = "decide_approval"
+
+// ApprovalRequest asks whether the host of a run the runtime holds may take
+// a step: Tool with Input, under the host's id for the call (ToolUseID).
+// The agent's approval policy decides at once (allow, deny), or the run
+// waits in approval-required for a person; the request then waits up to
+// Wait for the decision, and is sent again (with the same ToolUseID) until
+// it comes: the step is asked once, and the time limit of the policy runs
+// from the first request.
+type ApprovalRequest struct {
+	TaskRunID string          `json:"task_run_id"`
+	Attempt   int             `json:"attempt,omitempty"`
+	ToolUseID string          `json:"tool_use_id"`
+	Tool      string          `json:"tool"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	Wait      time.Duration   `json:"wait,omitempty"`
+}
+
+// ApprovalResponse is the decision: allow or deny, with the reason of a
+// deny; empty Decision when the wait ended before a person decided.
+type ApprovalResponse struct {
+	Decision string `json:"decision,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	// Asked is true when a person was asked (the policy said "ask").
+	Asked bool `json:"asked,omitempty"`
+}
+
+// Approval asks the platform whether the run's host may take a step.
+func (c *RuntimeClient) Approval(ctx context.Context, req ApprovalRequest) (*ApprovalResponse, error) {
+	var r ApprovalResponse
+	if err := c.call(ctx, bus.RuntimeOpApproval, req, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// DecideApprovalRequest allows or denies the step a run waits for. By is
+// who decides (the gateway fills it from the caller's credential).
+type DecideApprovalRequest struct {
+	TaskRunID string `json:"task_run_id"`
+	Decision  string `json:"decision"`
+	Reason    string `json:"reason,omitempty"`
+	By        string `json:"by,omitempty"`
+}
+
+// DecideApproval allows or denies the step a run in approval-required
+// waits for; the run goes back to running.
+func (c *Client) DecideApproval(ctx context.Context, req DecideApprovalRequest) (*mesh.TaskRun, error) {
+	return c.runCall(ctx, OpTaskDecideApproval, req)
+}
