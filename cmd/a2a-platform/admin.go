@@ -121,6 +121,7 @@ func newAgents(g *globals) *cobra.Command {
 		},
 	}
 	cmd.AddCommand(create, list, runtimes, del, newAgentBudget(g))
+	cmd.AddCommand(newAgentPolicy(g))
 	return cmd
 }
 

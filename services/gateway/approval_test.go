@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,4 +100,14 @@ func TestApproval_APersonDecidesTheStepARunWaitsFor(t *testing.T) {
 		t.Fatalf("the runtime asking again hears %+v", r)
 	}
 	decide(run.ID, map[string]any{"decision": "deny"}).ExpectError(t, http.StatusConflict, mesh.CodeInvalidTransition)
+
+	// A run canceled while it waits: the runtime asking again hears a deny.
+	if r := ask("toolu_4", "Bash", map[string]any{"command": "git push --force"}); r.Decision != "" {
+		t.Fatalf("an asked step was decided at once: %+v", r)
+	}
+	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/task-runs/" + run.ID + "/cancel", Owner: true, JSON: map[string]any{}}).Expect(t, http.StatusOK)
+	if r := ask("toolu_4", "Bash", map[string]any{"command": "git push --force"}); r.Decision != mesh.ApprovalDeny || !strings.Contains(r.Reason, "canceled") {
+		t.Fatalf("the runtime of a canceled run hears %+v", r)
+	}
+	decide(run.ID, map[string]any{"decision": "allow"}).ExpectError(t, http.StatusConflict, mesh.CodeInvalidTransition)
 }

@@ -58,6 +58,10 @@ func (s *Service) handleApproval(ctx context.Context, req *bus.Request) (any, er
 	if a := decided(run, in.ToolUseID); a != nil {
 		return answerOf(a), nil
 	}
+	if run.Status.Terminal() {
+		// Canceled (or failed) while its host waited: nothing may run.
+		return meshapi.ApprovalResponse{Decision: mesh.ApprovalDeny, Reason: fmt.Sprintf("the task run is %s", run.Status)}, nil
+	}
 	asked := run.Status == mesh.StatusApprovalRequired && run.PendingApproval != nil && run.PendingApproval.ID == in.ToolUseID
 	if !asked {
 		var policy *mesh.ApprovalPolicy
