@@ -31,8 +31,9 @@ var transitions = map[Status][]Status{
 	StatusInputRequired: {StatusPending, StatusCanceled, StatusFailed},
 	// A run waiting for a person's approval goes back to running once the
 	// step is decided (allowed, denied, or denied at the time limit), or
-	// ends.
-	StatusApprovalRequired: {StatusRunning, StatusCanceled, StatusFailed},
+	// ends, or goes back to pending when its runtime's lease expires and
+	// its retry policy allows another attempt.
+	StatusApprovalRequired: {StatusRunning, StatusCanceled, StatusFailed, StatusPending},
 }
 
 // Valid reports whether s is a known status.

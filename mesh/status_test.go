@@ -20,7 +20,8 @@ func TestCanTransition_IsTheStateMachineOfDesign3(t *testing.T) {
 		{StatusRunning, StatusApprovalRequired}:  true, // the host asks a person
 		{StatusApprovalRequired, StatusRunning}:  true, // decided, or denied at the time limit
 		{StatusApprovalRequired, StatusCanceled}: true,
-		{StatusApprovalRequired, StatusFailed}:   true,
+		{StatusApprovalRequired, StatusFailed}:   true, // deadline, or its runtime lost
+		{StatusApprovalRequired, StatusPending}:  true, // its runtime lost, with attempts left
 	}
 	for _, from := range AllStatuses() {
 		for _, to := range AllStatuses() {

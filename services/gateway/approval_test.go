@@ -80,6 +80,13 @@ func TestApproval_APersonDecidesTheStepARunWaitsFor(t *testing.T) {
 		t.Fatalf("run %s pending %+v", waiting.Status, waiting.PendingApproval)
 	}
 
+	// Another step asked while this one waits is asked once it is decided.
+	if r := ask("toolu_9", "Bash", map[string]any{"command": "git push --tags"}); r.Decision != "" {
+		t.Fatalf("a second step was decided while the first waits: %+v", r)
+	}
+	if got := p.GetTask(run.ID); got.PendingApproval == nil || got.PendingApproval.ID != "toolu_3" {
+		t.Fatalf("the second step replaced the first: %+v", got.PendingApproval)
+	}
 	decide(run.ID, map[string]any{"decision": "maybe"}).ExpectError(t, http.StatusBadRequest, mesh.CodeInvalidRequest)
 	decide(run.ID, map[string]any{}).ExpectError(t, http.StatusBadRequest, mesh.CodeInvalidRequest)
 	decide(run.ID, map[string]any{"decision": "allow", "by": "someone else"}).ExpectError(t, http.StatusBadRequest, mesh.CodeInvalidRequest)

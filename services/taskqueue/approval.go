@@ -84,6 +84,11 @@ func (s *Service) handleApproval(ctx context.Context, req *bus.Request) (any, er
 			if r.Status == mesh.StatusApprovalRequired && r.PendingApproval != nil && r.PendingApproval.ID == in.ToolUseID {
 				return "", errUnchanged
 			}
+			if r.Status == mesh.StatusApprovalRequired && r.TargetAgentID == agentID && r.HeldBy(runtimeID, in.Attempt) {
+				// Another step of the host waits for a person: this one
+				// is asked once that one is decided.
+				return "", errAnotherStepWaits
+			}
 			if decided(r, in.ToolUseID) != nil {
 				return "", errUnchanged
 			}
@@ -97,11 +102,37 @@ func (s *Service) handleApproval(ctx context.Context, req *bus.Request) (any, er
 			}
 			return mesh.EventTaskRunApprovalRequested, nil
 		})
+		if errors.Is(err, errAnotherStepWaits) {
+			return s.awaitChange(ctx, in.TaskRunID, in.Wait), nil
+		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	return s.awaitApproval(ctx, in.TaskRunID, in.ToolUseID, in.Wait)
+}
+
+// errAnotherStepWaits: the run already waits for a person's decision of
+// another step of its host.
+var errAnotherStepWaits = errors.New("another step waits for approval")
+
+// awaitChange waits up to wait for the run to change and answers "not
+// decided yet": the runtime asks again.
+func (s *Service) awaitChange(ctx context.Context, runID string, wait time.Duration) meshapi.ApprovalResponse {
+	changed, stop := s.index.watchRun(runID)
+	defer stop()
+	if run, _, err := s.runs.Get(ctx, runID); err != nil || run.Status != mesh.StatusApprovalRequired {
+		return meshapi.ApprovalResponse{}
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-changed:
+	case <-timer.C:
+	case <-ctx.Done():
+	case <-s.stopped:
+	}
+	return meshapi.ApprovalResponse{}
 }
 
 // awaitApproval waits up to wait for the step approvalID of the run to be
