@@ -93,11 +93,17 @@ func runtimeImports() []accountImport {
 // account a credential's requests are answered on the reply subject it
 // names, so a subscription to events here would receive what another
 // credential aims at it.
+//
+// Every stream is imported, not only EventStream: a credential for one
+// agent reads the event stream of the agent's home region
+// (RegionEventStream), and regions come and go without the servers'
+// configuration changing. What a connection may reach of them is its one
+// consumer, by the permissions the auth callout gives it.
 func consumerImports() []accountImport {
 	return []accountImport{
-		{subject: jsConsumerInfo(EventStream), local: untrustedJS(jsConsumerInfo(EventStream))},
-		{subject: jsConsumerNext(EventStream), local: untrustedJS(jsConsumerNext(EventStream)), streamed: true},
-		{subject: jsAck(EventStream)},
+		{subject: jsConsumerInfo("*"), local: untrustedJS(jsConsumerInfo("*"))},
+		{subject: jsConsumerNext("*"), local: untrustedJS(jsConsumerNext("*")), streamed: true},
+		{subject: jsAck("*")},
 	}
 }
 

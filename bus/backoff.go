@@ -75,3 +75,10 @@ func (b *Backoff) base(attempt int) time.Duration {
 	}
 	return min(d, limit)
 }
+
+// atLeast returns a Backoff whose delays lie between d and 2d, d doubling
+// from initial up to max: never shorter than d, spread over the next d so
+// that processes retrying together part.
+func atLeast(initial, max time.Duration) *Backoff {
+	return &Backoff{Initial: initial * 3 / 2, Max: max * 3 / 2, Jitter: 1.0 / 3}
+}

@@ -62,6 +62,11 @@ const (
 	ObjectArtifacts = "mesh_artifacts"
 )
 
+// SourcedHeader is the header JetStream puts on a message a stream copied
+// from another (its sources): in the origin's EventStream, the events of
+// the other regions' streams.
+const SourcedHeader = "Nats-Stream-Source"
+
 // ObjectStream is the stream that holds an object store's content.
 func ObjectStream(bucket string) string { return "OBJ_" + bucket }
 

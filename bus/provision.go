@@ -51,7 +51,7 @@ const provisionRetryMax = 2 * time.Second
 // "waiting for JetStream" once and tries again with backoff until it
 // succeeds or ctx ends: services may start before their NATS cluster.
 func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig) error {
-	wait := 100 * time.Millisecond
+	b := atLeast(100*time.Millisecond, provisionRetryMax)
 	waiting := false
 	for {
 		err := provisionOnce(ctx, js, cfg)
@@ -68,12 +68,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 			cfg.Logger.Warn().Err(err).Msg("waiting for JetStream")
 			waiting = true
 		}
-		select {
-		case <-time.After(wait + jitter(wait)):
-		case <-ctx.Done():
+		if b.Sleep(ctx) != nil {
 			return fmt.Errorf("JetStream not ready: %w", err)
 		}
-		wait = min(2*wait, provisionRetryMax)
 	}
 }
 
@@ -138,11 +135,23 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 		return err
 	}
 	if origin != p.region {
+		if err := p.madeByOrigin(ctx, EventStream, origin); err != nil {
+			return err
+		}
 		if err := p.ensureSourced(ctx, events.Name); err != nil {
 			return err
 		}
 	}
 	for _, kc := range buckets {
+		if origin != p.region && IsGlobalBucket(kc.Bucket) {
+			if err := p.madeByOrigin(ctx, "KV_"+kc.Bucket, origin); err != nil {
+				return err
+			}
+			if err := p.ensureMirror(ctx, kc); err != nil {
+				return err
+			}
+			continue
+		}
 		if origin != p.region && IsRegionalBucket(kc.Bucket) {
 			// This region's own part of the bucket; the origin's keeps
 			// the bucket's name.
@@ -150,11 +159,6 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 		}
 		if err := p.ensure(ctx, p.bucketStream(kc)); err != nil {
 			return err
-		}
-		if origin != p.region && IsGlobalBucket(kc.Bucket) {
-			if err := p.ensureMirror(ctx, kc); err != nil {
-				return err
-			}
 		}
 	}
 	objects := ObjectArtifacts
@@ -228,6 +232,26 @@ func (p *provisioner) origin(ctx context.Context) (string, error) {
 		return p.region, nil
 	}
 	return origin, err
+}
+
+// madeByOrigin checks, outside the origin, that a stream the origin's
+// provisioning makes (the gathered event log, a global bucket) exists. It
+// is never made here: when every region starts at once, the origin's
+// provisioning may have made the agents bucket, which names the origin,
+// and not yet the rest, and a global record made here would be kept in
+// this region, out of reach whenever this region is down. errOriginNotYet
+// until the origin made it.
+func (p *provisioner) madeByOrigin(ctx context.Context, name, origin string) error {
+	tctx, cancel := p.try(ctx)
+	defer cancel()
+	_, err := p.js.Stream(tctx, name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("%w: stream %s, waiting for region %s", errOriginNotYet, name, origin)
+	}
+	if err != nil {
+		return fmt.Errorf("provision stream %s: %w", name, err)
+	}
+	return nil
 }
 
 // ensure creates a stream that is missing, placed in this region, and
@@ -466,7 +490,8 @@ func IsGlobalBucket(bucket string) bool { return globalBuckets[bucket] }
 // of the runs created there, their runtimes' presence and heartbeats, their
 // artifacts (metadata, and content in the object store of that name) and
 // what the A2A, partner and envelope endpoints keep of their tasks and
-// callers' sessions.
+// callers' sessions; and the webhook deliveries that failed at least once,
+// kept in the region whose event stream the webhook reads.
 // Each region has its own bucket of each, placed there (the origin's keeps
 // the bucket's name, the others' are RegionBucket), written and read by
 // that region's services alone, so a region's work goes on while another
@@ -475,6 +500,7 @@ var regionalBuckets = map[string]bool{
 	BucketRuns: true, BucketIdempotency: true, BucketConversations: true,
 	BucketPresence: true, BucketHeartbeats: true,
 	BucketArtifactMeta: true, ObjectArtifacts: true, BucketA2ATasks: true, BucketA2AEndpoints: true,
+	BucketDeliveries: true,
 }
 
 // IsRegionalBucket reports whether each region keeps its own bucket of

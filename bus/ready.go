@@ -155,7 +155,7 @@ func readinessChecks(ctx context.Context, js jetstream.JetStream) ([]streamCheck
 				checks = append(checks, streamCheck{name: name, region: origin})
 			}
 		default:
-			// Kept once, in the origin (webhook deliveries).
+			// Kept once, in the origin.
 			checks = append(checks, streamCheck{name: name, region: origin})
 		}
 	}

@@ -2,7 +2,9 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -89,6 +91,39 @@ func EventStreamIn(ctx context.Context, js jetstream.JetStream, region string) (
 		return EventStream, err
 	}
 	return RegionEventStream(region), nil
+}
+
+// ReadersEventStream names the event stream a durable reader of one agent's
+// events (a webhook, a consumer credential) reads: that of the agent's home
+// region (EventStreamIn), where its events are stored first, so reading
+// them needs that region alone. An agent homed in a region that keeps no
+// event stream yet (no services run there) is read from the gathered log,
+// EventStream, which holds every region's events once it sources them.
+func ReadersEventStream(ctx context.Context, js jetstream.JetStream, home string) (string, error) {
+	name, err := EventStreamIn(ctx, js, home)
+	if err != nil || name == EventStream {
+		return name, err
+	}
+	if _, err := js.Stream(ctx, name); errors.Is(err, jetstream.ErrStreamNotFound) {
+		return EventStream, nil
+	} else if err != nil {
+		return "", fmt.Errorf("event stream of region %s: %w", home, err)
+	}
+	return name, nil
+}
+
+// EventStreamRegion names the region that keeps an event stream: region for
+// RegionEventStream(region), the origin for EventStream ("" on a server in
+// no cluster, where everything is the origin's). What is kept beside a
+// stream's readers (a webhook's deliveries) is kept in that region.
+func EventStreamRegion(ctx context.Context, js jetstream.JetStream, stream string) (string, error) {
+	if region, ok := strings.CutPrefix(stream, EventStream+"_"); ok {
+		return region, nil
+	}
+	if connRegion(js) == "" {
+		return "", nil
+	}
+	return originRegion(ctx, js)
 }
 
 // eventRegion is the region token of the events a connection's services

@@ -64,7 +64,7 @@ func retry(ctx context.Context, what string, try func(ctx context.Context) error
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	wait := 25 * time.Millisecond
+	b := atLeast(25*time.Millisecond, maxRetryWait)
 	for {
 		actx, cancel := context.WithTimeout(ctx, min(attemptTimeout, max(time.Until(deadline), time.Millisecond)))
 		err := try(actx)
@@ -75,14 +75,14 @@ func retry(ctx context.Context, what string, try func(ctx context.Context) error
 		if ctx.Err() != nil {
 			return unavailable(what, err)
 		}
+		wait := b.Next()
 		if time.Until(deadline) < wait {
 			return unavailable(what, err)
 		}
 		select {
-		case <-time.After(wait + jitter(wait)):
+		case <-time.After(wait):
 		case <-ctx.Done():
 			return unavailable(what, err)
 		}
-		wait = min(2*wait, maxRetryWait)
 	}
 }

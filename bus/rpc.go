@@ -297,7 +297,7 @@ func (s *Service) serve(name string, r micro.Request, h HandlerFunc, handedOver 
 	ctx = WithTraceParent(ctx, r.Headers().Get(headerTraceParent))
 	defer func() {
 		if p := recover(); p != nil {
-			s.log.Error().Str("endpoint", name).Interface("panic", p).Bytes("stack", debug.Stack()).Msg("handler panicked")
+			s.log.Error().Ctx(ctx).Str("endpoint", name).Interface("panic", p).Bytes("stack", debug.Stack()).Msg("handler panicked")
 			s.respondError(r, mesh.Errorf(mesh.CodeInternal, "internal error"))
 		}
 	}()
@@ -309,7 +309,7 @@ func (s *Service) serve(name string, r micro.Request, h HandlerFunc, handedOver 
 	if err != nil {
 		e := mesh.AsError(err)
 		if e.Code == mesh.CodeInternal {
-			s.log.Error().Err(err).Str("endpoint", name).Msg("request failed")
+			s.log.Error().Ctx(ctx).Err(err).Str("endpoint", name).Msg("request failed")
 		}
 		answer := errorAnswer(e)
 		var down *RegionUnreachableError
@@ -321,12 +321,12 @@ func (s *Service) serve(name string, r micro.Request, h HandlerFunc, handedOver 
 	}
 	body, err := json.Marshal(resp)
 	if err != nil {
-		s.log.Error().Err(err).Str("endpoint", name).Msg("reply not encodable")
+		s.log.Error().Ctx(ctx).Err(err).Str("endpoint", name).Msg("reply not encodable")
 		s.respondError(r, mesh.Errorf(mesh.CodeInternal, "internal error"))
 		return
 	}
 	if err := s.reply(r, &nats.Msg{Data: body}); err != nil {
-		s.log.Warn().Err(err).Str("endpoint", name).Msg("reply failed")
+		s.log.Warn().Ctx(ctx).Err(err).Str("endpoint", name).Msg("reply failed")
 	}
 }
 

@@ -30,6 +30,11 @@ type ServiceSpec struct {
 	// (RuntimeSubjectPattern(op)), by operation name (the RuntimeOp
 	// constants).
 	RuntimeOps map[string]HandlerFunc
+	// Endpoints answers the operations of the table of operations
+	// (meshapi's Op.Handle), each on its subject: a runtime operation's
+	// handler runs only for requests on a runtime subject, and learns its
+	// sender with RuntimeOf.
+	Endpoints []Endpoint
 	// Waits names the operations (of Ops or RuntimeOps) that may wait long
 	// for something to happen: long polls. They are not counted against
 	// Concurrency, which bounds the work in flight, so thousands of idle
@@ -74,6 +79,22 @@ func Serve(nc *nats.Conn, spec ServiceSpec) (*Service, error) {
 	}
 	for op, h := range spec.Ops {
 		if err := add(op, op, ServiceSubject(spec.Name, op), h); err != nil {
+			_ = svc.Stop(0)
+			return nil, err
+		}
+	}
+	for _, ep := range spec.Endpoints {
+		endpoint, subject, h := ep.Name, ServiceSubject(spec.Name, ep.Name), ep.Handler
+		if ep.Runtime {
+			endpoint, subject, h = "runtime_"+ep.Name, RuntimeSubjectPattern(ep.Name), runtimeOnly(h)
+		}
+		if ep.Waits {
+			if spec.Waits == nil {
+				spec.Waits = map[string]bool{}
+			}
+			spec.Waits[ep.Name] = true
+		}
+		if err := add(ep.Name, endpoint, subject, h); err != nil {
 			_ = svc.Stop(0)
 			return nil, err
 		}

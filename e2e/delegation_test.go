@@ -27,8 +27,8 @@ type kept struct {
 // name is refused with a clear message; canceling the planner's run cancels
 // the reviewer's; a capability is refused once its run has ended, the tool
 // server listens only while a run is held, and no capability appears in a
-// process output, event or run. NATS only: the tools are
-// offered over that transport.
+// process output, event or run. (Over HTTP, see
+// TestDelegation_HostOfAnHTTPRuntimeDelegatesThroughItsRunsTools.)
 func TestDelegation_HostDelegatesThroughItsRunsToolsToAnotherAgentsRuntime(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
@@ -183,19 +183,34 @@ func initialize(t *testing.T, url, authorization string) int {
 	return resp.StatusCode
 }
 
-// A runtime on the HTTP transport gives its hosts no delegation tools, says
-// so once when it starts, and its runs carry none to the adapter.
-func TestDelegation_HTTPTransportOffersNoToolsAndSaysSo(t *testing.T) {
+// A runtime on the HTTP transport gives its hosts the delegation tools as
+// one on NATS does: the tool server sends the delegation operations to
+// their REST routes, so the planner's host delegates to the reviewer and
+// its answer carries the reviewer's, with the reviewer's run under the
+// planner's.
+func TestDelegation_HostOfAnHTTPRuntimeDelegatesThroughItsRunsTools(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
 	p := l.startPlatform(platformOptions{})
-	host := script(t, `if [ -n "$A2A_MCP_CONFIG" ]; then echo "tools given"; else echo "no tools"; fi`)
-	c := l.connect(p, l.startAdapter("command", host).Endpoint, "--transport", "http")
-	run := waitEnded(t, p.Platform, c.task("anything").ID, mesh.StatusCompleted, waitStart)
-	if text := outputText(t, run); text != "no tools" {
-		t.Fatalf("the host on an HTTP runtime: %q", text)
+	hostBin := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/e2e/testdata/delegatinghost")
+	reviewerHost := script(t, `text=$(cat); echo "reviewed: $text"`)
+	reviewer := l.connectAgent(p, "reviewer", l.startAdapter("command", reviewerHost).Endpoint, "--transport", "http")
+	keep := t.TempDir()
+	plannerAdapter := l.startAdapterEnv([]string{"DELEGATINGHOST_KEEP=" + keep}, "command", hostBin)
+	planner := l.connectAgent(p, "planner", plannerAdapter.Endpoint, "--transport", "http")
+	p.Do(http.MethodPatch, "/agent-accounts/"+planner.AgentID, map[string]any{"delegation": map[string]any{"agents": []string{reviewer.AgentID}}}, nil)
+
+	run := planner.task(reviewer.AgentID + " check the plan")
+	done := waitEnded(t, p.Platform, run.ID, mesh.StatusCompleted, waitStart)
+	text := outputText(t, done)
+	if !strings.Contains(text, "agents: reviewer\n") || !strings.Contains(text, "answer (completed): reviewed: check the plan") {
+		t.Fatalf("the planner's answer over HTTP: %q", text)
 	}
-	if n := strings.Count(c.rt.output(), "delegation tools off"); n != 1 {
-		t.Fatalf("the runtime said %d times that hosts get no tools:\n%s", n, c.rt.shown(4000))
+	child := onlyChild(t, p.Platform, run.ID)
+	if child.AgentID != reviewer.AgentID || child.Status != string(mesh.StatusCompleted) {
+		t.Fatalf("the trace's child: %+v", child)
+	}
+	if strings.Contains(planner.rt.output(), "delegation tools off") {
+		t.Fatalf("the HTTP runtime still says its hosts get no tools:\n%s", planner.rt.shown(4000))
 	}
 }

@@ -122,6 +122,23 @@ func TestTracing_OneRunIsOneTraceAcrossPlatformRuntimeAndAdapter(t *testing.T) {
 				}
 			}
 		}
+		// The lines the runtime and the adapter log about the run carry the
+		// trace id, and the id of the span they were written in.
+		for _, c := range []struct {
+			name, output string
+			messages     []string
+			span         tracingtest.Span
+		}{
+			{"runtime", rt.output(), []string{"task started", "task completed"}, task},
+			{"adapter", ad.output(), []string{"task started", "task succeeded"}, runTask},
+		} {
+			for _, msg := range c.messages {
+				line := meshtest.LogLine(c.output, msg)
+				if line == nil || line["trace_id"] != callerTrace || line["span_id"] != c.span.SpanID {
+					t.Errorf("the %s's %q line %v: want trace_id %s and span_id %s", c.name, msg, line, callerTrace, c.span.SpanID)
+				}
+			}
+		}
 		if len(rt.logLine("exporting spans over OTLP/HTTP")) == 0 {
 			t.Error("the runtime did not say it exports spans")
 		}

@@ -3,7 +3,6 @@ package meshapi
 import (
 	"context"
 
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -89,30 +88,25 @@ type AgentList struct {
 
 // CreateAgent creates an agent account.
 func (c *Client) CreateAgent(ctx context.Context, req CreateAgentRequest) (*mesh.Agent, error) {
-	var a mesh.Agent
-	return &a, c.call(ctx, bus.ServiceAgents, OpAgentCreate, req, &a)
+	return Send(ctx, c, OpAgentsCreate, req)
 }
 
 // GetAgent returns an agent account.
 func (c *Client) GetAgent(ctx context.Context, agentID string) (*mesh.Agent, error) {
-	var a mesh.Agent
-	return &a, c.call(ctx, bus.ServiceAgents, OpAgentGet, GetAgentRequest{AgentID: agentID}, &a)
+	return Send(ctx, c, OpAgentsGet, GetAgentRequest{AgentID: agentID})
 }
 
 // ListAgents lists agent accounts.
 func (c *Client) ListAgents(ctx context.Context) (*AgentList, error) {
-	var l AgentList
-	return &l, c.call(ctx, bus.ServiceAgents, OpAgentList, ListAgentsRequest{}, &l)
+	return Send(ctx, c, OpAgentsList, ListAgentsRequest{})
 }
 
 // UpdateAgent edits an agent account.
 func (c *Client) UpdateAgent(ctx context.Context, req UpdateAgentRequest) (*mesh.Agent, error) {
-	var a mesh.Agent
-	return &a, c.call(ctx, bus.ServiceAgents, OpAgentUpdate, req, &a)
+	return Send(ctx, c, OpAgentsUpdate, req)
 }
 
 // DeleteAgent deletes an agent account (see DeleteAgentRequest).
 func (c *Client) DeleteAgent(ctx context.Context, agentID string) (*DeleteAgentResponse, error) {
-	var out DeleteAgentResponse
-	return &out, c.call(ctx, bus.ServiceAgents, OpAgentDelete, DeleteAgentRequest{AgentID: agentID}, &out)
+	return Send(ctx, c, OpAgentsDelete, DeleteAgentRequest{AgentID: agentID})
 }

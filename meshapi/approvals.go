@@ -38,13 +38,25 @@ type ApprovalResponse struct {
 	Asked bool `json:"asked,omitempty"`
 }
 
+// The approvals' operations: the runtime asks (over NATS: a runtime on
+// the HTTP transport has no route for it, and its hosts' steps asked about
+// are denied), the owner decides (REST: the gateway fills By from the
+// caller's credential, so its route is written by hand).
+var (
+	OpRuntimeApproval = define[ApprovalRequest, ApprovalResponse](OpInfo{Name: bus.RuntimeOpApproval, Service: bus.ServiceTaskQueue, Caller: CallerRuntime,
+		Idempotent: true, Waits: true})
+	OpTaskRunsDecideApproval = define[DecideApprovalRequest, TaskRunReply](OpInfo{Name: OpTaskDecideApproval, Service: bus.ServiceTaskQueue, Caller: CallerOwner,
+		REST: custom(post("/task-runs/{taskRunId}/approval", onRun))})
+)
+
 // Approval asks the platform whether the run's host may take a step.
 func (c *RuntimeClient) Approval(ctx context.Context, req ApprovalRequest) (*ApprovalResponse, error) {
-	var r ApprovalResponse
-	if err := c.call(ctx, bus.RuntimeOpApproval, req, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return Send(ctx, c, OpRuntimeApproval, req)
+}
+
+// Approval asks the platform whether the run's host may take a step.
+func (c InHost) Approval(ctx context.Context, req ApprovalRequest) (*ApprovalResponse, error) {
+	return Send(ctx, c.s, OpRuntimeApproval, req)
 }
 
 // DecideApprovalRequest allows or denies the step a run waits for. By is
@@ -59,5 +71,9 @@ type DecideApprovalRequest struct {
 // DecideApproval allows or denies the step a run in approval-required
 // waits for; the run goes back to running.
 func (c *Client) DecideApproval(ctx context.Context, req DecideApprovalRequest) (*mesh.TaskRun, error) {
-	return c.runCall(ctx, OpTaskDecideApproval, req)
+	r, err := Send(ctx, c, OpTaskRunsDecideApproval, req)
+	if err != nil {
+		return nil, err
+	}
+	return &r.TaskRun, nil
 }

@@ -133,11 +133,11 @@ type ArtifactPartReply struct {
 // through the artifacts service. Write the content to the upload (it sends
 // it in chunks: a NATS message is small), then End it.
 func (c *RuntimeClient) OpenArtifact(ctx context.Context, req OpenArtifactRequest) (*ArtifactUpload, error) {
-	var open OpenArtifactResponse
-	if err := c.call(ctx, bus.RuntimeOpArtifactOpen, req, &open); err != nil {
+	open, err := Send(ctx, c, OpRuntimeArtifactOpen, req)
+	if err != nil {
 		return nil, err
 	}
-	return newArtifactUpload(ctx, c.nc, &open, bus.ArtifactUploadSubject(c.agentID, c.runtimeID, open.ArtifactID)), nil
+	return newArtifactUpload(ctx, c.nc, open, bus.ArtifactUploadSubject(c.agentID, c.runtimeID, open.ArtifactID)), nil
 }
 
 func newArtifactUpload(ctx context.Context, nc *nats.Conn, open *OpenArtifactResponse, subject string) *ArtifactUpload {

@@ -20,7 +20,16 @@ func (c *Client) call(ctx context.Context, service, op string, req, resp any) er
 	return bus.Call(ctx, c.nc, bus.ServiceSubject(service, op), req, resp)
 }
 
-// runCall calls a task-queue operation that answers with the run.
+// runOf is the run an operation answered with.
+func runOf(r *TaskRunReply, err error) (*mesh.TaskRun, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &r.TaskRun, nil
+}
+
+// runCall calls a task-queue operation that answers with the run (those
+// not yet in the table of operations).
 func (c *Client) runCall(ctx context.Context, op string, req any) (*mesh.TaskRun, error) {
 	var r TaskRunReply
 	if err := c.call(ctx, bus.ServiceTaskQueue, op, req, &r); err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -98,37 +97,36 @@ type DelegateCancelRequest struct {
 	ChildID   string `json:"child_task_run_id"`
 }
 
-// callFor sends a runtime operation and returns its decoded answer.
-func callFor[T any](ctx context.Context, c *RuntimeClient, op string, req any) (*T, error) {
-	var r T
-	if err := c.call(ctx, op, req, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
-}
+// InHost sends the delegation operations of the runs a runtime holds,
+// through any Sender: the runtime's bus client, or its HTTP transport. It
+// is the tool server's platform (toolserver.Platform).
+type InHost struct{ s Sender }
+
+// NewInHost returns the delegation operations sent through s.
+func NewInHost(s Sender) InHost { return InHost{s: s} }
 
 // DelegateAgents lists the agents a held run may delegate to.
-func (c *RuntimeClient) DelegateAgents(ctx context.Context, req DelegateAgentsRequest) (*DelegateAgentList, error) {
-	return callFor[DelegateAgentList](ctx, c, bus.RuntimeOpDelegateAgents, req)
+func (c InHost) DelegateAgents(ctx context.Context, req DelegateAgentsRequest) (*DelegateAgentList, error) {
+	return Send(ctx, c.s, OpRuntimeDelegateAgents, req)
 }
 
 // DelegateSend sends a task to another agent for a held run.
-func (c *RuntimeClient) DelegateSend(ctx context.Context, req DelegateSendRequest) (*DelegateSendResponse, error) {
-	return callFor[DelegateSendResponse](ctx, c, bus.RuntimeOpDelegateSend, req)
+func (c InHost) DelegateSend(ctx context.Context, req DelegateSendRequest) (*DelegateSendResponse, error) {
+	return Send(ctx, c.s, OpRuntimeDelegateSend, req)
 }
 
 // DelegateGet returns a delegated task's state, waiting up to req.Wait for
 // it to end.
-func (c *RuntimeClient) DelegateGet(ctx context.Context, req DelegateGetRequest) (*DelegatedTask, error) {
-	return callFor[DelegatedTask](ctx, c, bus.RuntimeOpDelegateGet, req)
+func (c InHost) DelegateGet(ctx context.Context, req DelegateGetRequest) (*DelegatedTask, error) {
+	return Send(ctx, c.s, OpRuntimeDelegateGet, req)
 }
 
 // DelegateArtifact returns a delegated task's artifact.
-func (c *RuntimeClient) DelegateArtifact(ctx context.Context, req DelegateArtifactRequest) (*DelegateArtifactResponse, error) {
-	return callFor[DelegateArtifactResponse](ctx, c, bus.RuntimeOpDelegateArtifact, req)
+func (c InHost) DelegateArtifact(ctx context.Context, req DelegateArtifactRequest) (*DelegateArtifactResponse, error) {
+	return Send(ctx, c.s, OpRuntimeDelegateArtifact, req)
 }
 
 // DelegateCancel cancels a delegated task.
-func (c *RuntimeClient) DelegateCancel(ctx context.Context, req DelegateCancelRequest) (*DelegatedTask, error) {
-	return callFor[DelegatedTask](ctx, c, bus.RuntimeOpDelegateCancel, req)
+func (c InHost) DelegateCancel(ctx context.Context, req DelegateCancelRequest) (*DelegatedTask, error) {
+	return Send(ctx, c.s, OpRuntimeDelegateCancel, req)
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
-// Registry operations (service "registry").
+// Registry operations (service "registry"); the table defines them
+// (ops.go).
 const (
 	OpRegistryList = "list"
 )
@@ -46,8 +46,7 @@ type RuntimeList struct {
 
 // ListRuntimes lists an agent's runtimes with their presence.
 func (c *Client) ListRuntimes(ctx context.Context, agentID string) (*RuntimeList, error) {
-	var l RuntimeList
-	return &l, c.call(ctx, bus.ServiceRegistry, OpRegistryList, ListRuntimesRequest{AgentID: agentID}, &l)
+	return Send(ctx, c, OpRegistryListRuntimes, ListRuntimesRequest{AgentID: agentID})
 }
 
 // AgentOnline reports whether an agent's active runtime is online, as the

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/nats-io/nats.go"
 )
@@ -199,8 +198,8 @@ type ReportAck struct {
 }
 
 // AckOf acknowledges a report on run.
-func AckOf(run *mesh.TaskRun) ReportAck {
-	return ReportAck{TaskRunID: run.ID, Status: run.Status, Attempt: run.Attempt, Revision: run.Revision}
+func AckOf(run *mesh.TaskRun) *ReportAck {
+	return &ReportAck{TaskRunID: run.ID, Status: run.Status, Attempt: run.Attempt, Revision: run.Revision}
 }
 
 // TaskRunReply is a run after an operation.
@@ -212,40 +211,29 @@ type TaskRunReply struct {
 // NATS connection the server only lets it use its own ids; the gateway uses it
 // on behalf of runtimes it has authenticated.
 func (c *Client) Runtime(agentID, runtimeID string) *RuntimeClient {
-	return &RuntimeClient{nc: c.nc, agentID: agentID, runtimeID: runtimeID}
+	rc := &RuntimeClient{nc: c.nc, agentID: agentID, runtimeID: runtimeID}
+	rc.InHost = NewInHost(rc)
+	return rc
 }
 
-// RuntimeClient sends runtime operations for one runtime.
+// RuntimeClient sends runtime operations for one runtime on the bus.
 type RuntimeClient struct {
+	// InHost sends the delegation operations of the runs it holds.
+	InHost
 	nc        *nats.Conn
 	agentID   string
 	runtimeID string
 }
 
-func (c *RuntimeClient) call(ctx context.Context, op string, req, resp any) error {
-	return bus.Call(ctx, c.nc, bus.RuntimeSubject(c.agentID, c.runtimeID, op), req, resp)
-}
-
-// report sends a progress, complete or fail report.
-func (c *RuntimeClient) report(ctx context.Context, op string, req any) (*ReportAck, error) {
-	var r ReportAck
-	if err := c.call(ctx, op, req, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
-}
-
 // Hello announces the runtime and returns its timings.
 func (c *RuntimeClient) Hello(ctx context.Context) (*HelloResponse, error) {
-	var r HelloResponse
-	return &r, c.call(ctx, bus.RuntimeOpHello, struct{}{}, &r)
+	return Send(ctx, c, OpRuntimeHello, Empty{})
 }
 
 // Connection asks where the runtime should connect now: what pairing
 // would tell it today (its agent's home region may have changed since).
 func (c *RuntimeClient) Connection(ctx context.Context) (*NATSConnection, error) {
-	var r NATSConnection
-	return &r, c.call(ctx, bus.RuntimeOpConnection, struct{}{}, &r)
+	return Send(ctx, c, OpRuntimeConnection, Empty{})
 }
 
 // Heartbeat marks the runtime online and renews the leases of its running
@@ -253,27 +241,18 @@ func (c *RuntimeClient) Connection(ctx context.Context) (*NATSConnection, error)
 // connection is refused finds out at once to check its credential (leases
 // have their own renewals, which are sent again).
 func (c *RuntimeClient) Heartbeat(ctx context.Context, req HeartbeatRequest) (*HeartbeatResponse, error) {
-	var r HeartbeatResponse
-	return &r, c.call(ctx, bus.RuntimeOpHeartbeat, req, &r)
+	return Send(ctx, c, OpRuntimeHeartbeat, req)
 }
 
 // Offer waits up to req.Wait for pending runs of the agent and names them
 // (or claims them: see OfferRequest); ctx must allow the wait.
 func (c *RuntimeClient) Offer(ctx context.Context, req OfferRequest) (*OfferResponse, error) {
-	var r OfferResponse
-	if err := c.call(ctx, bus.RuntimeOpOffer, req, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return Send(ctx, c, OpRuntimeOffer, req)
 }
 
 // Pull claims the next pending run, waiting up to req.Wait.
 func (c *RuntimeClient) Pull(ctx context.Context, req PullRequest) (*PullResponse, error) {
-	var r PullResponse
-	if err := c.call(ctx, bus.RuntimeOpPull, req, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return Send(ctx, c, OpRuntimePull, req)
 }
 
 // TryTimeout bounds one try of a runtime operation that is sent again until
@@ -281,18 +260,12 @@ func (c *RuntimeClient) Pull(ctx context.Context, req PullRequest) (*PullRespons
 // see bus.CallIdempotent).
 const TryTimeout = 3 * time.Second
 
-// callAgain sends an operation that has the same effect when repeated,
-// again after a try whose answer was lost.
-func (c *RuntimeClient) callAgain(ctx context.Context, op string, req, resp any) error {
-	return bus.CallIdempotent(ctx, c.nc, bus.RuntimeSubject(c.agentID, c.runtimeID, op), req, resp, TryTimeout)
-}
-
 // Claim claims an offered run. Claiming the same
 // attempt again is answered with the run the runtime already holds, so a
 // try whose answer was lost is simply sent again.
 func (c *RuntimeClient) Claim(ctx context.Context, req ClaimRequest) (*mesh.TaskRun, error) {
-	var r TaskRunReply
-	if err := c.callAgain(ctx, bus.RuntimeOpClaim, req, &r); err != nil {
+	r, err := Send(ctx, c, OpRuntimeClaim, req)
+	if err != nil {
 		return nil, err
 	}
 	return &r.TaskRun, nil
@@ -302,54 +275,47 @@ func (c *RuntimeClient) Claim(ctx context.Context, req ClaimRequest) (*mesh.Task
 // attempts again is answered with the runs the runtime already holds, so a
 // try whose answer was lost is simply sent again.
 func (c *RuntimeClient) ClaimMany(ctx context.Context, req ClaimManyRequest) (*ClaimManyResponse, error) {
-	var r ClaimManyResponse
-	if err := c.callAgain(ctx, bus.RuntimeOpClaimMany, req, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return Send(ctx, c, OpRuntimeClaimMany, req)
 }
 
 // Release gives back a claimed run that never started.
 func (c *RuntimeClient) Release(ctx context.Context, req ReleaseRequest) error {
-	return c.call(ctx, bus.RuntimeOpRelease, req, nil)
+	_, err := Send(ctx, c, OpRuntimeRelease, req)
+	return err
 }
 
 // Renew extends the leases of running runs; a renewal whose answer was lost
 // is sent again, well before the leases run out.
 func (c *RuntimeClient) Renew(ctx context.Context, req RenewRequest) (*RenewResponse, error) {
-	var r RenewResponse
-	return &r, c.callAgain(ctx, bus.RuntimeOpRenew, req, &r)
+	return Send(ctx, c, OpRuntimeRenew, req)
 }
 
 // Goodbye says the runtime is stopping on purpose (Ctrl-C, its service
 // stopped): it is shown offline at once.
 func (c *RuntimeClient) Goodbye(ctx context.Context) error {
-	return c.call(ctx, bus.RuntimeOpGoodbye, struct{}{}, nil)
+	_, err := Send(ctx, c, OpRuntimeGoodbye, Empty{})
+	return err
 }
 
 // Canceled waits for runs the runtime holds to be canceled
 // (CanceledRequest).
 func (c *RuntimeClient) Canceled(ctx context.Context, req CanceledRequest) (*CanceledResponse, error) {
-	var r CanceledResponse
-	if err := c.call(ctx, bus.RuntimeOpCanceled, req, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return Send(ctx, c, OpRuntimeCanceled, req)
 }
 
 // Progress reports progress on a run.
 func (c *RuntimeClient) Progress(ctx context.Context, req ProgressRequest) (*ReportAck, error) {
-	return c.report(ctx, bus.RuntimeOpProgress, req)
+	return Send(ctx, c, OpRuntimeProgress, req)
 }
 
 // Complete ends a run with its output.
 func (c *RuntimeClient) Complete(ctx context.Context, req CompleteRequest) (*ReportAck, error) {
-	return c.report(ctx, bus.RuntimeOpComplete, req)
+	return Send(ctx, c, OpRuntimeComplete, req)
 }
 
 // Fail ends a run as failed.
 func (c *RuntimeClient) Fail(ctx context.Context, req FailRequest) (*ReportAck, error) {
-	return c.report(ctx, bus.RuntimeOpFail, req)
+	return Send(ctx, c, OpRuntimeFail, req)
 }
 
 // Unclaimable reports whether a claim's error means the offered run can

@@ -144,11 +144,11 @@ type GetConversationRequest struct {
 // 503 with Retry-After): sending the create again with the same key is
 // safe. A create without a key is sent once.
 func (c *Client) CreateTaskRun(ctx context.Context, req CreateTaskRunRequest) (*CreateTaskRunResponse, error) {
-	var r CreateTaskRunResponse
 	if req.IdempotencyKey == "" {
-		return &r, c.call(ctx, bus.ServiceTaskQueue, OpTaskCreate, req, &r)
+		return Send(ctx, c, OpTaskRunsCreate, req)
 	}
-	err := bus.CallIdempotent(ctx, c.nc, bus.ServiceSubject(bus.ServiceTaskQueue, OpTaskCreate), req, &r, TryTimeout)
+	var r CreateTaskRunResponse
+	err := bus.CallIdempotent(ctx, c.nc, bus.ServiceSubject(OpTaskRunsCreate.Service, OpTaskRunsCreate.Name), req, &r, TryTimeout)
 	if errors.Is(err, mesh.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %w", mesh.Errorf(mesh.CodeUnavailable, "the task queue did not answer in time (a node may have been lost); send the create again with the same idempotency_key"), err)
 	}
@@ -160,40 +160,37 @@ func (c *Client) CreateTaskRun(ctx context.Context, req CreateTaskRunRequest) (*
 
 // GetTaskRun returns a task run.
 func (c *Client) GetTaskRun(ctx context.Context, taskRunID string) (*mesh.TaskRun, error) {
-	return c.runCall(ctx, OpTaskGet, GetTaskRunRequest{TaskRunID: taskRunID})
+	return runOf(Send(ctx, c, OpTaskRunsGet, GetTaskRunRequest{TaskRunID: taskRunID}))
 }
 
 // ListTaskRuns pages task runs, newest first.
 func (c *Client) ListTaskRuns(ctx context.Context, req ListTaskRunsRequest) (*TaskRunList, error) {
-	var l TaskRunList
-	return &l, c.call(ctx, bus.ServiceTaskQueue, OpTaskList, req, &l)
+	return Send(ctx, c, OpTaskRunsList, req)
 }
 
 // CancelTaskRun cancels a task run.
 func (c *Client) CancelTaskRun(ctx context.Context, req CancelTaskRunRequest) (*mesh.TaskRun, error) {
-	return c.runCall(ctx, OpTaskCancel, req)
+	return runOf(Send(ctx, c, OpTaskRunsCancel, req))
 }
 
 // AttachArtifact records an artifact on a running run.
 func (c *Client) AttachArtifact(ctx context.Context, req AttachArtifactRequest) (*mesh.TaskRun, error) {
-	return c.runCall(ctx, OpTaskAttachArtifact, req)
+	return runOf(Send(ctx, c, OpTaskRunsAttachArtifact, req))
 }
 
 // CreateConversation starts a conversation and its workspace.
 func (c *Client) CreateConversation(ctx context.Context, req CreateConversationRequest) (*mesh.Conversation, error) {
-	var conv mesh.Conversation
-	return &conv, c.call(ctx, bus.ServiceTaskQueue, OpConversationCreate, req, &conv)
+	return Send(ctx, c, OpConversationsCreate, req)
 }
 
 // GetConversation returns a conversation.
 func (c *Client) GetConversation(ctx context.Context, conversationID string) (*mesh.Conversation, error) {
-	var conv mesh.Conversation
-	return &conv, c.call(ctx, bus.ServiceTaskQueue, OpConversationGet, GetConversationRequest{ConversationID: conversationID}, &conv)
+	return Send(ctx, c, OpConversationsGet, GetConversationRequest{ConversationID: conversationID})
 }
 
 // ContinueTaskRun answers a run waiting for input with its next turn's input.
 func (c *Client) ContinueTaskRun(ctx context.Context, req ContinueTaskRunRequest) (*mesh.TaskRun, error) {
-	return c.runCall(ctx, OpTaskContinue, req)
+	return runOf(Send(ctx, c, OpTaskRunsContinue, req))
 }
 
 // UsageRequest asks what agents' runs spent, per agent and UTC day

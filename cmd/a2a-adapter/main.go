@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -95,7 +94,7 @@ func newRootCommand() *cobra.Command {
 			if err := checkHostFlags(cmd, o.provider); err != nil {
 				return err
 			}
-			return run(o, args, cmd.OutOrStdout())
+			return run(o, args)
 		},
 	}
 	cmd.AddCommand(newDoctorCommand())
@@ -127,7 +126,7 @@ func defaultWorkdir() string {
 	return filepath.Join(home, ".a2a", "adapter", "work")
 }
 
-func run(o options, argv []string, stdout io.Writer) error {
+func run(o options, argv []string) error {
 	log, err := logging.New(logging.Config{Level: o.logLevel, Component: "a2a-adapter"})
 	if err != nil {
 		return err
@@ -157,8 +156,12 @@ func run(o options, argv []string, stdout io.Writer) error {
 		ln.Close()
 		return fmt.Errorf("create work directory: %w", err)
 	}
-	fmt.Fprintf(stdout, "a2a-adapter listening on http://%s (provider %s)\n", ln.Addr(), cfg.Provider.Name())
-	log.Info().Str("addr", ln.Addr().String()).Str("provider", cfg.Provider.Name()).Msg("listening")
+	// Where it listens is a log line like the rest, so a collector reading
+	// the output gets JSON only; its message says it in words as well, for
+	// whoever watches the output for it.
+	url := "http://" + ln.Addr().String()
+	log.Info().Str("addr", ln.Addr().String()).Str("url", url).Str("provider", cfg.Provider.Name()).
+		Msg("a2a-adapter listening on " + url + " (provider " + cfg.Provider.Name() + ")")
 	if cfg.AuthToken == "" {
 		log.Warn().Msg("started without --auth-token-file: anyone on this machine (any program of any user) can post tasks to this adapter; " +
 			"give it a token file only you may read, and the runtime the same file with a2a-runtime start --adapter-token-file")

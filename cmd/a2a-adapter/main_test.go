@@ -77,24 +77,31 @@ func (s *syncBuffer) String() string {
 
 // adapterProcess is a running a2a-adapter.
 type adapterProcess struct {
-	cmd    *exec.Cmd
-	url    string
-	stderr *syncBuffer
-	exited chan error
+	cmd            *exec.Cmd
+	url            string
+	stdout, stderr *syncBuffer
+	exited         chan error
 }
 
 // startAdapter runs a2a-adapter with args on a free loopback port and waits
-// for the line saying where it listens.
+// for the log line saying where it listens.
 func startAdapter(t *testing.T, args ...string) *adapterProcess {
+	t.Helper()
+	return startAdapterEnv(t, nil, args...)
+}
+
+// startAdapterEnv is startAdapter with variables added to the environment.
+func startAdapterEnv(t *testing.T, env []string, args ...string) *adapterProcess {
 	t.Helper()
 	args = append([]string{"--listen", "127.0.0.1:0", "--workdir", t.TempDir()}, args...)
 	cmd := exec.Command(adapterBin, args...)
-	stdout, err := cmd.StdoutPipe()
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &adapterProcess{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan error, 1)}
-	cmd.Stderr = p.stderr
+	p := &adapterProcess{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	cmd.Stdout = p.stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -102,22 +109,28 @@ func startAdapter(t *testing.T, args ...string) *adapterProcess {
 		_ = cmd.Process.Kill()
 		<-p.exited
 	})
-	lines := make(chan string, 1)
+	urls := make(chan string, 1)
 	go func() {
-		line, _ := bufio.NewReader(stdout).ReadString('\n')
-		lines <- line
-		_, _ = io.Copy(io.Discard, stdout)
+		lines := bufio.NewScanner(stderr)
+		lines.Buffer(nil, 1<<20)
+		for lines.Scan() {
+			p.stderr.Write(append(lines.Bytes(), '\n'))
+			var entry struct {
+				URL string `json:"url"`
+			}
+			if json.Unmarshal(lines.Bytes(), &entry) == nil && entry.URL != "" {
+				select {
+				case urls <- entry.URL:
+				default:
+				}
+			}
+		}
 		p.exited <- cmd.Wait()
 	}()
 	select {
-	case line := <-lines:
-		_, rest, ok := strings.Cut(line, "listening on ")
-		if !ok {
-			t.Fatalf("first stdout line %q; stderr:\n%s", line, p.stderr)
-		}
-		p.url, _, _ = strings.Cut(rest, " ")
+	case p.url = <-urls:
 	case <-time.After(15 * time.Second):
-		t.Fatalf("a2a-adapter did not say where it listens; stderr:\n%s", p.stderr)
+		t.Fatalf("a2a-adapter did not log where it listens; stderr:\n%s", p.stderr)
 	}
 	return p
 }

@@ -49,6 +49,8 @@ type globals struct {
 	ownerFile string
 	output    string
 	context   string
+	// fields are the fields of each item printed (--fields); none: all.
+	fields []string
 	// cmd is the command running, whose flags tell what was given; out is
 	// where it prints.
 	cmd *cobra.Command
@@ -72,6 +74,7 @@ func newRoot() *cobra.Command {
 	f.StringVar(&g.ownerFile, "owner-token-file", "", "owner credential file for admin verbs (default: the context's, else <data-dir>/owner.token)")
 	f.StringVar(&g.context, "context", "", "admin context to use instead of the current one (a2a-platform context list)")
 	cliusage.OutputFlag(root, f, &g.output, outputAuto, "output of admin verbs: table, json, jsonl (one value per line) or pretty (events tail) (default: table on a terminal, json otherwise)", outputFormats...)
+	cliusage.FieldsFlag(f, &g.fields)
 	cliusage.CompleteValues(root, "log-level", logLevels...)
 	root.AddCommand(newUp(g), newServe(g), newAgents(g), newPairingCode(g), newTasks(g), newUsage(g), newEvents(g), newConsumers(g), newWebhooks(g),
 		newLogin(g), newBench(g), newContext(g), newHealthcheck())

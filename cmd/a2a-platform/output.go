@@ -80,6 +80,9 @@ func (g *globals) print(v any) error {
 	if err != nil {
 		return err
 	}
+	if doc, err = selectFields(doc, g.fields); err != nil {
+		return err
+	}
 	switch g.format() {
 	case outputJSONL:
 		if items, ok := listOf(doc); ok {
@@ -92,7 +95,7 @@ func (g *globals) print(v any) error {
 		}
 		return writeJSON(g.out, doc, false)
 	case outputTable:
-		return printTable(g.out, doc, time.Now())
+		return printTableOf(g.out, doc, time.Now(), g.fields)
 	default:
 		return writeJSON(g.out, doc, true)
 	}
@@ -116,6 +119,49 @@ func listOf(doc any) ([]any, bool) {
 	return items, found == 1
 }
 
+// selectFields keeps only fields (--fields) of each item of a list answer,
+// or of a single answer; the list's other members (a cursor) stay.
+func selectFields(doc any, fields []string) (any, error) {
+	if len(fields) == 0 {
+		return doc, nil
+	}
+	m, _ := doc.(map[string]any)
+	items, ok := listOf(doc)
+	if !ok {
+		if m == nil {
+			return doc, nil
+		}
+		if err := cliusage.CheckFields([]map[string]any{m}, fields); err != nil {
+			return nil, err
+		}
+		return cliusage.SelectFields(m, fields), nil
+	}
+	rows := make([]map[string]any, 0, len(items))
+	for _, it := range items {
+		if row, ok := it.(map[string]any); ok {
+			rows = append(rows, row)
+		}
+	}
+	if err := cliusage.CheckFields(rows, fields); err != nil {
+		return nil, err
+	}
+	selected := make([]any, len(items))
+	for i, it := range items {
+		if row, ok := it.(map[string]any); ok {
+			it = cliusage.SelectFields(row, fields)
+		}
+		selected[i] = it
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if _, isList := v.([]any); isList {
+			v = selected
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
 // columns are the fields a table shows for the items of each list, in
 // order; lists not named here show their items' first scalar fields.
 var columns = map[string][]string{
@@ -131,6 +177,12 @@ var columns = map[string][]string{
 // printTable writes a list as columns and anything else as one "field:
 // value" line per field; times are short and local, as of now.
 func printTable(w io.Writer, doc any, now time.Time) error {
+	return printTableOf(w, doc, now, nil)
+}
+
+// printTableOf is printTable with the columns of a list given (--fields);
+// none: those of the list's kind.
+func printTableOf(w io.Writer, doc any, now time.Time, fields []string) error {
 	cell := func(v any) string { return tableCell(v, now) }
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	m, _ := doc.(map[string]any)
@@ -141,7 +193,10 @@ func printTable(w io.Writer, doc any, now time.Time) error {
 				name = k
 			}
 		}
-		cols := columns[name]
+		cols := fields
+		if cols == nil {
+			cols = columns[name]
+		}
 		if cols == nil {
 			cols = scalarKeys(items)
 		}
@@ -168,11 +223,14 @@ func printTable(w io.Writer, doc any, now time.Time) error {
 		fmt.Fprintln(tw, cell(doc))
 		return tw.Flush()
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	keys := fields
+	if keys == nil {
+		keys = make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
 	}
-	sort.Strings(keys)
 	for _, k := range keys {
 		fmt.Fprintf(tw, "%s:\t%s\n", k, cell(m[k]))
 	}

@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/cliusage"
@@ -20,6 +22,7 @@ func newProfiles(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "profiles", Short: "List local profiles, choose the active one, remove those the platform refuses"}
 	var offline bool
 	var output string
+	var fields []string
 	list := &cobra.Command{
 		Use: "list", Short: "List local profiles with their agent and whether the platform still takes them (the active one is marked *)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -32,8 +35,8 @@ func newProfiles(g *globals) *cobra.Command {
 			if !offline {
 				checks = checkProfiles(cmd.Context(), f, names)
 			}
-			if output != cliusage.OutputTable {
-				return printProfiles(cmd.OutOrStdout(), output, f, names, checks, offline)
+			if output != cliusage.OutputTable || len(fields) > 0 {
+				return printProfiles(cmd.OutOrStdout(), output, fields, f, names, checks, offline)
 			}
 			refused := 0
 			for i, name := range names {
@@ -57,6 +60,7 @@ func newProfiles(g *globals) *cobra.Command {
 	list.Flags().BoolVar(&offline, "offline", false, "do not ask the platforms whether the profiles still work")
 	cliusage.OutputFlag(list, list.Flags(), &output, cliusage.OutputTable, "output: table (for people), json or jsonl (one profile per line, for scripts)",
 		cliusage.OutputTable, cliusage.OutputJSON, cliusage.OutputJSONL)
+	cliusage.FieldsFlag(list.Flags(), &fields)
 	use := &cobra.Command{
 		Use: "use <agent_id/runtime_id>", Short: "Make a profile the active one", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -114,8 +118,9 @@ type profileRow struct {
 }
 
 // printProfiles prints the profiles for scripts: {"profiles": [...]} as
-// json, one profile per line as jsonl.
-func printProfiles(w io.Writer, output string, f *profile.File, names []string, checks []profileCheck, offline bool) error {
+// json, one profile per line as jsonl; with fields, only those fields of
+// each (in a table too, as its columns).
+func printProfiles(w io.Writer, output string, fields []string, f *profile.File, names []string, checks []profileCheck, offline bool) error {
 	rows := make([]profileRow, len(names))
 	for i, name := range names {
 		p, c := f.Profiles[name], checks[i]
@@ -123,6 +128,9 @@ func printProfiles(w io.Writer, output string, f *profile.File, names []string, 
 			Name: name, Active: name == f.ActiveProfile, AgentID: p.AgentID, RuntimeID: p.RuntimeID,
 			AgentName: c.name, AgentDeleted: c.deleted, State: c.state(offline), APIBase: p.APIBase, LocalExecutorType: p.LocalExecutor.Type,
 		}
+	}
+	if len(fields) > 0 {
+		return printProfileFields(w, output, fields, rows)
 	}
 	enc := json.NewEncoder(w)
 	if output == cliusage.OutputJSONL {
@@ -235,4 +243,51 @@ func newUnpair(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&profileName, "profile", "", "profile to unpair (default the active one)")
 	return cmd
+}
+
+// printProfileFields prints only fields of each profile.
+func printProfileFields(w io.Writer, output string, fields []string, rows []profileRow) error {
+	items := make([]map[string]any, len(rows))
+	for i, r := range rows {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &items[i]); err != nil {
+			return err
+		}
+	}
+	if err := cliusage.CheckFields(items, fields); err != nil {
+		return err
+	}
+	selected := make([]map[string]any, len(items))
+	for i, it := range items {
+		selected[i] = cliusage.SelectFields(it, fields)
+	}
+	enc := json.NewEncoder(w)
+	switch output {
+	case cliusage.OutputJSONL:
+		for _, it := range selected {
+			if err := enc.Encode(it); err != nil {
+				return err
+			}
+		}
+		return nil
+	case cliusage.OutputJSON:
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"profiles": selected})
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.ToUpper(strings.Join(fields, "\t")))
+	for _, it := range selected {
+		cells := make([]string, len(fields))
+		for i, f := range fields {
+			cells[i] = fmt.Sprint(it[f])
+			if it[f] == nil || it[f] == "" {
+				cells[i] = "-"
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
 }

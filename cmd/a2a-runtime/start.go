@@ -173,17 +173,13 @@ func newStart(g *globals) *cobra.Command {
 					log.Debug().Err(err).Msg("the stop not recorded in the profile")
 				}
 			}()
-			// Hosts get the delegation tools of their run when the
-			// transport speaks the delegation operations (NATS).
-			var tools *toolserver.Server
-			if rc, ok := runtimeengine.Delegation(tr); ok {
-				if tools, err = toolserver.Start(toolserver.Config{Platform: rc}); err != nil {
-					return fmt.Errorf("tool server: %w", err)
-				}
-				defer func() { _ = tools.Close() }()
-			} else {
-				log.Info().Msg("delegation tools off: hosts are given them over the NATS transport only")
+			// Hosts get the delegation tools of their run, over either
+			// transport.
+			tools, err := toolserver.Start(toolserver.Config{Platform: runtimeengine.Delegation(tr)})
+			if err != nil {
+				return fmt.Errorf("tool server: %w", err)
 			}
+			defer func() { _ = tools.Close() }()
 			if p.SealingKey == "" {
 				log.Warn().Msg("this runtime has no sealing key (it was paired by an older a2a-runtime): tasks with environment variables are refused for its agent until it is paired again")
 			}

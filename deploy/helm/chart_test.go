@@ -112,7 +112,7 @@ var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
 // meant to make, fails the test.
 func render(t *testing.T, args ...string) *rendered {
 	t.Helper()
-	out := helm(t, append([]string{"template", release, chartDir, "--namespace", "a2a-mesh"}, args...)...)
+	out := helm(t, append([]string{"template", release, platformChart(t), "--namespace", "a2a-mesh"}, args...)...)
 	r := &rendered{}
 	for _, doc := range docSeparator.Split(out, -1) {
 		if strings.TrimSpace(stripComments(doc)) == "" {
@@ -290,8 +290,9 @@ func eachContainer(t *testing.T, check func(t *testing.T, c chartRender, svc str
 // with every service scaled.
 func TestChart_LintsStrictly(t *testing.T) {
 	t.Parallel()
-	helm(t, "lint", "--strict", chartDir, "--set", "publicURL="+publicURL)
-	helm(t, "lint", "--strict", chartDir, "-f", filepath.Join("testdata", "scaled-values.yaml"))
+	chart := platformChart(t)
+	helm(t, "lint", "--strict", chart, "--set", "publicURL="+publicURL)
+	helm(t, "lint", "--strict", chart, "-f", filepath.Join("testdata", "scaled-values.yaml"))
 }
 
 // TestChart_RefusesToRenderWithoutItsRequiredValues: without a public URL
@@ -306,7 +307,7 @@ func TestChart_RefusesToRenderWithoutItsRequiredValues(t *testing.T) {
 		{[]string{"--set", "publicURL=" + publicURL, "--set", "secret.name="}, "secret.name is required"},
 		{[]string{"--set", "publicURL=" + publicURL, "--set", "ingress.enabled=true"}, "name at least one host"},
 	} {
-		out, err := helmResult(t, append([]string{"template", release, chartDir}, c.args...)...)
+		out, err := helmResult(t, append([]string{"template", release, platformChart(t)}, c.args...)...)
 		if err == nil || !strings.Contains(out, c.want) {
 			t.Errorf("helm template %v: err %v, want a refusal saying %q:\n%s", c.args, err, c.want, out)
 		}

@@ -13,8 +13,26 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// natsValues is the part of nats-values.yaml the official chart turns into
-// server settings.
+// subchartValues reads the chart's nats values, which the official NATS
+// chart gets.
+func subchartValues(t *testing.T) natsValues {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		NATS natsValues `json:"nats"`
+	}
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		t.Fatalf("values.yaml: %v", err)
+	}
+	return v.NATS
+}
+
+// natsValues is the part of the chart's nats values (the official NATS
+// chart's, for the NATS it installs with the release) that chart turns
+// into server settings.
 type natsValues struct {
 	Config struct {
 		Cluster struct {
@@ -103,14 +121,7 @@ func TestNATSValues_RunTheShippedClusterConfiguration(t *testing.T) {
 	if err != nil {
 		t.Fatalf("deploy/nats/cluster.conf: %v", err)
 	}
-	b, err := os.ReadFile("nats-values.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nv natsValues
-	if err := yaml.Unmarshal(b, &nv); err != nil {
-		t.Fatalf("nats-values.yaml: %v", err)
-	}
+	nv := subchartValues(t)
 	c := nv.Config
 	merged := map[string]any{}
 	for k, v := range c.Merge {
@@ -120,7 +131,7 @@ func TestNATSValues_RunTheShippedClusterConfiguration(t *testing.T) {
 	text := formatConfig(t, merged)
 	got, err := conf.Parse(text)
 	if err != nil {
-		t.Fatalf("nats.conf from nats-values.yaml does not parse: %v\n%s", err, text)
+		t.Fatalf("nats.conf from the nats values does not parse: %v\n%s", err, text)
 	}
 
 	for key, w := range want {
@@ -151,17 +162,17 @@ func TestNATSValues_RunTheShippedClusterConfiguration(t *testing.T) {
 			wj := w.(map[string]any)
 			delete(wj, "store_dir") // the chart's PVC
 			if !reflect.DeepEqual(got["jetstream"], wj) {
-				t.Errorf("jetstream: cluster.conf has %v, nats-values.yaml gives %v", wj, got["jetstream"])
+				t.Errorf("jetstream: cluster.conf has %v, the nats values give %v", wj, got["jetstream"])
 			}
 		default:
 			if !reflect.DeepEqual(got[key], w) {
-				t.Errorf("%s: cluster.conf (with accounts.conf) has\n%v\nnats-values.yaml gives\n%v", key, w, got[key])
+				t.Errorf("%s: cluster.conf (with accounts.conf) has\n%v\nthe nats values give\n%v", key, w, got[key])
 			}
 		}
 	}
 	for key := range got {
 		if _, ok := want[key]; !ok {
-			t.Errorf("nats-values.yaml sets %s, which deploy/nats/cluster.conf does not", key)
+			t.Errorf("the nats values set %s, which deploy/nats/cluster.conf does not", key)
 		}
 	}
 }
@@ -172,19 +183,12 @@ func TestNATSValues_RunTheShippedClusterConfiguration(t *testing.T) {
 // services read; the server image is the release go.mod builds with.
 func TestNATSValues_ServerSecretsComeFromThePlatformsSecret(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("nats-values.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nv natsValues
-	if err := yaml.Unmarshal(b, &nv); err != nil {
-		t.Fatal(err)
-	}
+	nv := subchartValues(t)
 	chart := readValues(t, filepath.Join(chartDir, "values.yaml"))
 	// The variables: "<< $NAME >>" values, which the chart writes unquoted.
 	vars := regexp.MustCompile(`"<<\s+\$([A-Za-z_][A-Za-z0-9_]*)\s+>>"`).FindAllStringSubmatch(prettyJSON(t, nv.Config.Merge), -1)
 	if len(vars) == 0 {
-		t.Fatal("nats-values.yaml reads no secret from the environment: the password and issuer would be in the file")
+		t.Fatal("the nats values read no secret from the environment: the password and issuer would be in the file")
 	}
 	for _, m := range vars {
 		name := m[1]

@@ -23,7 +23,8 @@ func TestChart_SchemaRefusesWrongValues(t *testing.T) {
 		{[]string{"--set", "metricsPorts=9200"}, "metricsPorts"},
 	} {
 		args := append([]string{"--set", "publicURL=" + publicURL}, c.args...)
-		for _, cmd := range [][]string{{"template", release, chartDir}, {"lint", "--strict", chartDir}} {
+		chart := platformChart(t)
+		for _, cmd := range [][]string{{"template", release, chart}, {"lint", "--strict", chart}} {
 			out, err := helmResult(t, append(cmd, args...)...)
 			if err == nil || !strings.Contains(out, "schema") || !strings.Contains(out, c.want) {
 				t.Errorf("helm %s %v: err %v, want a schema error naming %s:\n%s", cmd[0], c.args, err, c.want, out)

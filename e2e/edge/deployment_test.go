@@ -107,6 +107,8 @@ func (d *deployment) startServices(name string) *region {
 			"--log-level", "info", "--lease", testLease.String(), "--heartbeat-timeout", testHeartbeatTimeout.String(),
 			"--metrics-listen", r.health[svc], "--origin-region", d.origin}
 		switch svc {
+		case "webhooks":
+			args = append(args, "--allow-private-webhooks")
 		case "credentials":
 			args = append(args, "--auth-issuer-seed-file", filepath.Join(d.dir, "issuer.nk"), "--nats-advertise", r.front.URL())
 		case "gateway":

@@ -12,6 +12,8 @@ import (
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/natsserver"
 	"github.com/a2amesh/a2amesh/internal/runtimeengine"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
 )
 
 // TestEdges runs two regions, east and west, each a NATS cluster of its own
@@ -25,6 +27,9 @@ func TestEdges(t *testing.T) {
 	})
 	t.Run("a runtime whose agent moved to another region connects there when it starts", func(t *testing.T) {
 		runtimeFollowsAMove(t, d, endpoint)
+	})
+	t.Run("a webhook of an agent that moves follows it to its new home region", func(t *testing.T) {
+		webhookFollowsAMove(t, d)
 	})
 	t.Run("a runtime behind the shipped leaf node claims and completes runs", func(t *testing.T) {
 		runtimeBehindALeaf(t, d, endpoint)
@@ -187,5 +192,45 @@ func leafWithoutThePlatform(t *testing.T, d *deployment, endpoint string) {
 	m.completes("west", "over HTTP")
 	if !strings.Contains(m.statusText(), "NATS not used: "+runtimeengine.ErrNoPlatform.Error()) {
 		t.Fatalf("status text does not say why NATS is not used:\n%s", m.statusText())
+	}
+}
+
+// webhookFollowsAMove: a webhook of a west agent reads west's event stream;
+// once the agent moved to east, the events of its runs there reach the
+// webhook too.
+func webhookFollowsAMove(t *testing.T, d *deployment) {
+	west, east := d.regions["west"].p, d.regions["east"].p
+	agent := d.createAgent("west", "moves east", "west")
+	hook, hookURL := webhookReceiver(t)
+	west.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/webhooks", Owner: true,
+		JSON: map[string]any{"url": hookURL, "agent_id": agent.ID}}).Expect(t, http.StatusCreated)
+	before := west.CreateTask(agent.ID, "before the move")
+	meshtest.Eventually(t, 30*time.Second, func() bool { return hook.has(mesh.EventTaskRunCreated, before.ID) }, func() string {
+		return "the webhook was not given the run created before the move"
+	})
+	// An agent moves only without open runs.
+	west.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/task-runs/" + before.ID + "/cancel", Owner: true, JSON: map[string]any{}}).
+		Expect(t, http.StatusOK)
+	west.Send(t, meshtest.Request{Method: http.MethodPatch, Path: "/agent-accounts/" + agent.ID, Owner: true,
+		JSON: map[string]any{"home_region": "east"}}).Expect(t, http.StatusOK)
+	// East's task queue sees the move once it lists the agent's runs from
+	// east, which keeps none yet.
+	meshtest.Eventually(t, 30*time.Second, func() bool {
+		var l meshapi.TaskRunList
+		east.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/task-runs?limit=1&agent_id=" + agent.ID, Owner: true}).
+			Expect(t, http.StatusOK).Decode(t, &l)
+		return len(l.TaskRuns) == 0
+	}, func() string { return "east's task queue never saw the agent move to east" })
+	after := east.CreateTask(agent.ID, "after the move")
+	if after.Region != "east" {
+		t.Fatalf("a run of the agent after its move is kept in %q; want east", after.Region)
+	}
+	// The webhook's worker looks for the move once its stream has nothing
+	// more (a pull waits 30 s).
+	meshtest.Eventually(t, 90*time.Second, func() bool { return hook.has(mesh.EventTaskRunCreated, after.ID) }, func() string {
+		return "the webhook was not given the run created in east after the move"
+	})
+	if again := hook.repeated(); len(again) > 0 {
+		t.Fatalf("the webhook received %d events more than once: %v", len(again), again)
 	}
 }

@@ -27,7 +27,9 @@ import (
 // task queue and complete. With east (the region holding the global
 // records) down, west goes on creating and completing its agents' runs,
 // and a run of an east agent asked for in west fails with 503 rather than
-// hanging. When east is back, every run is completed, once.
+// hanging; a webhook and a consumer credential of the west agent's events
+// are given every event of those runs. When east is back, every run is
+// completed, once, and every event was given to each subscriber once.
 func TestRegionOutage(t *testing.T) {
 	d := startRegions(t, "east", "west", "south")
 	endpoint := d.startAdapter()
@@ -107,6 +109,21 @@ func TestRegionOutage(t *testing.T) {
 		wg.Wait()
 	}
 
+	// A webhook and a consumer credential of the west agent's events,
+	// made in west: they read west's own event stream, so they go on
+	// while any other region is down.
+	hook, hookURL := webhookReceiver(t)
+	var webhook meshapi.CreateWebhookResponse
+	west.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/webhooks", Owner: true,
+		JSON: map[string]any{"url": hookURL, "agent_id": agent.ID}}).Expect(t, http.StatusCreated).Decode(t, &webhook)
+	var con meshapi.CreateConsumerResponse
+	west.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/consumers", Owner: true,
+		JSON: map[string]any{"name": "west events", "agent_id": agent.ID}}).Expect(t, http.StatusCreated).Decode(t, &con)
+	if con.Stream != bus.RegionEventStream("west") {
+		t.Fatalf("a consumer credential of a west agent's events reads stream %q; want west's, %s", con.Stream, bus.RegionEventStream("west"))
+	}
+	read := readConsumer(t, con)
+
 	d.sc.Stop("east")
 	// Every process of west and south stays ready for its own region, as
 	// the Helm chart's readiness probe asks, and names east unreachable.
@@ -133,12 +150,26 @@ func TestRegionOutage(t *testing.T) {
 		}
 	}
 
+	// The webhook's endpoint refuses its first delivery while east is
+	// down: the delivery is retried and recorded in west.
+	hook.refuseNext.Store(true)
 	create(200, "while east is down")
 	for _, id := range runs {
 		got := west.WaitTask(id, 120*time.Second, meshtest.StatusIs(mesh.StatusCompleted, mesh.StatusFailed))
 		if got.Status != mesh.StatusCompleted {
 			t.Fatalf("run %s ended %s with east down: %+v", id, got.Status, got.Error)
 		}
+	}
+
+	// Every one of those runs' events reached the webhook and the consumer
+	// credential made in west, with east down.
+	hook.waitCompletions(t, "the webhook, with east down,", runs, 60*time.Second)
+	read.waitCompletions(t, "the consumer credential, with east down,", runs, 60*time.Second)
+	var retried meshapi.DeliveryList
+	west.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/webhooks/" + webhook.WebhookID + "/deliveries", Owner: true}).
+		Expect(t, http.StatusOK).Decode(t, &retried)
+	if len(retried.Deliveries) != 1 || retried.Deliveries[0].State != meshapi.DeliveryDelivered || retried.Deliveries[0].AttemptCount != 2 {
+		t.Fatalf("the webhook's deliveries, asked in west with east down: %+v; want the one refused once, then delivered", retried.Deliveries)
 	}
 
 	// West's doors go on answering for its agents: the A2A endpoint (a
@@ -217,6 +248,13 @@ func TestRegionOutage(t *testing.T) {
 	}, func() string {
 		return fmt.Sprintf("the event log does not hold one completion of each of the %d runs made with east down: %d runs have one", len(runs), len(completed))
 	})
+
+	// Each event reached each subscriber once, the outage notwithstanding.
+	for who, r := range map[string]*received{"webhook": hook, "consumer credential": read} {
+		if again := r.repeated(); len(again) > 0 {
+			t.Fatalf("the %s received %d events more than once: %v", who, len(again), again)
+		}
+	}
 
 	// An agent that moves leaves its finished runs where they ran: their
 	// artifacts, and its caller's A2A tasks, are still found.

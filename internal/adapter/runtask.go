@@ -58,14 +58,14 @@ func (s *Server) handleRunTask(w http.ResponseWriter, r *http.Request) {
 		err = checkVariables(req.Environment, s.cfg.AuthToken != "")
 	}
 	if err != nil {
-		s.log.Info().Err(err).Msg("run-task request refused")
+		s.log.Info().Ctx(r.Context()).Err(err).Msg("run-task request refused")
 		writeFailure(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if span.IsRecording() {
 		span.SetAttributes(tracing.AttrTaskRunID.String(req.TaskRunID), tracing.AttrProvider.String(s.cfg.Provider.Name()))
 	}
-	log := s.log.With().Str("task_run_id", req.TaskRunID).Str("conversation_id", req.ConversationID).Logger()
+	log := s.log.With().Ctx(r.Context()).Str("task_run_id", req.TaskRunID).Str("conversation_id", req.ConversationID).Logger()
 	if err := s.queue.acquire(r.Context()); err != nil {
 		s.refuse(w, log, err)
 		return

@@ -1,5 +1,10 @@
 // Package logging builds the zerolog loggers of the three programs: JSON lines
 // by default, a human-readable console when writing to a terminal.
+//
+// A line logged with a context (zerolog's Event.Ctx, or a logger made with
+// With().Ctx) that carries an OpenTelemetry span carries that span's
+// trace_id and span_id, so a request's or a run's log lines are found from
+// its trace and the other way round.
 package logging
 
 import (
@@ -11,6 +16,14 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Fields a line logged within a trace carries: the W3C trace id (32 hex
+// digits) and span id (16), as the OpenTelemetry log data model names them.
+const (
+	FieldTraceID = "trace_id"
+	FieldSpanID  = "span_id"
 )
 
 // Config configures a logger.
@@ -43,7 +56,7 @@ func New(cfg Config) (zerolog.Logger, error) {
 	if cfg.Console || isTerminal(out) {
 		out = zerolog.ConsoleWriter{Out: out, TimeFormat: time.TimeOnly}
 	}
-	logger := zerolog.New(out).Level(level).With().Timestamp().Logger()
+	logger := zerolog.New(out).Level(level).Hook(traceHook{}).With().Timestamp().Logger()
 	if cfg.Component != "" {
 		logger = logger.With().Str("component", cfg.Component).Logger()
 	}
@@ -53,4 +66,15 @@ func New(cfg Config) (zerolog.Logger, error) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && isatty.IsTerminal(f.Fd())
+}
+
+// traceHook adds the trace and span ids of the span in a line's context.
+type traceHook struct{}
+
+func (traceHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
+	sc := trace.SpanContextFromContext(e.GetCtx())
+	if !sc.IsValid() {
+		return
+	}
+	e.Str(FieldTraceID, sc.TraceID().String()).Str(FieldSpanID, sc.SpanID().String())
 }

@@ -11,7 +11,7 @@ import (
 
 // durField is a duration logged with zerolog's Dur, which writes a bare
 // number of milliseconds.
-var durField = regexp.MustCompile(`\.Dur\("([a-z_]+)"`)
+var durField = regexp.MustCompile(`\.\s*Dur\("([a-z_]+)"`)
 
 // TestLogs_EveryDurationNamesItsUnit: a duration in a log line is a number
 // of milliseconds (zerolog's Dur), so its field's name says so (_ms): a

@@ -105,7 +105,7 @@ func (ps *Procs) StartAdapter(bin, body string, queueSize int) string {
 		ps.t.Fatal(err)
 	}
 	args := []string{"--provider", "command", "--listen", "127.0.0.1:0",
-		"--workdir", filepath.Join(ps.t.TempDir(), "work"), "--log-level", "warn"}
+		"--workdir", filepath.Join(ps.t.TempDir(), "work"), "--log-level", "info"}
 	if queueSize > 0 {
 		args = append(args, "--queue-size", strconv.Itoa(queueSize))
 	}

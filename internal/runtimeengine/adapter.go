@@ -63,7 +63,7 @@ func (c *Engine) waitAdapter(ctx context.Context) bool {
 	if trusted {
 		return true
 	}
-	backoff := adapterBackoffMin
+	backoff := bus.Backoff{Initial: adapterBackoffMin, Max: adapterBackoffMax, Jitter: 0.2}
 	for {
 		c.checkAdapter(ctx)
 		if ctx.Err() != nil {
@@ -72,12 +72,9 @@ func (c *Engine) waitAdapter(ctx context.Context) bool {
 		if c.AdapterReady() || c.adapterGaveUp() {
 			return true
 		}
-		select {
-		case <-ctx.Done():
+		if backoff.Sleep(ctx) != nil {
 			return false
-		case <-time.After(bus.Jitter(backoff, 0.2)):
 		}
-		backoff = min(backoff*2, adapterBackoffMax)
 	}
 }
 

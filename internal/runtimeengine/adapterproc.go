@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/rs/zerolog"
 )
@@ -213,7 +214,7 @@ func (a *AdapterProcess) exitState() string {
 // while it keeps exiting soon after its start.
 func (a *AdapterProcess) supervise(ctx context.Context, exited chan struct{}) {
 	defer close(a.done)
-	delay := adapterRestartMin
+	backoff := bus.Backoff{Initial: adapterRestartMin, Max: adapterRestartMax}
 	started := time.Now()
 	for {
 		select {
@@ -222,24 +223,24 @@ func (a *AdapterProcess) supervise(ctx context.Context, exited chan struct{}) {
 		case <-exited:
 		}
 		if time.Since(started) > adapterStable {
-			delay = adapterRestartMin
+			backoff.Reset()
 		}
+		delay := backoff.Next()
 		a.log.Warn().Str("exit", a.exitState()).Dur("restart_in_ms", delay).Msg("local adapter exited; starting it again")
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(delay):
 		}
-		delay = min(delay*2, adapterRestartMax)
 		var err error
 		for exited, err = a.spawn(); err != nil; exited, err = a.spawn() {
+			delay := backoff.Next()
 			a.log.Error().Err(err).Dur("retry_in_ms", delay).Msg("local adapter not started")
 			select {
 			case <-ctx.Done():
 				return
 			case <-time.After(delay):
 			}
-			delay = min(delay*2, adapterRestartMax)
 		}
 		started = time.Now()
 	}

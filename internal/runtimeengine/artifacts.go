@@ -90,7 +90,12 @@ func (h HTTPArtifacts) Write(ctx context.Context, runID string, attempt int, w a
 	var res struct {
 		ArtifactRef map[string]any `json:"artifact_ref"`
 	}
-	if _, err := h.API.Do(ctx, http.MethodPost, "/task-runs/"+url.PathEscape(runID)+"/artifacts", nil, body, &res); err != nil {
+	upload := meshapi.OpRuntimeArtifactOpen.REST
+	path, err := upload.PathOf(map[string]string{"task_run_id": runID})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := h.API.Do(ctx, upload.Method, path, nil, body, &res); err != nil {
 		return nil, err
 	}
 	return res.ArtifactRef, nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -155,9 +154,5 @@ func shuffled(urls string) []string {
 func HTTPHello(ctx context.Context, api *apiclient.Client) (*meshapi.HelloResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	var hello meshapi.HelloResponse
-	if _, err := api.Do(ctx, http.MethodPost, "/agent-runtimes/runtime/hello", nil, map[string]any{}, &hello); err != nil {
-		return nil, err
-	}
-	return &hello, nil
+	return meshapi.Send(ctx, RESTSender{API: api}, meshapi.OpRuntimeHello, meshapi.Empty{})
 }

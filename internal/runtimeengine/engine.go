@@ -309,7 +309,7 @@ func (c *Engine) fail(err error) {
 // goroutine of its own (counted in workers), until ctx ends.
 func (c *Engine) dispatch(ctx context.Context, workers *sync.WaitGroup) {
 	slots := make(chan struct{}, c.cfg.Concurrency)
-	backoff := 500 * time.Millisecond
+	backoff := bus.Backoff{Initial: 500 * time.Millisecond, Max: 15 * time.Second, Jitter: 0.2}
 	for ctx.Err() == nil {
 		free, ok := takeFree(ctx, slots)
 		if !ok {
@@ -366,8 +366,8 @@ func takeFree(ctx context.Context, slots chan struct{}) (int, bool) {
 // next waits for the adapter and asks for up to n runs. It returns a
 // non-nil error only when the engine must stop asking (ctx ended, or the
 // credential was refused); other failures are logged and retried after
-// backoff, which it doubles (and resets after an answer).
-func (c *Engine) next(ctx context.Context, n int, backoff *time.Duration) ([]*mesh.TaskRun, error) {
+// backoff (reset after an answer).
+func (c *Engine) next(ctx context.Context, n int, backoff *bus.Backoff) ([]*mesh.TaskRun, error) {
 	if !c.waitAdapter(ctx) {
 		return nil, ctx.Err()
 	}
@@ -384,16 +384,16 @@ func (c *Engine) next(ctx context.Context, n int, backoff *time.Duration) ([]*me
 		// a heartbeat now (and, if it fails, a credential check) finds
 		// out whether that was why, instead of at the next interval.
 		c.kickHeartbeat()
-		c.log.Warn().Err(err).Dur("retry_in_ms", *backoff).Msg("cannot claim work; retrying")
+		wait := backoff.Next()
+		c.log.Warn().Err(err).Dur("retry_in_ms", wait).Msg("cannot claim work; retrying")
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(bus.Jitter(*backoff, 0.2)):
+		case <-time.After(wait):
 		}
-		*backoff = min(*backoff*2, 15*time.Second)
 		return nil, nil
 	}
-	*backoff = 500 * time.Millisecond
+	backoff.Reset()
 	return runs, nil
 }
 

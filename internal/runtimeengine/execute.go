@@ -30,7 +30,7 @@ func (c *Engine) execute(run *mesh.TaskRun) {
 	t := &task{id: run.ID, attempt: run.Attempt, cancel: cancel}
 	c.track(t)
 	defer c.untrack(run.ID)
-	log := c.log.With().Str("task_run_id", run.ID).Int("attempt", run.Attempt).Logger()
+	log := c.log.With().Ctx(ctx).Str("task_run_id", run.ID).Int("attempt", run.Attempt).Logger()
 	// Pulled and started, in one write: the ledger's lines of a run
 	// cost a system call each.
 	c.record(ledger.Entry{Event: ledger.EventTaskPulled, TaskRunID: run.ID, Attempt: run.Attempt, Status: string(run.Status)},
@@ -209,7 +209,7 @@ func (c *Engine) stopped(ctx context.Context, run *mesh.TaskRun, cause error) {
 		c.record(ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: run.ID, Attempt: run.Attempt, ErrorCode: "RUNTIME_UNAUTHORIZED", Message: cause.Error()})
 	default:
 		c.record(ledger.Entry{Event: ledger.EventTaskCanceled, TaskRunID: run.ID, Attempt: run.Attempt, Message: cause.Error()})
-		c.log.Info().Str("task_run_id", run.ID).Str("reason", cause.Error()).Msg("task stopped")
+		c.log.Info().Ctx(ctx).Str("task_run_id", run.ID).Str("reason", cause.Error()).Msg("task stopped")
 	}
 }
 
@@ -219,7 +219,7 @@ func (c *Engine) failRun(ctx context.Context, run *mesh.TaskRun, code, message s
 	tracing.Fail(trace.SpanFromContext(ctx), code)
 	out, _ := json.Marshal(map[string]any{"error": message, "code": code})
 	c.record(ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: run.ID, Attempt: run.Attempt, ErrorCode: code, Message: message})
-	c.log.Info().Str("task_run_id", run.ID).Str("code", code).Msg("task failed")
+	c.log.Info().Ctx(ctx).Str("task_run_id", run.ID).Str("code", code).Msg("task failed")
 	c.cfg.Metrics.taskEnded(false)
 	c.deliver(ctx, ledger.ReportFail, run, meshapi.FailRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out})
 }
@@ -253,7 +253,7 @@ func (c *Engine) completeRun(ctx context.Context, run *mesh.TaskRun, output map[
 		return
 	}
 	c.record(ledger.Entry{Event: ledger.EventTaskCompleted, TaskRunID: run.ID, Attempt: run.Attempt})
-	c.log.Info().Str("task_run_id", run.ID).Int("artifacts", len(refs)).Bool("input_required", inputRequired).Msg("task completed")
+	c.log.Info().Ctx(ctx).Str("task_run_id", run.ID).Int("artifacts", len(refs)).Bool("input_required", inputRequired).Msg("task completed")
 	c.cfg.Metrics.taskEnded(true)
 	c.deliver(ctx, ledger.ReportComplete, run, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out, InputRequired: inputRequired})
 }
@@ -269,7 +269,7 @@ const artifactWait = 2 * time.Minute
 // change when asked again (the run is no longer this runtime's, the
 // artifact is refused) fails at once.
 func (c *Engine) storeArtifact(ctx context.Context, run *mesh.TaskRun, w adapterapi.ArtifactWrite, name string) (map[string]any, error) {
-	wait := 250 * time.Millisecond
+	backoff := bus.Backoff{Initial: 250 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.2}
 	for tries := 1; ; tries++ {
 		ref, err := c.cfg.Artifacts.Write(ctx, run.ID, run.Attempt, w)
 		if err == nil || !platformUnreachable(err) || ctx.Err() != nil {
@@ -279,12 +279,9 @@ func (c *Engine) storeArtifact(ctx context.Context, run *mesh.TaskRun, w adapter
 			c.log.Warn().Err(err).Str("task_run_id", run.ID).Str("artifact", name).
 				Msg("the platform cannot take an artifact right now; trying again until it can")
 		}
-		select {
-		case <-ctx.Done():
+		if backoff.Sleep(ctx) != nil {
 			return nil, err
-		case <-time.After(bus.Jitter(wait, 0.2)):
 		}
-		wait = min(2*wait, 5*time.Second)
 	}
 }
 

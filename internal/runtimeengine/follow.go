@@ -2,7 +2,6 @@ package runtimeengine
 
 import (
 	"context"
-	"net/http"
 	"reflect"
 	"time"
 
@@ -25,14 +24,7 @@ const connectionTimeout = 10 * time.Second
 func FollowHome(ctx context.Context, cfg DialConfig, tr Transport, hello *meshapi.HelloResponse) (Transport, *meshapi.HelloResponse, *profile.NATS) {
 	qctx, cancel := context.WithTimeout(ctx, connectionTimeout)
 	defer cancel()
-	var now *meshapi.NATSConnection
-	var err error
-	if t, ok := tr.(*natsTransport); ok {
-		now, err = t.rc.Connection(qctx)
-	} else {
-		now = &meshapi.NATSConnection{}
-		_, err = cfg.API.Do(qctx, http.MethodPost, "/agent-runtimes/runtime/connection", nil, map[string]any{}, now)
-	}
+	now, err := meshapi.Send(qctx, tr.Sender(), meshapi.OpRuntimeConnection, meshapi.Empty{})
 	if err != nil {
 		cfg.Logger.Debug().Err(err).Msg("the platform did not say where to connect now; keeping the profile's addresses")
 		return tr, hello, nil

@@ -29,12 +29,12 @@ func (c *Engine) deliver(ctx context.Context, kind ledger.ReportKind, run *mesh.
 			c.fail(err)
 			return
 		case isFinalAnswer(err):
-			c.log.Warn().Err(err).Str("task_run_id", run.ID).Msg("platform refused the report (the run ended otherwise)")
+			c.log.Warn().Ctx(ctx).Err(err).Str("task_run_id", run.ID).Msg("platform refused the report (the run ended otherwise)")
 			c.record(ledger.Entry{Event: ledger.EventReportFailed, TaskRunID: run.ID, Attempt: run.Attempt, Message: err.Error()})
 			return
 		}
 	}
-	c.log.Warn().Err(err).Str("task_run_id", run.ID).Msg("report not delivered; kept in the outbox for later")
+	c.log.Warn().Ctx(ctx).Err(err).Str("task_run_id", run.ID).Msg("report not delivered; kept in the outbox for later")
 	c.record(ledger.Entry{Event: ledger.EventReportFailed, TaskRunID: run.ID, Attempt: run.Attempt, Message: err.Error()})
 	body, _ := json.Marshal(req)
 	rep := ledger.Report{ID: ledger.NewReportID(), Kind: kind, TaskRunID: run.ID, Attempt: run.Attempt, Body: body}
@@ -42,7 +42,7 @@ func (c *Engine) deliver(ctx context.Context, kind ledger.ReportKind, run *mesh.
 		return
 	}
 	if err := c.cfg.Ledger.AppendPending(rep); err != nil {
-		c.log.Error().Err(err).Str("task_run_id", run.ID).Msg("report could not be kept in the outbox")
+		c.log.Error().Ctx(ctx).Err(err).Str("task_run_id", run.ID).Msg("report could not be kept in the outbox")
 		return
 	}
 	c.owe(true, run.ID)

@@ -43,8 +43,58 @@ type Transport interface {
 	// Connection says where the transport is connected now (a2a-runtime
 	// status shows it).
 	Connection() profile.Connection
+	// Sender sends the runtime's operations of the table (meshapi.Ops):
+	// on the runtime's own subjects, or to their REST bindings. Whatever is
+	// not particular to NATS or HTTP is sent through it, the same way over
+	// both (operations).
+	Sender() meshapi.Sender
 	Close()
 }
+
+// operations are the Transport methods both transports share: each sends
+// an operation of the table through the transport's Sender.
+type operations struct{ send meshapi.Sender }
+
+func (o operations) Sender() meshapi.Sender { return o.send }
+
+func (o operations) Hello(ctx context.Context) (*meshapi.HelloResponse, error) {
+	return meshapi.Send(ctx, o.send, meshapi.OpRuntimeHello, meshapi.Empty{})
+}
+
+func (o operations) Heartbeat(ctx context.Context, req meshapi.HeartbeatRequest) error {
+	_, err := meshapi.Send(ctx, o.send, meshapi.OpRuntimeHeartbeat, req)
+	return err
+}
+
+func (o operations) Goodbye(ctx context.Context) error {
+	_, err := meshapi.Send(ctx, o.send, meshapi.OpRuntimeGoodbye, meshapi.Empty{})
+	return err
+}
+
+func (o operations) Release(ctx context.Context, run *mesh.TaskRun) error {
+	_, err := meshapi.Send(ctx, o.send, meshapi.OpRuntimeRelease, meshapi.ReleaseRequest{TaskRunID: run.ID, Attempt: run.Attempt})
+	return err
+}
+
+func (o operations) Progress(ctx context.Context, req meshapi.ProgressRequest) error {
+	_, err := meshapi.Send(ctx, o.send, meshapi.OpRuntimeProgress, req)
+	return err
+}
+
+func (o operations) Complete(ctx context.Context, req meshapi.CompleteRequest) error {
+	_, err := meshapi.Send(ctx, o.send, meshapi.OpRuntimeComplete, req)
+	return err
+}
+
+func (o operations) Fail(ctx context.Context, req meshapi.FailRequest) error {
+	_, err := meshapi.Send(ctx, o.send, meshapi.OpRuntimeFail, req)
+	return err
+}
+
+// Delegation returns the delegation operations of the runs the runtime
+// holds, sent through tr: the platform of the run's tool server, over
+// either transport.
+func Delegation(tr Transport) meshapi.InHost { return meshapi.NewInHost(tr.Sender()) }
 
 // CancelWaiter is a Transport that hears of cancels by asking: a request
 // that waits until a run the runtime holds is canceled (NATS). Its

@@ -3,7 +3,6 @@ package runtimeengine
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -27,7 +26,26 @@ type HTTPConfig struct {
 	Logger   zerolog.Logger
 }
 
+// RESTSender sends operations of the table (meshapi.Ops) to their REST
+// bindings, with the runtime credential API carries: the path values from
+// the request, the request as the body.
+type RESTSender struct{ API *apiclient.Client }
+
+// Call sends op with req and decodes its answer into resp.
+func (s RESTSender) Call(ctx context.Context, op *meshapi.OpInfo, req, resp any) error {
+	if op.REST == nil {
+		return mesh.Errorf(mesh.CodeInvalidRequest, "%s is not an operation of the REST API", op.Name)
+	}
+	path, err := op.REST.PathOf(req)
+	if err != nil {
+		return mesh.Errorf(mesh.CodeInvalidRequest, "%v", err)
+	}
+	_, err = s.API.Do(ctx, op.REST.Method, path, nil, req, resp)
+	return err
+}
+
 type httpTransport struct {
+	operations
 	cfg HTTPConfig
 	// natsErr is why the platform's NATS was not used, when it was offered.
 	natsErr  error
@@ -44,7 +62,7 @@ func NewHTTP(cfg HTTPConfig) Transport {
 		cfg.PullWait = 25 * time.Second
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	t := &httpTransport{cfg: cfg, canceled: make(chan string, 64), stop: stop}
+	t := &httpTransport{operations: operations{RESTSender{API: cfg.API}}, cfg: cfg, canceled: make(chan string, 64), stop: stop}
 	go t.followCancellations(ctx)
 	return t
 }
@@ -80,24 +98,6 @@ func (t *httpTransport) Connection() profile.Connection {
 	return c
 }
 
-func (t *httpTransport) Hello(ctx context.Context) (*meshapi.HelloResponse, error) {
-	return HTTPHello(ctx, t.cfg.API)
-}
-
-func (t *httpTransport) Heartbeat(ctx context.Context, req meshapi.HeartbeatRequest) error {
-	body := map[string]any{"agent_id": t.cfg.AgentID, "running_task_run_ids": req.RunningTaskRunIDs}
-	if req.AdapterUnreachable {
-		body["adapter_unreachable"] = true
-	}
-	_, err := t.cfg.API.Do(ctx, http.MethodPost, "/agent-runtimes/runtime/heartbeat", nil, body, nil)
-	return err
-}
-
-func (t *httpTransport) Goodbye(ctx context.Context) error {
-	_, err := t.cfg.API.Do(ctx, http.MethodPost, "/agent-runtimes/runtime/goodbye", nil, map[string]any{}, nil)
-	return err
-}
-
 // NextUpTo pulls one run: the REST pull claims one at a time.
 func (t *httpTransport) NextUpTo(ctx context.Context, _ int) ([]*mesh.TaskRun, error) {
 	run, err := t.Next(ctx)
@@ -112,7 +112,12 @@ func (t *httpTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 	pctx, done := pullContext(ctx)
 	defer done()
 	var run mesh.TaskRun
-	status, header, err := t.cfg.API.Exchange(pctx, http.MethodPost, "/agent-accounts/"+url.PathEscape(t.cfg.AgentID)+"/task-runs/pull", q, nil, &run)
+	pull := meshapi.OpRuntimePull.REST
+	path, err := pull.PathOf(map[string]string{"agent_id": t.cfg.AgentID})
+	if err != nil {
+		return nil, err
+	}
+	status, header, err := t.cfg.API.Exchange(pctx, pull.Method, path, q, nil, &run)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -162,15 +167,16 @@ func pullContext(ctx context.Context) (pctx context.Context, done func()) {
 	return traced, func() { stop(); cancel() }
 }
 
-func (t *httpTransport) Release(ctx context.Context, run *mesh.TaskRun) error {
-	_, err := t.cfg.API.Do(ctx, http.MethodPost, "/task-runs/"+url.PathEscape(run.ID)+"/release", nil, map[string]any{"attempt": run.Attempt}, nil)
-	return err
-}
-
+// Renew renews each run's lease on its own: the REST renewal renews one.
 func (t *httpTransport) Renew(ctx context.Context, ids []string) ([]string, error) {
+	renew := meshapi.OpRuntimeRenew.REST
 	var lost []string
 	for _, id := range ids {
-		_, err := t.cfg.API.Do(ctx, http.MethodPost, "/task-runs/"+url.PathEscape(id)+"/renew", nil, map[string]any{}, nil)
+		path, err := renew.PathOf(map[string]string{"task_run_id": id})
+		if err != nil {
+			return lost, err
+		}
+		_, err = t.cfg.API.Do(ctx, renew.Method, path, nil, map[string]any{}, nil)
 		switch {
 		case err == nil:
 		case isFinalAnswer(err):
@@ -180,30 +186,6 @@ func (t *httpTransport) Renew(ctx context.Context, ids []string) ([]string, erro
 		}
 	}
 	return lost, nil
-}
-
-func (t *httpTransport) report(ctx context.Context, runID, op string, body any) error {
-	_, err := t.cfg.API.Do(ctx, http.MethodPost, "/task-runs/"+url.PathEscape(runID)+"/"+op, nil, body, nil)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", op, runID, err)
-	}
-	return nil
-}
-
-func (t *httpTransport) Progress(ctx context.Context, req meshapi.ProgressRequest) error {
-	return t.report(ctx, req.TaskRunID, "progress", map[string]any{"attempt": req.Attempt, "message": req.Message, "percent": req.Percent})
-}
-
-func (t *httpTransport) Complete(ctx context.Context, req meshapi.CompleteRequest) error {
-	body := map[string]any{"attempt": req.Attempt, "output": req.Output}
-	if req.InputRequired {
-		body["input_required"] = true
-	}
-	return t.report(ctx, req.TaskRunID, "complete", body)
-}
-
-func (t *httpTransport) Fail(ctx context.Context, req meshapi.FailRequest) error {
-	return t.report(ctx, req.TaskRunID, "fail", map[string]any{"attempt": req.Attempt, "output": req.Output})
 }
 
 func (t *httpTransport) Close() { t.stop() }

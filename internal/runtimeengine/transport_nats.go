@@ -55,7 +55,29 @@ type NATSConfig struct {
 	Logger         zerolog.Logger
 }
 
+// Validate checks the configuration before anything connects: the ids
+// and URL a runtime's subjects and connection need, and durations that are
+// not negative (0 takes the default). The error names the field.
+func (c NATSConfig) Validate() error {
+	var errs []error
+	for _, f := range []struct{ name, v string }{{"URL", c.URL}, {"AgentID", c.AgentID}, {"RuntimeID", c.RuntimeID}} {
+		if strings.TrimSpace(f.v) == "" {
+			errs = append(errs, fmt.Errorf("NATSConfig.%s is required", f.name))
+		}
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"ClaimWait", c.ClaimWait}, {"ConnectTimeout", c.ConnectTimeout}, {"HomeCheck", c.HomeCheck}} {
+		if f.d < 0 {
+			errs = append(errs, fmt.Errorf("NATSConfig.%s is %s: must not be negative (0 takes the default)", f.name, f.d))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 type natsTransport struct {
+	operations
 	cfg   NATSConfig
 	conn  *bus.Conn
 	rc    *meshapi.RuntimeClient
@@ -107,6 +129,9 @@ var errAuthRefused = errors.New("the NATS server refused this runtime's credenti
 // says hello. The NATS server admits the connection
 // only with a valid credential and confines it to this agent's subjects.
 func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloResponse, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
 	if cfg.ClaimWait == 0 {
 		cfg.ClaimWait = 25 * time.Second
 	}
@@ -137,6 +162,7 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	}
 	t.conn = conn
 	t.rc = meshapi.NewClient(conn.NC).Runtime(cfg.AgentID, cfg.RuntimeID)
+	t.operations = operations{t.rc}
 	if t.hello, err = t.helloWhenAnswered(cctx); err != nil {
 		err = t.explain(err, "the runtime's hello")
 		conn.NC.Close()
@@ -320,16 +346,11 @@ func (t *natsTransport) WaitCanceled(ctx context.Context, ids []string) ([]strin
 }
 
 func (t *natsTransport) Goodbye(ctx context.Context) error {
-	return t.explain(t.rc.Goodbye(ctx), "the runtime's goodbye")
-}
-
-func (t *natsTransport) Hello(ctx context.Context) (*meshapi.HelloResponse, error) {
-	return t.rc.Hello(ctx)
+	return t.explain(t.operations.Goodbye(ctx), "the runtime's goodbye")
 }
 
 func (t *natsTransport) Heartbeat(ctx context.Context, req meshapi.HeartbeatRequest) error {
-	_, err := t.rc.Heartbeat(ctx, req)
-	return t.explain(err, "the runtime's heartbeat")
+	return t.explain(t.operations.Heartbeat(ctx, req), "the runtime's heartbeat")
 }
 
 // offerSlack is how much longer than its wait an offer request is given
@@ -507,31 +528,12 @@ func (t *natsTransport) claim(ctx context.Context, offers []meshapi.Offer) ([]*m
 	return t.held(res.Claimed, res.Instructions), nil
 }
 
-func (t *natsTransport) Release(ctx context.Context, run *mesh.TaskRun) error {
-	return t.rc.Release(ctx, meshapi.ReleaseRequest{TaskRunID: run.ID, Attempt: run.Attempt})
-}
-
 func (t *natsTransport) Renew(ctx context.Context, ids []string) ([]string, error) {
 	res, err := t.rc.Renew(ctx, meshapi.RenewRequest{TaskRunIDs: ids})
 	if err != nil {
 		return nil, err
 	}
 	return res.Lost, nil
-}
-
-func (t *natsTransport) Progress(ctx context.Context, req meshapi.ProgressRequest) error {
-	_, err := t.rc.Progress(ctx, req)
-	return err
-}
-
-func (t *natsTransport) Complete(ctx context.Context, req meshapi.CompleteRequest) error {
-	_, err := t.rc.Complete(ctx, req)
-	return err
-}
-
-func (t *natsTransport) Fail(ctx context.Context, req meshapi.FailRequest) error {
-	_, err := t.rc.Fail(ctx, req)
-	return err
 }
 
 func (t *natsTransport) Close() {
@@ -546,15 +548,4 @@ func (t *natsTransport) Close() {
 	}
 	cancel()
 	t.conn.Drain(2 * time.Second)
-}
-
-// Delegation returns the runtime's client for the delegation operations
-// of the runs it holds (the tool server's platform), when the transport
-// speaks them: only the NATS transport does.
-func Delegation(tr Transport) (*meshapi.RuntimeClient, bool) {
-	n, ok := tr.(*natsTransport)
-	if !ok {
-		return nil, false
-	}
-	return n.rc, true
 }

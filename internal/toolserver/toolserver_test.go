@@ -20,51 +20,15 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// headers adds the host's configured headers to every request.
-type headers struct {
-	h    http.Header
-	next http.RoundTripper
-}
-
-func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range h.h {
-		r.Header[k] = v
-	}
-	return h.next.RoundTrip(r)
-}
-
 // host connects to the tool server as an agent host would.
 func host(t *testing.T, url, capability, folder string) (*mcp.ClientSession, error) {
 	t.Helper()
-	h := http.Header{"Authorization": {"Bearer " + capability}, toolserver.FolderHeader: {folder}}
-	c := mcp.NewClient(&mcp.Implementation{Name: "test host", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: headers{h, http.DefaultTransport}}, MaxRetries: -1}, nil)
+	return meshtest.ToolHost(t, url, capability, toolserver.FolderHeader, folder)
 }
 
 func call(t *testing.T, s *mcp.ClientSession, tool string, args map[string]any) (map[string]any, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", tool, err)
-	}
-	if res.IsError {
-		var msg []string
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				msg = append(msg, tc.Text)
-			}
-		}
-		return nil, strings.Join(msg, " ")
-	}
-	var out map[string]any
-	b, _ := json.Marshal(res.StructuredContent)
-	_ = json.Unmarshal(b, &out)
-	return out, ""
+	return meshtest.CallTool(t, s, tool, args)
 }
 
 func runtimeClient(t *testing.T, p *meshtest.Platform, att meshtest.Attached) *meshapi.RuntimeClient {

@@ -77,12 +77,12 @@ func (s *Service) Start(ctx context.Context) error {
 	s.events = bus.NewPublisher(js, bus.ServiceAgents).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServiceAgents))
 	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
 		Name: bus.ServiceAgents, Description: "agent accounts", Logger: s.cfg.Logger,
-		Ops: map[string]bus.HandlerFunc{
-			meshapi.OpAgentCreate: s.create,
-			meshapi.OpAgentGet:    s.get,
-			meshapi.OpAgentList:   s.list,
-			meshapi.OpAgentUpdate: s.update,
-			meshapi.OpAgentDelete: s.delete,
+		Endpoints: []bus.Endpoint{
+			meshapi.OpAgentsCreate.Handle(s.create),
+			meshapi.OpAgentsGet.Handle(s.get),
+			meshapi.OpAgentsList.Handle(s.list),
+			meshapi.OpAgentsUpdate.Handle(s.update),
+			meshapi.OpAgentsDelete.Handle(s.delete),
 		},
 	})
 	return err
@@ -98,11 +98,7 @@ func (s *Service) Stop(grace time.Duration) {
 	}
 }
 
-func (s *Service) create(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.CreateAgentRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) create(ctx context.Context, in *meshapi.CreateAgentRequest) (*mesh.Agent, error) {
 	home := in.HomeRegion
 	if home == "" {
 		home = s.cfg.Region
@@ -138,11 +134,7 @@ func (s *Service) create(ctx context.Context, req *bus.Request) (any, error) {
 	return a, nil
 }
 
-func (s *Service) get(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.GetAgentRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) get(ctx context.Context, in *meshapi.GetAgentRequest) (*mesh.Agent, error) {
 	return s.lookup(ctx, in.AgentID)
 }
 
@@ -166,11 +158,7 @@ func (s *Service) lookup(ctx context.Context, id string) (*mesh.Agent, error) {
 	return a, nil
 }
 
-func (s *Service) list(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.ListAgentsRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) list(ctx context.Context, in *meshapi.ListAgentsRequest) (*meshapi.AgentList, error) {
 	// Agents created through another instance a moment ago are listed too.
 	if err := s.mirror.Sync(ctx); err != nil {
 		return nil, err
@@ -181,14 +169,10 @@ func (s *Service) list(ctx context.Context, req *bus.Request) (any, error) {
 		return true
 	})
 	sort.Slice(out.Agents, func(i, j int) bool { return out.Agents[i].ID < out.Agents[j].ID })
-	return out, nil
+	return &out, nil
 }
 
-func (s *Service) update(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.UpdateAgentRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) update(ctx context.Context, in *meshapi.UpdateAgentRequest) (*mesh.Agent, error) {
 	cur, err := s.lookup(ctx, in.AgentID)
 	if err != nil {
 		return nil, err
@@ -302,11 +286,7 @@ const DeleteReason = "agent deleted"
 // it; then its open runs are canceled. Its
 // finished runs, artifacts and events stay (they are history). The other
 // services are asked over the bus, as any client would.
-func (s *Service) delete(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.DeleteAgentRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) delete(ctx context.Context, in *meshapi.DeleteAgentRequest) (*meshapi.DeleteAgentResponse, error) {
 	a, err := s.lookup(ctx, in.AgentID)
 	if err != nil {
 		return nil, err
@@ -325,8 +305,8 @@ func (s *Service) delete(ctx context.Context, req *bus.Request) (any, error) {
 	if out.CanceledTaskRuns, err = cancelOpenRuns(ctx, client, a.ID); err != nil {
 		return nil, err
 	}
-	s.cfg.Logger.Info().Str("agent_id", a.ID).Int("revoked_runtimes", out.RevokedRuntimes).Int("canceled_task_runs", out.CanceledTaskRuns).Msg("agent deleted")
-	return out, nil
+	s.cfg.Logger.Info().Ctx(ctx).Str("agent_id", a.ID).Int("revoked_runtimes", out.RevokedRuntimes).Int("canceled_task_runs", out.CanceledTaskRuns).Msg("agent deleted")
+	return &out, nil
 }
 
 // revokeRuntimes revokes every runtime of an agent not revoked yet.
@@ -393,7 +373,7 @@ func (s *Service) publish(ctx context.Context, typ string, a *mesh.Agent) {
 		ID: fmt.Sprintf("%s.%d", a.ID, a.Revision), Sequence: a.Revision, Data: a,
 	})
 	if err != nil {
-		s.cfg.Logger.Error().Err(err).Str("agent_id", a.ID).Msg("agent event not published")
+		s.cfg.Logger.Error().Ctx(ctx).Err(err).Str("agent_id", a.ID).Msg("agent event not published")
 	}
 }
 

@@ -115,9 +115,7 @@ func (s *Service) Start(ctx context.Context) error {
 			meshapi.OpArtifactList:      s.handleList,
 			meshapi.OpArtifactRead:      s.handleRead,
 		},
-		RuntimeOps: map[string]bus.HandlerFunc{
-			bus.RuntimeOpArtifactOpen: s.handleOpen,
-		},
+		Endpoints: []bus.Endpoint{meshapi.OpRuntimeArtifactOpen.Handle(s.handleOpen)},
 	})
 	return err
 }
@@ -182,7 +180,7 @@ func (s *Service) commit(ctx context.Context, agentID, runtimeID string, attempt
 		ID: a.ID + ".created", Data: a,
 	})
 	if err != nil {
-		s.cfg.Logger.Error().Err(err).Str("artifact_id", a.ID).Msg("artifact event not published")
+		s.cfg.Logger.Error().Ctx(ctx).Err(err).Str("artifact_id", a.ID).Msg("artifact event not published")
 	}
 	return &a, nil
 }

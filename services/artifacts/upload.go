@@ -72,13 +72,9 @@ type upload struct {
 	closeOnce sync.Once
 }
 
-func (s *Service) handleOpen(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := req.Runtime()
+func (s *Service) handleOpen(ctx context.Context, in *meshapi.OpenArtifactRequest) (*meshapi.OpenArtifactResponse, error) {
+	agentID, runtimeID, err := bus.RuntimeOf(ctx)
 	if err != nil {
-		return nil, err
-	}
-	var in meshapi.OpenArtifactRequest
-	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
@@ -104,7 +100,7 @@ func (s *Service) handleOpen(ctx context.Context, req *bus.Request) (any, error)
 	if err := s.startUpload(u, bus.ArtifactUploadSubject(agentID, runtimeID, u.id)); err != nil {
 		return nil, err
 	}
-	return meshapi.OpenArtifactResponse{ArtifactID: u.id, ChunkBytes: chunkBytes, MaxBytes: s.cfg.MaxBytes}, nil
+	return &meshapi.OpenArtifactResponse{ArtifactID: u.id, ChunkBytes: chunkBytes, MaxBytes: s.cfg.MaxBytes}, nil
 }
 
 // tooLarge is the refusal of content over the limit.

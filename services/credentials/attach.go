@@ -117,7 +117,7 @@ func (s *Service) attach(ctx context.Context, agentID string, in *meshapi.Attach
 	s.publishRuntime(ctx, mesh.EventRuntimeAttached, &rec.Runtime, "")
 	if previous != "" && previous != rec.ID {
 		if _, err := s.revoke(ctx, previous, mesh.RuntimeReplaced, "replaced by a new runtime paired to the same agent"); err != nil {
-			s.cfg.Logger.Error().Err(err).Str("runtime_id", previous).Msg("replaced runtime not revoked")
+			s.cfg.Logger.Error().Ctx(ctx).Err(err).Str("runtime_id", previous).Msg("replaced runtime not revoked")
 		}
 	}
 	return &rec.Runtime, token, nil

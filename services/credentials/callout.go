@@ -119,15 +119,17 @@ func runtimeToken(o *jwt.ConnectOptions) string {
 
 // consumerPermissions is everything an event consumer connection reading
 // its durable consumer may do: read, acknowledge and inspect its own
-// durable consumer on the event stream, which the platform created with
+// durable consumer on its event stream, which the platform created with
 // the credential's subjects as its filter, with answers on its own inbox.
+// The account imports these subjects for every stream; this allow-list is
+// what narrows them to the credential's one consumer.
 func consumerPermissions(p *jwt.Permissions, c *consumerRecord) {
 	p.Sub.Allow.Add(bus.ConsumerInboxPrefix(c.ID) + ".>")
-	name := bus.ConsumerNameBase(c.ID)
+	name, stream := bus.ConsumerNameBase(c.ID), c.stream()
 	p.Pub.Allow.Add(
-		bus.UntrustedJSAPI("CONSUMER.INFO."+bus.EventStream+"."+name),
-		bus.UntrustedJSAPI("CONSUMER.MSG.NEXT."+bus.EventStream+"."+name),
-		"$JS.ACK."+bus.EventStream+"."+name+".>",
+		bus.UntrustedJSAPI("CONSUMER.INFO."+stream+"."+name),
+		bus.UntrustedJSAPI("CONSUMER.MSG.NEXT."+stream+"."+name),
+		"$JS.ACK."+stream+"."+name+".>",
 	)
 }
 

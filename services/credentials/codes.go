@@ -45,19 +45,25 @@ func (s *Service) handleIssue(ctx context.Context, req *bus.Request) (any, error
 }
 
 func (s *Service) checkAgent(ctx context.Context, agentID string) error {
+	_, err := s.findAgent(ctx, agentID)
+	return err
+}
+
+// findAgent reads an agent, which must exist.
+func (s *Service) findAgent(ctx context.Context, agentID string) (*mesh.Agent, error) {
 	if !mesh.ValidID(agentID) {
-		return mesh.Errorf(mesh.CodeNotFound, "agent %q not found", agentID)
+		return nil, mesh.Errorf(mesh.CodeNotFound, "agent %q not found", agentID)
 	}
-	_, _, err := s.agents.Get(ctx, agentID)
+	a, _, err := s.agents.Get(ctx, agentID)
 	if errors.Is(err, mesh.ErrNotFound) {
 		// This region's copy may not hold an agent created elsewhere a
 		// moment ago: the origin's says.
-		_, _, err = s.agents.Latest(ctx, agentID)
+		a, _, err = s.agents.Latest(ctx, agentID)
 	}
 	if errors.Is(err, mesh.ErrNotFound) {
-		return mesh.Errorf(mesh.CodeNotFound, "agent %s not found", agentID)
+		return nil, mesh.Errorf(mesh.CodeNotFound, "agent %s not found", agentID)
 	}
-	return err
+	return a, err
 }
 
 // errInvalidCode is the one answer for unknown, reused and malformed codes, so

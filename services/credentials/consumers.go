@@ -28,6 +28,19 @@ type consumerRecord struct {
 	Types     []string         `json:"types,omitempty"`
 	TokenHash string           `json:"token_hash"`
 	CreatedAt time.Time        `json:"created_at"`
+	// Stream is the event stream its durable consumer reads: for one
+	// agent's events, the stream of the agent's home region, so reading
+	// them needs that region alone; for every agent's, the gathered log
+	// (bus.EventStream). Empty in credentials made before: the gathered log.
+	Stream string `json:"stream,omitempty"`
+}
+
+// stream names the event stream the credential's durable consumer reads.
+func (c *consumerRecord) stream() string {
+	if c.Stream == "" {
+		return bus.EventStream
+	}
+	return c.Stream
 }
 
 func consumerKey(id string) string       { return "consumer." + id }
@@ -53,7 +66,7 @@ func (c *consumerRecord) view() meshapi.Consumer {
 	return meshapi.Consumer{
 		ConsumerID: c.ID, Name: c.Name, AgentID: c.AgentID, Types: c.Types, Subjects: c.subjects(), LiveUser: bus.LiveEventsUser,
 		DurableName: bus.ConsumerNameBase(c.ID), JSAPIPrefix: bus.JetStreamAPIPrefix, InboxPrefix: bus.ConsumerInboxPrefix(c.ID),
-		Stream: bus.EventStream, CreatedAt: c.CreatedAt,
+		Stream: c.stream(), CreatedAt: c.CreatedAt,
 	}
 }
 
@@ -92,10 +105,16 @@ func (s *Service) newConsumer(ctx context.Context, in *meshapi.CreateConsumerReq
 	}
 	rec := &consumerRecord{ID: mesh.NewID(), Name: name, CreatedAt: time.Now().UTC()}
 	if in.AgentID != "" {
-		if err := s.checkAgent(ctx, in.AgentID); err != nil {
+		a, err := s.findAgent(ctx, in.AgentID)
+		if err != nil {
 			return nil, err
 		}
 		rec.AgentID = in.AgentID
+		// Its events are read where they are stored first, in the agent's
+		// home region, which alone then serves them.
+		if rec.Stream, err = bus.ReadersEventStream(ctx, s.cfg.Conn.JS, a.HomeRegion); err != nil {
+			return nil, err
+		}
 	}
 	for _, t := range in.Types {
 		full := t
@@ -166,7 +185,7 @@ func (s *Service) handleConsumerDelete(ctx context.Context, req *bus.Request) (a
 	}
 	s.disconnect(bus.AccountConsumers, bus.ConsumerUserName(rec.ID))
 	s.disconnect(bus.AccountLiveEvents, bus.ConsumerUserName(rec.ID))
-	if err := s.cfg.Conn.JS.DeleteConsumer(ctx, bus.EventStream, bus.ConsumerNameBase(rec.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if err := s.cfg.Conn.JS.DeleteConsumer(ctx, rec.stream(), bus.ConsumerNameBase(rec.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, err
 	}
 	return struct{}{}, nil
@@ -176,7 +195,7 @@ func (s *Service) handleConsumerDelete(ctx context.Context, req *bus.Request) (a
 // event stream, from the start of the retention window, filtered to the
 // credential's subjects.
 func (s *Service) createEventConsumer(ctx context.Context, rec *consumerRecord) error {
-	_, err := s.cfg.Conn.JS.CreateConsumer(ctx, bus.EventStream, jetstream.ConsumerConfig{
+	_, err := s.cfg.Conn.JS.CreateConsumer(ctx, rec.stream(), jetstream.ConsumerConfig{
 		Durable:        bus.ConsumerNameBase(rec.ID),
 		Description:    "events for consumer credential " + rec.ID,
 		FilterSubjects: rec.subjects(),

@@ -166,6 +166,10 @@ func TestConsumers_ACredentialReadsItsAgentsEventsAndNothingElse(t *testing.T) {
 	for _, api := range []string{
 		bus.UntrustedJSAPI("CONSUMER.MSG.NEXT." + bus.EventStream + "." + bus.WebhookConsumer(agentB.ID)),
 		bus.UntrustedJSAPI("CONSUMER.INFO." + bus.EventStream + "." + bus.WebhookConsumer(agentA.ID)),
+		// The account imports consumer reads of every stream; its own
+		// consumer's name on another stream is still refused.
+		bus.UntrustedJSAPI("CONSUMER.MSG.NEXT.KV_" + bus.BucketRuns + "." + con.DurableName),
+		bus.UntrustedJSAPI("CONSUMER.INFO." + bus.RegionEventStream("west") + "." + con.DurableName),
 		"$JS.API.STREAM.INFO." + bus.EventStream,
 		"$JS.API.STREAM.MSG.GET." + bus.EventStream,
 		bus.EventSubject(agentA.ID, string(mesh.KindTaskRun), runA.ID),

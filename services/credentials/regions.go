@@ -95,8 +95,8 @@ func (s *Service) storeRegion(own regionRecord, timeout time.Duration) error {
 // would tell it today, its agent's home region having perhaps moved since.
 // It answers only with the home region's addresses: a runtime told another
 // region's would move there.
-func (s *Service) handleConnection(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := req.Runtime()
+func (s *Service) handleConnection(ctx context.Context, in *meshapi.Empty) (*meshapi.NATSConnection, error) {
+	agentID, runtimeID, err := bus.RuntimeOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func (s *Service) handleConnection(ctx context.Context, req *bus.Request) (any, 
 	if !found {
 		return nil, mesh.Errorf(mesh.CodeUnavailable, "region %s's NATS addresses are not known in region %s yet; connect as before", agent.HomeRegion, s.cfg.Region)
 	}
-	return nc, nil
+	return &nc, nil
 }
 
 // natsConnection is what runtimeID, of an agent homed in home, is told:

@@ -57,7 +57,7 @@ func (s *Service) revoke(ctx context.Context, runtimeID string, state mesh.Runti
 		return &rec.Runtime, nil
 	}
 	if err := s.creds.Delete(ctx, tokenHash, 0); err != nil {
-		s.cfg.Logger.Error().Err(err).Str("runtime_id", runtimeID).Msg("credential not deleted")
+		s.cfg.Logger.Error().Ctx(ctx).Err(err).Str("runtime_id", runtimeID).Msg("credential not deleted")
 	}
 	s.disconnect(bus.AccountRuntimes, bus.RuntimeUserName(runtimeID))
 	if state == mesh.RuntimeRevoked {

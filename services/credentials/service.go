@@ -191,7 +191,7 @@ func (s *Service) Start(ctx context.Context) error {
 			meshapi.OpA2AKeyRevoke:        s.handleA2AKeyRevoke,
 			meshapi.OpA2AKeyAuthenticate:  s.handleA2AKeyAuthenticate,
 		},
-		RuntimeOps: map[string]bus.HandlerFunc{bus.RuntimeOpConnection: s.handleConnection},
+		Endpoints: []bus.Endpoint{meshapi.OpRuntimeConnection.Handle(s.handleConnection)},
 	})
 	if err != nil {
 		return err
@@ -225,6 +225,6 @@ func (s *Service) Stop(grace time.Duration) {
 
 func (s *Service) publish(ctx context.Context, ev bus.Event) {
 	if err := s.events.Publish(ctx, ev); err != nil {
-		s.cfg.Logger.Error().Err(err).Str("type", ev.Type).Str("subject", ev.Subject).Msg("event not published")
+		s.cfg.Logger.Error().Ctx(ctx).Err(err).Str("type", ev.Type).Str("subject", ev.Subject).Msg("event not published")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/a2atask"
 	"github.com/a2amesh/a2amesh/internal/a2atoken"
 	"github.com/a2amesh/a2amesh/internal/tracing"
@@ -128,7 +129,7 @@ func (s *Service) cancelChild(ctx context.Context, parent, child *mesh.TaskRun) 
 		return err
 	})
 	if err != nil {
-		s.log.Warn().Err(err).Str("task_run_id", child.ID).Msg("delegate's task not canceled")
+		s.log.Warn().Ctx(ctx).Err(err).Str("task_run_id", child.ID).Msg("delegate's task not canceled")
 	}
 }
 
@@ -177,18 +178,15 @@ func isPermanent(err error) bool {
 // retry runs call up to five times, with a doubling pause, until it
 // succeeds or fails for good.
 func (s *Service) retry(ctx context.Context, call func() error) error {
-	wait := s.cfg.RetryBackoff
+	b := bus.Backoff{Initial: s.cfg.RetryBackoff, Max: s.cfg.RetryBackoff << 4}
 	var err error
 	for try := 0; try < 5; try++ {
 		if err = call(); err == nil || isPermanent(err) || ctx.Err() != nil {
 			return err
 		}
-		select {
-		case <-ctx.Done():
+		if b.Sleep(ctx) != nil {
 			return err
-		case <-time.After(wait):
 		}
-		wait *= 2
 	}
 	return err
 }

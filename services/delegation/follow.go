@@ -186,7 +186,7 @@ func (s *Service) watch(ctx context.Context, f *follow, parent *mesh.TaskRun) {
 	childAgent := parent.DelegatedTo.AgentID
 	runs, err := s.runs.FollowRuns(ctx, parent, &mesh.TaskRun{ID: childID, TargetAgentID: childAgent})
 	if err != nil {
-		s.log.Error().Err(err).Str("task_run_id", parent.ID).Msg("delegation not followed")
+		s.log.Error().Ctx(ctx).Err(err).Str("task_run_id", parent.ID).Msg("delegation not followed")
 		return
 	}
 	defer runs.Stop()

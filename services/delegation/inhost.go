@@ -40,8 +40,8 @@ var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // heldRun returns the run the runtime named, if it is running on that
 // runtime now: a runtime acts only for runs it holds.
-func (s *Service) heldRun(ctx context.Context, req *bus.Request, runID string) (*mesh.TaskRun, error) {
-	agentID, runtimeID, err := req.Runtime()
+func (s *Service) heldRun(ctx context.Context, runID string) (*mesh.TaskRun, error) {
+	agentID, runtimeID, err := bus.RuntimeOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -80,8 +80,8 @@ func (s *Service) delegatedChild(ctx context.Context, parent *mesh.TaskRun, chil
 
 // heldChild returns the held run the runtime named and a task that run
 // delegated: what every operation on a delegated task checks first.
-func (s *Service) heldChild(ctx context.Context, req *bus.Request, runID, childID string) (parent, child *mesh.TaskRun, err error) {
-	if parent, err = s.heldRun(ctx, req, runID); err != nil {
+func (s *Service) heldChild(ctx context.Context, runID, childID string) (parent, child *mesh.TaskRun, err error) {
+	if parent, err = s.heldRun(ctx, runID); err != nil {
 		return nil, nil, err
 	}
 	if child, err = s.delegatedChild(ctx, parent, childID); err != nil {
@@ -90,12 +90,8 @@ func (s *Service) heldChild(ctx context.Context, req *bus.Request, runID, childI
 	return parent, child, nil
 }
 
-func (s *Service) handleDelegateAgents(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.DelegateAgentsRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
-	run, err := s.heldRun(ctx, req, in.TaskRunID)
+func (s *Service) handleDelegateAgents(ctx context.Context, in *meshapi.DelegateAgentsRequest) (*meshapi.DelegateAgentList, error) {
+	run, err := s.heldRun(ctx, in.TaskRunID)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +101,7 @@ func (s *Service) handleDelegateAgents(ctx context.Context, req *bus.Request) (a
 	}
 	out := meshapi.DelegateAgentList{Agents: []meshapi.DelegateAgent{}}
 	if self.Delegation == nil {
-		return out, nil
+		return &out, nil
 	}
 	all, err := s.client.ListAgents(ctx)
 	if err != nil {
@@ -131,28 +127,24 @@ func (s *Service) handleDelegateAgents(ctx context.Context, req *bus.Request) (a
 		})
 	}
 	wg.Wait()
-	return out, nil
+	return &out, nil
 }
 
 // onlineAsks bounds the registries asked at once whether a listed agent is
 // online.
 const onlineAsks = 16
 
-func (s *Service) handleDelegateSend(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.DelegateSendRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
-	parent, err := s.heldRun(ctx, req, in.TaskRunID)
+func (s *Service) handleDelegateSend(ctx context.Context, in *meshapi.DelegateSendRequest) (*meshapi.DelegateSendResponse, error) {
+	parent, err := s.heldRun(ctx, in.TaskRunID)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSend(in); err != nil {
+	if err := checkSend(*in); err != nil {
 		return nil, err
 	}
 	if prev, err := s.sentBefore(ctx, parent.ID, in.RequestID); err != nil || prev != nil {
 		if prev != nil {
-			return meshapi.DelegateSendResponse{TaskRunID: prev.ChildID, AgentID: prev.AgentID}, nil
+			return &meshapi.DelegateSendResponse{TaskRunID: prev.ChildID, AgentID: prev.AgentID}, nil
 		}
 		return nil, err
 	}
@@ -181,7 +173,7 @@ func (s *Service) handleDelegateSend(ctx context.Context, req *bus.Request) (any
 	if err := s.linkChild(ctx, parent, childID, in.AgentID, in.RequestID); err != nil {
 		return nil, err
 	}
-	return meshapi.DelegateSendResponse{TaskRunID: childID, AgentID: in.AgentID}, nil
+	return &meshapi.DelegateSendResponse{TaskRunID: childID, AgentID: in.AgentID}, nil
 }
 
 func checkSend(in meshapi.DelegateSendRequest) error {
@@ -233,12 +225,8 @@ func (s *Service) allowed(ctx context.Context, from, to string) error {
 	return nil
 }
 
-func (s *Service) handleDelegateGet(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.DelegateGetRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
-	_, child, err := s.heldChild(ctx, req, in.TaskRunID, in.ChildID)
+func (s *Service) handleDelegateGet(ctx context.Context, in *meshapi.DelegateGetRequest) (*meshapi.DelegatedTask, error) {
+	_, child, err := s.heldChild(ctx, in.TaskRunID, in.ChildID)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +235,7 @@ func (s *Service) handleDelegateGet(ctx context.Context, req *bus.Request) (any,
 			return nil, err
 		}
 	}
-	return delegatedTask(child), nil
+	return new(delegatedTask(child)), nil
 }
 
 func delegatedTask(run *mesh.TaskRun) meshapi.DelegatedTask {
@@ -257,12 +245,8 @@ func delegatedTask(run *mesh.TaskRun) meshapi.DelegatedTask {
 	}
 }
 
-func (s *Service) handleDelegateArtifact(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.DelegateArtifactRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
-	_, child, err := s.heldChild(ctx, req, in.TaskRunID, in.ChildID)
+func (s *Service) handleDelegateArtifact(ctx context.Context, in *meshapi.DelegateArtifactRequest) (*meshapi.DelegateArtifactResponse, error) {
+	_, child, err := s.heldChild(ctx, in.TaskRunID, in.ChildID)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +271,7 @@ func (s *Service) handleDelegateArtifact(ctx context.Context, req *bus.Request) 
 	if err != nil {
 		return nil, fmt.Errorf("read artifact %s: %w", ref.ArtifactID, err)
 	}
-	return meshapi.DelegateArtifactResponse{Filename: ref.Filename, MimeType: ref.MimeType, Content: b}, nil
+	return &meshapi.DelegateArtifactResponse{Filename: ref.Filename, MimeType: ref.MimeType, Content: b}, nil
 }
 
 // checkFetchSize refuses an artifact over what a delegating run may fetch.
@@ -298,12 +282,8 @@ func checkFetchSize(filename string, size int64) error {
 	return nil
 }
 
-func (s *Service) handleDelegateCancel(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.DelegateCancelRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
-	parent, child, err := s.heldChild(ctx, req, in.TaskRunID, in.ChildID)
+func (s *Service) handleDelegateCancel(ctx context.Context, in *meshapi.DelegateCancelRequest) (*meshapi.DelegatedTask, error) {
+	parent, child, err := s.heldChild(ctx, in.TaskRunID, in.ChildID)
 	if err != nil {
 		return nil, err
 	}
@@ -313,5 +293,5 @@ func (s *Service) handleDelegateCancel(ctx context.Context, req *bus.Request) (a
 			return nil, err
 		}
 	}
-	return delegatedTask(child), nil
+	return new(delegatedTask(child)), nil
 }

@@ -258,7 +258,7 @@ func (s *Service) cancelAtPartner(ctx context.Context, parent *mesh.TaskRun) {
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": parent.ID, "method": "tasks/cancel", "params": map[string]any{"taskId": d.RemoteTaskID}})
 	var reply map[string]any
 	if err := s.retry(ctx, func() error { return s.postPartner(ctx, p, d.URL+"/a2a/message", body, &reply) }); err != nil {
-		s.log.Warn().Err(err).Str("partner_id", p.PartnerID).Str("task_run_id", parent.ID).Msg("partner's task not canceled")
+		s.log.Warn().Ctx(ctx).Err(err).Str("partner_id", p.PartnerID).Str("task_run_id", parent.ID).Msg("partner's task not canceled")
 	}
 }
 

@@ -172,12 +172,12 @@ func (s *Service) serve() error {
 			meshapi.OpPartnerDelete:   s.handlePartnerDelete,
 			meshapi.OpPartnerCallback: s.handlePartnerCallback,
 		},
-		RuntimeOps: map[string]bus.HandlerFunc{
-			bus.RuntimeOpDelegateAgents:   s.handleDelegateAgents,
-			bus.RuntimeOpDelegateSend:     s.handleDelegateSend,
-			bus.RuntimeOpDelegateGet:      s.handleDelegateGet,
-			bus.RuntimeOpDelegateArtifact: s.handleDelegateArtifact,
-			bus.RuntimeOpDelegateCancel:   s.handleDelegateCancel,
+		Endpoints: []bus.Endpoint{
+			meshapi.OpRuntimeDelegateAgents.Handle(s.handleDelegateAgents),
+			meshapi.OpRuntimeDelegateSend.Handle(s.handleDelegateSend),
+			meshapi.OpRuntimeDelegateGet.Handle(s.handleDelegateGet),
+			meshapi.OpRuntimeDelegateArtifact.Handle(s.handleDelegateArtifact),
+			meshapi.OpRuntimeDelegateCancel.Handle(s.handleDelegateCancel),
 		},
 	})
 	return err

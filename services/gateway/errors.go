@@ -54,7 +54,7 @@ func httpStatus(code mesh.Code) int {
 func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := mesh.AsError(err)
 	if e.Code == mesh.CodeInternal {
-		g.log.Error().Err(err).Str("method", r.Method).Str("path", r.URL.Path).Msg("request failed")
+		g.log.Error().Ctx(r.Context()).Err(err).Str("method", r.Method).Str("path", r.URL.Path).Msg("request failed")
 	}
 	switch e.Code {
 	case mesh.CodeRateLimited:

@@ -255,22 +255,15 @@ func (g *Gateway) Handler() http.Handler {
 	g.apiDocRoutes(mux)
 
 	// People (owner credential).
-	g.people(mux, "POST /agent-accounts", g.createAgent)
-	g.people(mux, "GET /agent-accounts", g.listAgents)
-	g.people(mux, "GET /agent-accounts/{agentId}", g.getAgent)
-	g.people(mux, "PATCH /agent-accounts/{agentId}", g.updateAgent)
-	g.people(mux, "DELETE /agent-accounts/{agentId}", g.deleteAgent)
+	// Agent accounts, conversations, a run and its cancel are operations
+	// of the table, served by the bridge (bridgeRoutes, below).
 	g.people(mux, "POST /agent-accounts/{agentId}/pairing-codes", g.issuePairingCode)
-	g.people(mux, "GET /agent-accounts/{agentId}/runtimes", g.listRuntimes)
+	g.people(mux, meshapi.OpRegistryListRuntimes.REST.Pattern(), g.listRuntimes)
 	g.people(mux, "POST /agent-runtimes/{runtimeId}/revoke", g.revokeRuntime)
-	g.people(mux, "POST /conversations", g.createConversation)
-	g.people(mux, "GET /conversations/{conversationId}", g.getConversation)
-	g.people(mux, "POST /task-runs", g.createTaskRun)
-	g.people(mux, "GET /task-runs", g.listTaskRuns)
-	g.people(mux, "GET /task-runs/{taskRunId}", g.getTaskRun)
-	g.people(mux, "POST /task-runs/{taskRunId}/cancel", g.cancelTaskRun)
-	g.people(mux, "POST /task-runs/{taskRunId}/input", g.answerTaskRun)
-	g.people(mux, "POST /task-runs/{taskRunId}/approval", g.decideApproval)
+	g.people(mux, meshapi.OpTaskRunsCreate.REST.Pattern(), g.createTaskRun)
+	g.people(mux, meshapi.OpTaskRunsList.REST.Pattern(), g.listTaskRuns)
+	g.people(mux, meshapi.OpTaskRunsContinue.REST.Pattern(), g.answerTaskRun)
+	g.people(mux, meshapi.OpTaskRunsDecideApproval.REST.Pattern(), g.decideApproval)
 	g.people(mux, "GET /task-runs/{taskRunId}/artifacts", g.listArtifacts)
 	g.people(mux, "GET /usage", g.usage)
 	g.people(mux, "GET /artifacts/{artifactId}", g.getArtifact)
@@ -288,19 +281,16 @@ func (g *Gateway) Handler() http.Handler {
 
 	// Runtimes (seed 001 REST contract; X-Runtime-Token).
 	g.handle(mux, "POST /agent-runtimes/runtime/attach-via-pairing", http.HandlerFunc(g.attach))
-	g.runtime(mux, "POST /agent-runtimes/runtime/hello", g.hello)
-	g.runtime(mux, "POST /agent-runtimes/runtime/connection", g.connection)
-	g.runtime(mux, "POST /agent-runtimes/runtime/heartbeat", g.heartbeat)
-	g.runtime(mux, "POST /agent-runtimes/runtime/goodbye", g.goodbye)
 	g.runtime(mux, "POST /agent-runtimes/runtime/revoke", g.revokeSelf)
 	g.runtime(mux, "GET /agent-runtimes/runtime/events", g.streamRuntimeEvents)
-	g.runtime(mux, "POST /agent-accounts/{agentId}/task-runs/pull", g.pull)
-	g.runtime(mux, "POST /task-runs/{taskRunId}/progress", g.progress)
-	g.runtime(mux, "POST /task-runs/{taskRunId}/renew", g.renew)
-	g.runtime(mux, "POST /task-runs/{taskRunId}/release", g.release)
-	g.runtime(mux, "POST /task-runs/{taskRunId}/complete", g.complete)
-	g.runtime(mux, "POST /task-runs/{taskRunId}/fail", g.fail)
-	g.runtime(mux, "POST /task-runs/{taskRunId}/artifacts", g.uploadArtifact)
+	// The runtime operations of the table (meshapi.Ops): those that only
+	// forward are bridged (bridge.go), the others written by hand.
+	g.bridgeRoutes(mux)
+	g.runtime(mux, meshapi.OpRuntimeHeartbeat.REST.Pattern(), g.heartbeat)
+	g.runtime(mux, meshapi.OpRuntimePull.REST.Pattern(), g.pull)
+	g.runtime(mux, meshapi.OpRuntimeRenew.REST.Pattern(), g.renew)
+	g.runtime(mux, meshapi.OpRuntimeRelease.REST.Pattern(), g.release)
+	g.runtime(mux, meshapi.OpRuntimeArtifactOpen.REST.Pattern(), g.uploadArtifact)
 
 	// The web page and sign-in (webroutes.go).
 	g.webRoutes(mux)

@@ -31,7 +31,7 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 		}
 		defer func() {
 			if p := recover(); p != nil {
-				g.log.Error().Interface("panic", p).Bytes("stack", debug.Stack()).Str("path", r.URL.Path).Msg("handler panicked")
+				g.log.Error().Ctx(r.Context()).Interface("panic", p).Bytes("stack", debug.Stack()).Str("path", r.URL.Path).Msg("handler panicked")
 				if !rw.wrote {
 					g.writeError(rw, r, mesh.Errorf(mesh.CodeInternal, "internal error"))
 				}
@@ -44,8 +44,8 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 				tracing.EndHTTPServer(span, r.Method, routePath(pattern), rw.status)
 			}
 			g.metrics.observe(r.Method, *route, rw.status, time.Since(start))
-			g.log.Debug().Str("method", r.Method).Str("path", r.URL.Path).Int("status", rw.status).
-				Dur("duration", time.Since(start)).Msg("http request")
+			g.log.Debug().Ctx(r.Context()).Str("method", r.Method).Str("path", r.URL.Path).Int("status", rw.status).
+				Dur("duration_ms", time.Since(start)).Msg("http request")
 		}()
 		if err := g.takeTurn(rw, r); err != nil {
 			g.writeError(rw, r, err)

@@ -367,6 +367,7 @@ func TestOpenAPI_EveryRouteAnswersAsDocumented(t *testing.T) {
 	owner(http.MethodDelete, "/consumers/"+con.ConsumerID, nil)
 	driveA2ARoutes(t, o, p, agent.ID, tok, pull, recv.URL)
 	driveEndpointRoutes(t, o, p)
+	driveDelegationRoutes(t, o, p)
 	runtime(http.MethodPost, "/agent-runtimes/runtime/goodbye", tok, map[string]any{})
 	runtime(http.MethodPost, "/agent-runtimes/runtime/revoke", tok, nil)
 

@@ -12,44 +12,6 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-func (g *Gateway) createAgent(w http.ResponseWriter, r *http.Request) {
-	var in meshapi.CreateAgentRequest
-	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	a, err := g.client.CreateAgent(r.Context(), in)
-	g.reply(w, r, http.StatusCreated, a, err)
-}
-
-func (g *Gateway) listAgents(w http.ResponseWriter, r *http.Request) {
-	l, err := g.client.ListAgents(r.Context())
-	g.reply(w, r, http.StatusOK, l, err)
-}
-
-func (g *Gateway) getAgent(w http.ResponseWriter, r *http.Request) {
-	a, err := g.client.GetAgent(r.Context(), r.PathValue("agentId"))
-	g.reply(w, r, http.StatusOK, a, err)
-}
-
-func (g *Gateway) updateAgent(w http.ResponseWriter, r *http.Request) {
-	in := meshapi.UpdateAgentRequest{}
-	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	in.AgentID = r.PathValue("agentId")
-	a, err := g.client.UpdateAgent(r.Context(), in)
-	g.reply(w, r, http.StatusOK, a, err)
-}
-
-// deleteAgent deletes an agent account: its runtimes revoked, its open runs
-// canceled, its history kept (DeleteAgentRequest).
-func (g *Gateway) deleteAgent(w http.ResponseWriter, r *http.Request) {
-	out, err := g.client.DeleteAgent(r.Context(), r.PathValue("agentId"))
-	g.reply(w, r, http.StatusOK, out, err)
-}
-
 // pairingCodeRequest is the optional body of POST .../pairing-codes.
 type pairingCodeRequest struct {
 	// TTLSeconds shortens the code's lifetime below the platform default.
@@ -94,21 +56,6 @@ func (g *Gateway) revokeRuntime(w http.ResponseWriter, r *http.Request) {
 	g.reply(w, r, http.StatusOK, rt, err)
 }
 
-func (g *Gateway) createConversation(w http.ResponseWriter, r *http.Request) {
-	var in meshapi.CreateConversationRequest
-	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	c, err := g.client.CreateConversation(r.Context(), in)
-	g.reply(w, r, http.StatusCreated, c, err)
-}
-
-func (g *Gateway) getConversation(w http.ResponseWriter, r *http.Request) {
-	c, err := g.client.GetConversation(r.Context(), r.PathValue("conversationId"))
-	g.reply(w, r, http.StatusOK, c, err)
-}
-
 func (g *Gateway) createTaskRun(w http.ResponseWriter, r *http.Request) {
 	var in meshapi.CreateTaskRunRequest
 	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
@@ -138,11 +85,6 @@ func (g *Gateway) createTaskRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, res.TaskRun)
 }
 
-func (g *Gateway) getTaskRun(w http.ResponseWriter, r *http.Request) {
-	run, err := g.client.GetTaskRun(r.Context(), r.PathValue("taskRunId"))
-	g.reply(w, r, http.StatusOK, run, err)
-}
-
 func (g *Gateway) listTaskRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	req := meshapi.ListTaskRunsRequest{
@@ -160,21 +102,6 @@ func (g *Gateway) listTaskRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	l, err := g.client.ListTaskRuns(r.Context(), req)
 	g.reply(w, r, http.StatusOK, l, err)
-}
-
-// cancelRequest is the optional body of POST /task-runs/{id}/cancel.
-type cancelRequest struct {
-	Reason string `json:"reason,omitempty"`
-}
-
-func (g *Gateway) cancelTaskRun(w http.ResponseWriter, r *http.Request) {
-	var in cancelRequest
-	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	run, err := g.client.CancelTaskRun(r.Context(), meshapi.CancelTaskRunRequest{TaskRunID: r.PathValue("taskRunId"), Reason: in.Reason})
-	g.reply(w, r, http.StatusOK, run, err)
 }
 
 // inputRequest is the body of POST /task-runs/{id}/input: a person's answer

@@ -28,22 +28,6 @@ func (g *Gateway) attach(w http.ResponseWriter, r *http.Request) {
 	g.reply(w, r, http.StatusOK, res, err)
 }
 
-// hello tells a runtime its agent's instructions and the platform's timings,
-// and confirms its credential without changing anything.
-func (g *Gateway) hello(w http.ResponseWriter, r *http.Request) {
-	id := runtimeOf(r)
-	res, err := g.client.Runtime(id.AgentID, id.RuntimeID).Hello(r.Context())
-	g.reply(w, r, http.StatusOK, res, err)
-}
-
-// connection tells the runtime where to connect now (its agent's home
-// region may have moved since pairing).
-func (g *Gateway) connection(w http.ResponseWriter, r *http.Request) {
-	id := runtimeOf(r)
-	res, err := g.client.Runtime(id.AgentID, id.RuntimeID).Connection(r.Context())
-	g.reply(w, r, http.StatusOK, res, err)
-}
-
 // heartbeatRequest is seed 001's heartbeat body, plus the runs being worked on.
 type heartbeatRequest struct {
 	AgentID           string   `json:"agent_id"`
@@ -70,13 +54,6 @@ func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
 		RunningTaskRunIDs: in.RunningTaskRunIDs, AdapterUnreachable: in.AdapterUnreachable,
 	})
 	g.reply(w, r, http.StatusOK, res, err)
-}
-
-// goodbye says the runtime stops on purpose: it is shown offline at once.
-func (g *Gateway) goodbye(w http.ResponseWriter, r *http.Request) {
-	id := runtimeOf(r)
-	err := g.client.Runtime(id.AgentID, id.RuntimeID).Goodbye(r.Context())
-	g.reply(w, r, http.StatusOK, struct{}{}, err)
 }
 
 func (g *Gateway) revokeSelf(w http.ResponseWriter, r *http.Request) {
@@ -175,46 +152,6 @@ func (g *Gateway) readReport(w http.ResponseWriter, r *http.Request) (*reportReq
 		return nil, false
 	}
 	return &in, true
-}
-
-func (g *Gateway) progress(w http.ResponseWriter, r *http.Request) {
-	in, ok := g.readReport(w, r)
-	if !ok {
-		return
-	}
-	id := runtimeOf(r)
-	_, err := g.client.Runtime(id.AgentID, id.RuntimeID).Progress(r.Context(), meshapi.ProgressRequest{
-		TaskRunID: r.PathValue("taskRunId"), Attempt: in.Attempt, Message: in.Message, Percent: in.Percent,
-	})
-	g.replyRun(w, r, r.PathValue("taskRunId"), err)
-}
-
-func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) {
-	in, ok := g.readReport(w, r)
-	if !ok {
-		return
-	}
-	id := runtimeOf(r)
-	_, err := g.client.Runtime(id.AgentID, id.RuntimeID).Complete(r.Context(), meshapi.CompleteRequest{
-		TaskRunID: r.PathValue("taskRunId"), Attempt: in.Attempt, Output: in.Output, InputRequired: in.InputRequired,
-	})
-	g.replyRun(w, r, r.PathValue("taskRunId"), err)
-}
-
-func (g *Gateway) fail(w http.ResponseWriter, r *http.Request) {
-	in, ok := g.readReport(w, r)
-	if !ok {
-		return
-	}
-	if len(in.Output) == 0 || !rawObject(in.Output) {
-		g.writeError(w, r, mesh.Errorf(mesh.CodeInvalidRequest, "body must be {\"output\": {\"error\": \"...\"}}"))
-		return
-	}
-	id := runtimeOf(r)
-	_, err := g.client.Runtime(id.AgentID, id.RuntimeID).Fail(r.Context(), meshapi.FailRequest{
-		TaskRunID: r.PathValue("taskRunId"), Attempt: in.Attempt, Output: in.Output,
-	})
-	g.replyRun(w, r, r.PathValue("taskRunId"), err)
 }
 
 func (g *Gateway) renew(w http.ResponseWriter, r *http.Request) {

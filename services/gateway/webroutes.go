@@ -121,7 +121,7 @@ func (g *Gateway) signInFailed(w http.ResponseWriter, r *http.Request, pages *we
 		reason = "This sign-in link was already used, or it is not a link this platform made. Each link works once."
 	default:
 		if e := mesh.AsError(err); e.Code == mesh.CodeInternal {
-			g.log.Error().Err(err).Msg("sign-in failed")
+			g.log.Error().Ctx(r.Context()).Err(err).Msg("sign-in failed")
 		} else {
 			reason = e.Message
 		}

@@ -117,8 +117,11 @@ func (s *Service) Start(ctx context.Context) error {
 	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
 		Name: bus.ServiceRegistry, Description: "runtime presence", Logger: s.cfg.Logger,
 		Region: s.cfg.Region, Route: s.routeRequest,
-		Ops:        map[string]bus.HandlerFunc{meshapi.OpRegistryList: s.handleList},
-		RuntimeOps: map[string]bus.HandlerFunc{bus.RuntimeOpHeartbeat: s.handleHeartbeat, bus.RuntimeOpGoodbye: s.handleGoodbye},
+		Endpoints: []bus.Endpoint{
+			meshapi.OpRegistryListRuntimes.Handle(s.handleList),
+			meshapi.OpRuntimeHeartbeat.Handle(s.handleHeartbeat),
+			meshapi.OpRuntimeGoodbye.Handle(s.handleGoodbye),
+		},
 	})
 	if err != nil {
 		return err
@@ -172,13 +175,9 @@ type beat struct {
 // handleHeartbeat stores the heartbeat's time, and the runtime's presence
 // when it changes: a runtime coming online, its adapter's state, its
 // timeout, or a heartbeat that comes late (see steady).
-func (s *Service) handleHeartbeat(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := req.Runtime()
+func (s *Service) handleHeartbeat(ctx context.Context, in *meshapi.HeartbeatRequest) (*meshapi.HeartbeatResponse, error) {
+	agentID, runtimeID, err := bus.RuntimeOf(ctx)
 	if err != nil {
-		return nil, err
-	}
-	var in meshapi.HeartbeatRequest
-	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
 	if err := s.dir.Check(ctx, agentID, runtimeID, false); err != nil {
@@ -204,14 +203,14 @@ func (s *Service) handleHeartbeat(ctx context.Context, req *bus.Request) (any, e
 			s.publishPresence(ctx, mesh.EventRuntimeOnline, p)
 		}
 	}
-	return meshapi.HeartbeatResponse{Status: mesh.PresenceOnline, HeartbeatTimeoutMS: p.HeartbeatTimeoutMS, ServerTime: now}, nil
+	return &meshapi.HeartbeatResponse{Status: mesh.PresenceOnline, HeartbeatTimeoutMS: p.HeartbeatTimeoutMS, ServerTime: now}, nil
 }
 
 // handleGoodbye marks a runtime that is stopping on purpose offline at
 // once, as the sweep would once its heartbeats had been missing for its
 // timeout. A heartbeat it sends after all brings it back online.
-func (s *Service) handleGoodbye(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := req.Runtime()
+func (s *Service) handleGoodbye(ctx context.Context, in *meshapi.Empty) (*meshapi.Empty, error) {
+	agentID, runtimeID, err := bus.RuntimeOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +227,7 @@ func (s *Service) handleGoodbye(ctx context.Context, req *bus.Request) (any, err
 		return nil
 	})
 	if errors.Is(err, mesh.ErrNotFound) {
-		return struct{}{}, nil
+		return &meshapi.Empty{}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -237,7 +236,7 @@ func (s *Service) handleGoodbye(ctx context.Context, req *bus.Request) (any, err
 		cur.Revision = rev
 		s.publishPresence(ctx, mesh.EventRuntimeOffline, cur)
 	}
-	return struct{}{}, nil
+	return &meshapi.Empty{}, nil
 }
 
 // steady reports whether a heartbeat changes nothing in the runtime's
@@ -385,11 +384,7 @@ func (s *Service) latestBeat(ctx context.Context, runtimeID string) (time.Time, 
 	return b.At, nil
 }
 
-func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.ListRuntimesRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleList(ctx context.Context, in *meshapi.ListRuntimesRequest) (*meshapi.RuntimeList, error) {
 	if !mesh.ValidID(in.AgentID) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "agent %q not found", in.AgentID)
 	}
@@ -403,7 +398,7 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 	sort.SliceStable(out.Runtimes, func(i, j int) bool {
 		return out.Runtimes[i].State == mesh.RuntimeActive && out.Runtimes[j].State != mesh.RuntimeActive
 	})
-	return out, nil
+	return &out, nil
 }
 
 // currentPresence reads a runtime's presence from the registry's own bucket:

@@ -24,15 +24,12 @@ const (
 // (handleDecideApproval) or the policy's time limit passes, which denies
 // the step. The request waits up to its Wait; the runtime asks again with
 // the same tool_use_id until it has the decision.
-func (s *Service) handleApproval(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := req.Runtime()
+func (s *Service) handleApproval(ctx context.Context, req *meshapi.ApprovalRequest) (*meshapi.ApprovalResponse, error) {
+	agentID, runtimeID, err := bus.RuntimeOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var in meshapi.ApprovalRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+	in := *req
 	switch {
 	case !mesh.ValidID(in.TaskRunID):
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "task_run_id is required")
@@ -60,7 +57,7 @@ func (s *Service) handleApproval(ctx context.Context, req *bus.Request) (any, er
 	}
 	if run.Status.Terminal() {
 		// Canceled (or failed) while its host waited: nothing may run.
-		return meshapi.ApprovalResponse{Decision: mesh.ApprovalDeny, Reason: fmt.Sprintf("the task run is %s", run.Status)}, nil
+		return &meshapi.ApprovalResponse{Decision: mesh.ApprovalDeny, Reason: fmt.Sprintf("the task run is %s", run.Status)}, nil
 	}
 	asked := run.Status == mesh.StatusApprovalRequired && run.PendingApproval != nil && run.PendingApproval.ID == in.ToolUseID
 	if !asked {
@@ -73,7 +70,7 @@ func (s *Service) handleApproval(ctx context.Context, req *bus.Request) (any, er
 			if err := run.CheckHeld(agentID, runtimeID, in.Attempt); err != nil {
 				return nil, err
 			}
-			resp := meshapi.ApprovalResponse{Decision: decision}
+			resp := &meshapi.ApprovalResponse{Decision: decision}
 			if decision == mesh.ApprovalDeny {
 				resp.Reason = denyReason(policy, rule, in.Tool)
 			}
@@ -103,7 +100,8 @@ func (s *Service) handleApproval(ctx context.Context, req *bus.Request) (any, er
 			return mesh.EventTaskRunApprovalRequested, nil
 		})
 		if errors.Is(err, errAnotherStepWaits) {
-			return s.awaitChange(ctx, in.TaskRunID, in.Wait), nil
+			resp := s.awaitChange(ctx, in.TaskRunID, in.Wait)
+			return &resp, nil
 		}
 		if err != nil {
 			return nil, err
@@ -137,7 +135,7 @@ func (s *Service) awaitChange(ctx context.Context, runID string, wait time.Durat
 
 // awaitApproval waits up to wait for the step approvalID of the run to be
 // decided, deciding it "deny" once its time limit passed.
-func (s *Service) awaitApproval(ctx context.Context, runID, approvalID string, wait time.Duration) (any, error) {
+func (s *Service) awaitApproval(ctx context.Context, runID, approvalID string, wait time.Duration) (*meshapi.ApprovalResponse, error) {
 	until := time.Now().Add(wait)
 	for {
 		changed, stop := s.index.watchRun(runID)
@@ -153,7 +151,7 @@ func (s *Service) awaitApproval(ctx context.Context, runID, approvalID string, w
 		pending := run.PendingApproval
 		if run.Status != mesh.StatusApprovalRequired || pending == nil || pending.ID != approvalID {
 			stop()
-			return meshapi.ApprovalResponse{Decision: mesh.ApprovalDeny, Reason: fmt.Sprintf("the task run is %s", run.Status), Asked: true}, nil
+			return &meshapi.ApprovalResponse{Decision: mesh.ApprovalDeny, Reason: fmt.Sprintf("the task run is %s", run.Status), Asked: true}, nil
 		}
 		now := time.Now()
 		if !now.Before(pending.ExpiresAt) {
@@ -167,7 +165,7 @@ func (s *Service) awaitApproval(ctx context.Context, runID, approvalID string, w
 		}
 		if !now.Before(until) {
 			stop()
-			return meshapi.ApprovalResponse{}, nil
+			return &meshapi.ApprovalResponse{}, nil
 		}
 		timer := time.NewTimer(min(until.Sub(now), pending.ExpiresAt.Sub(now)))
 		select {
@@ -179,11 +177,11 @@ func (s *Service) awaitApproval(ctx context.Context, runID, approvalID string, w
 		timer.Stop()
 		stop()
 		if ctx.Err() != nil {
-			return meshapi.ApprovalResponse{}, nil
+			return &meshapi.ApprovalResponse{}, nil
 		}
 		select {
 		case <-s.stopped:
-			return meshapi.ApprovalResponse{}, nil
+			return &meshapi.ApprovalResponse{}, nil
 		default:
 		}
 	}
@@ -199,8 +197,8 @@ func decided(r *mesh.TaskRun, approvalID string) *mesh.Approval {
 	return nil
 }
 
-func answerOf(a *mesh.Approval) meshapi.ApprovalResponse {
-	return meshapi.ApprovalResponse{Decision: a.Decision, Reason: a.Reason, Asked: true}
+func answerOf(a *mesh.Approval) *meshapi.ApprovalResponse {
+	return &meshapi.ApprovalResponse{Decision: a.Decision, Reason: a.Reason, Asked: true}
 }
 
 func denyReason(p *mesh.ApprovalPolicy, rule, tool string) string {
@@ -222,11 +220,8 @@ func notFound(id string, err error) error {
 
 // handleDecideApproval records a person's decision of the step a run waits
 // for (meshapi.DecideApprovalRequest).
-func (s *Service) handleDecideApproval(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.DecideApprovalRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleDecideApproval(ctx context.Context, req *meshapi.DecideApprovalRequest) (*meshapi.TaskRunReply, error) {
+	in := *req
 	if in.Decision != mesh.ApprovalAllow && in.Decision != mesh.ApprovalDeny {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "decision must be allow or deny, not %q", in.Decision)
 	}
@@ -240,7 +235,7 @@ func (s *Service) handleDecideApproval(ctx context.Context, req *bus.Request) (a
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+	return &meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }
 
 // decideApproval decides the step the run waits for (approvalID, or

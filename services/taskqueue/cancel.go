@@ -11,11 +11,7 @@ import (
 
 const maxReasonLen = 1000
 
-func (s *Service) handleCancel(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.CancelTaskRunRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleCancel(ctx context.Context, in *meshapi.CancelTaskRunRequest) (*meshapi.TaskRunReply, error) {
 	if len(in.Reason) > maxReasonLen {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "reason is longer than %d characters", maxReasonLen)
 	}
@@ -23,7 +19,7 @@ func (s *Service) handleCancel(ctx context.Context, req *bus.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+	return &meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }
 
 // cancel ends a run that has not ended. The runtime working on it hears of
@@ -51,13 +47,9 @@ func (s *Service) cancel(ctx context.Context, runID, reason string) (*mesh.TaskR
 // answers and not notices on a subject: within the runtimes' account any
 // runtime may name any subject as a request's reply, so a subject another
 // runtime listens on could be sent anything.
-func (s *Service) handleCanceled(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := req.Runtime()
+func (s *Service) handleCanceled(ctx context.Context, in *meshapi.CanceledRequest) (*meshapi.CanceledResponse, error) {
+	agentID, runtimeID, err := bus.RuntimeOf(ctx)
 	if err != nil {
-		return nil, err
-	}
-	var in meshapi.CanceledRequest
-	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
 	if len(in.TaskRunIDs) > maxRenewal {
@@ -77,7 +69,7 @@ func (s *Service) handleCanceled(ctx context.Context, req *bus.Request) (any, er
 	w, already := s.index.watchCancels(runtimeID, in.TaskRunIDs)
 	if len(already) > 0 {
 		s.index.unwatchCancels(runtimeID, w)
-		return meshapi.CanceledResponse{Canceled: already}, nil
+		return &meshapi.CanceledResponse{Canceled: already}, nil
 	}
 	timer := time.NewTimer(in.Wait)
 	defer timer.Stop()
@@ -87,5 +79,5 @@ func (s *Service) handleCanceled(ctx context.Context, req *bus.Request) (any, er
 	case <-ctx.Done():
 	case <-s.stopped:
 	}
-	return meshapi.CanceledResponse{Canceled: s.index.unwatchCancels(runtimeID, w)}, nil
+	return &meshapi.CanceledResponse{Canceled: s.index.unwatchCancels(runtimeID, w)}, nil
 }

@@ -12,40 +12,16 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-func (s *Service) handleHello(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := req.Runtime()
+func (s *Service) handleClaim(ctx context.Context, in *meshapi.ClaimRequest) (*meshapi.TaskRunReply, error) {
+	agentID, runtimeID, err := bus.RuntimeOf(ctx)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
-		return nil, err
-	}
-	resp := meshapi.HelloResponse{
-		AgentID:            agentID,
-		RuntimeID:          runtimeID,
-		LeaseMS:            s.cfg.Lease.Milliseconds(),
-		HeartbeatTimeoutMS: s.cfg.HeartbeatTimeout.Milliseconds(),
-	}
-	if a, ok := s.agents.Get(agentID); ok {
-		resp.Instructions = a.Instructions
-	}
-	return resp, nil
-}
-
-func (s *Service) handleClaim(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := req.Runtime()
-	if err != nil {
-		return nil, err
-	}
-	var in meshapi.ClaimRequest
-	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
 	run, err := s.claim(ctx, agentID, runtimeID, in.TaskRunID, in.Attempt)
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run}, nil
+	return &meshapi.TaskRunReply{TaskRun: *run}, nil
 }
 
 // claim moves a pending run to running for runtimeID. attempt is the attempt
@@ -101,13 +77,9 @@ func (s *Service) claimChecked(ctx context.Context, agentID, runtimeID, runID st
 	return run, err
 }
 
-func (s *Service) handlePull(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := req.Runtime()
+func (s *Service) handlePull(ctx context.Context, in *meshapi.PullRequest) (*meshapi.PullResponse, error) {
+	agentID, runtimeID, err := bus.RuntimeOf(ctx)
 	if err != nil {
-		return nil, err
-	}
-	var in meshapi.PullRequest
-	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
 	if in.Wait < 0 || in.Wait > s.cfg.MaxPullWait {
@@ -124,16 +96,12 @@ func (s *Service) handlePull(ctx context.Context, req *bus.Request) (any, error)
 			out.InstructionsDigest = a.InstructionsDigest
 		}
 	}
-	return out, nil
+	return &out, nil
 }
 
-func (s *Service) handleClaimMany(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := req.Runtime()
+func (s *Service) handleClaimMany(ctx context.Context, in *meshapi.ClaimManyRequest) (*meshapi.ClaimManyResponse, error) {
+	agentID, runtimeID, err := bus.RuntimeOf(ctx)
 	if err != nil {
-		return nil, err
-	}
-	var in meshapi.ClaimManyRequest
-	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
 	if len(in.Claims) == 0 || len(in.Claims) > meshapi.MaxOffers {
@@ -190,16 +158,15 @@ func (s *Service) claimMany(ctx context.Context, agentID, runtimeID string, clai
 
 // handleOffer names pending runs of the runtime's agent (dispatch.go), or
 // claims them (meshapi.OfferRequest's Claim and Recover).
-func (s *Service) handleOffer(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := req.Runtime()
+func (s *Service) handleOffer(ctx context.Context, in *meshapi.OfferRequest) (*meshapi.OfferResponse, error) {
+	agentID, runtimeID, err := bus.RuntimeOf(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
 		return nil, err
 	}
-	in, err := decodeOffer(req, s.cfg.MaxPullWait)
-	if err != nil {
+	if err := checkOffer(in, s.cfg.MaxPullWait); err != nil {
 		return nil, err
 	}
 	if in.Recover {
@@ -216,7 +183,7 @@ func (s *Service) handleOffer(ctx context.Context, req *bus.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.OfferResponse{Offers: offers}, nil
+	return &meshapi.OfferResponse{Offers: offers}, nil
 }
 
 // claimPending claims, under key, up to n runs of the agent that this
@@ -283,13 +250,9 @@ func (s *Service) pull(ctx context.Context, agentID, runtimeID string, wait time
 	}
 }
 
-func (s *Service) handleRelease(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := req.Runtime()
+func (s *Service) handleRelease(ctx context.Context, in *meshapi.ReleaseRequest) (*meshapi.TaskRunReply, error) {
+	agentID, runtimeID, err := bus.RuntimeOf(ctx)
 	if err != nil {
-		return nil, err
-	}
-	var in meshapi.ReleaseRequest
-	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
 	run, err := s.transition(ctx, in.TaskRunID, func(r *mesh.TaskRun) (string, error) {
@@ -306,5 +269,5 @@ func (s *Service) handleRelease(ctx context.Context, req *bus.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+	return &meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -14,11 +13,7 @@ import (
 // bound leaves room for the rest of the run).
 const maxInputBytes = 2 << 20
 
-func (s *Service) handleContinue(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.ContinueTaskRunRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleContinue(ctx context.Context, in *meshapi.ContinueTaskRunRequest) (*meshapi.TaskRunReply, error) {
 	if !isJSONObject(in.Input) {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "input must be a JSON object, e.g. {\"text\": \"...\"}")
 	}
@@ -29,7 +24,7 @@ func (s *Service) handleContinue(ctx context.Context, req *bus.Request) (any, er
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+	return &meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }
 
 // historyInput is what a turn's input says of the conversation so far.

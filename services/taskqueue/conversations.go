@@ -6,27 +6,18 @@ import (
 	"errors"
 	"time"
 
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-func (s *Service) handleConversationCreate(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.CreateConversationRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleConversationCreate(ctx context.Context, in *meshapi.CreateConversationRequest) (*mesh.Conversation, error) {
 	if meta, _ := json.Marshal(in.Metadata); len(meta) > maxMetadataBytes {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "metadata is larger than %d bytes", maxMetadataBytes)
 	}
 	return s.createConversation(ctx, in.Metadata)
 }
 
-func (s *Service) handleConversationGet(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.GetConversationRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleConversationGet(ctx context.Context, in *meshapi.GetConversationRequest) (*mesh.Conversation, error) {
 	return s.getConversation(ctx, in.ConversationID)
 }
 

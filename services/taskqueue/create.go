@@ -71,12 +71,8 @@ func (n withoutNewlines) Write(p []byte) (int, error) {
 	return size, nil
 }
 
-func (s *Service) handleCreate(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.CreateTaskRunRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
-	return s.create(ctx, &in)
+func (s *Service) handleCreate(ctx context.Context, in *meshapi.CreateTaskRunRequest) (*meshapi.CreateTaskRunResponse, error) {
+	return s.create(ctx, in)
 }
 
 func (s *Service) create(ctx context.Context, in *meshapi.CreateTaskRunRequest) (*meshapi.CreateTaskRunResponse, error) {

@@ -121,8 +121,11 @@ func (s *Service) publishEvent(ctx context.Context, ev bus.Event) error {
 // answerOffer answers an offer request (meshapi.OfferRequest) of who, for
 // queue q.
 func (s *Service) answerOffer(ctx context.Context, req *bus.Request, who, q string) (any, error) {
-	in, err := decodeOffer(req, s.cfg.MaxPullWait)
-	if err != nil {
+	var in meshapi.OfferRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if err := checkOffer(&in, s.cfg.MaxPullWait); err != nil {
 		return nil, err
 	}
 	if in.Claim || in.Recover {
@@ -135,26 +138,22 @@ func (s *Service) answerOffer(ctx context.Context, req *bus.Request, who, q stri
 	return meshapi.OfferResponse{Offers: offers}, nil
 }
 
-// decodeOffer decodes and checks an offer request, whose wait may be up
+// checkOffer checks an offer request, whose wait may be up
 // to maxWait.
-func decodeOffer(req *bus.Request, maxWait time.Duration) (*meshapi.OfferRequest, error) {
-	var in meshapi.OfferRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func checkOffer(in *meshapi.OfferRequest, maxWait time.Duration) error {
 	if in.Wait < 0 || in.Wait > maxWait {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "wait must be between 0 and %s", maxWait)
+		return mesh.Errorf(mesh.CodeInvalidRequest, "wait must be between 0 and %s", maxWait)
 	}
 	if in.Max < 0 || in.Max > meshapi.MaxOffers {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "max must be between 0 and %d", meshapi.MaxOffers)
+		return mesh.Errorf(mesh.CodeInvalidRequest, "max must be between 0 and %d", meshapi.MaxOffers)
 	}
 	if in.Claim && in.Recover {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "claim and recover do not go together")
+		return mesh.Errorf(mesh.CodeInvalidRequest, "claim and recover do not go together")
 	}
 	if (in.Claim || in.Recover) && !mesh.ValidID(in.Key) {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "a claiming request needs a key (a UUID in lower-case hex)")
+		return mesh.Errorf(mesh.CodeInvalidRequest, "a claiming request needs a key (a UUID in lower-case hex)")
 	}
-	return &in, nil
+	return nil
 }
 
 // waitForOffers is offer for a request of who (a runtime, or the

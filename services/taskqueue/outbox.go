@@ -67,7 +67,7 @@ func (o *outbox) add(ctx context.Context, ev bus.Event) *outgoing {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.ctx.Err() != nil {
-		o.log.Error().Str("task_run_id", ev.Subject).Str("type", ev.Type).Msg("task run event not published: the service is stopping")
+		o.log.Error().Ctx(ctx).Str("task_run_id", ev.Subject).Str("type", ev.Type).Msg("task run event not published: the service is stopping")
 		close(out.done)
 		return out
 	}
@@ -128,12 +128,12 @@ func (o *outbox) deliver(out *outgoing) {
 		select {
 		case <-o.ctx.Done():
 			wait.Stop()
-			o.log.Error().Err(err).Str("task_run_id", out.ev.Subject).Str("type", out.ev.Type).Msg("task run event not published: the service stopped")
+			o.log.Error().Ctx(out.ctx).Err(err).Str("task_run_id", out.ev.Subject).Str("type", out.ev.Type).Msg("task run event not published: the service stopped")
 			return
 		case <-wait.C:
 		}
 	}
-	o.log.Error().Err(err).Str("task_run_id", out.ev.Subject).Str("type", out.ev.Type).Msg("task run event not published")
+	o.log.Error().Ctx(out.ctx).Err(err).Str("task_run_id", out.ev.Subject).Str("type", out.ev.Type).Msg("task run event not published")
 }
 
 // stop ends the retries and waits for the senders: each publishes what it

@@ -9,16 +9,12 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-func (s *Service) handleGet(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.GetTaskRunRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleGet(ctx context.Context, in *meshapi.GetTaskRunRequest) (*meshapi.TaskRunReply, error) {
 	run, err := s.getRun(ctx, in.TaskRunID)
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+	return &meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }
 
 func (s *Service) getRun(ctx context.Context, id string) (*mesh.TaskRun, error) {
@@ -50,15 +46,11 @@ func (s *Service) peekRun(ctx context.Context, id string) (*mesh.TaskRun, error)
 	return run, nil
 }
 
-func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.ListTaskRunsRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleList(ctx context.Context, in *meshapi.ListTaskRunsRequest) (*meshapi.TaskRunList, error) {
 	switch {
 	case in.Limit == 0:
 		in.Limit = meshapi.DefaultListLimit
-	case in.Limit < 0 || (in.Limit > meshapi.MaxListLimit && !req.HandedOver):
+	case in.Limit < 0 || (in.Limit > meshapi.MaxListLimit && !bus.RequestOf(ctx).HandedOver):
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "limit must be between 1 and %d", meshapi.MaxListLimit)
 	}
 	if in.Offset < 0 {
@@ -73,10 +65,10 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 	if in.Cursor != "" && !mesh.ValidID(in.Cursor) {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "malformed cursor")
 	}
-	if others := s.homes.Others(); in.AgentID == "" && !req.HandedOver && len(others) > 0 {
-		return s.listEverywhere(ctx, req, in, others)
+	if others := s.homes.Others(); in.AgentID == "" && !bus.RequestOf(ctx).HandedOver && len(others) > 0 {
+		return s.listEverywhere(ctx, bus.RequestOf(ctx), *in, others)
 	}
-	return s.listHere(ctx, in)
+	return s.listHere(ctx, *in)
 }
 
 // listHere lists the runs this region keeps.

@@ -82,7 +82,7 @@ func (s *Service) handOverHeartbeat(msg *nats.Msg, agentID string) bool {
 // region that cannot be asked is named in the list's UnreachableRegions,
 // and its runs are missing: the list of the regions that answer goes on
 // being served while another is down, and does not look complete.
-func (s *Service) listEverywhere(ctx context.Context, req *bus.Request, in meshapi.ListTaskRunsRequest, others []string) (any, error) {
+func (s *Service) listEverywhere(ctx context.Context, req *bus.Request, in meshapi.ListTaskRunsRequest, others []string) (*meshapi.TaskRunList, error) {
 	window := in
 	window.Offset, window.Limit = 0, in.Offset+in.Limit
 	body, err := json.Marshal(window)
@@ -142,5 +142,5 @@ func (s *Service) listEverywhere(ctx context.Context, req *bus.Request, in mesha
 		sort.Strings(unreachable)
 		out.UnreachableRegions = unreachable
 	}
-	return out, nil
+	return &out, nil
 }

@@ -16,13 +16,9 @@ const maxProgressMessage = 16 << 10
 
 var errorCodePattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 
-func (s *Service) handleProgress(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := req.Runtime()
+func (s *Service) handleProgress(ctx context.Context, in *meshapi.ProgressRequest) (*meshapi.ReportAck, error) {
+	agentID, runtimeID, err := bus.RuntimeOf(ctx)
 	if err != nil {
-		return nil, err
-	}
-	var in meshapi.ProgressRequest
-	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
 	if err := checkProgress(in.Message, in.Percent); err != nil {
@@ -56,13 +52,9 @@ func checkProgress(message string, percent *float64) error {
 	return nil
 }
 
-func (s *Service) handleComplete(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := req.Runtime()
+func (s *Service) handleComplete(ctx context.Context, in *meshapi.CompleteRequest) (*meshapi.ReportAck, error) {
+	agentID, runtimeID, err := bus.RuntimeOf(ctx)
 	if err != nil {
-		return nil, err
-	}
-	var in meshapi.CompleteRequest
-	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
 	if len(in.Output) == 0 || string(in.Output) == "null" {
@@ -80,13 +72,9 @@ func (s *Service) handleComplete(ctx context.Context, req *bus.Request) (any, er
 	return s.end(ctx, agentID, runtimeID, in.TaskRunID, in.Attempt, to, in.Output, nil)
 }
 
-func (s *Service) handleFail(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := req.Runtime()
+func (s *Service) handleFail(ctx context.Context, in *meshapi.FailRequest) (*meshapi.ReportAck, error) {
+	agentID, runtimeID, err := bus.RuntimeOf(ctx)
 	if err != nil {
-		return nil, err
-	}
-	var in meshapi.FailRequest
-	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
 	runErr, err := failure(in.Output)
@@ -138,7 +126,7 @@ func failure(output json.RawMessage) (*mesh.RunError, error) {
 // end completes or fails the run a runtime holds, or ends its turn asking for
 // input. Repeating the same report for the same attempt is answered with the
 // run as it is.
-func (s *Service) end(ctx context.Context, agentID, runtimeID, runID string, attempt int, to mesh.Status, output json.RawMessage, runErr *mesh.RunError) (any, error) {
+func (s *Service) end(ctx context.Context, agentID, runtimeID, runID string, attempt int, to mesh.Status, output json.RawMessage, runErr *mesh.RunError) (*meshapi.ReportAck, error) {
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
 		return nil, err
 	}
@@ -181,13 +169,9 @@ func (s *Service) end(ctx context.Context, agentID, runtimeID, runID string, att
 	return meshapi.AckOf(run), nil
 }
 
-func (s *Service) handleRenew(ctx context.Context, req *bus.Request) (any, error) {
-	agentID, runtimeID, err := req.Runtime()
+func (s *Service) handleRenew(ctx context.Context, in *meshapi.RenewRequest) (*meshapi.RenewResponse, error) {
+	agentID, runtimeID, err := bus.RuntimeOf(ctx)
 	if err != nil {
-		return nil, err
-	}
-	var in meshapi.RenewRequest
-	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
 	if len(in.TaskRunIDs) > maxRenewal {
@@ -289,11 +273,7 @@ func dedupe(ids []string) []string {
 	return out
 }
 
-func (s *Service) handleAttachArtifact(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.AttachArtifactRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleAttachArtifact(ctx context.Context, in *meshapi.AttachArtifactRequest) (*meshapi.TaskRunReply, error) {
 	if err := s.runtimes.Check(ctx, in.AgentID, in.RuntimeID, false); err != nil {
 		return nil, err
 	}
@@ -313,5 +293,5 @@ func (s *Service) handleAttachArtifact(ctx context.Context, req *bus.Request) (a
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+	return &meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }

@@ -154,13 +154,13 @@ func (s *Service) announceAs(ctx context.Context, eventType string, run *mesh.Ta
 func (s *Service) announceLate(ctx context.Context, run *mesh.TaskRun, want string) *outgoing {
 	last, err := s.events.LastType(ctx, run.TargetAgentID, mesh.KindTaskRun, run.ID)
 	if err != nil {
-		s.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("could not check the run's last event")
+		s.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("task_run_id", run.ID).Msg("could not check the run's last event")
 		return nil
 	}
 	if last == want {
 		return nil
 	}
-	s.cfg.Logger.Warn().Str("task_run_id", run.ID).Str("type", want).Str("last", last).Msg("run stored without its event; publishing it now")
+	s.cfg.Logger.Warn().Ctx(ctx).Str("task_run_id", run.ID).Str("type", want).Str("last", last).Msg("run stored without its event; publishing it now")
 	return s.announce(ctx, want, run)
 }
 
@@ -176,7 +176,7 @@ func (s *Service) announceCreated(ctx context.Context, run *mesh.TaskRun) *outgo
 	if err != nil || last != "" {
 		return nil
 	}
-	s.cfg.Logger.Warn().Str("task_run_id", run.ID).Msg("run stored without its created event; publishing it now")
+	s.cfg.Logger.Warn().Ctx(ctx).Str("task_run_id", run.ID).Msg("run stored without its created event; publishing it now")
 	return s.announce(ctx, mesh.EventTaskRunCreated, run)
 }
 

@@ -40,6 +40,14 @@ func (w *worker) close() {
 
 func (s *Service) startWorker(sub *subscription) {
 	s.mu.Lock()
+	if w, ok := s.workers[sub.ID]; ok && w.sub.stream() != sub.stream() {
+		// The subscription now reads another stream (its agent moved):
+		// the worker of the old one stops first.
+		delete(s.workers, sub.ID)
+		s.mu.Unlock()
+		w.close()
+		s.mu.Lock()
+	}
 	defer s.mu.Unlock()
 	select {
 	case <-s.stop:
@@ -76,7 +84,7 @@ func (s *Service) run(ctx context.Context, sub *subscription) {
 	pause := bus.Backoff{Initial: time.Second, Max: time.Second, Jitter: 0.5}
 	for ctx.Err() == nil {
 		err := s.consume(ctx, sub)
-		if ctx.Err() != nil || errors.Is(err, jetstream.ErrConsumerNotFound) {
+		if ctx.Err() != nil || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, errMoved) {
 			return
 		}
 		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook consumer interrupted; resuming")
@@ -89,7 +97,7 @@ func (s *Service) run(ctx context.Context, sub *subscription) {
 // most (MaxAckPending 1) no pull waits on the server behind an
 // unacknowledged event.
 func (s *Service) consume(ctx context.Context, sub *subscription) error {
-	cons, err := s.js.Consumer(ctx, bus.EventStream, bus.WebhookConsumer(sub.ID))
+	cons, err := s.js.Consumer(ctx, sub.stream(), bus.WebhookConsumer(sub.ID))
 	if err != nil {
 		return err
 	}
@@ -97,7 +105,7 @@ func (s *Service) consume(ctx context.Context, sub *subscription) error {
 		// Made by an earlier version, which waited longer for a stopped
 		// worker's event.
 		cfg.AckWait = ackWait
-		if _, err := s.js.UpdateConsumer(ctx, bus.EventStream, cfg); err != nil {
+		if _, err := s.js.UpdateConsumer(ctx, sub.stream(), cfg); err != nil {
 			s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook consumer's ack wait not updated")
 		}
 	}
@@ -109,12 +117,82 @@ func (s *Service) consume(ctx context.Context, sub *subscription) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, jetstream.ErrNoMessages):
+			// Nothing waits in the stream: the moment to follow an agent
+			// that moved (the watch of the subscriptions then starts a
+			// worker on its new stream).
+			if moved, err := s.follow(ctx, sub); err != nil {
+				s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook not moved to its agent's new home region")
+			} else if moved {
+				return errMoved
+			}
 			continue
 		case err != nil:
 			return err
 		}
 		s.handle(ctx, sub, msg)
 	}
+}
+
+// errMoved ends a worker whose subscription moved to another event stream.
+var errMoved = errors.New("webhook moved to another event stream")
+
+// follow moves a subscription to one agent's events onto the event stream
+// of the agent's home region when the agent moved since it was made (a
+// move needs the agent to have no open run, so its old stream holds no
+// more of its events once this worker has delivered them): a consumer on
+// the new stream from the time of the last of the agent's events in the
+// old one, the subscription's record pointing at it (a compare-and-set:
+// of the processes that find the move, one moves it), and the old
+// consumer deleted. It reports whether the subscription moved.
+func (s *Service) follow(ctx context.Context, sub *subscription) (bool, error) {
+	if sub.AgentID == "" || sub.TaskRunID != "" {
+		return false, nil
+	}
+	// The agent's home, from this region's copy of the agents bucket: a
+	// look that asks no server while the agent stays where it is.
+	a, _, err := s.agents.Get(ctx, sub.AgentID)
+	if err != nil {
+		return false, nil
+	}
+	if home, err := bus.EventStreamIn(ctx, s.js, a.HomeRegion); err != nil || home == sub.stream() {
+		return false, err
+	}
+	want, err := bus.ReadersEventStream(ctx, s.js, a.HomeRegion)
+	if err != nil || want == sub.stream() {
+		return false, err
+	}
+	start := sub.CreatedAt
+	if old, err := s.js.Stream(ctx, sub.stream()); err == nil {
+		if last, err := old.GetLastMsgForSubject(ctx, bus.AgentEventsFilter(sub.AgentID)); err == nil && last.Time.After(start) {
+			start = last.Time
+		}
+	}
+	cur, rev, err := s.subs.Latest(ctx, sub.ID)
+	if err != nil {
+		return false, err
+	}
+	if cur.stream() != sub.stream() {
+		return true, nil // moved by another process
+	}
+	moved := *cur
+	moved.Stream, moved.MovedFrom = want, ""
+	if want == bus.EventStream {
+		moved.MovedFrom = sub.stream()
+	}
+	if err := s.createConsumer(ctx, &moved, jetstream.DeliverByStartTimePolicy, &start); err != nil {
+		return false, err
+	}
+	if _, err := s.subs.Update(ctx, sub.ID, &moved, rev); errors.Is(err, mesh.ErrConflict) {
+		return true, nil
+	} else if err != nil {
+		_ = s.js.DeleteConsumer(context.WithoutCancel(ctx), moved.stream(), bus.WebhookConsumer(sub.ID))
+		return false, err
+	}
+	if err := s.js.DeleteConsumer(ctx, sub.stream(), bus.WebhookConsumer(sub.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook's consumer on the old stream not deleted")
+	}
+	s.cfg.Logger.Info().Str("webhook_id", sub.ID).Str("agent_id", sub.AgentID).Str("stream", want).Msg("webhook follows its agent to its new home region")
+	return true, nil
 }
 
 // pullWait is how long one pull for a subscription's next event waits.
@@ -155,6 +233,12 @@ func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.M
 		_ = msg.Term()
 		return
 	}
+	if src, _, _ := strings.Cut(msg.Headers().Get(bus.SourcedHeader), " "); sub.MovedFrom != "" && src == sub.MovedFrom {
+		// The gathered log's copy of an event of the stream it read
+		// before its agent moved (see subscription.MovedFrom).
+		_ = msg.Ack()
+		return
+	}
 	e, err := bus.DecodeEvent(ctx, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()})
 	if err != nil || !matches(sub, e.Type(), e.Data()) {
 		_ = msg.Ack()
@@ -162,7 +246,7 @@ func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.M
 	}
 	d, err := s.payload(sub, e)
 	if err != nil {
-		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Str("event_id", e.ID()).Msg("event cannot be delivered in the webhook's format")
+		s.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("webhook_id", sub.ID).Str("event_id", e.ID()).Msg("event cannot be delivered in the webhook's format")
 		_ = msg.Term()
 		return
 	}
@@ -190,7 +274,7 @@ func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.M
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				s.retire(sub.ID)
+				s.retire(sub)
 			}()
 		}
 		return
@@ -312,8 +396,14 @@ func (s *Service) record(ctx context.Context, sub *subscription, seq uint64, eve
 		}
 		d.State, d.NextAttemptAt, d.UpdatedAt = state, next, now
 	}
-	wctx := context.WithoutCancel(ctx)
-	d, _, err := s.deliveries.Modify(wctx, key, func(d *meshapi.Delivery) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bus.RetryBudget)
+	defer cancel()
+	deliveries, err := s.deliveriesOf(wctx, sub)
+	if err != nil {
+		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Uint64("sequence", seq).Msg("delivery record not written")
+		return nil
+	}
+	d, _, err := deliveries.Modify(wctx, key, func(d *meshapi.Delivery) error {
 		apply(d)
 		return nil
 	})
@@ -326,10 +416,10 @@ func (s *Service) record(ctx context.Context, sub *subscription, seq uint64, eve
 			d.FirstAttemptAt = a.At
 		}
 		apply(d)
-		_, err = s.deliveries.Create(wctx, key, d)
+		_, err = deliveries.Create(wctx, key, d)
 	}
 	if err != nil {
-		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Uint64("sequence", seq).Msg("delivery record not written")
+		s.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("webhook_id", sub.ID).Uint64("sequence", seq).Msg("delivery record not written")
 		return nil
 	}
 	return d
@@ -342,14 +432,22 @@ func (s *Service) redrive(ctx context.Context, sub *subscription, deliveryID str
 		return nil, mesh.Errorf(mesh.CodeNotFound, "delivery %q not found", deliveryID)
 	}
 	key := sub.ID + "." + deliveryID
-	d, _, err := s.deliveries.Get(ctx, key)
+	deliveries, err := s.deliveriesOf(ctx, sub)
+	if err != nil {
+		return nil, err
+	}
+	d, _, err := deliveries.Get(ctx, key)
 	if errors.Is(err, mesh.ErrNotFound) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "delivery %s not found", deliveryID)
 	}
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.stream.GetMsg(ctx, seq)
+	stream, err := s.js.Stream(ctx, sub.stream())
+	if err != nil {
+		return nil, fmt.Errorf("event stream %s: %w", sub.stream(), err)
+	}
+	raw, err := stream.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "event %s is past the retention window", d.EventID)
 	}
@@ -425,24 +523,29 @@ func (s *Service) announceDead(ctx context.Context, sub *subscription, seq uint6
 		ID: sub.ID + "." + data.DeliveryID + ".failed", Data: data,
 	})
 	if err != nil {
-		s.cfg.Logger.Error().Err(err).Str("webhook_id", sub.ID).Msg("delivery_failed event not published")
+		s.cfg.Logger.Error().Ctx(ctx).Err(err).Str("webhook_id", sub.ID).Msg("delivery_failed event not published")
 	}
 }
 
 // retire removes an A2A push subscription whose task ended, with its
 // consumer. Its deliveries that failed at least once stay listed until they
 // expire; retiring skips a subscription that still has a dead letter.
-func (s *Service) retire(id string) {
+func (s *Service) retire(sub *subscription) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if keys, err := s.deliveries.KV().ListKeysFiltered(ctx, id+".*"); err == nil {
+	deliveries, err := s.deliveriesOf(ctx, sub)
+	if err != nil {
+		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("ended push subscription not removed")
+		return
+	}
+	if keys, err := deliveries.KV().ListKeysFiltered(ctx, sub.ID+".*"); err == nil {
 		for key := range keys.Keys() {
-			if d, _, err := s.deliveries.Get(ctx, key); err == nil && d.State == meshapi.DeliveryDead {
+			if d, _, err := deliveries.Get(ctx, key); err == nil && d.State == meshapi.DeliveryDead {
 				return
 			}
 		}
 	}
-	if err := s.remove(ctx, id); err != nil && !errors.Is(err, mesh.ErrNotFound) {
-		s.cfg.Logger.Warn().Err(err).Str("webhook_id", id).Msg("ended push subscription not removed")
+	if err := s.remove(ctx, sub.ID); err != nil && !errors.Is(err, mesh.ErrNotFound) {
+		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("ended push subscription not removed")
 	}
 }

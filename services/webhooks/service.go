@@ -88,6 +88,25 @@ type subscription struct {
 	AuthScheme      string    `json:"auth_scheme,omitempty"`
 	AuthCredentials string    `json:"auth_credentials,omitempty"`
 	CreatedAt       time.Time `json:"created_at"`
+	// Stream is the event stream its consumer reads: for one agent's events
+	// (or one run's), the stream of the agent's home region, so its
+	// deliveries need that region alone; for every agent's, the gathered
+	// log (bus.EventStream). Empty in subscriptions made before: the
+	// gathered log.
+	Stream string `json:"stream,omitempty"`
+	// MovedFrom is the stream it read before its agent moved into the
+	// origin, whose gathered log holds copies of that stream's events: those
+	// copies are skipped (they were delivered from the stream itself, or
+	// are older than the move).
+	MovedFrom string `json:"moved_from,omitempty"`
+}
+
+// stream names the event stream the subscription's consumer reads.
+func (s *subscription) stream() string {
+	if s.Stream == "" {
+		return bus.EventStream
+	}
+	return s.Stream
 }
 
 func (s *subscription) view() meshapi.Webhook {
@@ -144,11 +163,14 @@ func (s *subscription) subjects() []string {
 
 // Service is the webhook delivery service.
 type Service struct {
-	cfg        Config
-	js         jetstream.JetStream
-	stream     jetstream.Stream
-	subs       *bus.Records[subscription]
-	deliveries *bus.Records[meshapi.Delivery]
+	cfg    Config
+	js     jetstream.JetStream
+	agents *bus.Records[mesh.Agent]
+	subs   *bus.Records[subscription]
+	// deliveries holds each region's bucket of delivery records, by
+	// region, opened when first needed (deliveriesOf).
+	dmu        sync.Mutex
+	deliveries map[string]*bus.Records[meshapi.Delivery]
 	events     *bus.Publisher
 	svc        *bus.Service
 	watcher    jetstream.KeyWatcher
@@ -172,15 +194,13 @@ func (s *Service) Start(ctx context.Context) error {
 	s.js = s.cfg.Conn.JS
 	s.client = newHTTPClient(s.cfg.AllowPrivate)
 	var err error
-	if s.stream, err = s.js.Stream(ctx, bus.EventStream); err != nil {
-		return fmt.Errorf("webhooks: event stream: %w", err)
+	if s.agents, err = bus.OpenRecords[mesh.Agent](ctx, s.js, bus.BucketAgents); err != nil {
+		return err
 	}
 	if s.subs, err = bus.OpenRecords[subscription](ctx, s.js, bus.BucketWebhooks); err != nil {
 		return err
 	}
-	if s.deliveries, err = bus.OpenRecords[meshapi.Delivery](ctx, s.js, bus.BucketDeliveries); err != nil {
-		return err
-	}
+	s.deliveries = map[string]*bus.Records[meshapi.Delivery]{}
 	s.events = bus.NewPublisher(s.js, bus.ServiceWebhooks).OnPublished(meshmetrics.EventsPublished(s.cfg.Metrics, bus.ServiceWebhooks))
 	if err := s.watch(ctx); err != nil {
 		return err
@@ -273,7 +293,69 @@ func (s *Service) handleCreate(ctx context.Context, req *bus.Request) (any, erro
 	if start != nil {
 		deliver = jetstream.DeliverByStartTimePolicy
 	}
-	_, err = s.js.CreateOrUpdateConsumer(ctx, bus.EventStream, jetstream.ConsumerConfig{
+	if sub.Stream, err = s.homeStream(ctx, sub.AgentID); err != nil {
+		return nil, err
+	}
+	if err := s.createConsumer(ctx, sub, deliver, start); err != nil {
+		return nil, err
+	}
+	if _, err := s.subs.Create(ctx, sub.ID, sub); err != nil {
+		_ = s.js.DeleteConsumer(context.WithoutCancel(ctx), sub.stream(), bus.WebhookConsumer(sub.ID))
+		return nil, err
+	}
+	s.startWorker(sub)
+	return meshapi.CreateWebhookResponse{Webhook: sub.view(), Secret: sub.Secret}, nil
+}
+
+// deliveriesOf opens the bucket that records sub's deliveries: that of the
+// region whose event stream its consumer reads, so a delivery is recorded
+// where its events are kept, whatever other region is down.
+func (s *Service) deliveriesOf(ctx context.Context, sub *subscription) (*bus.Records[meshapi.Delivery], error) {
+	region, err := bus.EventStreamRegion(ctx, s.js, sub.stream())
+	if err != nil {
+		return nil, err
+	}
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	if r, ok := s.deliveries[region]; ok {
+		return r, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, bus.RetryBudget)
+	defer cancel()
+	r, err := bus.OpenRecordsIn[meshapi.Delivery](ctx, s.js, bus.BucketDeliveries, region)
+	if err != nil {
+		return nil, err
+	}
+	s.deliveries[region] = r
+	return r, nil
+}
+
+// homeStream names the event stream a subscription to agentID's events
+// reads: its home region's, where those events are stored first, so its
+// deliveries go on while any other region (the origin included) is down.
+// Every agent's events, or those of an agent not found, are read from the
+// gathered log.
+func (s *Service) homeStream(ctx context.Context, agentID string) (string, error) {
+	if agentID == "" {
+		return bus.EventStream, nil
+	}
+	a, _, err := s.agents.Get(ctx, agentID)
+	if errors.Is(err, mesh.ErrNotFound) {
+		// Created a moment ago in another region: not yet in this one's copy.
+		a, _, err = s.agents.Latest(ctx, agentID)
+	}
+	switch {
+	case errors.Is(err, mesh.ErrNotFound):
+		return bus.EventStream, nil
+	case err != nil:
+		return "", err
+	}
+	return bus.ReadersEventStream(ctx, s.js, a.HomeRegion)
+}
+
+// createConsumer makes the subscription's durable consumer on its stream.
+func (s *Service) createConsumer(ctx context.Context, sub *subscription, deliver jetstream.DeliverPolicy, start *time.Time) error {
+	_, err := s.js.CreateOrUpdateConsumer(ctx, sub.stream(), jetstream.ConsumerConfig{
 		Durable:        bus.WebhookConsumer(sub.ID),
 		Description:    "webhook " + sub.ID,
 		FilterSubjects: sub.subjects(),
@@ -287,14 +369,9 @@ func (s *Service) handleCreate(ctx context.Context, req *bus.Request) (any, erro
 		MaxDeliver:    -1,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("webhook consumer: %w", err)
+		return fmt.Errorf("webhook consumer: %w", err)
 	}
-	if _, err := s.subs.Create(ctx, sub.ID, sub); err != nil {
-		_ = s.js.DeleteConsumer(context.WithoutCancel(ctx), bus.EventStream, bus.WebhookConsumer(sub.ID))
-		return nil, err
-	}
-	s.startWorker(sub)
-	return meshapi.CreateWebhookResponse{Webhook: sub.view(), Secret: sub.Secret}, nil
+	return nil
 }
 
 const minSecretLen = 16
@@ -419,12 +496,17 @@ func (s *Service) remove(ctx context.Context, id string) error {
 		return err
 	}
 	s.stopWorker(sub.ID)
-	if err := s.js.DeleteConsumer(ctx, bus.EventStream, bus.WebhookConsumer(sub.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if err := s.js.DeleteConsumer(ctx, sub.stream(), bus.WebhookConsumer(sub.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook consumer not deleted")
 	}
-	if keys, err := s.deliveries.KV().ListKeysFiltered(ctx, sub.ID+".*"); err == nil {
+	deliveries, err := s.deliveriesOf(ctx, sub)
+	if err != nil {
+		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook delivery records not deleted")
+		return nil
+	}
+	if keys, err := deliveries.KV().ListKeysFiltered(ctx, sub.ID+".*"); err == nil {
 		for key := range keys.Keys() {
-			_ = s.deliveries.Delete(ctx, key, 0)
+			_ = deliveries.Delete(ctx, key, 0)
 		}
 	}
 	return nil
@@ -444,13 +526,17 @@ func (s *Service) handleDeliveries(ctx context.Context, req *bus.Request) (any, 
 	if err != nil {
 		return nil, err
 	}
+	deliveries, err := s.deliveriesOf(ctx, sub)
+	if err != nil {
+		return nil, err
+	}
 	out := meshapi.DeliveryList{Deliveries: []meshapi.Delivery{}}
-	keys, err := s.deliveries.KV().ListKeysFiltered(ctx, sub.ID+".*")
+	keys, err := deliveries.KV().ListKeysFiltered(ctx, sub.ID+".*")
 	if err != nil {
 		return nil, err
 	}
 	for key := range keys.Keys() {
-		d, _, err := s.deliveries.Get(ctx, key)
+		d, _, err := deliveries.Get(ctx, key)
 		if err != nil || (in.State != "" && d.State != in.State) {
 			continue
 		}

@@ -130,7 +130,7 @@ func (a *authenticator) bearer(ctx context.Context, token string, agent *mesh.Ag
 	}
 	sub, scopes, err := a.jwks.verify(ctx, token)
 	if err != nil {
-		a.log.Debug().Err(err).Msg("external bearer token refused")
+		a.log.Debug().Ctx(ctx).Err(err).Msg("external bearer token refused")
 		return nil, errBadToken
 	}
 	id := "jwt:" + a.jwks.issuer + "|" + sub
@@ -184,7 +184,7 @@ func (a *authenticator) identify(r *http.Request) (*Caller, error) {
 	}
 	sub, scopes, err := a.jwks.verify(r.Context(), token)
 	if err != nil {
-		a.log.Debug().Err(err).Msg("external bearer token refused")
+		a.log.Debug().Ctx(r.Context()).Err(err).Msg("external bearer token refused")
 		return nil, errBadToken
 	}
 	id := "jwt:" + a.jwks.issuer + "|" + sub

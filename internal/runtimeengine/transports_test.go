@@ -1,0 +1,111 @@
+package runtimeengine_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/runtimeengine"
+	"github.com/a2amesh/a2amesh/internal/toolserver"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// TestTransports_BothDelegateThroughTheRunsToolServer: the run's tool
+// server works over either transport, because both send the operations of
+// the table: a host of a run claimed over HTTP, as over NATS, lists the
+// agents it may delegate to, sends one a task, follows it to its end and
+// the run then completes through the same transport.
+func TestTransports_BothDelegateThroughTheRunsToolServer(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	reviewer := p.CreateAgent("reviewer")
+	attB := p.OnlineRuntime(t, reviewer.ID)
+	for _, mode := range []string{runtimeengine.ModeHTTP, runtimeengine.ModeNATS} {
+		t.Run(mode, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			planner := p.CreateAgent("planner over " + mode)
+			p.Do(http.MethodPatch, "/agent-accounts/"+planner.ID, map[string]any{"delegation": map[string]any{"agents": []string{reviewer.ID}}}, nil)
+			att := p.Attach(planner.ID)
+			var tr runtimeengine.Transport
+			if mode == runtimeengine.ModeHTTP {
+				tr = runtimeengine.NewHTTP(runtimeengine.HTTPConfig{API: p.Runtime(att.RuntimeToken), AgentID: planner.ID, PullWait: 2 * time.Second})
+			} else {
+				tr, _ = dialNATS(ctx, t, p.NATSURL(), att)
+			}
+			defer tr.Close()
+			if err := tr.Heartbeat(ctx, meshapi.HeartbeatRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			parent := p.CreateTask(planner.ID, "plan")
+			var run *mesh.TaskRun
+			meshtest.Eventually(t, 20*time.Second, func() bool {
+				got, err := tr.Next(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run = got
+				return run != nil
+			}, func() string { return "the planner's run was never claimed" })
+			if run.ID != parent.ID {
+				t.Fatalf("claimed %s, want %s", run.ID, parent.ID)
+			}
+
+			srv, err := toolserver.Start(toolserver.Config{Platform: runtimeengine.Delegation(tr)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = srv.Close() }()
+			capability, closeRun, err := srv.Open(run.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeRun()
+			s, err := meshtest.ToolHost(t, srv.URL(), capability, toolserver.FolderHeader, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+
+			out, msg := meshtest.CallTool(t, s, "list_agents", map[string]any{})
+			agents, _ := out["agents"].([]any)
+			if msg != "" || len(agents) != 1 || agents[0].(map[string]any)["agent_id"] != reviewer.ID {
+				t.Fatalf("list_agents = %v %s, want the reviewer only", out, msg)
+			}
+			out, msg = meshtest.CallTool(t, s, "send_task", map[string]any{"agent_id": reviewer.ID, "text": "review the plan"})
+			childID, _ := out["task_id"].(string)
+			if msg != "" || childID == "" {
+				t.Fatalf("send_task = %v %s", out, msg)
+			}
+			var child mesh.TaskRun
+			meshtest.Eventually(t, 20*time.Second, func() bool {
+				r := p.Pull(t, reviewer.ID, attB.RuntimeToken, "")
+				if r.Status != http.StatusOK {
+					return false
+				}
+				child = r.Run(t)
+				return true
+			}, func() string { return "the delegated task never reached the reviewer" })
+			if child.ID != childID || child.ParentTaskRunID != run.ID {
+				t.Fatalf("the reviewer got %s (parent %s), want %s of %s", child.ID, child.ParentTaskRunID, childID, run.ID)
+			}
+			p.Report(t, child.ID, "complete", attB.RuntimeToken, map[string]any{"output": map[string]any{"text": "approved"}}).Expect(t, http.StatusOK)
+			out, msg = meshtest.CallTool(t, s, "get_task", map[string]any{"task_id": childID, "wait": true})
+			if msg != "" || out["status"] != "completed" || out["text"] != "approved" {
+				t.Fatalf("get_task = %v %q", out, msg)
+			}
+
+			if err := tr.Complete(ctx, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: json.RawMessage(`{"text":"planned"}`)}); err != nil {
+				t.Fatal(err)
+			}
+			if got := p.GetTask(run.ID); got.Status != mesh.StatusCompleted {
+				t.Fatalf("the planner's run is %s after its complete, want completed", got.Status)
+			}
+		})
+	}
+}

@@ -1,0 +1,136 @@
+package meshapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/schemas"
+)
+
+// runtimeRoutesBesideTheTable are the routes a runtime calls that are not
+// operations of the table: pairing (before the runtime has a credential),
+// its own revocation, its event stream and its attachments' content.
+var runtimeRoutesBesideTheTable = map[string]bool{
+	"POST /agent-runtimes/runtime/revoke":                        true,
+	"GET /agent-runtimes/runtime/events":                         true,
+	"GET /agent-runtimes/runtime/artifacts/{artifactId}/content": true,
+}
+
+func openAPIOperations(t *testing.T) map[string][]string {
+	t.Helper()
+	raw, err := schemas.File("openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Security []map[string][]string `json:"security"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string][]string{}
+	for path, methods := range doc.Paths {
+		for method, op := range methods {
+			var schemes []string
+			for _, s := range op.Security {
+				for name := range s {
+					schemes = append(schemes, name)
+				}
+			}
+			ops[strings.ToUpper(method)+" "+path] = schemes
+		}
+	}
+	return ops
+}
+
+func TestOpenAPI_DocumentsEveryBoundOperation(t *testing.T) {
+	documented := openAPIOperations(t)
+	for _, op := range meshapi.Ops() {
+		if op.REST == nil {
+			continue
+		}
+		schemes, ok := documented[op.REST.Pattern()]
+		if !ok {
+			t.Errorf("%s (%s) is bound to %s, which schemas/openapi.json does not document", op.Name, op.Service, op.REST.Pattern())
+			continue
+		}
+		if op.Caller == meshapi.CallerRuntime && (len(schemes) != 1 || schemes[0] != "runtime") {
+			t.Errorf("%s is a runtime's operation, but schemas/openapi.json documents %s with security %v", op.Name, op.REST.Pattern(), schemes)
+		}
+	}
+}
+
+func TestOpenAPI_DocumentsNoRuntimeRouteTheTableDoesNotBind(t *testing.T) {
+	bound := map[string]bool{}
+	for _, op := range meshapi.Ops() {
+		if op.REST != nil {
+			bound[op.REST.Pattern()] = true
+		}
+	}
+	for pattern, schemes := range openAPIOperations(t) {
+		runtime := len(schemes) > 0 && schemes[0] == "runtime"
+		if runtime && !bound[pattern] && !runtimeRoutesBesideTheTable[pattern] {
+			t.Errorf("schemas/openapi.json documents %s for runtimes, but no operation of the table is bound to it", pattern)
+		}
+	}
+}
+
+func TestOps_NamesAndBindingsAreUnique(t *testing.T) {
+	names, patterns := map[string]bool{}, map[string]bool{}
+	for _, op := range meshapi.Ops() {
+		key := string(op.Caller) + " " + op.Service + " " + op.Name
+		if names[key] {
+			t.Errorf("operation %s is defined twice", key)
+		}
+		names[key] = true
+		if op.Request == nil || op.Response == nil {
+			t.Errorf("operation %s has no request or response type", op.Name)
+		}
+		if op.REST == nil {
+			continue
+		}
+		if patterns[op.REST.Pattern()] {
+			t.Errorf("two operations are bound to %s", op.REST.Pattern())
+		}
+		patterns[op.REST.Pattern()] = true
+		for name := range op.REST.Fields {
+			if !strings.Contains(op.REST.Path, "{"+name+"}") {
+				t.Errorf("%s binds path value %s, which its path has not", op.REST.Pattern(), name)
+			}
+		}
+		switch op.REST.Method {
+		case http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete:
+		default:
+			t.Errorf("%s: unexpected method", op.REST.Pattern())
+		}
+	}
+}
+
+func TestBinding_PathValuesTravelInThePathAndBackIntoTheRequest(t *testing.T) {
+	b := meshapi.OpRuntimeDelegateGet.REST
+	req := meshapi.DelegateGetRequest{TaskRunID: "run/1", ChildID: "child 2", Wait: 5}
+	path, err := b.PathOf(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != "/task-runs/run%2F1/delegation/child%202/get" {
+		t.Fatalf("path %q", path)
+	}
+	values := map[string]string{"taskRunId": "run/1", "childTaskRunId": "child 2"}
+	var got meshapi.DelegateGetRequest
+	// The path's values win over the body's.
+	if err := b.Bind([]byte(`{"task_run_id":"other","wait":5,"unknown":1}`), func(n string) string { return values[n] }, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got != req {
+		t.Fatalf("bound %+v, want %+v", got, req)
+	}
+	if _, err := b.PathOf(meshapi.DelegateGetRequest{TaskRunID: "r"}); err == nil {
+		t.Fatal("a request without the child's id made a path")
+	}
+}
