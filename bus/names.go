@@ -153,6 +153,10 @@ const (
 	// request of the runtime's own, answered on its own reply inbox, so no
 	// other connection can send a runtime a cancel.
 	RuntimeOpCanceled = "canceled"
+	// RuntimeOpApproval asks whether the host of a run the runtime holds
+	// may take a step (a tool call), waiting for a person's decision when
+	// the agent's approval policy says "ask" (meshapi.ApprovalRequest).
+	RuntimeOpApproval = "approval"
 	// RuntimeOpConnection asks where the runtime should connect now: its
 	// agent's home region's NATS URLs, then the other regions' (the
 	// credentials service answers, as at pairing).

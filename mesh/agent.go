@@ -20,6 +20,10 @@ type Agent struct {
 	// Budget limits what the agent's runs may spend; nil: no limit
 	// (docs/usage.md, "Budgets").
 	Budget *Budget `json:"budget,omitempty"`
+	// ApprovalPolicy decides what the agent's hosts may do without asking
+	// (docs/approvals.md); nil: every step a host asks about is denied, as
+	// a host that cannot ask does.
+	ApprovalPolicy *ApprovalPolicy `json:"approval_policy,omitempty"`
 	// HomeRegion is the region that serves the agent: its runtime is given
 	// that region's NATS servers first. Set at creation (by default the
 	// region of the platform that created it); it changes only while none

@@ -12,6 +12,11 @@ const (
 	StatusCompleted     Status = "completed"
 	StatusFailed        Status = "failed"
 	StatusCanceled      Status = "canceled"
+	// StatusApprovalRequired: the run's host asked permission for a step
+	// (a tool call) that the agent's approval policy leaves to a person;
+	// the host waits, and the run goes back to running once it is decided
+	// (docs/approvals.md).
+	StatusApprovalRequired Status = "approval-required"
 )
 
 // transitions is the one place the task-run state machine is written down.
@@ -21,15 +26,20 @@ var transitions = map[Status][]Status{
 	StatusPending: {StatusRunning, StatusCanceled, StatusFailed},
 	// A running run ends, asks for input, or goes back to pending when its lease
 	// expires and its retry policy allows another attempt.
-	StatusRunning: {StatusCompleted, StatusFailed, StatusCanceled, StatusInputRequired, StatusPending},
+	StatusRunning: {StatusCompleted, StatusFailed, StatusCanceled, StatusInputRequired, StatusPending, StatusApprovalRequired},
 	// A run waiting for input continues (back to the queue) or ends.
 	StatusInputRequired: {StatusPending, StatusCanceled, StatusFailed},
+	// A run waiting for a person's approval goes back to running once the
+	// step is decided (allowed, denied, or denied at the time limit), or
+	// ends, or goes back to pending when its runtime's lease expires and
+	// its retry policy allows another attempt.
+	StatusApprovalRequired: {StatusRunning, StatusCanceled, StatusFailed, StatusPending},
 }
 
 // Valid reports whether s is a known status.
 func (s Status) Valid() bool {
 	switch s {
-	case StatusPending, StatusRunning, StatusInputRequired, StatusCompleted, StatusFailed, StatusCanceled:
+	case StatusPending, StatusRunning, StatusInputRequired, StatusCompleted, StatusFailed, StatusCanceled, StatusApprovalRequired:
 		return true
 	}
 	return false
@@ -56,5 +66,5 @@ func CanTransition(from, to Status) bool {
 
 // AllStatuses lists every status, in lifecycle order.
 func AllStatuses() []Status {
-	return []Status{StatusPending, StatusRunning, StatusInputRequired, StatusCompleted, StatusFailed, StatusCanceled}
+	return []Status{StatusPending, StatusRunning, StatusInputRequired, StatusCompleted, StatusFailed, StatusCanceled, StatusApprovalRequired}
 }

@@ -6,17 +6,22 @@ import "testing"
 // other pairs of statuses must be refused.
 func TestCanTransition_IsTheStateMachineOfDesign3(t *testing.T) {
 	allowed := map[[2]Status]bool{
-		{StatusPending, StatusRunning}:        true, // claim
-		{StatusPending, StatusCanceled}:       true, // cancel before any runtime took it
-		{StatusPending, StatusFailed}:         true, // deadline, or the platform gives up
-		{StatusRunning, StatusCompleted}:      true,
-		{StatusRunning, StatusFailed}:         true, // runtime reports failure, or RUNTIME_LOST
-		{StatusRunning, StatusCanceled}:       true,
-		{StatusRunning, StatusInputRequired}:  true, // multi-turn A2A
-		{StatusRunning, StatusPending}:        true, // lease lost with attempts left
-		{StatusInputRequired, StatusPending}:  true, // the caller answered
-		{StatusInputRequired, StatusCanceled}: true,
-		{StatusInputRequired, StatusFailed}:   true,
+		{StatusPending, StatusRunning}:           true, // claim
+		{StatusPending, StatusCanceled}:          true, // cancel before any runtime took it
+		{StatusPending, StatusFailed}:            true, // deadline, or the platform gives up
+		{StatusRunning, StatusCompleted}:         true,
+		{StatusRunning, StatusFailed}:            true, // runtime reports failure, or RUNTIME_LOST
+		{StatusRunning, StatusCanceled}:          true,
+		{StatusRunning, StatusInputRequired}:     true, // multi-turn A2A
+		{StatusRunning, StatusPending}:           true, // lease lost with attempts left
+		{StatusInputRequired, StatusPending}:     true, // the caller answered
+		{StatusInputRequired, StatusCanceled}:    true,
+		{StatusInputRequired, StatusFailed}:      true,
+		{StatusRunning, StatusApprovalRequired}:  true, // the host asks a person
+		{StatusApprovalRequired, StatusRunning}:  true, // decided, or denied at the time limit
+		{StatusApprovalRequired, StatusCanceled}: true,
+		{StatusApprovalRequired, StatusFailed}:   true, // deadline, or its runtime lost
+		{StatusApprovalRequired, StatusPending}:  true, // its runtime lost, with attempts left
 	}
 	for _, from := range AllStatuses() {
 		for _, to := range AllStatuses() {
@@ -63,7 +68,7 @@ func TestStatus_TerminalAndValid(t *testing.T) {
 			t.Errorf("event type for unknown status %q", s)
 		}
 	}
-	if len(AllStatuses()) != 6 {
+	if len(AllStatuses()) != 7 {
 		t.Errorf("AllStatuses lists %d statuses", len(AllStatuses()))
 	}
 }

@@ -41,6 +41,12 @@ type TaskRun struct {
 	// from inside this one (ParentTaskRunID): what the whole tree below
 	// it spent. The per-run budget bounds it.
 	UsageTotal *Usage `json:"usage_total,omitempty"`
+	// PendingApproval is the step the run's host asks permission for
+	// while the run is approval-required.
+	PendingApproval *Approval `json:"pending_approval,omitempty"`
+	// Approvals are the steps decided for the run by a person or at the
+	// time limit (who, what, when), oldest first.
+	Approvals []Approval `json:"approvals,omitempty"`
 	// IdempotencyKey, when set at creation, makes a repeated create return this run.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Deadline bounds the whole run: pending or running past it, it fails with

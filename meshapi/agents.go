@@ -44,6 +44,8 @@ type CreateAgentRequest struct {
 	Delegation *mesh.DelegationPolicy `json:"delegation,omitempty"`
 	// Budget limits what the agent's runs may spend.
 	Budget *mesh.Budget `json:"budget,omitempty"`
+	// ApprovalPolicy decides what the agent's hosts may do without asking.
+	ApprovalPolicy *mesh.ApprovalPolicy `json:"approval_policy,omitempty"`
 	// HomeRegion is the agent's home region; empty: the region of the
 	// agents service that creates it.
 	HomeRegion string `json:"home_region,omitempty"`
@@ -63,6 +65,9 @@ type UpdateAgentRequest struct {
 	// Budget replaces the agent's budget; an empty budget ({}) removes
 	// every limit.
 	Budget *mesh.Budget `json:"budget,omitempty"`
+	// ApprovalPolicy replaces the agent's approval policy; an empty
+	// policy ({}) removes it (every step asked about is denied).
+	ApprovalPolicy *mesh.ApprovalPolicy `json:"approval_policy,omitempty"`
 	// HomeRegion moves the agent to another region; refused (CONFLICT)
 	// while the agent has a run that has not ended.
 	HomeRegion *string `json:"home_region,omitempty"`

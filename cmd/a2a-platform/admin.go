@@ -121,6 +121,7 @@ func newAgents(g *globals) *cobra.Command {
 		},
 	}
 	cmd.AddCommand(create, list, runtimes, del, newAgentBudget(g))
+	cmd.AddCommand(newAgentPolicy(g))
 	return cmd
 }
 
@@ -245,6 +246,7 @@ func newTasks(g *globals) *cobra.Command {
 	}
 	cancel.Flags().StringVar(&reason, "reason", "", "why (recorded on the run)")
 	cmd.AddCommand(create, get, list, cancel, newTaskReply(g))
+	cmd.AddCommand(newTaskDecision(g, "allow"), newTaskDecision(g, "deny"))
 	return cmd
 }
 
@@ -353,4 +355,22 @@ func setIf(q url.Values, k, v string) {
 	if v != "" {
 		q.Set(k, v)
 	}
+}
+
+// newTaskDecision allows ("approve") or denies ("deny") the step a run in
+// approval-required waits for (POST /task-runs/{id}/approval).
+func newTaskDecision(g *globals, decision string) *cobra.Command {
+	use, short := "approve <task_run_id>", "Allow the step a task run waits for (approval-required)"
+	if decision == "deny" {
+		use, short = "deny <task_run_id>", "Deny the step a task run waits for (approval-required)"
+	}
+	var reason string
+	c := &cobra.Command{
+		Use: use, Short: short, Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.call(cmd.Context(), http.MethodPost, "/task-runs/"+url.PathEscape(args[0])+"/approval", nil, map[string]any{"decision": decision, "reason": reason})
+		},
+	}
+	c.Flags().StringVar(&reason, "reason", "", "why (recorded on the run and told to the host)")
+	return c
 }

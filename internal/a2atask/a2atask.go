@@ -30,7 +30,10 @@ func State(s mesh.Status) a2a.TaskState {
 		return a2a.TaskStateSubmitted
 	case mesh.StatusRunning:
 		return a2a.TaskStateWorking
-	case mesh.StatusInputRequired:
+	case mesh.StatusInputRequired, mesh.StatusApprovalRequired:
+		// A2A has no approval state: a run waiting for a person's
+		// approval asks its caller, with the step in a data part
+		// (StatusMessage).
 		return a2a.TaskStateInputRequired
 	case mesh.StatusCompleted:
 		return a2a.TaskStateCompleted
@@ -71,7 +74,13 @@ func Status(run *mesh.TaskRun) a2a.TaskStatus {
 // run's revision, so reading the same state twice gives the same message.
 func StatusMessage(run *mesh.TaskRun) *a2a.Message {
 	var text string
+	var parts a2a.ContentParts
 	switch run.Status {
+	case mesh.StatusApprovalRequired:
+		if a := run.PendingApproval; a != nil {
+			text = fmt.Sprintf("Approval required: the agent's host asks to use %s. The agent's owner allows or denies it (POST /task-runs/%s/approval, or a2a-platform tasks approve / deny).", a.Tool, run.ID)
+			parts = append(parts, a2a.NewDataPart(map[string]any{"approval_required": approvalData(a)}))
+		}
 	case mesh.StatusRunning:
 		if run.Progress != nil {
 			text = run.Progress.Message
@@ -94,8 +103,19 @@ func StatusMessage(run *mesh.TaskRun) *a2a.Message {
 		Role:      a2a.MessageRoleAgent,
 		TaskID:    a2a.TaskID(run.ID),
 		ContextID: run.ConversationID,
-		Parts:     a2a.ContentParts{a2a.NewTextPart(text)},
+		Parts:     append(a2a.ContentParts{a2a.NewTextPart(text)}, parts...),
 	}
+}
+
+// approvalData is the step a run waits for, as its A2A status message's
+// data part shows it.
+func approvalData(a *mesh.Approval) map[string]any {
+	d := map[string]any{"approval_id": a.ID, "tool": a.Tool, "expires_at": a.ExpiresAt}
+	var input any
+	if json.Unmarshal(a.Input, &input) == nil {
+		d["input"] = input
+	}
+	return d
 }
 
 // RunOutput is what the A2A endpoint reads of a run's output.

@@ -65,7 +65,9 @@ func CanTransition(from, to State) bool {
 // StateOf is the Task state of a run status.
 func StateOf(s mesh.Status) State {
 	switch s {
-	case mesh.StatusRunning:
+	case mesh.StatusRunning, mesh.StatusApprovalRequired:
+		// Only the agent's owner decides an approval: to a partner the
+		// run is still working.
 		return StateWorking
 	case mesh.StatusInputRequired:
 		return StateInputRequired

@@ -117,6 +117,12 @@ func (c *Claude) args(system, resume string, meshTools bool) []string {
 	if allowed != "" {
 		args = append(args, "--allowedTools", allowed)
 	}
+	if meshTools {
+		// A tool that needs permission is asked about through the mesh:
+		// the agent's approval policy on the platform, or a person,
+		// decides (docs/approvals.md).
+		args = append(args, "--permission-prompt-tool", claudeApproveTool)
+	}
 	if c.cfg.MaxTurns > 0 {
 		args = append(args, "--max-turns", strconv.Itoa(c.cfg.MaxTurns))
 	}

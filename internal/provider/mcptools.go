@@ -22,6 +22,9 @@ const (
 	// claudeMeshTools is Claude Code's permission rule for every tool of
 	// the mesh's server (its tools are named mcp__<server>__<tool>).
 	claudeMeshTools = "mcp__" + mcpServerName
+	// claudeApproveTool is the tool server's permission prompt tool
+	// (toolserver.ApproveTool) as Claude Code names it.
+	claudeApproveTool = claudeMeshTools + "__approve"
 )
 
 // toolHeaders are the headers the host sends the tool server.

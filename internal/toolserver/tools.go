@@ -59,6 +59,7 @@ func (rt *runTools) newServer() *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "send_task", Description: "Send another agent of the mesh a task (text, and optionally files from your working folder). With wait, returns the agent's answer; otherwise the task id for get_task."}, rt.sendTask)
 	mcp.AddTool(s, &mcp.Tool{Name: "get_task", Description: "Get a delegated task's status, progress and answer; its files are saved into your working folder."}, rt.getTask)
 	mcp.AddTool(s, &mcp.Tool{Name: "cancel_task", Description: "Cancel a delegated task."}, rt.cancelTask)
+	mcp.AddTool(s, &mcp.Tool{Name: ApproveTool, Description: "Ask whether a step (a tool call) may be taken: the agent's approval policy on the platform decides, or a person does. For the host's permission prompt, not for the model."}, rt.approve)
 	return s
 }
 

@@ -35,6 +35,7 @@ type Platform interface {
 	DelegateGet(ctx context.Context, req meshapi.DelegateGetRequest) (*meshapi.DelegatedTask, error)
 	DelegateArtifact(ctx context.Context, req meshapi.DelegateArtifactRequest) (*meshapi.DelegateArtifactResponse, error)
 	DelegateCancel(ctx context.Context, req meshapi.DelegateCancelRequest) (*meshapi.DelegatedTask, error)
+	Approval(ctx context.Context, req meshapi.ApprovalRequest) (*meshapi.ApprovalResponse, error)
 }
 
 // FolderHeader names the run's folder on this machine: files sent with a

@@ -108,17 +108,18 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateAgentRequest) (*
 	}
 	now := time.Now().UTC()
 	a := &mesh.Agent{
-		HomeRegion:   home,
-		ID:           mesh.NewID(),
-		Name:         strings.TrimSpace(in.Name),
-		Description:  in.Description,
-		Instructions: in.Instructions,
-		Skills:       in.Skills,
-		Public:       in.Public,
-		Delegation:   normalPolicy(in.Delegation),
-		Budget:       normalBudget(in.Budget),
-		CreatedAt:    now,
-		UpdatedAt:    now,
+		HomeRegion:     home,
+		ID:             mesh.NewID(),
+		Name:           strings.TrimSpace(in.Name),
+		Description:    in.Description,
+		Instructions:   in.Instructions,
+		Skills:         in.Skills,
+		Public:         in.Public,
+		Delegation:     normalPolicy(in.Delegation),
+		Budget:         normalBudget(in.Budget),
+		ApprovalPolicy: normalApprovalPolicy(in.ApprovalPolicy),
+		CreatedAt:      now,
+		UpdatedAt:      now,
 	}
 	if err := validate(a); err != nil {
 		return nil, err
@@ -206,6 +207,9 @@ func (s *Service) update(ctx context.Context, in *meshapi.UpdateAgentRequest) (*
 		if in.Budget != nil {
 			a.Budget = normalBudget(in.Budget)
 		}
+		if in.ApprovalPolicy != nil {
+			a.ApprovalPolicy = normalApprovalPolicy(in.ApprovalPolicy)
+		}
 		if in.HomeRegion != nil {
 			a.HomeRegion = *in.HomeRegion
 		}
@@ -222,7 +226,7 @@ func (s *Service) update(ctx context.Context, in *meshapi.UpdateAgentRequest) (*
 }
 
 // openStatuses are the statuses of a run that has not ended.
-var openStatuses = []mesh.Status{mesh.StatusPending, mesh.StatusRunning, mesh.StatusInputRequired}
+var openStatuses = []mesh.Status{mesh.StatusPending, mesh.StatusRunning, mesh.StatusInputRequired, mesh.StatusApprovalRequired}
 
 // movable refuses to move an agent to another region while it has a run
 // that has not ended: that run's record, queue message and events stay in
@@ -392,6 +396,9 @@ func validate(a *mesh.Agent) error {
 	if err := a.Budget.Check(); err != nil {
 		return err
 	}
+	if err := a.ApprovalPolicy.Check(); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for i, sk := range a.Skills {
 		if strings.TrimSpace(sk.ID) == "" || strings.TrimSpace(sk.Name) == "" {
@@ -460,4 +467,13 @@ func validatePolicy(a *mesh.Agent) error {
 		seen[id] = true
 	}
 	return nil
+}
+
+// normalApprovalPolicy removes an empty policy ({}), which decides
+// nothing a missing one does not.
+func normalApprovalPolicy(p *mesh.ApprovalPolicy) *mesh.ApprovalPolicy {
+	if p == nil || (len(p.Rules) == 0 && p.Default == "" && p.TimeoutSeconds == 0) {
+		return nil
+	}
+	return p
 }

@@ -263,6 +263,7 @@ func (g *Gateway) Handler() http.Handler {
 	g.people(mux, meshapi.OpTaskRunsCreate.REST.Pattern(), g.createTaskRun)
 	g.people(mux, meshapi.OpTaskRunsList.REST.Pattern(), g.listTaskRuns)
 	g.people(mux, meshapi.OpTaskRunsContinue.REST.Pattern(), g.answerTaskRun)
+	g.people(mux, meshapi.OpTaskRunsDecideApproval.REST.Pattern(), g.decideApproval)
 	g.people(mux, "GET /task-runs/{taskRunId}/artifacts", g.listArtifacts)
 	g.people(mux, "GET /usage", g.usage)
 	g.people(mux, "GET /artifacts/{artifactId}", g.getArtifact)

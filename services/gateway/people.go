@@ -132,6 +132,29 @@ func (g *Gateway) answerTaskRun(w http.ResponseWriter, r *http.Request) {
 	g.reply(w, r, http.StatusOK, run, err)
 }
 
+// approvalRequest is the body of POST /task-runs/{id}/approval: a person's
+// decision of the step a run in approval-required waits for.
+type approvalRequest struct {
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// decideApproval allows or denies the step a run waits for; the run goes
+// back to running and its host hears the decision.
+func (g *Gateway) decideApproval(w http.ResponseWriter, r *http.Request) {
+	var in approvalRequest
+	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	by := "owner"
+	if sessionOf(r) != nil {
+		by = "owner (web page)"
+	}
+	run, err := g.client.DecideApproval(r.Context(), meshapi.DecideApprovalRequest{TaskRunID: r.PathValue("taskRunId"), Decision: in.Decision, Reason: in.Reason, By: by})
+	g.reply(w, r, http.StatusOK, run, err)
+}
+
 // reply writes v with status, or the error.
 func (g *Gateway) reply(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
 	if err != nil {

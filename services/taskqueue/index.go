@@ -105,6 +105,9 @@ type index struct {
 	// spent holds, per agent and UTC day, what its runs' hosts reported
 	// (usage.go).
 	spent map[usageKey]*dayUsage
+	// runWatches holds, per run, channels closed at the run's next change
+	// (approval.go waits on them).
+	runWatches map[string][]chan struct{}
 }
 
 // cancelWatch is one runtime's request waiting for cancels of its runs.
@@ -120,6 +123,7 @@ func newIndex() *index {
 		pending: map[string][]*summary{}, woken: map[string]chan struct{}{}, running: map[string]map[string]*summary{},
 		cancelWatches: map[string][]*cancelWatch{},
 		spent:         map[usageKey]*dayUsage{},
+		runWatches:    map[string][]chan struct{}{},
 	}
 }
 
@@ -185,7 +189,8 @@ func (ix *index) onChange(id string, p **summary) {
 	if s.status == mesh.StatusPending {
 		ix.addPending(s)
 	}
-	if s.status == mesh.StatusRunning && s.runtimeID != "" {
+	ix.tellChanged(id)
+	if (s.status == mesh.StatusRunning || s.status == mesh.StatusApprovalRequired) && s.runtimeID != "" {
 		if ix.running[s.runtimeID] == nil {
 			ix.running[s.runtimeID] = map[string]*summary{}
 		}
@@ -440,4 +445,38 @@ func (ix *index) queueOfRun(id string) (string, bool) {
 		return "", false
 	}
 	return queueOf(s), true
+}
+
+// watchRun returns a channel closed at the run's next change; stop
+// forgets it.
+func (ix *index) watchRun(id string) (changed <-chan struct{}, stop func()) {
+	ch := make(chan struct{})
+	ix.mu.Lock()
+	ix.runWatches[id] = append(ix.runWatches[id], ch)
+	ix.mu.Unlock()
+	return ch, func() {
+		ix.mu.Lock()
+		defer ix.mu.Unlock()
+		ws := ix.runWatches[id]
+		for i, x := range ws {
+			if x == ch {
+				ws = append(ws[:i], ws[i+1:]...)
+				break
+			}
+		}
+		if len(ws) == 0 {
+			delete(ix.runWatches, id)
+		} else {
+			ix.runWatches[id] = ws
+		}
+	}
+}
+
+// tellChanged wakes the watches of a run and forgets them. Call with
+// ix.mu held.
+func (ix *index) tellChanged(id string) {
+	for _, ch := range ix.runWatches[id] {
+		close(ch)
+	}
+	delete(ix.runWatches, id)
 }

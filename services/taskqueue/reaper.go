@@ -23,7 +23,7 @@ func (s *Service) reap(ctx context.Context) {
 		switch {
 		case !r.deadline.IsZero() && now.After(r.deadline):
 			s.expire(ctx, r.id, mesh.ReasonDeadlineExceeded, "the task run passed its deadline")
-		case r.status == mesh.StatusRunning && !r.lease.IsZero() && now.After(r.lease) && now.After(grace):
+		case (r.status == mesh.StatusRunning || r.status == mesh.StatusApprovalRequired) && !r.lease.IsZero() && now.After(r.lease) && now.After(grace):
 			s.loseLease(ctx, r.id)
 		}
 	}
@@ -49,16 +49,20 @@ func (s *Service) expire(ctx context.Context, runID, code, message string) {
 	}
 }
 
-// loseLease ends or re-queues a running run whose runtime stopped renewing.
+// loseLease ends or re-queues a running run (or one whose host waits for an
+// approval) whose runtime stopped renewing.
 func (s *Service) loseLease(ctx context.Context, runID string) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
-		if r.Status != mesh.StatusRunning || r.LeaseExpiresAt == nil || time.Now().Before(*r.LeaseExpiresAt) {
+		if (r.Status != mesh.StatusRunning && r.Status != mesh.StatusApprovalRequired) || r.LeaseExpiresAt == nil || time.Now().Before(*r.LeaseExpiresAt) {
 			return "", errUnchanged
 		}
 		lostRuntime := r.RuntimeID
 		r.LeaseExpiresAt = nil
+		// A step its host waited to have approved is asked no more: the
+		// host is gone.
+		r.PendingApproval = nil
 		if r.Attempt < r.MaxAttempts {
 			r.Status = mesh.StatusPending
 			r.RuntimeID = ""

@@ -189,7 +189,13 @@ const maxRenewal = 1000
 // renew extends the leases of the given runs that the runtime still holds
 // (at the given attempt, unless 0).
 func (s *Service) renew(ctx context.Context, agentID, runtimeID string, ids []string, attempt int) *meshapi.RenewResponse {
-	return s.renewHeld(ctx, ids, func(r *mesh.TaskRun) error { return r.CheckHeld(agentID, runtimeID, attempt) })
+	return s.renewHeld(ctx, ids, func(r *mesh.TaskRun) error {
+		if r.Status == mesh.StatusApprovalRequired && r.TargetAgentID == agentID && r.HeldBy(runtimeID, attempt) {
+			// Its host waits for a person: the runtime still holds it.
+			return nil
+		}
+		return r.CheckHeld(agentID, runtimeID, attempt)
+	})
 }
 
 // renewHeld extends the leases of the given runs that held accepts; the

@@ -141,6 +141,8 @@ type agentView struct {
 	InstructionsDigest string
 	// Budget is the agent's budget (usage.go).
 	Budget *mesh.Budget
+	// ApprovalPolicy is the agent's approval policy (approval.go).
+	ApprovalPolicy *mesh.ApprovalPolicy
 }
 
 // New returns a service; Start runs it.
@@ -203,7 +205,7 @@ func (s *Service) open(ctx context.Context) error {
 	s.agents, err = bus.StartMirror(ctx, s.js, bus.BucketAgents, bus.MirrorConfig[mesh.Agent, *agentView]{
 		Project: func(id string, a *mesh.Agent, _ uint64) (*agentView, bool) {
 			s.homes.Observe(id, &a.HomeRegion)
-			return &agentView{Instructions: a.Instructions, InstructionsDigest: meshapi.InstructionsDigest(a.Instructions), Budget: a.Budget}, true
+			return &agentView{Instructions: a.Instructions, InstructionsDigest: meshapi.InstructionsDigest(a.Instructions), Budget: a.Budget, ApprovalPolicy: a.ApprovalPolicy}, true
 		},
 		OnChange: func(id string, v **agentView) {
 			if v == nil {
@@ -262,6 +264,8 @@ func (s *Service) serve() error {
 			meshapi.OpRuntimeProgress.Handle(s.handleProgress),
 			meshapi.OpRuntimeComplete.Handle(s.handleComplete),
 			meshapi.OpRuntimeFail.Handle(s.handleFail),
+			meshapi.OpRuntimeApproval.Handle(s.handleApproval),
+			meshapi.OpTaskRunsDecideApproval.Handle(s.handleDecideApproval),
 		},
 	})
 	if err != nil {

@@ -135,8 +135,12 @@ type execution struct {
 // executionStatus is seed 002's name of a run status: success for a
 // completed run, the run's status otherwise.
 func executionStatus(s mesh.Status) string {
-	if s == mesh.StatusCompleted {
+	switch s {
+	case mesh.StatusCompleted:
 		return "success"
+	case mesh.StatusApprovalRequired:
+		// Seed 002 has no approval state: the execution still runs.
+		return string(mesh.StatusRunning)
 	}
 	return string(s)
 }

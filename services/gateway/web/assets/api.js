@@ -134,5 +134,5 @@ function sentence(message) {
 }
 
 export function statusWord(status) {
-  return { 'input-required': 'waiting for input' }[status] || status;
+  return { 'input-required': 'waiting for input', 'approval-required': 'waiting for approval' }[status] || status;
 }

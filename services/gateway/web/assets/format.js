@@ -23,13 +23,14 @@ export function countdown(iso) {
   return `${Math.floor(left / 60)}:${String(left % 60).padStart(2, '0')}`;
 }
 
-export const statuses = ['pending', 'running', 'input-required', 'completed', 'failed', 'canceled'];
+export const statuses = ['pending', 'running', 'input-required', 'approval-required', 'completed', 'failed', 'canceled'];
 
 export function statusLabel(status) {
   return {
     pending: 'Waiting',
     running: 'Working',
     'input-required': 'Needs input',
+    'approval-required': 'Needs approval',
     completed: 'Completed',
     failed: 'Failed',
     canceled: 'Canceled',

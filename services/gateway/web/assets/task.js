@@ -40,6 +40,16 @@ export async function taskView(main, { id: runId }, nav) {
     h('p', { class: 'hint', id: 'task-reply-hint' }, 'The agent is waiting for it; the task goes on with your answer.'),
     replyText, h('div', { class: 'row' }, replySend), replyError.el);
   replyText.setAttribute('aria-describedby', 'task-reply-hint');
+  // A run waiting for approval: its host asks to take a step (a tool
+  // call); the owner allows or denies it here.
+  const approvalError = formError();
+  const approvalStep = h('div', { id: 'task-approval-step' });
+  const approveButton = h('button', { type: 'button', id: 'approve-step' }, 'Allow');
+  const denyButton = h('button', { type: 'button', class: 'danger', id: 'deny-step' }, 'Deny');
+  const approval = h('section', { class: 'panel', id: 'task-approval', 'aria-labelledby': 'approval-title', hidden: true },
+    h('h2', { id: 'approval-title' }, 'Approval needed'),
+    approvalStep,
+    h('div', { class: 'row' }, approveButton, denyButton), approvalError.el);
   const askedTitle = h('h2', { id: 'asked-title' }, 'Asked');
   const asked = h('div', { id: 'task-conversation' });
   const traceBox = h('div', { id: 'task-trace' });
@@ -52,6 +62,7 @@ export async function taskView(main, { id: runId }, nav) {
   replace(main,
     h('p', { class: 'small' }, h('a', { href: `/agents/${run.target_agent_id}` }, `‹ ${agentName || 'The agent'}`), ' · ', h('a', { href: '/tasks' }, 'All tasks')),
     h('div', { class: 'page-head' }, h('h1', { tabindex: '-1' }, 'Task'), badge),
+    approval,
     h('section', { class: 'panel', 'aria-labelledby': 'asked-title' },
       askedTitle,
       asked,
@@ -107,7 +118,33 @@ export async function taskView(main, { id: runId }, nav) {
         : h('p', { class: 'muted' }, 'The result appears here when the agent finishes.'));
     reply.hidden = !asking;
     cancelRow.hidden = terminal(run.status);
+    renderApproval();
   }
+
+  function renderApproval() {
+    const step = run.status === 'approval-required' ? run.pending_approval : null;
+    approval.hidden = !step;
+    if (!step) return;
+    replace(approvalStep,
+      h('p', {}, 'The agent\'s host asks to use ', h('strong', { class: 'mono' }, step.tool),
+        step.rule ? ` (rule ${step.rule})` : '', '. Denied by itself at ', time(step.expires_at), ' if nobody decides.'),
+      h('pre', { class: 'output mono', id: 'task-approval-input' }, JSON.stringify(step.input ?? {}, null, 2)));
+  }
+
+  async function decide(decision) {
+    approvalError.clear();
+    approveButton.disabled = denyButton.disabled = true;
+    try {
+      update(await api('POST', `/task-runs/${encodeURIComponent(runId)}/approval`, { decision }));
+      announce(decision === 'allow' ? 'Allowed; the task goes on.' : 'Denied; the task goes on without it.');
+    } catch (err) {
+      approvalError.show(`The decision was not recorded. ${explain(err)}`);
+    } finally {
+      approveButton.disabled = denyButton.disabled = false;
+    }
+  }
+  approveButton.addEventListener('click', () => decide('allow'));
+  denyButton.addEventListener('click', () => decide('deny'));
 
   // ---- delegation trace ----
 

@@ -6,7 +6,7 @@ import { Live } from './live.js';
 import { statuses, statusLabel, runText, excerpt, time } from './format.js';
 import { statusBadge } from './runview.js';
 
-const runEvents = ['created', 'claimed', 'progress', 'input_required', 'requeued', 'completed', 'failed', 'canceled']
+const runEvents = ['created', 'claimed', 'progress', 'input_required', 'requeued', 'completed', 'failed', 'canceled', 'approval_requested', 'approval_decided']
   .map((t) => `task_run.${t}`).join(',');
 
 export async function tasksView(main, _params, nav) {

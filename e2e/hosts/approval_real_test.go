@@ -1,0 +1,146 @@
+package hosts_test
+
+import (
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/a2amesh/a2amesh/internal/fakemodel"
+	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/mesh"
+)
+
+// markRE names the file an approval scenario's shell command creates.
+var markRE = regexp.MustCompile(`mark-[a-z]+`)
+
+// TestRealClaude_ApprovalsOverTheMesh: Claude Code, not allowed Bash by
+// its flags, asks the mesh through its permission prompt tool before each
+// shell command the model asks for. The agent's approval policy decides:
+// "ask" holds the run in approval-required with the step on it until a
+// person runs `a2a-platform tasks approve` (the command runs) or `tasks
+// deny` (it does not, and the host goes on without it), or the policy's
+// time limit denies it; "allow" and "deny" never ask. Every run completes.
+func TestRealClaude_ApprovalsOverTheMesh(t *testing.T) {
+	t.Parallel()
+	l := newRealLab(t, "claude")
+	// Bash is not allowed on the command line: Claude Code asks.
+	l.host.flags = nil
+	l.start(t)
+	p := l.p
+	cli := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-platform")
+	marks := t.TempDir()
+	l.model.SetRespond(func(r *fakemodel.Request) fakemodel.Reply {
+		mark := markRE.FindString(string(r.Body))
+		if !r.Contains("@@approval@@") || mark == "" {
+			return l.respond(r)
+		}
+		if r.AfterToolResult() {
+			return fakemodel.Reply{Text: "Done with " + mark + "."}
+		}
+		return fakemodel.Reply{Text: "Creating the file.", Tool: l.host.shell("touch " + filepath.Join(marks, mark))}
+	})
+	events := p.StreamEvents(t, url.Values{"agent_id": {l.agent.ID}, "since": {"1m"}})
+	setPolicy := func(policy map[string]any) {
+		p.Do(http.MethodPatch, "/agent-accounts/"+l.agent.ID, map[string]any{"approval_policy": policy}, nil)
+	}
+	platformCLI := func(args ...string) string {
+		cmd := exec.Command(cli, append(args, "--api-base", p.APIBase, "--data-dir", p.DataDir)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("a2a-platform %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	created := func(mark string) bool {
+		_, err := os.Stat(filepath.Join(marks, mark))
+		return err == nil
+	}
+	// waitApproval waits for the run to ask, and checks what it asks.
+	waitApproval := func(id, mark string) mesh.TaskRun {
+		run := p.WaitTask(id, waitHost, func(r mesh.TaskRun) bool { return r.Status == mesh.StatusApprovalRequired || r.Status.Terminal() })
+		if run.Status != mesh.StatusApprovalRequired || run.PendingApproval == nil {
+			t.Fatalf("run %s is %s, want approval-required: error %+v output %s", id, run.Status, run.Error, run.Output)
+		}
+		if a := run.PendingApproval; a.Tool != "Bash" || !strings.Contains(string(a.Input), "touch "+filepath.Join(marks, mark)) || a.Rule != "Bash(touch *)" {
+			t.Fatalf("pending approval %+v (input %s), want the host's Bash touch under rule Bash(touch *)", *a, a.Input)
+		}
+		if created(mark) {
+			t.Fatalf("%s exists before the step was decided", mark)
+		}
+		events.Until(t, waitHost, meshtest.TypeIs(mesh.EventTaskRunApprovalRequested, id))
+		return run
+	}
+	checkDecision := func(run mesh.TaskRun, decision, by string) {
+		t.Helper()
+		if len(run.Approvals) != 1 || run.Approvals[0].Decision != decision || run.Approvals[0].DecidedBy != by ||
+			run.Approvals[0].DecidedAt == nil || run.Approvals[0].Tool != "Bash" || run.PendingApproval != nil {
+			t.Fatalf("approvals %+v pending %+v, want one %s by %s", run.Approvals, run.PendingApproval, decision, by)
+		}
+		events.Until(t, waitHost, meshtest.TypeIs(mesh.EventTaskRunApprovalDecided, run.ID))
+	}
+	ask := func(timeout int) map[string]any {
+		return map[string]any{"rules": []map[string]any{{"match": "Read", "decision": "allow"}, {"match": "Bash(touch *)", "decision": "ask"}},
+			"default": "deny", "timeout_seconds": timeout}
+	}
+
+	// Ask, and a person approves: the command runs.
+	setPolicy(ask(600))
+	run := p.CreateTask(l.agent.ID, "@@approval@@ Create mark-approved.")
+	waitApproval(run.ID, "mark-approved")
+	platformCLI("tasks", "approve", run.ID)
+	done := waitEnd(t, p, run.ID, mesh.StatusCompleted)
+	if !created("mark-approved") {
+		t.Fatalf("the approved command did not run; output %s", done.Output)
+	}
+	checkDecision(done, mesh.ApprovalAllow, "owner")
+
+	// Ask, and a person denies: the host goes on without the command.
+	run = p.CreateTask(l.agent.ID, "@@approval@@ Create mark-denied.")
+	waitApproval(run.ID, "mark-denied")
+	platformCLI("tasks", "deny", run.ID, "--reason", "not on a Saturday")
+	done = waitEnd(t, p, run.ID, mesh.StatusCompleted)
+	if created("mark-denied") {
+		t.Fatal("the denied command ran")
+	}
+	checkDecision(done, mesh.ApprovalDeny, "owner")
+	if done.Approvals[0].Reason != "not on a Saturday" {
+		t.Fatalf("reason %q", done.Approvals[0].Reason)
+	}
+
+	// Ask, and nobody answers: denied at the time limit.
+	setPolicy(ask(2))
+	run = p.CreateTask(l.agent.ID, "@@approval@@ Create mark-unanswered.")
+	waitApproval(run.ID, "mark-unanswered")
+	done = waitEnd(t, p, run.ID, mesh.StatusCompleted)
+	if created("mark-unanswered") {
+		t.Fatal("the unanswered command ran")
+	}
+	checkDecision(done, mesh.ApprovalDeny, mesh.ApprovalTimeLimit)
+
+	// Allow and deny never ask.
+	for _, c := range []struct {
+		decision, mark string
+		runs           bool
+	}{{"allow", "mark-allowed", true}, {"deny", "mark-refused", false}} {
+		setPolicy(map[string]any{"rules": []map[string]any{{"match": "Bash(touch *)", "decision": c.decision}}, "default": "deny"})
+		run = p.CreateTask(l.agent.ID, "@@approval@@ Create "+c.mark+".")
+		done = waitEnd(t, p, run.ID, mesh.StatusCompleted)
+		if created(c.mark) != c.runs {
+			t.Fatalf("policy %s: the command ran %v", c.decision, created(c.mark))
+		}
+		if len(done.Approvals) != 0 {
+			t.Fatalf("policy %s asked: %+v", c.decision, done.Approvals)
+		}
+		evs := events.Until(t, waitHost, meshtest.TypeIs(mesh.EventTaskRunCompleted, run.ID))
+		for _, ev := range evs {
+			if ev.Subject == run.ID && (ev.Type == mesh.EventTaskRunApprovalRequested || ev.Type == mesh.EventTaskRunApprovalDecided) {
+				t.Fatalf("policy %s: event %s", c.decision, ev.Type)
+			}
+		}
+	}
+}
