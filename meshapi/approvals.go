@@ -38,13 +38,12 @@ type ApprovalResponse struct {
 	Asked bool `json:"asked,omitempty"`
 }
 
-// The approvals' operations: the runtime asks (over NATS: a runtime on
-// the HTTP transport has no route for it, and its hosts' steps asked about
-// are denied), the owner decides (REST: the gateway fills By from the
-// caller's credential, so its route is written by hand).
+// The approvals' operations: the runtime asks (over either transport), the
+// owner decides (REST: the gateway fills By from the caller's credential,
+// so its route is written by hand).
 var (
 	OpRuntimeApproval = define[ApprovalRequest, ApprovalResponse](OpInfo{Name: bus.RuntimeOpApproval, Service: bus.ServiceTaskQueue, Caller: CallerRuntime,
-		Idempotent: true, Waits: true})
+		Idempotent: true, Waits: true, REST: post("/task-runs/{taskRunId}/approval/ask", onRun)})
 	OpTaskRunsDecideApproval = define[DecideApprovalRequest, TaskRunReply](OpInfo{Name: OpTaskDecideApproval, Service: bus.ServiceTaskQueue, Caller: CallerOwner,
 		REST: custom(post("/task-runs/{taskRunId}/approval", onRun))})
 )

@@ -3,6 +3,7 @@ package runtimeengine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -13,13 +14,16 @@ import (
 	"github.com/a2amesh/a2amesh/internal/toolserver"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestTransports_BothDelegateThroughTheRunsToolServer: the run's tool
 // server works over either transport, because both send the operations of
 // the table: a host of a run claimed over HTTP, as over NATS, lists the
 // agents it may delegate to, sends one a task, follows it to its end and
-// the run then completes through the same transport.
+// the run then completes through the same transport. Its host asks the
+// agent's approval policy, over either transport, for a step the policy
+// allows, one it denies and one a person decides.
 func TestTransports_BothDelegateThroughTheRunsToolServer(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
@@ -30,7 +34,11 @@ func TestTransports_BothDelegateThroughTheRunsToolServer(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			planner := p.CreateAgent("planner over " + mode)
-			p.Do(http.MethodPatch, "/agent-accounts/"+planner.ID, map[string]any{"delegation": map[string]any{"agents": []string{reviewer.ID}}}, nil)
+			p.Do(http.MethodPatch, "/agent-accounts/"+planner.ID, map[string]any{
+				"delegation": map[string]any{"agents": []string{reviewer.ID}},
+				"approval_policy": map[string]any{"default": "deny", "timeout_seconds": 60, "rules": []map[string]any{
+					{"match": "Read", "decision": "allow"}, {"match": "Bash(git push*)", "decision": "ask"}}},
+			}, nil)
 			att := p.Attach(planner.ID)
 			var tr runtimeengine.Transport
 			if mode == runtimeengine.ModeHTTP {
@@ -100,6 +108,21 @@ func TestTransports_BothDelegateThroughTheRunsToolServer(t *testing.T) {
 				t.Fatalf("get_task = %v %q", out, msg)
 			}
 
+			if got := approve(t, s, "Read", map[string]any{"file_path": "plan.md"}); got.Behavior != "allow" {
+				t.Fatalf("Read: %+v, want allowed by the policy", got)
+			}
+			if got := approve(t, s, "Bash", map[string]any{"command": "rm -rf build"}); got.Behavior != "deny" {
+				t.Fatalf("Bash rm: %+v, want denied by the policy's default", got)
+			}
+			asked := make(chan toolserver.ApproveOutput, 1)
+			go func() { asked <- approve(t, s, "Bash", map[string]any{"command": "git push origin main"}) }()
+			meshtest.Eventually(t, 20*time.Second, func() bool { return p.GetTask(run.ID).Status == mesh.StatusApprovalRequired },
+				func() string { return "the run never waited for approval: " + string(p.GetTask(run.ID).Status) })
+			p.Do(http.MethodPost, "/task-runs/"+run.ID+"/approval", map[string]any{"decision": "allow"}, nil)
+			if got := <-asked; got.Behavior != "allow" {
+				t.Fatalf("Bash git push: %+v, want allowed by the person", got)
+			}
+
 			if err := tr.Complete(ctx, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: json.RawMessage(`{"text":"planned"}`)}); err != nil {
 				t.Fatal(err)
 			}
@@ -108,4 +131,23 @@ func TestTransports_BothDelegateThroughTheRunsToolServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// approve asks the run's tool server, as Claude Code's permission prompt
+// does, whether its host may take a step, and returns the answer.
+func approve(t *testing.T, s *mcp.ClientSession, tool string, input map[string]any) toolserver.ApproveOutput {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "approve", Arguments: map[string]any{
+		"tool_name": tool, "input": input, "tool_use_id": "toolu_" + tool + fmt.Sprint(len(input))}})
+	if err != nil || res.IsError || len(res.Content) != 1 {
+		t.Errorf("approve %s: %v %+v", tool, err, res)
+		return toolserver.ApproveOutput{}
+	}
+	var out toolserver.ApproveOutput
+	text, _ := res.Content[0].(*mcp.TextContent)
+	if text == nil || json.Unmarshal([]byte(text.Text), &out) != nil {
+		t.Errorf("approve %s answered %+v, want the JSON of a permission result", tool, res.Content[0])
+	}
+	return out
 }

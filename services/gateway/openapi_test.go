@@ -328,16 +328,11 @@ func TestOpenAPI_EveryRouteAnswersAsDocumented(t *testing.T) {
 	runtime(http.MethodPost, "/task-runs/"+asked.ID+"/complete", tok, map[string]any{"output": map[string]any{"text": "done"}, "attempt": 2})
 
 	// A step the agent's approval policy leaves to a person: the runtime
-	// asks over its NATS connection, the owner decides over REST.
+	// asks (here over REST, without waiting), the owner decides over REST.
 	owner(http.MethodPatch, "/agent-accounts/"+agent.ID, map[string]any{"approval_policy": map[string]any{"default": "ask"}})
 	careful := create("needs an approval")
 	pull()
-	att := meshtest.Attached{AgentID: rt.AgentID, RuntimeID: rt.RuntimeID, RuntimeToken: tok}
-	att.NATS.InboxPrefix = rt.NATS.InboxPrefix
-	rc := meshapi.NewClient(p.RuntimeConn(t, att)).Runtime(agent.ID, rt.RuntimeID)
-	if _, err := rc.Approval(context.Background(), meshapi.ApprovalRequest{TaskRunID: careful.ID, ToolUseID: "toolu_1", Tool: "Bash", Input: json.RawMessage(`{"command":"make"}`)}); err != nil {
-		t.Fatal(err)
-	}
+	runtime(http.MethodPost, "/task-runs/"+careful.ID+"/approval/ask", tok, map[string]any{"tool_use_id": "toolu_1", "tool": "Bash", "input": map[string]any{"command": "make"}})
 	owner(http.MethodGet, "/task-runs/"+careful.ID, nil)
 	owner(http.MethodPost, "/task-runs/"+careful.ID+"/approval", map[string]any{"decision": "allow"})
 	owner(http.MethodPost, "/task-runs/"+careful.ID+"/approval", map[string]any{"decision": "allow"})
