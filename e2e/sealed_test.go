@@ -100,16 +100,7 @@ func TestSeed002_ExecuteAgentVariablesReachTheHostAndNoFileLogEventOrLedgerHolds
 	}
 	scanDataDir := func(when string) {
 		t.Helper()
-		directory := false
-		for path, content := range meshtest.Files(t, p.dataDir) {
-			if strings.Contains(content, value) {
-				t.Errorf("%s: the variable's value is stored in %s", when, path)
-			}
-			directory = directory || strings.Contains(content, dir)
-		}
-		if !directory {
-			t.Fatalf("%s: the run's working directory is in no file of the data directory: the scan reads nothing useful", when)
-		}
+		meshtest.NoFileHolds(t, p.dataDir, value, dir, when)
 	}
 	scanDataDir("before the run is claimed")
 

@@ -271,6 +271,24 @@ func JSON(v any) string {
 	return string(b)
 }
 
+// NoFileHolds fails t when a file under dir holds secret, and fails it at
+// once when no file holds witness (something the scan must see, such as a
+// run's working directory): a scan that finds neither reads nothing useful.
+// when says at which point of the test the scan ran.
+func NoFileHolds(t testing.TB, dir, secret, witness, when string) {
+	t.Helper()
+	seen := false
+	for path, content := range Files(t, dir) {
+		if strings.Contains(content, secret) {
+			t.Errorf("%s: the secret is stored in %s", when, path)
+		}
+		seen = seen || strings.Contains(content, witness)
+	}
+	if !seen {
+		t.Fatalf("%s: no file under %s holds %q: the scan reads nothing useful", when, dir, witness)
+	}
+}
+
 // Files returns the content of every regular file under dir, keyed by path,
 // for scans of what the platform wrote to disk. Paths in skip are left out.
 func Files(t testing.TB, dir string, skip ...string) map[string]string {

@@ -159,12 +159,8 @@ func TestTools_HostDelegatesWaitsForTheAnswerAndLosesTheCapabilityWithTheRun(t *
 	// With no run left for IdleClose, nothing listens.
 	url := srv.URL()
 	closeOther()
-	for deadline := time.Now().Add(10 * time.Second); srv.URL() != ""; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the tool server still has an address with no run open: %s", srv.URL())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	meshtest.Eventually(t, 10*time.Second, func() bool { return srv.URL() == "" },
+		func() string { return "the tool server still has an address with no run open: " + srv.URL() })
 	if resp, err := http.Post(url, "application/json", strings.NewReader("{}")); err == nil {
 		resp.Body.Close()
 		t.Fatalf("the tool server answered %d with no run open", resp.StatusCode)
