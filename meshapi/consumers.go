@@ -2,6 +2,7 @@ package meshapi
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -79,19 +80,30 @@ type DeleteConsumerRequest struct {
 	ConsumerID string `json:"consumer_id"`
 }
 
+// The credentials service's operations on event consumer credentials,
+// for their owner.
+var (
+	// The answer carries the credential, shown this once.
+	OpConsumersCreate = define[CreateConsumerRequest, CreateConsumerResponse](OpInfo{Name: OpConsumerCreate, Service: bus.ServiceCredentials, Caller: CallerOwner,
+		REST: noStore(route(http.MethodPost, "/consumers", http.StatusCreated, nil))})
+	OpConsumersList = define[ListConsumersRequest, ConsumerList](OpInfo{Name: OpConsumerList, Service: bus.ServiceCredentials, Caller: CallerOwner, Idempotent: true,
+		REST: get("/consumers", nil)})
+	OpConsumersDelete = define[DeleteConsumerRequest, Empty](OpInfo{Name: OpConsumerDelete, Service: bus.ServiceCredentials, Caller: CallerOwner, Idempotent: true,
+		REST: route(http.MethodDelete, "/consumers/{consumerId}", http.StatusNoContent, map[string]string{"consumerId": "consumer_id"})})
+)
+
 // CreateConsumer creates an event consumer credential.
 func (c *Client) CreateConsumer(ctx context.Context, req CreateConsumerRequest) (*CreateConsumerResponse, error) {
-	var r CreateConsumerResponse
-	return &r, c.call(ctx, bus.ServiceCredentials, OpConsumerCreate, req, &r)
+	return Send(ctx, c, OpConsumersCreate, req)
 }
 
 // ListConsumers lists event consumer credentials.
 func (c *Client) ListConsumers(ctx context.Context) (*ConsumerList, error) {
-	var l ConsumerList
-	return &l, c.call(ctx, bus.ServiceCredentials, OpConsumerList, ListConsumersRequest{}, &l)
+	return Send(ctx, c, OpConsumersList, ListConsumersRequest{})
 }
 
 // DeleteConsumer revokes an event consumer credential.
 func (c *Client) DeleteConsumer(ctx context.Context, consumerID string) error {
-	return c.call(ctx, bus.ServiceCredentials, OpConsumerDelete, DeleteConsumerRequest{ConsumerID: consumerID}, nil)
+	_, err := Send(ctx, c, OpConsumersDelete, DeleteConsumerRequest{ConsumerID: consumerID})
+	return err
 }

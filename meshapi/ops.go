@@ -62,8 +62,16 @@ type Binding struct {
 	Path   string
 	// Fields maps each path value's name to the request's JSON field.
 	Fields map[string]string
-	// Status is the HTTP status of a success. Default 200.
+	// Query maps each query parameter's name to the request's JSON field
+	// (a string): a list's filters.
+	Query map[string]string
+	// Status is the HTTP status of a success. Default 200; 204 answers
+	// with no body.
 	Status int
+	// NoStore: the answer carries a secret shown this once (a signing
+	// secret, a credential, a code), which no cache may keep
+	// (Cache-Control: no-store).
+	NoStore bool
 	// Custom marks a route whose gateway handler does more than forward
 	// (a long poll, a body of seed 001's shape, an answer of another
 	// shape): the gateway writes it by hand, the rest derive from the
@@ -75,7 +83,8 @@ type Binding struct {
 func (b *Binding) Pattern() string { return b.Method + " " + b.Path }
 
 // PathOf fills the binding's path values from the request: each from its
-// JSON field (a string), escaped.
+// JSON field (a string), escaped; and its query from the fields Query names
+// that are set.
 func (b *Binding) PathOf(req any) (string, error) {
 	fields, err := jsonFields(req)
 	if err != nil {
@@ -89,13 +98,24 @@ func (b *Binding) PathOf(req any) (string, error) {
 		}
 		path = strings.Replace(path, "{"+name+"}", url.PathEscape(v), 1)
 	}
+	query := url.Values{}
+	for name, field := range b.Query {
+		var v string
+		if raw, ok := fields[field]; ok && json.Unmarshal(raw, &v) == nil && v != "" {
+			query.Set(name, v)
+		}
+	}
+	if len(query) > 0 {
+		path += "?" + query.Encode()
+	}
 	return path, nil
 }
 
 // Bind decodes body (a JSON object, or nothing) into req, with the path
-// values given by value taking their fields; the body is read leniently
+// values given by value taking their fields (and the query's given by
+// query, when it is not nil: only those present); the body is read leniently
 // (unknown fields are ignored), so clients of other versions keep working.
-func (b *Binding) Bind(body []byte, value func(name string) string, req any) error {
+func (b *Binding) Bind(body []byte, value func(name string) string, query url.Values, req any) error {
 	fields := map[string]json.RawMessage{}
 	if len(strings.TrimSpace(string(body))) > 0 {
 		if err := json.Unmarshal(body, &fields); err != nil {
@@ -105,6 +125,12 @@ func (b *Binding) Bind(body []byte, value func(name string) string, req any) err
 	for name, field := range b.Fields {
 		v, _ := json.Marshal(value(name))
 		fields[field] = v
+	}
+	for name, field := range b.Query {
+		if query.Has(name) {
+			v, _ := json.Marshal(query.Get(name))
+			fields[field] = v
+		}
 	}
 	merged, err := json.Marshal(fields)
 	if err != nil {
@@ -224,6 +250,10 @@ func get(path string, fields map[string]string) *Binding {
 }
 
 func custom(b *Binding) *Binding { b.Custom = true; return b }
+
+func noStore(b *Binding) *Binding { b.NoStore = true; return b }
+
+func query(b *Binding, fields map[string]string) *Binding { b.Query = fields; return b }
 
 // onRun binds {taskRunId} to the request's task_run_id.
 var onRun = map[string]string{"taskRunId": "task_run_id"}

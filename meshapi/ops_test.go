@@ -124,7 +124,7 @@ func TestBinding_PathValuesTravelInThePathAndBackIntoTheRequest(t *testing.T) {
 	values := map[string]string{"taskRunId": "run/1", "childTaskRunId": "child 2"}
 	var got meshapi.DelegateGetRequest
 	// The path's values win over the body's.
-	if err := b.Bind([]byte(`{"task_run_id":"other","wait":5,"unknown":1}`), func(n string) string { return values[n] }, &got); err != nil {
+	if err := b.Bind([]byte(`{"task_run_id":"other","wait":5,"unknown":1}`), func(n string) string { return values[n] }, nil, &got); err != nil {
 		t.Fatal(err)
 	}
 	if got != req {

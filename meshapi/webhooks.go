@@ -2,6 +2,7 @@ package meshapi
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -147,37 +148,54 @@ type RedriveRequest struct {
 	DeliveryID string `json:"delivery_id"`
 }
 
+// onWebhook binds {webhookId} to the request's webhook_id.
+var onWebhook = map[string]string{"webhookId": "webhook_id"}
+
+// The webhooks service's operations: subscriptions and their deliveries,
+// for their owner.
+var (
+	// The answer carries the signing secret, shown this once.
+	OpWebhooksCreate = define[CreateWebhookRequest, CreateWebhookResponse](OpInfo{Name: OpWebhookCreate, Service: bus.ServiceWebhooks, Caller: CallerOwner,
+		REST: noStore(route(http.MethodPost, "/webhooks", http.StatusCreated, nil))})
+	OpWebhooksList = define[ListWebhooksRequest, WebhookList](OpInfo{Name: OpWebhookList, Service: bus.ServiceWebhooks, Caller: CallerOwner, Idempotent: true,
+		REST: get("/webhooks", nil)})
+	OpWebhooksGet = define[WebhookRequest, Webhook](OpInfo{Name: OpWebhookGet, Service: bus.ServiceWebhooks, Caller: CallerOwner, Idempotent: true,
+		REST: get("/webhooks/{webhookId}", onWebhook)})
+	OpWebhooksDelete = define[WebhookRequest, Empty](OpInfo{Name: OpWebhookDelete, Service: bus.ServiceWebhooks, Caller: CallerOwner, Idempotent: true,
+		REST: route(http.MethodDelete, "/webhooks/{webhookId}", http.StatusNoContent, onWebhook)})
+	OpWebhooksDeliveries = define[ListDeliveriesRequest, DeliveryList](OpInfo{Name: OpWebhookDeliveries, Service: bus.ServiceWebhooks, Caller: CallerOwner, Idempotent: true,
+		REST: query(get("/webhooks/{webhookId}/deliveries", onWebhook), map[string]string{"state": "state"})})
+	OpWebhooksRedrive = define[RedriveRequest, Delivery](OpInfo{Name: OpWebhookRedrive, Service: bus.ServiceWebhooks, Caller: CallerOwner,
+		REST: post("/webhooks/{webhookId}/deliveries/{deliveryId}/redrive", map[string]string{"webhookId": "webhook_id", "deliveryId": "delivery_id"})})
+)
+
 // CreateWebhook subscribes an endpoint to events.
 func (c *Client) CreateWebhook(ctx context.Context, req CreateWebhookRequest) (*CreateWebhookResponse, error) {
-	var r CreateWebhookResponse
-	return &r, c.call(ctx, bus.ServiceWebhooks, OpWebhookCreate, req, &r)
+	return Send(ctx, c, OpWebhooksCreate, req)
 }
 
 // ListWebhooks lists webhook subscriptions.
 func (c *Client) ListWebhooks(ctx context.Context) (*WebhookList, error) {
-	var l WebhookList
-	return &l, c.call(ctx, bus.ServiceWebhooks, OpWebhookList, ListWebhooksRequest{}, &l)
+	return Send(ctx, c, OpWebhooksList, ListWebhooksRequest{})
 }
 
 // GetWebhook returns one subscription.
 func (c *Client) GetWebhook(ctx context.Context, webhookID string) (*Webhook, error) {
-	var w Webhook
-	return &w, c.call(ctx, bus.ServiceWebhooks, OpWebhookGet, WebhookRequest{WebhookID: webhookID}, &w)
+	return Send(ctx, c, OpWebhooksGet, WebhookRequest{WebhookID: webhookID})
 }
 
 // DeleteWebhook removes a subscription and its pending deliveries.
 func (c *Client) DeleteWebhook(ctx context.Context, webhookID string) error {
-	return c.call(ctx, bus.ServiceWebhooks, OpWebhookDelete, WebhookRequest{WebhookID: webhookID}, nil)
+	_, err := Send(ctx, c, OpWebhooksDelete, WebhookRequest{WebhookID: webhookID})
+	return err
 }
 
 // ListDeliveries lists a subscription's recorded deliveries.
 func (c *Client) ListDeliveries(ctx context.Context, req ListDeliveriesRequest) (*DeliveryList, error) {
-	var l DeliveryList
-	return &l, c.call(ctx, bus.ServiceWebhooks, OpWebhookDeliveries, req, &l)
+	return Send(ctx, c, OpWebhooksDeliveries, req)
 }
 
 // RedriveDelivery sends a recorded delivery again and returns it updated.
 func (c *Client) RedriveDelivery(ctx context.Context, req RedriveRequest) (*Delivery, error) {
-	var d Delivery
-	return &d, c.call(ctx, bus.ServiceWebhooks, OpWebhookRedrive, req, &d)
+	return Send(ctx, c, OpWebhooksRedrive, req)
 }

@@ -70,12 +70,8 @@ func (c *consumerRecord) view() meshapi.Consumer {
 	}
 }
 
-func (s *Service) handleConsumerCreate(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.CreateConsumerRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
-	rec, err := s.newConsumer(ctx, &in)
+func (s *Service) handleConsumerCreate(ctx context.Context, in *meshapi.CreateConsumerRequest) (*meshapi.CreateConsumerResponse, error) {
+	rec, err := s.newConsumer(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +90,7 @@ func (s *Service) handleConsumerCreate(ctx context.Context, req *bus.Request) (a
 	if _, err := s.consumers.Create(ctx, consumerKey(rec.ID), rec); err != nil {
 		return nil, err
 	}
-	return meshapi.CreateConsumerResponse{Consumer: rec.view(), Credential: token, NATSURL: s.cfg.NATSURL}, nil
+	return &meshapi.CreateConsumerResponse{Consumer: rec.view(), Credential: token, NATSURL: s.cfg.NATSURL}, nil
 }
 
 // newConsumer validates a create request into a record.
@@ -140,11 +136,7 @@ func kindOf(eventType string) (mesh.EventKind, bool) {
 	return e.Kind, ok
 }
 
-func (s *Service) handleConsumerList(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.ListConsumersRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleConsumerList(ctx context.Context, in *meshapi.ListConsumersRequest) (*meshapi.ConsumerList, error) {
 	lister, err := s.consumers.KV().ListKeysFiltered(ctx, consumerKey("*"))
 	if err != nil {
 		return nil, err
@@ -158,14 +150,10 @@ func (s *Service) handleConsumerList(ctx context.Context, req *bus.Request) (any
 		out.Consumers = append(out.Consumers, rec.view())
 	}
 	sort.Slice(out.Consumers, func(i, j int) bool { return out.Consumers[i].ConsumerID < out.Consumers[j].ConsumerID })
-	return out, nil
+	return &out, nil
 }
 
-func (s *Service) handleConsumerDelete(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.DeleteConsumerRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleConsumerDelete(ctx context.Context, in *meshapi.DeleteConsumerRequest) (*meshapi.Empty, error) {
 	if !mesh.ValidID(in.ConsumerID) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "consumer %q not found", in.ConsumerID)
 	}
@@ -188,7 +176,7 @@ func (s *Service) handleConsumerDelete(ctx context.Context, req *bus.Request) (a
 	if err := s.cfg.Conn.JS.DeleteConsumer(ctx, rec.stream(), bus.ConsumerNameBase(rec.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, err
 	}
-	return struct{}{}, nil
+	return nil, nil
 }
 
 // createEventConsumer makes the credential's durable pull consumer on the

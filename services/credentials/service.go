@@ -183,15 +183,17 @@ func (s *Service) Start(ctx context.Context) error {
 			meshapi.OpPairingRevoke:       s.handleRevoke,
 			meshapi.OpPairingAuthenticate: s.handleAuthenticate,
 			meshapi.OpPairingSealingKey:   s.handleSealingKey,
-			meshapi.OpConsumerCreate:      s.handleConsumerCreate,
-			meshapi.OpConsumerList:        s.handleConsumerList,
-			meshapi.OpConsumerDelete:      s.handleConsumerDelete,
 			meshapi.OpA2AKeyCreate:        s.handleA2AKeyCreate,
 			meshapi.OpA2AKeyList:          s.handleA2AKeyList,
 			meshapi.OpA2AKeyRevoke:        s.handleA2AKeyRevoke,
 			meshapi.OpA2AKeyAuthenticate:  s.handleA2AKeyAuthenticate,
 		},
-		Endpoints: []bus.Endpoint{meshapi.OpRuntimeConnection.Handle(s.handleConnection)},
+		Endpoints: []bus.Endpoint{
+			meshapi.OpRuntimeConnection.Handle(s.handleConnection),
+			meshapi.OpConsumersCreate.Handle(s.handleConsumerCreate),
+			meshapi.OpConsumersList.Handle(s.handleConsumerList),
+			meshapi.OpConsumersDelete.Handle(s.handleConsumerDelete),
+		},
 	})
 	if err != nil {
 		return err

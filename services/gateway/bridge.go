@@ -60,7 +60,7 @@ func (g *Gateway) bridge(op *meshapi.OpInfo) http.HandlerFunc {
 			return
 		}
 		// The path's values win over the body's.
-		if err := op.REST.Bind(nil, r.PathValue, req); err != nil {
+		if err := op.REST.Bind(nil, r.PathValue, r.URL.Query(), req); err != nil {
 			g.writeError(w, r, mesh.Errorf(mesh.CodeInvalidRequest, "%v", err))
 			return
 		}
@@ -85,6 +85,12 @@ func (g *Gateway) bridge(op *meshapi.OpInfo) http.HandlerFunc {
 			return
 		case op.Response == runReply:
 			resp = &resp.(*meshapi.TaskRunReply).TaskRun
+		case op.REST.NoStore:
+			w.Header().Set("Cache-Control", "no-store")
+		}
+		if err == nil && status == http.StatusNoContent {
+			w.WriteHeader(status)
+			return
 		}
 		g.reply(w, r, status, resp, err)
 	}

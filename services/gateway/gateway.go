@@ -255,8 +255,9 @@ func (g *Gateway) Handler() http.Handler {
 	g.apiDocRoutes(mux)
 
 	// People (owner credential).
-	// Agent accounts, conversations, a run and its cancel are operations
-	// of the table, served by the bridge (bridgeRoutes, below).
+	// Agent accounts, conversations, a run and its cancel, webhooks and
+	// consumer credentials are operations of the table, served by the
+	// bridge (bridgeRoutes, below).
 	g.people(mux, "POST /agent-accounts/{agentId}/pairing-codes", g.issuePairingCode)
 	g.people(mux, meshapi.OpRegistryListRuntimes.REST.Pattern(), g.listRuntimes)
 	g.people(mux, "POST /agent-runtimes/{runtimeId}/revoke", g.revokeRuntime)
@@ -269,15 +270,6 @@ func (g *Gateway) Handler() http.Handler {
 	g.people(mux, "GET /artifacts/{artifactId}", g.getArtifact)
 	g.people(mux, "GET /artifacts/{artifactId}/content", g.downloadArtifact)
 	g.people(mux, "GET /events", g.streamEvents)
-	g.people(mux, "POST /webhooks", g.createWebhook)
-	g.people(mux, "GET /webhooks", g.listWebhooks)
-	g.people(mux, "GET /webhooks/{webhookId}", g.getWebhook)
-	g.people(mux, "DELETE /webhooks/{webhookId}", g.deleteWebhook)
-	g.people(mux, "GET /webhooks/{webhookId}/deliveries", g.listDeliveries)
-	g.people(mux, "POST /webhooks/{webhookId}/deliveries/{deliveryId}/redrive", g.redriveDelivery)
-	g.people(mux, "POST /consumers", g.createConsumer)
-	g.people(mux, "GET /consumers", g.listConsumers)
-	g.people(mux, "DELETE /consumers/{consumerId}", g.deleteConsumer)
 
 	// Runtimes (seed 001 REST contract; X-Runtime-Token).
 	g.handle(mux, "POST /agent-runtimes/runtime/attach-via-pairing", http.HandlerFunc(g.attach))

@@ -208,13 +208,13 @@ func (s *Service) Start(ctx context.Context) error {
 	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
 		Name: bus.ServiceWebhooks, Description: "webhook subscriptions and deliveries", Logger: s.cfg.Logger,
 		Timeout: s.cfg.AttemptTimeout + 10*time.Second,
-		Ops: map[string]bus.HandlerFunc{
-			meshapi.OpWebhookCreate:     s.handleCreate,
-			meshapi.OpWebhookList:       s.handleList,
-			meshapi.OpWebhookGet:        s.handleGet,
-			meshapi.OpWebhookDelete:     s.handleDelete,
-			meshapi.OpWebhookDeliveries: s.handleDeliveries,
-			meshapi.OpWebhookRedrive:    s.handleRedrive,
+		Endpoints: []bus.Endpoint{
+			meshapi.OpWebhooksCreate.Handle(s.handleCreate),
+			meshapi.OpWebhooksList.Handle(s.handleList),
+			meshapi.OpWebhooksGet.Handle(s.handleGet),
+			meshapi.OpWebhooksDelete.Handle(s.handleDelete),
+			meshapi.OpWebhooksDeliveries.Handle(s.handleDeliveries),
+			meshapi.OpWebhooksRedrive.Handle(s.handleRedrive),
 		},
 	})
 	return err
@@ -277,12 +277,8 @@ func (s *Service) Stop(grace time.Duration) {
 	s.wg.Wait()
 }
 
-func (s *Service) handleCreate(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.CreateWebhookRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
-	sub, err := s.validate(ctx, &in)
+func (s *Service) handleCreate(ctx context.Context, in *meshapi.CreateWebhookRequest) (*meshapi.CreateWebhookResponse, error) {
+	sub, err := s.validate(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +300,7 @@ func (s *Service) handleCreate(ctx context.Context, req *bus.Request) (any, erro
 		return nil, err
 	}
 	s.startWorker(sub)
-	return meshapi.CreateWebhookResponse{Webhook: sub.view(), Secret: sub.Secret}, nil
+	return &meshapi.CreateWebhookResponse{Webhook: sub.view(), Secret: sub.Secret}, nil
 }
 
 // deliveriesOf opens the bucket that records sub's deliveries: that of the
@@ -431,11 +427,7 @@ func known(eventType string) bool {
 	return ok
 }
 
-func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.ListWebhooksRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleList(ctx context.Context, in *meshapi.ListWebhooksRequest) (*meshapi.WebhookList, error) {
 	keys, err := s.subs.KV().ListKeys(ctx)
 	if err != nil {
 		return nil, err
@@ -449,7 +441,7 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 		out.Webhooks = append(out.Webhooks, sub.view())
 	}
 	sort.Slice(out.Webhooks, func(i, j int) bool { return out.Webhooks[i].WebhookID < out.Webhooks[j].WebhookID })
-	return out, nil
+	return &out, nil
 }
 
 func (s *Service) get(ctx context.Context, id string) (*subscription, error) {
@@ -463,27 +455,20 @@ func (s *Service) get(ctx context.Context, id string) (*subscription, error) {
 	return sub, err
 }
 
-func (s *Service) handleGet(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.WebhookRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleGet(ctx context.Context, in *meshapi.WebhookRequest) (*meshapi.Webhook, error) {
 	sub, err := s.get(ctx, in.WebhookID)
 	if err != nil {
 		return nil, err
 	}
-	return sub.view(), nil
+	v := sub.view()
+	return &v, nil
 }
 
-func (s *Service) handleDelete(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.WebhookRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleDelete(ctx context.Context, in *meshapi.WebhookRequest) (*meshapi.Empty, error) {
 	if err := s.remove(ctx, in.WebhookID); err != nil {
 		return nil, err
 	}
-	return struct{}{}, nil
+	return nil, nil
 }
 
 // remove deletes a subscription, its consumer and its delivery records.
@@ -512,11 +497,7 @@ func (s *Service) remove(ctx context.Context, id string) error {
 	return nil
 }
 
-func (s *Service) handleDeliveries(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.ListDeliveriesRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleDeliveries(ctx context.Context, in *meshapi.ListDeliveriesRequest) (*meshapi.DeliveryList, error) {
 	switch in.State {
 	case "", meshapi.DeliveryRetrying, meshapi.DeliveryDead, meshapi.DeliveryDelivered:
 	default:
@@ -546,14 +527,10 @@ func (s *Service) handleDeliveries(ctx context.Context, req *bus.Request) (any, 
 		a, b := out.Deliveries[i].DeliveryID, out.Deliveries[j].DeliveryID
 		return len(a) < len(b) || (len(a) == len(b) && a < b)
 	})
-	return out, nil
+	return &out, nil
 }
 
-func (s *Service) handleRedrive(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.RedriveRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleRedrive(ctx context.Context, in *meshapi.RedriveRequest) (*meshapi.Delivery, error) {
 	sub, err := s.get(ctx, in.WebhookID)
 	if err != nil {
 		return nil, err
