@@ -2,6 +2,7 @@ package meshapi
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"time"
 
@@ -85,21 +86,35 @@ type AuthenticateA2AKeyRequest struct {
 	KeyHash string `json:"key_hash"`
 }
 
+// The credentials service's operations on an agent's A2A API keys. Their
+// routes are the agent's A2A endpoint's (gateway/a2aserver), which takes
+// the create's name and scopes from its body and forgets a revoked key's
+// admission.
+var (
+	// The answer carries the key, shown this once.
+	OpA2AKeysCreate = define[CreateA2AKeyRequest, CreateA2AKeyResponse](OpInfo{Name: OpA2AKeyCreate, Service: bus.ServiceCredentials, Caller: CallerOwner,
+		REST: custom(noStore(route(http.MethodPost, "/a2a/{agentId}/api-keys", http.StatusCreated, onAgent)))})
+	OpA2AKeysList = define[ListA2AKeysRequest, A2AKeyList](OpInfo{Name: OpA2AKeyList, Service: bus.ServiceCredentials, Caller: CallerOwner, Idempotent: true,
+		REST: custom(get("/a2a/{agentId}/api-keys", onAgent))})
+	OpA2AKeysRevoke = define[RevokeA2AKeyRequest, Empty](OpInfo{Name: OpA2AKeyRevoke, Service: bus.ServiceCredentials, Caller: CallerOwner, Idempotent: true,
+		REST: custom(route(http.MethodDelete, "/a2a/{agentId}/api-keys/{keyId}", http.StatusNoContent, map[string]string{"agentId": "agent_id", "keyId": "key_id"}))})
+	OpA2AKeysAuthenticate = define[AuthenticateA2AKeyRequest, AdmittedA2AKey](OpInfo{Name: OpA2AKeyAuthenticate, Service: bus.ServiceCredentials, Caller: CallerPlatform, Idempotent: true})
+)
+
 // CreateA2AKey issues an A2A API key for an agent.
 func (c *Client) CreateA2AKey(ctx context.Context, req CreateA2AKeyRequest) (*CreateA2AKeyResponse, error) {
-	var r CreateA2AKeyResponse
-	return &r, c.call(ctx, bus.ServiceCredentials, OpA2AKeyCreate, req, &r)
+	return Send(ctx, c, OpA2AKeysCreate, req)
 }
 
 // ListA2AKeys lists an agent's A2A API keys.
 func (c *Client) ListA2AKeys(ctx context.Context, agentID string) (*A2AKeyList, error) {
-	var l A2AKeyList
-	return &l, c.call(ctx, bus.ServiceCredentials, OpA2AKeyList, ListA2AKeysRequest{AgentID: agentID}, &l)
+	return Send(ctx, c, OpA2AKeysList, ListA2AKeysRequest{AgentID: agentID})
 }
 
 // RevokeA2AKey revokes one of an agent's A2A API keys.
 func (c *Client) RevokeA2AKey(ctx context.Context, req RevokeA2AKeyRequest) error {
-	return c.call(ctx, bus.ServiceCredentials, OpA2AKeyRevoke, req, nil)
+	_, err := Send(ctx, c, OpA2AKeysRevoke, req)
+	return err
 }
 
 // AdmittedA2AKey answers AuthenticateA2AKey: the key, and the revision of
@@ -112,6 +127,5 @@ type AdmittedA2AKey struct {
 
 // AuthenticateA2AKey resolves an A2A API key hash to its key.
 func (c *Client) AuthenticateA2AKey(ctx context.Context, keyHash string) (*AdmittedA2AKey, error) {
-	var k AdmittedA2AKey
-	return &k, c.call(ctx, bus.ServiceCredentials, OpA2AKeyAuthenticate, AuthenticateA2AKeyRequest{KeyHash: keyHash}, &k)
+	return Send(ctx, c, OpA2AKeysAuthenticate, AuthenticateA2AKeyRequest{KeyHash: keyHash})
 }

@@ -52,6 +52,9 @@ const (
 	CallerConsumer Caller = "consumer"
 	// CallerPlatform is a platform service or front end only.
 	CallerPlatform Caller = "platform"
+	// CallerPairing is a runtime being paired: the pairing code in its
+	// request is its only credential, so its route is open.
+	CallerPairing Caller = "pairing"
 )
 
 // Binding is an operation's REST route. Path is a net/http ServeMux

@@ -2,6 +2,7 @@ package meshapi
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -127,33 +128,46 @@ type Identity struct {
 	Revision uint64 `json:"revision,omitempty"`
 }
 
+// The credentials service's pairing operations: codes for owners, the
+// attach for a runtime being paired, revocation, and the lookups the
+// gateway makes.
+var (
+	// The REST issue takes ttl_seconds and answers with no-store.
+	OpPairingIssueCode = define[IssuePairingCodeRequest, PairingCode](OpInfo{Name: OpPairingIssue, Service: bus.ServiceCredentials, Caller: CallerOwner,
+		REST: custom(route(http.MethodPost, "/agent-accounts/{agentId}/pairing-codes", http.StatusCreated, onAgent))})
+	// The answer carries the runtime's credential, shown this once.
+	OpPairingAttachRuntime = define[AttachRequest, AttachResponse](OpInfo{Name: OpPairingAttach, Service: bus.ServiceCredentials, Caller: CallerPairing,
+		REST: noStore(post("/agent-runtimes/runtime/attach-via-pairing", nil))})
+	// The REST revoke also forgets the credentials the gateway remembers
+	// for the runtime.
+	OpPairingRevokeRuntime = define[RevokeRuntimeRequest, mesh.Runtime](OpInfo{Name: OpPairingRevoke, Service: bus.ServiceCredentials, Caller: CallerOwner, Idempotent: true,
+		REST: custom(post("/agent-runtimes/{runtimeId}/revoke", map[string]string{"runtimeId": "runtime_id"}))})
+	OpPairingAuthenticateRuntime = define[AuthenticateRequest, Identity](OpInfo{Name: OpPairingAuthenticate, Service: bus.ServiceCredentials, Caller: CallerPlatform, Idempotent: true})
+	OpPairingSealingKeyOf        = define[SealingKeyRequest, SealingKey](OpInfo{Name: OpPairingSealingKey, Service: bus.ServiceCredentials, Caller: CallerPlatform, Idempotent: true})
+)
+
 // IssuePairingCode issues a one-time pairing code.
 func (c *Client) IssuePairingCode(ctx context.Context, req IssuePairingCodeRequest) (*PairingCode, error) {
-	var p PairingCode
-	return &p, c.call(ctx, bus.ServiceCredentials, OpPairingIssue, req, &p)
+	return Send(ctx, c, OpPairingIssueCode, req)
 }
 
 // Attach redeems a pairing code for a runtime credential.
 func (c *Client) Attach(ctx context.Context, req AttachRequest) (*AttachResponse, error) {
-	var r AttachResponse
-	return &r, c.call(ctx, bus.ServiceCredentials, OpPairingAttach, req, &r)
+	return Send(ctx, c, OpPairingAttachRuntime, req)
 }
 
 // RevokeRuntime revokes a runtime's credential.
 func (c *Client) RevokeRuntime(ctx context.Context, req RevokeRuntimeRequest) (*mesh.Runtime, error) {
-	var r mesh.Runtime
-	return &r, c.call(ctx, bus.ServiceCredentials, OpPairingRevoke, req, &r)
+	return Send(ctx, c, OpPairingRevokeRuntime, req)
 }
 
 // SealingKey returns the public sealing key of the agent's active runtime;
 // mesh.CodeNoSealingKey when it has no active runtime or its runtime has no key.
 func (c *Client) SealingKey(ctx context.Context, agentID string) (*SealingKey, error) {
-	var k SealingKey
-	return &k, c.call(ctx, bus.ServiceCredentials, OpPairingSealingKey, SealingKeyRequest{AgentID: agentID}, &k)
+	return Send(ctx, c, OpPairingSealingKeyOf, SealingKeyRequest{AgentID: agentID})
 }
 
 // Authenticate resolves a runtime credential hash to its runtime.
 func (c *Client) Authenticate(ctx context.Context, tokenHash string) (*Identity, error) {
-	var id Identity
-	return &id, c.call(ctx, bus.ServiceCredentials, OpPairingAuthenticate, AuthenticateRequest{TokenHash: tokenHash}, &id)
+	return Send(ctx, c, OpPairingAuthenticateRuntime, AuthenticateRequest{TokenHash: tokenHash})
 }

@@ -29,11 +29,7 @@ type a2aKeyRecord struct {
 // says which key it is without weakening it.
 const a2aKeyPrefixLen = len(secret.PrefixAPIKey) + 6
 
-func (s *Service) handleA2AKeyCreate(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.CreateA2AKeyRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleA2AKeyCreate(ctx context.Context, in *meshapi.CreateA2AKeyRequest) (*meshapi.CreateA2AKeyResponse, error) {
 	if err := s.checkAgent(ctx, in.AgentID); err != nil {
 		return nil, err
 	}
@@ -60,7 +56,7 @@ func (s *Service) handleA2AKeyCreate(ctx context.Context, req *bus.Request) (any
 	if _, err := s.a2aKeys.Create(ctx, bus.A2AKeyKey(rec.AgentID, rec.KeyID), rec); err != nil {
 		return nil, err
 	}
-	return meshapi.CreateA2AKeyResponse{A2AKey: rec.A2AKey, APIKey: key}, nil
+	return &meshapi.CreateA2AKeyResponse{A2AKey: rec.A2AKey, APIKey: key}, nil
 }
 
 // a2aScopes checks asked-for scopes; none asked for grants them all.
@@ -80,11 +76,7 @@ func a2aScopes(asked []string) ([]string, error) {
 	return out, nil
 }
 
-func (s *Service) handleA2AKeyList(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.ListA2AKeysRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleA2AKeyList(ctx context.Context, in *meshapi.ListA2AKeysRequest) (*meshapi.A2AKeyList, error) {
 	if err := s.checkAgent(ctx, in.AgentID); err != nil {
 		return nil, err
 	}
@@ -101,14 +93,10 @@ func (s *Service) handleA2AKeyList(ctx context.Context, req *bus.Request) (any, 
 		out.Keys = append(out.Keys, rec.A2AKey)
 	}
 	sort.Slice(out.Keys, func(i, j int) bool { return out.Keys[i].KeyID < out.Keys[j].KeyID })
-	return out, nil
+	return &out, nil
 }
 
-func (s *Service) handleA2AKeyRevoke(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.RevokeA2AKeyRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleA2AKeyRevoke(ctx context.Context, in *meshapi.RevokeA2AKeyRequest) (*meshapi.Empty, error) {
 	if !mesh.ValidID(in.AgentID) || !mesh.ValidID(in.KeyID) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "API key %q not found", in.KeyID)
 	}
@@ -126,14 +114,10 @@ func (s *Service) handleA2AKeyRevoke(ctx context.Context, req *bus.Request) (any
 	if err := s.a2aKeys.Delete(ctx, bus.A2AKeyKey(in.AgentID, in.KeyID), rev); err != nil && !errors.Is(err, mesh.ErrConflict) {
 		return nil, err
 	}
-	return struct{}{}, nil
+	return nil, nil
 }
 
-func (s *Service) handleA2AKeyAuthenticate(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.AuthenticateA2AKeyRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleA2AKeyAuthenticate(ctx context.Context, in *meshapi.AuthenticateA2AKeyRequest) (*meshapi.AdmittedA2AKey, error) {
 	refused := mesh.Errorf(mesh.CodeUnauthorized, "invalid or revoked API key")
 	ref, _, err := s.a2aKeys.Get(ctx, bus.A2AKeyHashKey(in.KeyHash))
 	if err != nil {
@@ -149,5 +133,5 @@ func (s *Service) handleA2AKeyAuthenticate(ctx context.Context, req *bus.Request
 	if !secret.Equal(rec.KeyHash, in.KeyHash) {
 		return nil, refused
 	}
-	return meshapi.AdmittedA2AKey{A2AKey: rec.A2AKey, Revision: rev}, nil
+	return &meshapi.AdmittedA2AKey{A2AKey: rec.A2AKey, Revision: rev}, nil
 }

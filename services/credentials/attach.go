@@ -16,22 +16,18 @@ import (
 
 const maxFieldLen = 512
 
-func (s *Service) handleAttach(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.AttachRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleAttach(ctx context.Context, in *meshapi.AttachRequest) (*meshapi.AttachResponse, error) {
 	if strings.TrimSpace(in.PairingToken) == "" {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "pairing_token is required")
 	}
-	if err := validateAttach(&in); err != nil {
+	if err := validateAttach(in); err != nil {
 		return nil, err
 	}
 	code, err := s.redeem(ctx, in.PairingToken)
 	if err != nil {
 		return nil, err
 	}
-	rt, token, err := s.attach(ctx, code.AgentID, &in)
+	rt, token, err := s.attach(ctx, code.AgentID, in)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +40,7 @@ func (s *Service) handleAttach(ctx context.Context, req *bus.Request) (any, erro
 		Type: mesh.EventPairingCodeRedeemed, Kind: mesh.KindPairingCode, AgentID: code.AgentID, Subject: code.CodeID,
 		ID: code.CodeID + ".redeemed", Data: codeEventData{CodeID: code.CodeID, AgentID: code.AgentID, RuntimeID: rt.ID},
 	})
-	return meshapi.AttachResponse{
+	return &meshapi.AttachResponse{
 		AgentID:            rt.AgentID,
 		RuntimeID:          rt.ID,
 		RuntimeToken:       token,
@@ -186,11 +182,7 @@ func (s *Service) publishRuntime(ctx context.Context, typ string, rt *mesh.Runti
 // runtime: the key a caller's environment variables for the agent are
 // sealed to. An agent without an active runtime, or whose runtime paired
 // before runtimes had a key, has none (mesh.CodeNoSealingKey).
-func (s *Service) handleSealingKey(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.SealingKeyRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleSealingKey(ctx context.Context, in *meshapi.SealingKeyRequest) (*meshapi.SealingKey, error) {
 	active, _, err := s.active.Latest(ctx, bus.ActiveRuntimeKey(in.AgentID))
 	if errors.Is(err, mesh.ErrNotFound) || (err == nil && active.RuntimeID == "") {
 		return nil, mesh.Errorf(mesh.CodeNoSealingKey, "agent %s has no active runtime to seal environment variables to: pair a runtime first", in.AgentID)
@@ -208,5 +200,5 @@ func (s *Service) handleSealingKey(ctx context.Context, req *bus.Request) (any, 
 	if rec.SealingKey == "" {
 		return nil, mesh.Errorf(mesh.CodeNoSealingKey, "agent %s's runtime %s has no sealing key (it was paired by an older a2a-runtime): pair it again to take environment variables", in.AgentID, rec.ID)
 	}
-	return meshapi.SealingKey{RuntimeID: rec.ID, SealingKey: rec.SealingKey}, nil
+	return &meshapi.SealingKey{RuntimeID: rec.ID, SealingKey: rec.SealingKey}, nil
 }

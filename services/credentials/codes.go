@@ -19,11 +19,7 @@ type codeEventData struct {
 	RuntimeID string     `json:"runtime_id,omitempty"`
 }
 
-func (s *Service) handleIssue(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.IssuePairingCodeRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleIssue(ctx context.Context, in *meshapi.IssuePairingCodeRequest) (*meshapi.PairingCode, error) {
 	if err := s.checkAgent(ctx, in.AgentID); err != nil {
 		return nil, err
 	}
@@ -41,7 +37,7 @@ func (s *Service) handleIssue(ctx context.Context, req *bus.Request) (any, error
 		Type: mesh.EventPairingCodeIssued, Kind: mesh.KindPairingCode, AgentID: rec.AgentID, Subject: rec.CodeID,
 		ID: rec.CodeID + ".issued", Data: codeEventData{CodeID: rec.CodeID, AgentID: rec.AgentID, ExpiresAt: &rec.ExpiresAt},
 	})
-	return meshapi.PairingCode{PairingToken: code, CodeID: rec.CodeID, AgentID: rec.AgentID, ExpiresAt: rec.ExpiresAt}, nil
+	return &meshapi.PairingCode{PairingToken: code, CodeID: rec.CodeID, AgentID: rec.AgentID, ExpiresAt: rec.ExpiresAt}, nil
 }
 
 func (s *Service) checkAgent(ctx context.Context, agentID string) error {

@@ -10,11 +10,7 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-func (s *Service) handleRevoke(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.RevokeRuntimeRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleRevoke(ctx context.Context, in *meshapi.RevokeRuntimeRequest) (*mesh.Runtime, error) {
 	if !mesh.ValidID(in.RuntimeID) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "runtime %q not found", in.RuntimeID)
 	}
@@ -77,11 +73,7 @@ func (s *Service) clearActive(ctx context.Context, agentID, runtimeID string) {
 	_ = s.active.Delete(ctx, key, rev)
 }
 
-func (s *Service) handleAuthenticate(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.AuthenticateRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleAuthenticate(ctx context.Context, in *meshapi.AuthenticateRequest) (*meshapi.Identity, error) {
 	return s.authenticate(ctx, in.TokenHash)
 }
 

@@ -17,7 +17,8 @@ import (
 // the pattern the table gives.
 
 // bridgeRoutes registers the bridge's routes, each behind the credential
-// of its caller.
+// of its caller (a runtime being paired has none but its code: its route is
+// open).
 func (g *Gateway) bridgeRoutes(mux *http.ServeMux) {
 	for _, op := range meshapi.Ops() {
 		if op.REST == nil || op.REST.Custom {
@@ -28,6 +29,8 @@ func (g *Gateway) bridgeRoutes(mux *http.ServeMux) {
 			g.runtime(mux, op.REST.Pattern(), g.bridge(op))
 		case meshapi.CallerOwner:
 			g.people(mux, op.REST.Pattern(), g.bridge(op))
+		case meshapi.CallerPairing:
+			g.handle(mux, op.REST.Pattern(), g.bridge(op))
 		}
 	}
 }
@@ -42,12 +45,12 @@ var runReply = reflect.TypeFor[meshapi.TaskRunReply]()
 
 // bridge returns the handler of op's route: the body and the path values
 // make its request, which the caller's client sends on the bus (a runtime's
-// on its own subjects). A runtime's body is read leniently, so runtimes of
-// other versions keep working; a person's strictly, so a misspelt field is
-// an error.
+// on its own subjects). A runtime's body (or a runtime's being paired) is
+// read leniently, so runtimes of other versions keep working; a person's
+// strictly, so a misspelt field is an error.
 func (g *Gateway) bridge(op *meshapi.OpInfo) http.HandlerFunc {
 	mode, status := strict, http.StatusOK
-	if op.Caller == meshapi.CallerRuntime {
+	if op.Caller == meshapi.CallerRuntime || op.Caller == meshapi.CallerPairing {
 		mode = lenient
 	}
 	if op.REST.Status != 0 {

@@ -258,9 +258,9 @@ func (g *Gateway) Handler() http.Handler {
 	// Agent accounts, conversations, a run and its cancel, webhooks and
 	// consumer credentials are operations of the table, served by the
 	// bridge (bridgeRoutes, below).
-	g.people(mux, "POST /agent-accounts/{agentId}/pairing-codes", g.issuePairingCode)
+	g.people(mux, meshapi.OpPairingIssueCode.REST.Pattern(), g.issuePairingCode)
 	g.people(mux, meshapi.OpRegistryListRuntimes.REST.Pattern(), g.listRuntimes)
-	g.people(mux, "POST /agent-runtimes/{runtimeId}/revoke", g.revokeRuntime)
+	g.people(mux, meshapi.OpPairingRevokeRuntime.REST.Pattern(), g.revokeRuntime)
 	g.people(mux, meshapi.OpTaskRunsCreate.REST.Pattern(), g.createTaskRun)
 	g.people(mux, meshapi.OpTaskRunsList.REST.Pattern(), g.listTaskRuns)
 	g.people(mux, meshapi.OpTaskRunsContinue.REST.Pattern(), g.answerTaskRun)
@@ -271,8 +271,8 @@ func (g *Gateway) Handler() http.Handler {
 	g.people(mux, "GET /artifacts/{artifactId}/content", g.downloadArtifact)
 	g.people(mux, "GET /events", g.streamEvents)
 
-	// Runtimes (seed 001 REST contract; X-Runtime-Token).
-	g.handle(mux, "POST /agent-runtimes/runtime/attach-via-pairing", http.HandlerFunc(g.attach))
+	// Runtimes (seed 001 REST contract; X-Runtime-Token). The attach, whose
+	// pairing code is the credential, is bridged (open).
 	g.runtime(mux, "POST /agent-runtimes/runtime/revoke", g.revokeSelf)
 	g.runtime(mux, "GET /agent-runtimes/runtime/events", g.streamRuntimeEvents)
 	// The runtime operations of the table (meshapi.Ops): those that only

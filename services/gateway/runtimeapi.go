@@ -15,19 +15,6 @@ import (
 // The runtime-facing REST contract of seed 001 §4. Bodies are read leniently
 // so runtimes of other versions keep working.
 
-func (g *Gateway) attach(w http.ResponseWriter, r *http.Request) {
-	var in meshapi.AttachRequest
-	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, lenient, &in); err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	res, err := g.client.Attach(r.Context(), in)
-	if err == nil {
-		w.Header().Set("Cache-Control", "no-store")
-	}
-	g.reply(w, r, http.StatusOK, res, err)
-}
-
 // heartbeatRequest is seed 001's heartbeat body, plus the runs being worked on.
 type heartbeatRequest struct {
 	AgentID           string   `json:"agent_id"`

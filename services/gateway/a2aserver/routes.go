@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/a2amesh/a2amesh/internal/a2atask"
+	"github.com/a2amesh/a2amesh/meshapi"
 )
 
 // routeKind says which part of the endpoint serves a route.
@@ -57,9 +58,9 @@ func Routes() []Route {
 		{Pattern: "POST " + agentPrefix + "/{$}", kind: kindJSONRPC},
 		{Pattern: "GET " + agentPrefix + "/extendedAgentCard", kind: kindREST, version: a2atask.Version10},
 		{Pattern: "GET " + agentPrefix + "/v1/card", kind: kindREST, version: a2atask.Version03},
-		{Pattern: "POST " + agentPrefix + "/api-keys", kind: kindAPIKeys},
-		{Pattern: "GET " + agentPrefix + "/api-keys", kind: kindAPIKeys},
-		{Pattern: "DELETE " + agentPrefix + "/api-keys/{keyId}", kind: kindAPIKeys},
+		{Pattern: meshapi.OpA2AKeysCreate.REST.Pattern(), kind: kindAPIKeys},
+		{Pattern: meshapi.OpA2AKeysList.REST.Pattern(), kind: kindAPIKeys},
+		{Pattern: meshapi.OpA2AKeysRevoke.REST.Pattern(), kind: kindAPIKeys},
 		{Pattern: "GET " + agentPrefix + "/artifacts/{artifactId}", kind: kindArtifact},
 		{Pattern: "GET /agent-runtimes/runtime/artifacts/{artifactId}/content", kind: kindRuntimeArtifact},
 	}
