@@ -27,13 +27,3 @@ func runOf(r *TaskRunReply, err error) (*mesh.TaskRun, error) {
 	}
 	return &r.TaskRun, nil
 }
-
-// runCall calls a task-queue operation that answers with the run (those
-// not yet in the table of operations).
-func (c *Client) runCall(ctx context.Context, op string, req any) (*mesh.TaskRun, error) {
-	var r TaskRunReply
-	if err := c.call(ctx, bus.ServiceTaskQueue, op, req, &r); err != nil {
-		return nil, err
-	}
-	return &r.TaskRun, nil
-}

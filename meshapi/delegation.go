@@ -3,6 +3,7 @@ package meshapi
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -226,62 +227,98 @@ type DelegateEndRequest struct {
 	RemoteState string `json:"remote_state,omitempty"`
 }
 
+// onRule binds {agentId} and {ruleId}.
+var onRule = map[string]string{"agentId": "agent_id", "ruleId": "rule_id"}
+
+// The delegation service's operations: an agent's routing rules and the
+// partner platforms, for their owner; a run's delegation trace; the rule
+// match the task queue asks and the partner callbacks the gateway hands on.
+var (
+	OpRulesCreate = define[CreateRoutingRuleRequest, RoutingRule](OpInfo{Name: OpRuleCreate, Service: bus.ServiceDelegation, Caller: CallerOwner,
+		REST: route(http.MethodPost, "/agent-accounts/{agentId}/routing-rules", http.StatusCreated, onAgent)})
+	OpRulesList = define[ListRoutingRulesRequest, RoutingRuleList](OpInfo{Name: OpRuleList, Service: bus.ServiceDelegation, Caller: CallerOwner, Idempotent: true,
+		REST: get("/agent-accounts/{agentId}/routing-rules", onAgent)})
+	OpRulesDelete = define[DeleteRoutingRuleRequest, Empty](OpInfo{Name: OpRuleDelete, Service: bus.ServiceDelegation, Caller: CallerOwner, Idempotent: true,
+		REST: route(http.MethodDelete, "/agent-accounts/{agentId}/routing-rules/{ruleId}", http.StatusNoContent, onRule)})
+	OpRulesMatch      = define[MatchRequest, MatchResponse](OpInfo{Name: OpMatch, Service: bus.ServiceDelegation, Caller: CallerPlatform, Idempotent: true})
+	OpDelegationTrace = define[TraceRequest, TraceNode](OpInfo{Name: OpTrace, Service: bus.ServiceDelegation, Caller: CallerOwner, Idempotent: true,
+		REST: get("/task-runs/{taskRunId}/trace", onRun)})
+	// The answer carries the shared secret, shown this once.
+	OpPartnersCreate = define[CreatePartnerRequest, CreatePartnerResponse](OpInfo{Name: OpPartnerCreate, Service: bus.ServiceDelegation, Caller: CallerOwner,
+		REST: noStore(route(http.MethodPost, "/a2a/partners", http.StatusCreated, nil))})
+	OpPartnersList = define[ListPartnersRequest, PartnerList](OpInfo{Name: OpPartnerList, Service: bus.ServiceDelegation, Caller: CallerOwner, Idempotent: true,
+		REST: get("/a2a/partners", nil)})
+	OpPartnersDelete = define[DeletePartnerRequest, Empty](OpInfo{Name: OpPartnerDelete, Service: bus.ServiceDelegation, Caller: CallerOwner, Idempotent: true,
+		REST: route(http.MethodDelete, "/a2a/partners/{partnerId}", http.StatusNoContent, map[string]string{"partnerId": "partner_id"})})
+	// A partner's signed callback, which the gateway's partner route hands
+	// on as it came: the signature is checked here.
+	OpPartnersCallback = define[PartnerCallbackRequest, Empty](OpInfo{Name: OpPartnerCallback, Service: bus.ServiceDelegation, Caller: CallerPlatform})
+)
+
+// The task queue's operations for the delegation service, which holds a
+// delegated run the way a runtime holds a claimed one.
+var (
+	OpDelegatedOffer    = define[OfferRequest, OfferResponse](OpInfo{Name: OpTaskDelegateOffer, Service: bus.ServiceTaskQueue, Caller: CallerPlatform, Waits: true})
+	OpDelegatedClaim    = define[DelegateClaimRequest, TaskRunReply](OpInfo{Name: OpTaskDelegateClaim, Service: bus.ServiceTaskQueue, Caller: CallerPlatform, Idempotent: true})
+	OpDelegatedLink     = define[DelegateLinkRequest, TaskRunReply](OpInfo{Name: OpTaskDelegateLink, Service: bus.ServiceTaskQueue, Caller: CallerPlatform, Idempotent: true})
+	OpDelegatedRenew    = define[DelegateRenewRequest, RenewResponse](OpInfo{Name: OpTaskDelegateRenew, Service: bus.ServiceTaskQueue, Caller: CallerPlatform, Idempotent: true})
+	OpDelegatedProgress = define[DelegateProgressRequest, TaskRunReply](OpInfo{Name: OpTaskDelegateProgress, Service: bus.ServiceTaskQueue, Caller: CallerPlatform})
+	OpDelegatedEnd      = define[DelegateEndRequest, TaskRunReply](OpInfo{Name: OpTaskDelegateEnd, Service: bus.ServiceTaskQueue, Caller: CallerPlatform, Idempotent: true})
+)
+
 // CreateRoutingRule adds a routing rule to an agent.
 func (c *Client) CreateRoutingRule(ctx context.Context, req CreateRoutingRuleRequest) (*RoutingRule, error) {
-	var r RoutingRule
-	return &r, c.call(ctx, bus.ServiceDelegation, OpRuleCreate, req, &r)
+	return Send(ctx, c, OpRulesCreate, req)
 }
 
 // ListRoutingRules lists an agent's routing rules in the order they are tried.
 func (c *Client) ListRoutingRules(ctx context.Context, agentID string) (*RoutingRuleList, error) {
-	var l RoutingRuleList
-	return &l, c.call(ctx, bus.ServiceDelegation, OpRuleList, ListRoutingRulesRequest{AgentID: agentID}, &l)
+	return Send(ctx, c, OpRulesList, ListRoutingRulesRequest{AgentID: agentID})
 }
 
 // DeleteRoutingRule removes one of an agent's routing rules.
 func (c *Client) DeleteRoutingRule(ctx context.Context, req DeleteRoutingRuleRequest) error {
-	return c.call(ctx, bus.ServiceDelegation, OpRuleDelete, req, nil)
+	_, err := Send(ctx, c, OpRulesDelete, req)
+	return err
 }
 
 // MatchRoutingRule asks whether a task for an agent is to be delegated.
 func (c *Client) MatchRoutingRule(ctx context.Context, req MatchRequest) (*MatchResponse, error) {
-	var r MatchResponse
-	return &r, c.call(ctx, bus.ServiceDelegation, OpMatch, req, &r)
+	return Send(ctx, c, OpRulesMatch, req)
 }
 
 // TraceDelegation returns the delegation tree a run belongs to, from its root.
 func (c *Client) TraceDelegation(ctx context.Context, taskRunID string) (*TraceNode, error) {
-	var n TraceNode
-	return &n, c.call(ctx, bus.ServiceDelegation, OpTrace, TraceRequest{TaskRunID: taskRunID}, &n)
+	return Send(ctx, c, OpDelegationTrace, TraceRequest{TaskRunID: taskRunID})
 }
 
 // CreatePartner registers a partner platform.
 func (c *Client) CreatePartner(ctx context.Context, req CreatePartnerRequest) (*CreatePartnerResponse, error) {
-	var r CreatePartnerResponse
-	return &r, c.call(ctx, bus.ServiceDelegation, OpPartnerCreate, req, &r)
+	return Send(ctx, c, OpPartnersCreate, req)
 }
 
 // ListPartners lists partner platforms (never their secrets).
 func (c *Client) ListPartners(ctx context.Context) (*PartnerList, error) {
-	var l PartnerList
-	return &l, c.call(ctx, bus.ServiceDelegation, OpPartnerList, ListPartnersRequest{}, &l)
+	return Send(ctx, c, OpPartnersList, ListPartnersRequest{})
 }
 
 // DeletePartner removes a partner platform.
 func (c *Client) DeletePartner(ctx context.Context, partnerID string) error {
-	return c.call(ctx, bus.ServiceDelegation, OpPartnerDelete, DeletePartnerRequest{PartnerID: partnerID}, nil)
+	_, err := Send(ctx, c, OpPartnersDelete, DeletePartnerRequest{PartnerID: partnerID})
+	return err
 }
 
 // PartnerCallback hands a partner's signed callback to the delegation service.
 func (c *Client) PartnerCallback(ctx context.Context, req PartnerCallbackRequest) error {
-	return c.call(ctx, bus.ServiceDelegation, OpPartnerCallback, req, nil)
+	_, err := Send(ctx, c, OpPartnersCallback, req)
+	return err
 }
 
 // DelegateOffer waits up to req.Wait for delegated pending runs and names
 // them; ctx must allow the wait.
 func (c *Client) DelegateOffer(ctx context.Context, req OfferRequest) ([]Offer, error) {
-	var r OfferResponse
-	if err := c.call(ctx, bus.ServiceTaskQueue, OpTaskDelegateOffer, req, &r); err != nil {
+	r, err := Send(ctx, c, OpDelegatedOffer, req)
+	if err != nil {
 		return nil, err
 	}
 	return r.Offers, nil
@@ -289,26 +326,25 @@ func (c *Client) DelegateOffer(ctx context.Context, req OfferRequest) ([]Offer, 
 
 // DelegateClaim takes a delegated pending run for the delegation service.
 func (c *Client) DelegateClaim(ctx context.Context, req DelegateClaimRequest) (*mesh.TaskRun, error) {
-	return c.runCall(ctx, OpTaskDelegateClaim, req)
+	return runOf(Send(ctx, c, OpDelegatedClaim, req))
 }
 
 // DelegateLink records where a held run was delegated.
 func (c *Client) DelegateLink(ctx context.Context, req DelegateLinkRequest) (*mesh.TaskRun, error) {
-	return c.runCall(ctx, OpTaskDelegateLink, req)
+	return runOf(Send(ctx, c, OpDelegatedLink, req))
 }
 
 // DelegateRenew extends the leases of held runs.
 func (c *Client) DelegateRenew(ctx context.Context, req DelegateRenewRequest) (*RenewResponse, error) {
-	var r RenewResponse
-	return &r, c.call(ctx, bus.ServiceTaskQueue, OpTaskDelegateRenew, req, &r)
+	return Send(ctx, c, OpDelegatedRenew, req)
 }
 
 // DelegateProgress mirrors a delegate's progress on a held run.
 func (c *Client) DelegateProgress(ctx context.Context, req DelegateProgressRequest) (*mesh.TaskRun, error) {
-	return c.runCall(ctx, OpTaskDelegateProgress, req)
+	return runOf(Send(ctx, c, OpDelegatedProgress, req))
 }
 
 // DelegateEnd ends a held run with the delegate's outcome.
 func (c *Client) DelegateEnd(ctx context.Context, req DelegateEndRequest) (*mesh.TaskRun, error) {
-	return c.runCall(ctx, OpTaskDelegateEnd, req)
+	return runOf(Send(ctx, c, OpDelegatedEnd, req))
 }

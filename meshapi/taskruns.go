@@ -209,8 +209,12 @@ type UsageReport struct {
 	Total mesh.Usage        `json:"total"`
 }
 
+// OpUsageReport is the task queue's report of what runs spent, for the
+// owner; its filters are the route's query.
+var OpUsageReport = define[UsageRequest, UsageReport](OpInfo{Name: OpUsage, Service: bus.ServiceTaskQueue, Caller: CallerOwner, Idempotent: true,
+	REST: query(get("/usage", nil), map[string]string{"agent_id": "agent_id", "from": "from", "to": "to"})})
+
 // Usage returns what agents' runs spent, per agent and day.
 func (c *Client) Usage(ctx context.Context, req UsageRequest) (*UsageReport, error) {
-	var r UsageReport
-	return &r, c.call(ctx, bus.ServiceTaskQueue, OpUsage, req, &r)
+	return Send(ctx, c, OpUsageReport, req)
 }

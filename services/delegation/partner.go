@@ -14,7 +14,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/netguard"
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
 	"github.com/a2amesh/a2amesh/internal/secret"
@@ -50,11 +49,7 @@ func checkPartnerURL(ctx context.Context, raw string, allowPrivate bool) error {
 	return err
 }
 
-func (s *Service) handlePartnerCreate(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.CreatePartnerRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handlePartnerCreate(ctx context.Context, in *meshapi.CreatePartnerRequest) (*meshapi.CreatePartnerResponse, error) {
 	in.Name, in.URL = strings.TrimSpace(in.Name), strings.TrimRight(strings.TrimSpace(in.URL), "/")
 	switch {
 	case in.Name == "" || len(in.Name) > maxPartnerName:
@@ -80,10 +75,10 @@ func (s *Service) handlePartnerCreate(ctx context.Context, req *bus.Request) (an
 	if _, err := s.store.partners.Create(ctx, partnerKey(rec.PartnerID), rec); err != nil {
 		return nil, err
 	}
-	return meshapi.CreatePartnerResponse{Partner: rec.Partner, Secret: rec.Secret}, nil
+	return &meshapi.CreatePartnerResponse{Partner: rec.Partner, Secret: rec.Secret}, nil
 }
 
-func (s *Service) handlePartnerList(ctx context.Context, req *bus.Request) (any, error) {
+func (s *Service) handlePartnerList(ctx context.Context, _ *meshapi.ListPartnersRequest) (*meshapi.PartnerList, error) {
 	ks, err := keys(ctx, s.store.partners.KV(), partnerPrefix)
 	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
 		return nil, err
@@ -101,21 +96,17 @@ func (s *Service) handlePartnerList(ctx context.Context, req *bus.Request) (any,
 	}
 	// Ids are time-ordered: oldest first.
 	slices.SortFunc(out.Partners, func(a, b meshapi.Partner) int { return strings.Compare(a.PartnerID, b.PartnerID) })
-	return out, nil
+	return &out, nil
 }
 
-func (s *Service) handlePartnerDelete(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.DeletePartnerRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handlePartnerDelete(ctx context.Context, in *meshapi.DeletePartnerRequest) (*meshapi.Empty, error) {
 	if _, err := s.store.partner(ctx, in.PartnerID); err != nil {
 		return nil, err
 	}
 	if err := s.store.partners.Delete(ctx, partnerKey(in.PartnerID), 0); err != nil {
 		return nil, err
 	}
-	return struct{}{}, nil
+	return nil, nil
 }
 
 // followPartner hands the parent to its partner (unless the partner has it
@@ -273,11 +264,7 @@ type callback struct {
 	Message  string            `json:"message"`
 }
 
-func (s *Service) handlePartnerCallback(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.PartnerCallbackRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handlePartnerCallback(ctx context.Context, in *meshapi.PartnerCallbackRequest) (*meshapi.Empty, error) {
 	p, err := s.store.partner(ctx, in.PartnerID)
 	if errors.Is(err, mesh.ErrNotFound) {
 		return nil, mesh.Errorf(mesh.CodeUnauthorized, "unknown partner")
@@ -306,7 +293,7 @@ func (s *Service) handlePartnerCallback(ctx context.Context, req *bus.Request) (
 	if err != nil {
 		return nil, err
 	}
-	return struct{}{}, s.applyCallback(ctx, p, parent, &cb)
+	return nil, s.applyCallback(ctx, p, parent, &cb)
 }
 
 // applyCallback moves the delegating run as the partner's Task moved,

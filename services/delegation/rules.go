@@ -180,25 +180,17 @@ func (b *ruleBook) match(agentID, text, skill string) *compiledRule {
 
 func (b *ruleBook) stop() { _ = b.mirror.Stop() }
 
-func (s *Service) handleMatch(_ context.Context, req *bus.Request) (any, error) {
-	var in meshapi.MatchRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleMatch(ctx context.Context, in *meshapi.MatchRequest) (*meshapi.MatchResponse, error) {
 	out := meshapi.MatchResponse{}
 	if r := s.rules.match(in.AgentID, in.Text, in.Skill); r != nil {
 		rule := r.RoutingRule
 		out.Rule = &rule
 	}
-	return out, nil
+	return &out, nil
 }
 
-func (s *Service) handleRuleCreate(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.CreateRoutingRuleRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
-	rule, err := s.newRule(ctx, &in)
+func (s *Service) handleRuleCreate(ctx context.Context, in *meshapi.CreateRoutingRuleRequest) (*meshapi.RoutingRule, error) {
+	rule, err := s.newRule(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -319,11 +311,7 @@ func (s *Service) checkTarget(ctx context.Context, t meshapi.RuleTarget, agent *
 	return t, mesh.Errorf(mesh.CodeInvalidRequest, "target needs agent_id, or partner_id (and url)")
 }
 
-func (s *Service) handleRuleList(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.ListRoutingRulesRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleRuleList(ctx context.Context, in *meshapi.ListRoutingRulesRequest) (*meshapi.RoutingRuleList, error) {
 	if _, err := s.agent(ctx, in.AgentID); err != nil {
 		return nil, err
 	}
@@ -331,14 +319,10 @@ func (s *Service) handleRuleList(ctx context.Context, req *bus.Request) (any, er
 	for _, r := range s.rules.of(in.AgentID) {
 		out.Rules = append(out.Rules, r.RoutingRule)
 	}
-	return out, nil
+	return &out, nil
 }
 
-func (s *Service) handleRuleDelete(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.DeleteRoutingRuleRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleRuleDelete(ctx context.Context, in *meshapi.DeleteRoutingRuleRequest) (*meshapi.Empty, error) {
 	if !mesh.ValidID(in.AgentID) || !mesh.ValidID(in.RuleID) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "routing rule not found")
 	}
@@ -355,7 +339,7 @@ func (s *Service) handleRuleDelete(ctx context.Context, req *bus.Request) (any, 
 	if err := s.rules.mirror.Sync(ctx); err != nil {
 		return nil, err
 	}
-	return struct{}{}, nil
+	return nil, nil
 }
 
 // agent returns an agent account.

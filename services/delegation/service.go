@@ -161,18 +161,16 @@ func (s *Service) serve() error {
 	var err error
 	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
 		Name: bus.ServiceDelegation, Description: "routing rules and delegated task runs", Logger: s.log,
-		Ops: map[string]bus.HandlerFunc{
-			meshapi.OpRuleCreate:      s.handleRuleCreate,
-			meshapi.OpRuleList:        s.handleRuleList,
-			meshapi.OpRuleDelete:      s.handleRuleDelete,
-			meshapi.OpMatch:           s.handleMatch,
-			meshapi.OpTrace:           s.handleTrace,
-			meshapi.OpPartnerCreate:   s.handlePartnerCreate,
-			meshapi.OpPartnerList:     s.handlePartnerList,
-			meshapi.OpPartnerDelete:   s.handlePartnerDelete,
-			meshapi.OpPartnerCallback: s.handlePartnerCallback,
-		},
 		Endpoints: []bus.Endpoint{
+			meshapi.OpRulesCreate.Handle(s.handleRuleCreate),
+			meshapi.OpRulesList.Handle(s.handleRuleList),
+			meshapi.OpRulesDelete.Handle(s.handleRuleDelete),
+			meshapi.OpRulesMatch.Handle(s.handleMatch),
+			meshapi.OpDelegationTrace.Handle(s.handleTrace),
+			meshapi.OpPartnersCreate.Handle(s.handlePartnerCreate),
+			meshapi.OpPartnersList.Handle(s.handlePartnerList),
+			meshapi.OpPartnersDelete.Handle(s.handlePartnerDelete),
+			meshapi.OpPartnersCallback.Handle(s.handlePartnerCallback),
 			meshapi.OpRuntimeDelegateAgents.Handle(s.handleDelegateAgents),
 			meshapi.OpRuntimeDelegateSend.Handle(s.handleDelegateSend),
 			meshapi.OpRuntimeDelegateGet.Handle(s.handleDelegateGet),

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -14,11 +13,7 @@ import (
 // chain the depth limit lets grow, so a corrupt link cannot loop forever.
 const maxTraceHops = 64
 
-func (s *Service) handleTrace(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.TraceRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleTrace(ctx context.Context, in *meshapi.TraceRequest) (*meshapi.TraceNode, error) {
 	run, err := s.client.GetTaskRun(ctx, in.TaskRunID)
 	if err != nil {
 		return nil, err

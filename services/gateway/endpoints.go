@@ -4,16 +4,15 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/envelope"
 	"github.com/a2amesh/a2amesh/services/gateway/partner"
 )
 
-// Delegation and the older A2A endpoints. The routing rules, delegation traces
-// and partner registry are people routes over the delegation service; the
-// partner routes of seed 003 (partner package) and the envelope protocol of
-// seed 002 (envelope package) are endpoints of their own, mounted at /a2a and
-// /a2a/<word>, which the A2A endpoint leaves to them (a2a.go).
+// The older A2A endpoints: the partner routes of seed 003 (partner package)
+// and the envelope protocol of seed 002 (envelope package) are endpoints of
+// their own, mounted at /a2a and /a2a/<word>, which the A2A endpoint leaves
+// to them (a2a.go). Delegation's people routes (routing rules, traces, the
+// partner registry) are operations of the table, served by the bridge.
 
 // EndpointsConfig configures the older A2A endpoints.
 type EndpointsConfig struct {
@@ -57,15 +56,10 @@ func (g *Gateway) startEndpoints(ctx context.Context) error {
 	return g.endpoints.envelope.Start(ctx)
 }
 
-// endpointRoutes registers delegation's people routes and the older endpoints.
+// endpointRoutes registers the older endpoints. Delegation's people routes
+// (routing rules, traces, partners) are operations of the table, served by
+// the bridge.
 func (g *Gateway) endpointRoutes(mux *http.ServeMux) {
-	g.people(mux, "POST /agent-accounts/{agentId}/routing-rules", g.createRoutingRule)
-	g.people(mux, "GET /agent-accounts/{agentId}/routing-rules", g.listRoutingRules)
-	g.people(mux, "DELETE /agent-accounts/{agentId}/routing-rules/{ruleId}", g.deleteRoutingRule)
-	g.people(mux, "GET /task-runs/{taskRunId}/trace", g.traceTaskRun)
-	g.people(mux, "POST /a2a/partners", g.createPartner)
-	g.people(mux, "GET /a2a/partners", g.listPartners)
-	g.people(mux, "DELETE /a2a/partners/{partnerId}", g.deletePartner)
 	for _, rt := range partner.Routes() {
 		g.handle(mux, rt.Pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			g.endpoints.partner.Serve(rt, w, r)
@@ -76,70 +70,4 @@ func (g *Gateway) endpointRoutes(mux *http.ServeMux) {
 			g.endpoints.envelope.Serve(rt, w, r)
 		}))
 	}
-}
-
-// routingRuleRequest is the body of POST /agent-accounts/{id}/routing-rules.
-type routingRuleRequest struct {
-	Name     string             `json:"name,omitempty"`
-	Match    meshapi.RuleMatch  `json:"match"`
-	Priority int                `json:"priority"`
-	Target   meshapi.RuleTarget `json:"target"`
-}
-
-func (g *Gateway) createRoutingRule(w http.ResponseWriter, r *http.Request) {
-	var in routingRuleRequest
-	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	rule, err := g.client.CreateRoutingRule(r.Context(), meshapi.CreateRoutingRuleRequest{
-		AgentID: r.PathValue("agentId"), Name: in.Name, Match: in.Match, Priority: in.Priority, Target: in.Target,
-	})
-	g.reply(w, r, http.StatusCreated, rule, err)
-}
-
-func (g *Gateway) listRoutingRules(w http.ResponseWriter, r *http.Request) {
-	l, err := g.client.ListRoutingRules(r.Context(), r.PathValue("agentId"))
-	g.reply(w, r, http.StatusOK, l, err)
-}
-
-func (g *Gateway) deleteRoutingRule(w http.ResponseWriter, r *http.Request) {
-	err := g.client.DeleteRoutingRule(r.Context(), meshapi.DeleteRoutingRuleRequest{AgentID: r.PathValue("agentId"), RuleID: r.PathValue("ruleId")})
-	if err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (g *Gateway) traceTaskRun(w http.ResponseWriter, r *http.Request) {
-	n, err := g.client.TraceDelegation(r.Context(), r.PathValue("taskRunId"))
-	g.reply(w, r, http.StatusOK, n, err)
-}
-
-func (g *Gateway) createPartner(w http.ResponseWriter, r *http.Request) {
-	var in meshapi.CreatePartnerRequest
-	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	p, err := g.client.CreatePartner(r.Context(), in)
-	if err == nil {
-		// The shared secret is shown this once.
-		w.Header().Set("Cache-Control", "no-store")
-	}
-	g.reply(w, r, http.StatusCreated, p, err)
-}
-
-func (g *Gateway) listPartners(w http.ResponseWriter, r *http.Request) {
-	l, err := g.client.ListPartners(r.Context())
-	g.reply(w, r, http.StatusOK, l, err)
-}
-
-func (g *Gateway) deletePartner(w http.ResponseWriter, r *http.Request) {
-	if err := g.client.DeletePartner(r.Context(), r.PathValue("partnerId")); err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
 }

@@ -266,7 +266,6 @@ func (g *Gateway) Handler() http.Handler {
 	g.people(mux, meshapi.OpTaskRunsContinue.REST.Pattern(), g.answerTaskRun)
 	g.people(mux, meshapi.OpTaskRunsDecideApproval.REST.Pattern(), g.decideApproval)
 	g.people(mux, "GET /task-runs/{taskRunId}/artifacts", g.listArtifacts)
-	g.people(mux, "GET /usage", g.usage)
 	g.people(mux, "GET /artifacts/{artifactId}", g.getArtifact)
 	g.people(mux, "GET /artifacts/{artifactId}/content", g.downloadArtifact)
 	g.people(mux, "GET /events", g.streamEvents)

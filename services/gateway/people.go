@@ -188,10 +188,3 @@ func (g *Gateway) sealVariables(ctx context.Context, in *meshapi.CreateTaskRunRe
 	in.Environment = &mesh.HostEnvironment{WorkingDirectory: env.WorkingDirectory, Sealed: box}
 	return nil
 }
-
-// usage serves GET /usage: what agents' runs spent, per agent and day.
-func (g *Gateway) usage(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	rep, err := g.client.Usage(r.Context(), meshapi.UsageRequest{AgentID: q.Get("agent_id"), From: q.Get("from"), To: q.Get("to")})
-	g.reply(w, r, http.StatusOK, rep, err)
-}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -42,16 +41,22 @@ func setRemoteState(r *mesh.TaskRun, state string) {
 
 // handleDelegateOffer names delegated pending runs for the delegation
 // service, as handleOffer does for a runtime.
-func (s *Service) handleDelegateOffer(ctx context.Context, req *bus.Request) (any, error) {
-	return s.answerOffer(ctx, req, delegationQueue, delegationQueue)
-}
-
-func (s *Service) handleDelegateClaim(ctx context.Context, req *bus.Request) (any, error) {
-	began := time.Now()
-	var in meshapi.DelegateClaimRequest
-	if err := req.Decode(&in); err != nil {
+func (s *Service) handleDelegateOffer(ctx context.Context, in *meshapi.OfferRequest) (*meshapi.OfferResponse, error) {
+	if err := checkOffer(in, s.cfg.MaxPullWait); err != nil {
 		return nil, err
 	}
+	if in.Claim || in.Recover {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "this offer only names runs: they are claimed on their own")
+	}
+	offers, err := s.waitForOffers(ctx, delegationQueue, delegationQueue, max(in.Max, 1), in.Wait)
+	if err != nil {
+		return nil, err
+	}
+	return &meshapi.OfferResponse{Offers: offers}, nil
+}
+
+func (s *Service) handleDelegateClaim(ctx context.Context, in *meshapi.DelegateClaimRequest) (*meshapi.TaskRunReply, error) {
+	began := time.Now()
 	run, err := s.transition(ctx, in.TaskRunID, func(r *mesh.TaskRun) (string, error) {
 		if !r.Delegated() {
 			return "", conflict(r, "task run %s is not delegated", r.ID)
@@ -81,14 +86,10 @@ func (s *Service) handleDelegateClaim(ctx context.Context, req *bus.Request) (an
 	// The delegation service continues the run's trace, as a runtime does.
 	answer := run.Public()
 	answer.TraceParent = traceClaim(run, began).TraceParent
-	return meshapi.TaskRunReply{TaskRun: *answer}, nil
+	return &meshapi.TaskRunReply{TaskRun: *answer}, nil
 }
 
-func (s *Service) handleDelegateLink(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.DelegateLinkRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleDelegateLink(ctx context.Context, in *meshapi.DelegateLinkRequest) (*meshapi.TaskRunReply, error) {
 	to := in.DelegatedTo
 	if to.TaskRunID == "" && to.RemoteTaskID == "" {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "delegated_to needs the delegate's task_run_id or remote_task_id")
@@ -114,25 +115,17 @@ func (s *Service) handleDelegateLink(ctx context.Context, req *bus.Request) (any
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+	return &meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }
 
-func (s *Service) handleDelegateRenew(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.DelegateRenewRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleDelegateRenew(ctx context.Context, in *meshapi.DelegateRenewRequest) (*meshapi.RenewResponse, error) {
 	if len(in.TaskRunIDs) > maxRenewal {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "at most %d task runs per renewal", maxRenewal)
 	}
 	return s.renewHeld(ctx, dedupe(in.TaskRunIDs), heldByDelegation), nil
 }
 
-func (s *Service) handleDelegateProgress(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.DelegateProgressRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleDelegateProgress(ctx context.Context, in *meshapi.DelegateProgressRequest) (*meshapi.TaskRunReply, error) {
 	if err := checkProgress(in.Message, in.Percent); err != nil {
 		return nil, err
 	}
@@ -148,14 +141,10 @@ func (s *Service) handleDelegateProgress(ctx context.Context, req *bus.Request) 
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+	return &meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }
 
-func (s *Service) handleDelegateEnd(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.DelegateEndRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleDelegateEnd(ctx context.Context, in *meshapi.DelegateEndRequest) (*meshapi.TaskRunReply, error) {
 	switch in.Status {
 	case mesh.StatusCompleted, mesh.StatusInputRequired:
 		if len(in.Output) == 0 || string(in.Output) == "null" {
@@ -193,5 +182,5 @@ func (s *Service) handleDelegateEnd(ctx context.Context, req *bus.Request) (any,
 	if err != nil {
 		return nil, err
 	}
-	return meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+	return &meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
 }

@@ -118,26 +118,6 @@ func (s *Service) publishEvent(ctx context.Context, ev bus.Event) error {
 	return err
 }
 
-// answerOffer answers an offer request (meshapi.OfferRequest) of who, for
-// queue q.
-func (s *Service) answerOffer(ctx context.Context, req *bus.Request, who, q string) (any, error) {
-	var in meshapi.OfferRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
-	if err := checkOffer(&in, s.cfg.MaxPullWait); err != nil {
-		return nil, err
-	}
-	if in.Claim || in.Recover {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "this offer only names runs: they are claimed on their own")
-	}
-	offers, err := s.waitForOffers(ctx, who, q, max(in.Max, 1), in.Wait)
-	if err != nil {
-		return nil, err
-	}
-	return meshapi.OfferResponse{Offers: offers}, nil
-}
-
 // checkOffer checks an offer request, whose wait may be up
 // to maxWait.
 func checkOffer(in *meshapi.OfferRequest, maxWait time.Duration) error {

@@ -87,11 +87,7 @@ func (ix *index) totals(agentID, from, to string) []mesh.UsageTotal {
 	return out
 }
 
-func (s *Service) handleUsage(_ context.Context, req *bus.Request) (any, error) {
-	var in meshapi.UsageRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleUsage(ctx context.Context, in *meshapi.UsageRequest) (*meshapi.UsageReport, error) {
 	for name, day := range map[string]string{"from": in.From, "to": in.To} {
 		if _, err := time.Parse(time.DateOnly, day); day != "" && err != nil {
 			return nil, mesh.Errorf(mesh.CodeInvalidRequest, "%s must be a day (YYYY-MM-DD)", name)
@@ -106,7 +102,7 @@ func (s *Service) handleUsage(_ context.Context, req *bus.Request) (any, error) 
 		sum = sum.Plus(&d.Usage)
 	}
 	sum.Model = ""
-	return meshapi.UsageReport{Days: days, Total: *sum}, nil
+	return &meshapi.UsageReport{Days: days, Total: *sum}, nil
 }
 
 // usageOf reads the usage an answer reports. One the platform cannot read
