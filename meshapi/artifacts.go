@@ -55,28 +55,39 @@ type ArtifactList struct {
 	Artifacts []mesh.Artifact `json:"artifacts"`
 }
 
+// The artifacts service's operations for people and the platform's doors
+// (a runtime's artifact writes are OpRuntimeArtifactOpen). An artifact's
+// content is downloaded through routes of their own, which read it a part
+// at a time (OpArtifactsRead).
+var (
+	OpArtifactsGet = define[GetArtifactRequest, mesh.Artifact](OpInfo{Name: OpArtifactGet, Service: bus.ServiceArtifacts, Caller: CallerOwner, Idempotent: true,
+		REST: get("/artifacts/{artifactId}", map[string]string{"artifactId": "artifact_id"})})
+	// The REST list first reads the run, for the region that keeps it.
+	OpArtifactsList = define[ListArtifactsRequest, ArtifactList](OpInfo{Name: OpArtifactList, Service: bus.ServiceArtifacts, Caller: CallerOwner, Idempotent: true,
+		REST: custom(get("/task-runs/{taskRunId}/artifacts", onRun))})
+	OpArtifactsOpenInput = define[OpenInputRequest, OpenArtifactResponse](OpInfo{Name: OpArtifactOpenInput, Service: bus.ServiceArtifacts, Caller: CallerPlatform})
+	OpArtifactsRead      = define[ReadArtifactRequest, ArtifactPart](OpInfo{Name: OpArtifactRead, Service: bus.ServiceArtifacts, Caller: CallerPlatform, Idempotent: true})
+)
+
 // GetArtifact returns artifact metadata.
 func (c *Client) GetArtifact(ctx context.Context, artifactID string) (*mesh.Artifact, error) {
-	var a mesh.Artifact
-	return &a, c.call(ctx, bus.ServiceArtifacts, OpArtifactGet, GetArtifactRequest{ArtifactID: artifactID}, &a)
+	return Send(ctx, c, OpArtifactsGet, GetArtifactRequest{ArtifactID: artifactID})
 }
 
 // ListArtifacts lists a run's artifacts.
 func (c *Client) ListArtifacts(ctx context.Context, run *mesh.TaskRun) (*ArtifactList, error) {
-	var l ArtifactList
-	in := ListArtifactsRequest{TaskRunID: run.ID, Region: run.Region, AgentID: run.TargetAgentID}
-	return &l, c.call(ctx, bus.ServiceArtifacts, OpArtifactList, in, &l)
+	return Send(ctx, c, OpArtifactsList, ListArtifactsRequest{TaskRunID: run.ID, Region: run.Region, AgentID: run.TargetAgentID})
 }
 
 // OpenInputArtifact starts writing a file of a conversation's input
 // through the artifacts service: write the content to the upload, then End
 // it (attempt 0) with its file name and media type.
 func (c *Client) OpenInputArtifact(ctx context.Context, req OpenInputRequest) (*ArtifactUpload, error) {
-	var open OpenArtifactResponse
-	if err := c.call(ctx, bus.ServiceArtifacts, OpArtifactOpenInput, req, &open); err != nil {
+	open, err := Send(ctx, c, OpArtifactsOpenInput, req)
+	if err != nil {
 		return nil, err
 	}
-	return newArtifactUpload(ctx, c.nc, &open, bus.ArtifactInputSubject(open.ArtifactID)), nil
+	return newArtifactUpload(ctx, c.nc, open, bus.ArtifactInputSubject(open.ArtifactID)), nil
 }
 
 // OpenArtifactRequest starts writing an artifact of a run the runtime holds
@@ -357,10 +368,11 @@ func (r *ArtifactReader) WriteTo(w io.Writer) (int64, error) {
 }
 
 func (r *ArtifactReader) fetch() error {
-	var part ArtifactPart
-	if err := r.c.call(r.ctx, bus.ServiceArtifacts, OpArtifactRead, r.req, &part); err != nil {
+	p, err := Send(r.ctx, r.c, OpArtifactsRead, r.req)
+	if err != nil {
 		return err
 	}
+	part := *p
 	if part.Offset != r.req.Offset {
 		return mesh.Errorf(mesh.CodeInternal, "the artifacts service sent a part at offset %d, not %d", part.Offset, r.req.Offset)
 	}

@@ -16,11 +16,7 @@ import (
 // belong to the conversation and its target agent, not to a run: the run
 // that reads one is created after it, with its id in input.attachments.
 
-func (s *Service) handleOpenInput(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.OpenInputRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleOpenInput(ctx context.Context, in *meshapi.OpenInputRequest) (*meshapi.OpenArtifactResponse, error) {
 	if !mesh.ValidID(in.AgentID) || !mesh.ValidID(in.ConversationID) {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "agent_id and conversation_id are required")
 	}
@@ -35,7 +31,7 @@ func (s *Service) handleOpenInput(ctx context.Context, req *bus.Request) (any, e
 	if err := s.startUpload(u, bus.ArtifactInputSubject(u.id)); err != nil {
 		return nil, err
 	}
-	return meshapi.OpenArtifactResponse{ArtifactID: u.id, ChunkBytes: chunkBytes, MaxBytes: s.cfg.MaxBytes}, nil
+	return &meshapi.OpenArtifactResponse{ArtifactID: u.id, ChunkBytes: chunkBytes, MaxBytes: s.cfg.MaxBytes}, nil
 }
 
 // commitInput registers the stored content of an input file. It is not

@@ -52,11 +52,7 @@ func parseCursor(s string) readCursor {
 	return c
 }
 
-func (s *Service) handleRead(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.ReadArtifactRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleRead(ctx context.Context, in *meshapi.ReadArtifactRequest) (*meshapi.ArtifactPart, error) {
 	a, err := s.get(ctx, in.ArtifactID)
 	if err != nil {
 		return nil, err

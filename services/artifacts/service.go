@@ -109,13 +109,13 @@ func (s *Service) Start(ctx context.Context) error {
 	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
 		Name: bus.ServiceArtifacts, Description: "task-run artifacts", Logger: s.cfg.Logger,
 		Region: s.cfg.Region, Route: s.routeRequest,
-		Ops: map[string]bus.HandlerFunc{
-			meshapi.OpArtifactOpenInput: s.handleOpenInput,
-			meshapi.OpArtifactGet:       s.handleGet,
-			meshapi.OpArtifactList:      s.handleList,
-			meshapi.OpArtifactRead:      s.handleRead,
+		Endpoints: []bus.Endpoint{
+			meshapi.OpRuntimeArtifactOpen.Handle(s.handleOpen),
+			meshapi.OpArtifactsOpenInput.Handle(s.handleOpenInput),
+			meshapi.OpArtifactsGet.Handle(s.handleGet),
+			meshapi.OpArtifactsList.Handle(s.handleList),
+			meshapi.OpArtifactsRead.Handle(s.handleRead),
 		},
-		Endpoints: []bus.Endpoint{meshapi.OpRuntimeArtifactOpen.Handle(s.handleOpen)},
 	})
 	return err
 }
@@ -201,11 +201,7 @@ func (s *Service) storedSize(ctx context.Context, id string) (int64, error) {
 	return int64(info.Size), nil
 }
 
-func (s *Service) handleGet(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.GetArtifactRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleGet(ctx context.Context, in *meshapi.GetArtifactRequest) (*mesh.Artifact, error) {
 	return s.get(ctx, in.ArtifactID)
 }
 
@@ -220,11 +216,7 @@ func (s *Service) get(ctx context.Context, id string) (*mesh.Artifact, error) {
 	return a, err
 }
 
-func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error) {
-	var in meshapi.ListArtifactsRequest
-	if err := req.Decode(&in); err != nil {
-		return nil, err
-	}
+func (s *Service) handleList(ctx context.Context, in *meshapi.ListArtifactsRequest) (*meshapi.ArtifactList, error) {
 	if !mesh.ValidID(in.TaskRunID) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "task run %q not found", in.TaskRunID)
 	}
@@ -245,5 +237,5 @@ func (s *Service) handleList(ctx context.Context, req *bus.Request) (any, error)
 		out.Artifacts = append(out.Artifacts, *a)
 	}
 	sortByID(out.Artifacts)
-	return out, nil
+	return &out, nil
 }

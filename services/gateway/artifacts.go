@@ -162,11 +162,6 @@ func (g *Gateway) listArtifacts(w http.ResponseWriter, r *http.Request) {
 	g.reply(w, r, http.StatusOK, l, err)
 }
 
-func (g *Gateway) getArtifact(w http.ResponseWriter, r *http.Request) {
-	a, err := g.client.GetArtifact(r.Context(), r.PathValue("artifactId"))
-	g.reply(w, r, http.StatusOK, a, err)
-}
-
 func (g *Gateway) downloadArtifact(w http.ResponseWriter, r *http.Request) {
 	a, err := g.client.GetArtifact(r.Context(), r.PathValue("artifactId"))
 	if err != nil {

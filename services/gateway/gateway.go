@@ -265,8 +265,7 @@ func (g *Gateway) Handler() http.Handler {
 	g.people(mux, meshapi.OpTaskRunsList.REST.Pattern(), g.listTaskRuns)
 	g.people(mux, meshapi.OpTaskRunsContinue.REST.Pattern(), g.answerTaskRun)
 	g.people(mux, meshapi.OpTaskRunsDecideApproval.REST.Pattern(), g.decideApproval)
-	g.people(mux, "GET /task-runs/{taskRunId}/artifacts", g.listArtifacts)
-	g.people(mux, "GET /artifacts/{artifactId}", g.getArtifact)
+	g.people(mux, meshapi.OpArtifactsList.REST.Pattern(), g.listArtifacts)
 	g.people(mux, "GET /artifacts/{artifactId}/content", g.downloadArtifact)
 	g.people(mux, "GET /events", g.streamEvents)
 
