@@ -11,6 +11,7 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
+	"github.com/a2amesh/a2amesh/services/gateway/httpbody"
 )
 
 // artifactWrite is the body of POST /task-runs/{id}/artifacts: one artifact
@@ -44,7 +45,7 @@ func (g *Gateway) uploadArtifact(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	if !isJSONMedia(r.Header.Get("Content-Type")) {
+	if !httpbody.IsJSON(r.Header.Get("Content-Type")) {
 		up.Abandon()
 		g.writeError(w, r, mesh.Errorf(mesh.CodeUnsupportedMedia, "request body must be application/json"))
 		return

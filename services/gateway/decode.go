@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/services/gateway/httpbody"
 )
 
 // decodeMode says how strictly a body is read.
@@ -37,18 +37,17 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, mode decode
 
 // readBody reads the whole body, enforcing the size limit and the JSON media type.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
+	b, err := httpbody.Read(w, r, limit)
+	if errors.Is(err, httpbody.ErrTooLarge) {
 		return nil, mesh.Errorf(mesh.CodePayloadTooLarge, "request body is larger than %d bytes", limit)
 	}
 	if err != nil {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "reading request body: %v", err)
 	}
-	if len(bytes.TrimSpace(body)) > 0 && !isJSONMedia(r.Header.Get("Content-Type")) {
+	if !httpbody.Empty(b) && !httpbody.IsJSON(r.Header.Get("Content-Type")) {
 		return nil, mesh.Errorf(mesh.CodeUnsupportedMedia, "request body must be application/json")
 	}
-	return body, nil
+	return b, nil
 }
 
 // decodeJSON parses one JSON object with precise messages for the usual mistakes.
@@ -88,12 +87,4 @@ func jsonProblem(err error) string {
 		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
 	}
 	return err.Error()
-}
-
-func isJSONMedia(ct string) bool {
-	if ct == "" {
-		return false
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }

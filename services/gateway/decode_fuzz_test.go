@@ -12,6 +12,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/gateway/httpbody"
 )
 
 // decodeSeeds are bodies clients really send, and the usual mistakes.
@@ -129,7 +130,7 @@ func FuzzDecodeBody(f *testing.F) {
 			if err != nil {
 				t.Fatalf("empty body refused: %v", err)
 			}
-		case !isJSONMedia(contentType):
+		case !httpbody.IsJSON(contentType):
 			if e == nil || e.Code != mesh.CodeUnsupportedMedia {
 				t.Fatalf("Content-Type %q: %v, want UNSUPPORTED_MEDIA_TYPE", contentType, err)
 			}

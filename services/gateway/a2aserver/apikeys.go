@@ -7,6 +7,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/gateway/httpbody"
 )
 
 // apiKeyRequest is the optional body of POST /a2a/{agentId}/api-keys.
@@ -65,7 +66,7 @@ func decodeStrict(w http.ResponseWriter, r *http.Request, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}
-	if !jsonMedia(r.Header.Get("Content-Type")) {
+	if !httpbody.IsJSON(r.Header.Get("Content-Type")) {
 		return mesh.Errorf(mesh.CodeUnsupportedMedia, "request body must be application/json")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

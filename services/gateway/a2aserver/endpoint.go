@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/a2atask"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
+	"github.com/a2amesh/a2amesh/services/gateway/httpbody"
 	"github.com/a2amesh/a2amesh/services/gateway/inflight"
 )
 
@@ -52,11 +52,6 @@ func negotiate(r *http.Request) (version string, ok bool) {
 
 // jsonMedia reports whether a Content-Type is JSON (application/json,
 // application/a2a+json, ...).
-func jsonMedia(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
-}
-
 // callerBody takes the turn of a large body (inflight) and reads the body
 // within the caller's limit.
 func (s *Server) callerBody(w http.ResponseWriter, r *http.Request, c *admission.Caller) ([]byte, error) {
@@ -69,21 +64,14 @@ func (s *Server) callerBody(w http.ResponseWriter, r *http.Request, c *admission
 // readBody reads a whole body within limit, once, into a buffer of its
 // announced length; a longer one is errPayloadTooLarge.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	var buf bytes.Buffer
-	if n := r.ContentLength; n > 0 && n <= limit {
-		// ReadFrom wants MinRead bytes free before each read: with them
-		// the buffer never grows (a grown one is a copy, and twice the size).
-		buf.Grow(int(n) + bytes.MinRead)
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	var tooLarge *http.MaxBytesError
+	b, err := httpbody.Read(w, r, limit)
 	switch {
-	case errors.As(err, &tooLarge):
+	case errors.Is(err, httpbody.ErrTooLarge):
 		return nil, fmt.Errorf("%w: the request body is larger than %d bytes", errPayloadTooLarge, limit)
 	case err != nil:
 		return nil, a2a.NewError(a2a.ErrInvalidRequest, "the request body could not be read")
 	}
-	return buf.Bytes(), nil
+	return b, nil
 }
 
 // bodyLimit is how much of a body the endpoint reads for a caller: anonymous
@@ -172,7 +160,7 @@ func (s *Server) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, shape, nil, err, retryMeta(w))
 		return
 	}
-	if !jsonMedia(r.Header.Get("Content-Type")) {
+	if !httpbody.IsJSON(r.Header.Get("Content-Type")) {
 		writeRPCError(w, shape, nil, a2a.NewError(a2a.ErrUnsupportedContentType, "Content-Type must be application/json"), nil)
 		return
 	}
@@ -255,7 +243,7 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request, version strin
 			writeRESTError(w, err, retryMeta(w))
 			return
 		}
-		if len(bytes.TrimSpace(body)) > 0 && !jsonMedia(r.Header.Get("Content-Type")) {
+		if len(bytes.TrimSpace(body)) > 0 && !httpbody.IsJSON(r.Header.Get("Content-Type")) {
 			writeRESTError(w, a2a.NewError(a2a.ErrUnsupportedContentType, "Content-Type must be application/json"), nil)
 			return
 		}

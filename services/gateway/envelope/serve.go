@@ -1,13 +1,10 @@
 package envelope
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"mime"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,6 +15,7 @@ import (
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
+	"github.com/a2amesh/a2amesh/services/gateway/httpbody"
 	"github.com/a2amesh/a2amesh/services/gateway/inflight"
 )
 
@@ -74,20 +72,14 @@ func (d *Endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *pa
 	if err := inflight.Take(w, r, inflight.Anonymous(r)); err != nil {
 		return nil, classify(d.log, err)
 	}
-	var buf bytes.Buffer
-	if n := r.ContentLength; n > 0 && n <= d.cfg.MaxBodyBytes {
-		buf.Grow(int(n) + bytes.MinRead)
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, d.cfg.MaxBodyBytes))
-	b := buf.Bytes()
-	var tooLarge *http.MaxBytesError
+	b, err := httpbody.Read(w, r, d.cfg.MaxBodyBytes)
 	switch {
-	case errors.As(err, &tooLarge):
+	case errors.Is(err, httpbody.ErrTooLarge):
 		return nil, &payloadError{Code: codePayloadTooLarge, Message: "the body is too large"}
 	case err != nil:
 		return nil, invalid("the body could not be read")
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); len(bytes.TrimSpace(b)) > 0 && (err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json"))) {
+	if !httpbody.Empty(b) && !httpbody.IsJSON(r.Header.Get("Content-Type")) {
 		return nil, &payloadError{Code: codeUnsupportedMedia, Message: "Content-Type must be application/json"}
 	}
 	return b, nil

@@ -5,13 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"mime"
 	"net/http"
-	"strings"
 
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
+	"github.com/a2amesh/a2amesh/services/gateway/httpbody"
 	"github.com/a2amesh/a2amesh/services/gateway/inflight"
 )
 
@@ -24,23 +23,15 @@ func (d *Endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *en
 	if err := inflight.Take(w, r, inflight.Anonymous(r)); err != nil {
 		return nil, classify(d.log, err, "")
 	}
-	var buf bytes.Buffer
-	if n := r.ContentLength; n > 0 && n <= d.cfg.MaxBodyBytes {
-		buf.Grow(int(n) + bytes.MinRead)
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, d.cfg.MaxBodyBytes))
-	b := buf.Bytes()
-	var tooLarge *http.MaxBytesError
+	b, err := httpbody.Read(w, r, d.cfg.MaxBodyBytes)
 	switch {
-	case errors.As(err, &tooLarge):
+	case errors.Is(err, httpbody.ErrTooLarge):
 		return nil, refuse(partnerapi.CodeInvalidRequest, http.StatusRequestEntityTooLarge, "Invalid Request: the body is larger than %d bytes", d.cfg.MaxBodyBytes)
 	case err != nil:
 		return nil, refuse(partnerapi.CodeInvalidRequest, http.StatusBadRequest, "Invalid Request: the body could not be read")
 	}
-	if len(bytes.TrimSpace(b)) > 0 {
-		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return nil, refuse(partnerapi.CodeInvalidRequest, http.StatusUnsupportedMediaType, "Invalid Request: Content-Type must be application/json")
-		}
+	if !httpbody.Empty(b) && !httpbody.IsJSON(r.Header.Get("Content-Type")) {
+		return nil, refuse(partnerapi.CodeInvalidRequest, http.StatusUnsupportedMediaType, "Invalid Request: Content-Type must be application/json")
 	}
 	return b, nil
 }
