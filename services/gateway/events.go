@@ -223,21 +223,7 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, f *eventFi
 	fmt.Fprint(w, "retry: 2000\n: connected\n\n")
 	_ = rc.Flush()
 
-	next := make(chan *runfollow.Event)
-	go func() {
-		defer close(next)
-		for {
-			m, err := events.Next(ctx)
-			if err != nil {
-				return
-			}
-			select {
-			case next <- m:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	next := runfollow.Feed(ctx, events.Next)
 	ping := time.NewTicker(g.cfg.SSEHeartbeat)
 	defer ping.Stop()
 	for {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/partnerapi"
+	"github.com/a2amesh/a2amesh/internal/runfollow"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -77,21 +78,7 @@ func (d *Endpoint) stream(w http.ResponseWriter, r *http.Request, run *mesh.Task
 	if !send(run) {
 		return
 	}
-	updates := make(chan *mesh.TaskRun)
-	go func() {
-		defer close(updates)
-		for {
-			next, err := follow.NextRun(ctx)
-			if err != nil {
-				return
-			}
-			select {
-			case updates <- next:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	updates := runfollow.Feed(ctx, follow.NextRun)
 	keepAlive := time.NewTicker(d.cfg.KeepAlive)
 	defer keepAlive.Stop()
 	for !run.Status.Terminal() {
