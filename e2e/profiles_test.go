@@ -151,3 +151,34 @@ func TestProfiles_UnpairRevokesOnThePlatformAndRemovesTheProfile(t *testing.T) {
 		t.Errorf("unpair printed the token")
 	}
 }
+
+// A value start's options refuse is a wrong command line (exit 2) that names
+// the flag the person gave, never the field of the runtime's options it
+// fills; nothing connects.
+func TestRuntimeStart_RefusedOptionNamesItsFlag(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{})
+	ad := l.startAdapter("echo")
+	m := l.newMachine()
+	m.pair(p.Platform, p.CreateAgent("flags").ID, ad.Endpoint)
+	for _, tc := range []struct {
+		args       []string
+		flag, what string
+	}{
+		{[]string{"--task-timeout", "-1s"}, "--task-timeout", "-1s is negative"},
+		{[]string{"--shutdown-grace", "-2s"}, "--shutdown-grace", "-2s is negative"},
+		{[]string{"--concurrency", "-1"}, "--concurrency", "-1 is negative"},
+		{[]string{"--transport", "pigeon"}, "--transport", `"pigeon" is none of`},
+	} {
+		res := m.cli(append([]string{"start"}, tc.args...)...)
+		if res.code != 2 || !strings.Contains(res.stderr, tc.flag+" "+tc.what) {
+			t.Errorf("start %v: exit %d, stderr %q; want exit 2 naming %s %s", tc.args, res.code, res.stderr, tc.flag, tc.what)
+		}
+		for _, field := range []string{"TaskTimeout", "DrainGrace", "Concurrency", "Mode "} {
+			if strings.Contains(res.stderr, field) {
+				t.Errorf("start %v names the option field %s: %q", tc.args, field, res.stderr)
+			}
+		}
+	}
+}

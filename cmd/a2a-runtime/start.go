@@ -128,6 +128,9 @@ func newStart(g *globals) *cobra.Command {
 			if dialErr := (*runtimeengine.DialError)(nil); errors.As(err, &dialErr) {
 				return whyRefused(p, reauthHint(dialErr.Err))
 			}
+			if refused := startFlagErrors(err); refused != nil {
+				return refused
+			}
 			if err != nil {
 				return err
 			}
@@ -166,6 +169,32 @@ func newStart(g *globals) *cobra.Command {
 	startCompletions(cmd)
 	formerStartFlags(f)
 	return cmd
+}
+
+// startOptionFlags names the flag of start that fills each field of the
+// runtime's options.
+var startOptionFlags = map[string]string{
+	"Mode": "--transport", "Concurrency": "--concurrency", "TaskTimeout": "--task-timeout",
+	"DrainGrace": "--shutdown-grace", "AdapterWait": "--adapter-wait", "NATSURL": "--nats-url",
+	"StatusListen": "--metrics-listen",
+}
+
+// startFlagErrors is a wrong command line naming start's flags, when the
+// runtime's options refused only fields that flags fill; nil otherwise.
+func startFlagErrors(err error) error {
+	refused := runtimeengine.OptionErrors(err)
+	if len(refused) == 0 {
+		return nil
+	}
+	errs := make([]error, 0, len(refused))
+	for _, e := range refused {
+		flag, ok := startOptionFlags[e.Field]
+		if !ok {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s %s", flag, e.Problem))
+	}
+	return cliusage.Usage(fmt.Errorf("%w (see a2a-runtime start --help)", errors.Join(errs...)))
 }
 
 // startCompletions offers the values of start's flags that have few.

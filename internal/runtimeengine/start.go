@@ -72,46 +72,81 @@ type Options struct {
 	Logger zerolog.Logger
 }
 
-// Validate says which field of o is wrong, if one is.
+// OptionError is Validate's refusal of one field of Options. Field is the
+// Go field's name; a program that fills the field from a flag names the
+// flag instead (see OptionErrors).
+type OptionError struct {
+	Field   string
+	Problem string
+}
+
+func (e *OptionError) Error() string { return e.Field + " " + e.Problem }
+
+// OptionErrors returns the fields Validate refused in err (Validate's or
+// Start's error), in order; none when err is another error.
+func OptionErrors(err error) []*OptionError {
+	var out []*OptionError
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case nil:
+		case *OptionError:
+			out = append(out, e)
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				walk(inner)
+			}
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}
+
+// Validate says which fields of o are wrong, if any: each an *OptionError.
 func (o Options) Validate() error {
 	var errs []error
+	refuse := func(field, format string, args ...any) {
+		errs = append(errs, &OptionError{Field: field, Problem: fmt.Sprintf(format, args...)})
+	}
 	if o.Profile.AgentID == "" {
-		errs = append(errs, errors.New("Profile.AgentID is empty"))
+		refuse("Profile.AgentID", "is empty")
 	}
 	if o.Profile.RuntimeID == "" {
-		errs = append(errs, errors.New("Profile.RuntimeID is empty"))
+		refuse("Profile.RuntimeID", "is empty")
 	}
 	switch o.Mode {
 	case "", ModeAuto, ModeNATS, ModeHTTP:
 	default:
-		errs = append(errs, fmt.Errorf("Mode %q is none of %s, %s and %s", o.Mode, ModeAuto, ModeNATS, ModeHTTP))
+		refuse("Mode", "%q is none of %s, %s and %s", o.Mode, ModeAuto, ModeNATS, ModeHTTP)
 	}
 	if o.API == nil {
-		errs = append(errs, errors.New("API is nil"))
+		refuse("API", "is nil")
 	}
 	if o.Adapter == nil {
-		errs = append(errs, errors.New("Adapter is nil"))
+		refuse("Adapter", "is nil")
 	}
 	if s := o.Supervise; s != nil {
 		if s.Binary == "" {
-			errs = append(errs, errors.New("Supervise.Binary is empty"))
+			refuse("Supervise.Binary", "is empty")
 		}
 		if s.Provider == "" {
-			errs = append(errs, errors.New("Supervise.Provider is empty"))
+			refuse("Supervise.Provider", "is empty")
 		}
 		if s.Listen == "" {
-			errs = append(errs, errors.New("Supervise.Listen is empty"))
+			refuse("Supervise.Listen", "is empty")
 		}
 	}
 	if o.Concurrency < 0 {
-		errs = append(errs, fmt.Errorf("Concurrency %d is negative", o.Concurrency))
+		refuse("Concurrency", "%d is negative", o.Concurrency)
 	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{{"TaskTimeout", o.TaskTimeout}, {"DrainGrace", o.DrainGrace}, {"HeartbeatInterval", o.HeartbeatInterval}, {"RenewInterval", o.RenewInterval}} {
 		if d.v < 0 {
-			errs = append(errs, fmt.Errorf("%s %s is negative", d.name, d.v))
+			refuse(d.name, "%s is negative", d.v)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -79,6 +79,10 @@ func TestOptionsValidate_NamesEachBadField(t *testing.T) {
 			if rt != nil || startErr == nil || startErr.Error() != err.Error() {
 				t.Fatalf("Start = %v, %v; want the validation error %v", rt, startErr, err)
 			}
+			// A program finds the field in Start's error, to name its flag.
+			if refused := runtimeengine.OptionErrors(startErr); len(refused) != 1 || refused[0].Field != c.field {
+				t.Fatalf("OptionErrors(%v) = %v, want the one field %s", startErr, refused, c.field)
+			}
 		})
 	}
 	// Waiting for the adapter for ever is a negative AdapterWait.
