@@ -39,10 +39,10 @@ const (
 const EventTaskGivenBack ledger.Event = "task_given_back"
 
 // AdapterReady reports whether the local adapter answered its last check.
-func (c *Engine) AdapterReady() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return !c.adapterDown
+func (e *Engine) AdapterReady() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return !e.adapterDown
 }
 
 // waitAdapter returns once the adapter answers GET /health, checking with
@@ -53,23 +53,23 @@ func (c *Engine) AdapterReady() bool {
 // task went well) is not asked again before each claim: that would put a
 // round trip in front of every claim; the heartbeat loop checks it, and a
 // run it does not receive is given back and marks it down.
-func (c *Engine) waitAdapter(ctx context.Context) bool {
-	if c.cfg.Adapter == nil {
+func (e *Engine) waitAdapter(ctx context.Context) bool {
+	if e.cfg.Adapter == nil {
 		return true
 	}
-	c.mu.Lock()
-	trusted := !c.adapterDown && !c.adapterSuspect
-	c.mu.Unlock()
+	e.mu.Lock()
+	trusted := !e.adapterDown && !e.adapterSuspect
+	e.mu.Unlock()
 	if trusted {
 		return true
 	}
 	backoff := bus.Backoff{Initial: adapterBackoffMin, Max: adapterBackoffMax, Jitter: 0.2}
 	for {
-		c.checkAdapter(ctx)
+		e.checkAdapter(ctx)
 		if ctx.Err() != nil {
 			return false
 		}
-		if c.AdapterReady() || c.adapterGaveUp() {
+		if e.AdapterReady() || e.adapterGaveUp() {
 			return true
 		}
 		if backoff.Sleep(ctx) != nil {
@@ -80,69 +80,69 @@ func (c *Engine) waitAdapter(ctx context.Context) bool {
 
 // checkAdapter asks the adapter once, so an idle runtime also notices (and
 // its heartbeat reports) an adapter that went away.
-func (c *Engine) checkAdapter(ctx context.Context) {
-	if c.cfg.Adapter == nil {
+func (e *Engine) checkAdapter(ctx context.Context) {
+	if e.cfg.Adapter == nil {
 		return
 	}
 	hctx, cancel := context.WithTimeout(ctx, adapterCheckTimeout)
-	err := c.cfg.Adapter.Reachable(hctx)
+	err := e.cfg.Adapter.Reachable(hctx)
 	cancel()
-	c.mu.Lock()
-	c.adapterSuspect = false
-	c.mu.Unlock()
+	e.mu.Lock()
+	e.adapterSuspect = false
+	e.mu.Unlock()
 	if ctx.Err() == nil {
-		c.setAdapterState(err)
+		e.setAdapterState(err)
 	}
 }
 
 // suspectAdapter makes the next claim check the adapter first: a call to
 // it failed in transport (err is a transport error, not the adapter's own
 // failure answer).
-func (c *Engine) suspectAdapter(err error) {
+func (e *Engine) suspectAdapter(err error) {
 	var f *adapterclient.Failure
 	if err == nil || (errors.As(err, &f) && !f.NotDelivered && f.Code != mesh.ReasonAdapterConnectionLost) {
 		return
 	}
-	c.mu.Lock()
-	c.adapterSuspect = true
-	c.mu.Unlock()
+	e.mu.Lock()
+	e.adapterSuspect = true
+	e.mu.Unlock()
 }
 
 // adapterGaveUp reports whether the adapter has been unreachable for longer
 // than AdapterWait (a negative AdapterWait waits for ever).
-func (c *Engine) adapterGaveUp() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.adapterDown && c.cfg.AdapterWait >= 0 && time.Since(c.adapterDownSince) > c.cfg.AdapterWait
+func (e *Engine) adapterGaveUp() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.adapterDown && e.cfg.AdapterWait >= 0 && time.Since(e.adapterDownSince) > e.cfg.AdapterWait
 }
 
 // setAdapterState records the result of a check and logs the changes only:
 // one line when the adapter goes away, one when it is back.
-func (c *Engine) setAdapterState(err error) {
-	c.mu.Lock()
-	was := c.adapterDown
-	c.adapterDown = err != nil
+func (e *Engine) setAdapterState(err error) {
+	e.mu.Lock()
+	was := e.adapterDown
+	e.adapterDown = err != nil
 	if err != nil && !was {
-		c.adapterDownSince = time.Now()
+		e.adapterDownSince = time.Now()
 	}
-	c.mu.Unlock()
+	e.mu.Unlock()
 	switch {
 	case err != nil && !was:
-		c.log.Warn().Err(err).Str("endpoint", c.cfg.Adapter.Endpoint()).
+		e.log.Warn().Err(err).Str("endpoint", e.cfg.Adapter.Endpoint()).
 			Msg("local adapter unreachable: no task runs are claimed until it answers")
-		c.cfg.Metrics.adapterReady(false)
-		c.kickHeartbeat()
+		e.cfg.Metrics.adapterReady(false)
+		e.kickHeartbeat()
 	case err == nil && was:
-		c.log.Info().Str("endpoint", c.cfg.Adapter.Endpoint()).Msg("local adapter answering again: claiming task runs")
-		c.cfg.Metrics.adapterReady(true)
-		c.kickHeartbeat()
+		e.log.Info().Str("endpoint", e.cfg.Adapter.Endpoint()).Msg("local adapter answering again: claiming task runs")
+		e.cfg.Metrics.adapterReady(true)
+		e.kickHeartbeat()
 	}
 }
 
 // giveBack returns a run the adapter never received to the queue, unless it
 // was given back often enough already or its deadline is near. It reports
 // whether the run was given back; if not, the caller fails it.
-func (c *Engine) giveBack(run *mesh.TaskRun, err error) bool {
+func (e *Engine) giveBack(run *mesh.TaskRun, err error) bool {
 	var f *adapterclient.Failure
 	if !errors.As(err, &f) || !f.NotDelivered {
 		return false
@@ -150,32 +150,32 @@ func (c *Engine) giveBack(run *mesh.TaskRun, err error) bool {
 	if run.Deadline != nil && time.Until(*run.Deadline) < giveBackMargin {
 		return false
 	}
-	c.mu.Lock()
-	n := c.givenBack[run.ID]
+	e.mu.Lock()
+	n := e.givenBack[run.ID]
 	if n >= maxGiveBacks {
-		delete(c.givenBack, run.ID)
-		c.mu.Unlock()
+		delete(e.givenBack, run.ID)
+		e.mu.Unlock()
 		return false
 	}
-	c.givenBack[run.ID] = n + 1
-	c.mu.Unlock()
-	c.setAdapterState(err)
+	e.givenBack[run.ID] = n + 1
+	e.mu.Unlock()
+	e.setAdapterState(err)
 
-	ctx, cancel := context.WithTimeout(c.execCtx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(e.execCtx, 5*time.Second)
 	defer cancel()
-	if rerr := c.cfg.Transport.Release(ctx, run); rerr != nil {
-		c.log.Warn().Err(rerr).Str("task_run_id", run.ID).Msg("task run could not be given back; failing it")
+	if rerr := e.cfg.Transport.Release(ctx, run); rerr != nil {
+		e.log.Warn().Err(rerr).Str("task_run_id", run.ID).Msg("task run could not be given back; failing it")
 		return false
 	}
-	c.log.Warn().Str("task_run_id", run.ID).Int("given_back", n+1).Err(err).
+	e.log.Warn().Str("task_run_id", run.ID).Int("given_back", n+1).Err(err).
 		Msg("local adapter unreachable: task run given back to the queue")
-	c.cfg.Metrics.taskGivenBack()
+	e.cfg.Metrics.taskGivenBack()
 	return true
 }
 
 // delivered forgets the give-backs of a run the adapter received.
-func (c *Engine) delivered(id string) {
-	c.mu.Lock()
-	delete(c.givenBack, id)
-	c.mu.Unlock()
+func (e *Engine) delivered(id string) {
+	e.mu.Lock()
+	delete(e.givenBack, id)
+	e.mu.Unlock()
 }

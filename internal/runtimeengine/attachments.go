@@ -24,9 +24,9 @@ type AttachmentReader interface {
 // withAttachments returns the run's input with every stored attachment's
 // content inline (content_base64): the adapter never calls the platform, so
 // the runtime fetches the files for it before dispatch.
-func (c *Engine) withAttachments(ctx context.Context, run *mesh.TaskRun, input json.RawMessage) (json.RawMessage, error) {
+func (e *Engine) withAttachments(ctx context.Context, run *mesh.TaskRun, input json.RawMessage) (json.RawMessage, error) {
 	var in map[string]json.RawMessage
-	if c.cfg.Attachments == nil || json.Unmarshal(input, &in) != nil || in["attachments"] == nil {
+	if e.cfg.Attachments == nil || json.Unmarshal(input, &in) != nil || in["attachments"] == nil {
 		return input, nil
 	}
 	var atts []adapterapi.Attachment
@@ -41,7 +41,7 @@ func (c *Engine) withAttachments(ctx context.Context, run *mesh.TaskRun, input j
 			continue
 		}
 		actx, cancel := context.WithTimeout(ctx, time.Minute)
-		b, err := c.cfg.Attachments.ReadAttachment(actx, a.ArtifactID)
+		b, err := e.cfg.Attachments.ReadAttachment(actx, a.ArtifactID)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("attachment %s of task run %s could not be fetched: %w", a.Name, run.ID, err)

@@ -197,57 +197,57 @@ func New(cfg Config) *Engine {
 }
 
 // StopNow ends a drain at once: running tasks are aborted and failed.
-func (c *Engine) StopNow() { c.stopOnce.Do(func() { close(c.stopNow) }) }
+func (e *Engine) StopNow() { e.stopOnce.Do(func() { close(e.stopNow) }) }
 
 // Run works until ctx ends (then drains) or the credential is refused
 // (then returns an error wrapping ErrReauth).
-func (c *Engine) Run(ctx context.Context) error {
-	c.execCtx, c.execCancel = context.WithCancel(context.WithoutCancel(ctx))
-	defer c.execCancel()
-	c.record(ledger.Entry{Event: ledger.EventRuntimeStarted, Message: "transport " + c.cfg.Transport.Name()})
-	defer c.record(ledger.Entry{Event: ledger.EventRuntimeStopped})
+func (e *Engine) Run(ctx context.Context) error {
+	e.execCtx, e.execCancel = context.WithCancel(context.WithoutCancel(ctx))
+	defer e.execCancel()
+	e.record(ledger.Entry{Event: ledger.EventRuntimeStarted, Message: "transport " + e.cfg.Transport.Name()})
+	defer e.record(ledger.Entry{Event: ledger.EventRuntimeStopped})
 
 	// What the adapter says of itself (is it up, may connections to it be
 	// kept) is known before the first heartbeat and the first claim.
-	c.checkAdapter(ctx)
-	if err := c.heartbeat(ctx); err != nil && IsAuthError(err) {
-		c.fail(err)
+	e.checkAdapter(ctx)
+	if err := e.heartbeat(ctx); err != nil && IsAuthError(err) {
+		e.fail(err)
 	}
 	// Start-up (profile, ledger, connection) leaves garbage too.
-	c.mu.Lock()
-	c.armIdleTrim()
-	c.mu.Unlock()
+	e.mu.Lock()
+	e.armIdleTrim()
+	e.mu.Unlock()
 	defer func() {
-		c.mu.Lock()
-		c.cancelIdleTrim()
-		c.mu.Unlock()
+		e.mu.Lock()
+		e.cancelIdleTrim()
+		e.mu.Unlock()
 	}()
 	claimCtx, stopClaiming := context.WithCancel(ctx)
 	defer stopClaiming()
 	var loops, workers sync.WaitGroup
 	// The loops keep running while tasks drain: leases stay renewed and
 	// cancellations still arrive until the last task has ended.
-	for _, loop := range []func(context.Context){c.heartbeatLoop, c.renewLoop, c.cancelLoop, c.outboxLoop} {
+	for _, loop := range []func(context.Context){e.heartbeatLoop, e.renewLoop, e.cancelLoop, e.outboxLoop} {
 		loops.Add(1)
-		go func() { defer loops.Done(); loop(c.execCtx) }()
+		go func() { defer loops.Done(); loop(e.execCtx) }()
 	}
 	workers.Add(1)
-	go func() { defer workers.Done(); c.dispatch(claimCtx, &workers) }()
+	go func() { defer workers.Done(); e.dispatch(claimCtx, &workers) }()
 	select {
 	case <-ctx.Done():
-	case <-c.fatal:
+	case <-e.fatal:
 	}
 	stopClaiming()
-	if c.fatalErr == nil {
-		c.log.Info().Msg("stopping: no new task runs are claimed; running ones may finish")
+	if e.fatalErr == nil {
+		e.log.Info().Msg("stopping: no new task runs are claimed; running ones may finish")
 	}
-	c.drain(&workers)
-	c.execCancel()
+	e.drain(&workers)
+	e.execCancel()
 	loops.Wait()
-	if c.fatalErr != nil {
-		return c.fatalErr
+	if e.fatalErr != nil {
+		return e.fatalErr
 	}
-	c.goodbye()
+	e.goodbye()
 	return nil
 }
 
@@ -258,64 +258,64 @@ const goodbyeTimeout = 2 * time.Second
 // is shown offline at once rather than after its heartbeat timeout. A
 // platform that cannot be told finds out at that timeout, as it does for
 // a runtime that was killed.
-func (c *Engine) goodbye() {
+func (e *Engine) goodbye() {
 	ctx, cancel := context.WithTimeout(context.Background(), goodbyeTimeout)
 	defer cancel()
-	if err := c.cfg.Transport.Goodbye(ctx); err != nil {
-		c.log.Debug().Err(err).Msg("goodbye not delivered; the platform shows the runtime offline after its heartbeat timeout")
+	if err := e.cfg.Transport.Goodbye(ctx); err != nil {
+		e.log.Debug().Err(err).Msg("goodbye not delivered; the platform shows the runtime offline after its heartbeat timeout")
 	}
 }
 
 // drain waits for running tasks up to the grace period (or StopNow), then
 // aborts what is left; aborted runs are failed with the reason.
-func (c *Engine) drain(workers *sync.WaitGroup) {
+func (e *Engine) drain(workers *sync.WaitGroup) {
 	done := make(chan struct{})
 	go func() { workers.Wait(); close(done) }()
-	if n := c.runningCount(); n > 0 && c.fatalErr == nil {
-		c.log.Info().Int("running", n).Dur("grace_ms", c.cfg.DrainGrace).Msg("waiting for running tasks")
+	if n := e.runningCount(); n > 0 && e.fatalErr == nil {
+		e.log.Info().Int("running", n).Dur("grace_ms", e.cfg.DrainGrace).Msg("waiting for running tasks")
 	}
-	timer := time.NewTimer(c.cfg.DrainGrace)
+	timer := time.NewTimer(e.cfg.DrainGrace)
 	defer timer.Stop()
 	select {
 	case <-done:
 		return
 	case <-timer.C:
-	case <-c.stopNow:
-	case <-c.fatal:
+	case <-e.stopNow:
+	case <-e.fatal:
 	}
 	cause := errShutdown
-	if c.fatalErr != nil {
+	if e.fatalErr != nil {
 		cause = errReauth
 	}
-	c.mu.Lock()
-	for _, t := range c.running {
+	e.mu.Lock()
+	for _, t := range e.running {
 		t.cancel(cause)
 	}
-	c.mu.Unlock()
+	e.mu.Unlock()
 	<-done
 }
 
 // fail records a refused credential and stops the runtime.
-func (c *Engine) fail(err error) {
-	c.fatalOnce.Do(func() {
-		c.fatalErr = fmt.Errorf("%w (%v); generate a new pairing code for this same agent on the platform and run a2a-runtime pair again: do not create a new agent", ErrReauth, err)
-		c.record(ledger.Entry{Event: ledger.EventAuthRejected, Message: err.Error()})
-		close(c.fatal)
+func (e *Engine) fail(err error) {
+	e.fatalOnce.Do(func() {
+		e.fatalErr = fmt.Errorf("%w (%v); generate a new pairing code for this same agent on the platform and run a2a-runtime pair again: do not create a new agent", ErrReauth, err)
+		e.record(ledger.Entry{Event: ledger.EventAuthRejected, Message: err.Error()})
+		close(e.fatal)
 	})
 }
 
 // dispatch asks for work whenever a slot is free, for as many runs as
 // slots are free, in one request, and works on each run it gets in a
 // goroutine of its own (counted in workers), until ctx ends.
-func (c *Engine) dispatch(ctx context.Context, workers *sync.WaitGroup) {
-	slots := make(chan struct{}, c.cfg.Concurrency)
+func (e *Engine) dispatch(ctx context.Context, workers *sync.WaitGroup) {
+	slots := make(chan struct{}, e.cfg.Concurrency)
 	backoff := bus.Backoff{Initial: 500 * time.Millisecond, Max: 15 * time.Second, Jitter: 0.2}
 	for ctx.Err() == nil {
 		free, ok := takeFree(ctx, slots)
 		if !ok {
 			return
 		}
-		runs, err := c.next(ctx, free, &backoff)
+		runs, err := e.next(ctx, free, &backoff)
 		for range free - len(runs) {
 			<-slots
 		}
@@ -326,7 +326,7 @@ func (c *Engine) dispatch(ctx context.Context, workers *sync.WaitGroup) {
 			// Claimed while stopping: give them back rather than start them.
 			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			for _, run := range runs {
-				_ = c.cfg.Transport.Release(rctx, run)
+				_ = e.cfg.Transport.Release(rctx, run)
 				<-slots
 			}
 			cancel()
@@ -337,7 +337,7 @@ func (c *Engine) dispatch(ctx context.Context, workers *sync.WaitGroup) {
 			go func() {
 				defer workers.Done()
 				defer func() { <-slots }()
-				c.execute(run)
+				e.execute(run)
 			}()
 		}
 	}
@@ -367,14 +367,14 @@ func takeFree(ctx context.Context, slots chan struct{}) (int, bool) {
 // non-nil error only when the engine must stop asking (ctx ended, or the
 // credential was refused); other failures are logged and retried after
 // backoff (reset after an answer).
-func (c *Engine) next(ctx context.Context, n int, backoff *bus.Backoff) ([]*mesh.TaskRun, error) {
-	if !c.waitAdapter(ctx) {
+func (e *Engine) next(ctx context.Context, n int, backoff *bus.Backoff) ([]*mesh.TaskRun, error) {
+	if !e.waitAdapter(ctx) {
 		return nil, ctx.Err()
 	}
-	runs, err := c.cfg.Transport.NextUpTo(ctx, n)
+	runs, err := e.cfg.Transport.NextUpTo(ctx, n)
 	switch {
 	case err != nil && IsAuthError(err):
-		c.fail(err)
+		e.fail(err)
 		return nil, err
 	case err != nil:
 		if ctx.Err() != nil {
@@ -383,9 +383,9 @@ func (c *Engine) next(ctx context.Context, n int, backoff *bus.Backoff) ([]*mesh
 		// The platform closes a revoked runtime's connection at once:
 		// a heartbeat now (and, if it fails, a credential check) finds
 		// out whether that was why, instead of at the next interval.
-		c.kickHeartbeat()
+		e.kickHeartbeat()
 		wait := backoff.Next()
-		c.log.Warn().Err(err).Dur("retry_in_ms", wait).Msg("cannot claim work; retrying")
+		e.log.Warn().Err(err).Dur("retry_in_ms", wait).Msg("cannot claim work; retrying")
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -397,37 +397,37 @@ func (c *Engine) next(ctx context.Context, n int, backoff *bus.Backoff) ([]*mesh
 	return runs, nil
 }
 
-func (c *Engine) track(t *task) {
-	c.mu.Lock()
-	c.running[t.id] = t
-	c.cancelIdleTrim()
-	c.mu.Unlock()
+func (e *Engine) track(t *task) {
+	e.mu.Lock()
+	e.running[t.id] = t
+	e.cancelIdleTrim()
+	e.mu.Unlock()
 	select {
-	case c.tracked <- struct{}{}:
+	case e.tracked <- struct{}{}:
 	default:
 	}
 }
 
-func (c *Engine) untrack(id string) {
-	c.mu.Lock()
-	delete(c.running, id)
-	if len(c.running) == 0 {
-		c.armIdleTrim()
+func (e *Engine) untrack(id string) {
+	e.mu.Lock()
+	delete(e.running, id)
+	if len(e.running) == 0 {
+		e.armIdleTrim()
 	}
-	c.mu.Unlock()
+	e.mu.Unlock()
 }
 
 // heldIDs are the runs whose leases the runtime keeps: those it works on and
 // those whose report it owes. Never nil: the platform renews exactly these.
-func (c *Engine) heldIDs() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ids := make([]string, 0, len(c.running)+len(c.owed))
-	for id := range c.running {
+func (e *Engine) heldIDs() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ids := make([]string, 0, len(e.running)+len(e.owed))
+	for id := range e.running {
 		ids = append(ids, id)
 	}
-	for id := range c.owed {
-		if c.running[id] == nil {
+	for id := range e.owed {
+		if e.running[id] == nil {
 			ids = append(ids, id)
 		}
 	}
@@ -435,28 +435,28 @@ func (c *Engine) heldIDs() []string {
 }
 
 // owe marks runs as owed (their report is in the outbox) or settled.
-func (c *Engine) owe(owed bool, ids ...string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (e *Engine) owe(owed bool, ids ...string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	for _, id := range ids {
 		if owed {
-			c.owed[id] = true
+			e.owed[id] = true
 		} else {
-			delete(c.owed, id)
+			delete(e.owed, id)
 		}
 	}
 }
 
-func (c *Engine) runningCount() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.running)
+func (e *Engine) runningCount() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.running)
 }
 
-func (c *Engine) cancelRun(id string, cause error) bool {
-	c.mu.Lock()
-	t, ok := c.running[id]
-	c.mu.Unlock()
+func (e *Engine) cancelRun(id string, cause error) bool {
+	e.mu.Lock()
+	t, ok := e.running[id]
+	e.mu.Unlock()
 	if !ok || t.answered.Load() {
 		// A run whose work is done has nothing left to stop: the platform
 		// ended it (often with this very report, whose answer is late),
@@ -469,11 +469,11 @@ func (c *Engine) cancelRun(id string, cause error) bool {
 
 // record appends to the ledger, entries made together in one write; a
 // ledger that cannot be written is logged, never fatal for the task.
-func (c *Engine) record(entries ...ledger.Entry) {
-	if c.cfg.Ledger == nil || len(entries) == 0 {
+func (e *Engine) record(entries ...ledger.Entry) {
+	if e.cfg.Ledger == nil || len(entries) == 0 {
 		return
 	}
-	if err := c.cfg.Ledger.Append(entries...); err != nil {
-		c.log.Warn().Err(err).Str("event", string(entries[0].Event)).Msg("ledger entry not written")
+	if err := e.cfg.Ledger.Append(entries...); err != nil {
+		e.log.Warn().Err(err).Str("event", string(entries[0].Event)).Msg("ledger entry not written")
 	}
 }

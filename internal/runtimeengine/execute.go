@@ -22,80 +22,80 @@ import (
 )
 
 // execute works on one claimed run from dispatch to report.
-func (c *Engine) execute(run *mesh.TaskRun) {
-	ctx, cancel := context.WithCancelCause(c.execCtx)
+func (e *Engine) execute(run *mesh.TaskRun) {
+	ctx, cancel := context.WithCancelCause(e.execCtx)
 	defer cancel(nil)
-	ctx, span := startTask(ctx, run, c.cfg.RuntimeID)
+	ctx, span := startTask(ctx, run, e.cfg.RuntimeID)
 	defer span.End()
 	t := &task{id: run.ID, attempt: run.Attempt, cancel: cancel}
-	c.track(t)
-	defer c.untrack(run.ID)
-	log := c.log.With().Ctx(ctx).Str("task_run_id", run.ID).Int("attempt", run.Attempt).Logger()
+	e.track(t)
+	defer e.untrack(run.ID)
+	log := e.log.With().Ctx(ctx).Str("task_run_id", run.ID).Int("attempt", run.Attempt).Logger()
 	// Pulled and started, in one write: the ledger's lines of a run
 	// cost a system call each.
-	c.record(ledger.Entry{Event: ledger.EventTaskPulled, TaskRunID: run.ID, Attempt: run.Attempt, Status: string(run.Status)},
+	e.record(ledger.Entry{Event: ledger.EventTaskPulled, TaskRunID: run.ID, Attempt: run.Attempt, Status: string(run.Status)},
 		ledger.Entry{Event: ledger.EventTaskStarted, TaskRunID: run.ID, Attempt: run.Attempt})
 
 	// Progress is what the adapter reports (the claim already shows the run
 	// running).
-	progress := newProgressSender(c, run)
+	progress := newProgressSender(e, run)
 	log.Info().Msg("task started")
-	c.cfg.Metrics.taskStarted()
+	e.cfg.Metrics.taskStarted()
 
-	tctx, tcancel := context.WithTimeout(ctx, c.cfg.TaskTimeout)
+	tctx, tcancel := context.WithTimeout(ctx, e.cfg.TaskTimeout)
 	defer tcancel()
-	req, err := c.request(tctx, run)
+	req, err := e.request(tctx, run)
 	if err != nil {
 		progress.close()
 		code := mesh.ReasonAttachmentUnavailable
 		if errors.Is(err, errSealed) {
 			code = mesh.ReasonSealedForAnotherRuntime
 		}
-		c.failRun(ctx, run, code, err.Error())
+		e.failRun(ctx, run, code, err.Error())
 		return
 	}
-	if c.cfg.Tools != nil {
-		capability, closeTools, err := c.cfg.Tools.Open(run.ID)
+	if e.cfg.Tools != nil {
+		capability, closeTools, err := e.cfg.Tools.Open(run.ID)
 		if err != nil {
 			// The host works without them rather than not at all.
 			log.Warn().Err(err).Msg("delegation tools unavailable for this run")
 		} else {
 			// The capability dies with the turn, however it ends.
 			defer closeTools()
-			req.Tools = &adapterapi.Tools{MCPURL: c.cfg.Tools.URL(), Capability: capability, FolderHeader: toolserver.FolderHeader}
+			req.Tools = &adapterapi.Tools{MCPURL: e.cfg.Tools.URL(), Capability: capability, FolderHeader: toolserver.FolderHeader}
 		}
 	}
 	began := time.Now()
-	reply, err := c.cfg.Adapter.Run(tctx, req, func(l adapterapi.StreamLine) {
+	reply, err := e.cfg.Adapter.Run(tctx, req, func(l adapterapi.StreamLine) {
 		progress.send(l.Message, l.Percent)
 	})
-	c.cfg.Metrics.adapterCall(time.Since(began))
+	e.cfg.Metrics.adapterCall(time.Since(began))
 	t.answered.Store(true)
 	progress.close()
-	c.suspectAdapter(err)
+	e.suspectAdapter(err)
 
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		c.stopped(ctx, run, cause)
+		e.stopped(ctx, run, cause)
 		return
 	}
-	if err != nil && c.giveBack(run, err) {
-		c.record(ledger.Entry{Event: EventTaskGivenBack, TaskRunID: run.ID, Attempt: run.Attempt, Message: err.Error()})
+	if err != nil && e.giveBack(run, err) {
+		e.record(ledger.Entry{Event: EventTaskGivenBack, TaskRunID: run.ID, Attempt: run.Attempt, Message: err.Error()})
 		return
 	}
-	c.delivered(run.ID)
+	e.delivered(run.ID)
 	var failure *adapterclient.Failure
 	switch {
 	case errors.As(err, &failure):
-		c.failRun(ctx, run, failure.Code, failure.Message)
+		e.failRun(ctx, run, failure.Code, failure.Message)
 	case err != nil:
-		c.failRun(ctx, run, mesh.ReasonAdapterConnectionLost, err.Error())
+		e.failRun(ctx, run, mesh.ReasonAdapterConnectionLost, err.Error())
 	case reply.Kind == adapterapi.KindFailure:
-		c.failRun(ctx, run, mesh.ReasonAdapterFailure, reply.Error)
+		e.failRun(ctx, run, mesh.ReasonAdapterFailure, reply.Error)
 	case rejects(reply):
 		_, reason := adapterapi.Rejected(reply.Output)
-		c.failRun(ctx, run, mesh.ReasonRejected, reason)
+		e.failRun(ctx, run, mesh.ReasonRejected, reason)
 	default:
-		c.completeRun(ctx, run, reply.Output)
+		e.completeRun(ctx, run, reply.Output)
 	}
 }
 
@@ -109,16 +109,16 @@ func rejects(reply *adapterapi.Reply) bool {
 // request builds seed 000's run-task body, with the input's stored
 // attachments fetched and inline. It never carries the runtime token or the
 // platform's API base.
-func (c *Engine) request(ctx context.Context, run *mesh.TaskRun) (*adapterapi.RunTaskRequest, error) {
+func (e *Engine) request(ctx context.Context, run *mesh.TaskRun) (*adapterapi.RunTaskRequest, error) {
 	input := run.Input
 	if len(input) == 0 {
 		input = json.RawMessage(`{}`)
 	}
-	input, err := c.withAttachments(ctx, run, input)
+	input, err := e.withAttachments(ctx, run, input)
 	if err != nil {
 		return nil, err
 	}
-	env, err := c.environment(run)
+	env, err := e.environment(run)
 	if err != nil {
 		return nil, err
 	}
@@ -131,8 +131,8 @@ func (c *Engine) request(ctx context.Context, run *mesh.TaskRun) (*adapterapi.Ru
 		Input:            input,
 		InitiatorAgentID: run.InitiatorAgentID,
 		TargetAgentID:    run.TargetAgentID,
-		Platform:         c.cfg.Platform,
-		Instructions:     c.instructions(ctx),
+		Platform:         e.cfg.Platform,
+		Instructions:     e.instructions(ctx),
 	}, nil
 }
 
@@ -145,7 +145,7 @@ var errSealed = errors.New("sealed variables")
 // or a delegated run. Variables sealed to another runtime (the agent was
 // paired again after the run was created) cannot be opened: the run fails
 // with mesh.ReasonSealedForAnotherRuntime.
-func (c *Engine) environment(run *mesh.TaskRun) (*adapterapi.Environment, error) {
+func (e *Engine) environment(run *mesh.TaskRun) (*adapterapi.Environment, error) {
 	if run.Environment == nil {
 		return nil, nil
 	}
@@ -154,10 +154,10 @@ func (c *Engine) environment(run *mesh.TaskRun) (*adapterapi.Environment, error)
 	if box == nil {
 		return env, nil
 	}
-	vars, err := sealed.Open(box, c.cfg.RuntimeID, c.cfg.SealingKey)
+	vars, err := sealed.Open(box, e.cfg.RuntimeID, e.cfg.SealingKey)
 	switch {
 	case errors.Is(err, sealed.ErrOtherRecipient), errors.Is(err, sealed.ErrNoKey):
-		return nil, fmt.Errorf("%w: the environment variables were sealed for runtime %s, the agent's active runtime when the task was created, and runtime %s claimed it: send the task again", errSealed, box.RuntimeID, c.cfg.RuntimeID)
+		return nil, fmt.Errorf("%w: the environment variables were sealed for runtime %s, the agent's active runtime when the task was created, and runtime %s claimed it: send the task again", errSealed, box.RuntimeID, e.cfg.RuntimeID)
 	case err != nil:
 		return nil, fmt.Errorf("%w: %w", errSealed, err)
 	}
@@ -173,74 +173,74 @@ const instructionsTimeout = 5 * time.Second
 // instructions returns the agent's instructions for the next task: the
 // platform's current ones when FreshInstructions is set, as the claim
 // brought them or, from a platform whose claims do not, asked for.
-func (c *Engine) instructions(ctx context.Context) string {
-	c.mu.Lock()
-	known := c.cfg.Instructions
-	c.mu.Unlock()
-	if !c.cfg.FreshInstructions {
+func (e *Engine) instructions(ctx context.Context) string {
+	e.mu.Lock()
+	known := e.cfg.Instructions
+	e.mu.Unlock()
+	if !e.cfg.FreshInstructions {
 		return known
 	}
-	if carrier, ok := c.cfg.Transport.(InstructionCarrier); ok {
+	if carrier, ok := e.cfg.Transport.(InstructionCarrier); ok {
 		if claimed, ok := carrier.ClaimedInstructions(known); ok {
 			return claimed
 		}
 	}
 	hctx, cancel := context.WithTimeout(ctx, instructionsTimeout)
 	defer cancel()
-	hello, err := c.cfg.Transport.Hello(hctx)
+	hello, err := e.cfg.Transport.Hello(hctx)
 	if err != nil {
-		c.log.Warn().Err(err).Msg("current instructions not fetched; the task gets those last known")
+		e.log.Warn().Err(err).Msg("current instructions not fetched; the task gets those last known")
 		return known
 	}
-	c.mu.Lock()
-	c.cfg.Instructions = hello.Instructions
-	c.mu.Unlock()
+	e.mu.Lock()
+	e.cfg.Instructions = hello.Instructions
+	e.mu.Unlock()
 	return hello.Instructions
 }
 
 // stopped handles a run whose work was cut short. Canceled and reassigned
 // runs are not reported (the platform already ended them); a run cut short by
 // the runtime stopping is failed with the reason.
-func (c *Engine) stopped(ctx context.Context, run *mesh.TaskRun, cause error) {
+func (e *Engine) stopped(ctx context.Context, run *mesh.TaskRun, cause error) {
 	switch {
 	case errors.Is(cause, errShutdown):
-		c.failRun(ctx, run, mesh.ReasonRuntimeShutdown, cause.Error())
+		e.failRun(ctx, run, mesh.ReasonRuntimeShutdown, cause.Error())
 	case errors.Is(cause, errReauth):
-		c.record(ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: run.ID, Attempt: run.Attempt, ErrorCode: "RUNTIME_UNAUTHORIZED", Message: cause.Error()})
+		e.record(ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: run.ID, Attempt: run.Attempt, ErrorCode: "RUNTIME_UNAUTHORIZED", Message: cause.Error()})
 	default:
-		c.record(ledger.Entry{Event: ledger.EventTaskCanceled, TaskRunID: run.ID, Attempt: run.Attempt, Message: cause.Error()})
-		c.log.Info().Ctx(ctx).Str("task_run_id", run.ID).Str("reason", cause.Error()).Msg("task stopped")
+		e.record(ledger.Entry{Event: ledger.EventTaskCanceled, TaskRunID: run.ID, Attempt: run.Attempt, Message: cause.Error()})
+		e.log.Info().Ctx(ctx).Str("task_run_id", run.ID).Str("reason", cause.Error()).Msg("task stopped")
 	}
 }
 
 // failRun reports a run failed; ctx is the task's (its span is marked
 // failed with the code).
-func (c *Engine) failRun(ctx context.Context, run *mesh.TaskRun, code, message string) {
+func (e *Engine) failRun(ctx context.Context, run *mesh.TaskRun, code, message string) {
 	tracing.Fail(trace.SpanFromContext(ctx), code)
 	out, _ := json.Marshal(map[string]any{"error": message, "code": code})
-	c.record(ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: run.ID, Attempt: run.Attempt, ErrorCode: code, Message: message})
-	c.log.Info().Ctx(ctx).Str("task_run_id", run.ID).Str("code", code).Msg("task failed")
-	c.cfg.Metrics.taskEnded(false)
-	c.deliver(ctx, ledger.ReportFail, run, meshapi.FailRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out})
+	e.record(ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: run.ID, Attempt: run.Attempt, ErrorCode: code, Message: message})
+	e.log.Info().Ctx(ctx).Str("task_run_id", run.ID).Str("code", code).Msg("task failed")
+	e.cfg.Metrics.taskEnded(false)
+	e.deliver(ctx, ledger.ReportFail, run, meshapi.FailRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out})
 }
 
-func (c *Engine) completeRun(ctx context.Context, run *mesh.TaskRun, output map[string]any) {
+func (e *Engine) completeRun(ctx context.Context, run *mesh.TaskRun, output map[string]any) {
 	writes, err := adapterapi.ArtifactWrites(output)
 	if err != nil {
-		c.failRun(ctx, run, mesh.ReasonArtifactWriteFailed, err.Error())
+		e.failRun(ctx, run, mesh.ReasonArtifactWriteFailed, err.Error())
 		return
 	}
 	refs := make([]map[string]any, 0, len(writes))
 	for i, w := range writes {
 		actx, cancel := context.WithTimeout(ctx, artifactWait)
-		ref, err := c.storeArtifact(actx, run, w, describe(w, i))
+		ref, err := e.storeArtifact(actx, run, w, describe(w, i))
 		cancel()
 		if err != nil {
 			// Seed 000 step 6: any failed write fails the run; it is not completed.
-			c.failRun(ctx, run, mesh.ReasonArtifactWriteFailed, "artifact "+describe(w, i)+" could not be stored: "+err.Error())
+			e.failRun(ctx, run, mesh.ReasonArtifactWriteFailed, "artifact "+describe(w, i)+" could not be stored: "+err.Error())
 			return
 		}
-		c.record(ledger.Entry{Event: ledger.EventArtifactWritten, TaskRunID: run.ID, Attempt: run.Attempt, Message: w.Filename})
+		e.record(ledger.Entry{Event: ledger.EventArtifactWritten, TaskRunID: run.ID, Attempt: run.Attempt, Message: w.Filename})
 		refs = append(refs, ref)
 	}
 	// An adapter that ends its turn with a question says so in the output;
@@ -249,13 +249,13 @@ func (c *Engine) completeRun(ctx context.Context, run *mesh.TaskRun, output map[
 	delete(output, adapterapi.InputRequiredKey)
 	out, err := json.Marshal(cleanOutput(output, refs))
 	if err != nil {
-		c.failRun(ctx, run, mesh.ReasonAdapterInvalidResponse, "output cannot be encoded: "+err.Error())
+		e.failRun(ctx, run, mesh.ReasonAdapterInvalidResponse, "output cannot be encoded: "+err.Error())
 		return
 	}
-	c.record(ledger.Entry{Event: ledger.EventTaskCompleted, TaskRunID: run.ID, Attempt: run.Attempt})
-	c.log.Info().Ctx(ctx).Str("task_run_id", run.ID).Int("artifacts", len(refs)).Bool("input_required", inputRequired).Msg("task completed")
-	c.cfg.Metrics.taskEnded(true)
-	c.deliver(ctx, ledger.ReportComplete, run, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out, InputRequired: inputRequired})
+	e.record(ledger.Entry{Event: ledger.EventTaskCompleted, TaskRunID: run.ID, Attempt: run.Attempt})
+	e.log.Info().Ctx(ctx).Str("task_run_id", run.ID).Int("artifacts", len(refs)).Bool("input_required", inputRequired).Msg("task completed")
+	e.cfg.Metrics.taskEnded(true)
+	e.deliver(ctx, ledger.ReportComplete, run, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out, InputRequired: inputRequired})
 }
 
 // artifactWait bounds how long one artifact may wait for the platform to
@@ -268,15 +268,15 @@ const artifactWait = 2 * time.Minute
 // while a run writes files loses none of them. An answer that will not
 // change when asked again (the run is no longer this runtime's, the
 // artifact is refused) fails at once.
-func (c *Engine) storeArtifact(ctx context.Context, run *mesh.TaskRun, w adapterapi.ArtifactWrite, name string) (map[string]any, error) {
+func (e *Engine) storeArtifact(ctx context.Context, run *mesh.TaskRun, w adapterapi.ArtifactWrite, name string) (map[string]any, error) {
 	backoff := bus.Backoff{Initial: 250 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.2}
 	for tries := 1; ; tries++ {
-		ref, err := c.cfg.Artifacts.Write(ctx, run.ID, run.Attempt, w)
+		ref, err := e.cfg.Artifacts.Write(ctx, run.ID, run.Attempt, w)
 		if err == nil || !platformUnreachable(err) || ctx.Err() != nil {
 			return ref, err
 		}
 		if tries == 1 {
-			c.log.Warn().Err(err).Str("task_run_id", run.ID).Str("artifact", name).
+			e.log.Warn().Err(err).Str("task_run_id", run.ID).Str("artifact", name).
 				Msg("the platform cannot take an artifact right now; trying again until it can")
 		}
 		if backoff.Sleep(ctx) != nil {

@@ -14,40 +14,40 @@ import (
 const defaultIdleTrim = 5 * time.Second
 
 // armIdleTrim schedules a trim IdleTrim from now, replacing any scheduled
-// one. Called with c.mu held.
-func (c *Engine) armIdleTrim() {
-	if c.cfg.IdleTrim < 0 {
+// one. Called with e.mu held.
+func (e *Engine) armIdleTrim() {
+	if e.cfg.IdleTrim < 0 {
 		return
 	}
-	c.idleGen++
-	gen := c.idleGen
-	if c.idleTimer != nil {
-		c.idleTimer.Stop()
+	e.idleGen++
+	gen := e.idleGen
+	if e.idleTimer != nil {
+		e.idleTimer.Stop()
 	}
-	c.idleTimer = time.AfterFunc(c.cfg.IdleTrim, func() { c.trimIfIdle(gen) })
+	e.idleTimer = time.AfterFunc(e.cfg.IdleTrim, func() { e.trimIfIdle(gen) })
 }
 
 // cancelIdleTrim drops the scheduled trim: a task started. Called with
-// c.mu held.
-func (c *Engine) cancelIdleTrim() {
-	c.idleGen++
-	if c.idleTimer != nil {
-		c.idleTimer.Stop()
-		c.idleTimer = nil
+// e.mu held.
+func (e *Engine) cancelIdleTrim() {
+	e.idleGen++
+	if e.idleTimer != nil {
+		e.idleTimer.Stop()
+		e.idleTimer = nil
 	}
 }
 
 // trimIfIdle trims when nothing ran since the trim of generation gen was
 // scheduled.
-func (c *Engine) trimIfIdle(gen uint64) {
-	c.mu.Lock()
-	idle := gen == c.idleGen && len(c.running) == 0
-	c.mu.Unlock()
+func (e *Engine) trimIfIdle(gen uint64) {
+	e.mu.Lock()
+	idle := gen == e.idleGen && len(e.running) == 0
+	e.mu.Unlock()
 	if !idle {
 		return
 	}
-	if c.cfg.trim != nil {
-		c.cfg.trim()
+	if e.cfg.trim != nil {
+		e.cfg.trim()
 		return
 	}
 	debug.FreeOSMemory()

@@ -13,55 +13,55 @@ import (
 )
 
 // kickHeartbeat asks the heartbeat loop to send one now.
-func (c *Engine) kickHeartbeat() {
+func (e *Engine) kickHeartbeat() {
 	select {
-	case c.heartbeatKick <- struct{}{}:
+	case e.heartbeatKick <- struct{}{}:
 	default:
 	}
 }
 
 // heartbeat sends one heartbeat with the runs being worked on.
-func (c *Engine) heartbeat(ctx context.Context) error {
+func (e *Engine) heartbeat(ctx context.Context) error {
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	err := c.cfg.Transport.Heartbeat(hctx, meshapi.HeartbeatRequest{RunningTaskRunIDs: c.heldIDs(), AdapterUnreachable: !c.AdapterReady()})
-	if err == nil && c.cfg.OnHeartbeat != nil {
-		c.cfg.OnHeartbeat(time.Now().UTC())
+	err := e.cfg.Transport.Heartbeat(hctx, meshapi.HeartbeatRequest{RunningTaskRunIDs: e.heldIDs(), AdapterUnreachable: !e.AdapterReady()})
+	if err == nil && e.cfg.OnHeartbeat != nil {
+		e.cfg.OnHeartbeat(time.Now().UTC())
 	}
 	return err
 }
 
-func (c *Engine) heartbeatLoop(ctx context.Context) {
+func (e *Engine) heartbeatLoop(ctx context.Context) {
 	failing := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(bus.Jitter(c.cfg.HeartbeatInterval, 0.1)):
-		case <-c.heartbeatKick:
+		case <-time.After(bus.Jitter(e.cfg.HeartbeatInterval, 0.1)):
+		case <-e.heartbeatKick:
 		}
-		c.checkAdapter(ctx)
-		err := c.heartbeat(ctx)
+		e.checkAdapter(ctx)
+		err := e.heartbeat(ctx)
 		switch {
 		case err == nil:
 			if failing {
-				c.log.Info().Msg("platform reachable again; heartbeats resumed")
+				e.log.Info().Msg("platform reachable again; heartbeats resumed")
 			}
 			failing = false
 		case IsAuthError(err):
-			c.fail(err)
+			e.fail(err)
 			return
 		case ctx.Err() != nil:
 			return
 		default:
-			c.cfg.Metrics.heartbeatFailed()
+			e.cfg.Metrics.heartbeatFailed()
 			if !failing {
-				c.log.Warn().Err(err).Msg("heartbeat failed; retrying")
-				c.record(ledger.Entry{Event: ledger.EventHeartbeatFailed, Message: err.Error()})
+				e.log.Warn().Err(err).Msg("heartbeat failed; retrying")
+				e.record(ledger.Entry{Event: ledger.EventHeartbeatFailed, Message: err.Error()})
 			}
 			failing = true
-			if err := c.checkCredential(ctx); IsAuthError(err) {
-				c.fail(err)
+			if err := e.checkCredential(ctx); IsAuthError(err) {
+				e.fail(err)
 				return
 			}
 		}
@@ -70,46 +70,46 @@ func (c *Engine) heartbeatLoop(ctx context.Context) {
 
 // checkCredential asks the platform whether it still accepts the credential
 // (nil when it does, or when it cannot be asked).
-func (c *Engine) checkCredential(ctx context.Context) error {
-	if c.cfg.CheckCredential == nil {
+func (e *Engine) checkCredential(ctx context.Context) error {
+	if e.cfg.CheckCredential == nil {
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return c.cfg.CheckCredential(cctx)
+	return e.cfg.CheckCredential(cctx)
 }
 
 // renewLoop keeps the leases of the runs the runtime holds and stops work on
 // runs the platform no longer assigns to this runtime.
-func (c *Engine) renewLoop(ctx context.Context) {
-	wait := c.cfg.RenewInterval
+func (e *Engine) renewLoop(ctx context.Context) {
+	wait := e.cfg.RenewInterval
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(bus.Jitter(wait, 0.1)):
 		}
-		wait = c.cfg.RenewInterval
-		ids := c.heldIDs()
+		wait = e.cfg.RenewInterval
+		ids := e.heldIDs()
 		if len(ids) == 0 {
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		lost, err := c.cfg.Transport.Renew(rctx, ids)
+		lost, err := e.cfg.Transport.Renew(rctx, ids)
 		cancel()
 		if err != nil {
 			if IsAuthError(err) {
-				c.fail(err)
+				e.fail(err)
 				return
 			}
-			c.log.Warn().Err(err).Msg("lease renewal failed; retrying")
+			e.log.Warn().Err(err).Msg("lease renewal failed; retrying")
 			// Not at the next interval: two missed intervals are most
 			// of a lease.
-			wait = min(c.cfg.RenewInterval, time.Second)
+			wait = min(e.cfg.RenewInterval, time.Second)
 		}
 		for _, id := range lost {
-			if c.cancelRun(id, errLeaseLost) {
-				c.log.Warn().Str("task_run_id", id).Msg("task run no longer assigned to this runtime; stopping it")
+			if e.cancelRun(id, errLeaseLost) {
+				e.log.Warn().Str("task_run_id", id).Msg("task run no longer assigned to this runtime; stopping it")
 			}
 		}
 	}
@@ -119,18 +119,18 @@ func (c *Engine) renewLoop(ctx context.Context) {
 // of them: on its Canceled channel, or, for a CancelWaiter, in answer to a
 // request that waits for them, which the runtime keeps asking while it
 // holds runs.
-func (c *Engine) cancelLoop(ctx context.Context) {
-	if w, ok := c.cfg.Transport.(CancelWaiter); ok {
-		c.waitCanceled(ctx, w)
+func (e *Engine) cancelLoop(ctx context.Context) {
+	if w, ok := e.cfg.Transport.(CancelWaiter); ok {
+		e.waitCanceled(ctx, w)
 		return
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case id := <-c.cfg.Transport.Canceled():
-			if c.cancelRun(id, errCanceledOnPlatform) {
-				c.log.Info().Str("task_run_id", id).Msg("task run canceled on the platform; stopping it")
+		case id := <-e.cfg.Transport.Canceled():
+			if e.cancelRun(id, errCanceledOnPlatform) {
+				e.log.Info().Str("task_run_id", id).Msg("task run canceled on the platform; stopping it")
 			}
 		}
 	}
@@ -138,12 +138,12 @@ func (c *Engine) cancelLoop(ctx context.Context) {
 
 // waitCanceled keeps a request for cancels waiting while the runtime holds
 // runs, and aborts each run it names.
-func (c *Engine) waitCanceled(ctx context.Context, w CancelWaiter) {
+func (e *Engine) waitCanceled(ctx context.Context, w CancelWaiter) {
 	// told are the runs already named: a run whose report is still owed
 	// stays held, and asking about it again would be answered at once.
 	told := map[string]bool{}
 	for {
-		held := c.heldIDs()
+		held := e.heldIDs()
 		ids := held[:0:0]
 		for _, id := range held {
 			if !told[id] {
@@ -155,7 +155,7 @@ func (c *Engine) waitCanceled(ctx context.Context, w CancelWaiter) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-c.tracked:
+			case <-e.tracked:
 			}
 			continue
 		}
@@ -169,9 +169,9 @@ func (c *Engine) waitCanceled(ctx context.Context, w CancelWaiter) {
 			// again only as often as leases are renewed.
 			wait := time.Second
 			if errors.Is(err, ErrNoPlatform) {
-				wait = c.cfg.RenewInterval
+				wait = e.cfg.RenewInterval
 			}
-			c.log.Debug().Err(err).Msg("waiting for canceled runs failed; asking again")
+			e.log.Debug().Err(err).Msg("waiting for canceled runs failed; asking again")
 			select {
 			case <-ctx.Done():
 				return
@@ -181,8 +181,8 @@ func (c *Engine) waitCanceled(ctx context.Context, w CancelWaiter) {
 		}
 		for _, id := range canceled {
 			told[id] = true
-			if c.cancelRun(id, errCanceledOnPlatform) {
-				c.log.Info().Str("task_run_id", id).Msg("task run canceled on the platform; stopping it")
+			if e.cancelRun(id, errCanceledOnPlatform) {
+				e.log.Info().Str("task_run_id", id).Msg("task run canceled on the platform; stopping it")
 			}
 		}
 	}

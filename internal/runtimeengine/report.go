@@ -15,60 +15,60 @@ import (
 // both tries fail for a reason that may pass, the report goes to the ledger's
 // outbox and the outbox loop re-sends it until the platform answers. ctx is
 // the task's: only its values (the task's span) are kept, not its end.
-func (c *Engine) deliver(ctx context.Context, kind ledger.ReportKind, run *mesh.TaskRun, req any) {
+func (e *Engine) deliver(ctx context.Context, kind ledger.ReportKind, run *mesh.TaskRun, req any) {
 	var err error
 	for try := 0; try < 2; try++ {
 		if try > 0 {
 			time.Sleep(time.Second)
 		}
-		err = c.send(ctx, kind, req)
+		err = e.send(ctx, kind, req)
 		switch {
 		case err == nil:
 			return
 		case IsAuthError(err):
-			c.fail(err)
+			e.fail(err)
 			return
 		case isFinalAnswer(err):
-			c.log.Warn().Ctx(ctx).Err(err).Str("task_run_id", run.ID).Msg("platform refused the report (the run ended otherwise)")
-			c.record(ledger.Entry{Event: ledger.EventReportFailed, TaskRunID: run.ID, Attempt: run.Attempt, Message: err.Error()})
+			e.log.Warn().Ctx(ctx).Err(err).Str("task_run_id", run.ID).Msg("platform refused the report (the run ended otherwise)")
+			e.record(ledger.Entry{Event: ledger.EventReportFailed, TaskRunID: run.ID, Attempt: run.Attempt, Message: err.Error()})
 			return
 		}
 	}
-	c.log.Warn().Ctx(ctx).Err(err).Str("task_run_id", run.ID).Msg("report not delivered; kept in the outbox for later")
-	c.record(ledger.Entry{Event: ledger.EventReportFailed, TaskRunID: run.ID, Attempt: run.Attempt, Message: err.Error()})
+	e.log.Warn().Ctx(ctx).Err(err).Str("task_run_id", run.ID).Msg("report not delivered; kept in the outbox for later")
+	e.record(ledger.Entry{Event: ledger.EventReportFailed, TaskRunID: run.ID, Attempt: run.Attempt, Message: err.Error()})
 	body, _ := json.Marshal(req)
 	rep := ledger.Report{ID: ledger.NewReportID(), Kind: kind, TaskRunID: run.ID, Attempt: run.Attempt, Body: body}
-	if c.cfg.Ledger == nil {
+	if e.cfg.Ledger == nil {
 		return
 	}
-	if err := c.cfg.Ledger.AppendPending(rep); err != nil {
-		c.log.Error().Ctx(ctx).Err(err).Str("task_run_id", run.ID).Msg("report could not be kept in the outbox")
+	if err := e.cfg.Ledger.AppendPending(rep); err != nil {
+		e.log.Error().Ctx(ctx).Err(err).Str("task_run_id", run.ID).Msg("report could not be kept in the outbox")
 		return
 	}
-	c.owe(true, run.ID)
+	e.owe(true, run.ID)
 	select {
-	case c.outboxKick <- struct{}{}:
+	case e.outboxKick <- struct{}{}:
 	default:
 	}
 }
 
 // send sends one report within ctx's trace; ctx's end does not stop it.
-func (c *Engine) send(ctx context.Context, kind ledger.ReportKind, req any) error {
+func (e *Engine) send(ctx context.Context, kind ledger.ReportKind, req any) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	switch r := req.(type) {
 	case meshapi.CompleteRequest:
-		return c.cfg.Transport.Complete(ctx, r)
+		return e.cfg.Transport.Complete(ctx, r)
 	case meshapi.FailRequest:
-		return c.cfg.Transport.Fail(ctx, r)
+		return e.cfg.Transport.Fail(ctx, r)
 	}
 	return fmt.Errorf("unknown report %s", kind)
 }
 
 // outboxLoop re-sends kept reports: at start (reports left by an earlier
 // process), when a report is added, and every few seconds while any remain.
-func (c *Engine) outboxLoop(ctx context.Context) {
-	if c.cfg.Ledger == nil {
+func (e *Engine) outboxLoop(ctx context.Context) {
+	if e.cfg.Ledger == nil {
 		return
 	}
 	wait := time.Duration(0)
@@ -76,10 +76,10 @@ func (c *Engine) outboxLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.outboxKick:
+		case <-e.outboxKick:
 		case <-time.After(wait):
 		}
-		remaining := c.flushOutbox()
+		remaining := e.flushOutbox()
 		if remaining == 0 {
 			wait = time.Hour
 		} else {
@@ -89,35 +89,35 @@ func (c *Engine) outboxLoop(ctx context.Context) {
 }
 
 // flushOutbox sends every pending report once and returns how many remain.
-func (c *Engine) flushOutbox() int {
-	pending, err := c.cfg.Ledger.Pending()
+func (e *Engine) flushOutbox() int {
+	pending, err := e.cfg.Ledger.Pending()
 	if err != nil {
-		c.log.Warn().Err(err).Msg("outbox unreadable")
+		e.log.Warn().Err(err).Msg("outbox unreadable")
 		return 1
 	}
 	remaining := 0
 	for _, rep := range pending {
 		// Reports left by an earlier process are owed by this one.
-		c.owe(true, rep.TaskRunID)
+		e.owe(true, rep.TaskRunID)
 		req, err := decodeReport(rep)
 		if err != nil {
-			_ = c.cfg.Ledger.MarkAbandoned(rep.ID, err.Error())
-			c.owe(false, rep.TaskRunID)
+			_ = e.cfg.Ledger.MarkAbandoned(rep.ID, err.Error())
+			e.owe(false, rep.TaskRunID)
 			continue
 		}
-		err = c.send(c.execCtx, rep.Kind, req)
+		err = e.send(e.execCtx, rep.Kind, req)
 		switch {
 		case err == nil:
-			_ = c.cfg.Ledger.MarkDelivered(rep.ID)
-			c.owe(false, rep.TaskRunID)
-			c.log.Info().Str("task_run_id", rep.TaskRunID).Msg("kept report delivered")
+			_ = e.cfg.Ledger.MarkDelivered(rep.ID)
+			e.owe(false, rep.TaskRunID)
+			e.log.Info().Str("task_run_id", rep.TaskRunID).Msg("kept report delivered")
 		case IsAuthError(err):
-			c.fail(err)
+			e.fail(err)
 			return len(pending)
 		case isFinalAnswer(err):
-			_ = c.cfg.Ledger.MarkAbandoned(rep.ID, err.Error())
-			c.owe(false, rep.TaskRunID)
-			c.log.Warn().Err(err).Str("task_run_id", rep.TaskRunID).Msg("kept report refused: the run ended otherwise")
+			_ = e.cfg.Ledger.MarkAbandoned(rep.ID, err.Error())
+			e.owe(false, rep.TaskRunID)
+			e.log.Warn().Err(err).Str("task_run_id", rep.TaskRunID).Msg("kept report refused: the run ended otherwise")
 		default:
 			remaining++
 		}
