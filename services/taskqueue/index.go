@@ -1,6 +1,7 @@
 package taskqueue
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -244,18 +245,7 @@ func (ix *index) watchCancels(runtimeID string, ids []string) (*cancelWatch, []s
 func (ix *index) unwatchCancels(runtimeID string, w *cancelWatch) []string {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	ws := ix.cancelWatches[runtimeID]
-	for i, x := range ws {
-		if x == w {
-			ws = append(ws[:i], ws[i+1:]...)
-			break
-		}
-	}
-	if len(ws) == 0 {
-		delete(ix.cancelWatches, runtimeID)
-	} else {
-		ix.cancelWatches[runtimeID] = ws
-	}
+	forget(ix.cancelWatches, runtimeID, w)
 	return w.canceled
 }
 
@@ -457,18 +447,7 @@ func (ix *index) watchRun(id string) (changed <-chan struct{}, stop func()) {
 	return ch, func() {
 		ix.mu.Lock()
 		defer ix.mu.Unlock()
-		ws := ix.runWatches[id]
-		for i, x := range ws {
-			if x == ch {
-				ws = append(ws[:i], ws[i+1:]...)
-				break
-			}
-		}
-		if len(ws) == 0 {
-			delete(ix.runWatches, id)
-		} else {
-			ix.runWatches[id] = ws
-		}
+		forget(ix.runWatches, id, ch)
 	}
 }
 
@@ -479,4 +458,14 @@ func (ix *index) tellChanged(id string) {
 		close(ch)
 	}
 	delete(ix.runWatches, id)
+}
+
+// forget removes w from the watchers of key, and key once none is left.
+func forget[W comparable](watches map[string][]W, key string, w W) {
+	ws := slices.DeleteFunc(watches[key], func(x W) bool { return x == w })
+	if len(ws) == 0 {
+		delete(watches, key)
+		return
+	}
+	watches[key] = ws
 }
