@@ -7,6 +7,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,27 +87,13 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.Addr == "" {
-		c.Addr = mesh.DefaultAPIAddr
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = mesh.MaxInputBytes
-	}
-	if c.MaxPullWait == 0 {
-		c.MaxPullWait = 30 * time.Second
-	}
-	if c.SSEHeartbeat == 0 {
-		c.SSEHeartbeat = mesh.DefaultKeepAlive
-	}
-	if c.SignInLinkTTL == 0 {
-		c.SignInLinkTTL = 2 * time.Minute
-	}
-	if c.SessionIdle == 0 {
-		c.SessionIdle = 12 * time.Hour
-	}
-	if c.SessionMaxAge == 0 {
-		c.SessionMaxAge = 7 * 24 * time.Hour
-	}
+	c.Addr = cmp.Or(c.Addr, mesh.DefaultAPIAddr)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, mesh.MaxInputBytes)
+	c.MaxPullWait = cmp.Or(c.MaxPullWait, 30*time.Second)
+	c.SSEHeartbeat = cmp.Or(c.SSEHeartbeat, mesh.DefaultKeepAlive)
+	c.SignInLinkTTL = cmp.Or(c.SignInLinkTTL, 2*time.Minute)
+	c.SessionIdle = cmp.Or(c.SessionIdle, 12*time.Hour)
+	c.SessionMaxAge = cmp.Or(c.SessionMaxAge, 7*24*time.Hour)
 }
 
 // Gateway is the HTTP front end.

@@ -20,6 +20,7 @@
 package a2aserver
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -90,27 +91,13 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.Version == "" {
-		c.Version = mesh.DefaultVersion
-	}
-	if c.BlockingWait == 0 {
-		c.BlockingWait = mesh.DefaultBlockingWait
-	}
-	if c.OfflineWait == 0 {
-		c.OfflineWait = 3 * time.Second
-	}
-	if c.MaxFileBytes == 0 {
-		c.MaxFileBytes = mesh.MaxFileBytes
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = mesh.MaxBodyBytes
-	}
-	if c.MaxAnonymousBodyBytes == 0 {
-		c.MaxAnonymousBodyBytes = mesh.MaxAnonymousBodyBytes
-	}
-	if c.KeepAlive == 0 {
-		c.KeepAlive = mesh.DefaultKeepAlive
-	}
+	c.Version = cmp.Or(c.Version, mesh.DefaultVersion)
+	c.BlockingWait = cmp.Or(c.BlockingWait, mesh.DefaultBlockingWait)
+	c.OfflineWait = cmp.Or(c.OfflineWait, 3*time.Second)
+	c.MaxFileBytes = cmp.Or(c.MaxFileBytes, mesh.MaxFileBytes)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, mesh.MaxBodyBytes)
+	c.MaxAnonymousBodyBytes = cmp.Or(c.MaxAnonymousBodyBytes, mesh.MaxAnonymousBodyBytes)
+	c.KeepAlive = cmp.Or(c.KeepAlive, mesh.DefaultKeepAlive)
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 }
 

@@ -9,6 +9,7 @@
 package envelope
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"time"
@@ -52,15 +53,9 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.Version == "" {
-		c.Version = mesh.DefaultVersion
-	}
-	if c.ExecuteWait == 0 {
-		c.ExecuteWait = mesh.DefaultBlockingWait
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = mesh.MaxInputBytes
-	}
+	c.Version = cmp.Or(c.Version, mesh.DefaultVersion)
+	c.ExecuteWait = cmp.Or(c.ExecuteWait, mesh.DefaultBlockingWait)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, mesh.MaxInputBytes)
 }
 
 // Endpoint is the envelope endpoint.

@@ -12,6 +12,7 @@
 package inflight
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -57,18 +58,10 @@ func (c Config) Validate() error {
 }
 
 func (c *Config) defaults() {
-	if c.Large == 0 {
-		c.Large = mesh.LargeBodyBytes
-	}
-	if c.Credentialed == 0 {
-		c.Credentialed = mesh.MaxLargeBodies
-	}
-	if c.Anonymous == 0 {
-		c.Anonymous = mesh.MaxAnonymousLargeBodies
-	}
-	if c.Wait == 0 {
-		c.Wait = mesh.LargeBodyWait
-	}
+	c.Large = cmp.Or(c.Large, mesh.LargeBodyBytes)
+	c.Credentialed = cmp.Or(c.Credentialed, mesh.MaxLargeBodies)
+	c.Anonymous = cmp.Or(c.Anonymous, mesh.MaxAnonymousLargeBodies)
+	c.Wait = cmp.Or(c.Wait, mesh.LargeBodyWait)
 }
 
 // Limiter hands out turns for large bodies.

@@ -9,6 +9,7 @@
 package partner
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"strings"
@@ -76,34 +77,16 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.CardID == "" {
-		c.CardID = DefaultCardID
-	}
-	if c.CardName == "" {
-		c.CardName = DefaultCardName
-	}
-	if c.CardVersion == "" {
-		c.CardVersion = mesh.DefaultVersion
-	}
-	if c.BaseURL == "" {
-		c.BaseURL = c.PublicURL
-	}
+	c.CardID = cmp.Or(c.CardID, DefaultCardID)
+	c.CardName = cmp.Or(c.CardName, DefaultCardName)
+	c.CardVersion = cmp.Or(c.CardVersion, mesh.DefaultVersion)
+	c.BaseURL = cmp.Or(c.BaseURL, c.PublicURL)
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
-	if c.WebhookURL == "" {
-		c.WebhookURL = c.BaseURL + "/a2a/webhook"
-	}
-	if c.HealthURL == "" {
-		c.HealthURL = c.BaseURL + "/healthz"
-	}
-	if c.BlockingWait == 0 {
-		c.BlockingWait = mesh.DefaultBlockingWait
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = mesh.MaxInputBytes
-	}
-	if c.KeepAlive == 0 {
-		c.KeepAlive = mesh.DefaultKeepAlive
-	}
+	c.WebhookURL = cmp.Or(c.WebhookURL, c.BaseURL+"/a2a/webhook")
+	c.HealthURL = cmp.Or(c.HealthURL, c.BaseURL+"/healthz")
+	c.BlockingWait = cmp.Or(c.BlockingWait, mesh.DefaultBlockingWait)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, mesh.MaxInputBytes)
+	c.KeepAlive = cmp.Or(c.KeepAlive, mesh.DefaultKeepAlive)
 }
 
 // Endpoint is the partner endpoint.
