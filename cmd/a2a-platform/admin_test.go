@@ -267,3 +267,37 @@ func TestCLI_AgentsBudgetSetsAndClearsAnAgentsLimits(t *testing.T) {
 		t.Fatalf("agents budget --clear: %s", r)
 	}
 }
+
+// TestCLI_WebhookVerbsSendTheirRequestsOnTheTablesRoutes: the webhooks
+// verbs put their values where the routes take them: the id in the path,
+// the state in the query, the rest in the body; a delete answers "done".
+func TestCLI_WebhookVerbsSendTheirRequestsOnTheTablesRoutes(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	p := meshtest.StartProcess(t, bins.Platform, meshtest.ProcessOptions{DataDir: data, Args: []string{"--allow-private-webhooks"}})
+	a := &admin{t: t, p: p, env: []string{"A2A_MESH_DATA_DIR=" + data, "A2A_MESH_API_BASE=" + p.APIBase}}
+	r := a.run("webhooks", "create", "--url", "http://127.0.0.1:9/hook", "--type", "task_run.completed", "-o", "json")
+	var wh struct {
+		WebhookID string   `json:"webhook_id"`
+		Secret    string   `json:"secret"`
+		Types     []string `json:"types"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &wh) != nil || wh.WebhookID == "" || wh.Secret == "" || len(wh.Types) != 1 {
+		t.Fatalf("webhooks create: %s", r)
+	}
+	if r := a.run("webhooks", "list", "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, wh.WebhookID) {
+		t.Errorf("webhooks list: %s", r)
+	}
+	if r := a.run("webhooks", "deliveries", wh.WebhookID, "--state", "dead", "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, `"deliveries": []`) {
+		t.Errorf("webhooks deliveries --state dead: %s", r)
+	}
+	if r := a.run("webhooks", "deliveries", wh.WebhookID, "--state", "lost"); r.code == 0 || !strings.Contains(r.stderr, "state must be retrying, dead or delivered") {
+		t.Errorf("webhooks deliveries --state lost: %s", r)
+	}
+	if r := a.run("webhooks", "delete", wh.WebhookID); r.code != 0 || strings.TrimSpace(r.stdout+r.stderr) != "done" {
+		t.Errorf("webhooks delete: %s", r)
+	}
+	if r := a.run("webhooks", "deliveries", wh.WebhookID); r.code == 0 || !strings.Contains(r.stderr, "not found") {
+		t.Errorf("webhooks deliveries of a deleted webhook: %s", r)
+	}
+}

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/spf13/cobra"
 )
 
@@ -18,14 +21,7 @@ func newConsumers(g *globals) *cobra.Command {
 		Short: "Create a NATS credential that may read events (printed once)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			body := map[string]any{"name": name}
-			if agent != "" {
-				body["agent_id"] = agent
-			}
-			if len(types) > 0 {
-				body["types"] = types
-			}
-			return g.call(cmd.Context(), http.MethodPost, "/consumers", nil, body)
+			return g.send(cmd, meshapi.OpConsumersCreate.OpInfo, meshapi.CreateConsumerRequest{Name: name, AgentID: agent, Types: types})
 		},
 	}
 	create.Flags().StringVar(&name, "name", "", "what the credential is for (required)")
@@ -43,30 +39,49 @@ func newConsumers(g *globals) *cobra.Command {
 	list := &cobra.Command{
 		Use: "list", Short: "List event consumer credentials", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.call(cmd.Context(), http.MethodGet, "/consumers", nil, nil)
+			return g.send(cmd, meshapi.OpConsumersList.OpInfo, meshapi.ListConsumersRequest{})
 		},
 	}
 	del := &cobra.Command{
 		Use: "delete <consumer_id>", Short: "Revoke a credential and drop its connections", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.callNoContent(cmd, http.MethodDelete, "/consumers/"+url.PathEscape(args[0]))
+			return g.send(cmd, meshapi.OpConsumersDelete.OpInfo, meshapi.DeleteConsumerRequest{ConsumerID: args[0]})
 		},
 	}
 	cmd.AddCommand(create, list, del)
 	return cmd
 }
 
-// callNoContent runs a call whose success answer is 204 and says so.
-func (g *globals) callNoContent(cmd *cobra.Command, method, path string) error {
+// send calls op's REST route with req: its path values and query from
+// req's fields, the rest of req as the body (none for GET and DELETE). The
+// answer is printed; a route that answers with no body prints "done".
+func (g *globals) send(cmd *cobra.Command, op *meshapi.OpInfo, req any) error {
+	target, err := op.REST.PathOf(req)
+	if err != nil {
+		return err
+	}
+	path, rawQuery, _ := strings.Cut(target, "?")
+	query, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return err
+	}
+	var body any
+	if op.REST.Method != http.MethodGet && op.REST.Method != http.MethodDelete {
+		body = req
+	}
 	c, err := g.client()
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), apiclient.DefaultTimeout)
 	defer cancel()
-	if _, err := c.Do(ctx, method, path, nil, nil, nil); err != nil {
+	var out json.RawMessage
+	if _, err := c.Do(ctx, op.REST.Method, path, query, body, &out); err != nil {
 		return err
 	}
-	cmd.Println("done")
-	return nil
+	if op.REST.Status == http.StatusNoContent {
+		cmd.Println("done")
+		return nil
+	}
+	return g.print(out)
 }

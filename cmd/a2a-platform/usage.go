@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/a2amesh/a2amesh/internal/cliusage"
+	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/spf13/cobra"
 )
 
@@ -20,11 +21,7 @@ func newUsage(g *globals) *cobra.Command {
 		Args:        cobra.NoArgs,
 		Annotations: listing,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := url.Values{}
-			setIf(q, "agent_id", agent)
-			setIf(q, "from", from)
-			setIf(q, "to", to)
-			return g.call(cmd.Context(), http.MethodGet, "/usage", q, nil)
+			return g.send(cmd, meshapi.OpUsageReport.OpInfo, meshapi.UsageRequest{AgentID: agent, From: from, To: to})
 		},
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "only this agent's runs")

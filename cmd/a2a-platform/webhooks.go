@@ -1,10 +1,8 @@
 package main
 
 import (
-	"net/http"
-	"net/url"
-
 	"github.com/a2amesh/a2amesh/internal/cliusage"
+	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/spf13/cobra"
 )
 
@@ -17,16 +15,9 @@ func newWebhooks(g *globals) *cobra.Command {
 		Short: "Subscribe an endpoint (the signing secret is printed once)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			body := map[string]any{"url": target}
-			for k, v := range map[string]string{"secret": secretValue, "agent_id": agent, "task_run_id": task} {
-				if v != "" {
-					body[k] = v
-				}
-			}
-			if len(types) > 0 {
-				body["types"] = types
-			}
-			return g.call(cmd.Context(), http.MethodPost, "/webhooks", nil, body)
+			return g.send(cmd, meshapi.OpWebhooksCreate.OpInfo, meshapi.CreateWebhookRequest{
+				URL: target, Secret: secretValue, AgentID: agent, TaskRunID: task, Types: types,
+			})
 		},
 	}
 	create.Flags().StringVar(&target, "url", "", "endpoint receiving the deliveries (required)")
@@ -38,22 +29,20 @@ func newWebhooks(g *globals) *cobra.Command {
 	list := &cobra.Command{
 		Use: "list", Short: "List webhook subscriptions", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.call(cmd.Context(), http.MethodGet, "/webhooks", nil, nil)
+			return g.send(cmd, meshapi.OpWebhooksList.OpInfo, meshapi.ListWebhooksRequest{})
 		},
 	}
 	del := &cobra.Command{
 		Use: "delete <webhook_id>", Short: "Remove a subscription", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.callNoContent(cmd, http.MethodDelete, "/webhooks/"+url.PathEscape(args[0]))
+			return g.send(cmd, meshapi.OpWebhooksDelete.OpInfo, meshapi.WebhookRequest{WebhookID: args[0]})
 		},
 	}
 	deliveries := &cobra.Command{
 		Use: "deliveries <webhook_id>", Short: "List deliveries that failed at least once (retrying, dead, delivered)", Args: cobra.ExactArgs(1),
 		Annotations: listing,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q := url.Values{}
-			setIf(q, "state", state)
-			return g.call(cmd.Context(), http.MethodGet, "/webhooks/"+url.PathEscape(args[0])+"/deliveries", q, nil)
+			return g.send(cmd, meshapi.OpWebhooksDeliveries.OpInfo, meshapi.ListDeliveriesRequest{WebhookID: args[0], State: state})
 		},
 	}
 	deliveries.Flags().StringVar(&state, "state", "", "only this state: retrying, dead or delivered")
@@ -61,7 +50,7 @@ func newWebhooks(g *globals) *cobra.Command {
 	redrive := &cobra.Command{
 		Use: "redrive <webhook_id> <delivery_id>", Short: "Send a dead-lettered delivery again", Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.call(cmd.Context(), http.MethodPost, "/webhooks/"+url.PathEscape(args[0])+"/deliveries/"+url.PathEscape(args[1])+"/redrive", nil, nil)
+			return g.send(cmd, meshapi.OpWebhooksRedrive.OpInfo, meshapi.RedriveRequest{WebhookID: args[0], DeliveryID: args[1]})
 		},
 	}
 	cmd.AddCommand(create, list, del, deliveries, redrive)
