@@ -102,14 +102,14 @@ func newAgents(g *globals) *cobra.Command {
 	list := &cobra.Command{
 		Use: "list", Short: "List agent accounts", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.call(cmd.Context(), http.MethodGet, "/agent-accounts", nil, nil)
+			return g.send(cmd, meshapi.OpAgentsList.OpInfo, meshapi.ListAgentsRequest{})
 		},
 	}
 	runtimes := &cobra.Command{
 		Use: "runtimes <agent_id>", Short: "List an agent's runtimes and whether they are online", Args: cobra.ExactArgs(1),
 		Annotations: listing,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.call(cmd.Context(), http.MethodGet, "/agent-accounts/"+url.PathEscape(args[0])+"/runtimes", nil, nil)
+			return g.send(cmd, meshapi.OpRegistryListRuntimes.OpInfo, meshapi.ListRuntimesRequest{AgentID: args[0]})
 		},
 	}
 	del := &cobra.Command{
@@ -117,7 +117,7 @@ func newAgents(g *globals) *cobra.Command {
 		Short: "Delete an agent: its runtimes are revoked, its open runs canceled; its history stays",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.call(cmd.Context(), http.MethodDelete, "/agent-accounts/"+url.PathEscape(args[0]), nil, nil)
+			return g.send(cmd, meshapi.OpAgentsDelete.OpInfo, meshapi.DeleteAgentRequest{AgentID: args[0]})
 		},
 	}
 	cmd.AddCommand(create, list, runtimes, del, newAgentBudget(g))
@@ -214,7 +214,7 @@ func newTasks(g *globals) *cobra.Command {
 	get := &cobra.Command{
 		Use: "get <task_run_id>", Short: "Show a task run", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.call(cmd.Context(), http.MethodGet, "/task-runs/"+url.PathEscape(args[0]), nil, nil)
+			return g.send(cmd, meshapi.OpTaskRunsGet.OpInfo, meshapi.GetTaskRunRequest{TaskRunID: args[0]})
 		},
 	}
 	var status, cursor string
@@ -241,7 +241,7 @@ func newTasks(g *globals) *cobra.Command {
 	cancel := &cobra.Command{
 		Use: "cancel <task_run_id>", Short: "Cancel a task run", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.call(cmd.Context(), http.MethodPost, "/task-runs/"+url.PathEscape(args[0])+"/cancel", nil, map[string]any{"reason": reason})
+			return g.send(cmd, meshapi.OpTaskRunsCancel.OpInfo, meshapi.CancelTaskRunRequest{TaskRunID: args[0], Reason: reason})
 		},
 	}
 	cancel.Flags().StringVar(&reason, "reason", "", "why (recorded on the run)")
