@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
-	"strings"
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -52,23 +50,9 @@ func newConsumers(g *globals) *cobra.Command {
 	return cmd
 }
 
-// send calls op's REST route with req: its path values and query from
-// req's fields, the rest of req as the body (none for GET and DELETE). The
-// answer is printed; a route that answers with no body prints "done".
+// send calls op's REST route with req (apiclient.Client.Call) and prints
+// the answer; a route that answers with no body prints "done".
 func (g *globals) send(cmd *cobra.Command, op *meshapi.OpInfo, req any) error {
-	target, err := op.REST.PathOf(req)
-	if err != nil {
-		return err
-	}
-	path, rawQuery, _ := strings.Cut(target, "?")
-	query, err := url.ParseQuery(rawQuery)
-	if err != nil {
-		return err
-	}
-	var body any
-	if op.REST.Method != http.MethodGet && op.REST.Method != http.MethodDelete {
-		body = req
-	}
 	c, err := g.client()
 	if err != nil {
 		return err
@@ -76,7 +60,7 @@ func (g *globals) send(cmd *cobra.Command, op *meshapi.OpInfo, req any) error {
 	ctx, cancel := context.WithTimeout(cmd.Context(), apiclient.DefaultTimeout)
 	defer cancel()
 	var out json.RawMessage
-	if _, err := c.Do(ctx, op.REST.Method, path, query, body, &out); err != nil {
+	if err := c.Call(ctx, op, req, &out); err != nil {
 		return err
 	}
 	if op.REST.Status == http.StatusNoContent {

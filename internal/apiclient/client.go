@@ -17,6 +17,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
 )
 
 // Client calls one platform.
@@ -93,6 +94,31 @@ func StatusOf(err error) int {
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, in, out any) (int, error) {
 	status, _, err := c.Exchange(ctx, method, path, query, in, out)
 	return status, err
+}
+
+// Call sends op, an operation of the table, to its REST route: the path
+// values and query from req's fields, req as the body (none for GET and
+// DELETE); its answer is decoded into resp. It makes the client a
+// meshapi.Sender, so meshapi.Send speaks the REST API as it speaks the bus.
+func (c *Client) Call(ctx context.Context, op *meshapi.OpInfo, req, resp any) error {
+	if op.REST == nil {
+		return mesh.Errorf(mesh.CodeInvalidRequest, "%s is not an operation of the REST API", op.Name)
+	}
+	target, err := op.REST.PathOf(req)
+	if err != nil {
+		return mesh.Errorf(mesh.CodeInvalidRequest, "%v", err)
+	}
+	path, rawQuery, _ := strings.Cut(target, "?")
+	query, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return mesh.Errorf(mesh.CodeInvalidRequest, "%v", err)
+	}
+	var body any
+	if op.REST.Method != http.MethodGet && op.REST.Method != http.MethodDelete {
+		body = req
+	}
+	_, err = c.Do(ctx, op.REST.Method, path, query, body, resp)
+	return err
 }
 
 // Exchange is Do that also returns the answer's headers.

@@ -154,5 +154,5 @@ func shuffled(urls string) []string {
 func HTTPHello(ctx context.Context, api *apiclient.Client) (*meshapi.HelloResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	return meshapi.Send(ctx, RESTSender{API: api}, meshapi.OpRuntimeHello, meshapi.Empty{})
+	return meshapi.Send(ctx, api, meshapi.OpRuntimeHello, meshapi.Empty{})
 }

@@ -26,24 +26,6 @@ type HTTPConfig struct {
 	Logger   zerolog.Logger
 }
 
-// RESTSender sends operations of the table (meshapi.Ops) to their REST
-// bindings, with the runtime credential API carries: the path values from
-// the request, the request as the body.
-type RESTSender struct{ API *apiclient.Client }
-
-// Call sends op with req and decodes its answer into resp.
-func (s RESTSender) Call(ctx context.Context, op *meshapi.OpInfo, req, resp any) error {
-	if op.REST == nil {
-		return mesh.Errorf(mesh.CodeInvalidRequest, "%s is not an operation of the REST API", op.Name)
-	}
-	path, err := op.REST.PathOf(req)
-	if err != nil {
-		return mesh.Errorf(mesh.CodeInvalidRequest, "%v", err)
-	}
-	_, err = s.API.Do(ctx, op.REST.Method, path, nil, req, resp)
-	return err
-}
-
 type httpTransport struct {
 	operations
 	cfg HTTPConfig
@@ -62,7 +44,7 @@ func NewHTTP(cfg HTTPConfig) Transport {
 		cfg.PullWait = 25 * time.Second
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	t := &httpTransport{operations: operations{RESTSender{API: cfg.API}}, cfg: cfg, canceled: make(chan string, 64), stop: stop}
+	t := &httpTransport{operations: operations{cfg.API}, cfg: cfg, canceled: make(chan string, 64), stop: stop}
 	go t.followCancellations(ctx)
 	return t
 }
