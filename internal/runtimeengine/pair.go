@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"time"
 
@@ -54,8 +53,8 @@ func Pair(ctx context.Context, req PairRequest) (profile.Profile, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	var res meshapi.AttachResponse
-	if _, err := api.Do(ctx, http.MethodPost, "/agent-runtimes/runtime/attach-via-pairing", nil, body, &res); err != nil {
+	res, err := meshapi.Send(ctx, api, meshapi.OpPairingAttachRuntime, body)
+	if err != nil {
 		// An error of the request itself, not an answer: nothing listens
 		// there, or nothing answered in time.
 		if ue := (*url.Error)(nil); errors.As(err, &ue) {
