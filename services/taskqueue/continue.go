@@ -80,7 +80,7 @@ func (s *Service) continueRoute(ctx context.Context, runID string, input json.Ra
 	}
 	next := *run
 	next.Input = input
-	return s.route(ctx, &next)
+	return s.delegationFor(ctx, &next)
 }
 
 // continueRun answers a run waiting in input-required: it goes back to

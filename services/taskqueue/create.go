@@ -85,7 +85,7 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateTaskRunRequest) 
 	}
 	// Routed before the idempotency key is taken, so a refusal leaves the
 	// key free for the caller's retry.
-	if run.DelegatedTo, err = s.route(ctx, run); err != nil {
+	if run.DelegatedTo, err = s.delegationFor(ctx, run); err != nil {
 		return nil, err
 	}
 	if in.IdempotencyKey != "" {

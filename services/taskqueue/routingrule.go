@@ -11,7 +11,7 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// Routing: a task for an agent with a matching routing rule is not queued
+// Routing rules: a task for an agent with a matching routing rule is not queued
 // for the agent's runtime but delegated (docs/delegation.md). The task queue
 // asks the delegation service, which owns the rules, at creation and when a
 // run continues; with no delegation service running, nothing is delegated.
@@ -20,8 +20,9 @@ import (
 // from memory, so only a stuck service takes long.
 const matchTimeout = 2 * time.Second
 
-// route asks whether run is to be delegated and says where.
-func (s *Service) route(ctx context.Context, run *mesh.TaskRun) (*mesh.Delegation, error) {
+// delegationFor asks the routing rules whether run is to be delegated, and
+// says where.
+func (s *Service) delegationFor(ctx context.Context, run *mesh.TaskRun) (*mesh.Delegation, error) {
 	skill, _ := run.Metadata[meshapi.SkillKey].(string)
 	mctx, cancel := context.WithTimeout(ctx, matchTimeout)
 	defer cancel()
