@@ -19,3 +19,8 @@ func LostAnswers(tr Transport) int {
 
 // AdapterEnv is the environment the runtime gives the adapter it starts.
 var AdapterEnv = adapterEnv
+
+// LostAnswerSentAt is LostAnswer for a claiming request sent at sent.
+func LostAnswerSentAt(tr Transport, key string, sent time.Time) {
+	tr.(*natsTransport).lost(key, sent)
+}

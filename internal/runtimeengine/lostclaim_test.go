@@ -150,3 +150,41 @@ func TestNATSTransport_ARefusedRequestForWorkIsNotAskedAbout(t *testing.T) {
 		t.Fatalf("a refused request left %d answers to ask about", n)
 	}
 }
+
+// TestNATSTransport_AClaimStoredLongAfterItsRequestIsStillTakenUp: while
+// the platform's store is unavailable (a node lost, leaders being elected)
+// the task queue keeps trying to store a claim for as long as it works on
+// the request, which can be well past the request's own wait. The runtime
+// whose answer was lost keeps asking about it for that long, so a claim
+// stored late is taken up, not left held by nobody until its lease ends
+// (which fails the run RUNTIME_LOST when it has no attempts left).
+func TestNATSTransport_AClaimStoredLongAfterItsRequestIsStillTakenUp(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	agent := p.CreateAgent("late claim")
+	att := p.OnlineRuntime(t, agent.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tr, _ := dialNATS(ctx, t, p.NATSURL(), att)
+	defer tr.Close()
+
+	// The request was sent longer ago than its wait and the answer's
+	// slack, and nothing is claimed under it yet.
+	key := mesh.NewID()
+	runtimeengine.LostAnswerSentAt(tr, key, time.Now().Add(-20*time.Second))
+	if runs, err := tr.NextUpTo(ctx, 1); err != nil || len(runs) != 0 {
+		t.Fatalf("the first request for work returned %+v, %v; want nothing", runs, err)
+	}
+
+	// Now the task queue stores the claim under that request's key.
+	run := p.CreateTask(agent.ID, "claimed late")
+	rc := meshapi.NewClient(p.RuntimeConn(t, att)).Runtime(agent.ID, att.RuntimeID)
+	res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: time.Second, Claim: true, Key: key})
+	if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != run.ID {
+		t.Fatalf("claim of %s: %+v, %v", run.ID, res, err)
+	}
+	runs, err := tr.NextUpTo(ctx, 1)
+	if err != nil || len(runs) != 1 || runs[0].ID != run.ID || runs[0].Attempt != 1 {
+		t.Fatalf("the next request for work returned %+v, %v; want %s, claimed late for the lost answer", runs, err, run.ID)
+	}
+}

@@ -449,9 +449,12 @@ type lostAnswer struct {
 
 // lost notes the claiming request of key, sent at sent, whose answer did
 // not come: what it claimed, if anything, is asked for before each request
-// for work until it can claim nothing more.
+// for work until it can claim nothing more. That is not the end of its
+// wait: while the platform's store is unavailable the task queue goes on
+// storing a claim for as long as it works on the request
+// (meshapi.MaxHandling).
 func (t *natsTransport) lost(key string, sent time.Time) {
-	t.keep([]*lostAnswer{{key: key, until: sent.Add(t.cfg.ClaimWait + offerSlack), taken: map[string]bool{}}})
+	t.keep([]*lostAnswer{{key: key, until: sent.Add(meshapi.MaxHandling + offerSlack), taken: map[string]bool{}}})
 }
 
 func (t *natsTransport) keep(ls []*lostAnswer) {
@@ -521,8 +524,12 @@ func (t *natsTransport) claim(ctx context.Context, offers []meshapi.Offer) ([]*m
 	for i, o := range offers {
 		claims[i] = meshapi.ClaimRequest{TaskRunID: o.TaskRunID, Attempt: o.Attempt}
 	}
-	res, err := t.rc.ClaimMany(cctx, meshapi.ClaimManyRequest{Claims: claims})
+	key, sent := mesh.NewID(), time.Now()
+	res, err := t.rc.ClaimMany(cctx, meshapi.ClaimManyRequest{Claims: claims, Key: key})
 	if err != nil {
+		if mayHaveClaimed(err) {
+			t.lost(key, sent)
+		}
 		return nil, err
 	}
 	return t.held(res.Claimed, res.Instructions), nil

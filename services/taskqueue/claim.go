@@ -107,10 +107,13 @@ func (s *Service) handleClaimMany(ctx context.Context, in *meshapi.ClaimManyRequ
 	if len(in.Claims) == 0 || len(in.Claims) > meshapi.MaxOffers {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "claims must name 1 to %d runs", meshapi.MaxOffers)
 	}
+	if in.Key != "" && !mesh.ValidID(in.Key) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "a claiming request's key is a UUID in lower-case hex")
+	}
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
 		return nil, err
 	}
-	return s.claimMany(ctx, agentID, runtimeID, in.Claims, "")
+	return s.claimMany(ctx, agentID, runtimeID, in.Claims, in.Key)
 }
 
 // claimMany claims each run at once, each under its own lock, and answers
