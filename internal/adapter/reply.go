@@ -110,5 +110,9 @@ func (s *stream) writeLine(line adapterapi.StreamLine, last bool) {
 	// Write errors mean the client is gone; the task's context ends with
 	// the request's, so there is nothing to do here.
 	_, _ = s.w.Write(append(b, '\n'))
-	_ = s.rc.Flush()
+	if !last {
+		_ = s.rc.Flush()
+	}
+	// The last line leaves with the end of the response, in one write, as
+	// the handler returns right after it.
 }
