@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -106,6 +107,10 @@ func (u *Usage) Check() error {
 // nil when there is none, an INVALID_REQUEST error when it is not the
 // documented shape.
 func OutputUsage(output json.RawMessage) (*Usage, error) {
+	if !bytes.Contains(output, []byte(`"usage"`)) {
+		// Most outputs carry none: no decode on the completion's path.
+		return nil, nil
+	}
 	var out struct {
 		Usage json.RawMessage `json:"usage"`
 	}
