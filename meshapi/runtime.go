@@ -28,6 +28,12 @@ type HelloResponse struct {
 // PullRequest claims the next pending run, waiting up to Wait for one.
 type PullRequest struct {
 	Wait time.Duration `json:"wait,omitempty"`
+	// Key, when given (a UUID in lower-case hex), is chosen by the runtime
+	// for this pull, and the run is claimed under it. A runtime that did
+	// not get the answer pulls with Recover and the same Key, and gets the
+	// run claimed under it that it still holds, at once, or none.
+	Key     string `json:"key,omitempty"`
+	Recover bool   `json:"recover,omitempty"`
 }
 
 // PullResponse holds the claimed run, or nothing when none was pending.

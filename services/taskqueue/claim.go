@@ -85,8 +85,22 @@ func (s *Service) handlePull(ctx context.Context, in *meshapi.PullRequest) (*mes
 	if in.Wait < 0 || in.Wait > s.cfg.MaxPullWait {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "wait must be between 0 and %s", s.cfg.MaxPullWait)
 	}
-	run, err := s.pull(ctx, agentID, runtimeID, in.Wait)
-	if err != nil {
+	if (in.Key != "" || in.Recover) && !mesh.ValidID(in.Key) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "a claiming request's key is a UUID in lower-case hex")
+	}
+	var run *mesh.TaskRun
+	if in.Recover {
+		if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
+			return nil, err
+		}
+		res, err := s.recoverClaims(ctx, agentID, runtimeID, in.Key)
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Claimed) > 0 {
+			run = &res.Claimed[0]
+		}
+	} else if run, err = s.pull(ctx, agentID, runtimeID, in.Wait, in.Key); err != nil {
 		return nil, err
 	}
 	out := meshapi.PullResponse{TaskRun: run}
@@ -235,7 +249,7 @@ func (s *Service) recoverClaims(ctx context.Context, agentID, runtimeID, key str
 // pull claims the next pending run of the agent on behalf of a runtime
 // that does not claim itself (the HTTP transport), waiting up to wait for
 // one to arrive. It returns nil when none did.
-func (s *Service) pull(ctx context.Context, agentID, runtimeID string, wait time.Duration) (*mesh.TaskRun, error) {
+func (s *Service) pull(ctx context.Context, agentID, runtimeID string, wait time.Duration, key string) (*mesh.TaskRun, error) {
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
 		return nil, err
 	}
@@ -245,7 +259,11 @@ func (s *Service) pull(ctx context.Context, agentID, runtimeID string, wait time
 		if err != nil || len(offers) == 0 {
 			return nil, err
 		}
-		run, err := s.claim(ctx, agentID, runtimeID, offers[0].TaskRunID, offers[0].Attempt)
+		// Still active and online after the wait.
+		if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
+			return nil, err
+		}
+		run, err := s.claimChecked(ctx, agentID, runtimeID, offers[0].TaskRunID, offers[0].Attempt, key)
 		if err == nil || !meshapi.Unclaimable(err) {
 			return run, err
 		}
