@@ -44,9 +44,13 @@ type TaskRun struct {
 	// PendingApproval is the step the run's host asks permission for
 	// while the run is approval-required.
 	PendingApproval *Approval `json:"pending_approval,omitempty"`
-	// Approvals are the steps decided for the run by a person or at the
-	// time limit (who, what, when), oldest first.
+	// Approvals are the steps decided for the run (who, what, when), by
+	// the agent's approval policy, a person or the time limit, oldest
+	// first: the last MaxRecordedApprovals of them (RecordApproval).
 	Approvals []Approval `json:"approvals,omitempty"`
+	// ApprovalCount counts every step decided for the run, also those
+	// no longer in Approvals.
+	ApprovalCount int `json:"approval_count,omitempty"`
 	// IdempotencyKey, when set at creation, makes a repeated create return this run.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Deadline bounds the whole run: pending or running past it, it fails with

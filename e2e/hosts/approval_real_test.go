@@ -24,7 +24,8 @@ var markRE = regexp.MustCompile(`mark-[a-z]+`)
 // "ask" holds the run in approval-required with the step on it until a
 // person runs `a2a-platform tasks approve` (the command runs) or `tasks
 // deny` (it does not, and the host goes on without it), or the policy's
-// time limit denies it; "allow" and "deny" never ask. Every run completes.
+// time limit denies it; "allow" and "deny" never ask, and are recorded
+// and announced as the policy's decisions. Every run completes.
 func TestRealClaude_ApprovalsOverTheMesh(t *testing.T) {
 	t.Parallel()
 	l := newRealLab(t, "claude")
@@ -133,14 +134,23 @@ func TestRealClaude_ApprovalsOverTheMesh(t *testing.T) {
 		if created(c.mark) != c.runs {
 			t.Fatalf("policy %s: the command ran %v", c.decision, created(c.mark))
 		}
-		if len(done.Approvals) != 0 {
-			t.Fatalf("policy %s asked: %+v", c.decision, done.Approvals)
+		// Recorded and announced all the same, decided by the policy.
+		if len(done.Approvals) != 1 || done.Approvals[0].DecidedBy != mesh.ApprovalByPolicy || done.Approvals[0].Decision != c.decision ||
+			done.Approvals[0].Rule != "Bash(touch *)" || done.Approvals[0].Tool != "Bash" {
+			t.Fatalf("policy %s: approvals %+v, want its one decision by policy", c.decision, done.Approvals)
 		}
 		evs := events.Until(t, waitHost, meshtest.TypeIs(mesh.EventTaskRunCompleted, run.ID))
+		decided := 0
 		for _, ev := range evs {
-			if ev.Subject == run.ID && (ev.Type == mesh.EventTaskRunApprovalRequested || ev.Type == mesh.EventTaskRunApprovalDecided) {
-				t.Fatalf("policy %s: event %s", c.decision, ev.Type)
+			switch {
+			case ev.Subject == run.ID && ev.Type == mesh.EventTaskRunApprovalRequested:
+				t.Fatalf("policy %s asked a person", c.decision)
+			case ev.Subject == run.ID && ev.Type == mesh.EventTaskRunApprovalDecided:
+				decided++
 			}
+		}
+		if decided != 1 {
+			t.Fatalf("policy %s: %d approval_decided events, want 1", c.decision, decided)
 		}
 	}
 }
