@@ -201,3 +201,29 @@ func TestBudget_RefusesAtCreateAndCancelsARunThatPassesIt(t *testing.T) {
 	}, func() string { return "creates stayed refused after the budget was removed" })
 	p.ValidateStoredEvents(t)
 }
+
+// TestBudget_AClaimCarriesWhatThePerRunBudgetLeaves: a runtime claiming a
+// run of an agent with a per-run budget is told what the budget leaves
+// the run (run_budget), for its host to stop itself at; a later turn gets
+// what the earlier ones left; the run's record and events never show it.
+func TestBudget_AClaimCarriesWhatThePerRunBudgetLeaves(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t)
+	agent := p.CreateAgent("bounded")
+	p.Do(http.MethodPatch, "/agent-accounts/"+agent.ID, map[string]any{"budget": map[string]any{"per_run": map[string]any{"tokens": 1000, "cost_usd": 0.5}}}, nil)
+	rt := p.OnlineRuntime(t, agent.ID)
+	run := p.CreateTask(agent.ID, "two turns")
+	claimed := p.PullRun(t, agent.ID, rt.RuntimeToken)
+	if b := claimed.RunBudget; claimed.ID != run.ID || b == nil || b.Tokens != 1000 || b.CostUSD != 0.5 {
+		t.Fatalf("claimed %s with run_budget %+v, want the whole per-run budget", claimed.ID, b)
+	}
+	p.Report(t, run.ID, "complete", rt.RuntimeToken, map[string]any{"output": usageOutput("which?", 300, 100, 0, 0.2), "input_required": true}).Expect(t, http.StatusOK)
+	p.Do(http.MethodPost, "/task-runs/"+run.ID+"/input", map[string]any{"text": "that one"}, nil)
+	again := p.PullRun(t, agent.ID, rt.RuntimeToken)
+	if b := again.RunBudget; b == nil || b.Tokens != 600 || b.CostUSD < 0.2999 || b.CostUSD > 0.3001 {
+		t.Fatalf("the second turn's run_budget %+v, want what the first left (600 tokens, $0.3)", b)
+	}
+	if got := p.GetTask(run.ID); got.RunBudget != nil {
+		t.Fatalf("the run's record shows run_budget %+v", got.RunBudget)
+	}
+}
