@@ -31,8 +31,8 @@ func newApproveHookCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			cfg := provider.GeminiHookConfig{MCPURL: os.Getenv(provider.ToolsURLEnv), Capability: os.Getenv(provider.ToolsCapabilityEnv)}
-			if err := provider.GeminiApproveHook(ctx, cfg, cmd.InOrStdin(), cmd.OutOrStdout()); err != nil {
+			cfg := provider.HookConfig{MCPURL: os.Getenv(provider.ToolsURLEnv), Capability: os.Getenv(provider.ToolsCapabilityEnv)}
+			if err := provider.ApproveHook(ctx, cfg, cmd.InOrStdin(), cmd.OutOrStdout()); err != nil {
 				// Exit 2 blocks the tool in Gemini CLI, with stderr as the reason.
 				fmt.Fprintln(cmd.ErrOrStderr(), "the mesh's approval hook failed:", err)
 				os.Exit(2)

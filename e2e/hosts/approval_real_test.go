@@ -28,7 +28,7 @@ var markRE = regexp.MustCompile(`mark-[a-z]+`)
 // and announced as the policy's decisions. Every run completes.
 func TestRealClaude_ApprovalsOverTheMesh(t *testing.T) {
 	// Bash is not allowed on the command line: Claude Code asks.
-	testRealApprovals(t, "claude", nil)
+	testRealApprovals(t, "claude", "Bash", nil)
 }
 
 // TestRealGemini_ApprovalsOverTheMesh: Gemini CLI under the adapter's
@@ -36,18 +36,18 @@ func TestRealClaude_ApprovalsOverTheMesh(t *testing.T) {
 // before each tool call, which asks the mesh: the same story as Claude
 // Code's.
 func TestRealGemini_ApprovalsOverTheMesh(t *testing.T) {
-	testRealApprovals(t, "gemini", []string{"--model", "gemini-2.5-flash", "--approval-mode", "mesh"})
+	testRealApprovals(t, "gemini", "run_shell_command", []string{"--model", "gemini-2.5-flash", "--approval-mode", "mesh"})
 }
 
 // testRealApprovals drives a host whose adapter flags are flags through
-// the approval scenarios.
-func testRealApprovals(t *testing.T, name string, flags []string) {
+// the approval scenarios; shell is the name under which the host asks
+// about its shell tool.
+func testRealApprovals(t *testing.T, name, shell string, flags []string) {
 	t.Parallel()
 	l := newRealLab(t, name)
 	l.host.flags = flags
 	l.start(t)
-	// The host's shell tool, and the rule that asks about it.
-	shell := l.host.shell("true").Name
+	// The rule that asks about the host's shell command.
 	touchRule := shell + "(touch *)"
 	p := l.p
 	cli := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-platform")
@@ -170,4 +170,13 @@ func testRealApprovals(t *testing.T, name string, flags []string) {
 			t.Fatalf("policy %s: %d approval_decided events, want 1", c.decision, decided)
 		}
 	}
+}
+
+// TestRealCodex_ApprovalsOverTheMesh: Codex under the adapter's
+// --approval-mode mesh runs the adapter's approval hook (PreToolUse)
+// before each tool call, which asks the mesh: the same story as Claude
+// Code's.
+func TestRealCodex_ApprovalsOverTheMesh(t *testing.T) {
+	// Codex's hooks name its shell tool Bash, as Claude Code does.
+	testRealApprovals(t, "codex", "Bash", []string{"--approval-mode", "mesh"})
 }

@@ -80,13 +80,13 @@ type GeminiConfig struct {
 	HostConfig
 	// ApprovalMode is passed as --approval-mode: default, auto_edit, yolo or
 	// plan. Empty keeps Gemini CLI's own setting, under which a headless run
-	// cannot approve edits. GeminiApprovalMesh has the mesh decide every
+	// cannot approve edits. ApprovalModeMesh has the mesh decide every
 	// tool call through ApproveHook (gemini_approval.go); a run without the
 	// mesh's tools then runs with default.
 	ApprovalMode string
 	// ApproveHook is the command (argv) Gemini CLI runs as its hook
-	// before each tool call under GeminiApprovalMesh: the adapter's own
-	// approve-hook, which answers with GeminiApproveHook.
+	// before each tool call under ApprovalModeMesh: the adapter's own
+	// approve-hook, which answers with ApproveHook.
 	ApproveHook []string
 	// Model, when set, is passed as -m.
 	Model string
@@ -103,8 +103,8 @@ type Gemini struct {
 // NewGemini checks that Gemini CLI is installed. It does not require an API
 // key: Gemini CLI can use a cached Google sign-in instead.
 func NewGemini(cfg GeminiConfig) (*Gemini, error) {
-	if cfg.ApprovalMode == GeminiApprovalMesh && len(cfg.ApproveHook) == 0 {
-		return nil, errors.New("gemini: approval mode " + GeminiApprovalMesh + " needs the approval hook's command")
+	if cfg.ApprovalMode == ApprovalModeMesh && len(cfg.ApproveHook) == 0 {
+		return nil, errors.New("gemini: approval mode " + ApprovalModeMesh + " needs the approval hook's command")
 	}
 	host, err := newCLIHost(geminiHost, cfg.HostConfig)
 	if err != nil {
@@ -123,7 +123,7 @@ func (g *Gemini) Run(ctx context.Context, t *Task, progress func(Progress)) (*Re
 	defer func() { restore() }()
 	return g.host.run(ctx, t, progress, func(resume string, report func(string)) (invocation, error) {
 		var hook []string
-		if g.cfg.ApprovalMode == GeminiApprovalMesh {
+		if g.cfg.ApprovalMode == ApprovalModeMesh {
 			hook = g.cfg.ApproveHook
 		}
 		tools, undo, err := geminiTools(t, hook)
@@ -150,10 +150,10 @@ func (g *Gemini) Run(ctx context.Context, t *Task, progress func(Progress)) (*Re
 func (g *Gemini) args(resume string, meshTools bool) []string {
 	args := []string{"-o", "stream-json"}
 	switch mode := g.cfg.ApprovalMode; {
-	case mode == GeminiApprovalMesh && meshTools:
+	case mode == ApprovalModeMesh && meshTools:
 		// The hook asks the mesh before each call; Gemini CLI asks nobody.
 		args = append(args, "--approval-mode", "yolo")
-	case mode == GeminiApprovalMesh:
+	case mode == ApprovalModeMesh:
 		// Nobody to ask: Gemini CLI's own default, which runs no tool
 		// that needs approval in a headless run.
 		args = append(args, "--approval-mode", "default")
