@@ -30,6 +30,20 @@ type HookConfig struct {
 // run's tool server's approve tool and answers in the host's shape.
 // Anything that keeps it from asking is a deny, with the reason.
 
+const (
+	// ApprovalModeMesh is the adapter's approval mode (Gemini CLI, Codex)
+	// in which the mesh decides the host's tool calls through the hook.
+	ApprovalModeMesh = "mesh"
+	// ToolsURLEnv carries the run's tool server endpoint to the approval
+	// hook; the capability comes in capabilityEnv.
+	ToolsURLEnv = "A2A_MESH_TOOLS_URL"
+	// ToolsCapabilityEnv is capabilityEnv, for the approval hook's command.
+	ToolsCapabilityEnv = capabilityEnv
+	// meshApproveTool is the tool server's tool that asks the mesh
+	// (toolserver.ApproveTool).
+	meshApproveTool = "approve"
+)
+
 // hookEventPreToolUse is Codex's (and Claude Code's) hook event before a
 // tool call; any other event is answered in Gemini CLI's shape.
 const hookEventPreToolUse = "PreToolUse"

@@ -23,23 +23,12 @@ import (
 // mesh's tool server: every tool call but those of the mesh's own tools is
 // then decided by the agent's approval policy on the platform, or a person.
 const (
-	// ApprovalModeMesh is the adapter's approval mode for Gemini CLI in
-	// which the mesh decides the host's tool calls.
-	ApprovalModeMesh = "mesh"
-	// ToolsURLEnv carries the run's tool server endpoint to the approval
-	// hook; the capability comes in capabilityEnv.
-	ToolsURLEnv = "A2A_MESH_TOOLS_URL"
-	// ToolsCapabilityEnv is capabilityEnv, for the approval hook's command.
-	ToolsCapabilityEnv = capabilityEnv
 	// geminiHookName names the hook in Gemini CLI's settings and logs.
 	geminiHookName = "a2a-mesh-approve"
 	// geminiHookMatcher is the hook's tool name pattern (a JavaScript
 	// regular expression): every tool but the mesh's own, which Gemini
 	// CLI names mcp_<server>_<tool>.
 	geminiHookMatcher = "^(?!mcp_" + mcpServerName + "_)"
-	// meshApproveTool is the tool server's tool that asks the mesh
-	// (toolserver.ApproveTool).
-	meshApproveTool = "approve"
 )
 
 // geminiHookTimeout is the hook's time limit in Gemini CLI: longer than
