@@ -187,6 +187,24 @@ func (l *Limit) Passed(u *Usage) string {
 	return ""
 }
 
+// Left is what u leaves of the limit: each bound less what u spent, nil
+// when the limit has no bound. A bound already reached leaves its
+// smallest amount (one token, a millionth of a dollar), never 0, which
+// would read as no bound.
+func (l *Limit) Left(u *Usage) *Limit {
+	if l == nil || l.Tokens <= 0 && l.CostUSD <= 0 {
+		return nil
+	}
+	left := &Limit{}
+	if l.Tokens > 0 {
+		left.Tokens = max(l.Tokens-u.Tokens(), 1)
+	}
+	if l.CostUSD > 0 {
+		left.CostUSD = max(l.CostUSD-u.Cost(), 0.000001)
+	}
+	return left
+}
+
 // Reached says how u has reached the limit ("" when it has not): a run
 // created then would pass it with its first token.
 func (l *Limit) Reached(u *Usage) string {

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"encoding/json"
+	"errors"
 	"mime"
 	"net/http"
 	"strings"
@@ -14,7 +15,15 @@ import (
 // replyBody returns the reply of seed 000 for a task outcome.
 func replyBody(res *provider.Result, err error) any {
 	if err != nil {
-		return adapterapi.FailureResponse{Success: false, Error: err.Error()}
+		f := adapterapi.FailureResponse{Success: false, Error: err.Error()}
+		var budget *provider.BudgetError
+		if errors.As(err, &budget) {
+			f.Code = adapterapi.CodeBudgetExceeded
+			if budget.Usage != nil {
+				f.Usage = budget.Usage
+			}
+		}
+		return f
 	}
 	out := map[string]any{}
 	if res != nil && res.Output != nil {

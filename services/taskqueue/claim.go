@@ -74,7 +74,27 @@ func (s *Service) claimChecked(ctx context.Context, agentID, runtimeID, runID st
 		s.observeClaim(run)
 		run = traceClaim(run, began)
 	}
+	if err == nil {
+		run = s.withRunBudget(run)
+	}
 	return run, err
+}
+
+// withRunBudget returns the run to answer a claim with: with what its
+// agent's per-run budget leaves it (RunBudget), for its host. The stored
+// run is left as it is.
+func (s *Service) withRunBudget(run *mesh.TaskRun) *mesh.TaskRun {
+	b := s.budgetOf(run.TargetAgentID)
+	if b == nil {
+		return run
+	}
+	left := b.PerRun.Left(run.UsageTotal)
+	if left == nil {
+		return run
+	}
+	cp := *run
+	cp.RunBudget = left
+	return &cp
 }
 
 func (s *Service) handlePull(ctx context.Context, in *meshapi.PullRequest) (*meshapi.PullResponse, error) {
