@@ -209,3 +209,23 @@ func Glob(pattern, s string) bool {
 	}
 	return strings.HasSuffix(s, last)
 }
+
+// DecidedByPolicyAlone reports whether the event of type eventType about a
+// run (its data, the run) announces a step the agent's policy decided
+// without asking: the last of the run's approvals, decided by the policy.
+// Such a step leaves the task as it was, so what tells a task's states (an
+// A2A stream, an A2A push) leaves it out.
+func DecidedByPolicyAlone(eventType string, data []byte) bool {
+	if eventType != EventTaskRunApprovalDecided {
+		return false
+	}
+	var run struct {
+		Approvals []struct {
+			DecidedBy string `json:"decided_by"`
+		} `json:"approvals"`
+	}
+	if json.Unmarshal(data, &run) != nil || len(run.Approvals) == 0 {
+		return false
+	}
+	return run.Approvals[len(run.Approvals)-1].DecidedBy == ApprovalByPolicy
+}

@@ -256,7 +256,9 @@ func (s *Service) recoverClaims(ctx context.Context, agentID, runtimeID, key str
 			return nil, err
 		}
 		if run.Status == mesh.StatusRunning && run.RuntimeID == runtimeID && run.TargetAgentID == agentID && run.ClaimKey == key {
-			out.Claimed = append(out.Claimed, *run)
+			// Answered as its claim would have been, with what the
+			// agent's per-run budget leaves it.
+			out.Claimed = append(out.Claimed, *s.withRunBudget(run))
 		}
 	}
 	slices.SortFunc(out.Claimed, func(a, b mesh.TaskRun) int { return a.CreatedAt.Compare(b.CreatedAt) })

@@ -303,7 +303,7 @@ func matches(sub *subscription, eventType string, data []byte) bool {
 	if len(sub.Types) > 0 && !slices.Contains(sub.Types, eventType) {
 		return false
 	}
-	if sub.a2a() && eventType == mesh.EventTaskRunApprovalDecided && decidedByPolicy(data) {
+	if sub.a2a() && mesh.DecidedByPolicyAlone(eventType, data) {
 		// A push tells the task's states: a step the policy decided
 		// without asking left the task as it was.
 		return false
@@ -316,20 +316,6 @@ func matches(sub *subscription, eventType string, data []byte) bool {
 		return a.TaskRunID == sub.TaskRunID
 	}
 	return true
-}
-
-// decidedByPolicy reports whether the decision an approval_decided event
-// announces (the last of the run's approvals) was the policy's.
-func decidedByPolicy(data []byte) bool {
-	var run struct {
-		Approvals []struct {
-			DecidedBy string `json:"decided_by"`
-		} `json:"approvals"`
-	}
-	if json.Unmarshal(data, &run) != nil || len(run.Approvals) == 0 {
-		return false
-	}
-	return run.Approvals[len(run.Approvals)-1].DecidedBy == mesh.ApprovalByPolicy
 }
 
 // backoff is the delay before attempt n+1: RetryMin doubled for each failed
