@@ -52,6 +52,24 @@ func definitelyNotDone(err error) bool {
 	return errors.As(err, &apiErr) && apiErr.Code == 503
 }
 
+// StoreFailed is the error a service answers when a write to the platform's
+// store failed (what names the write): a *mesh.Error passes; a failure the
+// store may not have while it elects a leader or replaces a node, or a store
+// with no room left for it, is UNAVAILABLE (the caller retries later), never
+// an internal error the caller cannot act on.
+func StoreFailed(what string, err error) error {
+	var me *mesh.Error
+	if err == nil || errors.As(err, &me) {
+		return err
+	}
+	// JetStream answers 503 for a store with no room too (its stream's or
+	// account's limits, or the server's storage): Transient covers it.
+	if Transient(err) {
+		return unavailable(what, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
 // unavailable is the error of a call that ran out of retries.
 func unavailable(what string, err error) error {
 	return fmt.Errorf("%w: %s: %w", mesh.Errorf(mesh.CodeUnavailable, "the platform's store is not available right now (a node was lost or is being replaced, or the region that holds the record cannot be reached); retry shortly"), what, err)

@@ -3,6 +3,7 @@ package mesh
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -63,6 +64,30 @@ type Approval struct {
 
 // ApprovalTimeLimit is the decider recorded when nobody answered in time.
 const ApprovalTimeLimit = "time-limit"
+
+// ApprovalByPolicy is the decider recorded for a step the agent's approval
+// policy allowed or denied without asking anyone.
+const ApprovalByPolicy = "policy"
+
+// MaxRecordedApprovals bounds a run's Approvals: a host that makes
+// thousands of allowed calls keeps its record small. The events carry
+// every decision; ApprovalCount counts them.
+const MaxRecordedApprovals = 100
+
+// RecordApproval appends a decided step to the run's Approvals, dropping
+// the oldest beyond MaxRecordedApprovals, and counts it.
+func (r *TaskRun) RecordApproval(a Approval) {
+	if r.ApprovalCount < len(r.Approvals) {
+		// Recorded before the count was kept.
+		r.ApprovalCount = len(r.Approvals)
+	}
+	// A new array: the run read may share its own with a cached copy.
+	r.Approvals = append(slices.Clip(r.Approvals), a)
+	if over := len(r.Approvals) - MaxRecordedApprovals; over > 0 {
+		r.Approvals = append(r.Approvals[:0:0], r.Approvals[over:]...)
+	}
+	r.ApprovalCount++
+}
 
 // Check explains what is wrong with a policy, or returns nil.
 func (p *ApprovalPolicy) Check() error {
@@ -183,4 +208,24 @@ func Glob(pattern, s string) bool {
 		s = s[i+len(part):]
 	}
 	return strings.HasSuffix(s, last)
+}
+
+// DecidedByPolicyAlone reports whether the event of type eventType about a
+// run (its data, the run) announces a step the agent's policy decided
+// without asking: the last of the run's approvals, decided by the policy.
+// Such a step leaves the task as it was, so what tells a task's states (an
+// A2A stream, an A2A push) leaves it out.
+func DecidedByPolicyAlone(eventType string, data []byte) bool {
+	if eventType != EventTaskRunApprovalDecided {
+		return false
+	}
+	var run struct {
+		Approvals []struct {
+			DecidedBy string `json:"decided_by"`
+		} `json:"approvals"`
+	}
+	if json.Unmarshal(data, &run) != nil || len(run.Approvals) == 0 {
+		return false
+	}
+	return run.Approvals[len(run.Approvals)-1].DecidedBy == ApprovalByPolicy
 }

@@ -49,7 +49,8 @@ const (
 	// step and the run waits in approval-required.
 	EventTaskRunApprovalRequested = EventTypePrefix + "task_run.approval_requested"
 	// EventTaskRunApprovalDecided: a step asked for was allowed or denied
-	// (by a person, or denied at the policy's time limit).
+	// (by the policy without asking, by a person, or denied at the
+	// policy's time limit).
 	EventTaskRunApprovalDecided = EventTypePrefix + "task_run.approval_decided"
 
 	EventArtifactCreated = EventTypePrefix + "artifact.created"
@@ -88,7 +89,7 @@ var EventCatalog = []EventType{
 	{EventTaskRunUsage, KindTaskRun, "A run's usage changed: its host reported what it spent (with the run's answer), or a run delegated from inside it did and rolled up into usage_total. Data: the task run with usage and usage_total."},
 	{EventAgentBudgetExceeded, KindAgent, "A budget of the agent stopped a run: a create refused because the day's budget is spent, or a run canceled because it passed the per-run or per-day budget. Data: the agent id, the limit, what was spent, the run and what was done."},
 	{EventTaskRunApprovalRequested, KindTaskRun, "The run's host asked permission for a step (a tool call) that the agent's approval policy leaves to a person: the run is approval-required. Data: the task run with pending_approval (tool, input, expiry)."},
-	{EventTaskRunApprovalDecided, KindTaskRun, "A step the host asked permission for was allowed or denied, by a person or at the policy's time limit; the run is running again. Data: the task run, its decision last in approvals."},
+	{EventTaskRunApprovalDecided, KindTaskRun, "A step the host asked permission for was allowed or denied: by the agent's approval policy without asking (decided_by policy), by a person, or at the policy's time limit; the run is running (again). Data: the task run, its decision last in approvals."},
 	{EventArtifactCreated, KindArtifact, "An artifact was stored for a task run. Data: the artifact metadata."},
 	{EventWebhookDeliveryFailed, KindWebhook, "A webhook (or A2A push notification) delivery gave up after its retry window and was dead-lettered. Data: the delivery, never the URL's secrets."},
 }

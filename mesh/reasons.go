@@ -28,8 +28,9 @@ const (
 	ReasonSealedForAnotherRuntime = "SEALED_FOR_ANOTHER_RUNTIME"
 	// ReasonBudgetExceeded: the run (with its delegated runs) spent more
 	// than its agent's per-run budget, or its agent's runs of the day
-	// more than the per-day budget; the platform canceled it
-	// (docs/usage.md, "Budgets").
+	// more than the per-day budget; the platform canceled it, or the
+	// host stopped itself at what the per-run budget left it and its
+	// adapter failed the run with this code (docs/usage.md, "Budgets").
 	ReasonBudgetExceeded = "BUDGET_EXCEEDED"
 )
 

@@ -41,12 +41,23 @@ type TaskRun struct {
 	// from inside this one (ParentTaskRunID): what the whole tree below
 	// it spent. The per-run budget bounds it.
 	UsageTotal *Usage `json:"usage_total,omitempty"`
+	// RunBudget is what the run may still spend under its agent's
+	// per-run budget (the limit less UsageTotal) when it was claimed: in
+	// a claim's answer only, for the runtime to hand the host, which may
+	// stop itself there (Claude Code's --max-budget-usd). Like
+	// Environment it is for the runtime: events and API answers leave it
+	// out.
+	RunBudget *Limit `json:"run_budget,omitempty"`
 	// PendingApproval is the step the run's host asks permission for
 	// while the run is approval-required.
 	PendingApproval *Approval `json:"pending_approval,omitempty"`
-	// Approvals are the steps decided for the run by a person or at the
-	// time limit (who, what, when), oldest first.
+	// Approvals are the steps decided for the run (who, what, when), by
+	// the agent's approval policy, a person or the time limit, oldest
+	// first: the last MaxRecordedApprovals of them (RecordApproval).
 	Approvals []Approval `json:"approvals,omitempty"`
+	// ApprovalCount counts every step decided for the run, also those
+	// no longer in Approvals.
+	ApprovalCount int `json:"approval_count,omitempty"`
 	// IdempotencyKey, when set at creation, makes a repeated create return this run.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Deadline bounds the whole run: pending or running past it, it fails with
@@ -226,6 +237,7 @@ func (r *TaskRun) Public() *TaskRun {
 	cp.Environment = nil
 	cp.TraceParent = ""
 	cp.ClaimKey = ""
+	cp.RunBudget = nil
 	return &cp
 }
 

@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -106,6 +107,10 @@ func (u *Usage) Check() error {
 // nil when there is none, an INVALID_REQUEST error when it is not the
 // documented shape.
 func OutputUsage(output json.RawMessage) (*Usage, error) {
+	if !bytes.Contains(output, []byte(`"usage"`)) {
+		// Most outputs carry none: no decode on the completion's path.
+		return nil, nil
+	}
 	var out struct {
 		Usage json.RawMessage `json:"usage"`
 	}
@@ -180,6 +185,24 @@ func (l *Limit) Passed(u *Usage) string {
 		return fmt.Sprintf("$%.4f spent, limit $%.4f", u.Cost(), l.CostUSD)
 	}
 	return ""
+}
+
+// Left is what u leaves of the limit: each bound less what u spent, nil
+// when the limit has no bound. A bound already reached leaves its
+// smallest amount (one token, a millionth of a dollar), never 0, which
+// would read as no bound.
+func (l *Limit) Left(u *Usage) *Limit {
+	if l == nil || l.Tokens <= 0 && l.CostUSD <= 0 {
+		return nil
+	}
+	left := &Limit{}
+	if l.Tokens > 0 {
+		left.Tokens = max(l.Tokens-u.Tokens(), 1)
+	}
+	if l.CostUSD > 0 {
+		left.CostUSD = max(l.CostUSD-u.Cost(), 0.000001)
+	}
+	return left
 }
 
 // Reached says how u has reached the limit ("" when it has not): a run

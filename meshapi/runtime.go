@@ -28,6 +28,12 @@ type HelloResponse struct {
 // PullRequest claims the next pending run, waiting up to Wait for one.
 type PullRequest struct {
 	Wait time.Duration `json:"wait,omitempty"`
+	// Key, when given (a UUID in lower-case hex), is chosen by the runtime
+	// for this pull, and the run is claimed under it. A runtime that did
+	// not get the answer pulls with Recover and the same Key, and gets the
+	// run claimed under it that it still holds, at once, or none.
+	Key     string `json:"key,omitempty"`
+	Recover bool   `json:"recover,omitempty"`
 }
 
 // PullResponse holds the claimed run, or nothing when none was pending.
@@ -75,6 +81,17 @@ type OfferRequest struct {
 // MaxOffers bounds how many runs one offer names.
 const MaxOffers = 100
 
+// MaxWait is the longest a runtime's request may wait on the task queue:
+// a long-poll offer or pull, a wait for cancels or for an approval.
+const MaxWait = 55 * time.Second
+
+// MaxHandling bounds the task queue's work on one request of a runtime.
+// A claim is stored within it of the request reaching the task queue, or
+// not at all: while the store is unavailable (a node lost, leaders being
+// elected) that can be long after the request's own wait, so a runtime
+// whose answer was lost asks about its claims for that long.
+const MaxHandling = MaxWait + 5*time.Second
+
 // Offer names a pending run and the attempt a claim of it starts. It
 // reserves nothing the record does not: a claim decides, so an offer that
 // was lost, or made to two runtimes, costs nothing.
@@ -98,6 +115,11 @@ type OfferResponse struct {
 // MaxOffers). Each claim is decided on its own, as a ClaimRequest is.
 type ClaimManyRequest struct {
 	Claims []ClaimRequest `json:"claims"`
+	// Key, when given (an id: mesh.ValidID), is chosen by the runtime for
+	// this request, and the runs are claimed under it: a runtime that did
+	// not get the answer asks for them as for an offer's (OfferRequest's
+	// Recover).
+	Key string `json:"key,omitempty"`
 }
 
 // ClaimManyResponse holds the runs claimed, in the order asked, and why

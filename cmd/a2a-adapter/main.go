@@ -98,6 +98,7 @@ func newRootCommand() *cobra.Command {
 		},
 	}
 	cmd.AddCommand(newDoctorCommand())
+	cmd.AddCommand(newApproveHookCommand())
 	f := cmd.Flags()
 	f.StringVar(&o.provider, "provider", "", "provider that runs tasks: "+strings.Join(allProviders, ", ")+" (required)")
 	f.StringVar(&o.listen, "listen", adapter.DefaultListen, "address to listen on; loopback unless --allow-remote")

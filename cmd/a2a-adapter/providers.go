@@ -53,7 +53,7 @@ var hostFlagProviders = map[string][]string{
 	"max-turns":           {"claude"},
 	"max-budget-usd":      {"claude"},
 	"sandbox":             {"codex"},
-	"approval-mode":       {"gemini"},
+	"approval-mode":       {"gemini", "codex"},
 	"force":               {"cursor"},
 	"gateway-url":         {"openclaw"},
 	"openclaw-agent":      {"openclaw"},
@@ -70,7 +70,7 @@ func (h *hostOptions) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&h.maxTurns, "max-turns", 0, "claude: most agent turns per task (0: no limit)")
 	f.Float64Var(&h.maxBudgetUSD, "max-budget-usd", 0, "claude: most dollars one task may spend (0: no limit)")
 	f.StringVar(&h.sandbox, "sandbox", provider.DefaultCodexSandbox, "codex: read-only, workspace-write or danger-full-access")
-	f.StringVar(&h.approvalMode, "approval-mode", "", "gemini: default, auto_edit, yolo or plan (default: Gemini CLI's setting)")
+	f.StringVar(&h.approvalMode, "approval-mode", "", "gemini: default, auto_edit, yolo or plan (default: Gemini CLI's setting); gemini and codex: mesh, the agent's approval policy decides every tool call")
 	f.BoolVar(&h.force, "force", false, "cursor: run commands without asking, unless denied by Cursor's permissions")
 	f.StringVar(&h.gatewayURL, "gateway-url", provider.DefaultOpenClawGateway, "openclaw: the gateway's base URL; the token comes from "+provider.OpenClawTokenEnv)
 	f.StringVar(&h.openclawAgent, "openclaw-agent", provider.DefaultOpenClawAgent, "openclaw: the gateway agent that runs the tasks")
@@ -149,9 +149,25 @@ func newHostProvider(o options) (provider.Provider, error) {
 		return provider.NewClaude(provider.ClaudeConfig{HostConfig: host, PermissionMode: h.permissionMode,
 			AllowedTools: h.allowedTools, MaxTurns: h.maxTurns, MaxBudgetUSD: h.maxBudgetUSD, Model: h.model})
 	case "codex":
-		return provider.NewCodex(provider.CodexConfig{HostConfig: host, Sandbox: h.sandbox, Model: h.model})
+		cfg := provider.CodexConfig{HostConfig: host, Sandbox: h.sandbox, Model: h.model, ApprovalMode: h.approvalMode}
+		if h.approvalMode == provider.ApprovalModeMesh {
+			hook, err := approveHookCommand()
+			if err != nil {
+				return nil, err
+			}
+			cfg.ApproveHook = hook
+		}
+		return provider.NewCodex(cfg)
 	case "gemini":
-		return provider.NewGemini(provider.GeminiConfig{HostConfig: host, ApprovalMode: h.approvalMode, Model: h.model})
+		cfg := provider.GeminiConfig{HostConfig: host, ApprovalMode: h.approvalMode, Model: h.model}
+		if h.approvalMode == provider.ApprovalModeMesh {
+			hook, err := approveHookCommand()
+			if err != nil {
+				return nil, err
+			}
+			cfg.ApproveHook = hook
+		}
+		return provider.NewGemini(cfg)
 	case "cursor":
 		return provider.NewCursor(provider.CursorConfig{HostConfig: host, Force: h.force, Model: h.model})
 	case "hermes":
@@ -199,4 +215,14 @@ func isLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
+}
+
+// approveHookCommand is the command a host runs as its approval hook under
+// --approval-mode mesh: this program's approve-hook.
+func approveHookCommand() ([]string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("--approval-mode mesh: find this program for the approval hook: %w", err)
+	}
+	return []string{self, "approve-hook"}, nil
 }

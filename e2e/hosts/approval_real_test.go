@@ -24,13 +24,31 @@ var markRE = regexp.MustCompile(`mark-[a-z]+`)
 // "ask" holds the run in approval-required with the step on it until a
 // person runs `a2a-platform tasks approve` (the command runs) or `tasks
 // deny` (it does not, and the host goes on without it), or the policy's
-// time limit denies it; "allow" and "deny" never ask. Every run completes.
+// time limit denies it; "allow" and "deny" never ask, and are recorded
+// and announced as the policy's decisions. Every run completes.
 func TestRealClaude_ApprovalsOverTheMesh(t *testing.T) {
-	t.Parallel()
-	l := newRealLab(t, "claude")
 	// Bash is not allowed on the command line: Claude Code asks.
-	l.host.flags = nil
+	testRealApprovals(t, "claude", "Bash", nil)
+}
+
+// TestRealGemini_ApprovalsOverTheMesh: Gemini CLI under the adapter's
+// --approval-mode mesh runs the adapter's approval hook (BeforeTool)
+// before each tool call, which asks the mesh: the same story as Claude
+// Code's.
+func TestRealGemini_ApprovalsOverTheMesh(t *testing.T) {
+	testRealApprovals(t, "gemini", "run_shell_command", []string{"--model", "gemini-2.5-flash", "--approval-mode", "mesh"})
+}
+
+// testRealApprovals drives a host whose adapter flags are flags through
+// the approval scenarios; shell is the name under which the host asks
+// about its shell tool.
+func testRealApprovals(t *testing.T, name, shell string, flags []string) {
+	t.Parallel()
+	l := newRealLab(t, name)
+	l.host.flags = flags
 	l.start(t)
+	// The rule that asks about the host's shell command.
+	touchRule := shell + "(touch *)"
 	p := l.p
 	cli := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-platform")
 	marks := t.TempDir()
@@ -66,8 +84,8 @@ func TestRealClaude_ApprovalsOverTheMesh(t *testing.T) {
 		if run.Status != mesh.StatusApprovalRequired || run.PendingApproval == nil {
 			t.Fatalf("run %s is %s, want approval-required: error %+v output %s", id, run.Status, run.Error, run.Output)
 		}
-		if a := run.PendingApproval; a.Tool != "Bash" || !strings.Contains(string(a.Input), "touch "+filepath.Join(marks, mark)) || a.Rule != "Bash(touch *)" {
-			t.Fatalf("pending approval %+v (input %s), want the host's Bash touch under rule Bash(touch *)", *a, a.Input)
+		if a := run.PendingApproval; a.Tool != shell || !strings.Contains(string(a.Input), "touch "+filepath.Join(marks, mark)) || a.Rule != touchRule {
+			t.Fatalf("pending approval %+v (input %s), want the host's %s touch under rule %s", *a, a.Input, shell, touchRule)
 		}
 		if created(mark) {
 			t.Fatalf("%s exists before the step was decided", mark)
@@ -78,13 +96,13 @@ func TestRealClaude_ApprovalsOverTheMesh(t *testing.T) {
 	checkDecision := func(run mesh.TaskRun, decision, by string) {
 		t.Helper()
 		if len(run.Approvals) != 1 || run.Approvals[0].Decision != decision || run.Approvals[0].DecidedBy != by ||
-			run.Approvals[0].DecidedAt == nil || run.Approvals[0].Tool != "Bash" || run.PendingApproval != nil {
+			run.Approvals[0].DecidedAt == nil || run.Approvals[0].Tool != shell || run.PendingApproval != nil {
 			t.Fatalf("approvals %+v pending %+v, want one %s by %s", run.Approvals, run.PendingApproval, decision, by)
 		}
 		events.Until(t, waitHost, meshtest.TypeIs(mesh.EventTaskRunApprovalDecided, run.ID))
 	}
 	ask := func(timeout int) map[string]any {
-		return map[string]any{"rules": []map[string]any{{"match": "Read", "decision": "allow"}, {"match": "Bash(touch *)", "decision": "ask"}},
+		return map[string]any{"rules": []map[string]any{{"match": "Read", "decision": "allow"}, {"match": touchRule, "decision": "ask"}},
 			"default": "deny", "timeout_seconds": timeout}
 	}
 
@@ -127,20 +145,38 @@ func TestRealClaude_ApprovalsOverTheMesh(t *testing.T) {
 		decision, mark string
 		runs           bool
 	}{{"allow", "mark-allowed", true}, {"deny", "mark-refused", false}} {
-		setPolicy(map[string]any{"rules": []map[string]any{{"match": "Bash(touch *)", "decision": c.decision}}, "default": "deny"})
+		setPolicy(map[string]any{"rules": []map[string]any{{"match": touchRule, "decision": c.decision}}, "default": "deny"})
 		run = p.CreateTask(l.agent.ID, "@@approval@@ Create "+c.mark+".")
 		done = waitEnd(t, p, run.ID, mesh.StatusCompleted)
 		if created(c.mark) != c.runs {
 			t.Fatalf("policy %s: the command ran %v", c.decision, created(c.mark))
 		}
-		if len(done.Approvals) != 0 {
-			t.Fatalf("policy %s asked: %+v", c.decision, done.Approvals)
+		// Recorded and announced all the same, decided by the policy.
+		if len(done.Approvals) != 1 || done.Approvals[0].DecidedBy != mesh.ApprovalByPolicy || done.Approvals[0].Decision != c.decision ||
+			done.Approvals[0].Rule != touchRule || done.Approvals[0].Tool != shell {
+			t.Fatalf("policy %s: approvals %+v, want its one decision by policy", c.decision, done.Approvals)
 		}
 		evs := events.Until(t, waitHost, meshtest.TypeIs(mesh.EventTaskRunCompleted, run.ID))
+		decided := 0
 		for _, ev := range evs {
-			if ev.Subject == run.ID && (ev.Type == mesh.EventTaskRunApprovalRequested || ev.Type == mesh.EventTaskRunApprovalDecided) {
-				t.Fatalf("policy %s: event %s", c.decision, ev.Type)
+			switch {
+			case ev.Subject == run.ID && ev.Type == mesh.EventTaskRunApprovalRequested:
+				t.Fatalf("policy %s asked a person", c.decision)
+			case ev.Subject == run.ID && ev.Type == mesh.EventTaskRunApprovalDecided:
+				decided++
 			}
 		}
+		if decided != 1 {
+			t.Fatalf("policy %s: %d approval_decided events, want 1", c.decision, decided)
+		}
 	}
+}
+
+// TestRealCodex_ApprovalsOverTheMesh: Codex under the adapter's
+// --approval-mode mesh runs the adapter's approval hook (PreToolUse)
+// before each tool call, which asks the mesh: the same story as Claude
+// Code's.
+func TestRealCodex_ApprovalsOverTheMesh(t *testing.T) {
+	// Codex's hooks name its shell tool Bash, as Claude Code does.
+	testRealApprovals(t, "codex", "Bash", []string{"--approval-mode", "mesh"})
 }

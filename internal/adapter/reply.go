@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"encoding/json"
+	"errors"
 	"mime"
 	"net/http"
 	"strings"
@@ -14,7 +15,15 @@ import (
 // replyBody returns the reply of seed 000 for a task outcome.
 func replyBody(res *provider.Result, err error) any {
 	if err != nil {
-		return adapterapi.FailureResponse{Success: false, Error: err.Error()}
+		f := adapterapi.FailureResponse{Success: false, Error: err.Error()}
+		var budget *provider.BudgetError
+		if errors.As(err, &budget) {
+			f.Code = adapterapi.CodeBudgetExceeded
+			if budget.Usage != nil {
+				f.Usage = budget.Usage
+			}
+		}
+		return f
 	}
 	out := map[string]any{}
 	if res != nil && res.Output != nil {
@@ -110,5 +119,9 @@ func (s *stream) writeLine(line adapterapi.StreamLine, last bool) {
 	// Write errors mean the client is gone; the task's context ends with
 	// the request's, so there is nothing to do here.
 	_, _ = s.w.Write(append(b, '\n'))
-	_ = s.rc.Flush()
+	if !last {
+		_ = s.rc.Flush()
+	}
+	// The last line leaves with the end of the response, in one write, as
+	// the handler returns right after it.
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/rs/zerolog"
 )
 
@@ -325,6 +326,23 @@ func TestRunTask_StreamedFailureIsTheResultLine(t *testing.T) {
 	}
 	if reply, err := adapterapi.ParseReply(l.Result); err != nil || reply.Kind != adapterapi.KindFailure || reply.Error != "no luck" {
 		t.Fatalf("result %s", l.Result)
+	}
+}
+
+// TestRunTask_AHostStoppedAtItsBudgetFailsWithTheCodeAndWhatItSpent: a
+// host that stopped itself at the run's budget is a failure with the code
+// BUDGET_EXCEEDED and the usage the host reported, which the runtime
+// reads back.
+func TestRunTask_AHostStoppedAtItsBudgetFailsWithTheCodeAndWhatItSpent(t *testing.T) {
+	cost := 4.02
+	_, ts := startServer(t, Config{Provider: funcProvider(func(context.Context, *provider.Task) (*provider.Result, error) {
+		return nil, &provider.BudgetError{Err: errors.New("claude: stopped at the budget limit"), Usage: &mesh.Usage{InputTokens: 1000, OutputTokens: 10, CostUSD: &cost}}
+	})})
+	reply := parseReply(t, post(t.Context(), ts.URL, taskBody("r1")))
+	var u mesh.Usage
+	if reply.Kind != adapterapi.KindFailure || reply.Code != mesh.ReasonBudgetExceeded || json.Unmarshal(reply.Usage, &u) != nil ||
+		u.InputTokens != 1000 || u.Cost() != cost || !strings.Contains(reply.Error, "budget") {
+		t.Fatalf("reply %+v (usage %s)", reply, reply.Usage)
 	}
 }
 

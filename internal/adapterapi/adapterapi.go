@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/a2amesh/a2amesh/mesh"
 )
 
 // Default local endpoint of the official runtime (seed 000).
@@ -47,6 +49,18 @@ type RunTaskRequest struct {
 	// only in the host's tool configuration, never in logs, arguments or
 	// the task JSON it hands the host. Old adapters ignore the field.
 	Tools *Tools `json:"tools,omitempty"`
+	// Budget is what the run may still spend under its agent's per-run
+	// budget. A host that can stop itself at a limit is given it (Claude
+	// Code: --max-budget-usd); the platform cancels the run anyway once
+	// its reported usage passes the budget. Old adapters ignore the field.
+	Budget *Budget `json:"budget,omitempty"`
+}
+
+// Budget is a bound on a run's spending: tokens (input plus output), cost
+// in US dollars, or both; 0 is no bound.
+type Budget struct {
+	Tokens  int64   `json:"tokens,omitempty"`
+	CostUSD float64 `json:"cost_usd,omitempty"`
 }
 
 // Tools is a Model Context Protocol server (streamable HTTP, on loopback)
@@ -103,11 +117,21 @@ type SuccessResponse struct {
 	Output  map[string]any `json:"output"`
 }
 
-// FailureResponse is the explicit failure shape.
+// FailureResponse is the explicit failure shape. Code and Usage are
+// additions to V1: a failure's reason code (CodeBudgetExceeded), and what
+// the host reported spending before it failed (the shape of a success's
+// output.usage).
 type FailureResponse struct {
 	Success bool   `json:"success"`
 	Error   string `json:"error"`
+	Code    string `json:"code,omitempty"`
+	Usage   any    `json:"usage,omitempty"`
 }
+
+// CodeBudgetExceeded is the failure code of a host that stopped itself at
+// the run's Budget; the runtime fails the run with it (the platform's
+// reason BUDGET_EXCEEDED) and counts the failure's usage.
+const CodeBudgetExceeded = mesh.ReasonBudgetExceeded
 
 // Health is the body of GET /health.
 type Health struct {
@@ -139,6 +163,9 @@ type Reply struct {
 	Output map[string]any
 	// Error is the failure reason (failure).
 	Error string
+	// Code and Usage are a failure's code and usage, when it has them.
+	Code  string
+	Usage json.RawMessage
 }
 
 // Errors for replies the runtime must fail the run on.
@@ -169,7 +196,12 @@ func ParseReply(body []byte) (*Reply, error) {
 	}
 	switch {
 	case hasSuccess && !success:
-		return &Reply{Kind: KindFailure, Error: failureText(obj["error"])}, nil
+		r := &Reply{Kind: KindFailure, Error: failureText(obj["error"])}
+		_ = json.Unmarshal(obj["code"], &r.Code)
+		if u := obj["usage"]; len(u) > 0 && u[0] == '{' {
+			r.Usage = u
+		}
+		return r, nil
 	case hasSuccess && success:
 		var out map[string]any
 		if raw, ok := obj["output"]; ok && string(raw) != "null" {

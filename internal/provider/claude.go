@@ -49,7 +49,8 @@ type ClaudeConfig struct {
 	AllowedTools string
 	// MaxTurns, when positive, is passed as --max-turns.
 	MaxTurns int
-	// MaxBudgetUSD, when positive, is passed as --max-budget-usd.
+	// MaxBudgetUSD, when positive, is passed as --max-budget-usd; a run
+	// whose agent's per-run budget leaves it less gets that instead.
 	MaxBudgetUSD float64
 	// Model, when set, is passed as --model.
 	Model string
@@ -89,8 +90,24 @@ func (c *Claude) Run(ctx context.Context, t *Task, progress func(Progress)) (*Re
 		if err != nil {
 			return invocation{}, err
 		}
-		return invocation{args: append(c.args(system, resume, tools != nil), tools...), stdin: prompt, parser: newClaudeParser(report)}, nil
+		args := append(c.args(system, resume, tools != nil), tools...)
+		if budget := c.maxBudgetUSD(t); budget > 0 {
+			args = append(args, "--max-budget-usd", strconv.FormatFloat(budget, 'f', -1, 64))
+		}
+		return invocation{args: args, stdin: prompt, parser: newClaudeParser(report)}, nil
 	})
+}
+
+// maxBudgetUSD is the run's --max-budget-usd, 0 for none: the smaller of
+// the adapter's own limit and what the agent's per-run budget leaves the
+// run, so that Claude Code stops itself mid-run rather than the platform
+// learning of the spending only with the answer.
+func (c *Claude) maxBudgetUSD(t *Task) float64 {
+	budget := c.cfg.MaxBudgetUSD
+	if b := t.Request.Budget; b != nil && b.CostUSD > 0 && (budget <= 0 || b.CostUSD < budget) {
+		budget = b.CostUSD
+	}
+	return budget
 }
 
 // args are Claude Code's arguments; with meshTools, the mesh's MCP tools
@@ -126,9 +143,6 @@ func (c *Claude) args(system, resume string, meshTools bool) []string {
 	if c.cfg.MaxTurns > 0 {
 		args = append(args, "--max-turns", strconv.Itoa(c.cfg.MaxTurns))
 	}
-	if c.cfg.MaxBudgetUSD > 0 {
-		args = append(args, "--max-budget-usd", strconv.FormatFloat(c.cfg.MaxBudgetUSD, 'f', -1, 64))
-	}
 	if c.cfg.Model != "" {
 		args = append(args, "--model", c.cfg.Model)
 	}
@@ -161,6 +175,7 @@ type claudeMessage struct {
 	Errors            []string        `json:"errors"`
 	TotalCostUSD      *float64        `json:"total_cost_usd"`
 	Usage             json.RawMessage `json:"usage"`
+	ModelUsage        json.RawMessage `json:"modelUsage"`
 	NumTurns          int             `json:"num_turns"`
 	DurationMS        int             `json:"duration_ms"`
 	PermissionDenials []any           `json:"permission_denials"`
@@ -235,7 +250,16 @@ func (p *claudeParser) outcome(exit error, stderrTail string) (hostOutcome, erro
 		return hostOutcome{}, exitFailure("claude", exit, msgOrTail(p.noResult(), exit, stderrTail), stderrTail)
 	}
 	if failed := claudeFailure(r); failed != "" {
-		return hostOutcome{}, exitFailure("claude", exit, failed, stderrTail)
+		err := exitFailure("claude", exit, failed, stderrTail)
+		if r.Subtype == "error_max_budget_usd" {
+			usage := claudeUsage(r.Usage, r.TotalCostUSD, p.model)
+			if m := claudeModelUsage(r.ModelUsage, r.TotalCostUSD, p.model); usage.Tokens() == 0 && m != nil {
+				// Its usage is left at zero then; modelUsage has the counts.
+				usage = m
+			}
+			err = &BudgetError{Err: err, Usage: usage}
+		}
+		return hostOutcome{}, err
 	}
 	if exit != nil {
 		return hostOutcome{}, exitFailure("claude", exit, "", stderrTail)
@@ -280,7 +304,7 @@ func claudeFailure(r *claudeMessage) string {
 		if r.TotalCostUSD != nil {
 			spent = fmt.Sprintf(" after spending $%.4f", *r.TotalCostUSD)
 		}
-		return joinNonEmpty("stopped at the budget limit"+spent+" (raise --max-budget-usd)", text)
+		return joinNonEmpty("stopped at the budget limit"+spent+" (what the agent's per-run budget left the run, or the adapter's --max-budget-usd)", text)
 	case "error_during_execution":
 		return joinNonEmpty("failed during execution", text)
 	}

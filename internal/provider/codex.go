@@ -52,6 +52,13 @@ type CodexConfig struct {
 	Sandbox string
 	// Model, when set, is passed as -m.
 	Model string
+	// ApprovalMode ApprovalModeMesh has the mesh decide the host's tool
+	// calls through ApproveHook, Codex's PreToolUse hook (codex_approval.go);
+	// empty leaves them to the sandbox.
+	ApprovalMode string
+	// ApproveHook is the command (argv) Codex runs as its PreToolUse hook
+	// under ApprovalModeMesh: the adapter's own approve-hook.
+	ApproveHook []string
 }
 
 // Codex runs each task with `codex exec` in the conversation's directory.
@@ -66,6 +73,12 @@ type Codex struct {
 func NewCodex(cfg CodexConfig) (*Codex, error) {
 	if cfg.Sandbox == "" {
 		cfg.Sandbox = DefaultCodexSandbox
+	}
+	switch {
+	case cfg.ApprovalMode != "" && cfg.ApprovalMode != ApprovalModeMesh:
+		return nil, fmt.Errorf("codex: approval mode %q: only %s is known", cfg.ApprovalMode, ApprovalModeMesh)
+	case cfg.ApprovalMode == ApprovalModeMesh && len(cfg.ApproveHook) == 0:
+		return nil, fmt.Errorf("codex: approval mode %s needs the approval hook's command", ApprovalModeMesh)
 	}
 	host, err := newCLIHost(codexHost, cfg.HostConfig)
 	if err != nil {
@@ -82,6 +95,9 @@ func (c *Codex) Name() string { return codexHost.name }
 func (c *Codex) Run(ctx context.Context, t *Task, progress func(Progress)) (*Result, error) {
 	return c.host.run(ctx, t, progress, func(resume string, report func(string)) (invocation, error) {
 		_, env := codexMCPArgs(t)
+		if c.meshHook(t) {
+			env = append(env, ToolsURLEnv+"="+t.Request.Tools.MCPURL)
+		}
 		return invocation{args: c.args(t, resume), env: env, stdin: promptWithContext(t), parser: newCodexParser(report)}, nil
 	})
 }
@@ -93,6 +109,9 @@ func (c *Codex) args(t *Task, resume string) []string {
 	}
 	tools, _ := codexMCPArgs(t)
 	args = append(args, tools...)
+	if c.meshHook(t) {
+		args = append(args, codexHookArgs(c.cfg.ApproveHook)...)
+	}
 	if resume != "" {
 		return append(args, "resume", resume, "-")
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+
+	"github.com/a2amesh/a2amesh/mesh"
 )
 
 // Errors callers branch on.
@@ -25,6 +27,19 @@ var (
 	// command line and does not fit there.
 	ErrPromptTooLong = errors.New("prompt too long for the command line")
 )
+
+// BudgetError is a host that stopped itself at the run's budget (Claude
+// Code's --max-budget-usd): the adapter fails the task with the code
+// mesh.ReasonBudgetExceeded and what the host reported spending, which
+// the platform counts against the agent's budgets.
+type BudgetError struct {
+	Err   error
+	Usage *mesh.Usage
+}
+
+func (e *BudgetError) Error() string { return e.Err.Error() }
+
+func (e *BudgetError) Unwrap() error { return e.Err }
 
 // ExitError reports a host process that exited unsuccessfully on its own.
 type ExitError struct {

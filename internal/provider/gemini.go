@@ -80,8 +80,14 @@ type GeminiConfig struct {
 	HostConfig
 	// ApprovalMode is passed as --approval-mode: default, auto_edit, yolo or
 	// plan. Empty keeps Gemini CLI's own setting, under which a headless run
-	// cannot approve edits.
+	// cannot approve edits. ApprovalModeMesh has the mesh decide every
+	// tool call through ApproveHook (gemini_approval.go); a run without the
+	// mesh's tools then runs with default.
 	ApprovalMode string
+	// ApproveHook is the command (argv) Gemini CLI runs as its hook
+	// before each tool call under ApprovalModeMesh: the adapter's own
+	// approve-hook, which answers with ApproveHook.
+	ApproveHook []string
 	// Model, when set, is passed as -m.
 	Model string
 }
@@ -97,6 +103,9 @@ type Gemini struct {
 // NewGemini checks that Gemini CLI is installed. It does not require an API
 // key: Gemini CLI can use a cached Google sign-in instead.
 func NewGemini(cfg GeminiConfig) (*Gemini, error) {
+	if cfg.ApprovalMode == ApprovalModeMesh && len(cfg.ApproveHook) == 0 {
+		return nil, errors.New("gemini: approval mode " + ApprovalModeMesh + " needs the approval hook's command")
+	}
 	host, err := newCLIHost(geminiHost, cfg.HostConfig)
 	if err != nil {
 		return nil, err
@@ -113,13 +122,17 @@ func (g *Gemini) Run(ctx context.Context, t *Task, progress func(Progress)) (*Re
 	restore := func() {}
 	defer func() { restore() }()
 	return g.host.run(ctx, t, progress, func(resume string, report func(string)) (invocation, error) {
-		tools, undo, err := geminiTools(t)
+		var hook []string
+		if g.cfg.ApprovalMode == ApprovalModeMesh {
+			hook = g.cfg.ApproveHook
+		}
+		tools, undo, err := geminiTools(t, hook)
 		if err != nil {
 			return invocation{}, err
 		}
 		restore = undo
 		return invocation{
-			args:   g.args(resume),
+			args:   g.args(resume, t.Request.Tools != nil),
 			stdin:  promptWithContext(t),
 			parser: newGeminiParser(report),
 			env:    append([]string{geminiTrustEnv}, tools...),
@@ -132,10 +145,20 @@ func (g *Gemini) Run(ctx context.Context, t *Task, progress func(Progress)) (*Re
 	})
 }
 
-func (g *Gemini) args(resume string) []string {
+// args are Gemini CLI's arguments; meshTools says the run has the mesh's
+// tools, and with them the approval hook.
+func (g *Gemini) args(resume string, meshTools bool) []string {
 	args := []string{"-o", "stream-json"}
-	if g.cfg.ApprovalMode != "" {
-		args = append(args, "--approval-mode", g.cfg.ApprovalMode)
+	switch mode := g.cfg.ApprovalMode; {
+	case mode == ApprovalModeMesh && meshTools:
+		// The hook asks the mesh before each call; Gemini CLI asks nobody.
+		args = append(args, "--approval-mode", "yolo")
+	case mode == ApprovalModeMesh:
+		// Nobody to ask: Gemini CLI's own default, which runs no tool
+		// that needs approval in a headless run.
+		args = append(args, "--approval-mode", "default")
+	case mode != "":
+		args = append(args, "--approval-mode", mode)
 	}
 	if g.cfg.Model != "" {
 		args = append(args, "-m", g.cfg.Model)

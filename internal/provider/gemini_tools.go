@@ -36,7 +36,10 @@ const (
 // Gemini workspace settings, keeping whatever else the file holds, and
 // returns the environment the entry's variables come from and a function
 // that takes the entry out again. Without tools it does nothing.
-func geminiTools(t *Task) (env []string, restore func(), err error) {
+// With hook set (the approval hook's command, see gemini_approval.go) it
+// also adds the hook that asks the mesh before each of the host's tool
+// calls.
+func geminiTools(t *Task, hook []string) (env []string, restore func(), err error) {
 	tools := t.Request.Tools
 	if tools == nil {
 		return nil, func() {}, nil
@@ -64,6 +67,9 @@ func geminiTools(t *Task) (env []string, restore func(), err error) {
 	// delegation may do.
 	servers[mcpServerName] = map[string]any{"httpUrl": tools.MCPURL, "headers": headers, "trust": true}
 	settings["mcpServers"] = servers
+	if hook != nil {
+		addGeminiApprovalHook(settings, hook, tools.MCPURL)
+	}
 	written, err := json.MarshalIndent(settings, "", "  ")
 	if err != nil {
 		return nil, nil, err
@@ -114,13 +120,15 @@ func restoreGeminiSettings(path string, before []byte, existed bool, written []b
 		return
 	}
 	servers, _ := settings["mcpServers"].(map[string]any)
-	if _, ok := servers[mcpServerName]; !ok {
+	_, hadServer := servers[mcpServerName]
+	if !hadServer && !removeGeminiApprovalHook(settings) {
 		return
 	}
 	delete(servers, mcpServerName)
 	if len(servers) == 0 {
 		delete(settings, "mcpServers")
 	}
+	removeGeminiApprovalHook(settings)
 	if b, err := json.MarshalIndent(settings, "", "  "); err == nil {
 		_ = os.WriteFile(path, b, 0o600)
 	}

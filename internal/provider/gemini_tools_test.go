@@ -31,7 +31,7 @@ func geminiServer(t *testing.T, task *Task) (map[string]any, map[string]any) {
 
 func TestGeminiTools_WorkspaceSettingsNameTheCapabilityByVariableAndGoAwayAfterTheRun(t *testing.T) {
 	task := toolTask(t)
-	env, restore, err := geminiTools(task)
+	env, restore, err := geminiTools(task, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestGeminiTools_TheConversationsOwnSettingsAreKeptAndPutBackAsTheyWere(t *t
 	path := filepath.Join(task.Workdir, geminiSettingsFile)
 	own := "{\n\"general\": {\"maxAttempts\": 3},\n\"mcpServers\": {\"notes\": {\"command\": \"notes-mcp\"}}\n}\n"
 	writeTestFile(t, path, own)
-	_, restore, err := geminiTools(task)
+	_, restore, err := geminiTools(task, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestGeminiTools_TheConversationsOwnSettingsAreKeptAndPutBackAsTheyWere(t *t
 
 func TestGeminiTools_SettingsTheHostChangedKeepItsChangeAndLoseTheMeshsServer(t *testing.T) {
 	task := toolTask(t)
-	_, restore, err := geminiTools(task)
+	_, restore, err := geminiTools(task, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestGeminiTools_SettingsWithCommentsAreRefusedNotRewritten(t *testing.T) {
 	path := filepath.Join(task.Workdir, geminiSettingsFile)
 	own := "{\n  // the user's note\n  \"general\": {}\n}\n"
 	writeTestFile(t, path, own)
-	if _, _, err := geminiTools(task); err == nil || !strings.Contains(err.Error(), geminiSettingsFile) {
+	if _, _, err := geminiTools(task, nil); err == nil || !strings.Contains(err.Error(), geminiSettingsFile) {
 		t.Fatalf("err = %v, want one naming %s", err, geminiSettingsFile)
 	}
 	if b, _ := os.ReadFile(path); string(b) != own {
@@ -108,7 +108,7 @@ func TestGeminiTools_SettingsWithCommentsAreRefusedNotRewritten(t *testing.T) {
 func TestGeminiTools_NoToolsWriteNothing(t *testing.T) {
 	task := toolTask(t)
 	task.Request.Tools = nil
-	env, restore, err := geminiTools(task)
+	env, restore, err := geminiTools(task, nil)
 	if err != nil || env != nil {
 		t.Fatalf("env %v, err %v", env, err)
 	}

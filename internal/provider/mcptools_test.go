@@ -24,7 +24,7 @@ func toolTask(t *testing.T) *Task {
 
 func TestTools_ClaudeGetsAnMCPConfigFileAndNoSecretInArgs(t *testing.T) {
 	task := toolTask(t)
-	if strings.Contains(string(task.RawRequest), "a2acap_secret") {
+	if strings.Contains(string(task.TaskJSON()), "a2acap_secret") {
 		t.Fatal("the task JSON carries the capability")
 	}
 	args, err := claudeMCPArgs(task)

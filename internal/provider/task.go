@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -36,9 +37,10 @@ const maxEnvValue = 64 << 10
 type Task struct {
 	// Request is the decoded request.
 	Request adapterapi.RunTaskRequest
-	// RawRequest is the request body as received, so that fields this adapter
-	// does not know yet still reach hosts that read the whole request.
-	RawRequest []byte
+	// taskJSON is the request body as received, so that fields this
+	// adapter does not know yet still reach hosts that read the whole
+	// request, less its secrets (TaskJSON).
+	taskJSON func() []byte
 	// Text is input.text, decoded once for providers on the hot path.
 	Text string
 	// Message is input.message, the A2A message the task came from (nil
@@ -65,18 +67,17 @@ type Task struct {
 // nothing. raw is the request body as received; instructions is the
 // adapter's instruction file text.
 func NewTask(req adapterapi.RunTaskRequest, raw []byte, root, instructions string) *Task {
-	if req.Environment != nil || req.Tools != nil {
-		// The host gets the caller's variables in its environment and the
-		// tools' capability in its tool configuration; the task file and
-		// A2A_TASK_JSON must not carry them as well.
-		raw = withoutSecrets(raw)
-	}
 	conv := conversationDirName(req.ConversationID, req.TaskRunID)
 	workdir := filepath.Join(root, conv)
 	runDir := filepath.Join(workdir, runsDirName, safeName(req.TaskRunID, "_"))
 	return &Task{
-		Request:      req,
-		RawRequest:   raw,
+		Request: req,
+		taskJSON: sync.OnceValue(func() []byte {
+			if req.Environment != nil || req.Tools != nil {
+				return withoutSecrets(raw)
+			}
+			return raw
+		}),
 		Text:         req.InputText(),
 		Message:      req.InputMessage(),
 		Instructions: joinInstructions(instructions, req.Instructions),
@@ -103,7 +104,7 @@ func (t *Task) PrepareDirs() error {
 	if err := os.MkdirAll(t.OutputDir, 0o700); err != nil {
 		return fmt.Errorf("create output directory: %w", err)
 	}
-	if err := os.WriteFile(t.taskFile(), t.RawRequest, 0o600); err != nil {
+	if err := os.WriteFile(t.taskFile(), t.TaskJSON(), 0o600); err != nil {
 		return fmt.Errorf("write task file: %w", err)
 	}
 	if t.Instructions != "" {
@@ -230,7 +231,7 @@ func (t *Task) Env() []string {
 	if t.Message != nil {
 		env = appendEnv(env, "A2A_MESSAGE_FILE", t.MessageFile())
 	}
-	env = appendEnv(env, "A2A_TASK_JSON", string(t.RawRequest))
+	env = appendEnv(env, "A2A_TASK_JSON", string(t.TaskJSON()))
 	if t.Instructions != "" {
 		env = appendEnv(env, "A2A_INSTRUCTIONS_FILE", t.instructionsFile())
 		env = appendEnv(env, "A2A_INSTRUCTIONS", t.Instructions)
@@ -261,6 +262,14 @@ func (t *Task) CallerEnv() []string {
 	}
 	return appendEnv(env, "A2A_WORKING_DIRECTORY", e.WorkingDirectory)
 }
+
+// TaskJSON is the request as the host may read it (the task file,
+// A2A_TASK_JSON): the body as received, less what the host gets otherwise.
+// The caller's variables reach it in its environment and the tools'
+// capability in its tool configuration, so the request must not carry them
+// as well. It is made on first use: a provider that starts no process
+// (echo) never pays for it.
+func (t *Task) TaskJSON() []byte { return t.taskJSON() }
 
 // withoutSecrets removes the environment and the tools from a request body.
 func withoutSecrets(raw []byte) []byte {

@@ -45,6 +45,28 @@ func claudeUsage(raw json.RawMessage, cost *float64, model string) *mesh.Usage {
 	return checked(&mesh.Usage{InputTokens: u.Input + u.CacheRead + u.CacheCreate, OutputTokens: u.Output, CachedTokens: u.CacheRead, CostUSD: cost, Model: model})
 }
 
+// claudeModelUsage reads the counts of Claude Code's result per model
+// (modelUsage), summed: a result that stopped at the budget carries its
+// counts only there.
+func claudeModelUsage(raw json.RawMessage, cost *float64, model string) *mesh.Usage {
+	var models map[string]struct {
+		Input       int64 `json:"inputTokens"`
+		Output      int64 `json:"outputTokens"`
+		CacheRead   int64 `json:"cacheReadInputTokens"`
+		CacheCreate int64 `json:"cacheCreationInputTokens"`
+	}
+	if json.Unmarshal(raw, &models) != nil || len(models) == 0 {
+		return nil
+	}
+	u := &mesh.Usage{CostUSD: cost, Model: model}
+	for _, m := range models {
+		u.InputTokens += m.Input + m.CacheRead + m.CacheCreate
+		u.OutputTokens += m.Output
+		u.CachedTokens += m.CacheRead
+	}
+	return checked(u)
+}
+
 // codexUsage reads the usage of Codex's turn.completed (OpenAI's counts:
 // input_tokens include cached_input_tokens).
 func codexUsage(raw json.RawMessage) *mesh.Usage {

@@ -1,8 +1,11 @@
 package provider
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
+	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -64,6 +67,53 @@ func TestUsage_ChatCompletionsAndCommandLines(t *testing.T) {
 	for _, line := range []string{`usage: {"input_tokens": -1}`, `usage: nope`, `progress: 10% usage`, `usage: {"input_tokens": 1, "cached_tokens": 2}`} {
 		if _, ok := ParseUsageLine(line); ok {
 			t.Errorf("%q read as usage", line)
+		}
+	}
+}
+
+// TestUsage_ClaudeStoppedAtItsBudgetIsABudgetErrorWithWhatItSpent: Claude
+// Code's result of a run stopped at --max-budget-usd leaves its usage at
+// zero and counts per model: the failure is a BudgetError carrying those
+// counts and the cost.
+func TestUsage_ClaudeStoppedAtItsBudgetIsABudgetErrorWithWhatItSpent(t *testing.T) {
+	p := newClaudeParser(func(string) {})
+	lines := `{"type":"system","subtype":"init","model":"claude-opus-5-5","session_id":"s"}` + "\n" +
+		`{"type":"result","subtype":"error_max_budget_usd","is_error":true,"total_cost_usd":4.02,"errors":["Reached maximum budget ($0.5)"],` +
+		`"usage":{"input_tokens":0,"output_tokens":0},"modelUsage":{"claude-opus-5-5":{"inputTokens":1000000,"outputTokens":1000,"cacheReadInputTokens":5,"costUSD":4.02}}}` + "\n"
+	if _, err := p.Write([]byte(lines)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := p.outcome(nil, "")
+	var budget *BudgetError
+	if !errors.As(err, &budget) || budget.Usage == nil {
+		t.Fatalf("err %v, want a BudgetError with usage", err)
+	}
+	if u := budget.Usage; u.InputTokens != 1000005 || u.OutputTokens != 1000 || u.CachedTokens != 5 || u.Cost() != 4.02 || u.Model != "claude-opus-5-5" {
+		t.Fatalf("usage %+v", *u)
+	}
+	if !strings.Contains(err.Error(), "stopped at the budget limit after spending $4.0200") {
+		t.Fatalf("message %q", err)
+	}
+}
+
+// TestClaude_TheRunsBudgetLowersTheAdaptersLimit: --max-budget-usd is the
+// smaller of the adapter's limit and what the run's budget leaves it.
+func TestClaude_TheRunsBudgetLowersTheAdaptersLimit(t *testing.T) {
+	for _, c := range []struct {
+		adapter float64
+		run     *adapterapi.Budget
+		want    float64
+	}{
+		{0, nil, 0},
+		{1.5, nil, 1.5},
+		{0, &adapterapi.Budget{CostUSD: 0.25}, 0.25},
+		{1.5, &adapterapi.Budget{CostUSD: 0.25}, 0.25},
+		{0.1, &adapterapi.Budget{CostUSD: 0.25}, 0.1},
+		{1.5, &adapterapi.Budget{Tokens: 1000}, 1.5},
+	} {
+		c2 := &Claude{cfg: ClaudeConfig{MaxBudgetUSD: c.adapter}}
+		if got := c2.maxBudgetUSD(&Task{Request: adapterapi.RunTaskRequest{Budget: c.run}}); got != c.want {
+			t.Errorf("adapter %v, run %+v: %v, want %v", c.adapter, c.run, got, c.want)
 		}
 	}
 }

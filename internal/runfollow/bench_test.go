@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -91,6 +92,37 @@ func BenchmarkFollow_Idle(b *testing.B) {
 		}
 		for range fs {
 			<-done
+		}
+	}
+}
+
+// BenchmarkFollow_EveryEventOnAStreamOfManyRuns: a follower of every event
+// (an unfiltered GET /events) on a stream that holds the events of 20,000
+// runs, each its own subject: from publishing an event to the follower
+// returning it. Each read's answer says how many events follow, which the
+// stream's store counts; for the filter of every event it must not walk
+// every subject it holds.
+func BenchmarkFollow_EveryEventOnAStreamOfManyRuns(b *testing.B) {
+	s := newStream(b, Config{})
+	agent := mesh.NewID()
+	for range 20000 {
+		s.run(agent, mesh.NewID(), 1)
+	}
+	f := s.follow(bus.EventStreamSubjects(), Now())
+	ctx := context.Background()
+	run := mesh.NewID()
+	s.run(agent, run, 1)
+	if _, err := f.Next(ctx); err != nil {
+		b.Fatal(err)
+	}
+	rev := uint64(1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		rev++
+		s.run(agent, run, rev)
+		if _, err := f.Next(ctx); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/a2amesh/a2amesh/bus"
 )
 
 // directGet is the body of a JetStream direct get.
@@ -29,10 +31,23 @@ func (f *Follower) fetch(ctx context.Context, i int, need uint64) ([]*Event, boo
 		// A start at a time is one follower's own: read it alone.
 		since := flt.since
 		sent := f.src.stamp()
-		evs, more, err := f.src.get(ctx, directGet{NextFor: flt.subject, Batch: f.src.cfg.Batch, MaxBytes: maxReadBytes, StartTime: &since})
+		evs, more, err := f.src.get(ctx, directGet{NextFor: nextFor(flt.subject), Batch: f.src.cfg.Batch, MaxBytes: maxReadBytes, StartTime: &since})
 		return evs, more, sent, err
 	}
 	return flt.tail.next(ctx, flt.pos, need)
+}
+
+// nextFor is the filter a read of subject is sent with. The filter of
+// every event is sent as ">": an event stream holds nothing else, and its
+// store counts what follows a position for ">" in constant time, where for
+// the wildcard of every event it walks every subject it holds, on each read
+// (a batch read's answer says how many events follow), a cost that grows
+// with the runs the stream keeps.
+func nextFor(subject string) string {
+	if subject == bus.EventStreamSubjects()[0] {
+		return ">"
+	}
+	return subject
 }
 
 // lastSeq is the stream sequence of the stream's last event (0 when it has

@@ -105,7 +105,7 @@ func (t *tail) joinable(from, need uint64) *dget {
 
 // start sends a read from sequence from. Called with t.mu held.
 func (t *tail) start(from uint64) (*dget, error) {
-	r, err := t.src.send(directGet{NextFor: t.subject, Batch: t.src.cfg.Batch, MaxBytes: maxReadBytes, Seq: from}, t.ended)
+	r, err := t.src.send(directGet{NextFor: nextFor(t.subject), Batch: t.src.cfg.Batch, MaxBytes: maxReadBytes, Seq: from}, t.ended)
 	if err != nil {
 		return nil, err
 	}

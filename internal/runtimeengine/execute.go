@@ -89,6 +89,9 @@ func (e *Engine) execute(run *mesh.TaskRun) {
 		e.failRun(ctx, run, failure.Code, failure.Message)
 	case err != nil:
 		e.failRun(ctx, run, mesh.ReasonAdapterConnectionLost, err.Error())
+	case reply.Kind == adapterapi.KindFailure && reply.Code == adapterapi.CodeBudgetExceeded:
+		// The host stopped itself at the run's budget: what it spent counts.
+		e.failRunSpent(ctx, run, mesh.ReasonBudgetExceeded, reply.Error, reply.Usage)
 	case reply.Kind == adapterapi.KindFailure:
 		e.failRun(ctx, run, mesh.ReasonAdapterFailure, reply.Error)
 	case rejects(reply):
@@ -133,7 +136,16 @@ func (e *Engine) request(ctx context.Context, run *mesh.TaskRun) (*adapterapi.Ru
 		TargetAgentID:    run.TargetAgentID,
 		Platform:         e.cfg.Platform,
 		Instructions:     e.instructions(ctx),
+		Budget:           budgetOf(run.RunBudget),
 	}, nil
+}
+
+// budgetOf is the run's budget for the adapter, nil when it has none.
+func budgetOf(l *mesh.Limit) *adapterapi.Budget {
+	if l == nil {
+		return nil
+	}
+	return &adapterapi.Budget{Tokens: l.Tokens, CostUSD: l.CostUSD}
 }
 
 // errSealed marks a run whose sealed variables this runtime cannot open.
@@ -216,8 +228,18 @@ func (e *Engine) stopped(ctx context.Context, run *mesh.TaskRun, cause error) {
 // failRun reports a run failed; ctx is the task's (its span is marked
 // failed with the code).
 func (e *Engine) failRun(ctx context.Context, run *mesh.TaskRun, code, message string) {
+	e.failRunSpent(ctx, run, code, message, nil)
+}
+
+// failRunSpent is failRun with what the host reported spending (the shape
+// of output.usage), which the platform counts.
+func (e *Engine) failRunSpent(ctx context.Context, run *mesh.TaskRun, code, message string, usage json.RawMessage) {
 	tracing.Fail(trace.SpanFromContext(ctx), code)
-	out, _ := json.Marshal(map[string]any{"error": message, "code": code})
+	fail := map[string]any{"error": message, "code": code}
+	if len(usage) > 0 {
+		fail["usage"] = usage
+	}
+	out, _ := json.Marshal(fail)
 	e.record(ledger.Entry{Event: ledger.EventTaskFailed, TaskRunID: run.ID, Attempt: run.Attempt, ErrorCode: code, Message: message})
 	e.log.Info().Ctx(ctx).Str("task_run_id", run.ID).Str("code", code).Msg("task failed")
 	e.cfg.Metrics.taskEnded(false)

@@ -5,17 +5,19 @@ import "time"
 // LostAnswer has a NATS transport treat the claiming request of key as
 // one whose answer never came, as a reconnect at the wrong moment does.
 func LostAnswer(tr Transport, key string) {
-	tr.(*natsTransport).lost(key, time.Now())
+	tr.(*natsTransport).lost.add(key, time.Now())
 }
 
 // LostAnswers counts the claiming requests a NATS transport will ask
 // about again.
 func LostAnswers(tr Transport) int {
-	t := tr.(*natsTransport)
-	t.lostMu.Lock()
-	defer t.lostMu.Unlock()
-	return len(t.lostAnswers)
+	return tr.(*natsTransport).lost.len()
 }
 
 // AdapterEnv is the environment the runtime gives the adapter it starts.
 var AdapterEnv = adapterEnv
+
+// LostAnswerSentAt is LostAnswer for a claiming request sent at sent.
+func LostAnswerSentAt(tr Transport, key string, sent time.Time) {
+	tr.(*natsTransport).lost.add(key, sent)
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/runtimeengine"
@@ -148,5 +149,106 @@ func TestNATSTransport_ARefusedRequestForWorkIsNotAskedAbout(t *testing.T) {
 	}
 	if n := runtimeengine.LostAnswers(tr); n != 0 {
 		t.Fatalf("a refused request left %d answers to ask about", n)
+	}
+}
+
+// TestNATSTransport_AClaimStoredLongAfterItsRequestIsStillTakenUp: while
+// the platform's store is unavailable (a node lost, leaders being elected)
+// the task queue keeps trying to store a claim for as long as it works on
+// the request, which can be well past the request's own wait. The runtime
+// whose answer was lost keeps asking about it for that long, so a claim
+// stored late is taken up, not left held by nobody until its lease ends
+// (which fails the run RUNTIME_LOST when it has no attempts left).
+func TestNATSTransport_AClaimStoredLongAfterItsRequestIsStillTakenUp(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	agent := p.CreateAgent("late claim")
+	att := p.OnlineRuntime(t, agent.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tr, _ := dialNATS(ctx, t, p.NATSURL(), att)
+	defer tr.Close()
+
+	// The request was sent longer ago than its wait and the answer's
+	// slack, and nothing is claimed under it yet.
+	key := mesh.NewID()
+	runtimeengine.LostAnswerSentAt(tr, key, time.Now().Add(-20*time.Second))
+	if runs, err := tr.NextUpTo(ctx, 1); err != nil || len(runs) != 0 {
+		t.Fatalf("the first request for work returned %+v, %v; want nothing", runs, err)
+	}
+
+	// Now the task queue stores the claim under that request's key.
+	run := p.CreateTask(agent.ID, "claimed late")
+	rc := meshapi.NewClient(p.RuntimeConn(t, att)).Runtime(agent.ID, att.RuntimeID)
+	res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: time.Second, Claim: true, Key: key})
+	if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != run.ID {
+		t.Fatalf("claim of %s: %+v, %v", run.ID, res, err)
+	}
+	runs, err := tr.NextUpTo(ctx, 1)
+	if err != nil || len(runs) != 1 || runs[0].ID != run.ID || runs[0].Attempt != 1 {
+		t.Fatalf("the next request for work returned %+v, %v; want %s, claimed late for the lost answer", runs, err, run.ID)
+	}
+}
+
+// TestHTTPTransport_AnAnswerLostWithTheConnectionIsRecovered: over the REST
+// API too, a pull claims a pending run and the connection drops while the
+// answer is on its way; once the runtime is back, its next pulls return
+// that run, once, rather than leave it claimed by nobody until its lease
+// ends.
+func TestHTTPTransport_AnAnswerLostWithTheConnectionIsRecovered(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	agent := p.CreateAgent("dropped pull")
+	att := p.OnlineRuntime(t, agent.ID)
+	link, err := tcplink.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	u, err := url.Parse(p.APIBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link.SetTarget(u.Host)
+	api, err := apiclient.New("http://"+link.Addr()+u.Path, apiclient.WithRuntimeToken(att.RuntimeToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := runtimeengine.NewHTTP(runtimeengine.HTTPConfig{API: api, AgentID: agent.ID, PullWait: 2 * time.Second})
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	run := p.CreateTask(agent.ID, "its answer is lost")
+	link.SetDelay(2 * time.Second)
+	first := make(chan []*mesh.TaskRun, 1)
+	go func() {
+		runs, _ := tr.NextUpTo(ctx, 1)
+		first <- runs
+	}()
+	// Claimed on the platform, its answer still crossing the slow link.
+	p.WaitTask(run.ID, 20*time.Second, func(r mesh.TaskRun) bool { return r.Status == mesh.StatusRunning })
+	link.SetDelay(0)
+	link.DropAll()
+	if runs := <-first; len(runs) != 0 {
+		t.Fatalf("the pull whose answer was dropped returned %v", runs)
+	}
+
+	var got []*mesh.TaskRun
+	meshtest.Eventually(t, 20*time.Second, func() bool {
+		runs, _ := tr.NextUpTo(ctx, 1)
+		got = append(got, runs...)
+		return len(got) > 0
+	}, func() string { return "the run claimed for the dropped answer never came back" })
+	if len(got) != 1 || got[0].ID != run.ID || got[0].Status != mesh.StatusRunning || got[0].Attempt != 1 {
+		t.Fatalf("recovered %+v, want %s running, attempt 1", got, run.ID)
+	}
+	if r := p.GetTask(run.ID); r.Status != mesh.StatusRunning || r.RuntimeID != att.RuntimeID || r.Attempt != 1 {
+		t.Fatalf("the run is %s held by %q, attempt %d; want still the first claim", r.Status, r.RuntimeID, r.Attempt)
+	}
+	// Asked about again while the lost pull could still claim, it never
+	// hands the same run out twice.
+	if runs, err := tr.NextUpTo(ctx, 1); err != nil || len(runs) != 0 {
+		t.Fatalf("the pull after that returned %+v, %v; want nothing", runs, err)
 	}
 }

@@ -35,6 +35,11 @@ type httpTransport struct {
 	stop     context.CancelFunc
 	// digest is the instructions digest the last pull brought ("": none).
 	digest atomic.Pointer[string]
+	// lost are the pulls whose answers did not come, and recovered the
+	// runs recovered for them not yet returned.
+	lost        lostClaims
+	recoveredMu sync.Mutex
+	recovered   []*mesh.TaskRun
 }
 
 // NewHTTP returns the REST transport. It follows the runtime's own event
@@ -90,20 +95,40 @@ func (t *httpTransport) NextUpTo(ctx context.Context, _ int) ([]*mesh.TaskRun, e
 }
 
 func (t *httpTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
-	q := url.Values{"wait": {t.cfg.PullWait.String()}}
+	// A run claimed by a pull whose answer was lost comes first.
+	if runs := t.recoverLost(ctx, false); len(runs) > 0 {
+		t.keepLost(runs[1:])
+		return runs[0], nil
+	}
+	if run := t.takeRecovered(); run != nil {
+		return run, nil
+	}
+	key, sent := mesh.NewID(), time.Now()
 	pctx, done := pullContext(ctx)
 	defer done()
+	run, err := t.pull(pctx, url.Values{"wait": {t.cfg.PullWait.String()}, "key": {key}})
+	if err != nil {
+		if mayHaveClaimed(err) {
+			t.lost.add(key, sent)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	return run, nil
+}
+
+// pull sends one REST pull with q; it returns nil when it claimed nothing.
+func (t *httpTransport) pull(ctx context.Context, q url.Values) (*mesh.TaskRun, error) {
 	var run mesh.TaskRun
 	pull := meshapi.OpRuntimePull.REST
 	path, err := pull.PathOf(map[string]string{"agent_id": t.cfg.AgentID})
 	if err != nil {
 		return nil, err
 	}
-	status, header, err := t.cfg.API.Exchange(pctx, pull.Method, path, q, nil, &run)
+	status, header, err := t.cfg.API.Exchange(ctx, pull.Method, path, q, nil, &run)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
 		return nil, err
 	}
 	if status == http.StatusNoContent || run.ID == "" {
@@ -112,6 +137,37 @@ func (t *httpTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 	digest := header.Get(meshapi.HeaderInstructionsDigest)
 	t.digest.Store(&digest)
 	return &run, nil
+}
+
+// recoverLost asks for the runs claimed by pulls whose answers did not
+// come (see lostClaims.recover).
+func (t *httpTransport) recoverLost(ctx context.Context, last bool) []*mesh.TaskRun {
+	return t.lost.recover(ctx, last, t.cfg.Logger, func(ctx context.Context, key string) ([]*mesh.TaskRun, error) {
+		run, err := t.pull(ctx, url.Values{"recover": {"true"}, "key": {key}})
+		if run == nil {
+			return nil, err
+		}
+		return []*mesh.TaskRun{run}, nil
+	})
+}
+
+// keepLost keeps runs recovered beyond the one a pull returns, for the
+// next pulls.
+func (t *httpTransport) keepLost(runs []*mesh.TaskRun) {
+	t.recoveredMu.Lock()
+	defer t.recoveredMu.Unlock()
+	t.recovered = append(t.recovered, runs...)
+}
+
+func (t *httpTransport) takeRecovered() *mesh.TaskRun {
+	t.recoveredMu.Lock()
+	defer t.recoveredMu.Unlock()
+	if len(t.recovered) == 0 {
+		return nil
+	}
+	run := t.recovered[0]
+	t.recovered = t.recovered[1:]
+	return run
 }
 
 // ClaimedInstructions answers known when the last pull said the agent's
@@ -170,4 +226,19 @@ func (t *httpTransport) Renew(ctx context.Context, ids []string) ([]string, erro
 	return lost, nil
 }
 
-func (t *httpTransport) Close() { t.stop() }
+func (t *httpTransport) Close() {
+	t.stop()
+	// Runs claimed for answers that never came are given back at once,
+	// not when their leases end.
+	ctx, cancel := context.WithTimeout(context.Background(), meshapi.TryTimeout)
+	defer cancel()
+	runs := t.recoverLost(ctx, true)
+	for run := t.takeRecovered(); run != nil; run = t.takeRecovered() {
+		runs = append(runs, run)
+	}
+	for _, run := range runs {
+		if err := t.Release(ctx, run); err != nil {
+			t.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("a run claimed for a lost answer is released when its lease ends")
+		}
+	}
+}

@@ -95,10 +95,9 @@ type natsTransport struct {
 	reconnected chan struct{}
 	// instructions are those the last claim brought (nil: none did).
 	instructions atomic.Pointer[string]
-	// lostAnswers are the claiming requests whose answers did not come
-	// (see NextUpTo).
-	lostMu      sync.Mutex
-	lostAnswers []*lostAnswer
+	// lost are the claiming requests whose answers did not come (see
+	// NextUpTo).
+	lost lostClaims
 }
 
 func (t *natsTransport) ClaimedInstructions(string) (string, bool) {
@@ -395,7 +394,7 @@ func (t *natsTransport) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, e
 	key, sent := mesh.NewID(), time.Now()
 	res, err := t.rc.Offer(wctx, meshapi.OfferRequest{Wait: t.cfg.ClaimWait, Max: n, Claim: true, Key: key})
 	if err != nil && mayHaveClaimed(err) {
-		t.lost(key, sent)
+		t.lost.add(key, sent)
 	} else if err == nil && len(res.Claimed) > 0 {
 		// Held now, even by a runtime that is stopping: it releases them.
 		return t.held(res.Claimed, res.Instructions), nil
@@ -417,84 +416,16 @@ func (t *natsTransport) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, e
 	return t.claim(ctx, res.Offers)
 }
 
-// mayHaveClaimed reports whether a claiming request that failed with err
-// may have claimed runs: its answer did not come, or the task queue failed
-// while claiming. A refusal (a bad request, a refused credential, a runtime
-// offline) is decided before any claim.
-func mayHaveClaimed(err error) bool {
-	var e *mesh.Error
-	if !errors.As(err, &e) {
-		return true
-	}
-	switch e.Code {
-	case mesh.CodeInternal, mesh.CodeUnavailable, mesh.CodeTimeout:
-		return true
-	}
-	return false
-}
-
-// maxLost bounds the claiming requests whose answers did not come that
-// are kept to ask about.
-const maxLost = 16
-
-// lostAnswer is a claiming request whose answer did not come.
-type lostAnswer struct {
-	key string
-	// until is when the request can claim nothing more: it claims only
-	// as the task queue takes it up, within its wait.
-	until time.Time
-	// taken are the runs already recovered under key.
-	taken map[string]bool
-}
-
-// lost notes the claiming request of key, sent at sent, whose answer did
-// not come: what it claimed, if anything, is asked for before each request
-// for work until it can claim nothing more.
-func (t *natsTransport) lost(key string, sent time.Time) {
-	t.keep([]*lostAnswer{{key: key, until: sent.Add(t.cfg.ClaimWait + offerSlack), taken: map[string]bool{}}})
-}
-
-func (t *natsTransport) keep(ls []*lostAnswer) {
-	t.lostMu.Lock()
-	defer t.lostMu.Unlock()
-	t.lostAnswers = append(t.lostAnswers, ls...)
-	if over := len(t.lostAnswers) - maxLost; over > 0 {
-		// Runs claimed under the oldest go back to pending when their
-		// leases end.
-		t.lostAnswers = t.lostAnswers[over:]
-	}
-}
-
 // recoverLost asks for the runs claimed by requests whose answers did not
-// come, and returns those not returned before: the runtime holds them now.
-// A request is asked about again, the next time, until it can claim
-// nothing more; with last, this is the last time.
+// come (see lostClaims.recover).
 func (t *natsTransport) recoverLost(ctx context.Context, last bool) []*mesh.TaskRun {
-	t.lostMu.Lock()
-	ls := t.lostAnswers
-	t.lostAnswers = nil
-	t.lostMu.Unlock()
-	var runs []*mesh.TaskRun
-	var again []*lostAnswer
-	for _, l := range ls {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), meshapi.TryTimeout)
-		res, err := t.rc.Offer(rctx, meshapi.OfferRequest{Recover: true, Key: l.key})
-		cancel()
-		if err == nil {
-			for _, run := range t.held(res.Claimed, res.Instructions) {
-				if !l.taken[run.ID] {
-					l.taken[run.ID] = true
-					runs = append(runs, run)
-					t.cfg.Logger.Info().Str("task_run_id", run.ID).Msg("took up a run claimed for an answer that did not arrive")
-				}
-			}
+	return t.lost.recover(ctx, last, t.cfg.Logger, func(ctx context.Context, key string) ([]*mesh.TaskRun, error) {
+		res, err := t.rc.Offer(ctx, meshapi.OfferRequest{Recover: true, Key: key})
+		if err != nil {
+			return nil, err
 		}
-		if !last && time.Now().Before(l.until) {
-			again = append(again, l)
-		}
-	}
-	t.keep(again)
-	return runs
+		return t.held(res.Claimed, res.Instructions), nil
+	})
 }
 
 // held returns the runs a claim answered with, and keeps the instructions
@@ -521,8 +452,12 @@ func (t *natsTransport) claim(ctx context.Context, offers []meshapi.Offer) ([]*m
 	for i, o := range offers {
 		claims[i] = meshapi.ClaimRequest{TaskRunID: o.TaskRunID, Attempt: o.Attempt}
 	}
-	res, err := t.rc.ClaimMany(cctx, meshapi.ClaimManyRequest{Claims: claims})
+	key, sent := mesh.NewID(), time.Now()
+	res, err := t.rc.ClaimMany(cctx, meshapi.ClaimManyRequest{Claims: claims, Key: key})
 	if err != nil {
+		if mayHaveClaimed(err) {
+			t.lost.add(key, sent)
+		}
 		return nil, err
 	}
 	return t.held(res.Claimed, res.Instructions), nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,13 +134,16 @@ func TestTransports_BothDelegateThroughTheRunsToolServer(t *testing.T) {
 	}
 }
 
+// toolUses numbers the test's tool calls: a host names each call once.
+var toolUses atomic.Int64
+
 // approve asks the run's tool server, as Claude Code's permission prompt
 // does, whether its host may take a step, and returns the answer.
 func approve(t *testing.T, s *mcp.ClientSession, tool string, input map[string]any) toolserver.ApproveOutput {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "approve", Arguments: map[string]any{
-		"tool_name": tool, "input": input, "tool_use_id": "toolu_" + tool + fmt.Sprint(len(input))}})
+		"tool_name": tool, "input": input, "tool_use_id": fmt.Sprintf("toolu_%s_%d", tool, toolUses.Add(1))}})
 	if err != nil || res.IsError || len(res.Content) != 1 {
 		t.Errorf("approve %s: %v %+v", tool, err, res)
 		return toolserver.ApproveOutput{}

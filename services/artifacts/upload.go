@@ -200,7 +200,7 @@ func (u *upload) part(m *nats.Msg) (*meshapi.ArtifactPartReply, error) {
 	}
 	u.meter.Write(m.Data)
 	if _, err := u.pw.Write(m.Data); err != nil {
-		return nil, fmt.Errorf("store artifact %s: %w", u.id, err)
+		return nil, bus.StoreFailed("store artifact "+u.id, err)
 	}
 	u.received = size
 	return &meshapi.ArtifactPartReply{Received: u.received}, nil
@@ -228,7 +228,7 @@ func (u *upload) end(body []byte) (*meshapi.ArtifactPartReply, error) {
 	_ = u.pw.Close()
 	<-u.putDone
 	if u.putErr != nil {
-		return nil, fmt.Errorf("store artifact %s: %w", u.id, u.putErr)
+		return nil, bus.StoreFailed("store artifact "+u.id, u.putErr)
 	}
 	a, err := describe(&in.Artifact, u.meter)
 	if err != nil {

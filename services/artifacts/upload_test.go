@@ -181,3 +181,41 @@ func runtimeNC(t *testing.T, p *meshtest.Platform, rt meshtest.Attached) *nats.C
 	t.Cleanup(nc.Close)
 	return nc
 }
+
+// TestUpload_AStoreWithNoRoomIsUnavailableNotAnInternalError: when the
+// object store cannot take the content (its stream is full, or JetStream is
+// electing a leader or out of storage), the writer is told the store is
+// unavailable, to retry later, not given an internal error it cannot act on.
+func TestUpload_AStoreWithNoRoomIsUnavailableNotAnInternalError(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) {
+		c.MaxArtifactBytes = testMaxBytes
+		c.Lease = 5 * time.Minute
+		c.HeartbeatTimeout = 5 * time.Minute
+	})
+	agent := p.CreateAgent("writer")
+	rt := p.OnlineRuntime(t, agent.ID)
+	held := p.CreateTask(agent.ID, "held")
+	p.PullRun(t, agent.ID, rt.RuntimeToken)
+	rc := runtimeConn(t, p, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// The object store's stream has room for less than the content.
+	js := p.Conn().JS
+	stream, err := js.Stream(ctx, "OBJ_"+bus.ObjectArtifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stream.CachedInfo().Config
+	cfg.MaxBytes = 64 << 10
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	content := bytes.Repeat([]byte("x"), 512<<10)
+	_, err = write(ctx, rc, held.ID, int64(len(content)), content, "big.txt")
+	me := wantCode(t, "an artifact the store has no room for", err, mesh.CodeUnavailable)
+	if strings.Contains(me.Message, "nats:") {
+		t.Fatalf("the refusal names the store's insides: %q", me.Message)
+	}
+}

@@ -67,8 +67,9 @@ func TestApproval_APersonDecidesTheStepARunWaitsFor(t *testing.T) {
 	if r := ask("toolu_2", "Bash", map[string]any{"command": "rm -rf /"}); r.Decision != mesh.ApprovalDeny || r.Asked || r.Reason == "" {
 		t.Fatalf("Bash rm: %+v", r)
 	}
-	if got := p.GetTask(run.ID); got.Status != mesh.StatusRunning || len(got.Approvals) != 0 {
-		t.Fatalf("after the policy's decisions the run is %s with approvals %+v", got.Status, got.Approvals)
+	if got := p.GetTask(run.ID); got.Status != mesh.StatusRunning || len(got.Approvals) != 2 ||
+		got.Approvals[0].DecidedBy != mesh.ApprovalByPolicy || got.Approvals[1].DecidedBy != mesh.ApprovalByPolicy {
+		t.Fatalf("after the policy's decisions the run is %s with approvals %+v, want both decided by policy", got.Status, got.Approvals)
 	}
 	// "ask": the run waits, with the step on it.
 	if r := ask("toolu_3", "Bash", map[string]any{"command": "git push origin main"}); r.Decision != "" {
@@ -97,10 +98,10 @@ func TestApproval_APersonDecidesTheStepARunWaitsFor(t *testing.T) {
 		ExpectError(t, http.StatusUnauthorized, mesh.CodeUnauthorized)
 
 	decided := decide(run.ID, map[string]any{"decision": "allow", "reason": "release day"}).Expect(t, http.StatusOK).Run(t)
-	if decided.Status != mesh.StatusRunning || decided.PendingApproval != nil || len(decided.Approvals) != 1 {
+	if decided.Status != mesh.StatusRunning || decided.PendingApproval != nil || len(decided.Approvals) != 3 {
 		t.Fatalf("decided run %s pending %+v approvals %+v", decided.Status, decided.PendingApproval, decided.Approvals)
 	}
-	if a := decided.Approvals[0]; a.Decision != mesh.ApprovalAllow || a.DecidedBy != "owner" || a.Reason != "release day" || a.DecidedAt == nil || a.ID != "toolu_3" {
+	if a := decided.Approvals[2]; a.Decision != mesh.ApprovalAllow || a.DecidedBy != "owner" || a.Reason != "release day" || a.DecidedAt == nil || a.ID != "toolu_3" {
 		t.Fatalf("recorded decision %+v", a)
 	}
 	if r := ask("toolu_3", "Bash", map[string]any{"command": "git push origin main"}); r.Decision != mesh.ApprovalAllow || !r.Asked {

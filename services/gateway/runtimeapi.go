@@ -58,10 +58,23 @@ func (g *Gateway) pull(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	wait, err := parseWait(r.URL.Query().Get("wait"), g.cfg.MaxPullWait)
+	q := r.URL.Query()
+	wait, err := parseWait(q.Get("wait"), g.cfg.MaxPullWait)
 	if err != nil {
 		g.writeError(w, r, err)
 		return
+	}
+	// key names this pull, so that a runtime that did not get the answer
+	// asks for what it claimed (recover=true with the same key).
+	in := meshapi.PullRequest{Wait: wait, Key: q.Get("key")}
+	if v := q.Get("recover"); v != "" {
+		if in.Recover, err = strconv.ParseBool(v); err != nil {
+			g.writeError(w, r, mesh.Errorf(mesh.CodeInvalidRequest, "recover must be true or false"))
+			return
+		}
+		if in.Recover {
+			in.Wait = 0
+		}
 	}
 	// Stop waiting when the platform shuts down, but not when the runtime
 	// goes away: the taskqueue's wait goes on regardless and may still claim
@@ -77,7 +90,7 @@ func (g *Gateway) pull(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	rc := g.client.Runtime(id.AgentID, id.RuntimeID)
-	pulled, err := rc.Pull(ctx, meshapi.PullRequest{Wait: wait})
+	pulled, err := rc.Pull(ctx, in)
 	if err != nil {
 		g.writeError(w, r, err)
 		return

@@ -67,14 +67,11 @@ func (s *Service) handleApproval(ctx context.Context, req *meshapi.ApprovalReque
 		}
 		decision, rule := policy.Decide(in.Tool, in.Input)
 		if decision != mesh.ApprovalAsk {
-			if err := run.CheckHeld(agentID, runtimeID, in.Attempt); err != nil {
-				return nil, err
-			}
-			resp := &meshapi.ApprovalResponse{Decision: decision}
+			var reason string
 			if decision == mesh.ApprovalDeny {
-				resp.Reason = denyReason(policy, rule, in.Tool)
+				reason = denyReason(policy, rule, in.Tool)
 			}
-			return resp, nil
+			return s.decideByPolicy(ctx, agentID, runtimeID, &in, mesh.Approval{Decision: decision, Reason: reason, Rule: rule})
 		}
 		now := time.Now().UTC()
 		_, err := s.transition(ctx, in.TaskRunID, func(r *mesh.TaskRun) (string, error) {
@@ -108,6 +105,34 @@ func (s *Service) handleApproval(ctx context.Context, req *meshapi.ApprovalReque
 		}
 	}
 	return s.awaitApproval(ctx, in.TaskRunID, in.ToolUseID, in.Wait)
+}
+
+// decideByPolicy records the policy's decision of a step on the run (the
+// step and its rule in d) and announces it; a step already decided is
+// answered as it was.
+func (s *Service) decideByPolicy(ctx context.Context, agentID, runtimeID string, in *meshapi.ApprovalRequest, d mesh.Approval) (*meshapi.ApprovalResponse, error) {
+	var earlier *mesh.Approval
+	_, err := s.transition(ctx, in.TaskRunID, func(r *mesh.TaskRun) (string, error) {
+		if earlier = decided(r, in.ToolUseID); earlier != nil {
+			return "", errUnchanged
+		}
+		if err := r.CheckHeld(agentID, runtimeID, in.Attempt); err != nil {
+			return "", err
+		}
+		// Decided as asked: nothing waited, so it expired when asked.
+		now := time.Now().UTC()
+		d.ID, d.Tool, d.Input = in.ToolUseID, in.Tool, in.Input
+		d.RequestedAt, d.ExpiresAt, d.DecidedAt, d.DecidedBy = now, now, &now, mesh.ApprovalByPolicy
+		r.RecordApproval(d)
+		return mesh.EventTaskRunApprovalDecided, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if earlier != nil {
+		return answerOf(earlier), nil
+	}
+	return &meshapi.ApprovalResponse{Decision: d.Decision, Reason: d.Reason}, nil
 }
 
 // errAnotherStepWaits: the run already waits for a person's decision of
@@ -198,7 +223,7 @@ func decided(r *mesh.TaskRun, approvalID string) *mesh.Approval {
 }
 
 func answerOf(a *mesh.Approval) *meshapi.ApprovalResponse {
-	return &meshapi.ApprovalResponse{Decision: a.Decision, Reason: a.Reason, Asked: true}
+	return &meshapi.ApprovalResponse{Decision: a.Decision, Reason: a.Reason, Asked: a.DecidedBy != mesh.ApprovalByPolicy}
 }
 
 func denyReason(p *mesh.ApprovalPolicy, rule, tool string) string {
@@ -252,7 +277,7 @@ func (s *Service) decideApproval(ctx context.Context, runID, approvalID, decisio
 		now := time.Now().UTC()
 		a := *r.PendingApproval
 		a.Decision, a.Reason, a.DecidedBy, a.DecidedAt = decision, reason, by, &now
-		r.Approvals = append(r.Approvals, a)
+		r.RecordApproval(a)
 		r.PendingApproval = nil
 		r.Status = mesh.StatusRunning
 		return mesh.EventTaskRunApprovalDecided, nil

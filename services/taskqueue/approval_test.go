@@ -3,7 +3,10 @@ package taskqueue_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +50,93 @@ func TestApproval_ARunWhoseRuntimeIsLostWhileItWaitsIsReaped(t *testing.T) {
 		if attempts == 2 {
 			p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/task-runs/" + run.ID + "/cancel", Owner: true, JSON: map[string]any{}}).Expect(t, http.StatusOK)
 		}
+	}
+}
+
+// TestApproval_PolicyDecisionsAreRecordedAndAnnounced: a step the policy
+// allows or denies without asking is recorded on the run, decided by
+// "policy" under the rule that matched, and announced by
+// task_run.approval_decided; asking again about the same call answers
+// from the record. A run that makes many calls keeps the last
+// mesh.MaxRecordedApprovals decisions and counts them all.
+func TestApproval_PolicyDecisionsAreRecordedAndAnnounced(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t)
+	agent := p.CreateAgent("policed")
+	p.Do(http.MethodPatch, "/agent-accounts/"+agent.ID, map[string]any{"approval_policy": map[string]any{
+		"rules":   []map[string]any{{"match": "Read", "decision": "allow"}, {"match": "Bash(rm *)", "decision": "deny"}},
+		"default": "allow",
+	}}, nil)
+	rt := p.OnlineRuntime(t, agent.ID)
+	rc := meshapi.NewClient(p.RuntimeConn(t, rt)).Runtime(agent.ID, rt.RuntimeID)
+	run := p.CreateTask(agent.ID, "x")
+	events := p.StreamEvents(t, url.Values{"task_run_id": {run.ID}, "since": {"1m"}})
+	p.PullRun(t, agent.ID, rt.RuntimeToken)
+	ask := func(id, tool, input string) *meshapi.ApprovalResponse {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := rc.Approval(ctx, meshapi.ApprovalRequest{TaskRunID: run.ID, ToolUseID: id, Tool: tool, Input: json.RawMessage(input)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+
+	if resp := ask("toolu_read", "Read", `{"file_path":"go.mod"}`); resp.Decision != mesh.ApprovalAllow || resp.Asked {
+		t.Fatalf("Read: %+v, want allowed without asking", resp)
+	}
+	if resp := ask("toolu_rm", "Bash", `{"command":"rm -rf build"}`); resp.Decision != mesh.ApprovalDeny || !strings.Contains(resp.Reason, "Bash(rm *)") {
+		t.Fatalf("Bash rm: %+v, want denied by rule Bash(rm *)", resp)
+	}
+	if resp := ask("toolu_rm", "Bash", `{"command":"rm -rf build"}`); resp.Decision != mesh.ApprovalDeny {
+		t.Fatalf("asked again: %+v, want the recorded deny", resp)
+	}
+	got := p.GetTask(run.ID)
+	if got.Status != mesh.StatusRunning || len(got.Approvals) != 2 || got.ApprovalCount != 2 {
+		t.Fatalf("run %s with %d approvals (count %d): %+v, want running with the two policy decisions", got.Status, len(got.Approvals), got.ApprovalCount, got.Approvals)
+	}
+	for i, want := range []struct{ id, tool, rule, decision, input string }{
+		{"toolu_read", "Read", "Read", mesh.ApprovalAllow, "go.mod"},
+		{"toolu_rm", "Bash", "Bash(rm *)", mesh.ApprovalDeny, "rm -rf build"},
+	} {
+		a := got.Approvals[i]
+		if a.ID != want.id || a.Tool != want.tool || a.Rule != want.rule || a.Decision != want.decision || a.DecidedBy != mesh.ApprovalByPolicy ||
+			a.DecidedAt == nil || a.RequestedAt.IsZero() || !strings.Contains(string(a.Input), want.input) {
+			t.Errorf("approvals[%d] = %+v (input %s), want %s %s by policy under rule %s", i, a, a.Input, want.decision, want.tool, want.rule)
+		}
+	}
+	if got.Approvals[1].Reason == "" {
+		t.Errorf("the policy's deny has no reason: %+v", got.Approvals[1])
+	}
+	var decided []meshtest.Event
+	events.Until(t, 10*time.Second, func(ev meshtest.Event) bool {
+		if ev.Type == mesh.EventTaskRunApprovalDecided {
+			decided = append(decided, ev)
+		}
+		return len(decided) == 2
+	})
+	for i, id := range []string{"toolu_read", "toolu_rm"} {
+		var data mesh.TaskRun
+		if err := json.Unmarshal(decided[i].Data, &data); err != nil {
+			t.Fatal(err)
+		}
+		if last := data.Approvals[len(data.Approvals)-1]; last.ID != id || last.DecidedBy != mesh.ApprovalByPolicy {
+			t.Errorf("event %d carries %+v last, want %s decided by policy", i, last, id)
+		}
+	}
+
+	// Many calls: the record keeps the last ones and counts them all.
+	more := mesh.MaxRecordedApprovals + 3
+	for i := range more {
+		if resp := ask(fmt.Sprintf("toolu_%d", i), "Grep", `{"pattern":"x"}`); resp.Decision != mesh.ApprovalAllow {
+			t.Fatalf("call %d: %+v, want allowed by default", i, resp)
+		}
+	}
+	got = p.GetTask(run.ID)
+	if len(got.Approvals) != mesh.MaxRecordedApprovals || got.ApprovalCount != 2+more ||
+		got.Approvals[len(got.Approvals)-1].ID != fmt.Sprintf("toolu_%d", more-1) || got.Approvals[len(got.Approvals)-1].Rule != "" {
+		t.Fatalf("%d approvals kept (count %d), last %+v; want the last %d of %d", len(got.Approvals), got.ApprovalCount,
+			got.Approvals[len(got.Approvals)-1], mesh.MaxRecordedApprovals, 2+more)
 	}
 }

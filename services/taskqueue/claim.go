@@ -74,7 +74,27 @@ func (s *Service) claimChecked(ctx context.Context, agentID, runtimeID, runID st
 		s.observeClaim(run)
 		run = traceClaim(run, began)
 	}
+	if err == nil {
+		run = s.withRunBudget(run)
+	}
 	return run, err
+}
+
+// withRunBudget returns the run to answer a claim with: with what its
+// agent's per-run budget leaves it (RunBudget), for its host. The stored
+// run is left as it is.
+func (s *Service) withRunBudget(run *mesh.TaskRun) *mesh.TaskRun {
+	b := s.budgetOf(run.TargetAgentID)
+	if b == nil {
+		return run
+	}
+	left := b.PerRun.Left(run.UsageTotal)
+	if left == nil {
+		return run
+	}
+	cp := *run
+	cp.RunBudget = left
+	return &cp
 }
 
 func (s *Service) handlePull(ctx context.Context, in *meshapi.PullRequest) (*meshapi.PullResponse, error) {
@@ -85,8 +105,22 @@ func (s *Service) handlePull(ctx context.Context, in *meshapi.PullRequest) (*mes
 	if in.Wait < 0 || in.Wait > s.cfg.MaxPullWait {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "wait must be between 0 and %s", s.cfg.MaxPullWait)
 	}
-	run, err := s.pull(ctx, agentID, runtimeID, in.Wait)
-	if err != nil {
+	if (in.Key != "" || in.Recover) && !mesh.ValidID(in.Key) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "a claiming request's key is a UUID in lower-case hex")
+	}
+	var run *mesh.TaskRun
+	if in.Recover {
+		if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
+			return nil, err
+		}
+		res, err := s.recoverClaims(ctx, agentID, runtimeID, in.Key)
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Claimed) > 0 {
+			run = &res.Claimed[0]
+		}
+	} else if run, err = s.pull(ctx, agentID, runtimeID, in.Wait, in.Key); err != nil {
 		return nil, err
 	}
 	out := meshapi.PullResponse{TaskRun: run}
@@ -107,10 +141,13 @@ func (s *Service) handleClaimMany(ctx context.Context, in *meshapi.ClaimManyRequ
 	if len(in.Claims) == 0 || len(in.Claims) > meshapi.MaxOffers {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "claims must name 1 to %d runs", meshapi.MaxOffers)
 	}
+	if in.Key != "" && !mesh.ValidID(in.Key) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "a claiming request's key is a UUID in lower-case hex")
+	}
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
 		return nil, err
 	}
-	return s.claimMany(ctx, agentID, runtimeID, in.Claims, "")
+	return s.claimMany(ctx, agentID, runtimeID, in.Claims, in.Key)
 }
 
 // claimMany claims each run at once, each under its own lock, and answers
@@ -219,7 +256,9 @@ func (s *Service) recoverClaims(ctx context.Context, agentID, runtimeID, key str
 			return nil, err
 		}
 		if run.Status == mesh.StatusRunning && run.RuntimeID == runtimeID && run.TargetAgentID == agentID && run.ClaimKey == key {
-			out.Claimed = append(out.Claimed, *run)
+			// Answered as its claim would have been, with what the
+			// agent's per-run budget leaves it.
+			out.Claimed = append(out.Claimed, *s.withRunBudget(run))
 		}
 	}
 	slices.SortFunc(out.Claimed, func(a, b mesh.TaskRun) int { return a.CreatedAt.Compare(b.CreatedAt) })
@@ -232,7 +271,7 @@ func (s *Service) recoverClaims(ctx context.Context, agentID, runtimeID, key str
 // pull claims the next pending run of the agent on behalf of a runtime
 // that does not claim itself (the HTTP transport), waiting up to wait for
 // one to arrive. It returns nil when none did.
-func (s *Service) pull(ctx context.Context, agentID, runtimeID string, wait time.Duration) (*mesh.TaskRun, error) {
+func (s *Service) pull(ctx context.Context, agentID, runtimeID string, wait time.Duration, key string) (*mesh.TaskRun, error) {
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
 		return nil, err
 	}
@@ -242,7 +281,11 @@ func (s *Service) pull(ctx context.Context, agentID, runtimeID string, wait time
 		if err != nil || len(offers) == 0 {
 			return nil, err
 		}
-		run, err := s.claim(ctx, agentID, runtimeID, offers[0].TaskRunID, offers[0].Attempt)
+		// Still active and online after the wait.
+		if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
+			return nil, err
+		}
+		run, err := s.claimChecked(ctx, agentID, runtimeID, offers[0].TaskRunID, offers[0].Attempt, key)
 		if err == nil || !meshapi.Unclaimable(err) {
 			return run, err
 		}

@@ -69,7 +69,7 @@ func (c *Config) defaults() {
 		c.OfferHold = 10 * time.Second
 	}
 	if c.MaxPullWait == 0 {
-		c.MaxPullWait = 55 * time.Second
+		c.MaxPullWait = meshapi.MaxWait
 	}
 }
 
@@ -233,7 +233,7 @@ func (s *Service) serve() error {
 	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
 		Name: bus.ServiceTaskQueue, Description: "task runs", Logger: s.cfg.Logger,
 		Region: s.cfg.Region, Route: s.routeRequest,
-		Timeout: s.cfg.MaxPullWait + 5*time.Second,
+		Timeout: s.cfg.MaxPullWait + meshapi.MaxHandling - meshapi.MaxWait,
 		Endpoints: []bus.Endpoint{
 			meshapi.OpUsageReport.Handle(s.handleUsage),
 			meshapi.OpDelegatedOffer.Handle(s.handleDelegateOffer),

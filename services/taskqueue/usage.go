@@ -210,8 +210,22 @@ func (s *Service) enforceBudget(ctx context.Context, run *mesh.TaskRun) {
 	day := mesh.UsageDay(run.CreatedAt)
 	spent := s.index.daySpent(run.TargetAgentID, day)
 	if why := b.PerDay.Passed(spent); why != "" {
-		s.stopForBudget(ctx, run, budgetNotice{AgentID: run.TargetAgentID, Limit: "per_day", Budget: *b.PerDay, Spent: *spent, Day: day,
-			Message: fmt.Sprintf("agent %s passed its budget for %s (%s)", run.TargetAgentID, day, why)})
+		n := budgetNotice{AgentID: run.TargetAgentID, Limit: "per_day", Budget: *b.PerDay, Spent: *spent, Day: day,
+			Message: fmt.Sprintf("agent %s passed its budget for %s (%s)", run.TargetAgentID, day, why)}
+		s.stopForBudget(ctx, run, n)
+		s.stopDaysOtherRuns(ctx, run, n)
+	}
+}
+
+// stopDaysOtherRuns cancels the runs of run's agent that count in the
+// same day and have not ended (running, waiting, or not yet claimed):
+// the day's budget is spent, and each of them would spend more of it.
+func (s *Service) stopDaysOtherRuns(ctx context.Context, run *mesh.TaskRun, n budgetNotice) {
+	for _, other := range s.index.activeRuns() {
+		if other.agentID != run.TargetAgentID || other.day != n.Day || other.id == run.ID {
+			continue
+		}
+		s.stopForBudget(ctx, &mesh.TaskRun{ID: other.id, Status: other.status}, n)
 	}
 }
 
@@ -236,10 +250,14 @@ func (s *Service) enforceRunBudget(ctx context.Context, run *mesh.TaskRun) bool 
 func (s *Service) stopForBudget(ctx context.Context, run *mesh.TaskRun, n budgetNotice) {
 	n.TaskRunID, n.Action = run.ID, "exceeded"
 	if !run.Status.Terminal() {
+		canceled := false
 		_, err := s.transition(ctx, run.ID, func(r *mesh.TaskRun) (string, error) {
+			canceled = false
 			if r.Status.Terminal() {
+				// Ended meanwhile: nothing to stop.
 				return "", errUnchanged
 			}
+			canceled = true
 			now := time.Now().UTC()
 			r.Status = mesh.StatusCanceled
 			r.Error = &mesh.RunError{Code: mesh.ReasonBudgetExceeded, Message: n.Message, Details: map[string]any{"limit": n.Limit, "budget": n.Budget, "spent": n.Spent}}
@@ -249,7 +267,7 @@ func (s *Service) stopForBudget(ctx context.Context, run *mesh.TaskRun, n budget
 		})
 		if err != nil {
 			s.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("could not cancel a run that passed its budget")
-		} else {
+		} else if canceled {
 			n.Action = "canceled"
 		}
 	}

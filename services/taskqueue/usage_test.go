@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -200,4 +201,76 @@ func TestBudget_RefusesAtCreateAndCancelsARunThatPassesIt(t *testing.T) {
 		return p.CreateTaskWith(t, map[string]any{"target_agent_id": agent.ID, "input": map[string]any{"text": "again"}}).Status == http.StatusCreated
 	}, func() string { return "creates stayed refused after the budget was removed" })
 	p.ValidateStoredEvents(t)
+}
+
+// TestBudget_AClaimCarriesWhatThePerRunBudgetLeaves: a runtime claiming a
+// run of an agent with a per-run budget is told what the budget leaves
+// the run (run_budget), for its host to stop itself at; a later turn gets
+// what the earlier ones left; the run's record and events never show it.
+func TestBudget_AClaimCarriesWhatThePerRunBudgetLeaves(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t)
+	agent := p.CreateAgent("bounded")
+	p.Do(http.MethodPatch, "/agent-accounts/"+agent.ID, map[string]any{"budget": map[string]any{"per_run": map[string]any{"tokens": 1000, "cost_usd": 0.5}}}, nil)
+	rt := p.OnlineRuntime(t, agent.ID)
+	run := p.CreateTask(agent.ID, "two turns")
+	claimed := p.PullRun(t, agent.ID, rt.RuntimeToken)
+	if b := claimed.RunBudget; claimed.ID != run.ID || b == nil || b.Tokens != 1000 || b.CostUSD != 0.5 {
+		t.Fatalf("claimed %s with run_budget %+v, want the whole per-run budget", claimed.ID, b)
+	}
+	p.Report(t, run.ID, "complete", rt.RuntimeToken, map[string]any{"output": usageOutput("which?", 300, 100, 0, 0.2), "input_required": true}).Expect(t, http.StatusOK)
+	p.Do(http.MethodPost, "/task-runs/"+run.ID+"/input", map[string]any{"text": "that one"}, nil)
+	again := p.PullRun(t, agent.ID, rt.RuntimeToken)
+	if b := again.RunBudget; b == nil || b.Tokens != 600 || b.CostUSD < 0.2999 || b.CostUSD > 0.3001 {
+		t.Fatalf("the second turn's run_budget %+v, want what the first left (600 tokens, $0.3)", b)
+	}
+	if got := p.GetTask(run.ID); got.RunBudget != nil {
+		t.Fatalf("the run's record shows run_budget %+v", got.RunBudget)
+	}
+}
+
+// TestBudget_PassingTheDaysBudgetCancelsTheAgentsOtherRuns: the report
+// that passes an agent's per-day budget stops the agent's other runs of
+// that day that have not ended (running or still pending), each canceled
+// BUDGET_EXCEEDED with a notice; another agent's runs go on.
+func TestBudget_PassingTheDaysBudgetCancelsTheAgentsOtherRuns(t *testing.T) {
+	t.Parallel()
+	// Leases that outlast the test: only the budget ends a run here.
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease, c.HeartbeatTimeout = time.Minute, time.Minute })
+	agent := p.CreateAgent("daily")
+	p.Do(http.MethodPatch, "/agent-accounts/"+agent.ID, map[string]any{"budget": map[string]any{"per_day": map[string]any{"cost_usd": 0.05}}}, nil)
+	other := p.CreateAgent("unbounded")
+	events := p.StreamEvents(t, url.Values{"agent_id": {agent.ID}})
+
+	rt := p.OnlineRuntime(t, agent.ID)
+	spender := p.CreateTask(agent.ID, "spend")
+	running := p.CreateTask(agent.ID, "work on")
+	for range 2 {
+		p.PullRun(t, agent.ID, rt.RuntimeToken)
+	}
+	pending := p.CreateTask(agent.ID, "later")
+	_, elsewhere := p.HeldRun(t, other.ID, "not this agent's")
+
+	p.Report(t, spender.ID, "complete", rt.RuntimeToken, map[string]any{"output": usageOutput("spent", 10, 1, 0, 0.06)}).Expect(t, http.StatusOK)
+	for _, id := range []string{running.ID, pending.ID} {
+		r := p.WaitTask(id, 10*time.Second, func(r mesh.TaskRun) bool { return r.Status.Terminal() })
+		if r.Status != mesh.StatusCanceled || r.Error == nil || r.Error.Code != mesh.ReasonBudgetExceeded || !strings.Contains(r.Error.Message, "per-day") && !strings.Contains(r.Error.Message, "budget for") {
+			t.Fatalf("run %s after the day's budget passed: %s %+v, want canceled BUDGET_EXCEEDED", id, r.Status, r.Error)
+		}
+		events.Until(t, 10*time.Second, func(ev meshtest.Event) bool {
+			var n struct{ Limit, Action, TaskRunID string }
+			_ = json.Unmarshal(ev.Data, &struct {
+				Limit     *string `json:"limit"`
+				Action    *string `json:"action"`
+				TaskRunID *string `json:"task_run_id"`
+			}{&n.Limit, &n.Action, &n.TaskRunID})
+			return ev.Type == mesh.EventAgentBudgetExceeded && n.TaskRunID == id && n.Limit == "per_day" && n.Action == "canceled"
+		})
+	}
+	if got := p.GetTask(spender.ID); got.Status != mesh.StatusCompleted {
+		t.Fatalf("the run whose report passed the budget is %s, want completed (it had ended)", got.Status)
+	}
+	if got := p.GetTask(elsewhere.ID); got.Status != mesh.StatusRunning {
+		t.Fatalf("another agent's run is %s, want running", got.Status)
+	}
 }

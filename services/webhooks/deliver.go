@@ -303,6 +303,11 @@ func matches(sub *subscription, eventType string, data []byte) bool {
 	if len(sub.Types) > 0 && !slices.Contains(sub.Types, eventType) {
 		return false
 	}
+	if sub.a2a() && mesh.DecidedByPolicyAlone(eventType, data) {
+		// A push tells the task's states: a step the policy decided
+		// without asking left the task as it was.
+		return false
+	}
 	if sub.TaskRunID != "" && strings.HasPrefix(eventType, mesh.EventTypePrefix+string(mesh.KindArtifact)+".") {
 		var a struct {
 			TaskRunID string `json:"task_run_id"`

@@ -128,10 +128,16 @@ func (f *follower) translate(e *runfollow.Event) {
 		}
 		f.artifact(&mesh.TaskRun{ID: f.taskID, TargetAgentID: a.AgentID, ConversationID: f.context}, a2atask.FileArtifact(a.AgentID, a.Ref(), f.url))
 	case mesh.KindTaskRun:
-		if bus.EventType(e.Header) == mesh.EventTaskRunUsage {
+		typ := bus.EventType(e.Header)
+		if typ == mesh.EventTaskRunUsage {
 			// Usage is not part of an A2A task; the event comes before the
 			// status change of the same revision, which must not be
 			// taken for seen.
+			return
+		}
+		if mesh.DecidedByPolicyAlone(typ, e.Data) {
+			// A step the policy decided without asking left the task as
+			// it was: no status to tell.
 			return
 		}
 		run, err := e.TaskRun()
@@ -139,7 +145,7 @@ func (f *follower) translate(e *runfollow.Event) {
 			return
 		}
 		f.after, f.context = run.Revision, run.ConversationID
-		f.run(run, bus.EventType(e.Header))
+		f.run(run, typ)
 	}
 }
 

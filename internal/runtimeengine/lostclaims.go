@@ -1,0 +1,122 @@
+package runtimeengine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// Every request of a runtime that claims runs (the NATS transport's offer
+// and claim_many, the REST pull) carries a key the runtime chose, and the
+// task queue keeps the key on the runs it claims for it. When the answer
+// does not come (the connection dropped as it crossed, or the store was
+// unavailable for longer than the runtime waited), the runtime asks for
+// the runs claimed under that key before each request for work, and so
+// takes up a run it holds without knowing, rather than leave it claimed by
+// nobody until its lease ends. Both transports keep these keys the same
+// way, here.
+
+// mayHaveClaimed reports whether a claiming request that failed with err
+// may have claimed runs: its answer did not come, or the task queue failed
+// while claiming. A refusal (a bad request, a refused credential, a runtime
+// offline) is decided before any claim.
+func mayHaveClaimed(err error) bool {
+	var e *mesh.Error
+	if !errors.As(err, &e) {
+		return true
+	}
+	switch e.Code {
+	case mesh.CodeInternal, mesh.CodeUnavailable, mesh.CodeTimeout:
+		return true
+	}
+	return false
+}
+
+// maxLost bounds the claiming requests whose answers did not come that
+// are kept to ask about.
+const maxLost = 16
+
+// lostSlack is how much longer than the task queue's bound on one request
+// (meshapi.MaxHandling) a lost request is asked about.
+const lostSlack = 5 * time.Second
+
+// lostClaims are the claiming requests whose answers did not come.
+type lostClaims struct {
+	mu sync.Mutex
+	ls []*lostAnswer
+}
+
+// lostAnswer is a claiming request whose answer did not come.
+type lostAnswer struct {
+	key string
+	// until is when the request can claim nothing more.
+	until time.Time
+	// taken are the runs already recovered under key.
+	taken map[string]bool
+}
+
+// add notes the claiming request of key, sent at sent, whose answer did
+// not come: what it claimed, if anything, is asked for before each request
+// for work until it can claim nothing more. That is not the end of its
+// wait: while the platform's store is unavailable the task queue goes on
+// storing a claim for as long as it works on the request
+// (meshapi.MaxHandling).
+func (l *lostClaims) add(key string, sent time.Time) {
+	l.keep([]*lostAnswer{{key: key, until: sent.Add(meshapi.MaxHandling + lostSlack), taken: map[string]bool{}}})
+}
+
+func (l *lostClaims) keep(ls []*lostAnswer) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ls = append(l.ls, ls...)
+	if over := len(l.ls) - maxLost; over > 0 {
+		// Runs claimed under the oldest go back to pending when their
+		// leases end.
+		l.ls = l.ls[over:]
+	}
+}
+
+// len is how many requests are kept to ask about.
+func (l *lostClaims) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ls)
+}
+
+// recover asks, with ask, for the runs claimed under each kept key, and
+// returns those not returned before: the runtime holds them now. A request
+// is asked about again, the next time, until it can claim nothing more;
+// with last, this is the last time.
+func (l *lostClaims) recover(ctx context.Context, last bool, log zerolog.Logger, ask func(ctx context.Context, key string) ([]*mesh.TaskRun, error)) []*mesh.TaskRun {
+	l.mu.Lock()
+	ls := l.ls
+	l.ls = nil
+	l.mu.Unlock()
+	var runs []*mesh.TaskRun
+	var again []*lostAnswer
+	for _, a := range ls {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), meshapi.TryTimeout)
+		claimed, err := ask(rctx, a.key)
+		cancel()
+		if err == nil {
+			for _, run := range claimed {
+				if !a.taken[run.ID] {
+					a.taken[run.ID] = true
+					runs = append(runs, run)
+					log.Info().Str("task_run_id", run.ID).Msg("took up a run claimed for an answer that did not arrive")
+				}
+			}
+		}
+		if !last && time.Now().Before(a.until) {
+			again = append(again, a)
+		}
+	}
+	l.keep(again)
+	return runs
+}
