@@ -28,7 +28,8 @@ import (
 // records) down, west goes on creating and completing its agents' runs,
 // and a run of an east agent asked for in west fails with 503 rather than
 // hanging; a webhook and a consumer credential of the west agent's events
-// are given every event of those runs. When east is back, every run is
+// are given every event of those runs; west creates a new agent, its API
+// key and its runtime, which works there. When east is back, every run is
 // completed, once, and every event was given to each subscriber once.
 func TestRegionOutage(t *testing.T) {
 	d := startRegions(t, "east", "west", "south")
@@ -149,6 +150,21 @@ func TestRegionOutage(t *testing.T) {
 			t.Fatalf("task %d for an east agent with east down: Retry-After %q, %s; want Retry-After and the region named", i, res.Header.Get("Retry-After"), res.Body)
 		}
 	}
+
+	// Global records are written in west meanwhile, east holding them or
+	// not: a new agent homed in west (owned by west), an API key of it,
+	// its runtime's pairing, and its first work, asked directly and over
+	// A2A with the new key.
+	fresh := d.createAgent("west", "made while east is down", "west")
+	var freshKey struct {
+		APIKey string `json:"api_key"`
+	}
+	west.Do(http.MethodPost, "/a2a/"+fresh.ID+"/api-keys", map[string]any{"name": "made while east is down"}, &freshKey)
+	d.procs.Secret(freshKey.APIKey)
+	fm := d.pair(fresh, "west", endpoint)
+	fm.waitConnected(fm.start("--transport", "nats"), "nats", "west")
+	fm.completes("west", "a new agent's first run, with east down")
+	a2aSend(t, west, fresh.ID, freshKey.APIKey, "over A2A to an agent made while east is down")
 
 	// The webhook's endpoint refuses its first delivery while east is
 	// down: the delivery is retried and recorded in west.
