@@ -103,12 +103,14 @@ type ownedStore struct {
 	bucket string
 	region string
 	// own is this region's owned bucket; agg its aggregate.
-	own     jetstream.KeyValue
-	ownName string
-	aggKV   jetstream.KeyValue
-	agg     string
-	mu      sync.Mutex
-	others  map[string]jetstream.KeyValue
+	own       jetstream.KeyValue
+	ownName   string
+	ownStream jetstream.Stream
+	aggKV     jetstream.KeyValue
+	agg       string
+	aggStream jetstream.Stream
+	mu        sync.Mutex
+	others    map[string]jetstream.KeyValue
 }
 
 func openOwned(ctx context.Context, js jetstream.JetStream, bucket string) (*ownedStore, error) {
@@ -125,7 +127,38 @@ func openOwned(ctx context.Context, js jetstream.JetStream, bucket string) (*own
 	if o.aggKV, err = js.KeyValue(ctx, o.agg); err != nil {
 		return nil, err
 	}
+	if o.ownStream, err = js.Stream(ctx, "KV_"+o.ownName); err != nil {
+		return nil, err
+	}
+	if o.aggStream, err = js.Stream(ctx, "KV_"+o.agg); err != nil {
+		return nil, err
+	}
 	return o, nil
+}
+
+// local reads the last message of key in one of this region's buckets:
+// with a direct get, which a server of this region answers (a leader's
+// message get is heard by every region's servers), but, for a decision
+// (latest), from the stream's leader when it has replicas, one of which
+// may lag.
+func (o *ownedStore) local(ctx context.Context, s jetstream.Stream, bucket, key string, latest bool) (*storedEntry, error) {
+	if latest && s.CachedInfo().Config.Replicas > 1 {
+		return lastOf(ctx, o.js, bucket, key)
+	}
+	if !validKey(key) {
+		return nil, mesh.ErrNotFound
+	}
+	m, err := s.GetLastMsgForSubject(ctx, "$KV."+bucket+"."+key)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, mesh.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	e := &storedEntry{data: m.Data, seq: m.Sequence, header: m.Header}
+	op := m.Header.Get("KV-Operation")
+	e.deleted = op == "DEL" || op == "PURGE"
+	return e, nil
 }
 
 // storedEntry is the last message of a key in a bucket's stream.
@@ -204,14 +237,15 @@ type owner struct {
 // find locates key: this region's owned bucket first (its latest revision,
 // this region's own writes included), then the aggregate.
 func (o *ownedStore) find(ctx context.Context, key string) (owner, error) {
-	e, err := lastOf(ctx, o.js, o.ownName, key)
+	e, err := o.local(ctx, o.ownStream, o.ownName, key, true)
 	if err == nil {
 		return owner{region: o.region, entry: e}, nil
 	}
 	if !errors.Is(err, mesh.ErrNotFound) {
 		return owner{}, err
 	}
-	e, err = lastOf(ctx, o.js, o.agg, key)
+	// The aggregate may be a moment behind the owners, wherever it is read.
+	e, err = o.local(ctx, o.aggStream, o.agg, key, false)
 	if errors.Is(err, mesh.ErrNotFound) {
 		return owner{region: o.region}, nil
 	}
@@ -239,7 +273,7 @@ func (o *ownedStore) read(ctx context.Context, key string, fresh bool, remote *s
 	if err != nil {
 		return nil, 0, err
 	}
-	if w.entry == nil && fresh {
+	if w.entry == nil {
 		// Created a moment ago in another region, maybe, and not copied
 		// here yet.
 		w = o.elsewhere(ctx, key)
@@ -265,14 +299,18 @@ func (o *ownedStore) read(ctx context.Context, key string, fresh bool, remote *s
 }
 
 // elsewhereWait bounds the search of the other regions' owned buckets for
-// a key this region has not heard of.
-const elsewhereWait = time.Second
+// a key this region has not heard of: a round trip to the farthest region,
+// and inside one try of a store call (attemptTimeout), so what follows it
+// in the try has time left.
+const elsewhereWait = 1500 * time.Millisecond
 
 // elsewhere asks every other region's owned bucket (those this region's
 // aggregate sources, but those remembered unreachable) for key at once,
 // for at most elsewhereWait: a region that does not answer is taken not
-// to hold it.
+// to hold it, and is remembered unreachable (see reach.go), so the next
+// searches skip it at once until a probe finds it again.
 func (o *ownedStore) elsewhere(ctx context.Context, key string) owner {
+	outer := ctx
 	ctx, cancel := context.WithTimeout(ctx, elsewhereWait)
 	defer cancel()
 	info, err := o.js.Stream(ctx, "KV_"+o.agg)
@@ -290,6 +328,9 @@ func (o *ownedStore) elsewhere(ctx context.Context, key string) owner {
 		go func() {
 			e, err := lastOf(ctx, o.js, OwnerBucket(o.bucket, region), key)
 			if err != nil {
+				if Transient(err) && outer.Err() == nil {
+					markDown(o.nc, region, "its records do not answer")
+				}
 				e = nil
 			}
 			found <- owner{region: region, entry: e}
@@ -303,17 +344,32 @@ func (o *ownedStore) elsewhere(ctx context.Context, key string) owner {
 	return owner{region: o.region}
 }
 
+// writeKind is what a write does to a record.
+type writeKind int
+
+const (
+	// createRecord makes a record that must not exist.
+	createRecord writeKind = iota
+	// putRecord stores a record whatever it held: a key of this region's,
+	// or a new one (which this region then owns).
+	putRecord
+	// changeRecord changes or deletes an existing record at a revision.
+	changeRecord
+)
+
 // writer is the bucket a change of key is written to: its owner's, or
 // this region's for a key no region holds. create refuses a key another
 // region holds (mesh CONFLICT), and creates it in region in when given.
-func (o *ownedStore) writer(ctx context.Context, key string, create bool, in string) (jetstream.KeyValue, string, error) {
+func (o *ownedStore) writer(ctx context.Context, key string, kind writeKind, in string) (jetstream.KeyValue, string, error) {
 	w, err := o.find(ctx, key)
 	if err != nil {
 		return nil, "", err
 	}
-	if w.entry == nil && !create {
+	if w.entry == nil && kind == changeRecord {
+		// Created a moment ago in another region, maybe.
 		w = o.elsewhere(ctx, key)
 	}
+	create := kind == createRecord
 	switch {
 	case create && w.entry != nil && !w.entry.deleted:
 		if w.region == o.region {

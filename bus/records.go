@@ -21,8 +21,12 @@ import (
 // Get reads through the bucket's stream leader: on a replicated bucket a
 // direct get may be answered by a replica that has not applied the latest
 // write yet, and a decision taken on it (a claim, a "not found", a
-// compare-and-set) would be wrong. The exception is a global bucket read
-// outside its origin region, from that region's mirror (see OpenRecords). Peek is the cheaper read that may be a
+// compare-and-set) would be wrong. The exceptions are the global records:
+// the settings read outside their origin region, from that region's mirror
+// (see OpenRecords), and, on a server in a cluster, the records owned per
+// region (owned.go), read from this region's own bucket, then from its
+// aggregate of every region's, and changed in their owner's bucket, where
+// Latest and Modify read them. Peek is the cheaper read that may be a
 // moment old, for lists and cards. Every call rides out a leader election
 // (see retry.go).
 type Records[T any] struct {
@@ -302,12 +306,12 @@ func validKey(key string) bool {
 // try timed out (it may have been stored) and a later one is refused as a
 // conflict, the record is read back: if it holds exactly data, the earlier
 // try did the write and its revision is returned.
-func (r *Records[T]) write(ctx context.Context, what, key string, data []byte, create bool, in string, put func(ctx context.Context, kv jetstream.KeyValue) (uint64, error)) (uint64, error) {
+func (r *Records[T]) write(ctx context.Context, what, key string, data []byte, kind writeKind, in string, put func(ctx context.Context, kv jetstream.KeyValue) (uint64, error)) (uint64, error) {
 	var rev uint64
 	maybeDone := false
 	remote := ""
 	err := retry(ctx, what, func(ctx context.Context) error {
-		kv, err := r.writer(ctx, key, create, in, &remote)
+		kv, err := r.writer(ctx, key, kind, in, &remote)
 		if err != nil {
 			return err
 		}
@@ -329,11 +333,11 @@ func (r *Records[T]) write(ctx context.Context, what, key string, data []byte, c
 // writer is the bucket a change of key goes to: the bucket itself, or,
 // for records owned per region, the owner's (its region in remote when it
 // is another region's).
-func (r *Records[T]) writer(ctx context.Context, key string, create bool, in string, remote *string) (jetstream.KeyValue, error) {
+func (r *Records[T]) writer(ctx context.Context, key string, kind writeKind, in string, remote *string) (jetstream.KeyValue, error) {
 	if r.owned == nil {
 		return r.kv, nil
 	}
-	kv, region, err := r.owned.writer(ctx, key, create, in)
+	kv, region, err := r.owned.writer(ctx, key, kind, in)
 	*remote = region
 	return kv, err
 }
@@ -360,7 +364,7 @@ func (r *Records[T]) CreateIn(ctx context.Context, region, key string, v *T) (ui
 	if err != nil {
 		return 0, fmt.Errorf("encode %s/%s: %w", r.name, key, err)
 	}
-	rev, err := r.write(ctx, "create "+r.name+"/"+key, key, data, true, region, func(ctx context.Context, kv jetstream.KeyValue) (uint64, error) {
+	rev, err := r.write(ctx, "create "+r.name+"/"+key, key, data, createRecord, region, func(ctx context.Context, kv jetstream.KeyValue) (uint64, error) {
 		return kv.Create(ctx, key, data)
 	})
 	if conflictErr(err) || errors.Is(err, mesh.ErrConflict) {
@@ -378,7 +382,7 @@ func (r *Records[T]) Update(ctx context.Context, key string, v *T, rev uint64) (
 	if err != nil {
 		return 0, fmt.Errorf("encode %s/%s: %w", r.name, key, err)
 	}
-	next, err := r.write(ctx, "update "+r.name+"/"+key, key, data, false, "", func(ctx context.Context, kv jetstream.KeyValue) (uint64, error) {
+	next, err := r.write(ctx, "update "+r.name+"/"+key, key, data, changeRecord, "", func(ctx context.Context, kv jetstream.KeyValue) (uint64, error) {
 		return kv.Update(ctx, key, data, rev)
 	})
 	if conflictErr(err) {
@@ -396,7 +400,7 @@ func (r *Records[T]) Put(ctx context.Context, key string, v *T) (uint64, error) 
 	if err != nil {
 		return 0, fmt.Errorf("encode %s/%s: %w", r.name, key, err)
 	}
-	rev, err := r.write(ctx, "put "+r.name+"/"+key, key, data, false, "", func(ctx context.Context, kv jetstream.KeyValue) (uint64, error) {
+	rev, err := r.write(ctx, "put "+r.name+"/"+key, key, data, putRecord, "", func(ctx context.Context, kv jetstream.KeyValue) (uint64, error) {
 		return kv.Put(ctx, key, data)
 	})
 	if err != nil {
@@ -414,7 +418,7 @@ func (r *Records[T]) Delete(ctx context.Context, key string, rev uint64) error {
 	maybeDone := false
 	remote := ""
 	err := retry(ctx, "delete "+r.name+"/"+key, func(ctx context.Context) error {
-		kv, err := r.writer(ctx, key, false, "", &remote)
+		kv, err := r.writer(ctx, key, changeRecord, "", &remote)
 		if err != nil {
 			return err
 		}
