@@ -40,14 +40,35 @@ func Upgrade(ctx context.Context, js jetstream.JetStream) ([]string, error) {
 		if !IsOwnedBucket(kc.Bucket) {
 			continue
 		}
-		if err := u.bucket(ctx, kc); err != nil {
+		if err := u.again(ctx, func() error { return u.bucket(ctx, kc) }); err != nil {
 			return u.done, err
 		}
 	}
-	if err := u.mark(ctx); err != nil {
+	if err := u.again(ctx, func() error { return u.mark(ctx) }); err != nil {
 		return u.done, err
 	}
 	return u.done, nil
+}
+
+// upgradeBudget bounds how long one step of Upgrade is tried again while
+// JetStream answers that it is not ready (a stream whose sources just
+// changed elects its leader again).
+const upgradeBudget = time.Minute
+
+// again runs step, which does only what is left to do, until it succeeds,
+// fails for good, or upgradeBudget passed.
+func (u *upgrader) again(ctx context.Context, step func() error) error {
+	deadline := time.Now().Add(upgradeBudget)
+	b := atLeast(250*time.Millisecond, 2*time.Second)
+	for {
+		err := step()
+		if err == nil || !notReady(err) || time.Now().After(deadline) {
+			return err
+		}
+		if b.Sleep(ctx) != nil {
+			return err
+		}
+	}
 }
 
 // upgrader carries what Upgrade found and did.
@@ -120,6 +141,7 @@ func (u *upgrader) bucket(ctx context.Context, kc jetstream.KeyValueConfig) erro
 		if err := p.ensure(ctx, p.bucketStream(own)); err != nil {
 			return err
 		}
+		u.streams["KV_"+own.Bucket] = true
 		u.did("region %s: made bucket %s of the records it owns", region, own.Bucket)
 	}
 	for _, region := range u.all {
