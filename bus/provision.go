@@ -80,6 +80,13 @@ func notReady(err error) bool {
 	if Transient(err) || errors.Is(err, errOriginNotYet) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
 		return true
 	}
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		// A stream this pass made, or another process makes at the same
+		// time, not known yet to the server that answered (its cluster
+		// has not applied the assignment, or elects the stream's
+		// leader): the next pass finds it, or makes what is missing.
+		return true
+	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode {
