@@ -185,7 +185,7 @@ func (s *Service) follow(ctx context.Context, sub *subscription) (bool, error) {
 	if _, err := s.subs.Update(ctx, sub.ID, &moved, rev); errors.Is(err, mesh.ErrConflict) {
 		return true, nil
 	} else if err != nil {
-		_ = s.js.DeleteConsumer(context.WithoutCancel(ctx), moved.stream(), bus.WebhookConsumer(sub.ID))
+		s.dropUnusedConsumer(ctx, sub.ID, moved.stream())
 		return false, err
 	}
 	if err := s.js.DeleteConsumer(ctx, sub.stream(), bus.WebhookConsumer(sub.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
@@ -193,6 +193,23 @@ func (s *Service) follow(ctx context.Context, sub *subscription) (bool, error) {
 	}
 	s.cfg.Logger.Info().Str("webhook_id", sub.ID).Str("agent_id", sub.AgentID).Str("stream", want).Msg("webhook follows its agent to its new home region")
 	return true, nil
+}
+
+// dropUnusedConsumer deletes the consumer on stream that a move which
+// failed made, unless the subscription reads that stream now: another
+// process that found the same move may have moved it meanwhile (this
+// process's change then failed, or was cut short as its worker stopped for
+// the moved subscription), and the consumer the two made is that
+// process's too. When the subscription cannot be read, the consumer stays:
+// a move tried again takes it up.
+func (s *Service) dropUnusedConsumer(ctx context.Context, id, stream string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	cur, _, err := s.subs.Latest(ctx, id)
+	if err != nil || cur.stream() == stream {
+		return
+	}
+	_ = s.js.DeleteConsumer(ctx, stream, bus.WebhookConsumer(id))
 }
 
 // pullWait is how long one pull for a subscription's next event waits.
