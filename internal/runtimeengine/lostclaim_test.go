@@ -101,33 +101,7 @@ func TestNATSTransport_AnAnswerLostWithTheConnectionIsRecovered(t *testing.T) {
 	tr, _ := dialNATS(ctx, t, "nats://"+link.Addr(), att)
 	defer tr.Close()
 
-	run := p.CreateTask(agent.ID, "its answer is lost")
-	link.SetDelay(2 * time.Second)
-	first := make(chan []*mesh.TaskRun, 1)
-	go func() {
-		runs, _ := tr.NextUpTo(ctx, 1)
-		first <- runs
-	}()
-	// Claimed on the platform, its answer still crossing the slow link.
-	p.WaitTask(run.ID, 20*time.Second, func(r mesh.TaskRun) bool { return r.Status == mesh.StatusRunning })
-	link.SetDelay(0)
-	link.DropAll()
-	if runs := <-first; len(runs) != 0 {
-		t.Fatalf("the request whose answer was dropped returned %v", runs)
-	}
-
-	var got []*mesh.TaskRun
-	meshtest.Eventually(t, 20*time.Second, func() bool {
-		runs, _ := tr.NextUpTo(ctx, 1)
-		got = append(got, runs...)
-		return len(got) > 0
-	}, func() string { return "the run claimed for the dropped answer never came back" })
-	if len(got) != 1 || got[0].ID != run.ID || got[0].Status != mesh.StatusRunning || got[0].Attempt != 1 {
-		t.Fatalf("recovered %+v, want %s running, attempt 1", got, run.ID)
-	}
-	if r := p.GetTask(run.ID); r.Status != mesh.StatusRunning || r.RuntimeID != att.RuntimeID || r.Attempt != 1 {
-		t.Fatalf("the run is %s held by %q, attempt %d; want still the first claim", r.Status, r.RuntimeID, r.Attempt)
-	}
+	dropTheAnswerThenRecover(ctx, t, p, tr, link, agent.ID, att.RuntimeID)
 }
 
 // TestNATSTransport_ARefusedRequestForWorkIsNotAskedAbout: a request for
@@ -219,7 +193,21 @@ func TestHTTPTransport_AnAnswerLostWithTheConnectionIsRecovered(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	run := p.CreateTask(agent.ID, "its answer is lost")
+	dropTheAnswerThenRecover(ctx, t, p, tr, link, agent.ID, att.RuntimeID)
+	// Asked about again while the lost pull could still claim, it never
+	// hands the same run out twice.
+	if runs, err := tr.NextUpTo(ctx, 1); err != nil || len(runs) != 0 {
+		t.Fatalf("the pull after that returned %+v, %v; want nothing", runs, err)
+	}
+}
+
+// dropTheAnswerThenRecover creates a run of agentID, has tr ask for work
+// through link, which delays the answer claiming the run, then drops it;
+// tr's next requests for work must return that run, once, still held by
+// runtimeID under its first claim.
+func dropTheAnswerThenRecover(ctx context.Context, t *testing.T, p *meshtest.Platform, tr runtimeengine.Transport, link *tcplink.Link, agentID, runtimeID string) mesh.TaskRun {
+	t.Helper()
+	run := p.CreateTask(agentID, "its answer is lost")
 	link.SetDelay(2 * time.Second)
 	first := make(chan []*mesh.TaskRun, 1)
 	go func() {
@@ -231,9 +219,8 @@ func TestHTTPTransport_AnAnswerLostWithTheConnectionIsRecovered(t *testing.T) {
 	link.SetDelay(0)
 	link.DropAll()
 	if runs := <-first; len(runs) != 0 {
-		t.Fatalf("the pull whose answer was dropped returned %v", runs)
+		t.Fatalf("the request whose answer was dropped returned %v", runs)
 	}
-
 	var got []*mesh.TaskRun
 	meshtest.Eventually(t, 20*time.Second, func() bool {
 		runs, _ := tr.NextUpTo(ctx, 1)
@@ -243,12 +230,8 @@ func TestHTTPTransport_AnAnswerLostWithTheConnectionIsRecovered(t *testing.T) {
 	if len(got) != 1 || got[0].ID != run.ID || got[0].Status != mesh.StatusRunning || got[0].Attempt != 1 {
 		t.Fatalf("recovered %+v, want %s running, attempt 1", got, run.ID)
 	}
-	if r := p.GetTask(run.ID); r.Status != mesh.StatusRunning || r.RuntimeID != att.RuntimeID || r.Attempt != 1 {
+	if r := p.GetTask(run.ID); r.Status != mesh.StatusRunning || r.RuntimeID != runtimeID || r.Attempt != 1 {
 		t.Fatalf("the run is %s held by %q, attempt %d; want still the first claim", r.Status, r.RuntimeID, r.Attempt)
 	}
-	// Asked about again while the lost pull could still claim, it never
-	// hands the same run out twice.
-	if runs, err := tr.NextUpTo(ctx, 1); err != nil || len(runs) != 0 {
-		t.Fatalf("the pull after that returned %+v, %v; want nothing", runs, err)
-	}
+	return run
 }

@@ -95,11 +95,9 @@ func (t *httpTransport) NextUpTo(ctx context.Context, _ int) ([]*mesh.TaskRun, e
 }
 
 func (t *httpTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
-	// A run claimed by a pull whose answer was lost comes first.
-	if runs := t.recoverLost(ctx, false); len(runs) > 0 {
-		t.keepLost(runs[1:])
-		return runs[0], nil
-	}
+	// A run claimed by a pull whose answer was lost comes first (a pull
+	// returns one run: those recovered with it wait for the next pulls).
+	t.keepLost(t.recoverLost(ctx, false))
 	if run := t.takeRecovered(); run != nil {
 		return run, nil
 	}
@@ -151,8 +149,7 @@ func (t *httpTransport) recoverLost(ctx context.Context, last bool) []*mesh.Task
 	})
 }
 
-// keepLost keeps runs recovered beyond the one a pull returns, for the
-// next pulls.
+// keepLost keeps recovered runs for the pulls that return them.
 func (t *httpTransport) keepLost(runs []*mesh.TaskRun) {
 	t.recoveredMu.Lock()
 	defer t.recoveredMu.Unlock()
@@ -232,11 +229,8 @@ func (t *httpTransport) Close() {
 	// not when their leases end.
 	ctx, cancel := context.WithTimeout(context.Background(), meshapi.TryTimeout)
 	defer cancel()
-	runs := t.recoverLost(ctx, true)
+	t.keepLost(t.recoverLost(ctx, true))
 	for run := t.takeRecovered(); run != nil; run = t.takeRecovered() {
-		runs = append(runs, run)
-	}
-	for _, run := range runs {
 		if err := t.Release(ctx, run); err != nil {
 			t.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("a run claimed for a lost answer is released when its lease ends")
 		}
