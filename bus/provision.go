@@ -127,18 +127,11 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 	if err := p.awaitOrigin(ctx); err != nil {
 		return err
 	}
-	agents := p.bucketStream(buckets[0])
-	if p.region != "" {
-		agents.Metadata = ownedMetadata()
-	}
-	if err := p.ensure(ctx, agents); err != nil {
+	if err := p.ensure(ctx, p.bucketStream(buckets[0])); err != nil {
 		return err
 	}
 	origin, err := p.origin(ctx)
 	if err != nil {
-		return err
-	}
-	if err := p.checkLayout(ctx); err != nil {
 		return err
 	}
 	events := eventStreamConfig(cfg, eventRegion(js))
@@ -157,12 +150,6 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 		}
 	}
 	for _, kc := range buckets {
-		if p.region != "" && IsOwnedBucket(kc.Bucket) {
-			if err := p.ensureOwned(ctx, kc, origin); err != nil {
-				return err
-			}
-			continue
-		}
 		if origin != p.region && IsGlobalBucket(kc.Bucket) {
 			if err := p.madeByOrigin(ctx, "KV_"+kc.Bucket, origin); err != nil {
 				return err
