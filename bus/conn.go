@@ -197,6 +197,7 @@ func (c *Conn) Drain(timeout time.Duration) {
 	}
 	defer forgetOrigin(c.NC)
 	defer forgetReach(c.NC)
+	defer searchLimits.Delete(c.NC)
 	done := make(chan struct{})
 	c.NC.SetClosedHandler(func(*nats.Conn) { close(done) })
 	if err := c.NC.Drain(); err != nil {

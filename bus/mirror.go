@@ -20,10 +20,16 @@ type Mirror[T, P any] struct {
 	watcher jetstream.KeyWatcher
 	stream  jetstream.Stream
 	cfg     MirrorConfig[T, P]
-	// seen is the highest bucket revision the watch has delivered; changed
-	// is closed (and replaced) whenever it grows, for Sync.
+	// seen is the highest sequence of the stream watched the watch has
+	// delivered; changed is closed (and replaced) whenever it grows, for
+	// Sync and WaitRevision.
 	seen    uint64
 	changed chan struct{}
+	// own, watching an aggregate of owned buckets, is this region's owned
+	// bucket's stream; ownSeen the highest of its sequences the watch has
+	// delivered (its writes reach the aggregate a moment later).
+	own     jetstream.Stream
+	ownSeen uint64
 }
 
 type mirrorEntry[P any] struct {
@@ -48,6 +54,9 @@ type MirrorConfig[T, P any] struct {
 // where there is one (outside the origin region), so the watch stays in the
 // region and goes on while the origin is unreachable.
 func StartMirror[T, P any](ctx context.Context, js jetstream.JetStream, bucket string, cfg MirrorConfig[T, P]) (*Mirror[T, P], error) {
+	if IsOwnedBucket(bucket) && ownedLayout(ctx, js) {
+		return startAggregate(ctx, js, bucket, cfg)
+	}
 	if stream, ok := localMirror(ctx, js, bucket); ok {
 		// The watch outlives the call that starts it.
 		w, err := watchMirror(context.WithoutCancel(ctx), js, bucket, stream)
@@ -76,10 +85,41 @@ func StartMirror[T, P any](ctx context.Context, js jetstream.JetStream, bucket s
 	return startMirror(bucket, w, stream, cfg), nil
 }
 
+// startAggregate watches this region's aggregate of an owned bucket, and
+// syncs with this region's owned bucket too (see Sync).
+func startAggregate[T, P any](ctx context.Context, js jetstream.JetStream, bucket string, cfg MirrorConfig[T, P]) (*Mirror[T, P], error) {
+	origin, err := originRegion(ctx, js)
+	if err != nil {
+		return nil, fmt.Errorf("mirror %s: %w", bucket, err)
+	}
+	region := connRegion(js)
+	agg := aggregateIn(bucket, region, origin)
+	stream, err := js.Stream(ctx, "KV_"+agg)
+	if err != nil {
+		return nil, fmt.Errorf("mirror %s: %w", bucket, err)
+	}
+	own, err := js.Stream(ctx, "KV_"+OwnerBucket(bucket, region))
+	if err != nil {
+		return nil, fmt.Errorf("mirror %s: %w", bucket, err)
+	}
+	w, err := watchAggregate(context.WithoutCancel(ctx), js, agg, stream)
+	if err != nil {
+		return nil, fmt.Errorf("mirror %s: watch: %w", bucket, err)
+	}
+	m := newMirror(w, stream, cfg)
+	m.own = own
+	go m.run(bucket)
+	return m, nil
+}
+
 func startMirror[T, P any](bucket string, w jetstream.KeyWatcher, stream jetstream.Stream, cfg MirrorConfig[T, P]) *Mirror[T, P] {
-	m := &Mirror[T, P]{items: map[string]mirrorEntry[P]{}, ready: make(chan struct{}), watcher: w, stream: stream, cfg: cfg, changed: make(chan struct{})}
+	m := newMirror(w, stream, cfg)
 	go m.run(bucket)
 	return m
+}
+
+func newMirror[T, P any](w jetstream.KeyWatcher, stream jetstream.Stream, cfg MirrorConfig[T, P]) *Mirror[T, P] {
+	return &Mirror[T, P]{items: map[string]mirrorEntry[P]{}, ready: make(chan struct{}), watcher: w, stream: stream, cfg: cfg, changed: make(chan struct{})}
 }
 
 func (m *Mirror[T, P]) run(bucket string) {
@@ -92,17 +132,24 @@ func (m *Mirror[T, P]) run(bucket string) {
 			continue
 		}
 		m.apply(bucket, e)
-		m.advance(e.Revision())
+		seq, source := e.Revision(), ""
+		if ke, ok := e.(*kvEntry); ok {
+			seq, source = ke.seq, ke.source
+		}
+		m.advance(seq, source, e.Revision())
 	}
 }
 
-func (m *Mirror[T, P]) advance(rev uint64) {
+func (m *Mirror[T, P]) advance(seq uint64, source string, rev uint64) {
 	m.mu.Lock()
-	if rev <= m.seen {
+	if m.own != nil && source == m.own.CachedInfo().Config.Name && rev > m.ownSeen {
+		m.ownSeen = rev
+	}
+	if seq <= m.seen {
 		m.mu.Unlock()
 		return
 	}
-	m.seen = rev
+	m.seen = seq
 	ch := m.changed
 	m.changed = make(chan struct{})
 	m.mu.Unlock()
@@ -112,23 +159,48 @@ func (m *Mirror[T, P]) advance(rev uint64) {
 // Sync waits until the mirror holds every write the bucket had stored when
 // Sync was called, so an answer built from the mirror reflects writes other
 // services (or instances) acknowledged before the question was asked.
+//
+// Watching an aggregate of owned buckets, that is every write the
+// aggregate had copied, and every write this region's owned bucket had
+// stored: what this region's services acknowledged is in the answer;
+// another region's writes arrive as their sources carry them.
 func (m *Mirror[T, P]) Sync(ctx context.Context) error {
 	info, err := m.stream.Info(ctx)
 	if err != nil {
 		return fmt.Errorf("mirror sync: %w", err)
 	}
-	return m.WaitRevision(ctx, info.State.LastSeq)
+	if err := m.waitUntil(ctx, func() bool { return m.seen >= info.State.LastSeq }); err != nil || m.own == nil {
+		return err
+	}
+	own, err := m.own.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("mirror sync: %w", err)
+	}
+	return m.waitUntil(ctx, func() bool { return m.ownSeen >= own.State.LastSeq })
 }
 
-// WaitRevision waits until the mirror has applied the bucket's writes up to
-// revision rev: a write this process learned of from elsewhere (another
-// service's answer) is then in the mirror, without asking the server.
-func (m *Mirror[T, P]) WaitRevision(ctx context.Context, rev uint64) error {
+// WaitRevision waits until the mirror has applied key's write of revision
+// rev (or a later one): a write this process learned of from elsewhere
+// (another service's answer) is then in the mirror, without asking the
+// server.
+func (m *Mirror[T, P]) WaitRevision(ctx context.Context, key string, rev uint64) error {
+	return m.waitUntil(ctx, func() bool {
+		if m.own == nil {
+			// A bucket's revisions are its stream's sequences.
+			return m.seen >= rev
+		}
+		e, ok := m.items[key]
+		return ok && e.rev >= rev
+	})
+}
+
+// waitUntil waits until done, asked under the mirror's read lock, holds.
+func (m *Mirror[T, P]) waitUntil(ctx context.Context, done func() bool) error {
 	for {
 		m.mu.RLock()
-		seen, ch := m.seen, m.changed
+		ok, ch := done(), m.changed
 		m.mu.RUnlock()
-		if seen >= rev {
+		if ok {
 			return nil
 		}
 		select {

@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -69,6 +70,39 @@ type mirrorWatcher struct {
 // watchMirror starts watching bucket's records in the mirror stream.
 func watchMirror(ctx context.Context, js jetstream.JetStream, bucket string, mirror jetstream.Stream) (*mirrorWatcher, error) {
 	catchUp(ctx, js, bucket, mirror)
+	return watchStream(ctx, js, bucket, mirror, false)
+}
+
+// watchAggregate starts watching the records of an aggregate of owned
+// buckets (see owned.go), each given at its revision in its owner's
+// bucket, once the aggregate has copied what its sources hold.
+func watchAggregate(ctx context.Context, js jetstream.JetStream, agg string, stream jetstream.Stream) (*mirrorWatcher, error) {
+	catchUpSources(ctx, stream)
+	return watchStream(ctx, js, agg, stream, true)
+}
+
+// catchUpSources waits, for at most mirrorCatchUp, until an aggregate has
+// copied what each of its sources that answers holds.
+func catchUpSources(ctx context.Context, stream jetstream.Stream) {
+	ctx, cancel := context.WithTimeout(ctx, mirrorCatchUp)
+	defer cancel()
+	for {
+		info, err := stream.Info(ctx)
+		if err == nil && !slices.ContainsFunc(info.Sources, func(s *jetstream.StreamSourceInfo) bool { return s.Active >= 0 && s.Lag > 0 }) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// watchStream watches the records of bucket (the name its subjects carry)
+// in stream; owned: each entry's revision is the one in the owned bucket
+// it was copied from.
+func watchStream(ctx context.Context, js jetstream.JetStream, bucket string, mirror jetstream.Stream, owned bool) (*mirrorWatcher, error) {
 	info, err := mirror.Info(ctx)
 	if err != nil {
 		return nil, err
@@ -92,7 +126,12 @@ func watchMirror(ctx context.Context, js jetstream.JetStream, bucket string, mir
 			return
 		}
 		e := &kvEntry{bucket: bucket, key: strings.TrimPrefix(msg.Subject(), prefix), value: msg.Data(),
-			rev: md.Sequence.Stream, created: md.Timestamp, delta: md.NumPending, op: jetstream.KeyValuePut}
+			rev: md.Sequence.Stream, seq: md.Sequence.Stream, created: md.Timestamp, delta: md.NumPending, op: jetstream.KeyValuePut}
+		if owned {
+			if src, seq := sourceOf(msg.Headers()); seq > 0 {
+				e.rev, e.source = seq, src
+			}
+		}
 		switch msg.Headers().Get("KV-Operation") {
 		case "DEL":
 			e.op = jetstream.KeyValueDelete
@@ -139,8 +178,12 @@ type kvEntry struct {
 	bucket, key string
 	value       []byte
 	rev, delta  uint64
-	created     time.Time
-	op          jetstream.KeyValueOp
+	// seq is the entry's sequence in the stream watched; source, for an
+	// aggregate's entry, the owned bucket's stream it was copied from.
+	seq     uint64
+	source  string
+	created time.Time
+	op      jetstream.KeyValueOp
 }
 
 func (e *kvEntry) Bucket() string                  { return e.bucket }

@@ -127,11 +127,18 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 	if err := p.awaitOrigin(ctx); err != nil {
 		return err
 	}
-	if err := p.ensure(ctx, p.bucketStream(buckets[0])); err != nil {
+	agents := p.bucketStream(buckets[0])
+	if p.region != "" {
+		agents.Metadata = ownedMetadata()
+	}
+	if err := p.ensure(ctx, agents); err != nil {
 		return err
 	}
 	origin, err := p.origin(ctx)
 	if err != nil {
+		return err
+	}
+	if err := p.checkLayout(ctx); err != nil {
 		return err
 	}
 	events := eventStreamConfig(cfg, eventRegion(js))
@@ -150,6 +157,12 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 		}
 	}
 	for _, kc := range buckets {
+		if p.region != "" && IsOwnedBucket(kc.Bucket) {
+			if err := p.ensureOwned(ctx, kc, origin); err != nil {
+				return err
+			}
+			continue
+		}
 		if origin != p.region && IsGlobalBucket(kc.Bucket) {
 			if err := p.madeByOrigin(ctx, "KV_"+kc.Bucket, origin); err != nil {
 				return err
@@ -442,23 +455,7 @@ func eventStreamConfig(cfg ProvisionConfig, region string) jetstream.StreamConfi
 // either region. Done once, when the region joins: it updates a stream of
 // another region, which needs JetStream's meta leader.
 func (p *provisioner) ensureSourced(ctx context.Context, name string) error {
-	tctx, cancel := p.try(ctx)
-	defer cancel()
-	s, err := p.js.Stream(tctx, EventStream)
-	if err != nil {
-		return fmt.Errorf("provision stream %s: %w", EventStream, err)
-	}
-	cfg := s.CachedInfo().Config
-	for _, src := range cfg.Sources {
-		if src.Name == name {
-			return nil
-		}
-	}
-	cfg.Sources = append(cfg.Sources, &jetstream.StreamSource{Name: name})
-	if _, err := p.js.UpdateStream(tctx, cfg); err != nil {
-		return fmt.Errorf("provision stream %s: source %s: %w", EventStream, name, err)
-	}
-	return nil
+	return addStreamSource(ctx, p.js, EventStream, &jetstream.StreamSource{Name: name})
 }
 
 // ProvisionedStreams names every stream Provision makes: the event stream,

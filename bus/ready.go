@@ -128,6 +128,12 @@ func readinessChecks(ctx context.Context, js jetstream.JetStream) ([]streamCheck
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("missing streams: KV_%s", BucketAgents)
 	}
+	// This region's owned buckets of the global records (see owned.go).
+	for _, kc := range bucketConfigs(DefaultEventRetention) {
+		if IsOwnedBucket(kc.Bucket) {
+			checks = append(checks, streamCheck{name: "KV_" + OwnerBucket(kc.Bucket, region)})
+		}
+	}
 	if err == nil && origin == region {
 		for _, name := range ProvisionedStreams() {
 			checks = append(checks, streamCheck{name: name})
@@ -148,8 +154,8 @@ func readinessChecks(ctx context.Context, js jetstream.JetStream) ([]streamCheck
 		case name == ObjectStream(ObjectArtifacts):
 			checks = append(checks, streamCheck{name: ObjectStream(RegionBucket(ObjectArtifacts, region))})
 		case isBucket && (IsGlobalBucket(bucket) || IsRegionalBucket(bucket)):
-			// This region's mirror of a global bucket, or its own part of
-			// a regional one.
+			// This region's aggregate of an owned bucket, its mirror of
+			// the settings, or its own part of a regional bucket.
 			checks = append(checks, streamCheck{name: "KV_" + RegionBucket(bucket, region)})
 			if bucket == BucketAgents {
 				checks = append(checks, streamCheck{name: name, region: origin})

@@ -21,8 +21,12 @@ import (
 // Get reads through the bucket's stream leader: on a replicated bucket a
 // direct get may be answered by a replica that has not applied the latest
 // write yet, and a decision taken on it (a claim, a "not found", a
-// compare-and-set) would be wrong. The exception is a global bucket read
-// outside its origin region, from that region's mirror (see OpenRecords). Peek is the cheaper read that may be a
+// compare-and-set) would be wrong. The exceptions are the global records:
+// the settings read outside their origin region, from that region's mirror
+// (see OpenRecords), and, on a server in a cluster, the records owned per
+// region (owned.go), read from this region's own bucket, then from its
+// aggregate of every region's, and changed in their owner's bucket, where
+// Latest and Modify read them. Peek is the cheaper read that may be a
 // moment old, for lists and cards. Every call rides out a leader election
 // (see retry.go).
 type Records[T any] struct {
@@ -36,6 +40,10 @@ type Records[T any] struct {
 	// local: Get reads this region's mirror of the bucket (Modify still
 	// reads the origin, whose revision its compare-and-set needs).
 	local bool
+	// owned, for a global bucket whose records are owned per region (see
+	// owned.go): reads go to this region's owned bucket and aggregate,
+	// changes to the owner's bucket.
+	owned *ownedStore
 }
 
 // OpenRecords binds to an existing bucket (this region's own, for a
@@ -50,6 +58,18 @@ func OpenRecords[T any](ctx context.Context, js jetstream.JetStream, bucket stri
 // agent's home region keeps it.
 func OpenRecordsIn[T any](ctx context.Context, js jetstream.JetStream, bucket, region string) (*Records[T], error) {
 	r := &Records[T]{name: bucket, nc: js.Conn()}
+	if IsOwnedBucket(bucket) && ownedLayout(ctx, js) {
+		err := retry(ctx, "open bucket "+bucket, func(ctx context.Context) error {
+			var err error
+			r.owned, err = openOwned(ctx, js, bucket)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
+		}
+		r.kv = r.owned.aggKV
+		return r, nil
+	}
 	var stream jetstream.Stream
 	err := retry(ctx, "open bucket "+bucket, func(ctx context.Context) error {
 		var err error
@@ -119,7 +139,7 @@ func (r *RegionRecords[T]) In(ctx context.Context, region string) (*Records[T], 
 // RecordsOf reads and writes the bucket of r with records of another type:
 // for a bucket that keeps records of several kinds under different keys.
 func RecordsOf[T, U any](r *Records[U]) *Records[T] {
-	return &Records[T]{kv: r.kv, name: r.name, nc: r.nc, msgGet: r.msgGet, local: r.local}
+	return &Records[T]{kv: r.kv, name: r.name, nc: r.nc, msgGet: r.msgGet, local: r.local, owned: r.owned}
 }
 
 // APIPrefix is the JetStream API prefix js sends its requests to, ending
@@ -135,13 +155,14 @@ func APIPrefix(js jetstream.JetStream) string {
 	return jetstream.DefaultAPIPrefix
 }
 
-// KV returns the underlying bucket.
+// KV returns the underlying bucket (for records owned per region, this
+// region's aggregate of them: for lists and watches).
 func (r *Records[T]) KV() jetstream.KeyValue { return r.kv }
 
 // Get returns the record at its latest revision, or mesh NOT_FOUND; outside
 // a global bucket's origin region, as this region's mirror has it.
 func (r *Records[T]) Get(ctx context.Context, key string) (*T, uint64, error) {
-	if r.local {
+	if r.local || r.owned != nil {
 		return r.Peek(ctx, key)
 	}
 	return r.getLatest(ctx, key)
@@ -157,12 +178,17 @@ func (r *Records[T]) Latest(ctx context.Context, key string) (*T, uint64, error)
 func (r *Records[T]) getLatest(ctx context.Context, key string) (*T, uint64, error) {
 	var data []byte
 	var rev uint64
+	remote := ""
 	err := retry(ctx, "get "+r.name+"/"+key, func(ctx context.Context) error {
 		var err error
+		if r.owned != nil {
+			data, rev, err = r.owned.read(ctx, key, true, &remote)
+			return err
+		}
 		data, rev, err = r.latest(ctx, key)
 		return err
 	})
-	return r.decode(key, data, rev, err)
+	return r.decode(key, data, rev, ownerDown(r.nc, remote, err))
 }
 
 // Peek returns the record as a replica has it, possibly a moment behind the
@@ -196,6 +222,10 @@ func (r *Records[T]) decode(key string, data []byte, rev uint64, err error) (*T,
 // direct reads the key with the bucket's own get (a direct get where the
 // bucket allows them).
 func (r *Records[T]) direct(ctx context.Context, key string) ([]byte, uint64, error) {
+	if r.owned != nil {
+		var remote string
+		return r.owned.read(ctx, key, false, &remote)
+	}
 	e, err := r.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrInvalidKey) {
 		return nil, 0, mesh.ErrNotFound
@@ -219,6 +249,10 @@ type msgGetResponse struct {
 // latest reads the key from the stream leader, which answers only with
 // what it has applied, and applies every write before acknowledging it.
 func (r *Records[T]) latest(ctx context.Context, key string) ([]byte, uint64, error) {
+	if r.owned != nil {
+		var remote string
+		return r.owned.read(ctx, key, true, &remote)
+	}
 	if r.msgGet == "" {
 		return r.direct(ctx, key)
 	}
@@ -272,12 +306,16 @@ func validKey(key string) bool {
 // try timed out (it may have been stored) and a later one is refused as a
 // conflict, the record is read back: if it holds exactly data, the earlier
 // try did the write and its revision is returned.
-func (r *Records[T]) write(ctx context.Context, what, key string, data []byte, put func(ctx context.Context) (uint64, error)) (uint64, error) {
+func (r *Records[T]) write(ctx context.Context, what, key string, data []byte, kind writeKind, in string, put func(ctx context.Context, kv jetstream.KeyValue) (uint64, error)) (uint64, error) {
 	var rev uint64
 	maybeDone := false
+	remote := ""
 	err := retry(ctx, what, func(ctx context.Context) error {
-		var err error
-		rev, err = put(ctx)
+		kv, err := r.writer(ctx, key, kind, in, &remote)
+		if err != nil {
+			return err
+		}
+		rev, err = put(ctx, kv)
 		if err != nil && maybeDone && conflictErr(err) {
 			if cur, curRev, gerr := r.latest(ctx, key); gerr == nil && bytes.Equal(cur, data) {
 				rev = curRev
@@ -289,23 +327,47 @@ func (r *Records[T]) write(ctx context.Context, what, key string, data []byte, p
 		}
 		return err
 	})
-	return rev, err
+	return rev, ownerDown(r.nc, remote, err)
+}
+
+// writer is the bucket a change of key goes to: the bucket itself, or,
+// for records owned per region, the owner's (its region in remote when it
+// is another region's).
+func (r *Records[T]) writer(ctx context.Context, key string, kind writeKind, in string, remote *string) (jetstream.KeyValue, error) {
+	if r.owned == nil {
+		return r.kv, nil
+	}
+	kv, region, err := r.owned.writer(ctx, key, kind, in)
+	*remote = region
+	return kv, err
 }
 
 func conflictErr(err error) bool {
 	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isWrongLastSeq(err)
 }
 
-// Create stores a new record; an existing key is mesh CONFLICT.
+// Create stores a new record; an existing key is mesh CONFLICT. A record
+// of a global bucket is owned by this region.
 func (r *Records[T]) Create(ctx context.Context, key string, v *T) (uint64, error) {
+	return r.CreateIn(ctx, "", key, v)
+}
+
+// CreateIn stores a new record owned by region ("": this one), for a
+// record that belongs to a region (an agent, to its home): it is then
+// changed there, while any other region is down. A region that keeps no
+// records of its own (no services run there) leaves it to this one; a
+// region that cannot be reached refuses it (mesh UNAVAILABLE naming it).
+// Outside a global bucket, or on a server in no cluster, region is
+// ignored.
+func (r *Records[T]) CreateIn(ctx context.Context, region, key string, v *T) (uint64, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return 0, fmt.Errorf("encode %s/%s: %w", r.name, key, err)
 	}
-	rev, err := r.write(ctx, "create "+r.name+"/"+key, key, data, func(ctx context.Context) (uint64, error) {
-		return r.kv.Create(ctx, key, data)
+	rev, err := r.write(ctx, "create "+r.name+"/"+key, key, data, createRecord, region, func(ctx context.Context, kv jetstream.KeyValue) (uint64, error) {
+		return kv.Create(ctx, key, data)
 	})
-	if conflictErr(err) {
+	if conflictErr(err) || errors.Is(err, mesh.ErrConflict) {
 		return 0, mesh.ErrConflict
 	}
 	if err != nil {
@@ -320,8 +382,8 @@ func (r *Records[T]) Update(ctx context.Context, key string, v *T, rev uint64) (
 	if err != nil {
 		return 0, fmt.Errorf("encode %s/%s: %w", r.name, key, err)
 	}
-	next, err := r.write(ctx, "update "+r.name+"/"+key, key, data, func(ctx context.Context) (uint64, error) {
-		return r.kv.Update(ctx, key, data, rev)
+	next, err := r.write(ctx, "update "+r.name+"/"+key, key, data, changeRecord, "", func(ctx context.Context, kv jetstream.KeyValue) (uint64, error) {
+		return kv.Update(ctx, key, data, rev)
 	})
 	if conflictErr(err) {
 		return 0, mesh.ErrConflict
@@ -338,8 +400,8 @@ func (r *Records[T]) Put(ctx context.Context, key string, v *T) (uint64, error) 
 	if err != nil {
 		return 0, fmt.Errorf("encode %s/%s: %w", r.name, key, err)
 	}
-	rev, err := r.write(ctx, "put "+r.name+"/"+key, key, data, func(ctx context.Context) (uint64, error) {
-		return r.kv.Put(ctx, key, data)
+	rev, err := r.write(ctx, "put "+r.name+"/"+key, key, data, putRecord, "", func(ctx context.Context, kv jetstream.KeyValue) (uint64, error) {
+		return kv.Put(ctx, key, data)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("put %s/%s: %w", r.name, key, err)
@@ -354,8 +416,13 @@ func (r *Records[T]) Delete(ctx context.Context, key string, rev uint64) error {
 		opts = append(opts, jetstream.LastRevision(rev))
 	}
 	maybeDone := false
+	remote := ""
 	err := retry(ctx, "delete "+r.name+"/"+key, func(ctx context.Context) error {
-		err := r.kv.Delete(ctx, key, opts...)
+		kv, err := r.writer(ctx, key, changeRecord, "", &remote)
+		if err != nil {
+			return err
+		}
+		err = kv.Delete(ctx, key, opts...)
 		if err != nil && maybeDone && conflictErr(err) {
 			// An earlier try that timed out may have deleted it.
 			if _, _, gerr := r.latest(ctx, key); errors.Is(gerr, mesh.ErrNotFound) {
@@ -367,6 +434,7 @@ func (r *Records[T]) Delete(ctx context.Context, key string, rev uint64) error {
 		}
 		return err
 	})
+	err = ownerDown(r.nc, remote, err)
 	if conflictErr(err) {
 		return mesh.ErrConflict
 	}

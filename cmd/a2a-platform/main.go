@@ -77,7 +77,7 @@ func newRoot() *cobra.Command {
 	cliusage.FieldsFlag(f, &g.fields)
 	cliusage.CompleteValues(root, "log-level", logLevels...)
 	root.AddCommand(newUp(g), newServe(g), newAgents(g), newPairingCode(g), newTasks(g), newUsage(g), newEvents(g), newConsumers(g), newWebhooks(g),
-		newLogin(g), newBench(g), newContext(g), newHealthcheck())
+		newLogin(g), newBench(g), newContext(g), newHealthcheck(), newUpgrade(g))
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { g.cmd, g.out = cmd, cmd.OutOrStdout() }
 	_ = root.RegisterFlagCompletionFunc("context", g.completeContexts)
 	cliusage.BindEnv(root,

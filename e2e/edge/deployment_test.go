@@ -69,11 +69,24 @@ type deployment struct {
 // until every gateway answers /readyz and every program says it is ready.
 func startRegions(t *testing.T, names ...string) *deployment {
 	t.Helper()
+	return startServicesOn(t, superclusterOf(t, names...), names...)
+}
+
+// superclusterOf starts a supercluster of one-server regions.
+func superclusterOf(t *testing.T, names ...string) *clustertest.Supercluster {
+	t.Helper()
 	var rs []clustertest.Region
 	for _, n := range names {
 		rs = append(rs, clustertest.Region{Name: n})
 	}
-	d := &deployment{t: t, sc: clustertest.StartSupercluster(t, clustertest.SuperclusterOptions{Regions: rs}),
+	return clustertest.StartSupercluster(t, clustertest.SuperclusterOptions{Regions: rs})
+}
+
+// startServicesOn starts every service of each region on sc as
+// startRegions does.
+func startServicesOn(t *testing.T, sc *clustertest.Supercluster, names ...string) *deployment {
+	t.Helper()
+	d := &deployment{t: t, sc: sc,
 		dir: t.TempDir(), owner: secret.NewToken(secret.PrefixOwner), regions: map[string]*region{}, procs: meshtest.NewProcs(t), origin: names[0]}
 	d.procs.Secret(d.owner, d.sc.Password(), d.sc.IssuerSeed())
 	d.dumpOnFailure()

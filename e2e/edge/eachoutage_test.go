@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -38,6 +40,21 @@ func outageOf(t *testing.T, d *deployment, endpoint, down, up string) {
 	p := d.regions[up].p
 	agent := d.createAgent(up, "works in "+up, up)
 	absent := d.createAgent(up, "works in "+down, down)
+	// The agent's record is owned by its home region: the region up reads
+	// it from its copy once copied, which a region back from the previous
+	// case's outage may take a while to do (the servers retry a source with
+	// a growing backoff).
+	_, js := d.sc.Connect(up, 0)
+	meshtest.Eventually(t, 90*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		copied, err := js.KeyValue(ctx, bus.RegionBucket(bus.BucketAgents, up))
+		if err != nil {
+			return false
+		}
+		_, err = copied.Get(ctx, absent.ID)
+		return err == nil
+	}, func() string { return up + "'s copy of the agents never held the agent homed in " + down })
 	m := d.pair(agent, up, endpoint)
 	rt := m.start("--transport", "nats")
 	m.waitConnected(rt, "nats", up)

@@ -124,7 +124,9 @@ func (s *Service) create(ctx context.Context, in *meshapi.CreateAgentRequest) (*
 	if err := validate(a); err != nil {
 		return nil, err
 	}
-	rev, err := s.agents.Create(ctx, a.ID, a)
+	// Owned by its home region, where it is changed while any other
+	// region, the origin included, is down.
+	rev, err := s.agents.CreateIn(ctx, home, a.ID, a)
 	if err != nil {
 		return nil, fmt.Errorf("create agent: %w", err)
 	}

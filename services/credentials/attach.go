@@ -131,13 +131,25 @@ func (s *Service) reusable(ctx context.Context, agentID, runtimeID string) *runt
 	return rec
 }
 
+// homeOf is the home region of an agent ("" when it cannot be read: this
+// region).
+func (s *Service) homeOf(ctx context.Context, agentID string) string {
+	a, _, err := s.agents.Get(ctx, agentID)
+	if err != nil {
+		return ""
+	}
+	return a.HomeRegion
+}
+
 // setActive points the agent at runtimeID and returns the runtime it replaced.
 func (s *Service) setActive(ctx context.Context, agentID, runtimeID string) (string, error) {
 	key := bus.ActiveRuntimeKey(agentID)
 	for {
 		cur, rev, err := s.active.Latest(ctx, key)
 		if errors.Is(err, mesh.ErrNotFound) {
-			if _, err := s.active.Create(ctx, key, &activeRecord{RuntimeID: runtimeID}); errors.Is(err, mesh.ErrConflict) {
+			// Kept by the agent's home region, so that two regions
+			// attaching its first runtime at once meet in one bucket.
+			if _, err := s.active.CreateIn(ctx, s.homeOf(ctx, agentID), key, &activeRecord{RuntimeID: runtimeID}); errors.Is(err, mesh.ErrConflict) {
 				continue
 			} else if err != nil {
 				return "", err

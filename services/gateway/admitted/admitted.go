@@ -105,7 +105,7 @@ func (m *Memory[S, V]) Put(ctx context.Context, hash, key string, rev uint64, v 
 	cur, ok := m.view.Get(key)
 	if !ok || cur.Rev < rev {
 		wait, cancel := context.WithTimeout(ctx, viewWait)
-		err := m.view.WaitRevision(wait, rev)
+		err := m.view.WaitRevision(wait, key, rev)
 		cancel()
 		if err != nil {
 			return

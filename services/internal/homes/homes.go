@@ -125,8 +125,8 @@ func (d *Directory) Cached(agentID string) (string, bool) {
 
 // Of returns an agent's home region. An agent the view has not seen yet
 // (created a moment ago, in another region) is read from this region's copy
-// of the agents bucket, then from the origin; mesh NOT_FOUND when it is in
-// neither.
+// of the agents bucket, then from the region that owns it; mesh NOT_FOUND
+// when it is in neither.
 func (d *Directory) Of(ctx context.Context, agentID string) (string, error) {
 	if home, ok := d.Cached(agentID); ok {
 		return home, nil

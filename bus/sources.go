@@ -1,0 +1,241 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// Streams that copy other streams (sources): the origin's event log
+// gathers every region's events, and each region's aggregate of an owned
+// bucket gathers every region's records (owned.go). The server copies
+// them; two things it does not do are done here.
+
+// sourceSettle is how long addStreamSource waits before it checks that its
+// change of a stream's sources was not overwritten by another process's.
+const sourceSettle = 200 * time.Millisecond
+
+// addStreamSource makes stream source src (by its name), unless it does.
+// A stream's sources are changed by replacing its configuration, so two
+// processes changing them at once may lose one's change: it is checked
+// once settled, and made again if lost. Each call to the server is bounded
+// by try.
+func addStreamSource(ctx context.Context, js jetstream.JetStream, stream string, src *jetstream.StreamSource) error {
+	for attempt := 0; ; attempt++ {
+		tctx, cancel := context.WithTimeout(ctx, provisionTry)
+		s, err := js.Stream(tctx, stream)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("provision stream %s: %w", stream, err)
+		}
+		cfg := s.CachedInfo().Config
+		if slices.ContainsFunc(cfg.Sources, func(have *jetstream.StreamSource) bool { return have.Name == src.Name }) {
+			cancel()
+			return nil
+		}
+		if attempt == 5 {
+			cancel()
+			return fmt.Errorf("provision stream %s: source %s: changed by others meanwhile, five times", stream, src.Name)
+		}
+		cfg.Sources = append(cfg.Sources, src)
+		_, err = js.UpdateStream(tctx, cfg)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("provision stream %s: source %s: %w", stream, src.Name, err)
+		}
+		select {
+		case <-time.After(sourceSettle):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// How sources are tended (TendSources).
+const (
+	// SourceCheckInterval is how often a process looks at its region's
+	// sourcing streams.
+	SourceCheckInterval = 4 * time.Second
+	// SourceStallAfter is how long a source may go unheard (a healthy one
+	// hears its origin's heartbeat every second) before it is restarted,
+	// once its origin answers. The server retries a source whose origin
+	// failed it with a wait that grows by 10 s a failure up to two
+	// minutes, and nothing shortens that wait when the origin returns
+	// across a gateway: a region's copy of what another region wrote would
+	// lag by that much after every outage or slow start.
+	SourceStallAfter = 8 * time.Second
+	// sourceAnswerWait bounds the question whether a source's stream
+	// answers: a round trip to the farthest region.
+	sourceAnswerWait = time.Second
+)
+
+// TendSources keeps the streams of this process's region that copy other
+// streams copying, until ctx ends: every SourceCheckInterval it adds the
+// sources a region's provisioning could not add while a region was down
+// (every owner region's records to this region's aggregates), and
+// restarts a source unheard for SourceStallAfter whose origin answers,
+// which ends the server's backoff. A restarted source goes on from the
+// last message the stream copied from it (the server finds it in the
+// stream), so nothing is copied twice or skipped. It does nothing on a
+// server in no cluster. Any number of processes may tend one region at
+// once: each change is checked as addStreamSource does.
+func TendSources(ctx context.Context, js jetstream.JetStream, log zerolog.Logger) {
+	region := connRegion(js)
+	if region == "" {
+		return
+	}
+	t := &tender{js: js, log: log, region: region, unheard: map[string]time.Time{}}
+	tick := time.NewTicker(SourceCheckInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			t.pass(ctx)
+		}
+	}
+}
+
+// tender is one process's tending of its region's sources.
+type tender struct {
+	js     jetstream.JetStream
+	log    zerolog.Logger
+	region string
+	// unheard is when each source (stream/source) was first seen never
+	// heard from (the server reports Active -1 until a source connects).
+	unheard map[string]time.Time
+	// silent are the regions whose streams did not answer in this pass:
+	// their other sources are not asked again until the next.
+	silent map[string]bool
+}
+
+// pass looks at each sourcing stream of the region once.
+func (t *tender) pass(ctx context.Context) {
+	origin, err := originRegion(ctx, t.js)
+	if err != nil {
+		return
+	}
+	t.silent = map[string]bool{}
+	if origin == t.region {
+		t.tend(ctx, EventStream, func(name string) string { r, _ := strings.CutPrefix(name, EventStream+"_"); return r }, nil)
+	}
+	if !ownedLayout(ctx, t.js) {
+		return
+	}
+	for bucket := range ownedBuckets {
+		agg := aggregateIn(bucket, t.region, origin)
+		t.tend(ctx, "KV_"+agg, func(name string) string { return ownerRegion(bucket, name) },
+			func(ctx context.Context) []*jetstream.StreamSource { return t.ownerSources(ctx, bucket, agg, origin) })
+	}
+}
+
+// ownerSources are the sources an aggregate should have: every region's
+// owned bucket that the origin's aggregate sources (none while the origin
+// does not answer).
+func (t *tender) ownerSources(ctx context.Context, bucket, agg, origin string) []*jetstream.StreamSource {
+	if t.silent[origin] || refusal(t.js.Conn(), origin) != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, sourceAnswerWait)
+	defer cancel()
+	s, err := t.js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		t.silent[origin] = true
+		return nil
+	}
+	var want []*jetstream.StreamSource
+	for _, src := range s.CachedInfo().Config.Sources {
+		if r := ownerRegion(bucket, src.Name); r != "" {
+			want = append(want, ownedSource(OwnerBucket(bucket, r), agg))
+		}
+	}
+	return want
+}
+
+// tend adds the sources stream lacks of those want lists, and restarts its
+// stalled ones; regionOf names the region of a source's stream.
+func (t *tender) tend(ctx context.Context, stream string, regionOf func(string) string, want func(context.Context) []*jetstream.StreamSource) {
+	tctx, cancel := context.WithTimeout(ctx, provisionTry)
+	defer cancel()
+	s, err := t.js.Stream(tctx, stream)
+	if err != nil {
+		return
+	}
+	info := s.CachedInfo()
+	if want != nil {
+		for _, src := range want(tctx) {
+			if !slices.ContainsFunc(info.Config.Sources, func(have *jetstream.StreamSource) bool { return have.Name == src.Name }) && t.answers(ctx, regionOf(src.Name), src.Name) {
+				if err := addStreamSource(ctx, t.js, stream, src); err != nil {
+					t.log.Warn().Err(err).Str("stream", stream).Str("source", src.Name).Msg("could not add a region's source")
+				}
+			}
+		}
+	}
+	for _, si := range info.Sources {
+		key := stream + "/" + si.Name
+		stalled := si.Active > SourceStallAfter
+		if si.Active < 0 {
+			first, seen := t.unheard[key]
+			if !seen {
+				t.unheard[key] = time.Now()
+			}
+			stalled = seen && time.Since(first) > SourceStallAfter
+		} else {
+			delete(t.unheard, key)
+		}
+		if !stalled || !t.answers(ctx, regionOf(si.Name), si.Name) {
+			continue
+		}
+		delete(t.unheard, key)
+		if err := t.restart(ctx, stream, si.Name); err != nil {
+			t.log.Warn().Err(err).Str("stream", stream).Str("source", si.Name).Msg("could not restart a stalled source")
+			continue
+		}
+		t.log.Info().Str("stream", stream).Str("source", si.Name).Dur("unheard", si.Active).Msg("restarted a stalled source")
+	}
+}
+
+// answers reports whether a source's stream, of region, answers now (its
+// leader is reachable): a region that did not answer in this pass, or
+// that the connection remembers as unreachable, is not asked.
+func (t *tender) answers(ctx context.Context, region, name string) bool {
+	if t.silent[region] || region != "" && refusal(t.js.Conn(), region) != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, sourceAnswerWait)
+	defer cancel()
+	if _, err := t.js.Stream(ctx, name); err != nil {
+		t.silent[region] = true
+		return false
+	}
+	return true
+}
+
+// restart takes source name out of stream's configuration and puts the
+// same source back: the server then connects it at once, from the last
+// message the stream holds of it.
+func (t *tender) restart(ctx context.Context, stream, name string) error {
+	tctx, cancel := context.WithTimeout(ctx, provisionTry)
+	defer cancel()
+	s, err := t.js.Stream(tctx, stream)
+	if err != nil {
+		return err
+	}
+	cfg := s.CachedInfo().Config
+	i := slices.IndexFunc(cfg.Sources, func(src *jetstream.StreamSource) bool { return src.Name == name })
+	if i < 0 {
+		return nil
+	}
+	src := cfg.Sources[i]
+	cfg.Sources = slices.Delete(slices.Clone(cfg.Sources), i, i+1)
+	if _, err := t.js.UpdateStream(tctx, cfg); err != nil {
+		return fmt.Errorf("take source %s out of %s: %w", name, stream, err)
+	}
+	return addStreamSource(ctx, t.js, stream, src)
+}
