@@ -37,8 +37,8 @@ func TestCallRegion_ARegionThatStopsAnsweringIsRefusedAtOnceUntilItAnswers(t *te
 	}
 	east, west := connect("east"), connect("west")
 	svc, err := bus.Serve(east.NC, bus.ServiceSpec{Name: "reachtest", Region: "east",
-		Route: func(context.Context, string, *bus.Request) (bus.Route, error) { return bus.Here, nil },
-		Ops:   map[string]bus.HandlerFunc{"where": func(context.Context, *bus.Request) (any, error) { return "east", nil }}})
+		Route:     func(context.Context, string, *bus.Request) (bus.Route, error) { return bus.Here, nil },
+		Endpoints: []bus.Endpoint{{Name: "where", Handler: func(context.Context, *bus.Request) (any, error) { return "east", nil }}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,24 +23,11 @@ type ServiceSpec struct {
 	// operations are on ServiceSubject(Name, op).
 	Name        string
 	Description string
-	// Ops answers the service's operations, by operation name (meshapi's
-	// Op constants).
-	Ops map[string]HandlerFunc
-	// RuntimeOps answers the operations runtimes send on their own subjects
-	// (RuntimeSubjectPattern(op)), by operation name (the RuntimeOp
-	// constants).
-	RuntimeOps map[string]HandlerFunc
-	// Endpoints answers the operations of the table of operations
-	// (meshapi's Op.Handle), each on its subject: a runtime operation's
+	// Endpoints answers the service's operations (meshapi's table of
+	// operations, Op.Handle), each on its subject: a runtime operation's
 	// handler runs only for requests on a runtime subject, and learns its
 	// sender with RuntimeOf.
 	Endpoints []Endpoint
-	// Waits names the operations (of Ops or RuntimeOps) that may wait long
-	// for something to happen: long polls. They are not counted against
-	// Concurrency, which bounds the work in flight, so thousands of idle
-	// runtimes waiting for work never hold up the other requests; their
-	// handlers bound how many may wait.
-	Waits map[string]bool
 	// Region is the region this copy of the service serves. With Route,
 	// a request that belongs to another region is handed to that region's
 	// copies (see Route), and this copy also answers what other regions
@@ -67,8 +54,7 @@ func Serve(nc *nats.Conn, spec ServiceSpec) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	add := func(op, endpoint, subject string, h HandlerFunc) error {
-		bounded := !spec.Waits[op]
+	add := func(op, endpoint, subject string, h HandlerFunc, bounded bool) error {
 		if spec.Route == nil || spec.Region == "" {
 			return svc.handle(endpoint, subject, h, bounded)
 		}
@@ -77,30 +63,16 @@ func Serve(nc *nats.Conn, spec ServiceSpec) (*Service, error) {
 		}
 		return svc.handleFrom("region_"+endpoint, RegionSubject(spec.Region, spec.Name, endpoint), h, bounded, true)
 	}
-	for op, h := range spec.Ops {
-		if err := add(op, op, ServiceSubject(spec.Name, op), h); err != nil {
-			_ = svc.Stop(0)
-			return nil, err
-		}
-	}
 	for _, ep := range spec.Endpoints {
 		endpoint, subject, h := ep.Name, ServiceSubject(spec.Name, ep.Name), ep.Handler
 		if ep.Runtime {
 			endpoint, subject, h = "runtime_"+ep.Name, RuntimeSubjectPattern(ep.Name), runtimeOnly(h)
 		}
-		if ep.Waits {
-			if spec.Waits == nil {
-				spec.Waits = map[string]bool{}
-			}
-			spec.Waits[ep.Name] = true
-		}
-		if err := add(ep.Name, endpoint, subject, h); err != nil {
-			_ = svc.Stop(0)
-			return nil, err
-		}
-	}
-	for op, h := range spec.RuntimeOps {
-		if err := add(op, "runtime_"+op, RuntimeSubjectPattern(op), h); err != nil {
+		// An operation that may wait long is not counted against
+		// Concurrency, which bounds the work in flight, so thousands of
+		// idle runtimes waiting for work never hold up the other requests;
+		// its handler bounds how many may wait.
+		if err := add(ep.Name, endpoint, subject, h, !ep.Waits); err != nil {
 			_ = svc.Stop(0)
 			return nil, err
 		}

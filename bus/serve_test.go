@@ -21,15 +21,13 @@ func TestServe_AnswersOpsOnServiceSubjectsAndRuntimeOpsOnRuntimeSubjects(t *test
 	conn := embeddedConn(t)
 	svc, err := Serve(conn.NC, ServiceSpec{
 		Name: "demo", Description: "a demonstration",
-		Ops: map[string]HandlerFunc{
-			"hello": func(context.Context, *Request) (any, error) { return map[string]string{"said": "hello"}, nil },
-			"fail":  func(context.Context, *Request) (any, error) { return nil, mesh.Errorf(mesh.CodeConflict, "no") },
-		},
-		RuntimeOps: map[string]HandlerFunc{
-			"ping": func(_ context.Context, req *Request) (any, error) {
+		Endpoints: []Endpoint{
+			{Name: "hello", Handler: func(context.Context, *Request) (any, error) { return map[string]string{"said": "hello"}, nil }},
+			{Name: "fail", Handler: func(context.Context, *Request) (any, error) { return nil, mesh.Errorf(mesh.CodeConflict, "no") }},
+			{Name: "ping", Runtime: true, Handler: func(_ context.Context, req *Request) (any, error) {
 				agent, runtime, op, _ := ParseRuntimeSubject(req.Subject)
 				return []string{agent, runtime, op}, nil
-			},
+			}},
 		},
 	})
 	if err != nil {
@@ -46,7 +44,8 @@ func TestServe_AnswersOpsOnServiceSubjectsAndRuntimeOpsOnRuntimeSubjects(t *test
 		t.Fatalf("fail answered %v, want CONFLICT", err)
 	}
 	var ping []string
-	if err := Call(ctx, conn.NC, RuntimeSubject("a1", "r1", "ping"), nil, &ping); err != nil || len(ping) != 3 || ping[0] != "a1" || ping[1] != "r1" || ping[2] != "ping" {
+	agentID, runtimeID := mesh.NewID(), mesh.NewID()
+	if err := Call(ctx, conn.NC, RuntimeSubject(agentID, runtimeID, "ping"), nil, &ping); err != nil || len(ping) != 3 || ping[0] != agentID || ping[1] != runtimeID || ping[2] != "ping" {
 		t.Fatalf("runtime ping: %v %v", ping, err)
 	}
 
@@ -144,18 +143,17 @@ func TestServe_WaitingOpsDoNotHoldUpTheOthers(t *testing.T) {
 	var waiting atomic.Int32
 	svc, err := Serve(conn.NC, ServiceSpec{
 		Name: "waits", Concurrency: 2,
-		Ops: map[string]HandlerFunc{
-			"wait": func(ctx context.Context, _ *Request) (any, error) {
+		Endpoints: []Endpoint{
+			{Name: "wait", Waits: true, Handler: func(ctx context.Context, _ *Request) (any, error) {
 				waiting.Add(1)
 				select {
 				case <-release:
 				case <-ctx.Done():
 				}
 				return "done", nil
-			},
-			"now": func(context.Context, *Request) (any, error) { return "now", nil },
+			}},
+			{Name: "now", Handler: func(context.Context, *Request) (any, error) { return "now", nil }},
 		},
-		Waits: map[string]bool{"wait": true},
 	})
 	if err != nil {
 		t.Fatal(err)

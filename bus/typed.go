@@ -15,7 +15,8 @@ type Endpoint struct {
 	// (RuntimeSubjectPattern(Name)); otherwise it is on
 	// ServiceSubject(service, Name).
 	Runtime bool
-	// Waits: it may wait long (see ServiceSpec.Waits).
+	// Waits: it may wait long for something to happen (a long poll): it
+	// is not counted against ServiceSpec.Concurrency.
 	Waits   bool
 	Handler HandlerFunc
 }

@@ -275,7 +275,7 @@ func (s *Service) repairCreated(ctx context.Context, runID string) {
 
 // maxWaiting bounds the requests for work one runtime may have waiting in
 // one copy: a runtime sends one per free slot, and requests that wait are
-// not bounded by the service's concurrency (bus.ServiceSpec.Waits).
+// not bounded by the service's concurrency (bus.Endpoint.Waits).
 const maxWaiting = 256
 
 // waiters counts requests that wait (for work, or for cancels), per
