@@ -79,24 +79,63 @@ func (s *Service) stopWorker(id string) {
 }
 
 // run feeds one subscription's endpoint until ctx ends, reconnecting to its
-// consumer when the bus comes and goes.
+// consumer when the bus comes and goes, and making it again when it was
+// lost while the subscription stands.
 func (s *Service) run(ctx context.Context, sub *subscription) {
 	pause := bus.Backoff{Initial: time.Second, Max: time.Second, Jitter: 0.5}
+	// from is where a lost consumer is made again: after the last event
+	// this worker settled, or, before it settled one, when it started
+	// (what came before was the consumer's to track).
+	from := time.Now()
 	for ctx.Err() == nil {
-		err := s.consume(ctx, sub)
-		if ctx.Err() != nil || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, errMoved) {
+		err := s.consume(ctx, sub, &from)
+		switch {
+		case ctx.Err() != nil || errors.Is(err, errMoved):
 			return
+		case errors.Is(err, jetstream.ErrConsumerNotFound):
+			stands, rerr := s.remake(ctx, sub, from)
+			if rerr == nil && !stands {
+				return
+			}
+			if rerr == nil {
+				continue
+			}
+			err = rerr
 		}
 		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook consumer interrupted; resuming")
 		_ = pause.Sleep(ctx) // the loop ends when ctx does
 	}
 }
 
+// remake makes the consumer of a subscription again, from the events
+// stored at or after from, when the subscription still stands on the
+// same stream; deleted, or moved to another stream (whose worker reads
+// it), it says the worker is done. A consumer deleted with its
+// subscription goes after the subscription's record, so a worker never
+// makes again the consumer of a subscription being deleted.
+func (s *Service) remake(ctx context.Context, sub *subscription, from time.Time) (stands bool, err error) {
+	cur, _, err := s.subs.Latest(ctx, sub.ID)
+	switch {
+	case errors.Is(err, mesh.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	case cur.stream() != sub.stream():
+		return false, nil
+	}
+	s.cfg.Logger.Warn().Str("webhook_id", sub.ID).Str("stream", sub.stream()).Time("from", from).
+		Msg("webhook consumer was lost while its subscription stands; made again from the last event delivered")
+	return true, s.createConsumer(ctx, cur, jetstream.DeliverByStartTimePolicy, &from)
+}
+
 // consume pulls the subscription's events one at a time: each pull is made
 // once the previous event is settled, so with one delivery outstanding at
 // most (MaxAckPending 1) no pull waits on the server behind an
 // unacknowledged event.
-func (s *Service) consume(ctx context.Context, sub *subscription) error {
+//
+// from is moved past each event settled (acked or terminated), or onto
+// one offered again.
+func (s *Service) consume(ctx context.Context, sub *subscription, from *time.Time) error {
 	cons, err := s.js.Consumer(ctx, sub.stream(), bus.WebhookConsumer(sub.ID))
 	if err != nil {
 		return err
@@ -129,7 +168,13 @@ func (s *Service) consume(ctx context.Context, sub *subscription) error {
 		case err != nil:
 			return err
 		}
-		s.handle(ctx, sub, msg)
+		settled := s.handle(ctx, sub, msg)
+		if meta, err := msg.Metadata(); err == nil {
+			*from = meta.Timestamp
+			if settled {
+				*from = from.Add(time.Nanosecond)
+			}
+		}
 	}
 }
 
@@ -243,29 +288,30 @@ func inProgress(msg jetstream.Msg) (stop func()) {
 
 // handle delivers one event and settles its message: acked when delivered
 // (or not for this subscription), offered again after a backoff when the
-// attempt failed, terminated once it is dead-lettered.
-func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.Msg) {
+// attempt failed, terminated once it is dead-lettered. settled: acked or
+// terminated, so the stream's next event is the next to deliver.
+func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.Msg) (settled bool) {
 	meta, err := msg.Metadata()
 	if err != nil {
 		_ = msg.Term()
-		return
+		return true
 	}
 	if src, _, _ := strings.Cut(msg.Headers().Get(bus.SourcedHeader), " "); sub.MovedFrom != "" && src == sub.MovedFrom {
 		// The gathered log's copy of an event of the stream it read
 		// before its agent moved (see subscription.MovedFrom).
 		_ = msg.Ack()
-		return
+		return true
 	}
 	e, err := bus.DecodeEvent(ctx, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()})
 	if err != nil || !matches(sub, e.Type(), e.Data()) {
 		_ = msg.Ack()
-		return
+		return true
 	}
 	d, err := s.payload(sub, e)
 	if err != nil {
 		s.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("webhook_id", sub.ID).Str("event_id", e.ID()).Msg("event cannot be delivered in the webhook's format")
 		_ = msg.Term()
-		return
+		return true
 	}
 	seq := meta.Sequence.Stream
 	stop := inProgress(msg)
@@ -275,7 +321,7 @@ func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.M
 		// Stopping: the attempt was cut short by us, not by the endpoint.
 		// The event is offered again once a worker runs.
 		_ = msg.Nak()
-		return
+		return false
 	}
 	if attempt.Error == "" {
 		s.metrics.delivered.Inc()
@@ -294,7 +340,7 @@ func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.M
 				s.retire(sub)
 			}()
 		}
-		return
+		return true
 	}
 	s.metrics.failed.Inc()
 	rec := s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), attempt, meshapi.DeliveryRetrying, nil)
@@ -308,11 +354,12 @@ func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.M
 		dead := s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), nil, meshapi.DeliveryDead, nil)
 		s.announceDead(ctx, sub, seq, e, attempt, dead)
 		_ = msg.Term()
-		return
+		return true
 	}
 	next := time.Now().Add(delay).UTC()
 	s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), nil, meshapi.DeliveryRetrying, &next)
 	_ = msg.NakWithDelay(delay)
+	return false
 }
 
 // matches applies the filters the consumer's subjects cannot express.

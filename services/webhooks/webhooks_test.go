@@ -1,6 +1,7 @@
 package webhooks_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -376,5 +378,36 @@ func TestWebhooks_RestartResumesWhereDeliveryStopped(t *testing.T) {
 	acc := rc.accepted()
 	if !strings.HasPrefix(acc[0], first.ID+".") || !strings.HasPrefix(acc[1], second.ID+".") {
 		t.Fatalf("accepted %v, want the run created before the restart, then the one after", acc)
+	}
+}
+
+// TestWebhooks_ALostConsumerIsMadeAgainAndDeliveryGoesOn: a subscription's
+// consumer deleted under it (by hand, or lost with its stream's store)
+// while the subscription stands is made again, from the last event the
+// worker settled, and says so in the log: the events after it are
+// delivered, where the worker used to end without a word.
+func TestWebhooks_ALostConsumerIsMadeAgainAndDeliveryGoesOn(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, fastRetries)
+	agent := p.CreateAgent("lost")
+	rc := newReceiver(t, "lost-consumer-secret-0123456789", func(int) int { return http.StatusOK })
+	wh := subscribe(t, p, map[string]any{"url": rc.URL, "secret": rc.secret, "agent_id": agent.ID, "types": []string{"task_run.created"}})
+	before := p.CreateTask(agent.ID, "before")
+	meshtest.Eventually(t, 10*time.Second, func() bool { return len(rc.accepted()) == 1 }, func() string { return "first event not delivered" })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Conn().JS.DeleteConsumer(ctx, bus.EventStream, bus.WebhookConsumer(wh.WebhookID)); err != nil {
+		t.Fatal(err)
+	}
+	after := p.CreateTask(agent.ID, "after")
+	meshtest.Eventually(t, 20*time.Second, func() bool { return len(rc.accepted()) >= 2 },
+		func() string { return fmt.Sprintf("after its consumer was lost the receiver accepted %v", rc.accepted()) })
+	acc := rc.accepted()
+	if !strings.HasPrefix(acc[0], before.ID+".") || !strings.HasPrefix(acc[len(acc)-1], after.ID+".") {
+		t.Fatalf("accepted %v, want the run before the loss first and the one after it last", acc)
+	}
+	if !strings.Contains(p.Logs.String(), "webhook consumer was lost") {
+		t.Fatalf("the loss was not logged:\n%s", p.Logs.String())
 	}
 }
