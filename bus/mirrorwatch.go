@@ -2,12 +2,14 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -70,7 +72,7 @@ type mirrorWatcher struct {
 // watchMirror starts watching bucket's records in the mirror stream.
 func watchMirror(ctx context.Context, js jetstream.JetStream, bucket string, mirror jetstream.Stream) (*mirrorWatcher, error) {
 	catchUp(ctx, js, bucket, mirror)
-	return watchStream(ctx, js, bucket, mirror, false)
+	return watchStream(ctx, js, bucket, mirror, ">", false)
 }
 
 // watchAggregate starts watching the records of an aggregate of owned
@@ -78,7 +80,7 @@ func watchMirror(ctx context.Context, js jetstream.JetStream, bucket string, mir
 // bucket, once the aggregate has copied what its sources hold.
 func watchAggregate(ctx context.Context, js jetstream.JetStream, agg string, stream jetstream.Stream) (*mirrorWatcher, error) {
 	catchUpSources(ctx, stream)
-	return watchStream(ctx, js, agg, stream, true)
+	return watchStream(ctx, js, agg, stream, ">", true)
 }
 
 // catchUpSources waits, for at most mirrorCatchUp, until an aggregate has
@@ -100,16 +102,16 @@ func catchUpSources(ctx context.Context, stream jetstream.Stream) {
 }
 
 // watchStream watches the records of bucket (the name its subjects carry)
-// in stream; owned: each entry's revision is the one in the owned bucket
-// it was copied from.
-func watchStream(ctx context.Context, js jetstream.JetStream, bucket string, mirror jetstream.Stream, owned bool) (*mirrorWatcher, error) {
+// in stream whose keys match keys (">" for every key); owned: each entry's
+// revision is the one in the owned bucket it was copied from.
+func watchStream(ctx context.Context, js jetstream.JetStream, bucket string, mirror jetstream.Stream, keys string, owned bool) (*mirrorWatcher, error) {
 	info, err := mirror.Info(ctx)
 	if err != nil {
 		return nil, err
 	}
 	prefix := "$KV." + bucket + "."
 	cons, err := js.OrderedConsumer(ctx, info.Config.Name, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{prefix + ">"},
+		FilterSubjects: []string{prefix + keys},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
 	})
 	if err != nil {
@@ -117,6 +119,11 @@ func watchStream(ctx context.Context, js jetstream.JetStream, bucket string, mir
 	}
 	w := &mirrorWatcher{bucket: bucket, updates: make(chan jetstream.KeyValueEntry, 256), done: make(chan struct{})}
 	initial := info.State.Msgs > 0
+	if initial && keys != ">" {
+		// The stream holds records, but maybe none of these keys.
+		_, err := mirror.GetLastMsgForSubject(ctx, prefix+keys)
+		initial = err == nil
+	}
 	if !initial {
 		w.updates <- nil
 	}
@@ -193,3 +200,54 @@ func (e *kvEntry) Revision() uint64                { return e.rev }
 func (e *kvEntry) Created() time.Time              { return e.created }
 func (e *kvEntry) Delta() uint64                   { return e.delta }
 func (e *kvEntry) Operation() jetstream.KeyValueOp { return e.op }
+
+// The platform's settings (BucketConfig) are kept once, in the origin, and
+// mirrored to every other region: ReadSetting and WatchSetting read this
+// region's mirror where there is one, so a process of a region starts
+// and checks the owner credential while the origin is down. Settings are
+// written in the origin (the first start makes them).
+
+// ReadSetting reads one setting: from this region's mirror of the settings
+// where there is one, else from the settings bucket. mesh.ErrNotFound when
+// it is not set (or not copied here yet).
+func ReadSetting(ctx context.Context, js jetstream.JetStream, key string) ([]byte, error) {
+	if mirror, ok := localMirror(ctx, js, BucketConfig); ok {
+		m, err := mirror.GetLastMsgForSubject(ctx, "$KV."+BucketConfig+"."+key)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			return nil, mesh.ErrNotFound
+		case err != nil:
+			return nil, err
+		}
+		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			return nil, mesh.ErrNotFound
+		}
+		return m.Data, nil
+	}
+	kv, err := js.KeyValue(ctx, BucketConfig)
+	if err != nil {
+		return nil, err
+	}
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, mesh.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return e.Value(), nil
+}
+
+// WatchSetting watches one setting as a key watcher does: its value (if
+// set), then nil, then each change; through this region's mirror of the
+// settings where there is one. The watch outlives ctx; Stop ends it.
+func WatchSetting(ctx context.Context, js jetstream.JetStream, key string) (jetstream.KeyWatcher, error) {
+	if mirror, ok := localMirror(ctx, js, BucketConfig); ok {
+		return watchStream(context.WithoutCancel(ctx), js, BucketConfig, mirror, key, false)
+	}
+	kv, err := js.KeyValue(ctx, BucketConfig)
+	if err != nil {
+		return nil, err
+	}
+	return kv.Watch(context.WithoutCancel(ctx), key)
+}

@@ -124,6 +124,9 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 	// origin before it makes buckets of its own, or a region would keep
 	// its runs where its services do not look.
 	buckets := bucketConfigs(cfg.EventRetention)
+	if origin, ok := p.provisionedBefore(ctx); ok && !p.originAnswers(ctx) {
+		return p.startOnOwn(ctx, origin)
+	}
 	if err := p.awaitOrigin(ctx); err != nil {
 		return err
 	}
@@ -144,6 +147,7 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 	events := eventStreamConfig(cfg, eventRegion(js))
 	if origin != p.region {
 		events.Name = RegionEventStream(p.region)
+		events.Metadata = map[string]string{metaOrigin: origin}
 	}
 	if err := p.ensure(ctx, events); err != nil {
 		return err
@@ -186,6 +190,56 @@ func provisionOnce(ctx context.Context, js jetstream.JetStream, cfg ProvisionCon
 		objects = RegionBucket(objects, p.region)
 	}
 	return p.ensureObjects(ctx, objects)
+}
+
+// metaOrigin, in the metadata of a region's event stream outside the
+// origin, names the origin: a process of the region started while the
+// origin does not answer learns it there.
+const metaOrigin = "a2amesh.origin"
+
+// originAnswerWait bounds the question whether the origin answers, when
+// this region was provisioned before.
+const originAnswerWait = 2 * time.Second
+
+// provisionedBefore reports whether this region, outside the origin, was
+// provisioned before (its event stream names the origin), and the origin.
+func (p *provisioner) provisionedBefore(ctx context.Context) (string, bool) {
+	if p.region == "" {
+		return "", false
+	}
+	tctx, cancel := p.try(ctx)
+	defer cancel()
+	s, err := p.js.Stream(tctx, RegionEventStream(p.region))
+	if err != nil {
+		return "", false
+	}
+	origin := s.CachedInfo().Config.Metadata[metaOrigin]
+	return origin, origin != "" && origin != p.region
+}
+
+// originAnswers reports whether the origin's agents bucket answers.
+func (p *provisioner) originAnswers(ctx context.Context) bool {
+	tctx, cancel := context.WithTimeout(ctx, originAnswerWait)
+	defer cancel()
+	_, err := p.js.Stream(tctx, "KV_"+BucketAgents)
+	return err == nil
+}
+
+// startOnOwn lets a process of a region provisioned before start while the
+// origin does not answer: nothing of what provisioning would check there
+// can be, and nothing the region's own work needs is there. It starts on
+// what its region holds, once every stream of its region answers (as
+// readiness asks them); what the origin's provisioning would add or
+// correct waits for the next start, and the sources its region's copies
+// lack are added by TendSources once the origin answers.
+func (p *provisioner) startOnOwn(ctx context.Context, origin string) error {
+	origins.Store(p.js.Conn(), origin)
+	if r := CheckReady(ctx, p.js); r.Err != nil {
+		forgetOrigin(p.js.Conn())
+		return fmt.Errorf("%w: region %s does not answer, and this region's streams are not all there: %v", errOriginNotYet, origin, r.Err)
+	}
+	p.cfg.Logger.Warn().Str("origin", origin).Msg("the origin region does not answer; starting on what this region was provisioned with")
+	return nil
 }
 
 // provisioner creates what is missing and corrects what drifted, asking
@@ -341,7 +395,8 @@ func drifted(have, want jetstream.StreamConfig) bool {
 		have.Retention != want.Retention || have.MaxAge != want.MaxAge || have.Replicas != want.Replicas ||
 		have.Duplicates != want.Duplicates || have.MaxConsumers != want.MaxConsumers ||
 		have.MaxMsgSize != want.MaxMsgSize || have.MaxMsgsPerSubject != want.MaxMsgsPerSubject ||
-		have.AllowDirect != want.AllowDirect || transformOf(have) != transformOf(want)
+		have.AllowDirect != want.AllowDirect || transformOf(have) != transformOf(want) ||
+		want.Metadata[metaOrigin] != "" && have.Metadata[metaOrigin] != want.Metadata[metaOrigin]
 }
 
 // transformOf is a stream's subject transform, comparable.

@@ -85,6 +85,11 @@ type Signer struct {
 // Load reads the signing key from the config bucket, creating it the first
 // time; concurrent first starts agree on one key.
 func Load(ctx context.Context, js jetstream.JetStream) (*Signer, error) {
+	// This region's copy first: a process starts while the origin region,
+	// which keeps the settings, is down.
+	if stored, err := bus.ReadSetting(ctx, js, bus.ConfigA2AJWTSecret); err == nil {
+		return signerOf(stored)
+	}
 	kv, err := js.KeyValue(ctx, bus.BucketConfig)
 	if err != nil {
 		return nil, fmt.Errorf("a2a signer: config bucket: %w", err)
@@ -92,11 +97,7 @@ func Load(ctx context.Context, js jetstream.JetStream) (*Signer, error) {
 	for {
 		e, err := kv.Get(ctx, bus.ConfigA2AJWTSecret)
 		if err == nil {
-			key, err := base64.RawStdEncoding.DecodeString(string(e.Value()))
-			if err != nil || len(key) < 32 {
-				return nil, fmt.Errorf("a2a signer: the stored key is malformed")
-			}
-			return &Signer{key: key}, nil
+			return signerOf(e.Value())
 		}
 		if !errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil, fmt.Errorf("a2a signer: %w", err)
@@ -109,6 +110,15 @@ func Load(ctx context.Context, js jetstream.JetStream) (*Signer, error) {
 			return nil, fmt.Errorf("a2a signer: store key: %w", err)
 		}
 	}
+}
+
+// signerOf is the signer of a stored key.
+func signerOf(stored []byte) (*Signer, error) {
+	key, err := base64.RawStdEncoding.DecodeString(string(stored))
+	if err != nil || len(key) < 32 {
+		return nil, fmt.Errorf("a2a signer: the stored key is malformed")
+	}
+	return &Signer{key: key}, nil
 }
 
 // Sign issues a token.

@@ -16,7 +16,7 @@ import (
 )
 
 // ownerAuth checks the owner credential against the hash the platform stored
-// in the config bucket, following changes (a rotated credential) by watching it.
+// in the settings, following changes (a rotated credential) by watching it.
 type ownerAuth struct {
 	mu      sync.RWMutex
 	hash    string
@@ -24,11 +24,9 @@ type ownerAuth struct {
 }
 
 func newOwnerAuth(ctx context.Context, js jetstream.JetStream, log zerolog.Logger) (*ownerAuth, error) {
-	kv, err := js.KeyValue(ctx, bus.BucketConfig)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: config bucket: %w", err)
-	}
-	w, err := kv.Watch(context.WithoutCancel(ctx), bus.ConfigOwnerTokenHash)
+	// Through this region's copy of the settings: the gateway starts, and
+	// checks the owner, while the origin region is down.
+	w, err := bus.WatchSetting(ctx, js, bus.ConfigOwnerTokenHash)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: watch owner credential: %w", err)
 	}
