@@ -197,7 +197,7 @@ func (t *tender) tend(ctx context.Context, stream string, regionOf func(string) 
 			t.log.Warn().Err(err).Str("stream", stream).Str("source", si.Name).Msg("could not restart a stalled source")
 			continue
 		}
-		t.log.Info().Str("stream", stream).Str("source", si.Name).Dur("unheard", si.Active).Msg("restarted a stalled source")
+		t.log.Info().Str("stream", stream).Str("source", si.Name).Dur("unheard_ms", si.Active).Msg("restarted a stalled source")
 	}
 }
 
