@@ -402,7 +402,9 @@ func TestWebhooks_ALostConsumerIsMadeAgainAndDeliveryGoesOn(t *testing.T) {
 	}
 	after := p.CreateTask(agent.ID, "after")
 	meshtest.Eventually(t, 20*time.Second, func() bool { return len(rc.accepted()) >= 2 },
-		func() string { return fmt.Sprintf("after its consumer was lost the receiver accepted %v", rc.accepted()) })
+		func() string {
+			return fmt.Sprintf("after its consumer was lost the receiver accepted %v", rc.accepted())
+		})
 	acc := rc.accepted()
 	if !strings.HasPrefix(acc[0], before.ID+".") || !strings.HasPrefix(acc[len(acc)-1], after.ID+".") {
 		t.Fatalf("accepted %v, want the run before the loss first and the one after it last", acc)
