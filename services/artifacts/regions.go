@@ -17,26 +17,23 @@ import (
 
 // routeRequest says which region's artifact service answers a request.
 func (s *Service) routeRequest(ctx context.Context, op string, req *bus.Request) (bus.Route, error) {
-	if agentID, _, err := req.Runtime(); err == nil {
-		return s.homes.Route(ctx, agentID), nil
+	if route, ok := s.homes.RouteRuntime(ctx, req); ok {
+		return route, nil
 	}
 	switch op {
 	case meshapi.OpArtifactOpenInput, meshapi.OpArtifactList:
 		var in struct {
-			Region  string `json:"region"`
-			AgentID string `json:"agent_id"`
+			Region string `json:"region"`
 		}
 		_ = json.Unmarshal(req.Data, &in)
-		switch {
-		case in.Region != "":
+		if in.Region != "" {
 			// Where the run is kept: its agent may have moved since.
 			return bus.Route{Region: in.Region}, nil
-		case in.AgentID == "":
-			// An empty list is an answer, not a miss: without the
-			// agent, only this region's artifacts can be listed.
-			return bus.Here, nil
 		}
-		return s.homes.Route(ctx, in.AgentID), nil
+		// Without the agent, this region answers: an empty list is an
+		// answer, not a miss, and only this region's artifacts can be
+		// listed.
+		return s.homes.RouteAgent(ctx, req.Data), nil
 	case meshapi.OpArtifactGet, meshapi.OpArtifactRead:
 		return s.homes.Ask(), nil
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -14,6 +13,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/internal/listing"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -137,20 +137,12 @@ func kindOf(eventType string) (mesh.EventKind, bool) {
 }
 
 func (s *Service) handleConsumerList(ctx context.Context, in *meshapi.ListConsumersRequest) (*meshapi.ConsumerList, error) {
-	lister, err := s.consumers.KV().ListKeysFiltered(ctx, consumerKey("*"))
+	all, err := listing.All(ctx, s.consumers, consumerKey("*"), (*consumerRecord).view,
+		func(c *meshapi.Consumer) string { return c.ConsumerID })
 	if err != nil {
 		return nil, err
 	}
-	out := meshapi.ConsumerList{Consumers: []meshapi.Consumer{}}
-	for key := range lister.Keys() {
-		rec, _, err := s.consumers.Get(ctx, key)
-		if err != nil {
-			continue
-		}
-		out.Consumers = append(out.Consumers, rec.view())
-	}
-	sort.Slice(out.Consumers, func(i, j int) bool { return out.Consumers[i].ConsumerID < out.Consumers[j].ConsumerID })
-	return &out, nil
+	return &meshapi.ConsumerList{Consumers: all}, nil
 }
 
 func (s *Service) handleConsumerDelete(ctx context.Context, in *meshapi.DeleteConsumerRequest) (*meshapi.Empty, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/a2amesh/a2amesh/services/gateway/endpoint"
 	"github.com/a2amesh/a2amesh/services/gateway/envelope"
 	"github.com/a2amesh/a2amesh/services/gateway/partner"
 )
@@ -31,8 +32,9 @@ type endpoints struct {
 
 // startEndpoints readies the older endpoints over the A2A endpoint's authentication.
 func (g *Gateway) startEndpoints(ctx context.Context) error {
+	wiring := endpoint.Wiring{Client: g.client, JS: g.js, Runs: g.runs, Homes: g.homes, A2A: g.a2a, Admission: g.admission}
 	pc := g.cfg.Endpoints.Partner
-	pc.Client, pc.JS, pc.Runs, pc.Homes, pc.A2A, pc.Admission, pc.PublicURL, pc.Closing = g.client, g.js, g.runs, g.homes, g.a2a, g.admission, g.publicURL, g.closing
+	pc.Wiring, pc.PublicURL, pc.Closing = wiring, g.publicURL, g.closing
 	pc.Logger = g.log.With().Str("endpoint", "partner").Logger()
 	if pc.CardVersion == "" {
 		pc.CardVersion = g.cfg.A2A.Version
@@ -41,7 +43,7 @@ func (g *Gateway) startEndpoints(ctx context.Context) error {
 		pc.BlockingWait = g.cfg.A2A.BlockingWait
 	}
 	ec := g.cfg.Endpoints.Envelope
-	ec.Client, ec.JS, ec.Runs, ec.Homes, ec.A2A, ec.Admission, ec.WriteError = g.client, g.js, g.runs, g.homes, g.a2a, g.admission, g.writeError
+	ec.Wiring, ec.WriteError = wiring, g.writeError
 	ec.Logger = g.log.With().Str("endpoint", "envelope").Logger()
 	if ec.Version == "" {
 		ec.Version = g.cfg.A2A.Version
@@ -62,12 +64,12 @@ func (g *Gateway) startEndpoints(ctx context.Context) error {
 func (g *Gateway) endpointRoutes(mux *http.ServeMux) {
 	for _, rt := range partner.Routes() {
 		g.handle(mux, rt.Pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			g.endpoints.partner.Serve(rt, w, r)
+			rt.Serve(g.endpoints.partner, w, r)
 		}))
 	}
 	for _, rt := range envelope.Routes() {
 		g.handle(mux, rt.Pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			g.endpoints.envelope.Serve(rt, w, r)
+			rt.Serve(g.endpoints.envelope, w, r)
 		}))
 	}
 }

@@ -5,31 +5,21 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/a2amesh/a2amesh/internal/sealed"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// pairingCodeRequest is the optional body of POST .../pairing-codes.
-type pairingCodeRequest struct {
-	// TTLSeconds shortens the code's lifetime below the platform default.
-	TTLSeconds int64 `json:"ttl_seconds,omitempty"`
-}
-
+// issuePairingCode serves POST .../pairing-codes; its optional body's
+// ttl_seconds shortens the code's lifetime below the platform default.
 func (g *Gateway) issuePairingCode(w http.ResponseWriter, r *http.Request) {
-	var in pairingCodeRequest
-	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	if in.TTLSeconds < 0 {
-		g.writeError(w, r, mesh.Errorf(mesh.CodeInvalidRequest, "ttl_seconds must be positive"))
+	ttl, ok := g.decodeTTL(w, r)
+	if !ok {
 		return
 	}
 	code, err := g.client.IssuePairingCode(r.Context(), meshapi.IssuePairingCodeRequest{
-		AgentID: r.PathValue("agentId"), TTL: time.Duration(in.TTLSeconds) * time.Second,
+		AgentID: r.PathValue("agentId"), TTL: ttl,
 	})
 	if err == nil {
 		// The code is a credential until redeemed: never cache it anywhere.

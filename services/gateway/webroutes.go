@@ -45,30 +45,21 @@ func (g *Gateway) webRoutes(mux *http.ServeMux) {
 	g.people(mux, "POST /web/logout", g.signOut)
 }
 
-// loginLinkRequest is the optional body of POST /web/login-links.
-type loginLinkRequest struct {
-	// TTLSeconds shortens the link's lifetime below the default.
-	TTLSeconds int64 `json:"ttl_seconds,omitempty"`
-}
-
 // loginLink is a one-time sign-in link.
 type loginLink struct {
 	URL       string    `json:"url"`
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
+// issueLoginLink serves POST /web/login-links; its optional body's
+// ttl_seconds shortens the link's lifetime below the default.
 func (g *Gateway) issueLoginLink(w http.ResponseWriter, r *http.Request) {
-	var in loginLinkRequest
-	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	if in.TTLSeconds < 0 {
-		g.writeError(w, r, mesh.Errorf(mesh.CodeInvalidRequest, "ttl_seconds must be positive"))
+	d, ok := g.decodeTTL(w, r)
+	if !ok {
 		return
 	}
 	ttl := g.cfg.SignInLinkTTL
-	if d := time.Duration(in.TTLSeconds) * time.Second; d > 0 && d < ttl {
+	if d > 0 && d < ttl {
 		ttl = d
 	}
 	code, expires, err := g.sessions.issueCode(r.Context(), ttl)

@@ -19,8 +19,8 @@ import (
 
 // routeRequest says which region's task queue answers a request.
 func (s *Service) routeRequest(ctx context.Context, op string, req *bus.Request) (bus.Route, error) {
-	if agentID, _, err := req.Runtime(); err == nil {
-		return s.homes.Route(ctx, agentID), nil
+	if route, ok := s.homes.RouteRuntime(ctx, req); ok {
+		return route, nil
 	}
 	switch op {
 	case meshapi.OpTaskCreate:
@@ -29,21 +29,9 @@ func (s *Service) routeRequest(ctx context.Context, op string, req *bus.Request)
 		}
 		_ = json.Unmarshal(req.Data, &in)
 		return s.homes.Route(ctx, in.AgentID), nil
-	case meshapi.OpTaskAttachArtifact:
-		var in struct {
-			AgentID string `json:"agent_id"`
-		}
-		_ = json.Unmarshal(req.Data, &in)
-		return s.homes.Route(ctx, in.AgentID), nil
-	case meshapi.OpTaskList, meshapi.OpUsage:
-		var in struct {
-			AgentID string `json:"agent_id"`
-		}
-		_ = json.Unmarshal(req.Data, &in)
-		if in.AgentID != "" {
-			return s.homes.Route(ctx, in.AgentID), nil
-		}
-		return bus.Here, nil
+	case meshapi.OpTaskAttachArtifact, meshapi.OpTaskList, meshapi.OpUsage:
+		// A list of every agent's runs starts here (listEverywhere).
+		return s.homes.RouteAgent(ctx, req.Data), nil
 	case meshapi.OpTaskGet, meshapi.OpTaskCancel, meshapi.OpTaskContinue, meshapi.OpConversationGet,
 		meshapi.OpTaskDelegateClaim, meshapi.OpTaskDelegateLink, meshapi.OpTaskDelegateProgress, meshapi.OpTaskDelegateEnd:
 		// By id: answered here when this region keeps it, else by the

@@ -23,6 +23,7 @@ import (
 	meshmetrics "github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/internal/listing"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -428,20 +429,12 @@ func known(eventType string) bool {
 }
 
 func (s *Service) handleList(ctx context.Context, in *meshapi.ListWebhooksRequest) (*meshapi.WebhookList, error) {
-	keys, err := s.subs.KV().ListKeys(ctx)
+	all, err := listing.All(ctx, s.subs, jetstream.AllKeys, (*subscription).view,
+		func(w *meshapi.Webhook) string { return w.WebhookID })
 	if err != nil {
 		return nil, err
 	}
-	out := meshapi.WebhookList{Webhooks: []meshapi.Webhook{}}
-	for key := range keys.Keys() {
-		sub, _, err := s.subs.Get(ctx, key)
-		if err != nil {
-			continue
-		}
-		out.Webhooks = append(out.Webhooks, sub.view())
-	}
-	sort.Slice(out.Webhooks, func(i, j int) bool { return out.Webhooks[i].WebhookID < out.Webhooks[j].WebhookID })
-	return &out, nil
+	return &meshapi.WebhookList{Webhooks: all}, nil
 }
 
 func (s *Service) get(ctx context.Context, id string) (*subscription, error) {

@@ -14,15 +14,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
-
-	"github.com/a2amesh/a2amesh/internal/runfollow"
 	"github.com/a2amesh/a2amesh/mesh"
-	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
 	"github.com/a2amesh/a2amesh/services/gateway/admission"
-	"github.com/a2amesh/a2amesh/services/internal/homes"
+	"github.com/a2amesh/a2amesh/services/gateway/endpoint"
 )
 
 // Config configures the envelope endpoint. Zero values take the documented
@@ -38,16 +32,7 @@ type Config struct {
 	MaxBodyBytes int64
 
 	// Set by the gateway.
-	Client *meshapi.Client
-	JS     jetstream.JetStream
-	// Runs follows the runs an execution waits for.
-	Runs *runfollow.Regions
-	// Homes tells where agents are homed (nil: one region).
-	Homes *homes.Directory
-	A2A   *a2aserver.Server
-	// Admission authenticates callers and keeps their rate limits.
-	Admission *admission.Admission
-	Logger    zerolog.Logger
+	endpoint.Wiring
 	// WriteError answers the internal routes in the platform's error shape.
 	WriteError func(w http.ResponseWriter, r *http.Request, err error)
 }
@@ -61,42 +46,30 @@ func (c *Config) defaults() {
 // Endpoint is the envelope endpoint.
 type Endpoint struct {
 	cfg           Config
-	log           zerolog.Logger
-	client        *meshapi.Client
-	a2a           *a2aserver.Server
-	admission     *admission.Admission
 	conversations *admission.Conversations
 }
 
 // New returns an endpoint; Start readies it.
 func New(cfg Config) *Endpoint {
 	cfg.defaults()
-	return &Endpoint{cfg: cfg, log: cfg.Logger, client: cfg.Client, a2a: cfg.A2A, admission: cfg.Admission}
+	return &Endpoint{cfg: cfg}
 }
 
 // Start opens the endpoint's bucket.
 func (d *Endpoint) Start(ctx context.Context) error {
 	var err error
-	d.conversations, err = admission.OpenConversations(ctx, d.cfg.JS, d.client, d.cfg.Homes)
+	d.conversations, err = admission.OpenConversations(ctx, d.cfg.JS, d.cfg.Client, d.cfg.Homes)
 	return err
 }
 
 // Route is one route of the endpoint, in ServeMux syntax.
-type Route struct {
-	Pattern string
-	handler func(*Endpoint, http.ResponseWriter, *http.Request)
-}
+type Route = endpoint.Route[*Endpoint]
 
 // Routes lists the endpoint's routes.
 func Routes() []Route {
 	return []Route{
-		{"POST /a2a", (*Endpoint).serveEnvelope},
-		{"GET /api/agents/status", (*Endpoint).agentsStatus},
-		{"GET /api/executions", (*Endpoint).executions},
+		{Pattern: "POST /a2a", Handler: (*Endpoint).serveEnvelope},
+		{Pattern: "GET /api/agents/status", Handler: (*Endpoint).agentsStatus},
+		{Pattern: "GET /api/executions", Handler: (*Endpoint).executions},
 	}
-}
-
-// Serve answers one request of a route.
-func (d *Endpoint) Serve(rt Route, w http.ResponseWriter, r *http.Request) {
-	rt.handler(d, w, r)
 }

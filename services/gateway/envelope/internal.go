@@ -35,7 +35,7 @@ type agentEntry struct {
 // admit authenticates the caller of an internal route and takes one
 // request from its rate limit.
 func (d *Endpoint) admit(w http.ResponseWriter, r *http.Request) (*admission.Caller, bool) {
-	c, err := d.admission.Admit(w, r)
+	c, err := d.cfg.Admission.Admit(w, r)
 	if err != nil {
 		d.cfg.WriteError(w, r, platformError(err))
 		return nil, false
@@ -66,7 +66,7 @@ func (d *Endpoint) agentsStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	out := []agentEntry{}
-	for _, a := range d.a2a.Agents() {
+	for _, a := range d.cfg.A2A.Agents() {
 		if !c.Reaches(a) {
 			continue
 		}
@@ -88,7 +88,7 @@ func (d *Endpoint) agentsStatus(w http.ResponseWriter, r *http.Request) {
 
 func (d *Endpoint) agentEntry(ctx context.Context, a *mesh.Agent) (agentEntry, error) {
 	e := agentEntry{ID: a.ID, Name: a.Name, Type: "custom", Status: "inactive", MaxConcurrent: 1}
-	rts, err := d.client.ListRuntimes(ctx, a.ID)
+	rts, err := d.cfg.Client.ListRuntimes(ctx, a.ID)
 	if err != nil {
 		return e, err
 	}
@@ -107,7 +107,7 @@ func (d *Endpoint) agentEntry(ctx context.Context, a *mesh.Agent) (agentEntry, e
 		return e, err
 	}
 	e.MaxConcurrent = max(1, e.ConcurrentExecutions)
-	last, err := d.client.ListTaskRuns(ctx, meshapi.ListTaskRunsRequest{AgentID: a.ID, Limit: 1})
+	last, err := d.cfg.Client.ListTaskRuns(ctx, meshapi.ListTaskRunsRequest{AgentID: a.ID, Limit: 1})
 	if err != nil {
 		return e, err
 	}
@@ -199,7 +199,7 @@ func (d *Endpoint) executions(w http.ResponseWriter, r *http.Request) {
 	if req.Limit == 0 {
 		req.Limit = meshapi.DefaultListLimit
 	}
-	l, err := d.client.ListTaskRuns(r.Context(), req)
+	l, err := d.cfg.Client.ListTaskRuns(r.Context(), req)
 	if err != nil {
 		d.cfg.WriteError(w, r, err)
 		return

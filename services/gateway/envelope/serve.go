@@ -40,9 +40,9 @@ func (d *Endpoint) serveEnvelope(w http.ResponseWriter, r *http.Request) {
 		d.reply(w, m, "", nil, perr)
 		return
 	}
-	c, err := d.admission.Admit(w, r)
+	c, err := d.cfg.Admission.Admit(w, r)
 	if err != nil {
-		d.reply(w, m, "", nil, classify(d.log, err))
+		d.reply(w, m, "", nil, classify(d.cfg.Logger, err))
 		return
 	}
 	var (
@@ -60,7 +60,7 @@ func (d *Endpoint) serveEnvelope(w http.ResponseWriter, r *http.Request) {
 		err = &payloadError{Code: codeMethodNotFound, Message: "payload.method must be execute-agent or status"}
 	}
 	if err != nil {
-		d.reply(w, m, from, nil, classify(d.log, err))
+		d.reply(w, m, from, nil, classify(d.cfg.Logger, err))
 		return
 	}
 	d.replyStatus(w, status, m, from, result, nil)
@@ -70,7 +70,7 @@ func (d *Endpoint) serveEnvelope(w http.ResponseWriter, r *http.Request) {
 // within the endpoint's limit, once, into a buffer of its announced length.
 func (d *Endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *payloadError) {
 	if err := inflight.Take(w, r, inflight.Anonymous(r)); err != nil {
-		return nil, classify(d.log, err)
+		return nil, classify(d.cfg.Logger, err)
 	}
 	b, err := httpbody.Read(w, r, d.cfg.MaxBodyBytes)
 	switch {
@@ -170,11 +170,11 @@ func (d *Endpoint) execute(ctx context.Context, c *admission.Caller, m *message)
 	// keeps the ciphertext only, which the agent's active runtime alone opens.
 	var box *mesh.SealedVariables
 	if len(p.EnvironmentVariables) > 0 {
-		if box, err = sealed.ForAgent(ctx, sealed.PlatformKeys{Client: d.client}, agent.ID, p.EnvironmentVariables); err != nil {
+		if box, err = sealed.ForAgent(ctx, sealed.PlatformKeys{Client: d.cfg.Client}, agent.ID, p.EnvironmentVariables); err != nil {
 			return 0, nil, agent.ID, err
 		}
 	}
-	if !d.a2a.Online(ctx, agent.ID) && !d.delegates(ctx, agent.ID) {
+	if !d.cfg.A2A.Online(ctx, agent.ID) && !d.delegates(ctx, agent.ID) {
 		return 0, nil, agent.ID, &payloadError{Code: codeAgentUnavailable, Message: "agent " + agent.ID + " has no runtime online to execute now"}
 	}
 	conv := ""
@@ -196,17 +196,17 @@ func (d *Endpoint) execute(ctx context.Context, c *admission.Caller, m *message)
 	if box != nil {
 		req.Environment.Sealed = box
 	}
-	res, err := d.client.CreateTaskRun(ctx, req)
+	res, err := d.cfg.Client.CreateTaskRun(ctx, req)
 	if err != nil {
 		return 0, nil, agent.ID, err
 	}
 	run := &res.TaskRun
 	if res.Created {
-		if err := d.a2a.Adopt(ctx, run, cc, a2atask.Version10); err != nil {
+		if err := d.cfg.A2A.Adopt(ctx, run, cc, a2atask.Version10); err != nil {
 			return 0, nil, agent.ID, err
 		}
 	}
-	if run, err = d.cfg.Runs.Await(ctx, d.client, run, d.cfg.ExecuteWait); err != nil {
+	if run, err = d.cfg.Runs.Await(ctx, d.cfg.Client, run, d.cfg.ExecuteWait); err != nil {
 		return 0, nil, agent.ID, err
 	}
 	return executed(run, agent.ID)
@@ -274,7 +274,7 @@ func (d *Endpoint) agentStatus(ctx context.Context, c *admission.Caller, m *mess
 		return nil, "", err
 	}
 	state := "error"
-	if d.a2a.Online(ctx, agent.ID) {
+	if d.cfg.A2A.Online(ctx, agent.ID) {
 		state = "ready"
 		busy, err := d.running(ctx, agent.ID)
 		if err != nil {
@@ -289,7 +289,7 @@ func (d *Endpoint) agentStatus(ctx context.Context, c *admission.Caller, m *mess
 
 // running counts an agent's runs in progress.
 func (d *Endpoint) running(ctx context.Context, agentID string) (int, error) {
-	l, err := d.client.ListTaskRuns(ctx, meshapi.ListTaskRunsRequest{AgentID: agentID, Status: mesh.StatusRunning, Limit: 1, WithTotal: true})
+	l, err := d.cfg.Client.ListTaskRuns(ctx, meshapi.ListTaskRunsRequest{AgentID: agentID, Status: mesh.StatusRunning, Limit: 1, WithTotal: true})
 	if err != nil || l.Total == nil {
 		return 0, err
 	}
@@ -299,7 +299,7 @@ func (d *Endpoint) running(ctx context.Context, agentID string) (int, error) {
 // reach returns an agent the caller reaches, and the caller as that agent's
 // endpoint sees it, checking a scope.
 func (d *Endpoint) reach(ctx context.Context, c *admission.Caller, agentID, scope string) (*mesh.Agent, *admission.Caller, error) {
-	a, err := d.a2a.Agent(ctx, agentID)
+	a, err := d.cfg.A2A.Agent(ctx, agentID)
 	if errors.Is(err, mesh.ErrNotFound) || (err == nil && !c.Reaches(a) && !c.Anonymous()) {
 		return nil, nil, &payloadError{Code: codeAgentNotFound, Message: "no agent " + agentID + " that this credential reaches"}
 	}
@@ -317,6 +317,6 @@ func (d *Endpoint) reach(ctx context.Context, c *admission.Caller, agentID, scop
 }
 
 func (d *Endpoint) delegates(ctx context.Context, agentID string) bool {
-	rules, err := d.client.ListRoutingRules(ctx, agentID)
+	rules, err := d.cfg.Client.ListRoutingRules(ctx, agentID)
 	return err == nil && len(rules.Rules) > 0
 }

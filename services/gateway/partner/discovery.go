@@ -48,9 +48,9 @@ type cardAuth struct {
 // discovery is GET /a2a/discovery: {"agentCard": {...}}. It needs no
 // credential; the skills are the agents the credential (if any) reaches.
 func (d *Endpoint) discovery(w http.ResponseWriter, r *http.Request) {
-	c, err := d.admission.Admit(w, r)
+	c, err := d.cfg.Admission.Admit(w, r)
 	if err != nil {
-		writeError(w, classify(d.log, err, "Failed to retrieve agent card"))
+		writeError(w, classify(d.cfg.Logger, err, "Failed to retrieve agent card"))
 		return
 	}
 	skills := []cardSkill{}
@@ -78,6 +78,6 @@ func (d *Endpoint) discovery(w http.ResponseWriter, r *http.Request) {
 			"discovery": base + "/a2a/discovery", "message": base + "/a2a/message", "task": base + "/a2a/task",
 			"status": base + "/a2a/status", "webhook": d.cfg.WebhookURL, "health": d.cfg.HealthURL,
 		},
-		RateLimit: map[string]int{"requestsPerMinute": d.admission.RateLimitPerMinute()},
+		RateLimit: map[string]int{"requestsPerMinute": d.cfg.Admission.RateLimitPerMinute()},
 	}})
 }

@@ -11,19 +11,11 @@ package partner
 import (
 	"cmp"
 	"context"
-	"net/http"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
-
-	"github.com/a2amesh/a2amesh/internal/runfollow"
 	"github.com/a2amesh/a2amesh/mesh"
-	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"
-	"github.com/a2amesh/a2amesh/services/gateway/admission"
-	"github.com/a2amesh/a2amesh/services/internal/homes"
+	"github.com/a2amesh/a2amesh/services/gateway/endpoint"
 )
 
 // The platform's card at GET /a2a/discovery, unless configured otherwise.
@@ -61,16 +53,7 @@ type Config struct {
 	KeepAlive time.Duration
 
 	// Set by the gateway.
-	Client *meshapi.Client
-	JS     jetstream.JetStream
-	// Runs follows the runs a call waits for or a status stream tells.
-	Runs *runfollow.Regions
-	// Homes tells where agents are homed (nil: one region).
-	Homes *homes.Directory
-	A2A   *a2aserver.Server
-	// Admission authenticates callers and keeps their rate limits.
-	Admission *admission.Admission
-	Logger    zerolog.Logger
+	endpoint.Wiring
 	PublicURL string
 	// Closing, when closed, ends status streams (the gateway is stopping).
 	Closing <-chan struct{}
@@ -91,45 +74,33 @@ func (c *Config) defaults() {
 
 // Endpoint is the partner endpoint.
 type Endpoint struct {
-	cfg       Config
-	log       zerolog.Logger
-	client    *meshapi.Client
-	a2a       *a2aserver.Server
-	admission *admission.Admission
-	records   *records
+	cfg     Config
+	records *records
 }
 
 // New returns an endpoint; Start readies it.
 func New(cfg Config) *Endpoint {
 	cfg.defaults()
-	return &Endpoint{cfg: cfg, log: cfg.Logger, client: cfg.Client, a2a: cfg.A2A, admission: cfg.Admission}
+	return &Endpoint{cfg: cfg}
 }
 
 // Start opens the endpoint's bucket.
 func (d *Endpoint) Start(ctx context.Context) error {
 	var err error
-	d.records, err = openRecords(ctx, d.cfg.JS, d.client, d.cfg.Homes)
+	d.records, err = openRecords(ctx, d.cfg.JS, d.cfg.Client, d.cfg.Homes)
 	return err
 }
 
 // Route is one route of the endpoint, in ServeMux syntax.
-type Route struct {
-	Pattern string
-	handler func(*Endpoint, http.ResponseWriter, *http.Request)
-}
+type Route = endpoint.Route[*Endpoint]
 
 // Routes lists the endpoint's routes (seed 003 "Endpoints").
 func Routes() []Route {
 	return []Route{
-		{"GET /a2a/discovery", (*Endpoint).discovery},
-		{"POST /a2a/message", (*Endpoint).message},
-		{"POST /a2a/task", (*Endpoint).createTask},
-		{"GET /a2a/status", (*Endpoint).status},
-		{"POST /a2a/webhook", (*Endpoint).webhook},
+		{Pattern: "GET /a2a/discovery", Handler: (*Endpoint).discovery},
+		{Pattern: "POST /a2a/message", Handler: (*Endpoint).message},
+		{Pattern: "POST /a2a/task", Handler: (*Endpoint).createTask},
+		{Pattern: "GET /a2a/status", Handler: (*Endpoint).status},
+		{Pattern: "POST /a2a/webhook", Handler: (*Endpoint).webhook},
 	}
-}
-
-// Serve answers one request of a route.
-func (d *Endpoint) Serve(rt Route, w http.ResponseWriter, r *http.Request) {
-	rt.handler(d, w, r)
 }

@@ -21,7 +21,7 @@ import (
 // within the endpoint's limit, once, into a buffer of its announced length.
 func (d *Endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *endpointError) {
 	if err := inflight.Take(w, r, inflight.Anonymous(r)); err != nil {
-		return nil, classify(d.log, err, "")
+		return nil, classify(d.cfg.Logger, err, "")
 	}
 	b, err := httpbody.Read(w, r, d.cfg.MaxBodyBytes)
 	switch {
@@ -41,7 +41,7 @@ func (d *Endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *en
 // the caller does not reach is not found; an anonymous caller is told to
 // authenticate instead.
 func (d *Endpoint) reach(ctx context.Context, c *admission.Caller, agentID, scope string) (*mesh.Agent, *admission.Caller, error) {
-	a, err := d.a2a.Agent(ctx, agentID)
+	a, err := d.cfg.A2A.Agent(ctx, agentID)
 	if errors.Is(err, mesh.ErrNotFound) {
 		return nil, nil, errAgentNotFound
 	}
@@ -68,7 +68,7 @@ func (d *Endpoint) visibleTask(ctx context.Context, c *admission.Caller, taskID,
 	if !mesh.ValidID(taskID) {
 		return nil, nil, errTaskNotFound
 	}
-	run, err := d.client.GetTaskRun(ctx, taskID)
+	run, err := d.cfg.Client.GetTaskRun(ctx, taskID)
 	if errors.Is(err, mesh.ErrNotFound) {
 		return nil, nil, errTaskNotFound
 	}
@@ -82,7 +82,7 @@ func (d *Endpoint) visibleTask(ctx context.Context, c *admission.Caller, taskID,
 	if err != nil {
 		return nil, nil, err
 	}
-	creator, err := d.a2a.Creator(ctx, run)
+	creator, err := d.cfg.A2A.Creator(ctx, run)
 	if err != nil {
 		return nil, nil, err
 	}

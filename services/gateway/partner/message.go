@@ -39,14 +39,14 @@ func (d *Endpoint) message(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, id, de)
 		return
 	}
-	c, err := d.admission.Admit(w, r)
+	c, err := d.cfg.Admission.Admit(w, r)
 	if err != nil {
-		writeRPCError(w, env.id, classify(d.log, err, "Internal error"))
+		writeRPCError(w, env.id, classify(d.cfg.Logger, err, "Internal error"))
 		return
 	}
 	res, err := d.call(r.Context(), c, env)
 	if err != nil {
-		writeRPCError(w, env.id, classify(d.log, err, "Internal error"))
+		writeRPCError(w, env.id, classify(d.cfg.Logger, err, "Internal error"))
 		return
 	}
 	writeJSON(w, http.StatusOK, rpcResponse{JSONRPC: "2.0", ID: env.id, Result: res})
@@ -112,7 +112,7 @@ func (d *Endpoint) cancel(ctx context.Context, c *admission.Caller, taskID strin
 	if run.Status.Terminal() {
 		return nil, stateError(run.Status, "the task is "+string(run.Status))
 	}
-	run, err = d.client.CancelTaskRun(ctx, meshapi.CancelTaskRunRequest{TaskRunID: run.ID, Reason: "canceled by the partner caller"})
+	run, err = d.cfg.Client.CancelTaskRun(ctx, meshapi.CancelTaskRunRequest{TaskRunID: run.ID, Reason: "canceled by the partner caller"})
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func (d *Endpoint) runMethod(ctx context.Context, c *admission.Caller, env *enve
 		return nil, err
 	}
 	if blocking {
-		if run, err = d.cfg.Runs.Await(ctx, d.client, run, d.cfg.BlockingWait); err != nil {
+		if run, err = d.cfg.Runs.Await(ctx, d.cfg.Client, run, d.cfg.BlockingWait); err != nil {
 			return nil, err
 		}
 	}
@@ -167,7 +167,7 @@ type listedAgent struct {
 // agentList lists the agents the caller reaches, by name.
 func (d *Endpoint) agentList(_ context.Context, c *admission.Caller) []listedAgent {
 	out := []listedAgent{}
-	for _, a := range d.a2a.Agents() {
+	for _, a := range d.cfg.A2A.Agents() {
 		if !c.Reaches(a) {
 			continue
 		}

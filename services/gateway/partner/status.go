@@ -20,9 +20,9 @@ import (
 // canceled. 400 without taskId.
 func (d *Endpoint) status(w http.ResponseWriter, r *http.Request) {
 	const internal = "Status check failed"
-	c, err := d.admission.Admit(w, r)
+	c, err := d.cfg.Admission.Admit(w, r)
 	if err != nil {
-		writeError(w, classify(d.log, err, internal))
+		writeError(w, classify(d.cfg.Logger, err, internal))
 		return
 	}
 	taskID := r.URL.Query().Get("taskId")
@@ -32,7 +32,7 @@ func (d *Endpoint) status(w http.ResponseWriter, r *http.Request) {
 	}
 	run, rec, err := d.visibleTask(r.Context(), c, taskID, meshapi.ScopeRead)
 	if err != nil {
-		writeError(w, classify(d.log, err, internal))
+		writeError(w, classify(d.cfg.Logger, err, internal))
 		return
 	}
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
@@ -56,13 +56,13 @@ func (d *Endpoint) stream(w http.ResponseWriter, r *http.Request, run *mesh.Task
 	}()
 	follow, err := d.cfg.Runs.FollowRuns(ctx, run)
 	if err != nil {
-		writeError(w, classify(d.log, err, "Status check failed"))
+		writeError(w, classify(d.cfg.Logger, err, "Status check failed"))
 		return
 	}
 	defer follow.Stop()
 	// Read after the follower started, so no change falls between.
-	if run, err = d.client.GetTaskRun(ctx, run.ID); err != nil {
-		writeError(w, classify(d.log, err, "Status check failed"))
+	if run, err = d.cfg.Client.GetTaskRun(ctx, run.ID); err != nil {
+		writeError(w, classify(d.cfg.Logger, err, "Status check failed"))
 		return
 	}
 	rc := http.NewResponseController(w)

@@ -119,7 +119,7 @@ func (d *Endpoint) create(ctx context.Context, c *admission.Caller, agent *mesh.
 			return nil, nil, err
 		}
 	}
-	res, err := d.client.CreateTaskRun(ctx, meshapi.CreateTaskRunRequest{
+	res, err := d.cfg.Client.CreateTaskRun(ctx, meshapi.CreateTaskRunRequest{
 		TargetAgentID: agent.ID, Input: raw, ConversationID: conv, InitiatorAgentID: c.AgentID,
 		Metadata: map[string]any{"partner_method": nt.method},
 	})
@@ -132,7 +132,7 @@ func (d *Endpoint) create(ctx context.Context, c *admission.Caller, agent *mesh.
 		return nil, nil, err
 	}
 	// The A2A endpoint (and every other) shows the task to the same caller.
-	if err := d.a2a.Adopt(ctx, run, c, a2atask.Version10); err != nil {
+	if err := d.cfg.A2A.Adopt(ctx, run, c, a2atask.Version10); err != nil {
 		return nil, nil, err
 	}
 	return run, rec, nil
@@ -188,7 +188,7 @@ func textOf(raw json.RawMessage) string {
 // runtime (online or not: tasks for an offline runtime wait for it), or a
 // routing rule that delegates it.
 func (d *Endpoint) canRun(ctx context.Context, agentID string) (bool, error) {
-	l, err := d.client.ListRuntimes(ctx, agentID)
+	l, err := d.cfg.Client.ListRuntimes(ctx, agentID)
 	if err != nil {
 		return false, err
 	}
@@ -203,11 +203,11 @@ func (d *Endpoint) canRun(ctx context.Context, agentID string) (bool, error) {
 // runsNow reports whether a task for the agent can be answered while the
 // caller waits: its runtime is online, or a routing rule delegates it.
 func (d *Endpoint) runsNow(ctx context.Context, agentID string) bool {
-	return d.a2a.Online(ctx, agentID) || d.delegates(ctx, agentID)
+	return d.cfg.A2A.Online(ctx, agentID) || d.delegates(ctx, agentID)
 }
 
 func (d *Endpoint) delegates(ctx context.Context, agentID string) bool {
-	rules, err := d.client.ListRoutingRules(ctx, agentID)
+	rules, err := d.cfg.Client.ListRoutingRules(ctx, agentID)
 	return err == nil && len(rules.Rules) > 0
 }
 
@@ -228,9 +228,9 @@ type taskRequest struct {
 // and no routing rule delegating it.
 func (d *Endpoint) createTask(w http.ResponseWriter, r *http.Request) {
 	const internal = "Task creation failed"
-	c, err := d.admission.Admit(w, r)
+	c, err := d.cfg.Admission.Admit(w, r)
 	if err != nil {
-		writeError(w, classify(d.log, err, internal))
+		writeError(w, classify(d.cfg.Logger, err, internal))
 		return
 	}
 	body, de := d.readBody(w, r)
@@ -262,12 +262,12 @@ func (d *Endpoint) createTask(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	agent, cc, err := d.reach(ctx, c, agentID, meshapi.ScopeSend)
 	if err != nil {
-		writeError(w, classify(d.log, err, internal))
+		writeError(w, classify(d.cfg.Logger, err, internal))
 		return
 	}
 	ok, err := d.canRun(ctx, agent.ID)
 	if err != nil {
-		writeError(w, classify(d.log, err, internal))
+		writeError(w, classify(d.cfg.Logger, err, internal))
 		return
 	}
 	if !ok {
@@ -276,7 +276,7 @@ func (d *Endpoint) createTask(w http.ResponseWriter, r *http.Request) {
 	}
 	run, rec, err := d.create(ctx, cc, agent, newTask{method: in.Method, params: in.Params, clientAgentID: in.ClientAgentID, sessionID: in.SessionID})
 	if err != nil {
-		writeError(w, classify(d.log, err, internal))
+		writeError(w, classify(d.cfg.Logger, err, internal))
 		return
 	}
 	writeJSON(w, http.StatusOK, taskOf(run, rec))

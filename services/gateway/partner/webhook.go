@@ -18,8 +18,8 @@ import (
 // (seed 003's machine) 409 with -32003.
 func (d *Endpoint) webhook(w http.ResponseWriter, r *http.Request) {
 	const internal = "Webhook processing failed"
-	if err := d.admission.Allow(w, admission.Anonymous(r)); err != nil {
-		writeError(w, classify(d.log, err, internal))
+	if err := d.cfg.Admission.Allow(w, admission.Anonymous(r)); err != nil {
+		writeError(w, classify(d.cfg.Logger, err, internal))
 		return
 	}
 	body, de := d.readBody(w, r)
@@ -33,7 +33,7 @@ func (d *Endpoint) webhook(w http.ResponseWriter, r *http.Request) {
 			"Authentication failed: a callback carries %s, %s and %s", partnerapi.HeaderPartnerID, partnerapi.HeaderTimestamp, partnerapi.HeaderSignature))
 		return
 	}
-	err := d.client.PartnerCallback(r.Context(), meshapi.PartnerCallbackRequest{PartnerID: partnerID, Timestamp: ts, Signature: sig, Body: body})
+	err := d.cfg.Client.PartnerCallback(r.Context(), meshapi.PartnerCallbackRequest{PartnerID: partnerID, Timestamp: ts, Signature: sig, Body: body})
 	var me *mesh.Error
 	if errors.Is(err, mesh.ErrNotFound) && errors.As(err, &me) {
 		writeError(w, refuse(partnerapi.CodeTaskNotFound, http.StatusNotFound, "Task not found: %s", me.Message))
@@ -44,7 +44,7 @@ func (d *Endpoint) webhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		writeError(w, classify(d.log, err, internal))
+		writeError(w, classify(d.cfg.Logger, err, internal))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"success": true})

@@ -8,6 +8,7 @@ package homes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -158,6 +159,28 @@ func (d *Directory) Route(ctx context.Context, agentID string) bus.Route {
 		return bus.Here
 	}
 	return bus.Route{Region: home}
+}
+
+// RouteRuntime routes a request a runtime sent to its agent's home
+// region's copy of a service; ok is false when the request did not come
+// from a runtime.
+func (d *Directory) RouteRuntime(ctx context.Context, req *bus.Request) (route bus.Route, ok bool) {
+	agentID, _, err := req.Runtime()
+	if err != nil {
+		return bus.Route{}, false
+	}
+	return d.Route(ctx, agentID), true
+}
+
+// RouteAgent routes a request about the agent its JSON body names in
+// agent_id, as Route does. A body that names none (or does not decode) is
+// answered here.
+func (d *Directory) RouteAgent(ctx context.Context, body []byte) bus.Route {
+	var in struct {
+		AgentID string `json:"agent_id"`
+	}
+	_ = json.Unmarshal(body, &in)
+	return d.Route(ctx, in.AgentID)
 }
 
 // Ask routes a request about something by id that this region may not keep:

@@ -55,6 +55,19 @@ func TestDirectory(t *testing.T) {
 	if got := d.Route(ctx, "not an id"); got.Region != "" || len(got.Ask) != 0 {
 		t.Fatalf("route of a bad id: %+v, want here", got)
 	}
+	if got := d.RouteAgent(ctx, []byte(`{"agent_id":"`+west+`"}`)); got.Region != "west" {
+		t.Fatalf("route of a body naming a west agent: %+v", got)
+	}
+	if got := d.RouteAgent(ctx, []byte(`{}`)); got.Region != "" || len(got.Ask) != 0 {
+		t.Fatalf("route of a body naming no agent: %+v, want here", got)
+	}
+	if _, ok := d.RouteRuntime(ctx, &bus.Request{Subject: "mesh.svc.taskqueue.list"}); ok {
+		t.Fatal("a service request was routed as a runtime's")
+	}
+	runtimeReq := &bus.Request{Subject: bus.RuntimeSubject(west, mesh.NewID(), bus.RuntimeOpHeartbeat)}
+	if got, ok := d.RouteRuntime(ctx, runtimeReq); !ok || got.Region != "west" {
+		t.Fatalf("route of a west agent's runtime request: %+v, %v", got, ok)
+	}
 
 	// An agent stored a moment ago is found in the store before the view
 	// has it; the regions follow its arrival.

@@ -3,7 +3,7 @@
 // tasks it hands on to other agents, and its details.
 
 import { api, explain, session } from './api.js';
-import { h, replace, field, formError, copyButton, confirmButton, announce } from './dom.js';
+import { h, replace, field, formError, copyButton, confirmButton, announce, notFoundView } from './dom.js';
 import { Live } from './live.js';
 import { agentForm } from './agentform.js';
 import { presence, presenceLine } from './presence.js';
@@ -20,11 +20,7 @@ export async function agentView(main, { id: agentId }, nav) {
   try {
     agent = await api('GET', `/agent-accounts/${encodeURIComponent(agentId)}`);
   } catch (err) {
-    document.title = 'Agent not found · A2A Mesh';
-    replace(main, h('h1', { tabindex: '-1' }, 'Agent not found'),
-      h('p', { class: 'form-error', role: 'alert' }, explain(err)),
-      h('p', {}, h('a', { href: '/' }, 'Back to the agents')));
-    return { dispose() {} };
+    return notFoundView(main, 'Agent not found', explain(err), h('a', { href: '/' }, 'Back to the agents'));
   }
   let runtimes = null;
   const title = h('h1', { tabindex: '-1' });

@@ -173,3 +173,14 @@ export function confirmButton(label, confirmLabel, action, cls = 'danger small')
   });
   return button;
 }
+
+// Fills main with the page of something that could not be loaded: its
+// title (also the document's), why, and a way back. Returns a view with
+// nothing to dispose.
+export function notFoundView(main, title, reason, back) {
+  document.title = `${title} · A2A Mesh`;
+  replace(main, h('h1', { tabindex: '-1' }, title),
+    h('p', { class: 'form-error', role: 'alert' }, reason),
+    h('p', {}, back));
+  return { dispose() {} };
+}

@@ -63,6 +63,41 @@ export async function integrationsView(main) {
     return parts.join(' · ');
   }
 
+  // onSubmit sends a section's form with send, clearing its errors first;
+  // a refusal is shown beside the field it names, else above the button.
+  function onSubmit(form, { fields, types, formErr, submit }, send) {
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      Object.values(fields).forEach((f) => showFieldError(f, ''));
+      types.error('');
+      formErr.clear();
+      submit.disabled = true;
+      try {
+        await send();
+      } catch (err) {
+        const f = fieldOf(err);
+        if (f === 'types') types.error(explain(err));
+        else if (fields[f]) { showFieldError(fields[f], explain(err)); fields[f].control.focus(); } else formErr.show(explain(err));
+      } finally {
+        submit.disabled = false;
+      }
+    });
+  }
+
+  // loadCards fills a section's list with a card for each of what path
+  // answers under key, or says why it could not.
+  async function loadCards(list, error, { path, key, empty, what, card }) {
+    try {
+      const all = (await api('GET', path))[key];
+      error.clear();
+      replace(list, all.length === 0
+        ? h('li', { class: 'card' }, h('p', { class: 'muted' }, empty))
+        : all.map((x) => card(x)));
+    } catch (err) {
+      error.show(`The ${what} could not be loaded. ${explain(err)}`);
+    }
+  }
+
   // ---- webhooks ----
 
   function webhooksSection() {
@@ -87,44 +122,26 @@ export async function integrationsView(main) {
         const submit = h('button', { type: 'submit', class: 'primary' }, 'Create webhook');
         replace(form, url.wrap, agent.wrap, types.el, secret.wrap, formErr.el, h('div', { class: 'row' }, submit));
         const fields = { url, agent_id: agent, secret };
-        form.addEventListener('submit', async (e) => {
-          e.preventDefault();
-          Object.values(fields).forEach((f) => showFieldError(f, ''));
-          types.error('');
-          formErr.clear();
+        onSubmit(form, { fields, types, formErr, submit }, async () => {
           const body = { url: url.control.value.trim() };
           if (agent.control.value) body.agent_id = agent.control.value;
           if (secret.control.value) body.secret = secret.control.value;
           const t = types.values();
           if (t.length) body.types = t;
-          submit.disabled = true;
-          try {
-            const created = await api('POST', '/webhooks', body);
-            url.control.value = '';
-            secret.control.value = '';
-            types.reset();
-            replace(once, secretOnce({ title: 'Webhook created. Its signing secret is shown only now:', id: 'webhook-secret', value: created.secret, copyLabel: 'Copy secret' }));
-            announce('Webhook created.');
-            await this.load();
-          } catch (err) {
-            const f = fieldOf(err);
-            if (f === 'types') types.error(explain(err));
-            else if (fields[f]) { showFieldError(fields[f], explain(err)); fields[f].control.focus(); } else formErr.show(explain(err));
-          } finally {
-            submit.disabled = false;
-          }
+          const created = await api('POST', '/webhooks', body);
+          url.control.value = '';
+          secret.control.value = '';
+          types.reset();
+          replace(once, secretOnce({ title: 'Webhook created. Its signing secret is shown only now:', id: 'webhook-secret', value: created.secret, copyLabel: 'Copy secret' }));
+          announce('Webhook created.');
+          await this.load();
         });
       },
-      async load() {
-        try {
-          const { webhooks: all } = await api('GET', '/webhooks');
-          error.clear();
-          replace(list, all.length === 0
-            ? h('li', { class: 'card' }, h('p', { class: 'muted' }, 'No webhooks yet.'))
-            : all.map((w) => webhookCard(w, () => this.load())));
-        } catch (err) {
-          error.show(`The webhooks could not be loaded. ${explain(err)}`);
-        }
+      load() {
+        return loadCards(list, error, {
+          path: '/webhooks', key: 'webhooks', empty: 'No webhooks yet.', what: 'webhooks',
+          card: (w) => webhookCard(w, () => this.load()),
+        });
       },
     };
   }
@@ -228,48 +245,31 @@ export async function integrationsView(main) {
         const submit = h('button', { type: 'submit', class: 'primary' }, 'Create credential');
         replace(form, name.wrap, agent.wrap, types.el, formErr.el, h('div', { class: 'row' }, submit));
         const fields = { name, agent_id: agent };
-        form.addEventListener('submit', async (e) => {
-          e.preventDefault();
-          Object.values(fields).forEach((f) => showFieldError(f, ''));
-          types.error('');
-          formErr.clear();
+        onSubmit(form, { fields, types, formErr, submit }, async () => {
           const body = { name: name.control.value.trim() };
           if (agent.control.value) body.agent_id = agent.control.value;
           const t = types.values();
           if (t.length) body.types = t;
-          submit.disabled = true;
-          try {
-            const c = await api('POST', '/consumers', body);
-            name.control.value = '';
-            types.reset();
-            replace(once, secretOnce({ title: 'Credential created. It is shown only now:', id: 'consumer-credential', value: c.credential, copyLabel: 'Copy credential' },
-              h('dl', { class: 'meta' },
-                h('dt', {}, 'NATS URL'), h('dd', { class: 'mono' }, c.nats_url),
-                h('dt', {}, 'Stream'), h('dd', { class: 'mono' }, c.stream),
-                h('dt', {}, 'Durable consumer'), h('dd', { class: 'mono' }, c.durable_name),
-                h('dt', {}, 'Inbox prefix'), h('dd', { class: 'mono' }, c.inbox_prefix),
-                h('dt', {}, 'Subjects'), h('dd', { class: 'mono' }, (c.subjects || []).join(' ')))));
-            announce('Credential created.');
-            await this.load();
-          } catch (err) {
-            const f = fieldOf(err);
-            if (f === 'types') types.error(explain(err));
-            else if (fields[f]) { showFieldError(fields[f], explain(err)); fields[f].control.focus(); } else formErr.show(explain(err));
-          } finally {
-            submit.disabled = false;
-          }
+          const c = await api('POST', '/consumers', body);
+          name.control.value = '';
+          types.reset();
+          replace(once, secretOnce({ title: 'Credential created. It is shown only now:', id: 'consumer-credential', value: c.credential, copyLabel: 'Copy credential' },
+            h('dl', { class: 'meta' },
+              h('dt', {}, 'NATS URL'), h('dd', { class: 'mono' }, c.nats_url),
+              h('dt', {}, 'Stream'), h('dd', { class: 'mono' }, c.stream),
+              h('dt', {}, 'Durable consumer'), h('dd', { class: 'mono' }, c.durable_name),
+              h('dt', {}, 'Inbox prefix'), h('dd', { class: 'mono' }, c.inbox_prefix),
+              h('dt', {}, 'Subjects'), h('dd', { class: 'mono' }, (c.subjects || []).join(' ')))));
+          announce('Credential created.');
+          await this.load();
+
         });
       },
-      async load() {
-        try {
-          const { consumers: all } = await api('GET', '/consumers');
-          error.clear();
-          replace(list, all.length === 0
-            ? h('li', { class: 'card' }, h('p', { class: 'muted' }, 'No consumer credentials yet.'))
-            : all.map((c) => consumerCard(c, () => this.load())));
-        } catch (err) {
-          error.show(`The consumer credentials could not be loaded. ${explain(err)}`);
-        }
+      load() {
+        return loadCards(list, error, {
+          path: '/consumers', key: 'consumers', empty: 'No consumer credentials yet.', what: 'consumer credentials',
+          card: (c) => consumerCard(c, () => this.load()),
+        });
       },
     };
   }

@@ -2,7 +2,7 @@
 // the delegation it is part of, and cancelling.
 
 import { api, explain } from './api.js';
-import { h, replace, formError, announce } from './dom.js';
+import { h, replace, formError, announce, notFoundView } from './dom.js';
 import { Live } from './live.js';
 import { runText, conversation, excerpt, time, terminal, statusLabel, runErrorText, usageText } from './format.js';
 import { statusBadge, ProgressLog, runResult } from './runview.js';
@@ -13,11 +13,7 @@ export async function taskView(main, { id: runId }, nav) {
   try {
     run = await api('GET', `/task-runs/${encodeURIComponent(runId)}`);
   } catch (err) {
-    document.title = 'Task not found · A2A Mesh';
-    replace(main, h('h1', { tabindex: '-1' }, 'Task not found'),
-      h('p', { class: 'form-error', role: 'alert' }, explain(err)),
-      h('p', {}, h('a', { href: '/tasks' }, 'All tasks')));
-    return { dispose() {} };
+    return notFoundView(main, 'Task not found', explain(err), h('a', { href: '/tasks' }, 'All tasks'));
   }
   let agentName = '';
   try { agentName = (await api('GET', `/agent-accounts/${encodeURIComponent(run.target_agent_id)}`)).name; } catch { agentName = ''; }
