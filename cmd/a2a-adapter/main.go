@@ -128,15 +128,11 @@ func defaultWorkdir() string {
 }
 
 func run(o options, argv []string) error {
-	log, err := logging.New(logging.Config{Level: o.logLevel, Component: "a2a-adapter"})
+	log, stop, err := tracing.OpenProgram(context.Background(), logging.Config{Level: o.logLevel, Component: "a2a-adapter"}, "a2a-adapter")
 	if err != nil {
 		return err
 	}
-	spans, err := tracing.StartProgram(context.Background(), "a2a-adapter", log)
-	if err != nil {
-		return err
-	}
-	defer spans.ShutdownWithin(5*time.Second, log)
+	defer stop()
 	cfg, err := o.serverConfig(argv)
 	if err != nil {
 		return err
