@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/a2amesh/a2amesh/cmd/internal/loglevel"
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/cpuprofile"
@@ -59,8 +60,7 @@ func newRoot() *cobra.Command {
 	}
 	f := root.PersistentFlags()
 	f.StringVar(&g.config, "config", "", "profile file (default ~/.a2a/runtime.json)")
-	f.StringVar(&g.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
-	cliusage.CompleteValues(root, "log-level", "trace", "debug", "info", "warn", "error")
+	loglevel.Flag(root, f, &g.logLevel)
 	root.AddCommand(newPair(g), newStart(g), newStatus(g), newProfiles(g), newUnpair(g), newService(g), newEvents(g))
 	cliusage.BindEnv(root)
 	cliusage.Guard(root)
