@@ -1,3 +1,5 @@
+import { randomUUID } from "node:crypto";
+
 // What the interoperability scripts share: a client factory of one version
 // of the official A2A JavaScript SDK that prefers the transport asked for
 // and sends the agent's API key, read from A2A_API_KEY (the key travels in
@@ -15,4 +17,15 @@ export const clientFactory = (sdk, transport) => {
       preferredTransports: [transport],
     }),
   );
+};
+
+// unknownTaskError is the name of the error the client raises when asked
+// for a task that does not exist, or "found" when it finds one.
+export const unknownTaskError = async (client) => {
+  try {
+    await client.getTask({ id: randomUUID() });
+    return "found";
+  } catch (e) {
+    return e.constructor.name;
+  }
 };

@@ -7,7 +7,7 @@
 // (the key travels in the environment, never on the command line).
 import { randomUUID } from "node:crypto";
 import * as sdk from "a2a-v03/client";
-import { clientFactory } from "./client.mjs";
+import { clientFactory, unknownTaskError } from "./client.mjs";
 
 const [agentURL, pushURL, transport] = process.argv.slice(2);
 const factory = clientFactory(sdk, transport);
@@ -59,12 +59,7 @@ try {
   const canceled = await client.cancelTask({ id: waiting.id });
   out.cancel = { state: canceled.status.state };
 
-  try {
-    await client.getTask({ id: randomUUID() });
-    out.unknownTask = "found";
-  } catch (e) {
-    out.unknownTask = e.constructor.name;
-  }
+  out.unknownTask = await unknownTaskError(client);
 } catch (e) {
   out.error = String(e && e.stack ? e.stack : e);
 }

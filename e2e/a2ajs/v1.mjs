@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { SendMessageRequest, taskStateToJSON } from "a2a-v1";
 import * as sdk from "a2a-v1/client";
-import { clientFactory } from "./client.mjs";
+import { clientFactory, unknownTaskError } from "./client.mjs";
 
 const [agentURL, pushURL, transport] = process.argv.slice(2);
 const factory = clientFactory(sdk, transport);
@@ -69,12 +69,7 @@ try {
   const canceled = await client.cancelTask({ id: waiting.id });
   out.cancel = { state: state(canceled.status.state) };
 
-  try {
-    await client.getTask({ id: randomUUID() });
-    out.unknownTask = "found";
-  } catch (e) {
-    out.unknownTask = e.constructor.name;
-  }
+  out.unknownTask = await unknownTaskError(client);
 } catch (e) {
   out.error = String(e && e.stack ? e.stack : e);
 }

@@ -24,13 +24,10 @@ var (
 // UnmarshalJSON decodes a profile and keeps its unknown fields.
 func (p *Profile) UnmarshalJSON(b []byte) error {
 	type plain Profile
-	v, extra, err := decodeKeepingUnknown[plain](b, profileKeys)
-	if err != nil {
-		return err
-	}
-	*p = Profile(v)
-	p.extra = extra
-	return nil
+	return decodeKeepingUnknown(b, profileKeys, func(v plain, extra map[string]json.RawMessage) {
+		*p = Profile(v)
+		p.extra = extra
+	})
 }
 
 // MarshalJSON encodes a profile, token included: this is the storage format.
@@ -42,13 +39,10 @@ func (p Profile) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes the file and keeps its unknown top-level fields.
 func (f *File) UnmarshalJSON(b []byte) error {
 	type plain File
-	v, extra, err := decodeKeepingUnknown[plain](b, fileKeys)
-	if err != nil {
-		return err
-	}
-	*f = File(v)
-	f.extra = extra
-	return nil
+	return decodeKeepingUnknown(b, fileKeys, func(v plain, extra map[string]json.RawMessage) {
+		*f = File(v)
+		f.extra = extra
+	})
 }
 
 // MarshalJSON encodes the file with its unknown top-level fields.
@@ -58,14 +52,19 @@ func (f File) MarshalJSON() ([]byte, error) {
 }
 
 // decodeKeepingUnknown decodes b into a T, a type without methods of its
-// own, and returns the fields of b that keys does not name.
-func decodeKeepingUnknown[T any](b []byte, keys map[string]bool) (T, map[string]json.RawMessage, error) {
+// own, and hands it to set with the fields of b that keys does not name;
+// set is not called when b does not decode.
+func decodeKeepingUnknown[T any](b []byte, keys map[string]bool, set func(T, map[string]json.RawMessage)) error {
 	var v T
 	if err := json.Unmarshal(b, &v); err != nil {
-		return v, nil, err
+		return err
 	}
 	extra, err := unknownFields(b, keys)
-	return v, extra, err
+	if err != nil {
+		return err
+	}
+	set(v, extra)
+	return nil
 }
 
 // encodeWithUnknown encodes v, a type without methods of its own, and
