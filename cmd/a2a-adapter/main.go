@@ -23,7 +23,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/a2amesh/a2amesh/cmd/internal/loglevel"
+	"github.com/a2amesh/a2amesh/cmd/internal/programcli"
 	"github.com/a2amesh/a2amesh/internal/adapter"
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
@@ -111,7 +111,7 @@ func newRootCommand() *cobra.Command {
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "time the running task gets to finish on SIGINT/SIGTERM")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "permit a non-loopback --listen address (requires --auth-token-file)")
 	f.StringVar(&o.authTokenFile, "auth-token-file", "", "file (only you may read it) holding the bearer token every request but /health must carry; a2a-runtime start --adapter passes one of its own")
-	loglevel.Flag(cmd, f, &o.logLevel)
+	programcli.LogLevelFlag(cmd, f, &o.logLevel)
 	o.host.addFlags(f)
 	cliusage.CompleteValues(cmd, "provider", allProviders...)
 	cliusage.BindEnv(cmd)

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/a2amesh/a2amesh/cmd/internal/loglevel"
+	"github.com/a2amesh/a2amesh/cmd/internal/programcli"
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/cpuprofile"
@@ -60,17 +60,10 @@ type globals struct {
 
 func newRoot() *cobra.Command {
 	g := &globals{}
-	root := &cobra.Command{
-		Use:           "a2a-platform",
-		Short:         "The A2A Mesh platform: agents, pairing, task runs and events on NATS JetStream",
-		Version:       version.Line(),
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
+	root := programcli.Root("a2a-platform", "The A2A Mesh platform: agents, pairing, task runs and events on NATS JetStream", &g.logLevel)
 	home, _ := os.UserHomeDir()
 	f := root.PersistentFlags()
 	f.StringVar(&g.dataDir, "data-dir", filepath.Join(home, ".a2a-mesh"), "data directory (JetStream files, owner credential, admin contexts)")
-	loglevel.Flag(root, f, &g.logLevel)
 	f.StringVar(&g.apiBase, "api-base", apiclient.DefaultBase, "platform HTTP API for admin verbs (default: the context's, else this)")
 	f.StringVar(&g.ownerFile, "owner-token-file", "", "owner credential file for admin verbs (default: the context's, else <data-dir>/owner.token)")
 	f.StringVar(&g.context, "context", "", "admin context to use instead of the current one (a2a-platform context list)")
