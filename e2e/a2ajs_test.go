@@ -150,5 +150,5 @@ esac`)
 // temporary copy installed with npm ci from the committed lock file.
 func jsClients(t *testing.T) string {
 	t.Helper()
-	return meshtest.NodePackage(t, "a2ajs", "a2a-v1", "v03.mjs", "v1.mjs")
+	return meshtest.NodePackage(t, "a2ajs", "a2a-v1", "client.mjs", "v03.mjs", "v1.mjs")
 }

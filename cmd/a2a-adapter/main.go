@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/a2amesh/a2amesh/cmd/internal/programcli"
 	"github.com/a2amesh/a2amesh/internal/adapter"
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
@@ -110,10 +111,9 @@ func newRootCommand() *cobra.Command {
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "time the running task gets to finish on SIGINT/SIGTERM")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "permit a non-loopback --listen address (requires --auth-token-file)")
 	f.StringVar(&o.authTokenFile, "auth-token-file", "", "file (only you may read it) holding the bearer token every request but /health must carry; a2a-runtime start --adapter passes one of its own")
-	f.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn or error")
+	programcli.LogLevelFlag(cmd, f, &o.logLevel)
 	o.host.addFlags(f)
 	cliusage.CompleteValues(cmd, "provider", allProviders...)
-	cliusage.CompleteValues(cmd, "log-level", "trace", "debug", "info", "warn", "error")
 	cliusage.BindEnv(cmd)
 	cliusage.Guard(cmd)
 	return cmd
@@ -128,15 +128,11 @@ func defaultWorkdir() string {
 }
 
 func run(o options, argv []string) error {
-	log, err := logging.New(logging.Config{Level: o.logLevel, Component: "a2a-adapter"})
+	log, stop, err := tracing.OpenProgram(context.Background(), logging.Config{Level: o.logLevel, Component: "a2a-adapter"}, "a2a-adapter")
 	if err != nil {
 		return err
 	}
-	spans, err := tracing.StartProgram(context.Background(), "a2a-adapter", log)
-	if err != nil {
-		return err
-	}
-	defer spans.ShutdownWithin(5*time.Second, log)
+	defer stop()
 	cfg, err := o.serverConfig(argv)
 	if err != nil {
 		return err

@@ -101,24 +101,18 @@ func newAgents(g *globals) *cobra.Command {
 	_ = create.MarkFlagRequired("name")
 	list := &cobra.Command{
 		Use: "list", Short: "List agent accounts", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.send(cmd, meshapi.OpAgentsList.OpInfo, meshapi.ListAgentsRequest{})
-		},
+		RunE: g.sendOp(meshapi.OpAgentsList.OpInfo, func([]string) any { return meshapi.ListAgentsRequest{} }),
 	}
 	runtimes := &cobra.Command{
 		Use: "runtimes <agent_id>", Short: "List an agent's runtimes and whether they are online", Args: cobra.ExactArgs(1),
 		Annotations: listing,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.send(cmd, meshapi.OpRegistryListRuntimes.OpInfo, meshapi.ListRuntimesRequest{AgentID: args[0]})
-		},
+		RunE:        g.sendOp(meshapi.OpRegistryListRuntimes.OpInfo, func(args []string) any { return meshapi.ListRuntimesRequest{AgentID: args[0]} }),
 	}
 	del := &cobra.Command{
 		Use:   "delete <agent_id>",
 		Short: "Delete an agent: its runtimes are revoked, its open runs canceled; its history stays",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.send(cmd, meshapi.OpAgentsDelete.OpInfo, meshapi.DeleteAgentRequest{AgentID: args[0]})
-		},
+		RunE:  g.sendOp(meshapi.OpAgentsDelete.OpInfo, func(args []string) any { return meshapi.DeleteAgentRequest{AgentID: args[0]} }),
 	}
 	cmd.AddCommand(create, list, runtimes, del, newAgentBudget(g))
 	cmd.AddCommand(newAgentPolicy(g))
@@ -213,9 +207,7 @@ func newTasks(g *globals) *cobra.Command {
 	_ = create.MarkFlagRequired("agent")
 	get := &cobra.Command{
 		Use: "get <task_run_id>", Short: "Show a task run", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.send(cmd, meshapi.OpTaskRunsGet.OpInfo, meshapi.GetTaskRunRequest{TaskRunID: args[0]})
-		},
+		RunE: g.sendOp(meshapi.OpTaskRunsGet.OpInfo, func(args []string) any { return meshapi.GetTaskRunRequest{TaskRunID: args[0]} }),
 	}
 	var status, cursor string
 	var limit int
@@ -240,9 +232,7 @@ func newTasks(g *globals) *cobra.Command {
 	var reason string
 	cancel := &cobra.Command{
 		Use: "cancel <task_run_id>", Short: "Cancel a task run", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.send(cmd, meshapi.OpTaskRunsCancel.OpInfo, meshapi.CancelTaskRunRequest{TaskRunID: args[0], Reason: reason})
-		},
+		RunE: g.sendOp(meshapi.OpTaskRunsCancel.OpInfo, func(args []string) any { return meshapi.CancelTaskRunRequest{TaskRunID: args[0], Reason: reason} }),
 	}
 	cancel.Flags().StringVar(&reason, "reason", "", "why (recorded on the run)")
 	cmd.AddCommand(create, get, list, cancel, newTaskReply(g))

@@ -18,9 +18,7 @@ func newConsumers(g *globals) *cobra.Command {
 		Use:   "create",
 		Short: "Create a NATS credential that may read events (printed once)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.send(cmd, meshapi.OpConsumersCreate.OpInfo, meshapi.CreateConsumerRequest{Name: name, AgentID: agent, Types: types})
-		},
+		RunE:  g.sendOp(meshapi.OpConsumersCreate.OpInfo, func([]string) any { return meshapi.CreateConsumerRequest{Name: name, AgentID: agent, Types: types} }),
 	}
 	create.Flags().StringVar(&name, "name", "", "what the credential is for (required)")
 	f := create.Flags()
@@ -36,15 +34,11 @@ func newConsumers(g *globals) *cobra.Command {
 	_ = create.MarkFlagRequired("name")
 	list := &cobra.Command{
 		Use: "list", Short: "List event consumer credentials", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.send(cmd, meshapi.OpConsumersList.OpInfo, meshapi.ListConsumersRequest{})
-		},
+		RunE: g.sendOp(meshapi.OpConsumersList.OpInfo, func([]string) any { return meshapi.ListConsumersRequest{} }),
 	}
 	del := &cobra.Command{
 		Use: "delete <consumer_id>", Short: "Revoke a credential and drop its connections", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.send(cmd, meshapi.OpConsumersDelete.OpInfo, meshapi.DeleteConsumerRequest{ConsumerID: args[0]})
-		},
+		RunE: g.sendOp(meshapi.OpConsumersDelete.OpInfo, func(args []string) any { return meshapi.DeleteConsumerRequest{ConsumerID: args[0]} }),
 	}
 	cmd.AddCommand(create, list, del)
 	return cmd
@@ -52,6 +46,12 @@ func newConsumers(g *globals) *cobra.Command {
 
 // send calls op's REST route with req (apiclient.Client.Call) and prints
 // the answer; a route that answers with no body prints "done".
+// sendOp is the RunE of a command that sends op, its request made from
+// the command's arguments by req, and prints the answer as send does.
+func (g *globals) sendOp(op *meshapi.OpInfo, req func(args []string) any) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error { return g.send(cmd, op, req(args)) }
+}
+
 func (g *globals) send(cmd *cobra.Command, op *meshapi.OpInfo, req any) error {
 	c, err := g.client()
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/a2amesh/a2amesh/cmd/internal/programcli"
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/cpuprofile"
@@ -59,23 +60,15 @@ type globals struct {
 
 func newRoot() *cobra.Command {
 	g := &globals{}
-	root := &cobra.Command{
-		Use:           "a2a-platform",
-		Short:         "The A2A Mesh platform: agents, pairing, task runs and events on NATS JetStream",
-		Version:       version.Line(),
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
+	root := programcli.Root("a2a-platform", "The A2A Mesh platform: agents, pairing, task runs and events on NATS JetStream", &g.logLevel)
 	home, _ := os.UserHomeDir()
 	f := root.PersistentFlags()
 	f.StringVar(&g.dataDir, "data-dir", filepath.Join(home, ".a2a-mesh"), "data directory (JetStream files, owner credential, admin contexts)")
-	f.StringVar(&g.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	f.StringVar(&g.apiBase, "api-base", apiclient.DefaultBase, "platform HTTP API for admin verbs (default: the context's, else this)")
 	f.StringVar(&g.ownerFile, "owner-token-file", "", "owner credential file for admin verbs (default: the context's, else <data-dir>/owner.token)")
 	f.StringVar(&g.context, "context", "", "admin context to use instead of the current one (a2a-platform context list)")
 	cliusage.OutputFlag(root, f, &g.output, outputAuto, "output of admin verbs: table, json, jsonl (one value per line) or pretty (events tail) (default: table on a terminal, json otherwise)", outputFormats...)
 	cliusage.FieldsFlag(f, &g.fields)
-	cliusage.CompleteValues(root, "log-level", logLevels...)
 	root.AddCommand(newUp(g), newServe(g), newAgents(g), newPairingCode(g), newTasks(g), newUsage(g), newEvents(g), newConsumers(g), newWebhooks(g),
 		newLogin(g), newBench(g), newContext(g), newHealthcheck(), newUpgrade(g))
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { g.cmd, g.out = cmd, cmd.OutOrStdout() }
@@ -88,6 +81,3 @@ func newRoot() *cobra.Command {
 	cliusage.Guard(root)
 	return root
 }
-
-// logLevels are the values of --log-level.
-var logLevels = []string{"trace", "debug", "info", "warn", "error"}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"strings"
-	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/logging"
@@ -21,15 +20,11 @@ func newServe(g *globals) *cobra.Command {
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: platform.Services,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			log, err := logging.New(logging.Config{Level: g.logLevel, Component: args[0]})
+			log, stop, err := tracing.OpenProgram(cmd.Context(), logging.Config{Level: g.logLevel, Component: args[0]}, "a2a-platform-"+args[0])
 			if err != nil {
 				return err
 			}
-			spans, err := tracing.StartProgram(cmd.Context(), "a2a-platform-"+args[0], log)
-			if err != nil {
-				return err
-			}
-			defer spans.ShutdownWithin(5*time.Second, log)
+			defer stop()
 			if err := serveProfiles(*pprofAddr, log); err != nil {
 				return err
 			}

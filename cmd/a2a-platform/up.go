@@ -22,15 +22,11 @@ func newUp(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			start := time.Now()
-			log, err := logging.New(logging.Config{Level: g.logLevel, Component: "platform"})
+			log, stop, err := tracing.OpenProgram(cmd.Context(), logging.Config{Level: g.logLevel, Component: "platform"}, "a2a-platform")
 			if err != nil {
 				return err
 			}
-			spans, err := tracing.StartProgram(cmd.Context(), "a2a-platform", log)
-			if err != nil {
-				return err
-			}
-			defer spans.ShutdownWithin(5*time.Second, log)
+			defer stop()
 			if err := serveProfiles(*pprofAddr, log); err != nil {
 				return err
 			}

@@ -20,9 +20,7 @@ func newUsage(g *globals) *cobra.Command {
 			"input tokens (cached included), output tokens, cached tokens, and the cost where the host gives one.",
 		Args:        cobra.NoArgs,
 		Annotations: listing,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.send(cmd, meshapi.OpUsageReport.OpInfo, meshapi.UsageRequest{AgentID: agent, From: from, To: to})
-		},
+		RunE:        g.sendOp(meshapi.OpUsageReport.OpInfo, func([]string) any { return meshapi.UsageRequest{AgentID: agent, From: from, To: to} }),
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "only this agent's runs")
 	cmd.Flags().StringVar(&from, "from", "", "first day, YYYY-MM-DD (UTC)")

@@ -28,30 +28,22 @@ func newWebhooks(g *globals) *cobra.Command {
 	_ = create.MarkFlagRequired("url")
 	list := &cobra.Command{
 		Use: "list", Short: "List webhook subscriptions", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.send(cmd, meshapi.OpWebhooksList.OpInfo, meshapi.ListWebhooksRequest{})
-		},
+		RunE: g.sendOp(meshapi.OpWebhooksList.OpInfo, func([]string) any { return meshapi.ListWebhooksRequest{} }),
 	}
 	del := &cobra.Command{
 		Use: "delete <webhook_id>", Short: "Remove a subscription", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.send(cmd, meshapi.OpWebhooksDelete.OpInfo, meshapi.WebhookRequest{WebhookID: args[0]})
-		},
+		RunE: g.sendOp(meshapi.OpWebhooksDelete.OpInfo, func(args []string) any { return meshapi.WebhookRequest{WebhookID: args[0]} }),
 	}
 	deliveries := &cobra.Command{
 		Use: "deliveries <webhook_id>", Short: "List deliveries that failed at least once (retrying, dead, delivered)", Args: cobra.ExactArgs(1),
 		Annotations: listing,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.send(cmd, meshapi.OpWebhooksDeliveries.OpInfo, meshapi.ListDeliveriesRequest{WebhookID: args[0], State: state})
-		},
+		RunE:        g.sendOp(meshapi.OpWebhooksDeliveries.OpInfo, func(args []string) any { return meshapi.ListDeliveriesRequest{WebhookID: args[0], State: state} }),
 	}
 	deliveries.Flags().StringVar(&state, "state", "", "only this state: retrying, dead or delivered")
 	cliusage.CompleteValues(deliveries, "state", "retrying", "dead", "delivered")
 	redrive := &cobra.Command{
 		Use: "redrive <webhook_id> <delivery_id>", Short: "Send a dead-lettered delivery again", Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.send(cmd, meshapi.OpWebhooksRedrive.OpInfo, meshapi.RedriveRequest{WebhookID: args[0], DeliveryID: args[1]})
-		},
+		RunE: g.sendOp(meshapi.OpWebhooksRedrive.OpInfo, func(args []string) any { return meshapi.RedriveRequest{WebhookID: args[0], DeliveryID: args[1]} }),
 	}
 	cmd.AddCommand(create, list, del, deliveries, redrive)
 	return cmd

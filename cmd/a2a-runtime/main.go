@@ -9,12 +9,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/a2amesh/a2amesh/cmd/internal/programcli"
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/cpuprofile"
 	"github.com/a2amesh/a2amesh/internal/profile"
 	"github.com/a2amesh/a2amesh/internal/runtimeengine"
-	"github.com/a2amesh/a2amesh/internal/version"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
@@ -50,17 +50,8 @@ type globals struct {
 
 func newRoot() *cobra.Command {
 	g := &globals{}
-	root := &cobra.Command{
-		Use:           "a2a-runtime",
-		Short:         "Connect an agent on this machine to an A2A Mesh platform",
-		Version:       version.Line(),
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	f := root.PersistentFlags()
-	f.StringVar(&g.config, "config", "", "profile file (default ~/.a2a/runtime.json)")
-	f.StringVar(&g.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
-	cliusage.CompleteValues(root, "log-level", "trace", "debug", "info", "warn", "error")
+	root := programcli.Root("a2a-runtime", "Connect an agent on this machine to an A2A Mesh platform", &g.logLevel)
+	root.PersistentFlags().StringVar(&g.config, "config", "", "profile file (default ~/.a2a/runtime.json)")
 	root.AddCommand(newPair(g), newStart(g), newStatus(g), newProfiles(g), newUnpair(g), newService(g), newEvents(g))
 	cliusage.BindEnv(root)
 	cliusage.Guard(root)

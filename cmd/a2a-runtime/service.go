@@ -40,6 +40,15 @@ func newService(g *globals) *cobra.Command {
 			},
 		})
 	}
+	// profileService is the service of the chosen profile, as installed
+	// without start flags: enough to stop, remove or ask about it.
+	profileService := func() (*serviceunit.Service, error) {
+		p, err := g.resolve(profileName)
+		if err != nil {
+			return nil, err
+		}
+		return build(p)
+	}
 	install := &cobra.Command{
 		Use:   "install [start flags] [-- adapter arguments]",
 		Short: "Install and start the user service",
@@ -81,11 +90,7 @@ func newService(g *globals) *cobra.Command {
 	uninstall := &cobra.Command{
 		Use: "uninstall", Short: "Stop and remove the user service", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := g.resolve(profileName)
-			if err != nil {
-				return err
-			}
-			s, err := build(p)
+			s, err := profileService()
 			if err != nil {
 				return err
 			}
@@ -99,11 +104,7 @@ func newService(g *globals) *cobra.Command {
 	status := &cobra.Command{
 		Use: "status", Short: "Show whether the user service is installed and running", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := g.resolve(profileName)
-			if err != nil {
-				return err
-			}
-			s, err := build(p)
+			s, err := profileService()
 			if err != nil {
 				return err
 			}

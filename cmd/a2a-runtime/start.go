@@ -44,15 +44,11 @@ func newStart(g *globals) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, adapterArgs []string) error {
-			log, err := logging.New(logging.Config{Level: g.logLevel, Component: "runtime"})
+			log, stop, err := tracing.OpenProgram(cmd.Context(), logging.Config{Level: g.logLevel, Component: "runtime"}, "a2a-runtime")
 			if err != nil {
 				return err
 			}
-			spans, err := tracing.StartProgram(cmd.Context(), "a2a-runtime", log)
-			if err != nil {
-				return err
-			}
-			defer spans.ShutdownWithin(5*time.Second, log)
+			defer stop()
 			p, err := g.resolve(profileName)
 			if err != nil {
 				return err

@@ -6,29 +6,11 @@
 // Usage: A2A_API_KEY=... node v03.mjs <agent url> <push receiver url> <JSONRPC|HTTP+JSON>
 // (the key travels in the environment, never on the command line).
 import { randomUUID } from "node:crypto";
-import {
-  ClientFactory,
-  ClientFactoryOptions,
-  JsonRpcTransportFactory,
-  RestTransportFactory,
-} from "a2a-v03/client";
+import * as sdk from "a2a-v03/client";
+import { clientFactory, unknownTaskError } from "./client.mjs";
 
 const [agentURL, pushURL, transport] = process.argv.slice(2);
-const key = process.env.A2A_API_KEY;
-
-// Every request carries the agent's API key.
-const fetchImpl = (input, init = {}) => {
-  const headers = new Headers(init.headers || {});
-  headers.set("X-API-Key", key);
-  return fetch(input, { ...init, headers });
-};
-
-const factory = new ClientFactory(
-  ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-    transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
-    preferredTransports: [transport],
-  }),
-);
+const factory = clientFactory(sdk, transport);
 
 const message = (text, extra = {}) => ({
   message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], ...extra },
@@ -77,12 +59,7 @@ try {
   const canceled = await client.cancelTask({ id: waiting.id });
   out.cancel = { state: canceled.status.state };
 
-  try {
-    await client.getTask({ id: randomUUID() });
-    out.unknownTask = "found";
-  } catch (e) {
-    out.unknownTask = e.constructor.name;
-  }
+  out.unknownTask = await unknownTaskError(client);
 } catch (e) {
   out.error = String(e && e.stack ? e.stack : e);
 }

@@ -54,13 +54,7 @@ func (k keyHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func (r *Report) measureA2A(ctx context.Context, dir string, cfg Config) error {
-	p, err := platform.Up(ctx, platform.Config{
-		DataDir: filepath.Join(dir, "a2a"), HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", Logger: zerolog.Nop(),
-		ShutdownGrace: 2 * time.Second,
-		// The endpoint's per-caller limit (60 a minute by default) would
-		// measure the limiter, not the endpoint.
-		A2ARateLimitPerMinute: 1 << 30,
-	})
+	p, err := startPlatform(ctx, filepath.Join(dir, "a2a"), unlimitedCallers)
 	if err != nil {
 		return err
 	}

@@ -295,12 +295,22 @@ func (r *Report) measureRaw(ctx context.Context, dir string, cfg Config) error {
 	return nil
 }
 
-func startPlatform(ctx context.Context, dir string) (*platform.Platform, error) {
-	return platform.Up(ctx, platform.Config{
+// startPlatform runs a platform in this process with its data in dir, on
+// loopback ports of its own; each set adjusts the configuration first.
+func startPlatform(ctx context.Context, dir string, set ...func(*platform.Config)) (*platform.Platform, error) {
+	cfg := platform.Config{
 		DataDir: dir, HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", Logger: zerolog.Nop(),
 		ShutdownGrace: 2 * time.Second,
-	})
+	}
+	for _, f := range set {
+		f(&cfg)
+	}
+	return platform.Up(ctx, cfg)
 }
+
+// unlimitedCallers lifts the A2A endpoints' per-caller limit (60 a minute
+// by default), which would measure the limiter, not the endpoints.
+func unlimitedCallers(cfg *platform.Config) { cfg.A2ARateLimitPerMinute = 1 << 30 }
 
 // target is the platform a measurement drives, whatever runs it (one `up`
 // process, or services on a cluster): a service's bus connection, which

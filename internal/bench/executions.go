@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -39,12 +37,7 @@ const executionAgents = 4
 // in ten canceled, so the status filter has something to tell apart), then
 // times GET /api/executions with its filters and random offsets.
 func (r *Report) measureExecutions(ctx context.Context, dir string, cfg Config) error {
-	p, err := platform.Up(ctx, platform.Config{
-		DataDir: filepath.Join(dir, "executions"), HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", Logger: zerolog.Nop(),
-		ShutdownGrace: 2 * time.Second,
-		// The endpoints' per-caller limit would measure the limiter.
-		A2ARateLimitPerMinute: 1 << 30,
-	})
+	p, err := startPlatform(ctx, filepath.Join(dir, "executions"), unlimitedCallers)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/rs/zerolog"
 )
 
 // FanoutReport is event delivery to many consumers at once while task runs
@@ -67,10 +66,7 @@ func (r *fanoutReceiver) receive(body []byte) {
 // measureFanout completes runs through the services while subscribers and
 // endpoints receive every event, and reports per-channel latency and throughput.
 func (r *Report) measureFanout(ctx context.Context, dir string, cfg Config) error {
-	p, err := platform.Up(ctx, platform.Config{
-		DataDir: filepath.Join(dir, "fanout"), HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", Logger: zerolog.Nop(),
-		ShutdownGrace: 2 * time.Second, AllowPrivateWebhooks: true,
-	})
+	p, err := startPlatform(ctx, filepath.Join(dir, "fanout"), func(c *platform.Config) { c.AllowPrivateWebhooks = true })
 	if err != nil {
 		return err
 	}

@@ -24,53 +24,57 @@ var (
 // UnmarshalJSON decodes a profile and keeps its unknown fields.
 func (p *Profile) UnmarshalJSON(b []byte) error {
 	type plain Profile
-	var v plain
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	extra, err := unknownFields(b, profileKeys)
-	if err != nil {
-		return err
-	}
-	*p = Profile(v)
-	p.extra = extra
-	return nil
+	return decodeKeepingUnknown(b, profileKeys, func(v plain, extra map[string]json.RawMessage) {
+		*p = Profile(v)
+		p.extra = extra
+	})
 }
 
 // MarshalJSON encodes a profile, token included: this is the storage format.
 func (p Profile) MarshalJSON() ([]byte, error) {
 	type plain Profile
-	b, err := json.Marshal(plain(p))
-	if err != nil {
-		return nil, err
-	}
-	return appendFields(b, p.extra)
+	return encodeWithUnknown(plain(p), p.extra)
 }
 
 // UnmarshalJSON decodes the file and keeps its unknown top-level fields.
 func (f *File) UnmarshalJSON(b []byte) error {
 	type plain File
-	var v plain
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	extra, err := unknownFields(b, fileKeys)
-	if err != nil {
-		return err
-	}
-	*f = File(v)
-	f.extra = extra
-	return nil
+	return decodeKeepingUnknown(b, fileKeys, func(v plain, extra map[string]json.RawMessage) {
+		*f = File(v)
+		f.extra = extra
+	})
 }
 
 // MarshalJSON encodes the file with its unknown top-level fields.
 func (f File) MarshalJSON() ([]byte, error) {
 	type plain File
-	b, err := json.Marshal(plain(f))
+	return encodeWithUnknown(plain(f), f.extra)
+}
+
+// decodeKeepingUnknown decodes b into a T, a type without methods of its
+// own, and hands it to set with the fields of b that keys does not name;
+// set is not called when b does not decode.
+func decodeKeepingUnknown[T any](b []byte, keys map[string]bool, set func(T, map[string]json.RawMessage)) error {
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	extra, err := unknownFields(b, keys)
+	if err != nil {
+		return err
+	}
+	set(v, extra)
+	return nil
+}
+
+// encodeWithUnknown encodes v, a type without methods of its own, and
+// appends the unknown fields extra carried from the file.
+func encodeWithUnknown(v any, extra map[string]json.RawMessage) ([]byte, error) {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	return appendFields(b, f.extra)
+	return appendFields(b, extra)
 }
 
 // jsonKeys returns the lower-cased JSON names of t's exported fields.

@@ -191,21 +191,17 @@ type claudeParser struct {
 
 func newClaudeParser(report func(string)) *claudeParser {
 	p := &claudeParser{report: report}
-	p.jsonlReader = newJSONLReader(p.handle)
+	p.jsonlReader = newJSONLReader(eventsOf(p.handle))
 	return p
 }
 
-func (p *claudeParser) handle(raw []byte) {
-	var m claudeMessage
-	if decodeEvent(raw, &m) != nil {
-		return
-	}
+func (p *claudeParser) handle(m *claudeMessage) {
 	if m.SessionID != "" {
 		p.sessionID = m.SessionID
 	}
 	switch m.Type {
 	case "system":
-		p.system(&m)
+		p.system(m)
 	case "assistant":
 		for _, block := range m.Message.Content {
 			switch block.Type {
@@ -216,7 +212,7 @@ func (p *claudeParser) handle(raw []byte) {
 			}
 		}
 	case "result":
-		p.result = &m
+		p.result = m
 	}
 }
 

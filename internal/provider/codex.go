@@ -166,15 +166,11 @@ type codexParser struct {
 
 func newCodexParser(report func(string)) *codexParser {
 	p := &codexParser{report: report}
-	p.jsonlReader = newJSONLReader(p.handle)
+	p.jsonlReader = newJSONLReader(eventsOf(p.handle))
 	return p
 }
 
-func (p *codexParser) handle(raw []byte) {
-	var ev codexEvent
-	if decodeEvent(raw, &ev) != nil {
-		return
-	}
+func (p *codexParser) handle(ev *codexEvent) {
 	switch ev.Type {
 	case "thread.started":
 		p.threadID = ev.ThreadID

@@ -120,15 +120,11 @@ type cursorParser struct {
 
 func newCursorParser(report func(string)) *cursorParser {
 	p := &cursorParser{report: report}
-	p.jsonlReader = newJSONLReader(p.handle)
+	p.jsonlReader = newJSONLReader(eventsOf(p.handle))
 	return p
 }
 
-func (p *cursorParser) handle(raw []byte) {
-	var ev cursorEvent
-	if decodeEvent(raw, &ev) != nil {
-		return
-	}
+func (p *cursorParser) handle(ev *cursorEvent) {
 	if ev.SessionID != "" {
 		p.sessionID = ev.SessionID
 	}
@@ -146,7 +142,7 @@ func (p *cursorParser) handle(raw []byte) {
 	case "tool_call":
 		p.toolCall(ev.Subtype, ev.ToolCall)
 	case "result":
-		p.result = &ev
+		p.result = ev
 	}
 }
 

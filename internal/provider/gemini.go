@@ -202,15 +202,11 @@ type geminiParser struct {
 
 func newGeminiParser(report func(string)) *geminiParser {
 	p := &geminiParser{report: report, text: newTextProgress(report)}
-	p.jsonlReader = newJSONLReader(p.handle)
+	p.jsonlReader = newJSONLReader(eventsOf(p.handle))
 	return p
 }
 
-func (p *geminiParser) handle(raw []byte) {
-	var ev geminiEvent
-	if decodeEvent(raw, &ev) != nil {
-		return
-	}
+func (p *geminiParser) handle(ev *geminiEvent) {
 	switch ev.Type {
 	case "init":
 		p.sessionID, p.model = ev.SessionID, ev.Model
@@ -238,7 +234,7 @@ func (p *geminiParser) handle(raw []byte) {
 			p.report("warning: " + ev.Message)
 		}
 	case "result":
-		p.result = &ev
+		p.result = ev
 	}
 }
 

@@ -68,6 +68,18 @@ type jsonlReader struct {
 	sample string
 }
 
+// eventsOf adapts a handler of one host's events to newJSONLReader: each
+// line is decoded leniently (see decodeEvent) into a new T, and a line that
+// does not decode is passed over.
+func eventsOf[T any](handle func(*T)) func(raw []byte) {
+	return func(raw []byte) {
+		var ev T
+		if decodeEvent(raw, &ev) == nil {
+			handle(&ev)
+		}
+	}
+}
+
 // newJSONLReader calls handle with each line that holds a JSON object.
 func newJSONLReader(handle func(raw []byte)) *jsonlReader {
 	r := &jsonlReader{}
