@@ -31,7 +31,6 @@ import (
 	"github.com/a2amesh/a2amesh/internal/keeper"
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/provider"
-	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/internal/version"
 )
 
@@ -128,7 +127,7 @@ func defaultWorkdir() string {
 }
 
 func run(o options, argv []string) error {
-	log, stop, err := tracing.OpenProgram(context.Background(), logging.Config{Level: o.logLevel, Component: "a2a-adapter"}, "a2a-adapter")
+	log, stop, err := programcli.OpenProgram(context.Background(), logging.Config{Level: o.logLevel, Component: "a2a-adapter"}, "a2a-adapter")
 	if err != nil {
 		return err
 	}

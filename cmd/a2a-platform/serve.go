@@ -4,9 +4,9 @@ import (
 	"strings"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/cmd/internal/programcli"
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/platform"
-	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/spf13/cobra"
 )
 
@@ -20,7 +20,7 @@ func newServe(g *globals) *cobra.Command {
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: platform.Services,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			log, stop, err := tracing.OpenProgram(cmd.Context(), logging.Config{Level: g.logLevel, Component: args[0]}, "a2a-platform-"+args[0])
+			log, stop, err := programcli.OpenProgram(cmd.Context(), logging.Config{Level: g.logLevel, Component: args[0]}, "a2a-platform-"+args[0])
 			if err != nil {
 				return err
 			}

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/cmd/internal/programcli"
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/platform"
-	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/spf13/cobra"
 )
 
@@ -22,7 +22,7 @@ func newUp(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			start := time.Now()
-			log, stop, err := tracing.OpenProgram(cmd.Context(), logging.Config{Level: g.logLevel, Component: "platform"}, "a2a-platform")
+			log, stop, err := programcli.OpenProgram(cmd.Context(), logging.Config{Level: g.logLevel, Component: "platform"}, "a2a-platform")
 			if err != nil {
 				return err
 			}

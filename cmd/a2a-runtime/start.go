@@ -12,13 +12,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/a2amesh/a2amesh/cmd/internal/programcli"
 	"github.com/a2amesh/a2amesh/internal/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/profile"
 	"github.com/a2amesh/a2amesh/internal/runtimeengine"
-	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -44,7 +44,7 @@ func newStart(g *globals) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, adapterArgs []string) error {
-			log, stop, err := tracing.OpenProgram(cmd.Context(), logging.Config{Level: g.logLevel, Component: "runtime"}, "a2a-runtime")
+			log, stop, err := programcli.OpenProgram(cmd.Context(), logging.Config{Level: g.logLevel, Component: "runtime"}, "a2a-runtime")
 			if err != nil {
 				return err
 			}

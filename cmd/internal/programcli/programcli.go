@@ -1,13 +1,18 @@
 // Package programcli holds what the command lines of the three programs
 // (a2a-platform, a2a-runtime, a2a-adapter) share: the root command's
-// settings and the --log-level flag.
+// settings, the --log-level flag, and opening the log and tracing.
 package programcli
 
 import (
+	"context"
 	"strings"
+	"time"
 
 	"github.com/a2amesh/a2amesh/internal/cliusage"
+	"github.com/a2amesh/a2amesh/internal/logging"
+	"github.com/a2amesh/a2amesh/internal/tracing"
 	"github.com/a2amesh/a2amesh/internal/version"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -38,4 +43,24 @@ func Root(use, short string, logLevel *string) *cobra.Command {
 func LogLevelFlag(cmd *cobra.Command, fs *pflag.FlagSet, p *string) {
 	fs.StringVar(p, "log-level", DefaultLogLevel, "log level: "+strings.Join(LogLevels, ", "))
 	cliusage.CompleteValues(cmd, "log-level", LogLevels...)
+}
+
+// programShutdown is how long a program's deferred stop waits for its
+// spans to be flushed.
+const programShutdown = 5 * time.Second
+
+// OpenProgram opens the log of one of the programs as logCfg says and
+// starts its tracing as serviceName (see tracing.StartProgram). The caller defers
+// stop, which flushes spans within five seconds, logging to the log
+// returned here.
+func OpenProgram(ctx context.Context, logCfg logging.Config, serviceName string) (log zerolog.Logger, stop func(), err error) {
+	log, err = logging.New(logCfg)
+	if err != nil {
+		return log, nil, err
+	}
+	spans, err := tracing.StartProgram(ctx, serviceName, log)
+	if err != nil {
+		return log, nil, err
+	}
+	return log, func() { spans.ShutdownWithin(programShutdown, log) }, nil
 }
