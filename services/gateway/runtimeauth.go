@@ -11,18 +11,18 @@ import (
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/a2amesh/a2amesh/services/gateway/admitted"
+	"github.com/a2amesh/a2amesh/services/gateway/credcache"
 )
 
 // runtimeAuth admits runtime credentials on the runtime routes. The
 // credential service decides (Authenticate on the bus); its yes is
 // remembered while the runtime's record stays at the revision it had then
-// (package admitted), so a runtime on the HTTP transport pays one bus round
+// (package credcache), so a runtime on the HTTP transport pays one bus round
 // trip per credential and record revision, not one per request (a pull, a
 // report, a heartbeat).
 type runtimeAuth struct {
 	client *meshapi.Client
-	memory *admitted.Memory[runtimeState, meshapi.Identity]
+	memory *credcache.Memory[runtimeState, meshapi.Identity]
 }
 
 // runtimeState is the one field of a runtime record the view reads.
@@ -31,9 +31,9 @@ type runtimeState struct {
 }
 
 func newRuntimeAuth(ctx context.Context, js jetstream.JetStream, client *meshapi.Client, log zerolog.Logger) (*runtimeAuth, error) {
-	memory, err := admitted.Start[runtimeState, meshapi.Identity](ctx, js, bus.BucketRuntimes,
-		func(key string, r *runtimeState, rev uint64) (admitted.Record, bool) {
-			return admitted.Record{Rev: rev, Active: r.State == mesh.RuntimeActive}, !bus.IsActiveRuntimeKey(key)
+	memory, err := credcache.Start[runtimeState, meshapi.Identity](ctx, js, bus.BucketRuntimes,
+		func(key string, r *runtimeState, rev uint64) (credcache.Record, bool) {
+			return credcache.Record{Rev: rev, Active: r.State == mesh.RuntimeActive}, !bus.IsActiveRuntimeKey(key)
 		}, log)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: runtimes: %w", err)

@@ -31,7 +31,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/a2atoken"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/a2amesh/a2amesh/services/gateway/admitted"
+	"github.com/a2amesh/a2amesh/services/gateway/credcache"
 )
 
 // DefaultRateLimitPerMinute is the requests a caller may make to one agent
@@ -84,9 +84,9 @@ func New(ctx context.Context, cfg Config) (*Admission, error) {
 		limiter: newLimiter(cfg.RateLimitPerMinute),
 	}
 	if cfg.JS != nil {
-		keys, err := admitted.Start[struct{}, meshapi.A2AKey](ctx, cfg.JS, bus.BucketA2AKeys,
-			func(key string, _ *struct{}, rev uint64) (admitted.Record, bool) {
-				return admitted.Record{Rev: rev, Active: true}, bus.IsA2AKeyKey(key)
+		keys, err := credcache.Start[struct{}, meshapi.A2AKey](ctx, cfg.JS, bus.BucketA2AKeys,
+			func(key string, _ *struct{}, rev uint64) (credcache.Record, bool) {
+				return credcache.Record{Rev: rev, Active: true}, bus.IsA2AKeyKey(key)
 			}, cfg.Logger)
 		if err != nil {
 			return nil, fmt.Errorf("admission: A2A keys: %w", err)

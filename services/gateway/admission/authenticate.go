@@ -15,7 +15,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/secret"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
-	"github.com/a2amesh/a2amesh/services/gateway/admitted"
+	"github.com/a2amesh/a2amesh/services/gateway/credcache"
 )
 
 // HeaderAPIKey carries a per-agent A2A API key (Authorization: Bearer works too).
@@ -30,7 +30,7 @@ type authenticator struct {
 	client *meshapi.Client
 	// keys remembers the API keys the credential service admitted, while
 	// their records are unchanged; nil asks every time.
-	keys *admitted.Memory[struct{}, meshapi.A2AKey]
+	keys *credcache.Memory[struct{}, meshapi.A2AKey]
 	// isOwner checks the owner credential.
 	isOwner func(token string) bool
 	signer  *a2atoken.Signer

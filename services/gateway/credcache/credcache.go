@@ -1,4 +1,4 @@
-// Package admitted remembers the credentials the credential service
+// Package credcache remembers the credentials the credential service
 // admitted, by the credential's hash, while the record each was admitted
 // from stays at the revision it had then. A view of the records' bucket, fed
 // by a watch, tells: revoking, replacing or deleting a record changes it,
@@ -6,7 +6,7 @@
 // asks the credential service again, which refuses it. A caller thus pays
 // one bus round trip per credential and record revision, not one per
 // request.
-package admitted
+package credcache
 
 import (
 	"context"

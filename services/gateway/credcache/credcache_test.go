@@ -1,4 +1,4 @@
-package admitted_test
+package credcache_test
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/bus/embedded"
-	"github.com/a2amesh/a2amesh/services/gateway/admitted"
+	"github.com/a2amesh/a2amesh/services/gateway/credcache"
 )
 
 type state struct {
 	Active bool `json:"active"`
 }
 
-func startMemory(t *testing.T) (jetstream.KeyValue, *admitted.Memory[state, string]) {
+func startMemory(t *testing.T) (jetstream.KeyValue, *credcache.Memory[state, string]) {
 	t.Helper()
 	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
 	if err != nil {
@@ -35,9 +35,9 @@ func startMemory(t *testing.T) (jetstream.KeyValue, *admitted.Memory[state, stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	memory, err := admitted.Start[state, string](ctx, conn.JS, "records",
-		func(_ string, s *state, rev uint64) (admitted.Record, bool) {
-			return admitted.Record{Rev: rev, Active: s.Active}, true
+	memory, err := credcache.Start[state, string](ctx, conn.JS, "records",
+		func(_ string, s *state, rev uint64) (credcache.Record, bool) {
+			return credcache.Record{Rev: rev, Active: s.Active}, true
 		}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
