@@ -231,7 +231,7 @@ func (p *provisioner) originAnswers(ctx context.Context) bool {
 // what its region holds, once every stream of its region answers (as
 // readiness asks them); what the origin's provisioning would add or
 // correct waits for the next start, and the sources its region's copies
-// lack are added by TendSources once the origin answers.
+// lack are added by SourceTending once the origin answers.
 func (p *provisioner) startOnOwn(ctx context.Context, origin string) error {
 	origins.Store(p.js.Conn(), origin)
 	if r := CheckReady(ctx, p.js); r.Err != nil {

@@ -74,32 +74,20 @@ const (
 	sourceAnswerWait = time.Second
 )
 
-// TendSources keeps the streams of this process's region that copy other
-// streams copying, until ctx ends: every SourceCheckInterval it adds the
-// sources a region's provisioning could not add while a region was down
-// (every owner region's records to this region's aggregates), and
-// restarts a source unheard for SourceStallAfter whose origin answers,
-// which ends the server's backoff. A restarted source goes on from the
-// last message the stream copied from it (the server finds it in the
-// stream), so nothing is copied twice or skipped. It does nothing on a
-// server in no cluster. Any number of processes may tend one region at
-// once: each change is checked as addStreamSource does.
-func TendSources(ctx context.Context, js jetstream.JetStream, log zerolog.Logger) {
-	region := connRegion(js)
-	if region == "" {
-		return
-	}
-	t := &tender{js: js, log: log, region: region, unheard: map[string]time.Time{}}
-	tick := time.NewTicker(SourceCheckInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			t.pass(ctx)
-		}
-	}
+// SourceTending is the job that keeps the streams of this process's
+// region that copy other streams copying, every SourceCheckInterval
+// from Start to Stop: it adds the sources a region's provisioning could
+// not add while a region was down (every owner region's records to this
+// region's aggregates), and restarts a source unheard for
+// SourceStallAfter whose origin answers, which ends the server's backoff.
+// A restarted source goes on from the last message the stream copied
+// from it (the server finds it in the stream), so nothing is copied twice
+// or skipped. It does nothing on a server in no cluster. Any number of
+// processes may tend one region at once: each change is checked as
+// addStreamSource does.
+func SourceTending(js jetstream.JetStream, log zerolog.Logger) *Periodic {
+	t := &tender{js: js, log: log, region: connRegion(js), unheard: map[string]time.Time{}}
+	return &Periodic{Interval: SourceCheckInterval, Run: t.pass}
 }
 
 // tender is one process's tending of its region's sources.
@@ -117,6 +105,9 @@ type tender struct {
 
 // pass looks at each sourcing stream of the region once.
 func (t *tender) pass(ctx context.Context) {
+	if t.region == "" {
+		return
+	}
 	origin, err := originRegion(ctx, t.js)
 	if err != nil {
 		return
@@ -128,39 +119,44 @@ func (t *tender) pass(ctx context.Context) {
 	if !ownedLayout(ctx, t.js) {
 		return
 	}
+	owners := t.ownerRegions(ctx, origin)
 	for bucket := range ownedBuckets {
 		agg := aggregateIn(bucket, t.region, origin)
-		t.tend(ctx, "KV_"+agg, func(name string) string { return ownerRegion(bucket, name) },
-			func(ctx context.Context) []*jetstream.StreamSource { return t.ownerSources(ctx, bucket, agg, origin) })
+		var want []*jetstream.StreamSource
+		for _, r := range owners {
+			want = append(want, ownedSource(OwnerBucket(bucket, r), agg))
+		}
+		t.tend(ctx, "KV_"+agg, func(name string) string { return ownerRegion(bucket, name) }, want)
 	}
 }
 
-// ownerSources are the sources an aggregate should have: every region's
-// owned bucket that the origin's aggregate sources (none while the origin
-// does not answer).
-func (t *tender) ownerSources(ctx context.Context, bucket, agg, origin string) []*jetstream.StreamSource {
-	if t.silent[origin] || refusal(t.js.Conn(), origin) != nil {
+// ownerRegions are the regions that keep records of their own: those
+// whose owned agents bucket the origin's agents bucket sources (every
+// region registers each owned bucket there, the agents' first). Asked of
+// the origin once a pass, for every bucket; none while it does not answer.
+func (t *tender) ownerRegions(ctx context.Context, origin string) []string {
+	if refusal(t.js.Conn(), origin) != nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, sourceAnswerWait)
 	defer cancel()
-	s, err := t.js.Stream(ctx, "KV_"+bucket)
+	s, err := t.js.Stream(ctx, "KV_"+BucketAgents)
 	if err != nil {
 		t.silent[origin] = true
 		return nil
 	}
-	var want []*jetstream.StreamSource
+	var regions []string
 	for _, src := range s.CachedInfo().Config.Sources {
-		if r := ownerRegion(bucket, src.Name); r != "" {
-			want = append(want, ownedSource(OwnerBucket(bucket, r), agg))
+		if r := ownerRegion(BucketAgents, src.Name); r != "" {
+			regions = append(regions, r)
 		}
 	}
-	return want
+	return regions
 }
 
-// tend adds the sources stream lacks of those want lists, and restarts its
+// tend adds the sources of want that stream lacks, and restarts its
 // stalled ones; regionOf names the region of a source's stream.
-func (t *tender) tend(ctx context.Context, stream string, regionOf func(string) string, want func(context.Context) []*jetstream.StreamSource) {
+func (t *tender) tend(ctx context.Context, stream string, regionOf func(string) string, want []*jetstream.StreamSource) {
 	tctx, cancel := context.WithTimeout(ctx, provisionTry)
 	defer cancel()
 	s, err := t.js.Stream(tctx, stream)
@@ -168,13 +164,12 @@ func (t *tender) tend(ctx context.Context, stream string, regionOf func(string) 
 		return
 	}
 	info := s.CachedInfo()
-	if want != nil {
-		for _, src := range want(tctx) {
-			if !slices.ContainsFunc(info.Config.Sources, func(have *jetstream.StreamSource) bool { return have.Name == src.Name }) && t.answers(ctx, regionOf(src.Name), src.Name) {
-				if err := addStreamSource(ctx, t.js, stream, src); err != nil {
-					t.log.Warn().Err(err).Str("stream", stream).Str("source", src.Name).Msg("could not add a region's source")
-				}
-			}
+	for _, src := range want {
+		if slices.ContainsFunc(info.Config.Sources, func(have *jetstream.StreamSource) bool { return have.Name == src.Name }) || !t.answers(ctx, regionOf(src.Name), src.Name) {
+			continue
+		}
+		if err := addStreamSource(ctx, t.js, stream, src); err != nil {
+			t.log.Warn().Err(err).Str("stream", stream).Str("source", src.Name).Msg("could not add a region's source")
 		}
 	}
 	for _, si := range info.Sources {

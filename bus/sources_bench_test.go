@@ -35,10 +35,9 @@ func copyAfterOutage(b *testing.B, tended bool, key string) time.Duration {
 	defer cancel()
 	conns := sc.ProvisionedRegions(b, "east", "east", "west", "south")
 	if tended {
-		tctx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); bus.TendSources(tctx, conns["west"].JS, zerolog.Nop()) }()
-		defer func() { stop(); <-done }()
+		tending := bus.SourceTending(conns["west"].JS, zerolog.Nop())
+		tending.Start(context.Background())
+		defer tending.Stop()
 	}
 	agg := bus.RegionBucket(bus.BucketAgents, "west")
 	s, err := conns["west"].JS.Stream(ctx, "KV_"+agg)

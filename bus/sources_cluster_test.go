@@ -36,13 +36,9 @@ func TestTendSources_ARegionBackFromAnOutageCopiesWhatItMissedAndIsCopiedAtOnce(
 	logs := map[string]*syncBuffer{}
 	tend := func(region string) {
 		logs[region] = &syncBuffer{}
-		tendCtx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			bus.TendSources(tendCtx, conns[region].JS, zerolog.New(logs[region]))
-		}()
-		t.Cleanup(func() { stop(); <-done })
+		tending := bus.SourceTending(conns[region].JS, zerolog.New(logs[region]))
+		tending.Start(context.Background())
+		t.Cleanup(tending.Stop)
 	}
 	for _, r := range []string{"east", "west", "south"} {
 		provision(r)

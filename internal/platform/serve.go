@@ -83,10 +83,9 @@ type Running struct {
 	// JetStream, its service starting); nil once it serves. /readyz
 	// answers 503 with it until then.
 	waiting atomic.Pointer[string]
-	// stopTending ends the tending of the region's sources
-	// (bus.TendSources); tended is closed once it has ended.
-	stopTending context.CancelFunc
-	tended      chan struct{}
+	// tending keeps the region's copies of other regions' records and
+	// events flowing for as long as the process runs (bus.SourceTending).
+	tending *bus.Periodic
 }
 
 // What a process waits for before it serves, as /readyz says it.
@@ -155,7 +154,8 @@ func (r *Running) connectAndStart(ctx context.Context) error {
 	if err := bus.Provision(ctx, conn.JS, pc); err != nil {
 		return err
 	}
-	r.tendSources(pc.Logger)
+	r.tending = bus.SourceTending(conn.JS, pc.Logger)
+	r.tending.Start(context.Background())
 	r.setWaiting(waitingStart)
 	if err := r.start(ctx); err != nil {
 		return err
@@ -299,22 +299,10 @@ func (r *Running) MetricsAddr() string {
 	return r.mln.Addr().String()
 }
 
-// tendSources keeps the region's copies of other regions' records and
-// events flowing for as long as the process runs (bus.TendSources).
-func (r *Running) tendSources(log zerolog.Logger) {
-	ctx, cancel := context.WithCancel(context.Background())
-	r.stopTending, r.tended = cancel, make(chan struct{})
-	go func() {
-		defer close(r.tended)
-		bus.TendSources(ctx, r.conn.JS, log)
-	}()
-}
-
 // Stop stops the service and drains its connection.
 func (r *Running) Stop() {
-	if r.stopTending != nil {
-		r.stopTending()
-		<-r.tended
+	if r.tending != nil {
+		r.tending.Stop()
 	}
 	if r.msrv != nil {
 		_ = r.msrv.Close()
