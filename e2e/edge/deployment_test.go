@@ -114,6 +114,7 @@ func startServicesOn(t *testing.T, sc *clustertest.Supercluster, names ...string
 func (d *deployment) startServices(name string) *region {
 	t := d.t
 	r := &region{name: name, front: clustertest.NewProxy(t, strings.TrimPrefix(d.sc.URL(name, 0), "nats://")), health: map[string]string{}}
+	r.api = "http://" + meshtest.FreeAddr(t)
 	for _, svc := range platform.Services {
 		r.health[svc] = meshtest.FreeAddr(t)
 		args := []string{"serve", svc, "--data-dir", filepath.Join(d.dir, name+"-"+svc), "--nats-url", d.sc.URLs(name),
@@ -124,10 +125,11 @@ func (d *deployment) startServices(name string) *region {
 			args = append(args, "--allow-private-webhooks")
 		case "credentials":
 			args = append(args, "--auth-issuer-seed-file", filepath.Join(d.dir, "issuer.nk"), "--nats-advertise", r.front.URL())
+		case "delegation":
+			// Delegations are A2A calls to the region's gateway.
+			args = append(args, "--gateway-url", r.api)
 		case "gateway":
-			addr := meshtest.FreeAddr(t)
-			args = append(args, "--owner-token-file", filepath.Join(d.dir, "owner.token"), "--http", addr)
-			r.api = "http://" + addr
+			args = append(args, "--owner-token-file", filepath.Join(d.dir, "owner.token"), "--http", strings.TrimPrefix(r.api, "http://"))
 		}
 		d.procs.Start(svc+" in "+name, []string{"A2A_MESH_NATS_PASSWORD=" + d.sc.Password()}, bins.Platform, args...)
 	}

@@ -165,6 +165,17 @@ func TestRegionOutage(t *testing.T) {
 	fm.waitConnected(fm.start("--transport", "nats"), "nats", "west")
 	fm.completes("west", "a new agent's first run, with east down")
 	a2aSend(t, west, fresh.ID, freshKey.APIKey, "over A2A to an agent made while east is down")
+	// A delegation between two west agents is made and followed in west:
+	// the new agent's routing rule hands a run to the first agent, and the
+	// run completes with the delegate's answer.
+	west.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/agent-accounts/" + fresh.ID + "/routing-rules", Owner: true,
+		JSON: map[string]any{"match": map[string]any{"keywords": []string{"relay"}}, "target": map[string]any{"agent_id": agent.ID}}}).
+		Expect(t, http.StatusCreated)
+	relayed := west.CreateTask(fresh.ID, "relay this while east is down")
+	if got := west.WaitTask(relayed.ID, 60*time.Second, meshtest.StatusIs(mesh.StatusCompleted, mesh.StatusFailed, mesh.StatusCanceled)); got.Status != mesh.StatusCompleted ||
+		got.DelegatedTo == nil || got.DelegatedTo.AgentID != agent.ID || got.DelegatedTo.TaskRunID == "" {
+		t.Fatalf("a run delegated from one west agent to another with east down: %s %+v, delegated to %+v; want it completed by the first agent", got.Status, got.Error, got.DelegatedTo)
+	}
 
 	// The webhook's endpoint refuses its first delivery while east is
 	// down: the delivery is retried and recorded in west.

@@ -81,7 +81,7 @@ func (c *Config) newService(name string, env serviceEnv) (service, error) {
 		}), nil
 	case bus.ServiceDelegation:
 		return delegation.New(delegation.Config{
-			Conn: conn, Logger: log, GatewayURL: env.gatewayURL, MaxDepth: c.DelegationMaxDepth, Lease: c.Lease,
+			Conn: conn, Logger: log, Region: c.Region, GatewayURL: env.gatewayURL, MaxDepth: c.DelegationMaxDepth, Lease: c.Lease,
 			AllowPrivate: c.AllowPrivateWebhooks,
 		}), nil
 	}

@@ -79,25 +79,114 @@ func (r *Regions) Of(ctx context.Context, agentID string) (*Source, string, erro
 	return s, region, err
 }
 
-// FollowRuns follows the changes of runs of one agent (without their
-// artifacts) from now on, from its home region's stream; runs of agents of
-// several regions are followed from the gathered log. Read the runs after
-// it returns to know where the changes start.
-func (r *Regions) FollowRuns(ctx context.Context, runs ...*mesh.TaskRun) (*Follower, error) {
-	src := r.gathered
-	if len(runs) > 0 {
-		var err error
-		if src, _, err = r.Of(ctx, runs[0].TargetAgentID); err != nil {
+// Runs follows the changes of some runs (without their artifacts): a
+// Follower of one stream, or Followers of several streams merged.
+type Runs interface {
+	// NextRun returns the next change of a followed run as its event
+	// tells it.
+	NextRun(ctx context.Context) (*mesh.TaskRun, error)
+	// Stop ends the following: NextRun returns ErrStopped.
+	Stop()
+}
+
+// FollowRuns follows the changes of runs (without their artifacts) from
+// now on, each from its agent's home region's stream: runs of agents homed
+// in several regions are followed in each region's stream at once, so no
+// region but theirs is on the way (the changes of one run come in order;
+// those of runs of different regions in the order they are read). Read the
+// runs after it returns to know where the changes start.
+func (r *Regions) FollowRuns(ctx context.Context, runs ...*mesh.TaskRun) (Runs, error) {
+	var sources []*Source
+	of := map[*Source][]*mesh.TaskRun{}
+	for _, run := range runs {
+		src, _, err := r.Of(ctx, run.TargetAgentID)
+		if err != nil {
 			return nil, err
 		}
-		for _, run := range runs[1:] {
-			if other, _, err := r.Of(ctx, run.TargetAgentID); err != nil || other != src {
-				src = r.gathered
-				break
-			}
+		if _, ok := of[src]; !ok {
+			sources = append(sources, src)
 		}
+		of[src] = append(of[src], run)
 	}
-	return src.FollowRuns(ctx, runs...)
+	if len(sources) <= 1 {
+		src := r.gathered
+		if len(sources) == 1 {
+			src = sources[0]
+		}
+		return src.FollowRuns(ctx, runs...)
+	}
+	m := &mergedRuns{runs: make(chan *mesh.TaskRun), failed: make(chan error, len(sources)), done: make(chan struct{})}
+	for _, src := range sources {
+		f, err := src.FollowRuns(ctx, of[src]...)
+		if err != nil {
+			m.Stop()
+			return nil, err
+		}
+		m.followers = append(m.followers, f)
+	}
+	m.start()
+	return m, nil
+}
+
+// mergedRuns merges the runs followed in several streams: a goroutine a
+// stream reads its follower and hands each change on.
+type mergedRuns struct {
+	followers []*Follower
+	runs      chan *mesh.TaskRun
+	// failed holds the error of each follower that ended (room for all).
+	failed chan error
+	done   chan struct{}
+	once   sync.Once
+	cancel context.CancelFunc
+}
+
+func (m *mergedRuns) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	for _, f := range m.followers {
+		go func() {
+			for {
+				run, err := f.NextRun(ctx)
+				if err != nil {
+					m.failed <- err
+					return
+				}
+				select {
+				case m.runs <- run:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+}
+
+// NextRun returns the next change read in any of the streams; once the
+// follower of one stream fails, its error.
+func (m *mergedRuns) NextRun(ctx context.Context) (*mesh.TaskRun, error) {
+	select {
+	case run := <-m.runs:
+		return run, nil
+	case err := <-m.failed:
+		return nil, err
+	case <-m.done:
+		return nil, ErrStopped
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Stop stops every stream's follower.
+func (m *mergedRuns) Stop() {
+	m.once.Do(func() {
+		close(m.done)
+		if m.cancel != nil {
+			m.cancel()
+		}
+		for _, f := range m.followers {
+			f.Stop()
+		}
+	})
 }
 
 // Await waits until the run is settled, for at most wait, reading its

@@ -178,34 +178,56 @@ func (s *Service) describeAgent(ctx context.Context, id string) string {
 	return id
 }
 
-// watch follows the parent and its delegate on the event stream until the
-// parent ends (canceling the delegate if it has not ended) or goes back to
-// the queue (a new claim follows it then).
+// watch follows the parent and its delegate, each in its agent's home
+// region's event stream, until the parent ends (canceling the delegate if
+// it has not ended) or goes back to the queue (a new claim follows it
+// then). While a stream cannot be read (its region is down), it tries
+// again, keeping the parent's lease: the delegation goes on once the
+// region is back.
 func (s *Service) watch(ctx context.Context, f *follow, parent *mesh.TaskRun) {
+	st := &state{}
+	for try := 0; ; try++ {
+		if s.watchOnce(ctx, f, st, parent) || ctx.Err() != nil {
+			return
+		}
+		wait := min(time.Duration(try+1)*time.Second, 10*time.Second)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// watchOnce follows the two runs until following is over (it reports
+// true) or the runs can no longer be read (false).
+func (s *Service) watchOnce(ctx context.Context, f *follow, st *state, parent *mesh.TaskRun) bool {
 	childID := parent.DelegatedTo.TaskRunID
 	childAgent := parent.DelegatedTo.AgentID
 	runs, err := s.runs.FollowRuns(ctx, parent, &mesh.TaskRun{ID: childID, TargetAgentID: childAgent})
 	if err != nil {
-		s.log.Error().Ctx(ctx).Err(err).Str("task_run_id", parent.ID).Msg("delegation not followed")
-		return
+		s.log.Warn().Ctx(ctx).Err(err).Str("task_run_id", parent.ID).Msg("delegation not followed; trying again")
+		return false
 	}
 	defer runs.Stop()
 	// Read both runs after the follower started, so no change falls between.
 	if parent, err = s.client.GetTaskRun(ctx, parent.ID); err != nil {
-		return
+		return errors.Is(err, mesh.ErrNotFound)
 	}
 	child, err := s.client.GetTaskRun(ctx, childID)
 	if err != nil {
-		return
+		return errors.Is(err, mesh.ErrNotFound)
 	}
-	st := &state{}
 	for {
 		if s.step(ctx, f, st, parent, child) {
-			return
+			return true
 		}
 		run, err := runs.NextRun(ctx)
 		if err != nil {
-			return
+			if ctx.Err() == nil {
+				s.log.Warn().Ctx(ctx).Err(err).Str("task_run_id", parent.ID).Msg("delegation no longer followed; trying again")
+			}
+			return false
 		}
 		switch {
 		case run.ID == parent.ID && run.Revision > parent.Revision:

@@ -32,6 +32,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/runfollow"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/internal/homes"
 	"github.com/a2amesh/a2amesh/services/internal/runtimedir"
 )
 
@@ -43,6 +44,10 @@ const DefaultMaxDepth = 3
 type Config struct {
 	Conn   *bus.Conn
 	Logger zerolog.Logger
+	// Region is the region this service runs in ("" on a server in no
+	// cluster): a delegation is followed in the home regions of its two
+	// agents' runs, which it tells from the agents bucket's copy there.
+	Region string
 	// GatewayURL is where this service reaches the platform's A2A endpoints:
 	// a delegation is a call to <GatewayURL>/a2a/<target agent>. Required.
 	GatewayURL string
@@ -90,8 +95,10 @@ type Service struct {
 	cfg Config
 	log zerolog.Logger
 	js  jetstream.JetStream
-	// runs follows delegating runs and their delegates on the event stream.
-	runs   *runfollow.Source
+	// runs follows delegating runs and their delegates, each in the event
+	// stream of its agent's home region.
+	runs   *runfollow.Regions
+	homes  *homes.Directory
 	client *meshapi.Client
 	signer *a2atoken.Signer
 	store  *store
@@ -129,7 +136,6 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("delegation: the gateway URL is required (delegations are A2A calls to it)")
 	}
 	s.js = s.cfg.Conn.JS
-	s.runs = runfollow.NewSource(s.cfg.Conn, runfollow.Config{Stream: bus.EventStream})
 	s.client = meshapi.NewClient(s.cfg.Conn.NC)
 	s.http = newHTTPClient(s.cfg.AllowPrivate, s.cfg.CallTimeout)
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -137,6 +143,10 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.signer, err = a2atoken.Load(ctx, s.js); err != nil {
 		return err
 	}
+	if s.homes, err = homes.Open(ctx, s.js, s.cfg.Region, s.log); err != nil {
+		return err
+	}
+	s.runs = runfollow.NewRegions(s.cfg.Conn, runfollow.Config{}, s.homes.Of)
 	if s.store, err = openStore(ctx, s.js); err != nil {
 		return err
 	}
@@ -202,5 +212,8 @@ func (s *Service) Stop(grace time.Duration) {
 	}
 	if s.runtimes != nil {
 		s.runtimes.Close()
+	}
+	if s.homes != nil {
+		s.homes.Stop()
 	}
 }
