@@ -135,3 +135,53 @@ func eventRegion(js jetstream.JetStream) string {
 	}
 	return DefaultRegion
 }
+
+// RegionStream is the event stream of one region as a reader of every
+// agent's events reads it: each region's events where they are stored
+// first, so the reader goes on with the regions that are up while another
+// is down, the origin included.
+type RegionStream struct {
+	// Region is the region ("" on a server in no cluster).
+	Region string
+	// Stream is its event stream.
+	Stream string
+	// SkipSourced is set for the origin's stream, EventStream, which also
+	// holds copies of the other regions' events (they carry SourcedHeader):
+	// a reader of each region's stream skips them there.
+	SkipSourced bool
+}
+
+// IsSourced says whether a stored event is a copy of another region's
+// event, in the origin's gathered log.
+func IsSourced(h nats.Header) bool { return h.Get(SourcedHeader) != "" }
+
+// RegionStreams names the event streams of regions (those keeping one; a
+// region whose services never ran keeps none), the connection's region
+// first. On a server in no cluster it is EventStream alone.
+func RegionStreams(ctx context.Context, js jetstream.JetStream, regions []string) ([]RegionStream, error) {
+	own := connRegion(js)
+	if own == "" {
+		return []RegionStream{{Stream: EventStream}}, nil
+	}
+	var out []RegionStream
+	seen := map[string]bool{}
+	for _, region := range append([]string{own}, regions...) {
+		if seen[region] || ValidRegion(region) != nil {
+			continue
+		}
+		seen[region] = true
+		name, err := EventStreamIn(ctx, js, region)
+		if err != nil {
+			return nil, err
+		}
+		if name != EventStream && region != own {
+			if _, err := js.Stream(ctx, name); errors.Is(err, jetstream.ErrStreamNotFound) {
+				continue
+			}
+			// A stream that does not answer is listed: its reader says
+			// the region is unreachable.
+		}
+		out = append(out, RegionStream{Region: region, Stream: name, SkipSourced: name == EventStream})
+	}
+	return out, nil
+}

@@ -242,3 +242,10 @@ func (d *Directory) Observe(agentID string, home *string) {
 	}
 	d.others = nil
 }
+
+// EventStreams names the event streams a reader of every agent's events
+// reads, each region's where its events are stored first: this region's,
+// then those of the regions Others names that keep one.
+func (d *Directory) EventStreams(ctx context.Context, js jetstream.JetStream) ([]bus.RegionStream, error) {
+	return bus.RegionStreams(ctx, js, d.Others())
+}
