@@ -142,13 +142,13 @@ func eventRegion(js jetstream.JetStream) string {
 // is down, the origin included.
 type RegionStream struct {
 	// Region is the region ("" on a server in no cluster).
-	Region string
+	Region string `json:"region"`
 	// Stream is its event stream.
-	Stream string
+	Stream string `json:"stream"`
 	// SkipSourced is set for the origin's stream, EventStream, which also
 	// holds copies of the other regions' events (they carry SourcedHeader):
 	// a reader of each region's stream skips them there.
-	SkipSourced bool
+	SkipSourced bool `json:"skip_sourced,omitempty"`
 }
 
 // IsSourced says whether a stored event is a copy of another region's

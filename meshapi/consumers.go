@@ -51,9 +51,19 @@ type Consumer struct {
 	JSAPIPrefix string `json:"js_api_prefix"`
 	// InboxPrefix is the reply-inbox prefix its connections must use for
 	// JetStream API calls (nats --inbox-prefix).
-	InboxPrefix string    `json:"inbox_prefix"`
-	Stream      string    `json:"stream"`
-	CreatedAt   time.Time `json:"created_at"`
+	InboxPrefix string `json:"inbox_prefix"`
+	Stream      string `json:"stream"`
+	// Streams, for a credential of every agent's events in a deployment of
+	// several regions, are the event streams of each region (as it was
+	// made) on which it has a durable consumer of the same DurableName:
+	// reading each region's events where they are stored first goes on
+	// with the regions that are up while another is down, the origin
+	// included. The origin's stream (SkipSourced) is Stream itself, which
+	// also holds copies of the other regions' events: a reader of Streams
+	// skips there the messages that carry the Nats-Stream-Source header.
+	// Read either Stream or Streams, not both.
+	Streams   []bus.RegionStream `json:"streams,omitempty"`
+	CreatedAt time.Time          `json:"created_at"`
 }
 
 // CreateConsumerResponse carries the credential, shown once.

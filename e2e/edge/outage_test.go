@@ -124,6 +124,23 @@ func TestRegionOutage(t *testing.T) {
 		t.Fatalf("a consumer credential of a west agent's events reads stream %q; want west's, %s", con.Stream, bus.RegionEventStream("west"))
 	}
 	read := readConsumer(t, con)
+	// A consumer credential of every agent's events has a durable consumer
+	// on each region's stream (the origin's skipping its copies of the
+	// others'): west's part is read while east is down.
+	var everyCon meshapi.CreateConsumerResponse
+	west.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/consumers", Owner: true,
+		JSON: map[string]any{"name": "every region"}}).Expect(t, http.StatusCreated).Decode(t, &everyCon)
+	parts := map[string]bus.RegionStream{}
+	for _, rs := range everyCon.Streams {
+		parts[rs.Region] = rs
+	}
+	if len(parts) != 3 || parts["east"].Stream != bus.EventStream || !parts["east"].SkipSourced || everyCon.Stream != bus.EventStream ||
+		parts["west"].Stream != bus.RegionEventStream("west") || parts["west"].SkipSourced || parts["south"].Stream != bus.RegionEventStream("south") {
+		t.Fatalf("a consumer credential of every agent's events: stream %s, streams %+v; want the gathered log, and each region's stream with east's skipping copies", everyCon.Stream, everyCon.Streams)
+	}
+	westPart := everyCon
+	westPart.Stream = parts["west"].Stream
+	readEvery := readConsumer(t, westPart)
 
 	d.sc.Stop("east")
 	// Every process of west and south stays ready for its own region, as
@@ -192,6 +209,7 @@ func TestRegionOutage(t *testing.T) {
 	// credential made in west, with east down.
 	hook.waitCompletions(t, "the webhook, with east down,", runs, 60*time.Second)
 	read.waitCompletions(t, "the consumer credential, with east down,", runs, 60*time.Second)
+	readEvery.waitCompletions(t, "west's part of the consumer credential of every agent, with east down,", runs, 60*time.Second)
 	var retried meshapi.DeliveryList
 	west.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/webhooks/" + webhook.WebhookID + "/deliveries", Owner: true}).
 		Expect(t, http.StatusOK).Decode(t, &retried)
@@ -204,6 +222,13 @@ func TestRegionOutage(t *testing.T) {
 	// the artifacts of its runs, and their events, read from west's own
 	// event stream.
 	events := west.StreamEvents(t, url.Values{"agent_id": {agent.ID}})
+	// Every agent's events too, each region's read in its own stream: the
+	// stream says east cannot be read and goes on with west's and south's.
+	every := west.StreamEvents(t, url.Values{})
+	meshtest.Eventually(t, 30*time.Second, func() bool { return slices.Contains(every.Comments(), ": unreachable_regions east") },
+		func() string {
+			return fmt.Sprintf("a stream of every agent's events, opened in west with east down, said %q", every.Comments())
+		})
 	task := a2aSend(t, west, agent.ID, key.APIKey, "over A2A while east is down")
 	// The envelope endpoint too, twice in one conversation.
 	envelopeExecute(t, west, agent.ID, key.APIKey, "over the envelope while east is down", "outage-talk")
@@ -228,6 +253,18 @@ func TestRegionOutage(t *testing.T) {
 	if created.ID == "" {
 		t.Fatalf("the A2A task's run completed (%s) with no created event before it", finished.SSEID)
 	}
+	var everyDone meshtest.Event
+	for everyDone.ID == "" {
+		ev := every.Next(t, 30*time.Second)
+		var run mesh.TaskRun
+		if json.Unmarshal(ev.Data, &run) == nil && run.ID == task && ev.Type == mesh.EventTypePrefix+"task_run.completed" {
+			everyDone = ev
+		}
+	}
+	if !strings.Contains(everyDone.SSEID, "west:") || strings.Contains(everyDone.SSEID, "east:") {
+		t.Fatalf("the completion of a west run, in a stream of every agent's events with east down, has id %q; want west's position and none of east's", everyDone.SSEID)
+	}
+	every.Discard()
 	// A client that reconnects with the last id it saw resumes in west's
 	// stream, right after it.
 	resumed := west.StreamEventsFrom(t, url.Values{"agent_id": {agent.ID}}, created.SSEID).Next(t, 30*time.Second)
@@ -249,8 +286,30 @@ func TestRegionOutage(t *testing.T) {
 
 	d.sc.Start("east")
 	d.sc.WaitJetStream()
-	// West forgets east was unreachable once it answers again.
+	// West forgets east was unreachable once it answers again, and so does
+	// the stream of every agent's events.
 	d.regions["west"].waitReadyNaming(t)
+	meshtest.Eventually(t, 60*time.Second, func() bool { return slices.Contains(every.Comments(), ": unreachable_regions ") },
+		func() string {
+			return fmt.Sprintf("the stream of every agent's events, once east is back, said %q", every.Comments())
+		})
+	// A client of every agent's events that reconnects with the id it saw
+	// last resumes after it in each region's stream: the next event is
+	// one it did not see, the run's own events once each and in order.
+	resumedEvery := west.StreamEventsFrom(t, url.Values{}, everyDone.SSEID)
+	after := west.CreateTask(agent.ID, "after the stream of every agent's events resumed")
+	seen := map[string]bool{}
+	for {
+		ev := resumedEvery.Next(t, 30*time.Second)
+		if ev.ID == everyDone.ID || seen[ev.ID] {
+			t.Fatalf("the resumed stream of every agent's events gave %s (%s, id %s) again", ev.ID, ev.Type, ev.SSEID)
+		}
+		seen[ev.ID] = true
+		var run mesh.TaskRun
+		if json.Unmarshal(ev.Data, &run) == nil && run.ID == after.ID && ev.Type == mesh.EventTypePrefix+"task_run.completed" {
+			break
+		}
+	}
 	m.completes("east", "created in east once it is back")
 	for _, id := range runs {
 		got := d.regions["east"].p.WaitTask(id, 60*time.Second, meshtest.StatusIs(mesh.StatusCompleted, mesh.StatusFailed))
@@ -277,7 +336,7 @@ func TestRegionOutage(t *testing.T) {
 	})
 
 	// Each event reached each subscriber once, the outage notwithstanding.
-	for who, r := range map[string]*received{"webhook": hook, "consumer credential": read} {
+	for who, r := range map[string]*received{"webhook": hook, "consumer credential": read, "consumer credential of every agent (west's part)": readEvery} {
 		if again := r.repeated(); len(again) > 0 {
 			t.Fatalf("the %s received %d events more than once: %v", who, len(again), again)
 		}

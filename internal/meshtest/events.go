@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -35,6 +37,18 @@ type EventStream struct {
 	err    error
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	mu sync.Mutex
+	// comments holds the comment lines received but pings, in order.
+	comments []string
+}
+
+// Comments returns the comment lines the stream received so far (": ping"
+// and ": connected" left out), such as ": unreachable_regions east".
+func (s *EventStream) Comments() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.comments)
 }
 
 // StreamEvents opens GET /events?<query> with the owner credential and returns
@@ -120,6 +134,10 @@ func (s *EventStream) read(resp *http.Response, connected chan struct{}) {
 				}
 			}
 			id, data = "", nil
+		case strings.HasPrefix(line, ":") && line != ": ping" && line != ": connected":
+			s.mu.Lock()
+			s.comments = append(s.comments, line)
+			s.mu.Unlock()
 		case strings.HasPrefix(line, "id:"):
 			id = strings.TrimSpace(strings.TrimPrefix(line, "id:"))
 		case strings.HasPrefix(line, "data:"):
@@ -168,6 +186,15 @@ func (s *EventStream) Until(t testing.TB, timeout time.Duration, stop func(Event
 			t.Fatalf("the awaited event did not arrive within %s; got %d events: %s", timeout, len(out), typesOf(out))
 		}
 	}
+}
+
+// Discard drops the stream's events from now on, for a stream kept for
+// its comments: its server is never held up by a reader that reads nothing.
+func (s *EventStream) Discard() {
+	go func() {
+		for range s.events {
+		}
+	}()
 }
 
 // Close ends the stream.

@@ -50,9 +50,9 @@ func nextFor(subject string) string {
 	return subject
 }
 
-// lastSeq is the stream sequence of the stream's last event (0 when it has
+// LastSeq is the stream sequence of the stream's last event (0 when it has
 // none).
-func (s *Source) lastSeq(ctx context.Context) (uint64, error) {
+func (s *Source) LastSeq(ctx context.Context) (uint64, error) {
 	evs, _, err := s.get(ctx, directGet{LastFor: ">"})
 	if err != nil || len(evs) == 0 {
 		return 0, err

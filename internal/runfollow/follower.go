@@ -107,7 +107,7 @@ func (s *Source) Follow(ctx context.Context, subjects []string, pos Position) (*
 	}
 	start := pos.after
 	if pos.now {
-		if start, err = s.lastSeq(ctx); err != nil {
+		if start, err = s.LastSeq(ctx); err != nil {
 			f.Stop()
 			return nil, fmt.Errorf("follow: %w", err)
 		}

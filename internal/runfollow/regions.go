@@ -48,11 +48,11 @@ func (r *Regions) In(ctx context.Context, region string) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.stream(name), nil
+	return r.Stream(name), nil
 }
 
-// stream returns the source of the event stream named name.
-func (r *Regions) stream(name string) *Source {
+// Stream returns the source of the event stream named name.
+func (r *Regions) Stream(name string) *Source {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.streams[name]

@@ -125,12 +125,14 @@ func runtimeToken(o *jwt.ConnectOptions) string {
 // what narrows them to the credential's one consumer.
 func consumerPermissions(p *jwt.Permissions, c *consumerRecord) {
 	p.Sub.Allow.Add(bus.ConsumerInboxPrefix(c.ID) + ".>")
-	name, stream := bus.ConsumerNameBase(c.ID), c.stream()
-	p.Pub.Allow.Add(
-		bus.UntrustedJSAPI("CONSUMER.INFO."+stream+"."+name),
-		bus.UntrustedJSAPI("CONSUMER.MSG.NEXT."+stream+"."+name),
-		"$JS.ACK."+stream+"."+name+".>",
-	)
+	name := bus.ConsumerNameBase(c.ID)
+	for _, stream := range c.streams() {
+		p.Pub.Allow.Add(
+			bus.UntrustedJSAPI("CONSUMER.INFO."+stream+"."+name),
+			bus.UntrustedJSAPI("CONSUMER.MSG.NEXT."+stream+"."+name),
+			"$JS.ACK."+stream+"."+name+".>",
+		)
+	}
 }
 
 // liveEventPermissions is everything an event consumer connection following

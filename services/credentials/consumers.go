@@ -33,6 +33,21 @@ type consumerRecord struct {
 	// them needs that region alone; for every agent's, the gathered log
 	// (bus.EventStream). Empty in credentials made before: the gathered log.
 	Stream string `json:"stream,omitempty"`
+	// Streams are, for every agent's events in a deployment of several
+	// regions, each region's event stream, each with a durable consumer
+	// like Stream's (the origin's is Stream).
+	Streams []bus.RegionStream `json:"streams,omitempty"`
+}
+
+// streams names every stream the credential has a durable consumer on.
+func (c *consumerRecord) streams() []string {
+	names := []string{c.stream()}
+	for _, rs := range c.Streams {
+		if !slices.Contains(names, rs.Stream) {
+			names = append(names, rs.Stream)
+		}
+	}
+	return names
 }
 
 // stream names the event stream the credential's durable consumer reads.
@@ -66,7 +81,7 @@ func (c *consumerRecord) view() meshapi.Consumer {
 	return meshapi.Consumer{
 		ConsumerID: c.ID, Name: c.Name, AgentID: c.AgentID, Types: c.Types, Subjects: c.subjects(), LiveUser: bus.LiveEventsUser,
 		DurableName: bus.ConsumerNameBase(c.ID), JSAPIPrefix: bus.JetStreamAPIPrefix, InboxPrefix: bus.ConsumerInboxPrefix(c.ID),
-		Stream: c.stream(), CreatedAt: c.CreatedAt,
+		Stream: c.stream(), Streams: c.Streams, CreatedAt: c.CreatedAt,
 	}
 }
 
@@ -111,6 +126,10 @@ func (s *Service) newConsumer(ctx context.Context, in *meshapi.CreateConsumerReq
 		if rec.Stream, err = bus.ReadersEventStream(ctx, s.cfg.Conn.JS, a.HomeRegion); err != nil {
 			return nil, err
 		}
+	} else if streams, err := bus.RegionStreams(ctx, s.cfg.Conn.JS, s.serviceRegions()); err != nil {
+		return nil, err
+	} else if len(streams) > 0 && streams[0].Region != "" {
+		rec.Streams = streams
 	}
 	for _, t := range in.Types {
 		full := t
@@ -165,25 +184,38 @@ func (s *Service) handleConsumerDelete(ctx context.Context, in *meshapi.DeleteCo
 	}
 	s.disconnect(bus.AccountConsumers, bus.ConsumerUserName(rec.ID))
 	s.disconnect(bus.AccountLiveEvents, bus.ConsumerUserName(rec.ID))
-	if err := s.cfg.Conn.JS.DeleteConsumer(ctx, rec.stream(), bus.ConsumerNameBase(rec.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, err
+	for _, stream := range rec.streams() {
+		if err := s.cfg.Conn.JS.DeleteConsumer(ctx, stream, bus.ConsumerNameBase(rec.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return nil, err
+		}
 	}
 	return nil, nil
 }
 
-// createEventConsumer makes the credential's durable pull consumer on the
-// event stream, from the start of the retention window, filtered to the
-// credential's subjects.
+// createEventConsumer makes the credential's durable pull consumer on each
+// of its event streams, from the start of the retention window, filtered
+// to the credential's subjects. A stream that does not answer (its region
+// is down) fails the whole: those made are deleted again.
 func (s *Service) createEventConsumer(ctx context.Context, rec *consumerRecord) error {
-	_, err := s.cfg.Conn.JS.CreateConsumer(ctx, rec.stream(), jetstream.ConsumerConfig{
-		Durable:        bus.ConsumerNameBase(rec.ID),
-		Description:    "events for consumer credential " + rec.ID,
-		FilterSubjects: rec.subjects(),
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-	})
-	if err != nil {
-		return fmt.Errorf("event consumer for credential %s: %w", rec.ID, err)
+	var made []string
+	for _, stream := range rec.streams() {
+		_, err := s.cfg.Conn.JS.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
+			Durable:        bus.ConsumerNameBase(rec.ID),
+			Description:    "events for consumer credential " + rec.ID,
+			FilterSubjects: rec.subjects(),
+			DeliverPolicy:  jetstream.DeliverAllPolicy,
+			AckPolicy:      jetstream.AckExplicitPolicy,
+		})
+		if err != nil {
+			for _, m := range made {
+				_ = s.cfg.Conn.JS.DeleteConsumer(context.WithoutCancel(ctx), m, bus.ConsumerNameBase(rec.ID))
+			}
+			if region, rerr := bus.EventStreamRegion(ctx, s.cfg.Conn.JS, stream); rerr == nil && region != "" && !errors.Is(err, context.Canceled) {
+				return mesh.Errorf(mesh.CodeUnavailable, "region %s cannot be reached (its event stream: %v); send it again later", region, err)
+			}
+			return fmt.Errorf("event consumer for credential %s: %w", rec.ID, err)
+		}
+		made = append(made, stream)
 	}
 	return nil
 }

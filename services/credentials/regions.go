@@ -163,3 +163,16 @@ func (s *Service) natsConnection(ctx context.Context, home, runtimeID string) (c
 	}
 	return c, found
 }
+
+// serviceRegions names the regions whose services said where their NATS
+// servers are: those that keep an event stream.
+func (s *Service) serviceRegions() []string {
+	var names []string
+	if s.regions != nil {
+		s.regions.Range(func(name string, _ regionRecord) bool {
+			names = append(names, name)
+			return true
+		})
+	}
+	return names
+}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -53,6 +54,56 @@ func TestParseEventID(t *testing.T) {
 	for _, id := range []string{"", "west:", ":5", "West:5", "west:-1", "west:1:2", "x", "18446744073709551616", "-west:1"} {
 		if _, _, err := parseEventID(id); !errors.Is(err, mesh.ErrInvalidRequest) {
 			t.Errorf("%q: %v, want INVALID_REQUEST", id, err)
+		}
+	}
+}
+
+// FuzzParseRegionsEventID checks the reader of the ids of a stream of every
+// region: it never panics, it fails only with INVALID_REQUEST, and what it
+// accepts is exactly what the id the stream would send for those
+// positions reads as.
+func FuzzParseRegionsEventID(f *testing.F) {
+	for _, s := range []string{"west:1842", "east:1200,south:88,west:1842", "east:1,east:2", "east:1,", ",east:1", "1842",
+		"east:18446744073709551616", "East:1", "east:1,west", "eu-west-1:0,a:1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		pos, err := parseRegionsEventID(id)
+		if err != nil {
+			if !errors.Is(err, mesh.ErrInvalidRequest) {
+				t.Fatalf("%q: %v, want INVALID_REQUEST", id, err)
+			}
+			return
+		}
+		if len(pos) == 0 || len(pos) > maxIDRegions {
+			t.Fatalf("%q: accepted %d regions", id, len(pos))
+		}
+		for region := range pos {
+			if bus.ValidRegion(region) != nil {
+				t.Fatalf("%q: accepted region %q", id, region)
+			}
+		}
+		again := regionsEventID(pos)
+		if p2, err := parseRegionsEventID(again); err != nil || regionsEventID(p2) != again {
+			t.Fatalf("%q read as %v; its own id %q reads as %v, %v", id, pos, again, p2, err)
+		}
+	})
+}
+
+// TestRegionsEventID: the id of a stream of every region names each
+// region's position, sorted by region, and reads back as it was made.
+func TestRegionsEventID(t *testing.T) {
+	id := regionsEventID(map[string]uint64{"west": 1842, "east": 1200, "south": 88})
+	if id != "east:1200,south:88,west:1842" {
+		t.Fatalf("id %q", id)
+	}
+	pos, err := parseRegionsEventID(id)
+	if err != nil || len(pos) != 3 || pos["west"] != 1842 || pos["east"] != 1200 || pos["south"] != 88 {
+		t.Fatalf("%q read as %v, %v", id, pos, err)
+	}
+	for _, bad := range []string{"east:1,east:2", "1842", "east:1,", "East:1", strings.Repeat("a:1,", maxIDRegions) + "b:1"} {
+		if _, err := parseRegionsEventID(bad); !errors.Is(err, mesh.ErrInvalidRequest) {
+			t.Errorf("%q: %v, want INVALID_REQUEST", bad, err)
 		}
 	}
 }

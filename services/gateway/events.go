@@ -118,11 +118,7 @@ func parseEventID(id string) (region string, seq uint64, err error) {
 // at ?since= (RFC 3339 time or a duration ago), or with new events only.
 func (g *Gateway) openEventStream(r *http.Request, f *eventFilter) (*eventStream, runfollow.Position, error) {
 	ctx := r.Context()
-	last := r.Header.Get("Last-Event-ID")
-	if last == "" {
-		last = r.URL.Query().Get("last_event_id")
-	}
-	if last != "" {
+	if last := lastEventID(r); last != "" {
 		region, seq, err := parseEventID(last)
 		if err != nil {
 			return nil, runfollow.Position{}, err
@@ -158,18 +154,41 @@ func (g *Gateway) openEventStream(r *http.Request, f *eventFilter) (*eventStream
 			es = &eventStream{name: src.Stream(), src: src, prefix: region + ":"}
 		}
 	}
-	if since := r.URL.Query().Get("since"); since != "" {
-		t, err := time.Parse(time.RFC3339, since)
-		if err != nil {
-			d, derr := time.ParseDuration(since)
-			if derr != nil || d < 0 {
-				return nil, runfollow.Position{}, mesh.Errorf(mesh.CodeInvalidRequest, "since must be an RFC 3339 time or a duration like 10m")
-			}
-			t = time.Now().Add(-d)
-		}
-		return es, runfollow.Since(t), nil
+	since, err := parseSince(r)
+	if err != nil {
+		return nil, runfollow.Position{}, err
+	}
+	if since != nil {
+		return es, runfollow.Since(*since), nil
 	}
 	return es, runfollow.Now(), nil
+}
+
+// lastEventID is the id a reconnecting client sends back (Last-Event-ID,
+// or ?last_event_id= for a client that cannot set headers).
+func lastEventID(r *http.Request) string {
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		return last
+	}
+	return r.URL.Query().Get("last_event_id")
+}
+
+// parseSince reads ?since= (an RFC 3339 time or a duration ago); nil
+// without one.
+func parseSince(r *http.Request) (*time.Time, error) {
+	since := r.URL.Query().Get("since")
+	if since == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339, since)
+	if err != nil {
+		d, derr := time.ParseDuration(since)
+		if derr != nil || d < 0 {
+			return nil, mesh.Errorf(mesh.CodeInvalidRequest, "since must be an RFC 3339 time or a duration like 10m")
+		}
+		t = time.Now().Add(-d)
+	}
+	return &t, nil
 }
 
 // streamEvents serves GET /events: matching CloudEvents as Server-Sent Events
@@ -202,6 +221,13 @@ func (g *Gateway) streamRuntimeEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, f *eventFilter) {
+	if pos, since, ok, err := g.everyRegionStart(r, f); err != nil {
+		g.writeError(w, r, err)
+		return
+	} else if ok {
+		g.serveEveryRegion(w, r, f, pos, since)
+		return
+	}
 	stream, pos, err := g.openEventStream(r, f)
 	if err != nil {
 		g.writeError(w, r, err)
