@@ -144,3 +144,26 @@ func grep(text, prefix string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestEvents_EveryAgentsEventsOnOneServerHavePlainIDsAndResume: on a
+// server in no cluster, a stream of every agent's events has the plain
+// sequence of MESH_EVENTS as its ids, and one resumed from an id goes on
+// right after it.
+func TestEvents_EveryAgentsEventsOnOneServerHavePlainIDsAndResume(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t)
+	agent := p.CreateAgent("every")
+	q := url.Values{"type": {"task_run.created"}}
+	all := p.StreamEvents(t, q)
+	first := p.CreateTask(agent.ID, "one")
+	got := all.Until(t, 10*time.Second, meshtest.TypeIs("task_run.created", first.ID))
+	last := got[len(got)-1].SSEID
+	if !regexp.MustCompile(`^[0-9]+$`).MatchString(last) {
+		t.Fatalf("an event of every agent's stream on one server has id %q; want a plain sequence", last)
+	}
+	second := p.CreateTask(agent.ID, "two")
+	next := p.StreamEventsFrom(t, q, last).Next(t, 10*time.Second)
+	if next.Subject != second.ID {
+		t.Fatalf("resumed after %s: %s about %s; want the creation of %s", last, next.Type, next.Subject, second.ID)
+	}
+}

@@ -260,7 +260,8 @@ func (er *everyRegion) unreachableNow() ([]string, bool) {
 // resuming from an id of the gathered log an earlier version sent), and
 // from where: the positions its Last-Event-ID names, or since.
 func (g *Gateway) everyRegionStart(r *http.Request, f *eventFilter) (pos map[string]uint64, since *time.Time, ok bool, err error) {
-	if f.agentID != "" || g.cfg.Region == "" {
+	if f.agentID != "" || g.cfg.Conn.NC.ConnectedClusterName() == "" {
+		// One agent's events, or a server in no cluster: one stream.
 		return nil, nil, false, nil
 	}
 	if last := lastEventID(r); last != "" {
