@@ -39,6 +39,13 @@ type Event struct {
 	Data any
 	// Time defaults to now.
 	Time time.Time
+	// Region, when set in a deployment of several regions, is the region
+	// whose event stream stores the event, instead of the publisher's: an
+	// event about an agent is stored in the agent's home region, where the
+	// webhooks and consumer credentials of that agent read. When that
+	// region's stream does not take it (the region is down), it is stored
+	// in the publisher's region, whose events the origin gathers too.
+	Region string
 }
 
 // Publisher publishes events from one service.
@@ -66,8 +73,21 @@ func (p *Publisher) Publish(ctx context.Context, ev Event) error {
 	// Stored through this region's event stream, which keeps it under
 	// msg's subject; then published there for live subscribers, once
 	// stored.
-	stored := &nats.Msg{Subject: RegionEventSubject(eventRegion(p.js), ev.AgentID, string(ev.Kind), ev.Subject), Header: msg.Header, Data: msg.Data}
-	if _, err := p.js.PublishMsg(ctx, stored, jetstream.WithMsgID(msg.Header.Get(ceHeaderPrefix+"id"))); err != nil {
+	own := eventRegion(p.js)
+	region := own
+	if ev.Region != "" && connRegion(p.js) != "" {
+		region = ev.Region
+	}
+	store := func(region string) error {
+		stored := &nats.Msg{Subject: RegionEventSubject(region, ev.AgentID, string(ev.Kind), ev.Subject), Header: msg.Header, Data: msg.Data}
+		_, err := p.js.PublishMsg(ctx, stored, jetstream.WithMsgID(msg.Header.Get(ceHeaderPrefix+"id")))
+		return err
+	}
+	err = store(region)
+	if err != nil && region != own && ctx.Err() == nil {
+		err = store(own)
+	}
+	if err != nil {
 		return fmt.Errorf("publish %s %s: %w", ev.Type, ev.Subject, err)
 	}
 	if nc := p.js.Conn(); nc != nil {

@@ -373,6 +373,9 @@ func (s *Service) publish(ctx context.Context, typ string, a *mesh.Agent) {
 	err := s.events.Publish(ctx, bus.Event{
 		Type: typ, Kind: mesh.KindAgent, AgentID: a.ID, Subject: a.ID,
 		ID: fmt.Sprintf("%s.%d", a.ID, a.Revision), Sequence: a.Revision, Data: a,
+		// Stored in the agent's home region, whose stream the readers of
+		// its events read, whichever region's service changed it.
+		Region: a.HomeRegion,
 	})
 	if err != nil {
 		s.cfg.Logger.Error().Ctx(ctx).Err(err).Str("agent_id", a.ID).Msg("agent event not published")
