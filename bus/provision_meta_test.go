@@ -9,7 +9,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/bus/embedded"
-	"github.com/a2amesh/a2amesh/internal/clustertest"
+	"github.com/a2amesh/a2amesh/internal/testkit/clustertest"
 )
 
 // TestProvision_AsksTheMetaLeaderOnlyForWhatIsMissingOrDrifted: provisioning

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 )
 
 // A runtime whose agent is deleted stops with exit code 3 and says the

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 )
 
 // a2a-runtime answers misuse as a2a-platform does: a mistyped subcommand

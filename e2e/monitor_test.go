@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 )
 
 // TestUp_MonitorListenServesTheNATSServersMonitoring: `up --monitor-listen`

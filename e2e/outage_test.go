@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 )
 
 // Seed 001 §9 "Pair": pairing writes ~/.a2a/runtime.json, private, with every

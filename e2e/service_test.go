@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 )
 
 // `service install` writes a systemd user unit that runs `start --profile

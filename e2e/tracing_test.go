@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/a2amesh/a2amesh/internal/tracing/tracingtest"
 	"github.com/a2amesh/a2amesh/mesh"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/internal/adapter/provider"
 )
 
 // newApproveHookCommand is `a2a-adapter approve-hook`: the command Gemini

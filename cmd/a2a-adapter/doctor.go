@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/a2amesh/a2amesh/internal/adapter/provider"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
-	"github.com/a2amesh/a2amesh/internal/provider"
 )
 
 // newDoctorCommand is `a2a-adapter doctor`: it checks an agent host the way

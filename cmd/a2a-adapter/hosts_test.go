@@ -15,12 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/adapterapi"
-	"github.com/a2amesh/a2amesh/internal/keeper"
+	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/adapter/keeper"
 )
 
 // fakeHostsDir holds the provider tests' fake agent hosts.
-var fakeHostsDir = filepath.Join("..", "..", "internal", "provider", "testdata", "fakehosts")
+var fakeHostsDir = filepath.Join("..", "..", "internal", "adapter", "provider", "testdata", "fakehosts")
 
 func fakeHostPath(t *testing.T, name string) string {
 	t.Helper()

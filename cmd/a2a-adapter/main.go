@@ -25,12 +25,12 @@ import (
 
 	"github.com/a2amesh/a2amesh/cmd/internal/programcli"
 	"github.com/a2amesh/a2amesh/internal/adapter"
-	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/adapter/keeper"
+	"github.com/a2amesh/a2amesh/internal/adapter/provider"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/cpuprofile"
-	"github.com/a2amesh/a2amesh/internal/keeper"
 	"github.com/a2amesh/a2amesh/internal/logging"
-	"github.com/a2amesh/a2amesh/internal/provider"
 	"github.com/a2amesh/a2amesh/internal/version"
 )
 

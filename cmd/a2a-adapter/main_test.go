@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
 )
 
 // adapterBin is the a2a-adapter binary built for these tests.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/a2amesh/a2amesh/internal/natsserver"
+	"github.com/a2amesh/a2amesh/internal/testkit/natsserver"
 )
 
 // TestProfiles_ServeProfilesButNotTheCommandLine: --pprof-listen serves the

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/a2amesh/a2amesh/internal/runtime/profile"
 	"github.com/spf13/pflag"
 )
 

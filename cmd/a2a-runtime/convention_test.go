@@ -9,7 +9,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/cliusage/cliusagetest"
-	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/a2amesh/a2amesh/internal/runtime/profile"
 )
 
 // Every flag of every command of a2a-runtime has its A2A_MESH_ variable.

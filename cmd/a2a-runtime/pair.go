@@ -12,8 +12,8 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
-	"github.com/a2amesh/a2amesh/internal/profile"
-	"github.com/a2amesh/a2amesh/internal/runtimeengine"
+	"github.com/a2amesh/a2amesh/internal/runtime/profile"
+	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/profile"
-	"github.com/a2amesh/a2amesh/internal/runtimeengine"
+	"github.com/a2amesh/a2amesh/internal/runtime/profile"
+	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 )
 
 // agentDeletedError is a refused credential whose agent no longer exists:

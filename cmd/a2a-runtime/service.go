@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 
-	"github.com/a2amesh/a2amesh/internal/profile"
-	"github.com/a2amesh/a2amesh/internal/serviceunit"
+	"github.com/a2amesh/a2amesh/internal/runtime/profile"
+	"github.com/a2amesh/a2amesh/internal/runtime/serviceunit"
 	"github.com/spf13/cobra"
 )
 

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/cmd/internal/programcli"
-	"github.com/a2amesh/a2amesh/internal/adapterapi"
-	"github.com/a2amesh/a2amesh/internal/adapterclient"
+	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/logging"
-	"github.com/a2amesh/a2amesh/internal/profile"
-	"github.com/a2amesh/a2amesh/internal/runtimeengine"
+	"github.com/a2amesh/a2amesh/internal/runtime/adapterclient"
+	"github.com/a2amesh/a2amesh/internal/runtime/profile"
+	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )

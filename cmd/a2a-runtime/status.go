@@ -10,11 +10,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
-	"github.com/a2amesh/a2amesh/internal/ledger"
-	"github.com/a2amesh/a2amesh/internal/profile"
-	"github.com/a2amesh/a2amesh/internal/runtimeengine"
+	"github.com/a2amesh/a2amesh/internal/runtime/adapterclient"
+	"github.com/a2amesh/a2amesh/internal/runtime/ledger"
+	"github.com/a2amesh/a2amesh/internal/runtime/profile"
+	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/a2amesh/a2amesh/internal/version"
 	"github.com/spf13/cobra"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 )
 
 var labelPair = regexp.MustCompile(`([A-Za-z0-9._-]+)=(?:"([^"]*)"|(\S+))`)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 )
 
 // TestServe_HealthAnswersFromTheStartWhileWaitingForNATSAndJetStream: a

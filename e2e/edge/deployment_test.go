@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/clustertest"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
-	"github.com/a2amesh/a2amesh/internal/profile"
+	"github.com/a2amesh/a2amesh/internal/runtime/profile"
 	"github.com/a2amesh/a2amesh/internal/secret"
+	"github.com/a2amesh/a2amesh/internal/testkit/clustertest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 

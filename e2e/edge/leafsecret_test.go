@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
-	"github.com/a2amesh/a2amesh/internal/natsserver"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/natsserver"
 )
 
 // A site's leaf node connects with the URL form deploy/nats/leaf.conf

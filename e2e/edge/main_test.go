@@ -3,7 +3,7 @@ package edge
 import (
 	"testing"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 )
 
 // bins are the programs under test, built once per `go test` run.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/internal/fakemodel"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/fakemodel"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 

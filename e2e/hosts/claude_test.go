@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -34,7 +34,7 @@ func TestClaudeHost_ProgressArtifactsAndSessionsEndToEnd(t *testing.T) {
 	p := meshtest.StartPlatform(t)
 	runtimeBin := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-runtime")
 	adapterBin := meshtest.BuildCommand(t, "github.com/a2amesh/a2amesh/cmd/a2a-adapter")
-	fakeClaude, err := filepath.Abs(filepath.Join("..", "..", "internal", "provider", "testdata", "fakehosts", "claude"))
+	fakeClaude, err := filepath.Abs(filepath.Join("..", "..", "internal", "adapter", "provider", "testdata", "fakehosts", "claude"))
 	if err != nil {
 		t.Fatal(err)
 	}

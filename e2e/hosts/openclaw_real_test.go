@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/internal/fakemodel"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/fakemodel"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 )
 
 func init() {

@@ -17,15 +17,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/fakemodel"
-	"github.com/a2amesh/a2amesh/internal/keeper"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/adapter/keeper"
+	"github.com/a2amesh/a2amesh/internal/testkit/fakemodel"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
 // The tests in this file drive the real agent host CLIs, as installed from
 // npm by install-clis.sh, through the platform, the real a2a-runtime and
-// a2a-adapter processes, against a fake model API (internal/fakemodel):
+// a2a-adapter processes, against a fake model API (internal/testkit/fakemodel):
 // the only fake in them. A2A_HOST_CLIS names the folder the CLIs are in
 // (default: .hostclis at the repository root); a test fails when its CLI
 // is not there.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
-	"github.com/a2amesh/a2amesh/internal/natsserver"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/natsserver"
 )
 
 // consumerLeafRefused runs a hand-written site: a leaf node whose remote

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 )
 
 // TestWeb_WebhooksAndConsumers creates a webhook and a consumer credential

@@ -13,7 +13,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 )
 
 // bins are the programs under test, built once per `go test` run.

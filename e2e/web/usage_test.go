@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 

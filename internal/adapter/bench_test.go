@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/internal/adapter/provider"
 )
 
 // BenchmarkEchoRunTask measures one whole run-task round trip over loopback

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/a2amesh/a2amesh/internal/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 

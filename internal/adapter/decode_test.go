@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/internal/adapterapi"
-	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/adapter/provider"
 )
 
 func TestDecodeRunTask_SeedExample(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/adapterapi"
-	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/adapter/provider"
 )
 
 // seedRequest is the request body example of seed 000.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/a2amesh/a2amesh/internal/adapterapi"
-	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/adapter/provider"
 )
 
 // replyBody returns the reply of seed 000 for a task outcome.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/adapterapi"
-	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/adapter/provider"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/rs/zerolog"
 )

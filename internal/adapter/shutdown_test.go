@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/adapterapi"
-	"github.com/a2amesh/a2amesh/internal/adapterclient"
-	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/adapter/provider"
+	"github.com/a2amesh/a2amesh/internal/runtime/adapterclient"
 )
 
 // serve runs s on a loopback listener and returns its base URL and a

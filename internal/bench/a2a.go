@@ -15,11 +15,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/a2amesh/a2amesh/internal/adapter"
-	"github.com/a2amesh/a2amesh/internal/adapterclient"
+	"github.com/a2amesh/a2amesh/internal/adapter/provider"
 	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/platform"
-	"github.com/a2amesh/a2amesh/internal/provider"
-	"github.com/a2amesh/a2amesh/internal/runtimeengine"
+	"github.com/a2amesh/a2amesh/internal/runtime/adapterclient"
+	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/bench"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 )
 
 // The bench phases are exercised briefly so they keep working; the numbers

@@ -11,9 +11,9 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/bus/embedded"
-	"github.com/a2amesh/a2amesh/internal/freeport"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/secret"
+	"github.com/a2amesh/a2amesh/internal/testkit/freeport"
 	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 )

@@ -11,10 +11,10 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/adapter"
-	"github.com/a2amesh/a2amesh/internal/adapterclient"
+	"github.com/a2amesh/a2amesh/internal/adapter/provider"
 	"github.com/a2amesh/a2amesh/internal/apiclient"
-	"github.com/a2amesh/a2amesh/internal/provider"
-	"github.com/a2amesh/a2amesh/internal/runtimeengine"
+	"github.com/a2amesh/a2amesh/internal/runtime/adapterclient"
+	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go"

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/freeport"
+	"github.com/a2amesh/a2amesh/internal/testkit/freeport"
 )
 
 // procStats reads resident memory (bytes) and CPU time (user+system) of a

@@ -8,10 +8,10 @@ import (
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/bus/embedded"
-	"github.com/a2amesh/a2amesh/internal/freeport"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/secret"
-	"github.com/a2amesh/a2amesh/internal/tcplink"
+	"github.com/a2amesh/a2amesh/internal/testkit/freeport"
+	"github.com/a2amesh/a2amesh/internal/testkit/tcplink"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/rs/zerolog"
 )

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/bench"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 )
 
 // TestScale_TwoThousandRuntimesOnOneNodeEachGetTheirWork: 2,000 agents, each

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/internal/clustertest"
+	"github.com/a2amesh/a2amesh/internal/testkit/clustertest"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 

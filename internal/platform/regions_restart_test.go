@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/internal/clustertest"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/secret"
+	"github.com/a2amesh/a2amesh/internal/testkit/clustertest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/internal/clustertest"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/secret"
+	"github.com/a2amesh/a2amesh/internal/testkit/clustertest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/clustertest"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/testkit/clustertest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/rs/zerolog"
 )
 

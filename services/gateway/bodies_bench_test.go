@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/clustertest"
+	"github.com/a2amesh/a2amesh/internal/testkit/clustertest"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/rs/zerolog"
 )

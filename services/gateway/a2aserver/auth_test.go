@@ -16,8 +16,8 @@ import (
 	jwxt "github.com/lestrrat-go/jwx/v3/jwt"
 
 	"github.com/a2amesh/a2amesh/internal/a2atoken"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/a2amesh/a2amesh/services/gateway/a2aserver"

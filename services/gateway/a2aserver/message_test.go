@@ -8,7 +8,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
-	"github.com/a2amesh/a2amesh/internal/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 )
 
 // TestMessage_ReachesTheAdapterAndItsPartsComeBack: the adapter's request

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/adapterapi"
-	"github.com/a2amesh/a2amesh/internal/meshtest"
-	"github.com/a2amesh/a2amesh/internal/provider"
+	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/adapter/provider"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 )
 
 // scripted is the agent host of these tests; what it does depends on the

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/a2amesh/a2amesh/internal/keeper"
+	"github.com/a2amesh/a2amesh/internal/adapter/keeper"
 )
 
 // TestMain lets this test program keep host processes the way a2a-adapter

@@ -1,0 +1,237 @@
+package runtimeengine_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
+	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/tcplink"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack: a run
+// claimed by a request whose answer never reached the runtime is what its
+// next request for work returns, and one the runtime still has not taken
+// up when it closes goes back to pending at once, not when its lease ends;
+// none is handed out twice.
+func TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack(t *testing.T) {
+	t.Parallel()
+	// Leases long enough that none ends within the test: what it sees of
+	// the runs is what the transport did.
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	agent := p.CreateAgent("lost answers")
+	att := p.OnlineRuntime(t, agent.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tr, _ := dialNATS(ctx, t, p.NATSURL(), att)
+	closed := false
+	defer func() {
+		if !closed {
+			tr.Close()
+		}
+	}()
+	// The answers the runtime loses are those of requests sent on another
+	// connection of the same runtime, under keys the transport is told of.
+	rc := meshapi.NewClient(p.RuntimeConn(t, att)).Runtime(agent.ID, att.RuntimeID)
+	claimLost := func(text string) mesh.TaskRun {
+		t.Helper()
+		run := p.CreateTask(agent.ID, text)
+		key := mesh.NewID()
+		res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Claim: true, Key: key})
+		if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != run.ID {
+			t.Fatalf("claim of %s: %+v, %v", run.ID, res, err)
+		}
+		runtimeengine.LostAnswer(tr, key)
+		return run
+	}
+
+	taken := claimLost("taken up")
+	runs, err := tr.NextUpTo(ctx, 4)
+	if err != nil || len(runs) != 1 || runs[0].ID != taken.ID || runs[0].Status != mesh.StatusRunning || runs[0].Attempt != 1 {
+		t.Fatalf("the next request for work returned %+v, %v; want %s, claimed for the lost answer", runs, err, taken.ID)
+	}
+
+	// Asked about again while the lost request could still claim, it
+	// never hands the same run out twice.
+	if runs, err := tr.NextUpTo(ctx, 4); err != nil || len(runs) != 0 {
+		t.Fatalf("the request for work after that returned %+v, %v; want nothing (the wait ends empty)", runs, err)
+	}
+
+	given := claimLost("given back")
+	tr.Close()
+	closed = true
+	back := p.GetTask(given.ID)
+	if back.Status != mesh.StatusPending || back.Attempt != 0 || back.RuntimeID != "" {
+		t.Fatalf("after the transport closed, the run claimed for a lost answer is %s, attempt %d, held by %q; want pending again",
+			back.Status, back.Attempt, back.RuntimeID)
+	}
+	if got := p.GetTask(taken.ID); got.Status != mesh.StatusRunning {
+		t.Fatalf("the run the runtime took up is %s after it closed (%+v), want still running (its lease decides)", got.Status, got.Error)
+	}
+}
+
+// TestNATSTransport_AnAnswerLostWithTheConnectionIsRecovered: the runtime's
+// request for work claims a pending run, and its connection drops while the
+// answer is on its way (a slow link, then a drop); once the runtime is back,
+// its next requests for work return that run, once.
+func TestNATSTransport_AnAnswerLostWithTheConnectionIsRecovered(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	agent := p.CreateAgent("dropped answer")
+	att := p.OnlineRuntime(t, agent.ID)
+	link, err := tcplink.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	u, err := url.Parse(p.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link.SetTarget(u.Host)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tr, _ := dialNATS(ctx, t, "nats://"+link.Addr(), att)
+	defer tr.Close()
+
+	dropTheAnswerThenRecover(ctx, t, p, tr, link, agent.ID, att.RuntimeID)
+}
+
+// TestNATSTransport_ARefusedRequestForWorkIsNotAskedAbout: a request for
+// work the task queue refused before claiming anything (the runtime is
+// offline) leaves nothing to ask about again, so a refused runtime does
+// not send a recover before each of its next requests.
+func TestNATSTransport_ARefusedRequestForWorkIsNotAskedAbout(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t)
+	agent := p.CreateAgent("never online")
+	att := p.Attach(agent.ID) // no heartbeat: offline
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tr, _ := dialNATS(ctx, t, p.NATSURL(), att)
+	defer tr.Close()
+	_, err := tr.NextUpTo(ctx, 1)
+	if !errors.Is(err, mesh.ErrRuntimeOffline) {
+		t.Fatalf("request for work of an offline runtime: %v, want RUNTIME_OFFLINE", err)
+	}
+	if n := runtimeengine.LostAnswers(tr); n != 0 {
+		t.Fatalf("a refused request left %d answers to ask about", n)
+	}
+}
+
+// TestNATSTransport_AClaimStoredLongAfterItsRequestIsStillTakenUp: while
+// the platform's store is unavailable (a node lost, leaders being elected)
+// the task queue keeps trying to store a claim for as long as it works on
+// the request, which can be well past the request's own wait. The runtime
+// whose answer was lost keeps asking about it for that long, so a claim
+// stored late is taken up, not left held by nobody until its lease ends
+// (which fails the run RUNTIME_LOST when it has no attempts left).
+func TestNATSTransport_AClaimStoredLongAfterItsRequestIsStillTakenUp(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	agent := p.CreateAgent("late claim")
+	att := p.OnlineRuntime(t, agent.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tr, _ := dialNATS(ctx, t, p.NATSURL(), att)
+	defer tr.Close()
+
+	// The request was sent longer ago than its wait and the answer's
+	// slack, and nothing is claimed under it yet.
+	key := mesh.NewID()
+	runtimeengine.LostAnswerSentAt(tr, key, time.Now().Add(-20*time.Second))
+	if runs, err := tr.NextUpTo(ctx, 1); err != nil || len(runs) != 0 {
+		t.Fatalf("the first request for work returned %+v, %v; want nothing", runs, err)
+	}
+
+	// Now the task queue stores the claim under that request's key.
+	run := p.CreateTask(agent.ID, "claimed late")
+	rc := meshapi.NewClient(p.RuntimeConn(t, att)).Runtime(agent.ID, att.RuntimeID)
+	res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: time.Second, Claim: true, Key: key})
+	if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != run.ID {
+		t.Fatalf("claim of %s: %+v, %v", run.ID, res, err)
+	}
+	runs, err := tr.NextUpTo(ctx, 1)
+	if err != nil || len(runs) != 1 || runs[0].ID != run.ID || runs[0].Attempt != 1 {
+		t.Fatalf("the next request for work returned %+v, %v; want %s, claimed late for the lost answer", runs, err, run.ID)
+	}
+}
+
+// TestHTTPTransport_AnAnswerLostWithTheConnectionIsRecovered: over the REST
+// API too, a pull claims a pending run and the connection drops while the
+// answer is on its way; once the runtime is back, its next pulls return
+// that run, once, rather than leave it claimed by nobody until its lease
+// ends.
+func TestHTTPTransport_AnAnswerLostWithTheConnectionIsRecovered(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	agent := p.CreateAgent("dropped pull")
+	att := p.OnlineRuntime(t, agent.ID)
+	link, err := tcplink.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	u, err := url.Parse(p.APIBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link.SetTarget(u.Host)
+	api, err := apiclient.New("http://"+link.Addr()+u.Path, apiclient.WithRuntimeToken(att.RuntimeToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := runtimeengine.NewHTTP(runtimeengine.HTTPConfig{API: api, AgentID: agent.ID, PullWait: 2 * time.Second})
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	dropTheAnswerThenRecover(ctx, t, p, tr, link, agent.ID, att.RuntimeID)
+	// Asked about again while the lost pull could still claim, it never
+	// hands the same run out twice.
+	if runs, err := tr.NextUpTo(ctx, 1); err != nil || len(runs) != 0 {
+		t.Fatalf("the pull after that returned %+v, %v; want nothing", runs, err)
+	}
+}
+
+// dropTheAnswerThenRecover creates a run of agentID, has tr ask for work
+// through link, which delays the answer claiming the run, then drops it;
+// tr's next requests for work must return that run, once, still held by
+// runtimeID under its first claim.
+func dropTheAnswerThenRecover(ctx context.Context, t *testing.T, p *meshtest.Platform, tr runtimeengine.Transport, link *tcplink.Link, agentID, runtimeID string) mesh.TaskRun {
+	t.Helper()
+	run := p.CreateTask(agentID, "its answer is lost")
+	link.SetDelay(2 * time.Second)
+	first := make(chan []*mesh.TaskRun, 1)
+	go func() {
+		runs, _ := tr.NextUpTo(ctx, 1)
+		first <- runs
+	}()
+	// Claimed on the platform, its answer still crossing the slow link.
+	p.WaitTask(run.ID, 20*time.Second, func(r mesh.TaskRun) bool { return r.Status == mesh.StatusRunning })
+	link.SetDelay(0)
+	link.DropAll()
+	if runs := <-first; len(runs) != 0 {
+		t.Fatalf("the request whose answer was dropped returned %v", runs)
+	}
+	var got []*mesh.TaskRun
+	meshtest.Eventually(t, 20*time.Second, func() bool {
+		runs, _ := tr.NextUpTo(ctx, 1)
+		got = append(got, runs...)
+		return len(got) > 0
+	}, func() string { return "the run claimed for the dropped answer never came back" })
+	if len(got) != 1 || got[0].ID != run.ID || got[0].Status != mesh.StatusRunning || got[0].Attempt != 1 {
+		t.Fatalf("recovered %+v, want %s running, attempt 1", got, run.ID)
+	}
+	if r := p.GetTask(run.ID); r.Status != mesh.StatusRunning || r.RuntimeID != runtimeID || r.Attempt != 1 {
+		t.Fatalf("the run is %s held by %q, attempt %d; want still the first claim", r.Status, r.RuntimeID, r.Attempt)
+	}
+	return run
+}

@@ -1,0 +1,137 @@
+package runtimeengine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/a2amesh/a2amesh/internal/runtime/profile"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
+)
+
+// Transport is how a runtime talks to the platform: over NATS directly (the
+// default) or over the REST API of seed 001. Both have the same semantics.
+type Transport interface {
+	// Name is "nats" or "http".
+	Name() string
+	// Heartbeat marks the runtime online (and says whether its adapter
+	// answers); the platform also renews the leases of the runs listed.
+	Heartbeat(ctx context.Context, req meshapi.HeartbeatRequest) error
+	// Next waits for a pending run and claims it. It returns (nil, nil) when
+	// its wait ended with nothing to claim, and ctx's error when ctx ended.
+	Next(ctx context.Context) (*mesh.TaskRun, error)
+	// NextUpTo is Next for up to n runs at once (an engine with n free
+	// slots): one request for work, one claim. It returns none when its
+	// wait ended with nothing to claim.
+	NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, error)
+	// Release gives back a claimed run that was never started.
+	Release(ctx context.Context, run *mesh.TaskRun) error
+	// Renew extends the leases of running runs and returns those the runtime
+	// no longer holds (canceled, reaped or ended elsewhere).
+	Renew(ctx context.Context, ids []string) (lost []string, err error)
+	Progress(ctx context.Context, req meshapi.ProgressRequest) error
+	Complete(ctx context.Context, req meshapi.CompleteRequest) error
+	Fail(ctx context.Context, req meshapi.FailRequest) error
+	// Canceled delivers the ids of this agent's runs canceled on the platform.
+	Canceled() <-chan string
+	// Goodbye says the runtime is stopping on purpose, so the platform
+	// shows it offline at once.
+	Goodbye(ctx context.Context) error
+	// Hello asks the platform for the agent's current instructions and
+	// timings; it changes nothing.
+	Hello(ctx context.Context) (*meshapi.HelloResponse, error)
+	// Connection says where the transport is connected now (a2a-runtime
+	// status shows it).
+	Connection() profile.Connection
+	// Sender sends the runtime's operations of the table (meshapi.Ops):
+	// on the runtime's own subjects, or to their REST bindings. Whatever is
+	// not particular to NATS or HTTP is sent through it, the same way over
+	// both (operations).
+	Sender() meshapi.Sender
+	Close()
+}
+
+// operations are the Transport methods both transports share: each sends
+// an operation of the table through the transport's Sender.
+type operations struct{ send meshapi.Sender }
+
+func (o operations) Sender() meshapi.Sender { return o.send }
+
+func (o operations) Hello(ctx context.Context) (*meshapi.HelloResponse, error) {
+	return meshapi.Send(ctx, o.send, meshapi.OpRuntimeHello, meshapi.Empty{})
+}
+
+func (o operations) Heartbeat(ctx context.Context, req meshapi.HeartbeatRequest) error {
+	_, err := meshapi.Send(ctx, o.send, meshapi.OpRuntimeHeartbeat, req)
+	return err
+}
+
+func (o operations) Goodbye(ctx context.Context) error {
+	_, err := meshapi.Send(ctx, o.send, meshapi.OpRuntimeGoodbye, meshapi.Empty{})
+	return err
+}
+
+func (o operations) Release(ctx context.Context, run *mesh.TaskRun) error {
+	_, err := meshapi.Send(ctx, o.send, meshapi.OpRuntimeRelease, meshapi.ReleaseRequest{TaskRunID: run.ID, Attempt: run.Attempt})
+	return err
+}
+
+func (o operations) Progress(ctx context.Context, req meshapi.ProgressRequest) error {
+	_, err := meshapi.Send(ctx, o.send, meshapi.OpRuntimeProgress, req)
+	return err
+}
+
+func (o operations) Complete(ctx context.Context, req meshapi.CompleteRequest) error {
+	_, err := meshapi.Send(ctx, o.send, meshapi.OpRuntimeComplete, req)
+	return err
+}
+
+func (o operations) Fail(ctx context.Context, req meshapi.FailRequest) error {
+	_, err := meshapi.Send(ctx, o.send, meshapi.OpRuntimeFail, req)
+	return err
+}
+
+// Delegation returns the delegation operations of the runs the runtime
+// holds, sent through tr: the platform of the run's tool server, over
+// either transport.
+func Delegation(tr Transport) meshapi.InHost { return meshapi.NewInHost(tr.Sender()) }
+
+// CancelWaiter is a Transport that hears of cancels by asking: a request
+// that waits until a run the runtime holds is canceled (NATS). Its
+// Canceled channel delivers nothing.
+type CancelWaiter interface {
+	// WaitCanceled waits for any of ids, or of the runs the runtime claims
+	// meanwhile, to be canceled, and names those that were; none when its
+	// wait ended first.
+	WaitCanceled(ctx context.Context, ids []string) ([]string, error)
+}
+
+// InstructionCarrier is a Transport whose claims say what the agent's
+// instructions were when the platform answered, so the engine need not
+// ask for them before each task.
+type InstructionCarrier interface {
+	// ClaimedInstructions returns the instructions as the last claim
+	// brought them (over NATS, the instructions themselves; over HTTP,
+	// only whether they are still known, those the runtime knows), and
+	// false when the claim did not say (a platform that does not, or
+	// instructions that changed since known).
+	ClaimedInstructions(known string) (string, bool)
+}
+
+// IsAuthError reports whether the platform refused the runtime's credential:
+// the runtime must stop and the same agent must be paired again.
+func IsAuthError(err error) bool {
+	return errors.Is(err, mesh.ErrUnauthorized) || errors.Is(err, mesh.ErrRuntimeRevoked) || errors.Is(err, mesh.ErrForbidden)
+}
+
+// isFinalAnswer reports whether the platform answered a report in a way that
+// will not change if it is sent again (the run ended otherwise, or the report
+// was malformed): such reports leave the outbox.
+func isFinalAnswer(err error) bool {
+	for _, final := range []error{mesh.ErrInvalidTransition, mesh.ErrStaleAttempt, mesh.ErrNotFound, mesh.ErrInvalidRequest, mesh.ErrConflict} {
+		if errors.Is(err, final) {
+			return true
+		}
+	}
+	return false
+}
