@@ -241,14 +241,7 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, f *eventFi
 		return
 	}
 	defer events.Stop()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	fmt.Fprint(w, "retry: 2000\n: connected\n\n")
-	_ = rc.Flush()
-
+	rc := startEventStream(w)
 	next := runfollow.Feed(ctx, events.Next)
 	ping := time.NewTicker(g.cfg.SSEHeartbeat)
 	defer ping.Stop()
@@ -259,8 +252,7 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, f *eventFi
 		case <-g.closing:
 			return
 		case <-ping.C:
-			fmt.Fprint(w, ": ping\n\n")
-			if rc.Flush() != nil {
+			if !sendComment(w, rc, "ping") {
 				return
 			}
 		case m, ok := <-next:
@@ -275,6 +267,27 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, f *eventFi
 			}
 		}
 	}
+}
+
+// startEventStream answers a GET /events request with an event stream: its
+// headers, the client's reconnection delay, and the comment that says it is
+// connected.
+func startEventStream(w http.ResponseWriter) *http.ResponseController {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	fmt.Fprint(w, "retry: 2000\n: connected\n\n")
+	_ = rc.Flush()
+	return rc
+}
+
+// sendComment sends a comment line and reports whether it reached the
+// connection.
+func sendComment(w http.ResponseWriter, rc *http.ResponseController, text string) bool {
+	fmt.Fprintf(w, ": %s\n\n", text)
+	return rc.Flush() == nil
 }
 
 // writeSSE sends an event to a stream if its filter matches it.

@@ -290,17 +290,10 @@ func (g *Gateway) serveEveryRegion(w http.ResponseWriter, r *http.Request, f *ev
 	for region, seq := range started {
 		pos[region] = seq
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	fmt.Fprint(w, "retry: 2000\n: connected\n\n")
-	_ = rc.Flush()
+	rc := startEventStream(w)
 	sayRegions := func() bool {
 		if names, changed := er.unreachableNow(); changed {
-			fmt.Fprintf(w, ": unreachable_regions %s\n\n", strings.Join(names, " "))
-			return rc.Flush() == nil
+			return sendComment(w, rc, "unreachable_regions "+strings.Join(names, " "))
 		}
 		return true
 	}
@@ -316,8 +309,7 @@ func (g *Gateway) serveEveryRegion(w http.ResponseWriter, r *http.Request, f *ev
 		case <-g.closing:
 			return
 		case <-ping.C:
-			fmt.Fprint(w, ": ping\n\n")
-			if rc.Flush() != nil {
+			if !sendComment(w, rc, "ping") {
 				return
 			}
 		case <-er.wake:
