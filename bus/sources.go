@@ -184,7 +184,18 @@ func (t *tender) tend(ctx context.Context, stream string, regionOf func(string) 
 		} else {
 			delete(t.unheard, key)
 		}
-		if !stalled || !t.answers(ctx, regionOf(si.Name), si.Name) {
+		if !stalled {
+			continue
+		}
+		if region := regionOf(si.Name); !t.answers(ctx, region, si.Name) {
+			// Unheard for a while, and its stream does not answer: the
+			// region is remembered unreachable, as a request that found
+			// nothing there would have it (readiness names it, requests
+			// for it are refused at once, a probe forgets it once it
+			// answers), although no request of this process went there.
+			if region != "" && region != t.region {
+				markDown(t.js.Conn(), region, "its streams do not answer")
+			}
 			continue
 		}
 		delete(t.unheard, key)

@@ -140,3 +140,32 @@ func TestRecords_ReadsOfMissingKeysAskOtherRegionsABoundedNumberOfTimes(t *testi
 		t.Fatalf("300 reads of missing keys in %s asked west %d times; want at most %d", took, n, bound)
 	}
 }
+
+// TestTendSources_ARegionWhoseSourcesFallSilentIsNamedUnreachable: a
+// process of west that sent nothing to south names south unreachable once
+// south's sources in west's copies are unheard and its streams do not
+// answer, and forgets it once south is back.
+func TestTendSources_ARegionWhoseSourcesFallSilentIsNamedUnreachable(t *testing.T) {
+	t.Parallel()
+	sc := clustertest.StartSupercluster(t, clustertest.SuperclusterOptions{Regions: []clustertest.Region{{Name: "east"}, {Name: "west"}, {Name: "south"}}})
+	conns := sc.ProvisionedRegions(t, "east", "east", "west", "south")
+	tending := bus.SourceTending(conns["west"].JS, zerolog.Nop())
+	tending.Start(context.Background())
+	t.Cleanup(tending.Stop)
+	if got := bus.UnreachableRegions(conns["west"].NC); len(got) != 0 {
+		t.Fatalf("with every region up, west names %v unreachable", got)
+	}
+	sc.Stop("south")
+	meshtest.Eventually(t, 60*time.Second, func() bool {
+		got := bus.UnreachableRegions(conns["west"].NC)
+		return len(got) == 1 && got[0] == "south"
+	}, func() string {
+		return fmt.Sprintf("with south down, west names %v unreachable; want south", bus.UnreachableRegions(conns["west"].NC))
+	})
+	sc.Start("south")
+	sc.WaitJetStream()
+	meshtest.Eventually(t, 60*time.Second, func() bool { return len(bus.UnreachableRegions(conns["west"].NC)) == 0 },
+		func() string {
+			return fmt.Sprintf("with south back, west names %v unreachable", bus.UnreachableRegions(conns["west"].NC))
+		})
+}
