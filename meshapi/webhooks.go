@@ -70,6 +70,11 @@ type Webhook struct {
 	// SecretHint is the secret masked to its last four characters.
 	SecretHint string    `json:"secret_hint"`
 	CreatedAt  time.Time `json:"created_at"`
+	// UnreachableRegions, on a webhook's own view in a multi-region
+	// deployment, names the regions whose events it cannot deliver now
+	// (their event stream does not answer); the other regions' are
+	// delivered meanwhile.
+	UnreachableRegions []string `json:"unreachable_regions,omitempty"`
 }
 
 // CreateWebhookResponse is the new subscription, with its secret (shown once).

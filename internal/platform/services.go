@@ -76,7 +76,7 @@ func (c *Config) newService(name string, env serviceEnv) (service, error) {
 		return artifacts.New(artifacts.Config{Conn: conn, Logger: log, MaxBytes: c.MaxArtifactBytes, Metrics: reg, Region: c.Region}), nil
 	case bus.ServiceWebhooks:
 		return webhooks.New(webhooks.Config{
-			Conn: conn, Logger: log, AllowPrivate: c.AllowPrivateWebhooks, Metrics: reg, PublicURL: c.PublicURL,
+			Conn: conn, Logger: log, AllowPrivate: c.AllowPrivateWebhooks, Metrics: reg, PublicURL: c.PublicURL, Region: c.Region,
 			AttemptTimeout: c.WebhookAttemptTimeout, RetryMin: c.WebhookRetryMin, RetryMax: c.WebhookRetryMax, RetryFor: c.WebhookRetryFor,
 		}), nil
 	case bus.ServiceDelegation:

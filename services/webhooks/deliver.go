@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -26,11 +27,15 @@ import (
 // keptAttempts is how many recent attempts a delivery record keeps.
 const keptAttempts = 10
 
-// worker delivers one subscription's events, one at a time.
+// worker delivers one subscription's events of one event stream, one at a
+// time.
 type worker struct {
 	sub    *subscription
+	stream string
 	cancel context.CancelFunc
 	done   chan struct{}
+	// down is set while the worker cannot reach its consumer.
+	down atomic.Bool
 }
 
 func (w *worker) close() {
@@ -38,62 +43,93 @@ func (w *worker) close() {
 	<-w.done
 }
 
+// workerKey names the worker of subscription id on stream.
+func workerKey(id, stream string) string { return id + " " + stream }
+
+// startWorker starts a worker for each stream the subscription reads, and
+// stops those of streams it no longer reads (its agent moved).
 func (s *Service) startWorker(sub *subscription) {
+	streams := sub.streams()
 	s.mu.Lock()
-	if w, ok := s.workers[sub.ID]; ok && w.sub.stream() != sub.stream() {
-		// The subscription now reads another stream (its agent moved):
-		// the worker of the old one stops first.
-		delete(s.workers, sub.ID)
-		s.mu.Unlock()
-		w.close()
-		s.mu.Lock()
+	s.latest[sub.ID] = sub
+	for _, p := range sub.Parts {
+		if p.From > 0 {
+			s.knowFrom(sub.ID, p.Stream, p.From)
+		}
 	}
+	var stale []*worker
+	for key, w := range s.workers {
+		if w.sub.ID == sub.ID && !slices.Contains(streams, w.stream) {
+			delete(s.workers, key)
+			stale = append(stale, w)
+		}
+	}
+	s.mu.Unlock()
+	for _, w := range stale {
+		w.close()
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
 	select {
 	case <-s.stop:
 		return
 	default:
 	}
-	if _, ok := s.workers[sub.ID]; ok {
-		return
+	for _, stream := range streams {
+		key := workerKey(sub.ID, stream)
+		if _, ok := s.workers[key]; ok {
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		w := &worker{sub: sub, stream: stream, cancel: cancel, done: make(chan struct{})}
+		s.workers[key] = w
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer close(w.done)
+			s.run(ctx, w)
+		}()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &worker{sub: sub, cancel: cancel, done: make(chan struct{})}
-	s.workers[sub.ID] = w
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer close(w.done)
-		s.run(ctx, sub)
-	}()
 }
 
 func (s *Service) stopWorker(id string) {
 	s.mu.Lock()
-	w, ok := s.workers[id]
-	delete(s.workers, id)
+	var stopped []*worker
+	for key, w := range s.workers {
+		if w.sub.ID == id {
+			delete(s.workers, key)
+			stopped = append(stopped, w)
+		}
+	}
+	delete(s.latest, id)
+	delete(s.froms, id)
+	delete(s.unaddable, id)
 	s.mu.Unlock()
-	if ok {
+	for _, w := range stopped {
 		w.close()
 	}
 }
 
-// run feeds one subscription's endpoint until ctx ends, reconnecting to its
-// consumer when the bus comes and goes, and making it again when it was
-// lost while the subscription stands.
-func (s *Service) run(ctx context.Context, sub *subscription) {
+// run feeds one subscription's endpoint from one stream until ctx ends,
+// reconnecting to its consumer when the bus comes and goes, and making it
+// again when it was lost while the subscription stands.
+func (s *Service) run(ctx context.Context, w *worker) {
+	sub := w.sub
 	pause := bus.Backoff{Initial: time.Second, Max: time.Second, Jitter: 0.5}
 	// from is where a lost consumer is made again: after the last event
 	// this worker settled, or, before it settled one, when it started
 	// (what came before was the consumer's to track).
 	from := time.Now()
 	for ctx.Err() == nil {
-		err := s.consume(ctx, sub, &from)
+		err := s.consume(ctx, w, &from)
+		if err != nil && ctx.Err() == nil && !errors.Is(err, errMoved) {
+			w.down.Store(true)
+		}
 		switch {
 		case ctx.Err() != nil || errors.Is(err, errMoved):
 			return
 		case errors.Is(err, jetstream.ErrConsumerNotFound):
-			stands, rerr := s.remake(ctx, sub, from)
+			stands, rerr := s.remake(ctx, sub, w.stream, from)
 			if rerr == nil && !stands {
 				return
 			}
@@ -102,30 +138,30 @@ func (s *Service) run(ctx context.Context, sub *subscription) {
 			}
 			err = rerr
 		}
-		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook consumer interrupted; resuming")
+		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Str("stream", w.stream).Msg("webhook consumer interrupted; resuming")
 		_ = pause.Sleep(ctx) // the loop ends when ctx does
 	}
 }
 
-// remake makes the consumer of a subscription again, from the events
-// stored at or after from, when the subscription still stands on the
-// same stream; deleted, or moved to another stream (whose worker reads
-// it), it says the worker is done. A consumer deleted with its
-// subscription goes after the subscription's record, so a worker never
-// makes again the consumer of a subscription being deleted.
-func (s *Service) remake(ctx context.Context, sub *subscription, from time.Time) (stands bool, err error) {
+// remake makes the consumer of a subscription on stream again, from the
+// events stored at or after from, when the subscription still reads that
+// stream; deleted, or moved to another stream (whose worker reads it), it
+// says the worker is done. A consumer deleted with its subscription goes
+// after the subscription's record, so a worker never makes again the
+// consumer of a subscription being deleted.
+func (s *Service) remake(ctx context.Context, sub *subscription, stream string, from time.Time) (stands bool, err error) {
 	cur, _, err := s.subs.Latest(ctx, sub.ID)
 	switch {
 	case errors.Is(err, mesh.ErrNotFound):
 		return false, nil
 	case err != nil:
 		return false, err
-	case cur.stream() != sub.stream():
+	case !slices.Contains(cur.streams(), stream):
 		return false, nil
 	}
-	s.cfg.Logger.Warn().Str("webhook_id", sub.ID).Str("stream", sub.stream()).Time("from", from).
+	s.cfg.Logger.Warn().Str("webhook_id", sub.ID).Str("stream", stream).Time("from", from).
 		Msg("webhook consumer was lost while its subscription stands; made again from the last event delivered")
-	return true, s.createConsumer(ctx, cur, jetstream.DeliverByStartTimePolicy, &from)
+	return true, s.createConsumer(ctx, cur, stream, jetstream.DeliverByStartTimePolicy, &from)
 }
 
 // consume pulls the subscription's events one at a time: each pull is made
@@ -135,16 +171,18 @@ func (s *Service) remake(ctx context.Context, sub *subscription, from time.Time)
 //
 // from is moved past each event settled (acked or terminated), or onto
 // one offered again.
-func (s *Service) consume(ctx context.Context, sub *subscription, from *time.Time) error {
-	cons, err := s.js.Consumer(ctx, sub.stream(), bus.WebhookConsumer(sub.ID))
+func (s *Service) consume(ctx context.Context, w *worker, from *time.Time) error {
+	sub := w.sub
+	cons, err := s.js.Consumer(ctx, w.stream, bus.WebhookConsumer(sub.ID))
 	if err != nil {
 		return err
 	}
+	w.down.Store(false)
 	if cfg := cons.CachedInfo().Config; cfg.AckWait != ackWait {
 		// Made by an earlier version, which waited longer for a stopped
 		// worker's event.
 		cfg.AckWait = ackWait
-		if _, err := s.js.UpdateConsumer(ctx, sub.stream(), cfg); err != nil {
+		if _, err := s.js.UpdateConsumer(ctx, w.stream, cfg); err != nil {
 			s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook consumer's ack wait not updated")
 		}
 	}
@@ -168,7 +206,7 @@ func (s *Service) consume(ctx context.Context, sub *subscription, from *time.Tim
 		case err != nil:
 			return err
 		}
-		settled := s.handle(ctx, sub, msg)
+		settled := s.handle(ctx, w, msg)
 		if meta, err := msg.Metadata(); err == nil {
 			*from = meta.Timestamp
 			if settled {
@@ -224,7 +262,7 @@ func (s *Service) follow(ctx context.Context, sub *subscription) (bool, error) {
 	if want == bus.EventStream {
 		moved.MovedFrom = sub.stream()
 	}
-	if err := s.createConsumer(ctx, &moved, jetstream.DeliverByStartTimePolicy, &start); err != nil {
+	if err := s.createConsumer(ctx, &moved, moved.stream(), jetstream.DeliverByStartTimePolicy, &start); err != nil {
 		return false, err
 	}
 	if _, err := s.subs.Update(ctx, sub.ID, &moved, rev); errors.Is(err, mesh.ErrConflict) {
@@ -290,11 +328,15 @@ func inProgress(msg jetstream.Msg) (stop func()) {
 // (or not for this subscription), offered again after a backoff when the
 // attempt failed, terminated once it is dead-lettered. settled: acked or
 // terminated, so the stream's next event is the next to deliver.
-func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.Msg) (settled bool) {
+func (s *Service) handle(ctx context.Context, w *worker, msg jetstream.Msg) (settled bool) {
+	sub := w.sub
 	meta, err := msg.Metadata()
 	if err != nil {
 		_ = msg.Term()
 		return true
+	}
+	if skip, settled := s.skipCopy(ctx, w, msg); skip {
+		return settled
 	}
 	if src, _, _ := strings.Cut(msg.Headers().Get(bus.SourcedHeader), " "); sub.MovedFrom != "" && src == sub.MovedFrom {
 		// The gathered log's copy of an event of the stream it read
@@ -326,7 +368,7 @@ func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.M
 	if attempt.Error == "" {
 		s.metrics.delivered.Inc()
 		if meta.NumDelivered > 1 {
-			s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), attempt, meshapi.DeliveryDelivered, nil)
+			s.record(ctx, sub, w.stream, seq, e.ID(), e.Type(), e.Subject(), attempt, meshapi.DeliveryDelivered, nil)
 		}
 		_ = msg.Ack()
 		if retiring(sub, e.Type()) {
@@ -343,7 +385,7 @@ func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.M
 		return true
 	}
 	s.metrics.failed.Inc()
-	rec := s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), attempt, meshapi.DeliveryRetrying, nil)
+	rec := s.record(ctx, sub, w.stream, seq, e.ID(), e.Type(), e.Subject(), attempt, meshapi.DeliveryRetrying, nil)
 	first := attempt.At
 	if rec != nil {
 		first = rec.FirstAttemptAt
@@ -351,13 +393,13 @@ func (s *Service) handle(ctx context.Context, sub *subscription, msg jetstream.M
 	delay := s.backoff(int(meta.NumDelivered))
 	if time.Since(first)+delay > s.cfg.RetryFor {
 		s.metrics.dead.Inc()
-		dead := s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), nil, meshapi.DeliveryDead, nil)
+		dead := s.record(ctx, sub, w.stream, seq, e.ID(), e.Type(), e.Subject(), nil, meshapi.DeliveryDead, nil)
 		s.announceDead(ctx, sub, seq, e, attempt, dead)
 		_ = msg.Term()
 		return true
 	}
 	next := time.Now().Add(delay).UTC()
-	s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), nil, meshapi.DeliveryRetrying, &next)
+	s.record(ctx, sub, w.stream, seq, e.ID(), e.Type(), e.Subject(), nil, meshapi.DeliveryRetrying, &next)
 	_ = msg.NakWithDelay(delay)
 	return false
 }
@@ -452,7 +494,7 @@ func attemptError(err error) string {
 // record writes what happened to one event's delivery: the attempt (if any),
 // its state and when it is tried next. It returns the record as stored, or
 // nil when it could not be written (the delivery itself goes on).
-func (s *Service) record(ctx context.Context, sub *subscription, seq uint64, eventID, eventType, subject string, a *meshapi.DeliveryAttempt, state string, next *time.Time) *meshapi.Delivery {
+func (s *Service) record(ctx context.Context, sub *subscription, stream string, seq uint64, eventID, eventType, subject string, a *meshapi.DeliveryAttempt, state string, next *time.Time) *meshapi.Delivery {
 	key := sub.ID + "." + strconv.FormatUint(seq, 10)
 	now := time.Now().UTC()
 	apply := func(d *meshapi.Delivery) {
@@ -467,7 +509,7 @@ func (s *Service) record(ctx context.Context, sub *subscription, seq uint64, eve
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bus.RetryBudget)
 	defer cancel()
-	deliveries, err := s.deliveriesOf(wctx, sub)
+	deliveries, err := s.deliveriesOf(wctx, stream)
 	if err != nil {
 		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Uint64("sequence", seq).Msg("delivery record not written")
 		return nil
@@ -478,7 +520,7 @@ func (s *Service) record(ctx context.Context, sub *subscription, seq uint64, eve
 	})
 	if errors.Is(err, mesh.ErrNotFound) {
 		d = &meshapi.Delivery{
-			DeliveryID: strconv.FormatUint(seq, 10), WebhookID: sub.ID, EventID: eventID, EventType: eventType,
+			DeliveryID: deliveryID(sub, stream, seq), WebhookID: sub.ID, EventID: eventID, EventType: eventType,
 			Subject: subject, Attempts: []meshapi.DeliveryAttempt{}, FirstAttemptAt: now,
 		}
 		if a != nil {
@@ -496,12 +538,12 @@ func (s *Service) record(ctx context.Context, sub *subscription, seq uint64, eve
 
 // redrive sends a recorded delivery once more, now, and records the attempt.
 func (s *Service) redrive(ctx context.Context, sub *subscription, deliveryID string) (*meshapi.Delivery, error) {
-	seq, err := strconv.ParseUint(deliveryID, 10, 64)
-	if err != nil {
+	stream, seq, ok := sub.delivery(deliveryID)
+	if !ok {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "delivery %q not found", deliveryID)
 	}
-	key := sub.ID + "." + deliveryID
-	deliveries, err := s.deliveriesOf(ctx, sub)
+	key := sub.ID + "." + strconv.FormatUint(seq, 10)
+	deliveries, err := s.deliveriesOf(ctx, stream)
 	if err != nil {
 		return nil, err
 	}
@@ -512,11 +554,11 @@ func (s *Service) redrive(ctx context.Context, sub *subscription, deliveryID str
 	if err != nil {
 		return nil, err
 	}
-	stream, err := s.js.Stream(ctx, sub.stream())
+	events, err := s.js.Stream(ctx, stream)
 	if err != nil {
-		return nil, fmt.Errorf("event stream %s: %w", sub.stream(), err)
+		return nil, fmt.Errorf("event stream %s: %w", stream, err)
 	}
-	raw, err := stream.GetMsg(ctx, seq)
+	raw, err := events.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "event %s is past the retention window", d.EventID)
 	}
@@ -541,9 +583,9 @@ func (s *Service) redrive(ctx context.Context, sub *subscription, deliveryID str
 	}
 	if state == meshapi.DeliveryRetrying {
 		// The consumer still retries this one on its own schedule.
-		return s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), a, state, d.NextAttemptAt), nil
+		return s.record(ctx, sub, stream, seq, e.ID(), e.Type(), e.Subject(), a, state, d.NextAttemptAt), nil
 	}
-	out := s.record(ctx, sub, seq, e.ID(), e.Type(), e.Subject(), a, state, nil)
+	out := s.record(ctx, sub, stream, seq, e.ID(), e.Type(), e.Subject(), a, state, nil)
 	if out == nil {
 		return nil, fmt.Errorf("delivery record not written")
 	}
@@ -602,7 +644,7 @@ func (s *Service) announceDead(ctx context.Context, sub *subscription, seq uint6
 func (s *Service) retire(sub *subscription) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	deliveries, err := s.deliveriesOf(ctx, sub)
+	deliveries, err := s.deliveriesOf(ctx, sub.stream())
 	if err != nil {
 		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("ended push subscription not removed")
 		return

@@ -23,6 +23,7 @@ import (
 	meshmetrics "github.com/a2amesh/a2amesh/internal/metrics"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
+	"github.com/a2amesh/a2amesh/services/internal/homes"
 	"github.com/a2amesh/a2amesh/services/internal/listing"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,6 +52,11 @@ type Config struct {
 	PublicURL string
 	// Metrics receives the service's metrics; nil records none.
 	Metrics prometheus.Registerer
+	// Region is the region this process serves (platform.Config.Region).
+	// In a multi-region deployment a webhook of every agent reads each
+	// region's event stream (see part); on a server in no cluster it is
+	// not used.
+	Region string
 }
 
 func (c *Config) defaults() {
@@ -100,6 +106,13 @@ type subscription struct {
 	// copies are skipped (they were delivered from the stream itself, or
 	// are older than the move).
 	MovedFrom string `json:"moved_from,omitempty"`
+	// Parts are, for a webhook of every agent in a multi-region
+	// deployment, its consumers on the event streams of the regions other
+	// than the origin: each region's events are delivered from that
+	// region's own stream, and the consumer on the gathered log (Stream)
+	// skips its copies of them (see part). Empty in webhooks made before,
+	// and on a server in no cluster: the gathered log alone.
+	Parts []part `json:"parts,omitempty"`
 }
 
 // stream names the event stream the subscription's consumer reads.
@@ -109,6 +122,32 @@ func (s *subscription) stream() string {
 	}
 	return s.Stream
 }
+
+// streams names the event streams the subscription's consumers read: its
+// stream, then each part whose consumer is made.
+func (s *subscription) streams() []string {
+	out := []string{s.stream()}
+	for _, p := range s.Parts {
+		if p.From > 0 {
+			out = append(out, p.Stream)
+		}
+	}
+	return out
+}
+
+// part returns the part on stream, or nil.
+func (s *subscription) part(stream string) *part {
+	for i := range s.Parts {
+		if s.Parts[i].Stream == stream {
+			return &s.Parts[i]
+		}
+	}
+	return nil
+}
+
+// everyAgent says whether the subscription reads the events of every
+// agent, and so each region's event stream in a multi-region deployment.
+func (s *subscription) everyAgent() bool { return s.AgentID == "" }
 
 func (s *subscription) view() meshapi.Webhook {
 	return meshapi.Webhook{
@@ -177,17 +216,35 @@ type Service struct {
 	watcher    jetstream.KeyWatcher
 	client     *http.Client
 	metrics    *metrics
+	// dir names the regions and their event streams, and adder adds the
+	// parts of webhooks of every agent on the streams of regions that have
+	// none yet; both nil on a server in no cluster.
+	dir   *homes.Directory
+	adder *bus.Periodic
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// workers are the delivery workers, one per subscription and stream
+	// (workerKey).
 	workers map[string]*worker
-	wg      sync.WaitGroup
-	stop    chan struct{}
+	// latest is each subscription as last seen by the watch.
+	latest map[string]*subscription
+	// froms holds, per subscription and stream, the first sequence its
+	// part delivers, once known (it never changes).
+	froms map[string]map[string]uint64
+	// unaddable holds, per subscription, the regions whose part could not
+	// be added at the last try.
+	unaddable map[string]map[string]bool
+	wg        sync.WaitGroup
+	stop      chan struct{}
 }
 
 // New returns a service; Start runs it.
 func New(cfg Config) *Service {
 	cfg.defaults()
-	return &Service{cfg: cfg, workers: map[string]*worker{}, stop: make(chan struct{}), metrics: newMetrics(cfg.Metrics)}
+	return &Service{
+		cfg: cfg, workers: map[string]*worker{}, latest: map[string]*subscription{}, froms: map[string]map[string]uint64{},
+		unaddable: map[string]map[string]bool{}, stop: make(chan struct{}), metrics: newMetrics(cfg.Metrics),
+	}
 }
 
 // Start answers on the bus and starts a delivery worker for every subscription.
@@ -203,8 +260,17 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.deliveries = map[string]*bus.Records[meshapi.Delivery]{}
 	s.events = bus.NewPublisher(s.js, bus.ServiceWebhooks).OnPublished(meshmetrics.EventsPublished(s.cfg.Metrics, bus.ServiceWebhooks))
+	if s.cfg.Conn.NC.ConnectedClusterName() != "" {
+		if s.dir, err = homes.Open(ctx, s.js, s.cfg.Region, s.cfg.Logger); err != nil {
+			return err
+		}
+	}
 	if err := s.watch(ctx); err != nil {
 		return err
+	}
+	if s.dir != nil {
+		s.adder = &bus.Periodic{Interval: partsInterval, AtStart: true, Run: s.addParts}
+		s.adder.Start(context.WithoutCancel(ctx))
 	}
 	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
 		Name: bus.ServiceWebhooks, Description: "webhook subscriptions and deliveries", Logger: s.cfg.Logger,
@@ -266,6 +332,9 @@ func (s *Service) Stop(grace time.Duration) {
 		_ = s.svc.Stop(grace)
 	}
 	close(s.stop)
+	if s.adder != nil {
+		s.adder.Stop()
+	}
 	if s.watcher != nil {
 		_ = s.watcher.Stop()
 	}
@@ -276,6 +345,7 @@ func (s *Service) Stop(grace time.Duration) {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.dir.Stop()
 }
 
 func (s *Service) handleCreate(ctx context.Context, in *meshapi.CreateWebhookRequest) (*meshapi.CreateWebhookResponse, error) {
@@ -293,22 +363,28 @@ func (s *Service) handleCreate(ctx context.Context, in *meshapi.CreateWebhookReq
 	if sub.Stream, err = s.homeStream(ctx, sub.AgentID); err != nil {
 		return nil, err
 	}
-	if err := s.createConsumer(ctx, sub, deliver, start); err != nil {
+	if err := s.createConsumer(ctx, sub, sub.stream(), deliver, start); err != nil {
 		return nil, err
 	}
+	if sub.everyAgent() {
+		s.createParts(ctx, sub, deliver, start)
+	}
 	if _, err := s.subs.Create(ctx, sub.ID, sub); err != nil {
-		_ = s.js.DeleteConsumer(context.WithoutCancel(ctx), sub.stream(), bus.WebhookConsumer(sub.ID))
+		for _, stream := range sub.streams() {
+			_ = s.js.DeleteConsumer(context.WithoutCancel(ctx), stream, bus.WebhookConsumer(sub.ID))
+		}
 		return nil, err
 	}
 	s.startWorker(sub)
 	return &meshapi.CreateWebhookResponse{Webhook: sub.view(), Secret: sub.Secret}, nil
 }
 
-// deliveriesOf opens the bucket that records sub's deliveries: that of the
-// region whose event stream its consumer reads, so a delivery is recorded
-// where its events are kept, whatever other region is down.
-func (s *Service) deliveriesOf(ctx context.Context, sub *subscription) (*bus.Records[meshapi.Delivery], error) {
-	region, err := bus.EventStreamRegion(ctx, s.js, sub.stream())
+// deliveriesOf opens the bucket that records the deliveries of sub's
+// consumer on stream: that of the region whose event stream it reads, so a
+// delivery is recorded where its events are kept, whatever other region is
+// down.
+func (s *Service) deliveriesOf(ctx context.Context, stream string) (*bus.Records[meshapi.Delivery], error) {
+	region, err := bus.EventStreamRegion(ctx, s.js, stream)
 	if err != nil {
 		return nil, err
 	}
@@ -350,25 +426,30 @@ func (s *Service) homeStream(ctx context.Context, agentID string) (string, error
 	return bus.ReadersEventStream(ctx, s.js, a.HomeRegion)
 }
 
-// createConsumer makes the subscription's durable consumer on its stream.
-func (s *Service) createConsumer(ctx context.Context, sub *subscription, deliver jetstream.DeliverPolicy, start *time.Time) error {
-	_, err := s.js.CreateOrUpdateConsumer(ctx, sub.stream(), jetstream.ConsumerConfig{
+// createConsumer makes the subscription's durable consumer on stream.
+func (s *Service) createConsumer(ctx context.Context, sub *subscription, stream string, deliver jetstream.DeliverPolicy, start *time.Time) error {
+	cfg := consumerConfig(sub)
+	cfg.DeliverPolicy, cfg.OptStartTime = deliver, start
+	if _, err := s.js.CreateOrUpdateConsumer(ctx, stream, cfg); err != nil {
+		return fmt.Errorf("webhook consumer: %w", err)
+	}
+	return nil
+}
+
+// consumerConfig is the configuration of the subscription's consumers,
+// but where they start.
+func consumerConfig(sub *subscription) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
 		Durable:        bus.WebhookConsumer(sub.ID),
 		Description:    "webhook " + sub.ID,
 		FilterSubjects: sub.subjects(),
-		DeliverPolicy:  deliver,
-		OptStartTime:   start,
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        ackWait,
 		// One event in flight per endpoint: events of a run arrive in order,
 		// and a failing endpoint holds up only itself.
 		MaxAckPending: 1,
 		MaxDeliver:    -1,
-	})
-	if err != nil {
-		return fmt.Errorf("webhook consumer: %w", err)
 	}
-	return nil
 }
 
 const minSecretLen = 16
@@ -454,6 +535,7 @@ func (s *Service) handleGet(ctx context.Context, in *meshapi.WebhookRequest) (*m
 		return nil, err
 	}
 	v := sub.view()
+	v.UnreachableRegions = s.unreachable(ctx, sub)
 	return &v, nil
 }
 
@@ -464,7 +546,7 @@ func (s *Service) handleDelete(ctx context.Context, in *meshapi.WebhookRequest) 
 	return nil, nil
 }
 
-// remove deletes a subscription, its consumer and its delivery records.
+// remove deletes a subscription, its consumers and its delivery records.
 func (s *Service) remove(ctx context.Context, id string) error {
 	sub, err := s.get(ctx, id)
 	if err != nil {
@@ -474,17 +556,24 @@ func (s *Service) remove(ctx context.Context, id string) error {
 		return err
 	}
 	s.stopWorker(sub.ID)
-	if err := s.js.DeleteConsumer(ctx, sub.stream(), bus.WebhookConsumer(sub.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook consumer not deleted")
+	streams := []string{sub.stream()}
+	for _, p := range sub.Parts {
+		// Parts still being added too: their consumer may be made.
+		streams = append(streams, p.Stream)
 	}
-	deliveries, err := s.deliveriesOf(ctx, sub)
-	if err != nil {
-		s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Msg("webhook delivery records not deleted")
-		return nil
-	}
-	if keys, err := deliveries.KV().ListKeysFiltered(ctx, sub.ID+".*"); err == nil {
-		for key := range keys.Keys() {
-			_ = deliveries.Delete(ctx, key, 0)
+	for _, stream := range streams {
+		if err := s.js.DeleteConsumer(ctx, stream, bus.WebhookConsumer(sub.ID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Str("stream", stream).Msg("webhook consumer not deleted")
+		}
+		deliveries, err := s.deliveriesOf(ctx, stream)
+		if err != nil {
+			s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Str("stream", stream).Msg("webhook delivery records not deleted")
+			continue
+		}
+		if keys, err := deliveries.KV().ListKeysFiltered(ctx, sub.ID+".*"); err == nil {
+			for key := range keys.Keys() {
+				_ = deliveries.Delete(ctx, key, 0)
+			}
 		}
 	}
 	return nil
@@ -500,27 +589,54 @@ func (s *Service) handleDeliveries(ctx context.Context, in *meshapi.ListDeliveri
 	if err != nil {
 		return nil, err
 	}
-	deliveries, err := s.deliveriesOf(ctx, sub)
-	if err != nil {
-		return nil, err
-	}
 	out := meshapi.DeliveryList{Deliveries: []meshapi.Delivery{}}
+	for _, stream := range sub.streams() {
+		err := s.listDeliveries(ctx, sub, stream, in.State, &out)
+		if err != nil && stream == sub.stream() {
+			return nil, err
+		}
+		if err != nil {
+			// A region's part whose bucket does not answer: the others'
+			// are listed, and the webhook's view names the region.
+			s.cfg.Logger.Warn().Err(err).Str("webhook_id", sub.ID).Str("stream", stream).Msg("deliveries of a region not listed")
+		}
+	}
+	sort.Slice(out.Deliveries, func(i, j int) bool {
+		ra, a, _ := strings.Cut(out.Deliveries[i].DeliveryID, ":")
+		rb, b, _ := strings.Cut(out.Deliveries[j].DeliveryID, ":")
+		if !strings.Contains(out.Deliveries[i].DeliveryID, ":") {
+			ra, a = "", ra
+		}
+		if !strings.Contains(out.Deliveries[j].DeliveryID, ":") {
+			rb, b = "", rb
+		}
+		if ra != rb {
+			return ra < rb
+		}
+		return len(a) < len(b) || (len(a) == len(b) && a < b)
+	})
+	return &out, nil
+}
+
+// listDeliveries appends the delivery records of sub's consumer on stream
+// in state ("": any) to out.
+func (s *Service) listDeliveries(ctx context.Context, sub *subscription, stream, state string, out *meshapi.DeliveryList) error {
+	deliveries, err := s.deliveriesOf(ctx, stream)
+	if err != nil {
+		return err
+	}
 	keys, err := deliveries.KV().ListKeysFiltered(ctx, sub.ID+".*")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for key := range keys.Keys() {
 		d, _, err := deliveries.Get(ctx, key)
-		if err != nil || (in.State != "" && d.State != in.State) {
+		if err != nil || (state != "" && d.State != state) {
 			continue
 		}
 		out.Deliveries = append(out.Deliveries, *d)
 	}
-	sort.Slice(out.Deliveries, func(i, j int) bool {
-		a, b := out.Deliveries[i].DeliveryID, out.Deliveries[j].DeliveryID
-		return len(a) < len(b) || (len(a) == len(b) && a < b)
-	})
-	return &out, nil
+	return nil
 }
 
 func (s *Service) handleRedrive(ctx context.Context, in *meshapi.RedriveRequest) (*meshapi.Delivery, error) {

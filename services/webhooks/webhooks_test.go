@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -35,6 +36,8 @@ type receiver struct {
 	mu      sync.Mutex
 	got     []delivery
 	respond func(n int) int
+	// failFirst, when set, answers 500 to the first request of each event.
+	failFirst bool
 }
 
 func newReceiver(t *testing.T, secret string, respond func(n int) int) *receiver {
@@ -51,6 +54,9 @@ func newReceiver(t *testing.T, secret string, respond func(n int) int) *receiver
 		rc.mu.Lock()
 		n := len(rc.got) + 1
 		status := rc.respond(n)
+		if rc.failFirst && !slices.ContainsFunc(rc.got, func(d delivery) bool { return d.id == ev.ID }) {
+			status = http.StatusInternalServerError
+		}
 		rc.got = append(rc.got, delivery{id: ev.ID, typ: ev.Type, subject: ev.Subject, status: status, signed: signed})
 		rc.mu.Unlock()
 		w.WriteHeader(status)
