@@ -160,7 +160,9 @@ func (s *Service) addPart(ctx context.Context, id string, rs bus.RegionStream) e
 	} else if p == nil {
 		next := *cur
 		next.Parts = append(slices.Clone(cur.Parts), part{Region: rs.Region, Stream: rs.Stream})
-		if rev, err = s.subs.Update(ctx, id, &next, rev); err != nil {
+		if rev, err = s.subs.Update(ctx, id, &next, rev); errors.Is(err, mesh.ErrConflict) {
+			return nil // changed meanwhile: the next round looks again
+		} else if err != nil {
 			return err
 		}
 		cur = &next
@@ -173,9 +175,15 @@ func (s *Service) addPart(ctx context.Context, id string, rs bus.RegionStream) e
 	next.Parts = slices.Clone(cur.Parts)
 	next.part(rs.Stream).From = from
 	if _, err := s.subs.Update(ctx, id, &next, rev); err != nil {
-		// Changed meanwhile (another process added it) or deleted: a
-		// deleted webhook's consumer made here goes.
-		s.dropUnusedConsumer(ctx, id, rs.Stream)
+		// Changed meanwhile (another process added the part: its consumer
+		// is this one) or deleted: a deleted webhook's consumer goes.
+		if _, _, gerr := s.subs.Latest(ctx, id); errors.Is(gerr, mesh.ErrNotFound) {
+			_ = s.js.DeleteConsumer(context.WithoutCancel(ctx), rs.Stream, bus.WebhookConsumer(id))
+			return nil
+		}
+		if errors.Is(err, mesh.ErrConflict) {
+			return nil
+		}
 		return err
 	}
 	s.cfg.Logger.Info().Str("webhook_id", id).Str("region", rs.Region).Uint64("from", from).Msg("webhook reads a region's own event stream")
