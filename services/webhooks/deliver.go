@@ -158,6 +158,8 @@ func (s *Service) remake(ctx context.Context, sub *subscription, stream string, 
 		return false, err
 	case !slices.Contains(cur.streams(), stream):
 		return false, nil
+	case cur.GatheredFrom != nil && stream == cur.stream():
+		return true, s.makeGathered(ctx, cur)
 	}
 	s.cfg.Logger.Warn().Str("webhook_id", sub.ID).Str("stream", stream).Time("from", from).
 		Msg("webhook consumer was lost while its subscription stands; made again from the last event delivered")

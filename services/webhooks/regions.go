@@ -65,6 +65,52 @@ const copyWait = time.Second
 // errPartPending says that a part's start is not decided yet.
 var errPartPending = errors.New("the webhook's part on that region's stream is being added")
 
+// createEveryAgent makes the consumers of a new webhook of every agent in
+// a multi-region deployment: the one on the gathered log, and a part on
+// each other region's stream (createParts). While the origin does not
+// answer, the one on the gathered log is left to the webhook's workers
+// (subscription.GatheredFrom), so a webhook of every agent can be made in
+// any region that is up.
+func (s *Service) createEveryAgent(ctx context.Context, sub *subscription, deliver jetstream.DeliverPolicy, start *time.Time) error {
+	gctx, cancel := context.WithTimeout(ctx, partTry)
+	err := s.createConsumer(gctx, sub, sub.stream(), deliver, start)
+	cancel()
+	if err != nil {
+		sctx, cancel := context.WithTimeout(ctx, partTry)
+		_, serr := s.js.Stream(sctx, sub.stream())
+		cancel()
+		if serr == nil {
+			return err
+		}
+		from := sub.CreatedAt
+		if start != nil {
+			from = *start
+		}
+		sub.GatheredFrom = &from
+		s.cfg.Logger.Warn().Err(serr).Str("webhook_id", sub.ID).Msg("the origin does not answer: the webhook's consumer on its gathered log is made once it does")
+	}
+	s.createParts(ctx, sub, deliver, start)
+	return nil
+}
+
+// makeGathered makes the consumer on the gathered log of a webhook of
+// every agent made while the origin did not answer, from the time its
+// record keeps, and clears that time (a consumer lost afterwards is made
+// again from the last event delivered, as any).
+func (s *Service) makeGathered(ctx context.Context, sub *subscription) error {
+	if err := s.createConsumer(ctx, sub, sub.stream(), jetstream.DeliverByStartTimePolicy, sub.GatheredFrom); err != nil {
+		return err
+	}
+	if _, _, err := s.subs.Modify(ctx, sub.ID, func(cur *subscription) error {
+		cur.GatheredFrom = nil
+		return nil
+	}); err != nil {
+		return err
+	}
+	s.cfg.Logger.Info().Str("webhook_id", sub.ID).Time("from", *sub.GatheredFrom).Msg("webhook's consumer on the gathered log made now that the origin answers")
+	return nil
+}
+
 // createParts makes, for a new webhook of every agent, its consumer on the
 // event stream of each region listed but the origin, starting as its
 // consumer on the gathered log does. A region that does not answer is left

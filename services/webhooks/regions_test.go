@@ -149,7 +149,8 @@ func onceEach(t *testing.T, rc *receiver, ids []string) {
 // stream. While east, the origin holding the gathered log, is down, the
 // events of west and south are delivered; once east is back, its own
 // events are delivered and none of the copies its gathered log took of the
-// others' events is delivered again.
+// others' events is delivered again. A webhook of every agent made while
+// east is down does the same with the events stored after it was made.
 func TestRegions_AWebhookOfEveryAgentDeliversEachRegionsEventsWhileTheOriginIsDown(t *testing.T) {
 	r := startRegions(t)
 	r.startWebhooks(t, "west")
@@ -171,6 +172,13 @@ func TestRegions_AWebhookOfEveryAgentDeliversEachRegionsEventsWhileTheOriginIsDo
 	waitDelivered(t, rc, 30*time.Second, ids...)
 
 	r.sc.Stop("east")
+	// A webhook of every agent made in west while east is down gets the
+	// events stored after it was made.
+	later := newReceiver(t, "another-secret-of-sixteen-bytes", func(int) int { return http.StatusNoContent })
+	if _, err := meshapi.Send(ctx, meshapi.NewClient(r.conns["west"].NC), meshapi.OpWebhooksCreate,
+		meshapi.CreateWebhookRequest{URL: later.URL, Secret: later.secret}); err != nil {
+		t.Fatalf("create a webhook of every agent in west while east is down: %v", err)
+	}
 	var during []string
 	for n := 2; n <= 3; n++ {
 		for _, region := range []string{"west", "south"} {
@@ -178,6 +186,7 @@ func TestRegions_AWebhookOfEveryAgentDeliversEachRegionsEventsWhileTheOriginIsDo
 		}
 	}
 	waitDelivered(t, rc, 30*time.Second, during...)
+	waitDelivered(t, later, 30*time.Second, during...)
 	ids = append(ids, during...)
 	got, err := meshapi.Send(ctx, meshapi.NewClient(r.conns["west"].NC), meshapi.OpWebhooksGet, meshapi.WebhookRequest{WebhookID: wh.WebhookID})
 	if err != nil {
@@ -206,7 +215,9 @@ func TestRegions_AWebhookOfEveryAgentDeliversEachRegionsEventsWhileTheOriginIsDo
 	last := r.publish(t, "east", 2)
 	ids = append(ids, last)
 	waitDelivered(t, rc, time.Minute, last)
+	waitDelivered(t, later, time.Minute, last)
 	onceEach(t, rc, ids)
+	onceEach(t, later, append(during, last))
 	meshtest.Eventually(t, 30*time.Second, func() bool {
 		got, err = meshapi.Send(ctx, meshapi.NewClient(r.conns["west"].NC), meshapi.OpWebhooksGet, meshapi.WebhookRequest{WebhookID: wh.WebhookID})
 		return err == nil && len(got.UnreachableRegions) == 0

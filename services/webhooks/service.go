@@ -113,6 +113,11 @@ type subscription struct {
 	// skips its copies of them (see part). Empty in webhooks made before,
 	// and on a server in no cluster: the gathered log alone.
 	Parts []part `json:"parts,omitempty"`
+	// GatheredFrom is set while its consumer on the gathered log is not
+	// made: a webhook of every agent made while the origin did not answer.
+	// The first of its workers to find the origin answering makes it from
+	// this time (the webhook's creation, or since) and clears it.
+	GatheredFrom *time.Time `json:"gathered_from,omitempty"`
 }
 
 // stream names the event stream the subscription's consumer reads.
@@ -363,11 +368,12 @@ func (s *Service) handleCreate(ctx context.Context, in *meshapi.CreateWebhookReq
 	if sub.Stream, err = s.homeStream(ctx, sub.AgentID); err != nil {
 		return nil, err
 	}
-	if err := s.createConsumer(ctx, sub, sub.stream(), deliver, start); err != nil {
+	if sub.everyAgent() && s.dir != nil {
+		if err := s.createEveryAgent(ctx, sub, deliver, start); err != nil {
+			return nil, err
+		}
+	} else if err := s.createConsumer(ctx, sub, sub.stream(), deliver, start); err != nil {
 		return nil, err
-	}
-	if sub.everyAgent() {
-		s.createParts(ctx, sub, deliver, start)
 	}
 	if _, err := s.subs.Create(ctx, sub.ID, sub); err != nil {
 		for _, stream := range sub.streams() {
