@@ -117,6 +117,11 @@ func TestRegionOutage(t *testing.T) {
 	var webhook meshapi.CreateWebhookResponse
 	west.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/webhooks", Owner: true,
 		JSON: map[string]any{"url": hookURL, "agent_id": agent.ID}}).Expect(t, http.StatusCreated).Decode(t, &webhook)
+	// A webhook of every agent too: each region's part reads that region's
+	// stream, so west's events reach it while east is down.
+	everyHook, everyHookURL := webhookReceiver(t)
+	west.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/webhooks", Owner: true,
+		JSON: map[string]any{"url": everyHookURL}}).Expect(t, http.StatusCreated)
 	var con meshapi.CreateConsumerResponse
 	west.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/consumers", Owner: true,
 		JSON: map[string]any{"name": "west events", "agent_id": agent.ID}}).Expect(t, http.StatusCreated).Decode(t, &con)
@@ -210,6 +215,7 @@ func TestRegionOutage(t *testing.T) {
 	hook.waitCompletions(t, "the webhook, with east down,", runs, 60*time.Second)
 	read.waitCompletions(t, "the consumer credential, with east down,", runs, 60*time.Second)
 	readEvery.waitCompletions(t, "west's part of the consumer credential of every agent, with east down,", runs, 60*time.Second)
+	everyHook.waitCompletions(t, "the webhook of every agent, with east down,", runs, 60*time.Second)
 	var retried meshapi.DeliveryList
 	west.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/webhooks/" + webhook.WebhookID + "/deliveries", Owner: true}).
 		Expect(t, http.StatusOK).Decode(t, &retried)
@@ -336,7 +342,7 @@ func TestRegionOutage(t *testing.T) {
 	})
 
 	// Each event reached each subscriber once, the outage notwithstanding.
-	for who, r := range map[string]*received{"webhook": hook, "consumer credential": read, "consumer credential of every agent (west's part)": readEvery} {
+	for who, r := range map[string]*received{"webhook": hook, "consumer credential": read, "consumer credential of every agent (west's part)": readEvery, "webhook of every agent": everyHook} {
 		if again := r.repeated(); len(again) > 0 {
 			t.Fatalf("the %s received %d events more than once: %v", who, len(again), again)
 		}
