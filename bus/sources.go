@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -72,7 +73,26 @@ const (
 	// sourceAnswerWait bounds the question whether a source's stream
 	// answers: a round trip to the farthest region.
 	sourceAnswerWait = time.Second
+	// sourceRestartGrace is how long a restarted source is left to connect
+	// before any process restarts it again: a server under load may take
+	// that long to make the consumer a source reads through, and every
+	// restart starts that over, so the processes of a region, each
+	// restarting it in turn, could keep it from ever copying.
+	sourceRestartGrace = 30 * time.Second
 )
+
+// metaRestarted, followed by a source's name, is the key of the stream's
+// metadata that holds when that source was last restarted (RFC 3339):
+// the processes of a region tend the same streams, and each learns there
+// of the others' restarts.
+const metaRestarted = "a2amesh.restarted."
+
+// restartedLately says whether the source name of the stream configured as
+// cfg was restarted less than sourceRestartGrace ago.
+func restartedLately(cfg jetstream.StreamConfig, name string) bool {
+	at, err := time.Parse(time.RFC3339Nano, cfg.Metadata[metaRestarted+name])
+	return err == nil && time.Since(at) < sourceRestartGrace
+}
 
 // SourceTending is the job that keeps the streams of this process's
 // region that copy other streams copying, every SourceCheckInterval
@@ -184,7 +204,7 @@ func (t *tender) tend(ctx context.Context, stream string, regionOf func(string) 
 		} else {
 			delete(t.unheard, key)
 		}
-		if !stalled {
+		if !stalled || restartedLately(info.Config, si.Name) {
 			continue
 		}
 		if region := regionOf(si.Name); !t.answers(ctx, region, si.Name) {
@@ -238,8 +258,16 @@ func (t *tender) restart(ctx context.Context, stream, name string) error {
 	if i < 0 {
 		return nil
 	}
+	if restartedLately(cfg, name) {
+		return nil // another process restarted it meanwhile
+	}
 	src := cfg.Sources[i]
 	cfg.Sources = slices.Delete(slices.Clone(cfg.Sources), i, i+1)
+	cfg.Metadata = maps.Clone(cfg.Metadata)
+	if cfg.Metadata == nil {
+		cfg.Metadata = map[string]string{}
+	}
+	cfg.Metadata[metaRestarted+name] = time.Now().UTC().Format(time.RFC3339Nano)
 	if _, err := t.js.UpdateStream(tctx, cfg); err != nil {
 		return fmt.Errorf("take source %s out of %s: %w", name, stream, err)
 	}
