@@ -242,7 +242,16 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, f *eventFi
 	}
 	defer events.Stop()
 	rc := startEventStream(w)
-	next := runfollow.Feed(ctx, events.Next)
+	pumpEvents(g, ctx, w, rc, runfollow.Feed(ctx, events.Next), nil, nil, func(m *runfollow.Event) error {
+		return writeSSE(w, stream.prefix, g.sse.of(stream.name).get(r.Context(), m), f)
+	})
+}
+
+// pumpEvents writes a GET /events stream until the request, the gateway or
+// next ends: each item of next (send writes it), a ping every
+// SSEHeartbeat, and what say writes each time wake fires (nil: never).
+func pumpEvents[T any](g *Gateway, ctx context.Context, w http.ResponseWriter, rc *http.ResponseController,
+	next <-chan T, wake <-chan struct{}, say func() bool, send func(T) error) {
 	ping := time.NewTicker(g.cfg.SSEHeartbeat)
 	defer ping.Stop()
 	for {
@@ -255,14 +264,12 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, f *eventFi
 			if !sendComment(w, rc, "ping") {
 				return
 			}
-		case m, ok := <-next:
-			if !ok {
+		case <-wake:
+			if !say() {
 				return
 			}
-			if err := writeSSE(w, stream.prefix, g.sse.of(stream.name).get(r.Context(), m), f); err != nil {
-				return
-			}
-			if rc.Flush() != nil {
+		case item, ok := <-next:
+			if !ok || send(item) != nil || rc.Flush() != nil {
 				return
 			}
 		}

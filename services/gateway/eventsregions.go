@@ -300,34 +300,13 @@ func (g *Gateway) serveEveryRegion(w http.ResponseWriter, r *http.Request, f *ev
 	if !sayRegions() {
 		return
 	}
-	ping := time.NewTicker(g.cfg.SSEHeartbeat)
-	defer ping.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-g.closing:
-			return
-		case <-ping.C:
-			if !sendComment(w, rc, "ping") {
-				return
-			}
-		case <-er.wake:
-			if !sayRegions() {
-				return
-			}
-		case ev := <-er.out:
-			pos[ev.region] = ev.e.Seq
-			e := g.sse.of(ev.stream).get(r.Context(), ev.e)
-			if !e.ok || !f.match(e.typ, e.data) {
-				continue
-			}
-			if _, err := fmt.Fprintf(w, "id: %s\ndata: %s\n\n", regionsEventID(pos), e.body); err != nil {
-				return
-			}
-			if rc.Flush() != nil {
-				return
-			}
+	pumpEvents(g, ctx, w, rc, er.out, er.wake, sayRegions, func(ev regionEvent) error {
+		pos[ev.region] = ev.e.Seq
+		e := g.sse.of(ev.stream).get(r.Context(), ev.e)
+		if !e.ok || !f.match(e.typ, e.data) {
+			return nil
 		}
-	}
+		_, err := fmt.Fprintf(w, "id: %s\ndata: %s\n\n", regionsEventID(pos), e.body)
+		return err
+	})
 }
