@@ -149,8 +149,8 @@ func outageOf(t *testing.T, d *deployment, endpoint, down, up string) {
 
 // waitReady waits until every process of the region, and its gateway's API
 // address, answers /readyz with 200, naming no unreachable region but
-// those of allowed: a process names a region other than the origin only
-// once it handed a request there.
+// those of allowed: a process names a down region once a request of its
+// own found it silent, or once its copies from that region fell silent.
 func (r *region) waitReady(t *testing.T, allowed ...string) {
 	t.Helper()
 	addrs := map[string]string{"the gateway's API": strings.TrimPrefix(r.api, "http://")}
