@@ -3,6 +3,8 @@ package platform_test
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +35,13 @@ func serveIn(t *testing.T, sc *clustertest.Supercluster, region, service, ownerT
 		Service: service, NATSURL: sc.URLs(region),
 		NATSUser: clustertest.ServiceUser, NATSPassword: sc.Password(),
 		OwnerToken: ownerToken,
+	}
+	if service == "credentials" {
+		seed := filepath.Join(t.TempDir(), "issuer.nk")
+		if err := os.WriteFile(seed, []byte(sc.IssuerSeed()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg.AuthIssuerSeedFile = seed
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

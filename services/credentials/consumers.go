@@ -192,6 +192,55 @@ func (s *Service) handleConsumerDelete(ctx context.Context, in *meshapi.DeleteCo
 	return nil, nil
 }
 
+// consumerWidenInterval is how often a credentials service looks for
+// regions that joined since a consumer credential of every agent was made.
+const consumerWidenInterval = 5 * time.Second
+
+// widenConsumers gives every consumer credential of every agent a durable
+// consumer on the stream of each region that keeps one and that the
+// credential does not list yet (a region that joined since it was made,
+// or answered nothing then), from the start of that stream's retention
+// window as at creation, and lists it in the credential's streams: its
+// holder learns of it from GET /consumers, and may read it once it
+// connects again (a connection's permissions are those of its credential
+// as it connected). A region that does not answer is tried at the next
+// round; two services doing it at once make the same consumer, and one
+// changes the record.
+func (s *Service) widenConsumers(ctx context.Context) {
+	lctx, cancel := context.WithTimeout(ctx, consumerWidenInterval)
+	defer cancel()
+	streams, err := bus.RegionStreams(lctx, s.cfg.Conn.JS, s.serviceRegions())
+	if err != nil || len(streams) == 0 || streams[0].Region == "" {
+		return
+	}
+	lister, err := s.consumers.KV().ListKeysFiltered(lctx, consumerKey("*"))
+	if err != nil {
+		return
+	}
+	for key := range lister.Keys() {
+		rec, rev, err := s.consumers.Latest(lctx, key)
+		if err != nil || rec.AgentID != "" || len(rec.Streams) == 0 {
+			continue
+		}
+		widened := *rec
+		for _, rs := range streams {
+			if slices.ContainsFunc(widened.Streams, func(have bus.RegionStream) bool { return have.Stream == rs.Stream }) {
+				continue
+			}
+			if err := s.createOneEventConsumer(lctx, rec, rs.Stream); err != nil {
+				continue
+			}
+			widened.Streams = append(slices.Clone(widened.Streams), rs)
+		}
+		if len(widened.Streams) == len(rec.Streams) {
+			continue
+		}
+		if _, err := s.consumers.Update(lctx, key, &widened, rev); err == nil {
+			s.cfg.Logger.Info().Str("consumer_id", rec.ID).Int("streams", len(widened.Streams)).Msg("consumer credential of every agent reads a region that joined since it was made")
+		}
+	}
+}
+
 // createEventConsumer makes the credential's durable pull consumer on each
 // of its event streams, from the start of the retention window, filtered
 // to the credential's subjects. A stream that does not answer (its region
@@ -199,14 +248,7 @@ func (s *Service) handleConsumerDelete(ctx context.Context, in *meshapi.DeleteCo
 func (s *Service) createEventConsumer(ctx context.Context, rec *consumerRecord) error {
 	var made []string
 	for _, stream := range rec.streams() {
-		_, err := s.cfg.Conn.JS.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
-			Durable:        bus.ConsumerNameBase(rec.ID),
-			Description:    "events for consumer credential " + rec.ID,
-			FilterSubjects: rec.subjects(),
-			DeliverPolicy:  jetstream.DeliverAllPolicy,
-			AckPolicy:      jetstream.AckExplicitPolicy,
-		})
-		if err != nil {
+		if err := s.createOneEventConsumer(ctx, rec, stream); err != nil {
 			for _, m := range made {
 				_ = s.cfg.Conn.JS.DeleteConsumer(context.WithoutCancel(ctx), m, bus.ConsumerNameBase(rec.ID))
 			}
@@ -218,6 +260,19 @@ func (s *Service) createEventConsumer(ctx context.Context, rec *consumerRecord) 
 		made = append(made, stream)
 	}
 	return nil
+}
+
+// createOneEventConsumer makes the credential's durable pull consumer on
+// one stream (the same configuration made again is no error).
+func (s *Service) createOneEventConsumer(ctx context.Context, rec *consumerRecord, stream string) error {
+	_, err := s.cfg.Conn.JS.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		Durable:        bus.ConsumerNameBase(rec.ID),
+		Description:    "events for consumer credential " + rec.ID,
+		FilterSubjects: rec.subjects(),
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+	})
+	return err
 }
 
 // authenticateConsumer resolves a consumer credential to its record.

@@ -131,6 +131,9 @@ type Service struct {
 	authSub       *nats.Subscription
 	// sweeper removes expired pairing codes (codes.go).
 	sweeper *bus.Periodic
+	// widener gives consumer credentials of every agent a consumer on the
+	// streams of regions that joined since they were made (consumers.go).
+	widener *bus.Periodic
 	// stop and wg end and wait for the disconnections of ended credentials
 	// (disconnect.go).
 	stop chan struct{}
@@ -142,6 +145,7 @@ func New(cfg Config) *Service {
 	cfg.defaults()
 	s := &Service{cfg: cfg, stop: make(chan struct{})}
 	s.sweeper = &bus.Periodic{Interval: cfg.SweepInterval, Run: s.sweep}
+	s.widener = &bus.Periodic{Interval: consumerWidenInterval, Run: s.widenConsumers}
 	return s
 }
 
@@ -205,6 +209,9 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	// ctx bounds the start only: the sweep lives until Stop.
 	s.sweeper.Start(context.WithoutCancel(ctx))
+	if s.cfg.Conn.NC.ConnectedClusterName() != "" {
+		s.widener.Start(context.WithoutCancel(ctx))
+	}
 	return nil
 }
 
@@ -217,6 +224,7 @@ func (s *Service) Stop(grace time.Duration) {
 		_ = s.svc.Stop(grace)
 	}
 	s.sweeper.Stop()
+	s.widener.Stop()
 	close(s.stop)
 	s.wg.Wait()
 	if s.regions != nil {
