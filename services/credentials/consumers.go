@@ -193,24 +193,26 @@ func (s *Service) handleConsumerDelete(ctx context.Context, in *meshapi.DeleteCo
 }
 
 // consumerWidenInterval is how often a credentials service looks for
-// regions that joined since a consumer credential of every agent was made.
+// event streams a consumer credential should read and does not.
 const consumerWidenInterval = 5 * time.Second
 
-// widenConsumers gives every consumer credential of every agent a durable
-// consumer on the stream of each region that keeps one and that the
-// credential does not list yet (a region that joined since it was made,
-// or answered nothing then), from the start of that stream's retention
-// window as at creation, and lists it in the credential's streams: its
-// holder learns of it from GET /consumers, and may read it once it
-// connects again (a connection's permissions are those of its credential
-// as it connected). A region that does not answer is tried at the next
-// round; two services doing it at once make the same consumer, and one
-// changes the record.
+// widenConsumers gives each consumer credential a durable consumer on the
+// event streams it should read and has none on, and lists them in its
+// streams: for a credential of every agent, the stream of each region
+// that joined since it was made (or answered nothing then); for one of
+// one agent, the stream of the agent's home region once the agent moved
+// there (the agent's events are stored there from then on; a move needs
+// the agent to have no open run). Each is read from the start of its
+// retention window, as at creation. Its holder learns of it from
+// GET /consumers, and may read it once it connects again (a connection's
+// permissions are those of its credential as it connected). A region that
+// does not answer is tried at the next round; two services doing it at
+// once make the same consumer, and one changes the record.
 func (s *Service) widenConsumers(ctx context.Context) {
 	lctx, cancel := context.WithTimeout(ctx, consumerWidenInterval)
 	defer cancel()
-	streams, err := bus.RegionStreams(lctx, s.cfg.Conn.JS, s.serviceRegions())
-	if err != nil || len(streams) == 0 || streams[0].Region == "" {
+	every, err := bus.RegionStreams(lctx, s.cfg.Conn.JS, s.serviceRegions())
+	if err != nil || len(every) == 0 || every[0].Region == "" {
 		return
 	}
 	lister, err := s.consumers.KV().ListKeysFiltered(lctx, consumerKey("*"))
@@ -219,16 +221,21 @@ func (s *Service) widenConsumers(ctx context.Context) {
 	}
 	for key := range lister.Keys() {
 		rec, rev, err := s.consumers.Latest(lctx, key)
-		if err != nil || rec.AgentID != "" || len(rec.Streams) == 0 {
+		if err != nil {
 			continue
 		}
 		widened := *rec
-		for _, rs := range streams {
-			if slices.ContainsFunc(widened.Streams, func(have bus.RegionStream) bool { return have.Stream == rs.Stream }) {
+		for _, rs := range s.streamsFor(lctx, rec, every) {
+			if slices.Contains(widened.streams(), rs.Stream) {
 				continue
 			}
 			if err := s.createOneEventConsumer(lctx, rec, rs.Stream); err != nil {
 				continue
+			}
+			if len(widened.Streams) == 0 && rec.AgentID != "" {
+				// The stream it was made on comes first.
+				region, _ := bus.EventStreamRegion(lctx, s.cfg.Conn.JS, rec.stream())
+				widened.Streams = []bus.RegionStream{{Region: region, Stream: rec.stream(), SkipSourced: rec.stream() == bus.EventStream}}
 			}
 			widened.Streams = append(slices.Clone(widened.Streams), rs)
 		}
@@ -236,9 +243,32 @@ func (s *Service) widenConsumers(ctx context.Context) {
 			continue
 		}
 		if _, err := s.consumers.Update(lctx, key, &widened, rev); err == nil {
-			s.cfg.Logger.Info().Str("consumer_id", rec.ID).Int("streams", len(widened.Streams)).Msg("consumer credential of every agent reads a region that joined since it was made")
+			s.cfg.Logger.Info().Str("consumer_id", rec.ID).Int("streams", len(widened.Streams)).Msg("consumer credential reads one more event stream")
 		}
 	}
+}
+
+// streamsFor names the event streams a credential should read now: every
+// region's for a credential of every agent made in a deployment of
+// several regions; its agent's home region's for one of one agent (none
+// while the agent cannot be read).
+func (s *Service) streamsFor(ctx context.Context, rec *consumerRecord, every []bus.RegionStream) []bus.RegionStream {
+	if rec.AgentID == "" {
+		if len(rec.Streams) == 0 {
+			return nil // made on a server in no cluster, or by an earlier version: the gathered log
+		}
+		return every
+	}
+	a, err := s.findAgent(ctx, rec.AgentID)
+	if err != nil || a.HomeRegion == "" {
+		return nil
+	}
+	home := a.HomeRegion
+	stream, err := bus.ReadersEventStream(ctx, s.cfg.Conn.JS, home)
+	if err != nil {
+		return nil
+	}
+	return []bus.RegionStream{{Region: home, Stream: stream, SkipSourced: stream == bus.EventStream}}
 }
 
 // createEventConsumer makes the credential's durable pull consumer on each
