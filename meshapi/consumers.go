@@ -54,8 +54,10 @@ type Consumer struct {
 	InboxPrefix string `json:"inbox_prefix"`
 	Stream      string `json:"stream"`
 	// Streams, for a credential of every agent's events in a deployment of
-	// several regions, are the event streams of each region (as it was
-	// made) on which it has a durable consumer of the same DurableName:
+	// several regions, are the event streams of each region (those running
+	// services, and those that joined since) on which it has a durable
+	// consumer of the same DurableName (for a credential of one agent that
+	// moved home, the stream it was made on and its new home's):
 	// reading each region's events where they are stored first goes on
 	// with the regions that are up while another is down, the origin
 	// included. The origin's stream (SkipSourced) is Stream itself, which
