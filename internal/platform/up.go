@@ -236,8 +236,13 @@ func (p *Platform) Stop() {
 }
 
 // StoreOwnerTokenHash records the hash of the owner credential where the
-// gateway looks for it.
+// gateway looks for it. A hash stored already (read from this region's
+// copy of the settings) is not written again, so a gateway started while
+// the origin, which keeps the settings, is down starts all the same.
 func StoreOwnerTokenHash(ctx context.Context, conn *bus.Conn, token string) error {
+	if have, err := bus.ReadSetting(ctx, conn.JS, bus.ConfigOwnerTokenHash); err == nil && secret.Equal(string(have), secret.Hash(token)) {
+		return nil
+	}
 	kv, err := conn.JS.KeyValue(ctx, bus.BucketConfig)
 	if err != nil {
 		return fmt.Errorf("config bucket: %w", err)
