@@ -196,7 +196,12 @@ func (e *Engine) flushReport(rep ledger.Report) flushOutcome {
 		return flushSettled
 	}
 	if len(rep.Artifacts) > 0 {
-		req, err = e.storeKept(rep, req.(meshapi.CompleteRequest))
+		complete, ok := req.(meshapi.CompleteRequest)
+		if !ok {
+			e.settle(rep, fmt.Errorf("a %s report stores no artifacts", rep.Kind))
+			return flushSettled
+		}
+		req, err = e.storeKept(rep, complete)
 	}
 	if err == nil {
 		err = e.send(e.execCtx, rep.Kind, req)
