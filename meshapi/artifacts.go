@@ -99,7 +99,17 @@ type OpenArtifactRequest struct {
 	// Size, when known, is the content's size: over the limit, the open
 	// is refused at once.
 	Size int64 `json:"size,omitempty"`
+	// WriteKey, when set, makes the write happen once: a write of the run
+	// with the key of an artifact already stored and attached to the run
+	// is answered with that artifact (OpenArtifactResponse.Artifact), and
+	// nothing more is sent. A runtime that retries a write whose answer it
+	// never got (the platform went away) sends the same key again. At most
+	// MaxWriteKeyBytes of letters, digits and ".:_-".
+	WriteKey string `json:"write_key,omitempty"`
 }
+
+// MaxWriteKeyBytes bounds OpenArtifactRequest.WriteKey.
+const MaxWriteKeyBytes = 128
 
 // OpenArtifactResponse names the artifact being written and how to send it.
 type OpenArtifactResponse struct {
@@ -108,6 +118,10 @@ type OpenArtifactResponse struct {
 	ChunkBytes int `json:"chunk_bytes"`
 	// MaxBytes is the most content one artifact may have.
 	MaxBytes int64 `json:"max_bytes"`
+	// Artifact is set when the request's WriteKey names an artifact
+	// already stored for the run: it is that artifact, and no content is
+	// to be sent.
+	Artifact *mesh.Artifact `json:"artifact,omitempty"`
 }
 
 // An opened artifact's content goes to its upload subject
@@ -153,7 +167,7 @@ func (c *RuntimeClient) OpenArtifact(ctx context.Context, req OpenArtifactReques
 
 func newArtifactUpload(ctx context.Context, nc *nats.Conn, open *OpenArtifactResponse, subject string) *ArtifactUpload {
 	return &ArtifactUpload{
-		ctx: ctx, nc: nc, ID: open.ArtifactID, MaxBytes: open.MaxBytes, subject: subject,
+		ctx: ctx, nc: nc, ID: open.ArtifactID, MaxBytes: open.MaxBytes, Stored: open.Artifact, subject: subject,
 		buf: make([]byte, 0, max(open.ChunkBytes, 1)),
 	}
 }
@@ -164,11 +178,14 @@ type ArtifactUpload struct {
 	ID string
 	// MaxBytes is the most content the artifact may have.
 	MaxBytes int64
-	ctx      context.Context
-	nc       *nats.Conn
-	subject  string
-	buf      []byte
-	sent     int64
+	// Stored, when not nil, is the artifact the open's write key names,
+	// already stored: the writer sends nothing and uses it.
+	Stored  *mesh.Artifact
+	ctx     context.Context
+	nc      *nats.Conn
+	subject string
+	buf     []byte
+	sent    int64
 }
 
 // Write buffers content and sends each full chunk.
@@ -229,6 +246,9 @@ func (u *ArtifactUpload) flush() error {
 // attempt held, when the open did not name it); it returns the stored
 // artifact.
 func (u *ArtifactUpload) End(attempt int, meta mesh.Artifact) (*mesh.Artifact, error) {
+	if u.Stored != nil {
+		return u.Stored, nil
+	}
 	if err := u.flush(); err != nil {
 		return nil, err
 	}
@@ -253,6 +273,9 @@ func (u *ArtifactUpload) End(attempt int, meta mesh.Artifact) (*mesh.Artifact, e
 // Abandon tells the artifacts service the content will not come, so it
 // drops what it received at once rather than after its idle timeout.
 func (u *ArtifactUpload) Abandon() {
+	if u.Stored != nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(u.ctx), time.Second)
 	defer cancel()
 	msg := nats.NewMsg(u.subject)

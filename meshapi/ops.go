@@ -302,7 +302,7 @@ var (
 		REST: post("/task-runs/{taskRunId}/fail", onRun)})
 	// Over HTTP an artifact's open and content are one upload.
 	OpRuntimeArtifactOpen = define[OpenArtifactRequest, OpenArtifactResponse](OpInfo{Name: bus.RuntimeOpArtifactOpen, Service: bus.ServiceArtifacts, Caller: CallerRuntime,
-		REST: custom(post("/task-runs/{taskRunId}/artifacts", onRun))})
+		REST: custom(query(post("/task-runs/{taskRunId}/artifacts", onRun), map[string]string{"write_key": "write_key"}))})
 	OpRuntimeDelegateAgents = define[DelegateAgentsRequest, DelegateAgentList](OpInfo{Name: bus.RuntimeOpDelegateAgents, Service: bus.ServiceDelegation, Caller: CallerRuntime, Idempotent: true,
 		REST: post("/task-runs/{taskRunId}/delegation/agents", onRun)})
 	OpRuntimeDelegateSend = define[DelegateSendRequest, DelegateSendResponse](OpInfo{Name: bus.RuntimeOpDelegateSend, Service: bus.ServiceDelegation, Caller: CallerRuntime, Idempotent: true,

@@ -42,9 +42,11 @@ type Config struct {
 
 // Service is the artifact service.
 type Service struct {
-	cfg     Config
-	meta    *bus.Records[mesh.Artifact]
-	marks   *bus.Records[struct{}]
+	cfg   Config
+	meta  *bus.Records[mesh.Artifact]
+	marks *bus.Records[struct{}]
+	// writes are the runs' write keys (writekey.go).
+	writes  *bus.Records[writeRecord]
 	objects jetstream.ObjectStore
 	// chunks is the object store's stream, which reads get content from,
 	// and objectStore the store's name (this region's own).
@@ -87,6 +89,9 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	if s.marks, err = bus.OpenRecords[struct{}](ctx, js, bus.BucketArtifactMeta); err != nil {
+		return err
+	}
+	if s.writes, err = bus.OpenRecords[writeRecord](ctx, js, bus.BucketArtifactMeta); err != nil {
 		return err
 	}
 	if s.objectStore, err = bus.OwnBucket(ctx, js, bus.ObjectArtifacts); err != nil {
@@ -152,12 +157,18 @@ func (s *Service) discard(ctx context.Context, id string) {
 }
 
 // commit registers the stored content of an artifact written by a runtime
-// and attaches it to the run, which the runtime must still hold.
-func (s *Service) commit(ctx context.Context, agentID, runtimeID string, attempt int, in *mesh.Artifact) (*mesh.Artifact, error) {
+// and attaches it to the run, which the runtime must still hold; a write
+// with a key notes it first (writekey.go).
+func (s *Service) commit(ctx context.Context, agentID, runtimeID string, attempt int, in *mesh.Artifact, key string) (*mesh.Artifact, error) {
 	a := *in
 	size, err := s.storedSize(ctx, a.ID)
 	if err != nil {
 		return nil, err
+	}
+	if key != "" {
+		if err := s.noteWrite(ctx, a.TaskRunID, key, a.ID); err != nil {
+			return nil, err
+		}
 	}
 	a.Size = size
 	a.AgentID = agentID

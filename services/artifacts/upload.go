@@ -53,6 +53,8 @@ type upload struct {
 	agentID, runtimeID string
 	runID              string
 	attempt            int
+	// key is the write's key, if it has one (writekey.go).
+	key string
 	// input, for an input file, is the conversation it is given in; nil
 	// for a run's artifact.
 	input    *mesh.Conversation
@@ -86,6 +88,9 @@ func (s *Service) handleOpen(ctx context.Context, in *meshapi.OpenArtifactReques
 	if !mesh.ValidID(in.TaskRunID) {
 		return nil, mesh.Errorf(mesh.CodeNotFound, "task run %q not found", in.TaskRunID)
 	}
+	if err := checkWriteKey(in.WriteKey); err != nil {
+		return nil, err
+	}
 	run, err := s.client.GetTaskRun(ctx, in.TaskRunID)
 	if err != nil {
 		return nil, err
@@ -96,7 +101,16 @@ func (s *Service) handleOpen(ctx context.Context, in *meshapi.OpenArtifactReques
 	if err := run.CheckHeld(agentID, runtimeID, in.Attempt); err != nil {
 		return nil, err
 	}
-	u := &upload{id: mesh.NewID(), agentID: agentID, runtimeID: runtimeID, runID: in.TaskRunID, attempt: in.Attempt, declared: in.Size}
+	if in.WriteKey != "" {
+		stored, err := s.written(ctx, run, in.WriteKey)
+		if err != nil {
+			return nil, err
+		}
+		if stored != nil {
+			return &meshapi.OpenArtifactResponse{ArtifactID: stored.ID, ChunkBytes: chunkBytes, MaxBytes: s.cfg.MaxBytes, Artifact: stored}, nil
+		}
+	}
+	u := &upload{id: mesh.NewID(), agentID: agentID, runtimeID: runtimeID, runID: in.TaskRunID, attempt: in.Attempt, key: in.WriteKey, declared: in.Size}
 	if err := s.startUpload(u, bus.ArtifactUploadSubject(agentID, runtimeID, u.id)); err != nil {
 		return nil, err
 	}
@@ -242,7 +256,7 @@ func (u *upload) end(body []byte) (*meshapi.ArtifactPartReply, error) {
 		stored, err = u.s.commitInput(ctx, u.agentID, u.input, a)
 	} else {
 		a.TaskRunID = u.runID
-		stored, err = u.s.commit(ctx, u.agentID, u.runtimeID, u.attempt, a)
+		stored, err = u.s.commit(ctx, u.agentID, u.runtimeID, u.attempt, a, u.key)
 	}
 	if err != nil {
 		return nil, err

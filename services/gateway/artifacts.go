@@ -40,9 +40,20 @@ func (g *Gateway) uploadArtifact(w http.ResponseWriter, r *http.Request) {
 	id := runtimeOf(r)
 	// Opened before the body is read: a run this runtime does not hold is
 	// refused before a large body is.
-	up, err := g.client.Runtime(id.AgentID, id.RuntimeID).OpenArtifact(r.Context(), meshapi.OpenArtifactRequest{TaskRunID: r.PathValue("taskRunId")})
+	var open meshapi.OpenArtifactRequest
+	if err := meshapi.OpRuntimeArtifactOpen.REST.Bind(nil, r.PathValue, r.URL.Query(), &open); err != nil {
+		g.writeError(w, r, mesh.Errorf(mesh.CodeInvalidRequest, "%v", err))
+		return
+	}
+	up, err := g.client.Runtime(id.AgentID, id.RuntimeID).OpenArtifact(r.Context(), open)
 	if err != nil {
 		g.writeError(w, r, err)
+		return
+	}
+	if up.Stored != nil {
+		// Its write key names an artifact already stored: the body is
+		// that artifact's again, and is not read.
+		writeJSON(w, http.StatusCreated, uploadResponse{Artifact: up.Stored, ArtifactRef: up.Stored.OutputRef()})
 		return
 	}
 	if !httpbody.IsJSON(r.Header.Get("Content-Type")) {

@@ -218,3 +218,27 @@ func TestArtifacts_BadUploadsAreRefusedAndStoreNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestArtifacts_AnUploadSentAgainWithItsWriteKeyIsStoredOnce: an HTTP
+// runtime's upload sent again with the same ?write_key (its answer was
+// lost) is answered with the artifact already stored, and the run lists
+// it once; a key out of bounds is refused with 400.
+func TestArtifacts_AnUploadSentAgainWithItsWriteKeyIsStoredOnce(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.MaxArtifactBytes = testMaxArtifactBytes })
+	agent := p.CreateAgent("writer")
+	rt, run := p.HeldRun(t, agent.ID, "write once")
+	body := map[string]any{"filename": "out.txt", "content_text": "once"}
+	path := "/task-runs/" + run.ID + "/artifacts?write_key=rep_H.0"
+	var first, again uploaded
+	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: path, RuntimeToken: rt.RuntimeToken, JSON: body}).Expect(t, http.StatusCreated).Decode(t, &first)
+	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: path, RuntimeToken: rt.RuntimeToken, JSON: body}).Expect(t, http.StatusCreated).Decode(t, &again)
+	if again.Artifact.ID != first.Artifact.ID || again.ArtifactRef.ArtifactID != first.ArtifactRef.ArtifactID || again.ArtifactRef.Size != 4 {
+		t.Fatalf("sent again: %+v, want artifact %s as stored", again, first.Artifact.ID)
+	}
+	if got := p.GetTask(run.ID); len(got.Artifacts) != 1 || got.Artifacts[0].ArtifactID != first.Artifact.ID {
+		t.Fatalf("the run lists %+v, want only %s", got.Artifacts, first.Artifact.ID)
+	}
+	p.Send(t, meshtest.Request{Method: http.MethodPost, Path: "/task-runs/" + run.ID + "/artifacts?write_key=" + url.QueryEscape("a key"), RuntimeToken: rt.RuntimeToken, JSON: body}).
+		ExpectError(t, http.StatusBadRequest, mesh.CodeInvalidRequest)
+}

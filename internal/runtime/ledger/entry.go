@@ -27,7 +27,10 @@ const (
 	EventReportPending   Event = "report_pending"
 	EventReportDelivered Event = "report_delivered"
 	EventReportAbandoned Event = "report_abandoned"
-	EventHeartbeatFailed Event = "heartbeat_failed"
+	// EventReportArtifactWritten notes that the platform stored one
+	// artifact of a pending report (its ref), so that a retry skips it.
+	EventReportArtifactWritten Event = "report_artifact_written"
+	EventHeartbeatFailed       Event = "heartbeat_failed"
 	// EventAuthRejected records a 401/403: the runtime must be paired again
 	// (seed 001 §4.7).
 	EventAuthRejected Event = "auth_rejected"
@@ -35,7 +38,7 @@ const (
 
 // outboxEvent reports whether e belongs to the outbox bookkeeping.
 func (e Event) outboxEvent() bool {
-	return e == EventReportPending || e == EventReportDelivered || e == EventReportAbandoned
+	return e == EventReportPending || e == EventReportDelivered || e == EventReportAbandoned || e == EventReportArtifactWritten
 }
 
 // Entry is one ledger line. It deliberately has no field for a token or any
@@ -75,6 +78,23 @@ type Report struct {
 	// Body is the exact request body to re-send, so a retry can never send a
 	// different result than the first try.
 	Body json.RawMessage `json:"body,omitempty"`
+	// Artifacts are the artifacts a completion stores before it is sent,
+	// in order: their descriptions here, the content of those not yet
+	// stored in files beside the ledger (see KeptContent), which the
+	// report's close removes.
+	Artifacts []KeptArtifact `json:"artifacts,omitempty"`
+}
+
+// KeptArtifact is one artifact of a pending report.
+type KeptArtifact struct {
+	// Index is the artifact's place in the report's Artifacts.
+	Index int `json:"index"`
+	// Write describes the artifact without its content, in the shape the
+	// runtime gives it.
+	Write json.RawMessage `json:"write,omitempty"`
+	// Ref is the platform's reference to the stored artifact, once it is
+	// stored; nil until then.
+	Ref json.RawMessage `json:"ref,omitempty"`
 }
 
 func (r Report) validate() error {
@@ -87,6 +107,20 @@ func (r Report) validate() error {
 		return errorf("report has no task_run_id")
 	case len(r.Body) == 0 || !json.Valid(r.Body):
 		return errorf("report %s body is not valid JSON", r.ID)
+	case validateElement(r.ID) != nil:
+		return errorf("report id %q is not a single path element", r.ID)
+	case len(r.Artifacts) > 0 && r.Kind != ReportComplete:
+		return errorf("report %s: only a completion stores artifacts", r.ID)
+	}
+	for i, a := range r.Artifacts {
+		switch {
+		case a.Index != i:
+			return errorf("report %s: artifact %d has index %d", r.ID, i, a.Index)
+		case len(a.Write) == 0 || !json.Valid(a.Write):
+			return errorf("report %s: artifact %d has no valid description", r.ID, i)
+		case a.Ref != nil && !json.Valid(a.Ref):
+			return errorf("report %s: artifact %d has a ref that is not valid JSON", r.ID, i)
+		}
 	}
 	return nil
 }

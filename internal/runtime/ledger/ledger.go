@@ -3,6 +3,7 @@ package ledger
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -80,11 +81,19 @@ func New(dir, agentID, runtimeID string, opts ...Option) (*Ledger, error) {
 // validateAgentID keeps the agent id a single path element, so a hostile or
 // mistaken id cannot place the ledger outside dir.
 func validateAgentID(id string) error {
+	if err := validateElement(id); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidAgentID, err)
+	}
+	return nil
+}
+
+// validateElement checks that name is a single path element.
+func validateElement(name string) error {
 	switch {
-	case id == "":
-		return fmt.Errorf("%w: empty", ErrInvalidAgentID)
-	case strings.ContainsAny(id, `/\`+"\x00"), strings.Contains(id, ".."), id == ".":
-		return fmt.Errorf("%w: %q is not a single path element", ErrInvalidAgentID, id)
+	case name == "":
+		return errors.New("empty")
+	case strings.ContainsAny(name, `/\`+"\x00"), strings.Contains(name, ".."), name == ".":
+		return fmt.Errorf("%q is not a single path element", name)
 	}
 	return nil
 }
@@ -153,21 +162,37 @@ func (l *Ledger) write(sync bool, entries ...Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	var buf []byte
-	if l.torn {
-		buf = append(buf, '\n')
-	}
+	var lines []byte
 	for _, e := range entries {
 		line, err := l.encode(e)
 		if err != nil {
 			return err
 		}
-		buf = append(append(buf, line...), '\n')
+		lines = append(append(lines, line...), '\n')
 	}
+	return l.writeLines(sync, string(entries[0].Event), lines)
+}
+
+// writeLine appends one encoded line. l.mu must be held.
+func (l *Ledger) writeLine(sync bool, line []byte) error {
+	if l.f == nil {
+		return ErrClosed
+	}
+	return l.writeLines(sync, "line", append(line, '\n'))
+}
+
+// writeLines appends lines (each ending in a newline) with a single write.
+// l.mu must be held.
+func (l *Ledger) writeLines(sync bool, what string, lines []byte) error {
+	var buf []byte
+	if l.torn {
+		buf = append(buf, '\n')
+	}
+	buf = append(buf, lines...)
 	if _, err := l.f.Write(buf); err != nil {
 		// Part of a line may be on disk; start the next one afresh.
 		l.torn = true
-		return fmt.Errorf("append %s to ledger %s: %w", entries[0].Event, l.path, err)
+		return fmt.Errorf("append %s to ledger %s: %w", what, l.path, err)
 	}
 	l.torn = false
 	if sync {

@@ -3,6 +3,7 @@ package ledger
 import (
 	"crypto/rand"
 	"fmt"
+	"os"
 )
 
 // NewReportID returns a random report id for the outbox.
@@ -14,7 +15,13 @@ func NewReportID() string {
 // after one retry) and syncs it to disk before returning, so it survives a
 // crash. A second report for the same task run attempt, or a reused report
 // id, is refused with ErrAlreadyReported: one attempt has one result.
-func (l *Ledger) AppendPending(r Report) error {
+//
+// A completion that stores artifacts first gives their content too:
+// contents[i] is that of r.Artifacts[i], nil for one already stored (its
+// Ref set). It is kept in files beside the ledger (as private as the
+// ledger), not in its line; a content holding a registered secret is
+// refused with ErrSecret, as a line is.
+func (l *Ledger) AppendPending(r Report, contents ...[]byte) error {
 	if err := r.validate(); err != nil {
 		return err
 	}
@@ -33,13 +40,23 @@ func (l *Ledger) AppendPending(r Report) error {
 				r.ID, r.TaskRunID, r.Attempt, ErrAlreadyReported, e.Report.ID)
 		}
 	}
-	return l.write(true, Entry{
-		Event:     EventReportPending,
-		TaskRunID: r.TaskRunID,
-		Attempt:   r.Attempt,
-		Status:    string(r.Kind),
-		Report:    &r,
-	})
+	if len(contents) != len(r.Artifacts) {
+		return errorf("report %s has %d artifacts and %d contents", r.ID, len(r.Artifacts), len(contents))
+	}
+	line, err := l.encode(Entry{Event: EventReportPending, TaskRunID: r.TaskRunID, Attempt: r.Attempt, Status: string(r.Kind), Report: &r})
+	if err != nil {
+		return err
+	}
+	if len(r.Artifacts) > 0 {
+		if err := l.keep(r, contents); err != nil {
+			return err
+		}
+	}
+	if err := l.writeLine(true, line); err != nil {
+		_ = os.RemoveAll(l.keptDir(r.ID))
+		return err
+	}
+	return nil
 }
 
 // Pending returns the open reports in the order they were queued: those with
@@ -83,8 +100,8 @@ func (l *Ledger) settle(id string, event Event, reason string) error {
 			continue
 		}
 		// The closing line names the report but does not repeat its body.
-		r.Body = nil
-		return l.write(true, Entry{
+		r.Body, r.Artifacts = nil, nil
+		err := l.write(true, Entry{
 			Event:     event,
 			TaskRunID: r.TaskRunID,
 			Attempt:   r.Attempt,
@@ -92,6 +109,13 @@ func (l *Ledger) settle(id string, event Event, reason string) error {
 			Message:   reason,
 			Report:    &r,
 		})
+		if err != nil {
+			return err
+		}
+		if err := os.RemoveAll(l.keptDir(id)); err != nil {
+			return fmt.Errorf("remove kept artifacts of report %s: %w", id, err)
+		}
+		return nil
 	}
 	return fmt.Errorf("mark report %s %s: %w", id, event, ErrNotPending)
 }
@@ -118,6 +142,17 @@ func pendingReports(entries []Entry) []Report {
 			byID[r.ID] = len(slots)
 			attempts[r.attempt()] = true
 			slots = append(slots, slot{report: r, open: true})
+		case EventReportArtifactWritten:
+			i, ok := byID[e.Report.ID]
+			if !ok || !slots[i].open {
+				continue
+			}
+			kept := slots[i].report.Artifacts
+			for _, a := range e.Report.Artifacts {
+				if a.Index >= 0 && a.Index < len(kept) {
+					kept[a.Index].Ref = a.Ref
+				}
+			}
 		case EventReportDelivered, EventReportAbandoned:
 			// A close before its pending entry closes nothing.
 			if i, ok := byID[e.Report.ID]; ok {

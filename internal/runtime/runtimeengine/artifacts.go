@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/apiclient"
@@ -16,10 +19,20 @@ import (
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
-// ArtifactWriter materialises one artifact write request for a run and
-// returns the artifact_ref part to append to the output (seed 000 steps 2, 4).
+// ArtifactWriter materialises one artifact of a run and returns the
+// artifact_ref part to append to the output (seed 000 steps 2, 4).
 type ArtifactWriter interface {
-	Write(ctx context.Context, runID string, attempt int, w adapterapi.ArtifactWrite) (map[string]any, error)
+	Write(ctx context.Context, runID string, attempt int, a ArtifactContent) (map[string]any, error)
+}
+
+// ArtifactContent is one artifact to store: an adapter's write request,
+// its content decoded, and the key that has the platform store it once
+// however often it is sent (meshapi.OpenArtifactRequest.WriteKey).
+type ArtifactContent struct {
+	// Write describes the artifact; its content fields are not used.
+	Write   adapterapi.ArtifactWrite
+	Content []byte
+	Key     string
 }
 
 // content is an artifact write request's body.
@@ -34,29 +47,56 @@ func content(w adapterapi.ArtifactWrite) ([]byte, error) {
 	return b, nil
 }
 
+// describeOnly is w without its content.
+func describeOnly(w adapterapi.ArtifactWrite) adapterapi.ArtifactWrite {
+	w.ContentText, w.ContentBase64 = "", ""
+	return w
+}
+
 // Write implements ArtifactWriter on NATS: the artifact goes to the
 // artifacts service in chunks on the runtime's own subjects.
-func (t *natsTransport) Write(ctx context.Context, runID string, attempt int, w adapterapi.ArtifactWrite) (map[string]any, error) {
-	body, err := content(w)
+func (t *natsTransport) Write(ctx context.Context, runID string, attempt int, a ArtifactContent) (map[string]any, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	dropped := t.disconnects()
+	go func() {
+		select {
+		case <-dropped:
+			cancel(errWriteDropped)
+		case <-ctx.Done():
+		}
+	}()
+	ref, err := t.write(ctx, runID, attempt, a)
+	if err != nil && errors.Is(context.Cause(ctx), errWriteDropped) {
+		return nil, fmt.Errorf("%w: %w", mesh.Errorf(mesh.CodeUnavailable, "the connection to the platform dropped while artifact %s was written", a.Write.Filename), err)
+	}
+	return ref, err
+}
+
+// errWriteDropped ends an artifact write whose connection dropped.
+var errWriteDropped = errors.New("the connection dropped")
+
+func (t *natsTransport) write(ctx context.Context, runID string, attempt int, a ArtifactContent) (map[string]any, error) {
+	up, err := t.rc.OpenArtifact(ctx, meshapi.OpenArtifactRequest{TaskRunID: runID, Attempt: attempt, Size: int64(len(a.Content)), WriteKey: a.Key})
 	if err != nil {
 		return nil, err
 	}
-	up, err := t.rc.OpenArtifact(ctx, meshapi.OpenArtifactRequest{TaskRunID: runID, Attempt: attempt, Size: int64(len(body))})
-	if err != nil {
-		return nil, err
+	if up.Stored != nil {
+		return refPart(up.Stored.OutputRef())
 	}
-	if _, err := up.ReadFrom(bytes.NewReader(body)); err != nil {
+	if _, err := up.ReadFrom(bytes.NewReader(a.Content)); err != nil {
 		up.Abandon()
 		return nil, err
 	}
-	a, err := up.End(0, mesh.Artifact{
+	w := a.Write
+	stored, err := up.End(0, mesh.Artifact{
 		ArtifactType: w.ArtifactType, Filename: w.Filename, Title: w.Title,
 		Summary: w.Summary, Keywords: w.Keywords, MimeType: w.MimeType,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return refPart(a.OutputRef())
+	return refPart(stored.OutputRef())
 }
 
 // refPart is an output part as the adapter contract carries it.
@@ -75,27 +115,35 @@ type HTTPArtifacts struct {
 	API *apiclient.Client
 }
 
-// Write implements ArtifactWriter.
-func (h HTTPArtifacts) Write(ctx context.Context, runID string, attempt int, w adapterapi.ArtifactWrite) (map[string]any, error) {
+// Write implements ArtifactWriter. Content that is UTF-8 text goes as
+// content_text, any other as content_base64: the platform stores the same
+// bytes either way.
+func (h HTTPArtifacts) Write(ctx context.Context, runID string, attempt int, a ArtifactContent) (map[string]any, error) {
+	w := a.Write
 	body := map[string]any{
 		"attempt": attempt, "artifact_type": w.ArtifactType, "filename": w.Filename, "title": w.Title,
 		"summary": w.Summary, "keywords": w.Keywords, "mime_type": w.MimeType,
 	}
 	switch {
-	case w.ContentBase64 != "":
-		body["content_base64"] = w.ContentBase64
+	case utf8.Valid(a.Content):
+		body["content_text"] = string(a.Content)
 	default:
-		body["content_text"] = w.ContentText
+		body["content_base64"] = base64.StdEncoding.EncodeToString(a.Content)
 	}
 	var res struct {
 		ArtifactRef map[string]any `json:"artifact_ref"`
 	}
 	upload := meshapi.OpRuntimeArtifactOpen.REST
-	path, err := upload.PathOf(map[string]string{"task_run_id": runID})
+	target, err := upload.PathOf(meshapi.OpenArtifactRequest{TaskRunID: runID, WriteKey: a.Key})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.API.Do(ctx, upload.Method, path, nil, body, &res); err != nil {
+	path, rawQuery, _ := strings.Cut(target, "?")
+	query, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := h.API.Do(ctx, upload.Method, path, query, body, &res); err != nil {
 		return nil, err
 	}
 	return res.ArtifactRef, nil

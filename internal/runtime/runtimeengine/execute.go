@@ -246,65 +246,97 @@ func (e *Engine) failRunSpent(ctx context.Context, run *mesh.TaskRun, code, mess
 	e.deliver(ctx, ledger.ReportFail, run, meshapi.FailRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out})
 }
 
+// completeRun stores the artifacts the output asks for, then reports the
+// run completed with their refs. While the platform cannot take an
+// artifact, the completion is kept in the outbox with the artifacts not
+// yet stored (report.go sends them, then the report), and the run's slot
+// is free at once. Each artifact is written with a key of its own (the
+// report's id and its place), so that a write sent again after an answer
+// that never came back stores it once.
 func (e *Engine) completeRun(ctx context.Context, run *mesh.TaskRun, output map[string]any) {
 	writes, err := adapterapi.ArtifactWrites(output)
 	if err != nil {
 		e.failRun(ctx, run, mesh.ReasonArtifactWriteFailed, err.Error())
 		return
 	}
-	refs := make([]map[string]any, 0, len(writes))
-	for i, w := range writes {
-		actx, cancel := context.WithTimeout(ctx, artifactWait)
-		ref, err := e.storeArtifact(actx, run, w, describe(w, i))
-		cancel()
-		if err != nil {
-			// Seed 000 step 6: any failed write fails the run; it is not completed.
-			e.failRun(ctx, run, mesh.ReasonArtifactWriteFailed, "artifact "+describe(w, i)+" could not be stored: "+err.Error())
-			return
-		}
-		e.record(ledger.Entry{Event: ledger.EventArtifactWritten, TaskRunID: run.ID, Attempt: run.Attempt, Message: w.Filename})
-		refs = append(refs, ref)
-	}
 	// An adapter that ends its turn with a question says so in the output;
 	// the platform learns it from the report, so it leaves the output.
 	inputRequired, _ := output[adapterapi.InputRequiredKey].(bool)
 	delete(output, adapterapi.InputRequiredKey)
+	reportID := ledger.NewReportID()
+	refs := make([]map[string]any, 0, len(writes))
+	for i, w := range writes {
+		body, err := content(w)
+		if err == nil {
+			var ref map[string]any
+			ref, err = e.storeArtifact(ctx, run, ArtifactContent{Write: w, Content: body, Key: writeKey(reportID, i)}, describe(w, i))
+			if err == nil {
+				e.record(ledger.Entry{Event: ledger.EventArtifactWritten, TaskRunID: run.ID, Attempt: run.Attempt, Message: w.Filename})
+				refs = append(refs, ref)
+				continue
+			}
+		}
+		// A runtime stopping meanwhile keeps it too: its next start sends it.
+		if (platformUnreachable(err) || ctx.Err() != nil) && e.cfg.Ledger != nil {
+			e.keepCompletion(ctx, run, reportID, cleanOutput(output, nil), inputRequired, writes, refs, err)
+			return
+		}
+		// Seed 000 step 6: any failed write fails the run; it is not completed.
+		e.failRun(ctx, run, mesh.ReasonArtifactWriteFailed, "artifact "+describe(w, i)+" could not be stored: "+err.Error())
+		return
+	}
 	out, err := json.Marshal(cleanOutput(output, refs))
 	if err != nil {
 		e.failRun(ctx, run, mesh.ReasonAdapterInvalidResponse, "output cannot be encoded: "+err.Error())
 		return
 	}
-	e.record(ledger.Entry{Event: ledger.EventTaskCompleted, TaskRunID: run.ID, Attempt: run.Attempt})
-	e.log.Info().Ctx(ctx).Str("task_run_id", run.ID).Int("artifacts", len(refs)).Bool("input_required", inputRequired).Msg("task completed")
-	e.cfg.Metrics.taskEnded(true)
-	e.deliver(ctx, ledger.ReportComplete, run, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out, InputRequired: inputRequired})
+	e.completed(ctx, run.ID, run.Attempt, len(refs), inputRequired)
+	e.deliverAs(ctx, reportID, ledger.ReportComplete, run, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out, InputRequired: inputRequired})
 }
 
-// artifactWait bounds how long one artifact may wait for the platform to
-// take it.
+// completed records a run whose result and artifacts are ready to report.
+// A completion kept with its artifacts is recorded once delivered.
+func (e *Engine) completed(ctx context.Context, runID string, attempt, artifacts int, inputRequired bool) {
+	e.record(ledger.Entry{Event: ledger.EventTaskCompleted, TaskRunID: runID, Attempt: attempt})
+	e.log.Info().Ctx(ctx).Str("task_run_id", runID).Int("artifacts", artifacts).Bool("input_required", inputRequired).Msg("task completed")
+	e.cfg.Metrics.taskEnded(true)
+}
+
+// writeKey is the key of the write of a report's artifact i.
+func writeKey(reportID string, i int) string {
+	return reportID + "." + strconv.Itoa(i)
+}
+
+// artifactWait bounds one try of an artifact's write.
 const artifactWait = 2 * time.Minute
 
-// storeArtifact writes one artifact of a finished run. While the platform
-// cannot take it (down, restarting, out of reach) it waits and tries again,
-// as the outbox does for a report, until ctx ends: a platform restarted
-// while a run writes files loses none of them. An answer that will not
-// change when asked again (the run is no longer this runtime's, the
-// artifact is refused) fails at once.
-func (e *Engine) storeArtifact(ctx context.Context, run *mesh.TaskRun, w adapterapi.ArtifactWrite, name string) (map[string]any, error) {
-	backoff := bus.Backoff{Initial: 250 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.2}
-	for tries := 1; ; tries++ {
-		ref, err := e.cfg.Artifacts.Write(ctx, run.ID, run.Attempt, w)
-		if err == nil || !platformUnreachable(err) || ctx.Err() != nil {
+// storeArtifact writes one artifact of a finished run. A write the
+// platform cannot take right now (down, restarting, out of reach) is tried
+// once more after a second, as a report is (seed 001 §4.6); then its error
+// says so (platformUnreachable) and the completion waits in the outbox. An
+// answer that will not change when asked again (the run is no longer this
+// runtime's, the artifact is refused) is returned at once.
+func (e *Engine) storeArtifact(ctx context.Context, run *mesh.TaskRun, a ArtifactContent, name string) (map[string]any, error) {
+	var err error
+	for try := 0; try < 2; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, err
+			case <-time.After(time.Second):
+			}
+		}
+		actx, cancel := context.WithTimeout(ctx, artifactWait)
+		var ref map[string]any
+		ref, err = e.cfg.Artifacts.Write(actx, run.ID, run.Attempt, a)
+		cancel()
+		if err == nil || !platformUnreachable(err) {
 			return ref, err
 		}
-		if tries == 1 {
-			e.log.Warn().Err(err).Str("task_run_id", run.ID).Str("artifact", name).
-				Msg("the platform cannot take an artifact right now; trying again until it can")
-		}
-		if backoff.Sleep(ctx) != nil {
-			return nil, err
-		}
+		e.log.Warn().Err(err).Str("task_run_id", run.ID).Str("artifact", name).Int("try", try+1).
+			Msg("the platform cannot take an artifact right now")
 	}
+	return nil, err
 }
 
 // platformUnreachable reports whether a request failed because the

@@ -93,6 +93,10 @@ type natsTransport struct {
 	// is now, rather than wait on a task queue copy it may have lost.
 	reconnMu    sync.Mutex
 	reconnected chan struct{}
+	// disconnected is closed (and replaced) when the connection drops: an
+	// artifact write in flight then ends at once (its answer, if any, is
+	// lost with the connection) rather than wait out its timeout.
+	disconnected chan struct{}
 	// instructions are those the last claim brought (nil: none did).
 	instructions atomic.Pointer[string]
 	// lost are the claiming requests whose answers did not come (see
@@ -113,6 +117,20 @@ func (t *natsTransport) onReconnect() {
 	close(t.reconnected)
 	t.reconnected = make(chan struct{})
 	t.reconnMu.Unlock()
+}
+
+// onDisconnect ends the artifact writes in flight.
+func (t *natsTransport) onDisconnect() {
+	t.reconnMu.Lock()
+	close(t.disconnected)
+	t.disconnected = make(chan struct{})
+	t.reconnMu.Unlock()
+}
+
+func (t *natsTransport) disconnects() <-chan struct{} {
+	t.reconnMu.Lock()
+	defer t.reconnMu.Unlock()
+	return t.disconnected
 }
 
 func (t *natsTransport) reconnects() <-chan struct{} {
@@ -143,7 +161,7 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
 	authRefused := make(chan struct{}, 1)
-	t := &natsTransport{cfg: cfg, authRefused: authRefused, stop: make(chan struct{}), reconnected: make(chan struct{})}
+	t := &natsTransport{cfg: cfg, authRefused: authRefused, stop: make(chan struct{}), reconnected: make(chan struct{}), disconnected: make(chan struct{})}
 	conn, err := bus.Connect(cctx, bus.ConnConfig{
 		OnReconnect: t.onReconnect,
 		OnAuthRefused: func() {
@@ -160,6 +178,13 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 		return nil, nil, fmt.Errorf("connect to %s: %w", cfg.URL, err)
 	}
 	t.conn = conn
+	logDisconnect := conn.NC.Opts.DisconnectedErrCB
+	conn.NC.SetDisconnectErrHandler(func(nc *nats.Conn, err error) {
+		if logDisconnect != nil {
+			logDisconnect(nc, err)
+		}
+		t.onDisconnect()
+	})
 	t.rc = meshapi.NewClient(conn.NC).Runtime(cfg.AgentID, cfg.RuntimeID)
 	t.operations = operations{t.rc}
 	if t.hello, err = t.helloWhenAnswered(cctx); err != nil {
