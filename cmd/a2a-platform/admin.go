@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/spf13/cobra"
@@ -22,7 +22,7 @@ import (
 // effect (target), authenticated with the owner credential, found in
 // $A2A_MESH_OWNER_TOKEN, else the context's file (--owner-token-file, the
 // context's, <data-dir>/owner.token).
-func (g *globals) client() (*apiclient.Client, error) {
+func (g *globals) client() (*restclient.Client, error) {
 	base, ownerFile, err := g.target()
 	if err != nil {
 		return nil, err
@@ -39,7 +39,7 @@ func (g *globals) client() (*apiclient.Client, error) {
 		}
 		token = t
 	}
-	return apiclient.New(base, apiclient.WithOwnerToken(token), apiclient.WithUserAgent("a2a-platform"))
+	return restclient.New(base, restclient.WithOwnerToken(token), restclient.WithUserAgent("a2a-platform"))
 }
 
 // envOwnerToken carries the owner credential itself, so that it never
@@ -52,7 +52,7 @@ func (g *globals) call(ctx context.Context, method, path string, q url.Values, i
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, apiclient.DefaultTimeout)
+	ctx, cancel := context.WithTimeout(ctx, restclient.DefaultTimeout)
 	defer cancel()
 	var out json.RawMessage
 	if _, err := c.Do(ctx, method, path, q, in, &out); err != nil {
@@ -128,7 +128,7 @@ func (g *globals) nameFree(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, apiclient.DefaultTimeout)
+	ctx, cancel := context.WithTimeout(ctx, restclient.DefaultTimeout)
 	defer cancel()
 	var list meshapi.AgentList
 	if _, err := c.Do(ctx, http.MethodGet, "/agent-accounts", nil, nil, &list); err != nil {
@@ -314,7 +314,7 @@ func waitOutcome(run mesh.TaskRun) error {
 }
 
 // waitRun follows the run's events until it ends.
-func waitRun(ctx context.Context, c *apiclient.Client, id string) (*mesh.TaskRun, error) {
+func waitRun(ctx context.Context, c *restclient.Client, id string) (*mesh.TaskRun, error) {
 	for {
 		// A fresh value each time: decoding leaves fields the answer omits untouched.
 		var run mesh.TaskRun

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/spf13/cobra"
 )
@@ -44,7 +44,7 @@ func newConsumers(g *globals) *cobra.Command {
 	return cmd
 }
 
-// send calls op's REST route with req (apiclient.Client.Call) and prints
+// send calls op's REST route with req (restclient.Client.Call) and prints
 // the answer; a route that answers with no body prints "done".
 // sendOp is the RunE of a command that sends op, its request made from
 // the command's arguments by req, and prints the answer as send does.
@@ -57,7 +57,7 @@ func (g *globals) send(cmd *cobra.Command, op *meshapi.OpInfo, req any) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), apiclient.DefaultTimeout)
+	ctx, cancel := context.WithTimeout(cmd.Context(), restclient.DefaultTimeout)
 	defer cancel()
 	var out json.RawMessage
 	if err := c.Call(ctx, op, req, &out); err != nil {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/spf13/cobra"
 )
@@ -38,7 +38,7 @@ func newEvents(g *globals) *cobra.Command {
 			if g.output == outputAuto && format == outputJSON {
 				format = outputJSONL // a stream for a script: one event per line
 			}
-			return c.StreamEvents(cmd.Context(), apiclient.PathEvents, q, func(ev apiclient.Event) error {
+			return c.StreamEvents(cmd.Context(), restclient.PathEvents, q, func(ev restclient.Event) error {
 				return printEvent(g.out, format, ev.Data)
 			})
 		},

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 )
 
 // Exit codes of a2a-platform, beyond cliusage's 0 (done), 1 (could not do
@@ -44,7 +44,7 @@ func exitCode(err error) int {
 	case errors.As(err, &notFound):
 		return exitNotFound
 	}
-	switch apiclient.StatusOf(err) {
+	switch restclient.StatusOf(err) {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		return exitAuth
 	case http.StatusNotFound:

@@ -13,10 +13,10 @@ import (
 	"syscall"
 
 	"github.com/a2amesh/a2amesh/cmd/internal/programcli"
-	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/cpuprofile"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/version"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -64,7 +64,7 @@ func newRoot() *cobra.Command {
 	home, _ := os.UserHomeDir()
 	f := root.PersistentFlags()
 	f.StringVar(&g.dataDir, "data-dir", filepath.Join(home, ".a2a-mesh"), "data directory (JetStream files, owner credential, admin contexts)")
-	f.StringVar(&g.apiBase, "api-base", apiclient.DefaultBase, "platform HTTP API for admin verbs (default: the context's, else this)")
+	f.StringVar(&g.apiBase, "api-base", restclient.DefaultBase, "platform HTTP API for admin verbs (default: the context's, else this)")
 	f.StringVar(&g.ownerFile, "owner-token-file", "", "owner credential file for admin verbs (default: the context's, else <data-dir>/owner.token)")
 	f.StringVar(&g.context, "context", "", "admin context to use instead of the current one (a2a-platform context list)")
 	cliusage.OutputFlag(root, f, &g.output, outputAuto, "output of admin verbs: table, json, jsonl (one value per line) or pretty (events tail) (default: table on a terminal, json otherwise)", outputFormats...)

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"os"
 
-	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -29,7 +29,7 @@ func newEvents(g *globals) *cobra.Command {
 		for _, t := range types {
 			q.Add("type", t)
 		}
-		return api.StreamEvents(cmd.Context(), apiclient.PathRuntimeEvents, q, func(ev apiclient.Event) error {
+		return api.StreamEvents(cmd.Context(), restclient.PathRuntimeEvents, q, func(ev restclient.Event) error {
 			_, err := fmt.Println(string(ev.Data))
 			return err
 		})

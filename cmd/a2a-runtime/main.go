@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 
 	"github.com/a2amesh/a2amesh/cmd/internal/programcli"
-	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/cpuprofile"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/profile"
 	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/rs/zerolog"
@@ -86,8 +86,8 @@ func (g *globals) resolve(explicit string) (profile.Profile, error) {
 }
 
 // platformAPI is the platform's API as the runtime of profile p.
-func platformAPI(p profile.Profile) (*apiclient.Client, error) {
-	return apiclient.New(p.APIBase, apiclient.WithRuntimeToken(p.RuntimeToken), apiclient.WithUserAgent("a2a-runtime"))
+func platformAPI(p profile.Profile) (*restclient.Client, error) {
+	return restclient.New(p.APIBase, restclient.WithRuntimeToken(p.RuntimeToken), restclient.WithUserAgent("a2a-runtime"))
 }
 
 func ledgerDir() string { return filepath.Join(home(), ".a2a", "logs") }

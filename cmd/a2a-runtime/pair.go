@@ -10,8 +10,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/profile"
 	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/mattn/go-isatty"
@@ -112,7 +112,7 @@ func newPair(g *globals) *cobra.Command {
 	f.SetNormalizeFunc(providerAlias)
 	f.StringVar(&adapterProvider, "adapter", "", "a2a-adapter provider a2a-runtime start runs and supervises on the local agent endpoint's port (claude, codex, gemini, cursor, hermes, openclaw, command, echo; also --provider); arguments after -- are passed to it. Without it, run the adapter yourself")
 	f.StringVar(&adapterBin, "adapter-bin", "", "the a2a-adapter program for --adapter (default: the one next to a2a-runtime, else a2a-adapter on PATH)")
-	f.StringVar(&req.APIBase, "api-base", apiclient.DefaultBase, "the platform's API base URL (where the pairing code was generated)")
+	f.StringVar(&req.APIBase, "api-base", restclient.DefaultBase, "the platform's API base URL (where the pairing code was generated)")
 	f.StringVar(&req.LocalAgentEndpoint, "local-agent-endpoint", profile.DefaultLocalAgentEndpoint, "the local adapter's run-task URL")
 	f.StringVar(&req.LocalExecutor.Type, "local-executor-type", "custom", "agent host type: "+strings.Join(executorTypes, "|"))
 	f.StringVar(&req.LocalExecutor.Ref, "local-executor-ref", "", "agent host reference name")

@@ -16,8 +16,8 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/adapter"
 	"github.com/a2amesh/a2amesh/internal/adapter/provider"
-	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -176,7 +176,7 @@ func startEchoAgent(ctx context.Context, p *platform.Platform, workdir string) (
 		stop()
 		return nil, "", err
 	}
-	api, _ := apiclient.New("http://"+p.HTTPAddr(), apiclient.WithRuntimeToken(id.token))
+	api, _ := restclient.New("http://"+p.HTTPAddr(), restclient.WithRuntimeToken(id.token))
 	// The runtime a2a-runtime start builds, so the figures are the shipped
 	// runtime's.
 	c := runtimeengine.NewRuntime(runtimeengine.RuntimeConfig{

@@ -12,7 +12,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/adapter"
 	"github.com/a2amesh/a2amesh/internal/adapter/provider"
-	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -124,7 +124,7 @@ func (r *e2eRig) startRuntime(ctx context.Context, i int, id runtimeIdentity, t 
 	if err != nil {
 		return err
 	}
-	api, _ := apiclient.New("http://"+r.tg.httpAddr, apiclient.WithRuntimeToken(id.token))
+	api, _ := restclient.New("http://"+r.tg.httpAddr, restclient.WithRuntimeToken(id.token))
 	// The runtime a2a-runtime start builds, so the figures are the shipped
 	// runtime's.
 	c := runtimeengine.NewRuntime(runtimeengine.RuntimeConfig{

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/cpuprofile"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -118,7 +118,7 @@ func (p *procRig) start(ctx context.Context, agents int) error {
 	if p.token, err = platform.ReadOwnerToken(platform.OwnerTokenPath(data)); err != nil {
 		return err
 	}
-	owner, err := apiclient.New(up.base, apiclient.WithOwnerToken(p.token))
+	owner, err := restclient.New(up.base, restclient.WithOwnerToken(p.token))
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (p *procRig) start(ctx context.Context, agents int) error {
 
 // startAgent makes an agent, its echo adapter and its runtime, paired as
 // a user pairs one, and waits for the runtime to be online.
-func (p *procRig) startAgent(ctx context.Context, owner *apiclient.Client, i int) error {
+func (p *procRig) startAgent(ctx context.Context, owner *restclient.Client, i int) error {
 	var agent struct {
 		AgentID string `json:"agent_id"`
 	}

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -140,7 +140,7 @@ func newRESTRig(ctx context.Context, tg target, runtimes int, workdir string) (*
 	}
 	rig := &e2eRig{tg: tg, ids: ids, dispatch: &latencies{}, endToEnd: &latencies{}, finished: make(chan string, 4096)}
 	for i, id := range ids {
-		api, err := apiclient.New("http://"+tg.httpAddr, apiclient.WithRuntimeToken(id.token), apiclient.WithHTTPClient(&http.Client{Transport: &http.Transport{}}))
+		api, err := restclient.New("http://"+tg.httpAddr, restclient.WithRuntimeToken(id.token), restclient.WithHTTPClient(&http.Client{Transport: &http.Transport{}}))
 		if err != nil {
 			rig.close()
 			return nil, err
@@ -183,7 +183,7 @@ func measureHTTPProcess(ctx context.Context, dir string, hc *http.Client, cfg Co
 	if err != nil {
 		return HTTPLineReport{}, err
 	}
-	owner, err := apiclient.New(up.base, apiclient.WithOwnerToken(token))
+	owner, err := restclient.New(up.base, restclient.WithOwnerToken(token))
 	if err != nil {
 		return HTTPLineReport{}, err
 	}

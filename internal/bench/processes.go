@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 )
 
 // measureProcesses runs the programs as a user would and reads their
@@ -118,12 +118,12 @@ func (r *Report) measureProcesses(ctx context.Context, dir string, cfg Config) e
 
 // seed creates an agent and a few completed-looking records so the second
 // start is on an existing data dir.
-func seed(ctx context.Context, base, data string) (*apiclient.Client, string, error) {
+func seed(ctx context.Context, base, data string) (*restclient.Client, string, error) {
 	token, err := platform.ReadOwnerToken(platform.OwnerTokenPath(data))
 	if err != nil {
 		return nil, "", err
 	}
-	owner, err := apiclient.New(base, apiclient.WithOwnerToken(token))
+	owner, err := restclient.New(base, restclient.WithOwnerToken(token))
 	if err != nil {
 		return nil, "", err
 	}
@@ -142,7 +142,7 @@ func seed(ctx context.Context, base, data string) (*apiclient.Client, string, er
 	return owner, agent.AgentID, nil
 }
 
-func waitOnline(ctx context.Context, owner *apiclient.Client, agentID string) error {
+func waitOnline(ctx context.Context, owner *restclient.Client, agentID string) error {
 	for ctx.Err() == nil {
 		var list struct {
 			Runtimes []struct {

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -143,7 +143,7 @@ func (r *Report) measureScale(ctx context.Context, dir string, cfg Config) error
 	if err != nil {
 		return err
 	}
-	owner, err := apiclient.New(base, apiclient.WithOwnerToken(token))
+	owner, err := restclient.New(base, restclient.WithOwnerToken(token))
 	if err != nil {
 		return err
 	}
@@ -260,7 +260,7 @@ func (r *Report) measureScale(ctx context.Context, dir string, cfg Config) error
 
 // attachOverHTTP creates agent i, issues a pairing code and attaches a
 // runtime with it, as `a2a-runtime pair` does.
-func attachOverHTTP(ctx context.Context, owner *apiclient.Client, base string, i int) (meshapi.AttachResponse, error) {
+func attachOverHTTP(ctx context.Context, owner *restclient.Client, base string, i int) (meshapi.AttachResponse, error) {
 	var att meshapi.AttachResponse
 	var agent struct {
 		AgentID string `json:"agent_id"`
@@ -274,7 +274,7 @@ func attachOverHTTP(ctx context.Context, owner *apiclient.Client, base string, i
 	if _, err := owner.Do(ctx, http.MethodPost, "/agent-accounts/"+agent.AgentID+"/pairing-codes", nil, nil, &code); err != nil {
 		return att, err
 	}
-	anon, err := apiclient.New(base)
+	anon, err := restclient.New(base)
 	if err != nil {
 		return att, err
 	}
@@ -336,7 +336,7 @@ func retryable(err error) bool {
 
 // dispatchAll gives every agent one task at once and times each from its
 // creation to its claim by the agent's runtime.
-func dispatchAll(ctx context.Context, owner *apiclient.Client, ids []meshapi.AttachResponse, ts []runtimeengine.Transport) (Summary, error) {
+func dispatchAll(ctx context.Context, owner *restclient.Client, ids []meshapi.AttachResponse, ts []runtimeengine.Transport) (Summary, error) {
 	created := make([]time.Time, len(ids))
 	claimed := make([]time.Time, len(ids))
 	var wg sync.WaitGroup
@@ -374,7 +374,7 @@ func dispatchAll(ctx context.Context, owner *apiclient.Client, ids []meshapi.Att
 		// idempotency key. Its dispatch time counts from the first try.
 		for try := 1; ; try++ {
 			_, err := owner.Do(ctx, http.MethodPost, "/task-runs", nil, body, nil)
-			if apiclient.StatusOf(err) != http.StatusServiceUnavailable || try == createTries {
+			if restclient.StatusOf(err) != http.StatusServiceUnavailable || try == createTries {
 				return struct{}{}, err
 			}
 			select {

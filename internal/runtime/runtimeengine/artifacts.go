@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
-	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -112,7 +112,7 @@ func refPart(ref mesh.OutputRef) (map[string]any, error) {
 // HTTPArtifacts writes artifacts through POST /task-runs/{id}/artifacts with
 // the runtime's own credential (the adapter never calls the platform).
 type HTTPArtifacts struct {
-	API *apiclient.Client
+	API *restclient.Client
 }
 
 // Write implements ArtifactWriter. Content that is UTF-8 text goes as

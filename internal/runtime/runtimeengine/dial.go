@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/profile"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/rs/zerolog"
@@ -30,7 +30,7 @@ type DialConfig struct {
 	// NATSURL overrides the advertised NATS URL.
 	NATSURL string
 	// API is the REST client for the profile's api_base.
-	API    *apiclient.Client
+	API    *restclient.Client
 	Logger zerolog.Logger
 }
 
@@ -151,7 +151,7 @@ func shuffled(urls string) []string {
 }
 
 // HTTPHello asks the REST API who the runtime is and how to work.
-func HTTPHello(ctx context.Context, api *apiclient.Client) (*meshapi.HelloResponse, error) {
+func HTTPHello(ctx context.Context, api *restclient.Client) (*meshapi.HelloResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	return meshapi.Send(ctx, api, meshapi.OpRuntimeHello, meshapi.Empty{})

@@ -18,8 +18,8 @@ import (
 	"github.com/a2amesh/a2amesh/internal/adapter"
 	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/adapter/provider"
-	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/ledger"
 	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
@@ -118,7 +118,7 @@ func (r *linkedRuntime) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := apiclient.New("http://"+r.link.Addr(), apiclient.WithRuntimeToken(r.att.RuntimeToken))
+	api, err := restclient.New("http://"+r.link.Addr(), restclient.WithRuntimeToken(r.att.RuntimeToken))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/a2amesh/a2amesh/internal/testkit/tcplink"
@@ -184,7 +184,7 @@ func TestHTTPTransport_AnAnswerLostWithTheConnectionIsRecovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	link.SetTarget(u.Host)
-	api, err := apiclient.New("http://"+link.Addr()+u.Path, apiclient.WithRuntimeToken(att.RuntimeToken))
+	api, err := restclient.New("http://"+link.Addr()+u.Path, restclient.WithRuntimeToken(att.RuntimeToken))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
-	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/profile"
 	"github.com/a2amesh/a2amesh/internal/sealed"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -31,7 +31,7 @@ type PairRequest struct {
 // profile holds the runtime credential: it must only be written to the
 // profile file.
 func Pair(ctx context.Context, req PairRequest) (profile.Profile, error) {
-	api, err := apiclient.New(req.APIBase, apiclient.WithUserAgent("a2a-runtime"))
+	api, err := restclient.New(req.APIBase, restclient.WithUserAgent("a2a-runtime"))
 	if err != nil {
 		return profile.Profile{}, err
 	}

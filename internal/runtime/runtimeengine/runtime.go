@@ -7,7 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
-	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/ledger"
 	"github.com/a2amesh/a2amesh/internal/runtime/toolserver"
@@ -28,7 +28,7 @@ type RuntimeConfig struct {
 	// API is the platform's REST API with the runtime's credential: it
 	// stores artifacts (over HTTP; a NATS transport stores them on the
 	// bus), fetches input attachments and confirms the credential.
-	API *apiclient.Client
+	API *restclient.Client
 	// Adapter is the local adapter.
 	Adapter *adapterclient.Client
 	// Ledger records what the runtime did; nil records nothing.

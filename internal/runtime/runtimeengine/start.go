@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
-	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/ledger"
 	"github.com/a2amesh/a2amesh/internal/runtime/profile"
@@ -32,7 +32,7 @@ type Options struct {
 	// NATSURL overrides the NATS addresses advertised at pairing.
 	NATSURL string
 	// API is the platform's REST API with the runtime's credential.
-	API *apiclient.Client
+	API *restclient.Client
 	// Adapter is the local adapter's client.
 	Adapter *adapterclient.Client
 	// Supervise, when set, is the a2a-adapter Start runs on the adapter's

@@ -15,7 +15,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/adapter"
 	"github.com/a2amesh/a2amesh/internal/adapter/provider"
-	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/ledger"
 	"github.com/a2amesh/a2amesh/internal/runtime/profile"
@@ -28,7 +28,7 @@ import (
 // TestOptionsValidate_NamesEachBadField: options Start cannot work with
 // are refused before anything starts, with an error naming the field.
 func TestOptionsValidate_NamesEachBadField(t *testing.T) {
-	api, err := apiclient.New("http://127.0.0.1:1")
+	api, err := restclient.New("http://127.0.0.1:1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestStart_RunsHostGetsItsToolsAndTheLedgerIsWritten(t *testing.T) {
 				t.Fatal(err)
 			}
 			ac.SetAuthToken(token)
-			api, err := apiclient.New(prof.APIBase, apiclient.WithRuntimeToken(prof.RuntimeToken))
+			api, err := restclient.New(prof.APIBase, restclient.WithRuntimeToken(prof.RuntimeToken))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/profile"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -19,7 +19,7 @@ import (
 
 // HTTPConfig configures the HTTP transport (seed 001's REST contract).
 type HTTPConfig struct {
-	API     *apiclient.Client
+	API     *restclient.Client
 	AgentID string
 	// PullWait is how long one long-poll pull waits. Default 25s.
 	PullWait time.Duration
@@ -58,7 +58,7 @@ func (t *httpTransport) Name() string { return "http" }
 
 func (t *httpTransport) followCancellations(ctx context.Context) {
 	q := url.Values{"type": {mesh.EventTaskRunCanceled}}
-	err := t.cfg.API.StreamEvents(ctx, apiclient.PathRuntimeEvents, q, func(ev apiclient.Event) error {
+	err := t.cfg.API.StreamEvents(ctx, restclient.PathRuntimeEvents, q, func(ev restclient.Event) error {
 		var ce struct {
 			Subject string `json:"subject"`
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/adapter"
 	"github.com/a2amesh/a2amesh/internal/adapter/provider"
-	"github.com/a2amesh/a2amesh/internal/apiclient"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/profile"
 	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
@@ -148,7 +148,7 @@ func ConnectAgent(t testing.TB, p *Platform, agent mesh.Agent, o AgentOptions) *
 		t.Fatal(err)
 	}
 	ac.SetAuthToken(adapterToken)
-	api, err := apiclient.New(prof.APIBase, apiclient.WithRuntimeToken(prof.RuntimeToken))
+	api, err := restclient.New(prof.APIBase, restclient.WithRuntimeToken(prof.RuntimeToken))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/apiclient"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/rs/zerolog"
 )
@@ -96,8 +96,8 @@ func (p *Platform) Stop() {
 }
 
 // Owner returns an API client with the owner credential.
-func (p *Platform) Owner() *apiclient.Client {
-	c, err := apiclient.New(p.APIBase, apiclient.WithOwnerToken(p.OwnerToken))
+func (p *Platform) Owner() *restclient.Client {
+	c, err := restclient.New(p.APIBase, restclient.WithOwnerToken(p.OwnerToken))
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -105,8 +105,8 @@ func (p *Platform) Owner() *apiclient.Client {
 }
 
 // Runtime returns an API client with a runtime credential.
-func (p *Platform) Runtime(token string) *apiclient.Client {
-	c, err := apiclient.New(p.APIBase, apiclient.WithRuntimeToken(token))
+func (p *Platform) Runtime(token string) *restclient.Client {
+	c, err := restclient.New(p.APIBase, restclient.WithRuntimeToken(token))
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func (p *Platform) Attach(agentID string) Attached {
 	body := map[string]any{"pairing_token": p.PairingCode(agentID), "device_name": "test-device", "local_executor": map[string]any{"type": "custom"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, _ := apiclient.New(p.APIBase)
+	c, _ := restclient.New(p.APIBase)
 	if _, err := c.Do(ctx, http.MethodPost, "/agent-runtimes/runtime/attach-via-pairing", nil, body, &a); err != nil {
 		p.t.Fatalf("attach: %v", err)
 	}

@@ -1,7 +1,7 @@
-// Package apiclient is a small client for the platform's REST API, used by
+// Package restclient is a small client for the platform's REST API, used by
 // the admin commands and by the runtime's HTTP transport. Error answers come
 // back as *mesh.Error with the API's code and message; HTTPError keeps the status.
-package apiclient
+package restclient
 
 import (
 	"bytes"
