@@ -110,34 +110,28 @@ func (l *Ledger) MarkArtifactWritten(id string, index int, ref json.RawMessage) 
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	pending, err := l.Pending()
+	r, err := l.pendingReport(id)
+	if err != nil {
+		return fmt.Errorf("mark artifact %d of report %s written: %w", index, id, err)
+	}
+	if index < 0 || index >= len(r.Artifacts) {
+		return errorf("report %s has no artifact %d", id, index)
+	}
+	err = l.write(true, Entry{
+		Event:     EventReportArtifactWritten,
+		TaskRunID: r.TaskRunID,
+		Attempt:   r.Attempt,
+		Status:    string(r.Kind),
+		Report: &Report{ID: r.ID, Kind: r.Kind, TaskRunID: r.TaskRunID, Attempt: r.Attempt,
+			Artifacts: []KeptArtifact{{Index: index, Ref: ref}}},
+	})
 	if err != nil {
 		return err
 	}
-	for _, r := range pending {
-		if r.ID != id {
-			continue
-		}
-		if index < 0 || index >= len(r.Artifacts) {
-			return errorf("report %s has no artifact %d", id, index)
-		}
-		err := l.write(true, Entry{
-			Event:     EventReportArtifactWritten,
-			TaskRunID: r.TaskRunID,
-			Attempt:   r.Attempt,
-			Status:    string(r.Kind),
-			Report: &Report{ID: r.ID, Kind: r.Kind, TaskRunID: r.TaskRunID, Attempt: r.Attempt,
-				Artifacts: []KeptArtifact{{Index: index, Ref: ref}}},
-		})
-		if err != nil {
-			return err
-		}
-		if err := os.Remove(l.keptFile(id, index)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove kept artifact %d of report %s: %w", index, id, err)
-		}
-		return nil
+	if err := os.Remove(l.keptFile(id, index)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove kept artifact %d of report %s: %w", index, id, err)
 	}
-	return fmt.Errorf("mark artifact %d of report %s written: %w", index, id, ErrNotPending)
+	return nil
 }
 
 // PruneKept removes kept content that no pending report names: left by a

@@ -91,33 +91,42 @@ func (l *Ledger) MarkAbandoned(id, reason string) error {
 func (l *Ledger) settle(id string, event Event, reason string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	pending, err := l.Pending()
+	r, err := l.pendingReport(id)
+	if err != nil {
+		return fmt.Errorf("mark report %s %s: %w", id, event, err)
+	}
+	// The closing line names the report but does not repeat its body.
+	r.Body, r.Artifacts = nil, nil
+	err = l.write(true, Entry{
+		Event:     event,
+		TaskRunID: r.TaskRunID,
+		Attempt:   r.Attempt,
+		Status:    string(r.Kind),
+		Message:   reason,
+		Report:    &r,
+	})
 	if err != nil {
 		return err
 	}
-	for _, r := range pending {
-		if r.ID != id {
-			continue
-		}
-		// The closing line names the report but does not repeat its body.
-		r.Body, r.Artifacts = nil, nil
-		err := l.write(true, Entry{
-			Event:     event,
-			TaskRunID: r.TaskRunID,
-			Attempt:   r.Attempt,
-			Status:    string(r.Kind),
-			Message:   reason,
-			Report:    &r,
-		})
-		if err != nil {
-			return err
-		}
-		if err := os.RemoveAll(l.keptDir(id)); err != nil {
-			return fmt.Errorf("remove kept artifacts of report %s: %w", id, err)
-		}
-		return nil
+	if err := os.RemoveAll(l.keptDir(id)); err != nil {
+		return fmt.Errorf("remove kept artifacts of report %s: %w", id, err)
 	}
-	return fmt.Errorf("mark report %s %s: %w", id, event, ErrNotPending)
+	return nil
+}
+
+// pendingReport is the pending report id (ErrNotPending when there is
+// none). l.mu must be held.
+func (l *Ledger) pendingReport(id string) (Report, error) {
+	pending, err := l.Pending()
+	if err != nil {
+		return Report{}, err
+	}
+	for _, r := range pending {
+		if r.ID == id {
+			return r, nil
+		}
+	}
+	return Report{}, ErrNotPending
 }
 
 // pendingReports replays the outbox entries.
