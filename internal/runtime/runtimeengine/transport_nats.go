@@ -497,7 +497,15 @@ func (t *natsTransport) CompleteTaking(ctx context.Context, req meshapi.Complete
 	req.Take, req.Key = min(take, meshapi.MaxOffers), mesh.NewID()
 	sent := time.Now()
 	ack, err := t.rc.Complete(ctx, req)
-	if err != nil {
+	switch {
+	case errors.Is(err, mesh.ErrInvalidRequest):
+		// A copy of the task queue from before completions took runs (a
+		// cluster being upgraded, whose hello came from a newer copy)
+		// refuses fields it does not know: the completion is sent again
+		// without them, rather than be lost as malformed.
+		req.Take, req.Key = 0, ""
+		return nil, t.Complete(ctx, req)
+	case err != nil:
 		// The completion may have claimed runs whose answer is lost: they
 		// are asked for as a lost offer's are (recoverLost).
 		if mayHaveClaimed(err) {
