@@ -3,6 +3,7 @@ package runtimeengine_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"sync"
 	"testing"
@@ -308,6 +309,17 @@ func TestNATSTransport_RunsClaimedForALostCompletionAnswerAreTakenUp(t *testing.
 	}
 	next := p.CreateTask(agent.ID, "claimed for a lost answer")
 	p.WaitTask(next.ID, 10*time.Second, meshtest.StatusIs(mesh.StatusPending))
+
+	// A malformed completion is refused as it is without take (it is sent
+	// again without it, as to a task queue copy from before completions
+	// took runs), and claims nothing.
+	bad := meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: json.RawMessage(`["not an object"]`)}
+	if runs, err := taker.CompleteTaking(ctx, bad, 1); !errors.Is(err, mesh.ErrInvalidRequest) || len(runs) != 0 {
+		t.Fatalf("a malformed completion: %+v, %v; want INVALID_REQUEST and nothing claimed", runs, err)
+	}
+	if got := p.GetTask(next.ID); got.Status != mesh.StatusPending {
+		t.Fatalf("after a malformed completion the waiting run is %s, want pending", got.Status)
+	}
 
 	link.SetDelay(2 * time.Second)
 	// The request reaches the platform within its deadline (2 s), its
