@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -24,15 +23,10 @@ const (
 // now, so an adapter can be started, stopped and started again on it.
 func freeLoopbackAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
+	// A port reserved for this test binary: asking the kernel for port 0
+	// and closing the listener can give the same port twice, or one an
+	// outbound connection takes meanwhile.
+	return meshtest.FreeAddr(t)
 }
 
 // startAdapterAt runs a2a-adapter with the command provider on addr.
