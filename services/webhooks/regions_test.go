@@ -112,6 +112,25 @@ func (r *regions) gathered(region string, n int) bool {
 }
 
 // waitDelivered waits until rc accepted each of ids.
+// acked waits until the webhook's consumer on stream, in region, has
+// every event it delivered acknowledged.
+func (r *regions) acked(t *testing.T, region, stream, webhookID string) {
+	t.Helper()
+	var last string
+	meshtest.Eventually(t, 30*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c, err := r.conns[region].JS.Consumer(ctx, stream, bus.WebhookConsumer(webhookID))
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		info := c.CachedInfo()
+		last = fmt.Sprintf("%d awaiting acknowledgement, delivered up to %d, acknowledged up to %d", info.NumAckPending, info.Delivered.Stream, info.AckFloor.Stream)
+		return info.NumAckPending == 0 && info.AckFloor.Stream >= info.Delivered.Stream
+	}, func() string { return "the webhook's part in " + region + ": " + last })
+}
+
 func waitDelivered(t *testing.T, rc *receiver, timeout time.Duration, ids ...string) {
 	t.Helper()
 	meshtest.Eventually(t, timeout, func() bool {
@@ -170,6 +189,10 @@ func TestRegions_AWebhookOfEveryAgentDeliversEachRegionsEventsWhileTheOriginIsDo
 		ids = append(ids, r.publish(t, region, 1))
 	}
 	waitDelivered(t, rc, 30*time.Second, ids...)
+	// A delivery's acknowledgement follows the endpoint's answer: east is
+	// stopped once its part's acknowledgements are stored, as a delivery
+	// whose acknowledgement is lost with its server is made again.
+	r.acked(t, "east", bus.EventStream, wh.WebhookID)
 
 	r.sc.Stop("east")
 	// A webhook of every agent made in west while east is down gets the
@@ -325,6 +348,7 @@ func TestRegions_AWebhookOfEveryAgentMadeBeforeMovesToEachRegionsStreamWithoutLo
 		return true
 	}, func() string { return "the webhook has no part on the streams of west and south" })
 	waitDelivered(t, rc, time.Minute, ids...)
+	r.acked(t, "east", bus.EventStream, id)
 
 	r.sc.Stop("east")
 	var during []string
