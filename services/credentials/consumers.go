@@ -220,55 +220,74 @@ func (s *Service) widenConsumers(ctx context.Context) {
 		return
 	}
 	for key := range lister.Keys() {
-		rec, rev, err := s.consumers.Latest(lctx, key)
+		// Looked at in this region's copy; the owner's record is read only
+		// for a credential that lacks a stream.
+		rec, _, err := s.consumers.Get(lctx, key)
 		if err != nil {
 			continue
 		}
-		widened := *rec
-		for _, rs := range s.streamsFor(lctx, rec, every) {
-			if slices.Contains(widened.streams(), rs.Stream) {
-				continue
-			}
-			if err := s.createOneEventConsumer(lctx, rec, rs.Stream); err != nil {
-				continue
-			}
-			if len(widened.Streams) == 0 && rec.AgentID != "" {
-				// The stream it was made on comes first.
-				region, _ := bus.EventStreamRegion(lctx, s.cfg.Conn.JS, rec.stream())
-				widened.Streams = []bus.RegionStream{{Region: region, Stream: rec.stream(), SkipSourced: rec.stream() == bus.EventStream}}
-			}
-			widened.Streams = append(slices.Clone(widened.Streams), rs)
-		}
-		if len(widened.Streams) == len(rec.Streams) {
-			continue
-		}
-		if _, err := s.consumers.Update(lctx, key, &widened, rev); err == nil {
-			s.cfg.Logger.Info().Str("consumer_id", rec.ID).Int("streams", len(widened.Streams)).Msg("consumer credential reads one more event stream")
+		if missing := s.missingStreams(lctx, rec, every); len(missing) > 0 {
+			s.widen(lctx, key, missing)
 		}
 	}
 }
 
-// streamsFor names the event streams a credential should read now: every
-// region's for a credential of every agent made in a deployment of
-// several regions; its agent's home region's for one of one agent (none
-// while the agent cannot be read).
-func (s *Service) streamsFor(ctx context.Context, rec *consumerRecord, every []bus.RegionStream) []bus.RegionStream {
+// widen gives the credential stored under key a durable consumer on each
+// of streams and lists them in its streams (a compare-and-set on the
+// owner's record: of two services doing it at once, one changes it).
+func (s *Service) widen(ctx context.Context, key string, streams []bus.RegionStream) {
+	rec, rev, err := s.consumers.Latest(ctx, key)
+	if err != nil {
+		return
+	}
+	widened := *rec
+	for _, rs := range streams {
+		if slices.Contains(widened.streams(), rs.Stream) {
+			continue
+		}
+		if err := s.createOneEventConsumer(ctx, rec, rs.Stream); err != nil {
+			continue
+		}
+		if len(widened.Streams) == 0 && rec.AgentID != "" {
+			// The stream it was made on comes first.
+			region, _ := bus.EventStreamRegion(ctx, s.cfg.Conn.JS, rec.stream())
+			widened.Streams = []bus.RegionStream{{Region: region, Stream: rec.stream(), SkipSourced: rec.stream() == bus.EventStream}}
+		}
+		widened.Streams = append(slices.Clone(widened.Streams), rs)
+	}
+	if len(widened.Streams) == len(rec.Streams) {
+		return
+	}
+	if _, err := s.consumers.Update(ctx, key, &widened, rev); err == nil {
+		s.cfg.Logger.Info().Str("consumer_id", rec.ID).Int("streams", len(widened.Streams)).Msg("consumer credential reads one more event stream")
+	}
+}
+
+// missingStreams names the event streams a credential should read now and
+// does not: of every region's, for a credential of every agent made in a
+// deployment of several regions; its agent's home region's, for one of one
+// agent that moved (none while the agent cannot be read). It asks a server
+// only for a stream the credential lacks.
+func (s *Service) missingStreams(ctx context.Context, rec *consumerRecord, every []bus.RegionStream) []bus.RegionStream {
+	have := rec.streams()
 	if rec.AgentID == "" {
 		if len(rec.Streams) == 0 {
 			return nil // made on a server in no cluster, or by an earlier version: the gathered log
 		}
-		return every
+		return slices.DeleteFunc(slices.Clone(every), func(rs bus.RegionStream) bool { return slices.Contains(have, rs.Stream) })
 	}
 	a, err := s.findAgent(ctx, rec.AgentID)
 	if err != nil || a.HomeRegion == "" {
 		return nil
 	}
-	home := a.HomeRegion
-	stream, err := bus.ReadersEventStream(ctx, s.cfg.Conn.JS, home)
-	if err != nil {
+	if name, err := bus.EventStreamIn(ctx, s.cfg.Conn.JS, a.HomeRegion); err != nil || slices.Contains(have, name) {
 		return nil
 	}
-	return []bus.RegionStream{{Region: home, Stream: stream, SkipSourced: stream == bus.EventStream}}
+	stream, err := bus.ReadersEventStream(ctx, s.cfg.Conn.JS, a.HomeRegion)
+	if err != nil || slices.Contains(have, stream) {
+		return nil
+	}
+	return []bus.RegionStream{{Region: a.HomeRegion, Stream: stream, SkipSourced: stream == bus.EventStream}}
 }
 
 // createEventConsumer makes the credential's durable pull consumer on each
