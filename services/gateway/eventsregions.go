@@ -100,8 +100,8 @@ type everyRegion struct {
 }
 
 // followEveryRegion starts reading subjects in every region's stream: from
-// after the positions of pos for the regions it names, else from start
-// (runfollow.Since, or with new events only when start is nil). It returns
+// after the positions of pos for the regions it names, else from since, or
+// with new events only when since is nil. It returns
 // once every region's part was opened or found unreachable, with the
 // starting position of each region whose part opened with new events only.
 func (g *Gateway) followEveryRegion(ctx context.Context, subjects []string, pos map[string]uint64, since *time.Time) (*everyRegion, map[string]uint64, error) {
