@@ -678,7 +678,11 @@ type profileEntry struct {
 	APIBase         string    `json:"api_base"`
 	LastHeartbeatAt time.Time `json:"last_heartbeat_at"`
 	NATS            struct {
-		URL string `json:"url"`
+		URL       string `json:"url"`
+		Fallbacks []struct {
+			Region string `json:"region"`
+			URL    string `json:"url"`
+		} `json:"fallbacks"`
 	} `json:"nats"`
 }
 

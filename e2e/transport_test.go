@@ -113,6 +113,40 @@ func TestTransport_AStaleProfileURLIsReplacedByThePlatformsAddress(t *testing.T)
 	}
 }
 
+// A region the profile lists and the platform's answer leaves out stays in
+// the profile: the region that answers may not have heard of every other
+// region yet (its copy of the regions' addresses is still catching up), and
+// a runtime that forgot a region could not fall back to it when its home
+// region stops answering.
+func TestTransport_ARegionTheAnswerLeavesOutIsKeptAsAFallback(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	p := l.startPlatform(platformOptions{})
+	ad := l.startAdapter("echo")
+	agent := p.CreateAgent("keeps north")
+	m := l.newMachine()
+	pr := m.pair(p.Platform, agent.ID, ad.Endpoint)
+	current := m.profileFile().Profiles[pr.Name()].NATS.URL
+	north := "nats://" + meshtest.FreeAddr(t)
+	m.editProfileFile(func(f map[string]any) {
+		n := f["profiles"].(map[string]any)[pr.Name()].(map[string]any)["nats"].(map[string]any)
+		n["url"] = "nats://" + meshtest.FreeAddr(t)
+		n["fallbacks"] = []any{map[string]any{"region": "north", "url": north}}
+	})
+	rt := m.startRuntime("--transport", "auto")
+	if got := transportOf(t, rt); got != "nats" {
+		t.Fatalf("transport %q, want nats once the platform gave its address", got)
+	}
+	n := m.profileFile().Profiles[pr.Name()].NATS
+	if n.URL != current || len(n.Fallbacks) != 1 || n.Fallbacks[0].Region != "north" || n.Fallbacks[0].URL != north {
+		t.Errorf("profile NATS details after the start: %+v; want the platform's address %q, then north's %q", n, current, north)
+	}
+	done := waitEnded(t, p.Platform, p.CreateTask(agent.ID, "kept").ID, mesh.StatusCompleted, waitStart)
+	if outputOf(t, done)["text"] != "kept" {
+		t.Errorf("output %s", done.Output)
+	}
+}
+
 // --transport nats does not fall back: with NATS unreachable the runtime
 // stops with an error that names NATS (not a request to pair again).
 func TestTransport_NATSOnlyStopsWhenNATSIsUnreachable(t *testing.T) {
