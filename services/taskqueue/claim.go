@@ -246,6 +246,13 @@ func (s *Service) claimPending(ctx context.Context, agentID, runtimeID, key stri
 // request of key key with the runs claimed under it that it still holds:
 // of the few it holds, those whose records carry the key.
 func (s *Service) recoverClaims(ctx context.Context, agentID, runtimeID, key string) (*meshapi.OfferResponse, error) {
+	// The claim may have been stored by another copy of the service a
+	// moment ago (or its watch held up while a node was lost): the index
+	// answers once it holds every write stored before the question, since
+	// the runtime stops asking once told "nothing" late enough.
+	if err := s.runView.Sync(ctx); err != nil {
+		return nil, mesh.Errorf(mesh.CodeUnavailable, "the runs claimed for a lost answer cannot be listed right now: %v", err)
+	}
 	out := &meshapi.OfferResponse{}
 	for _, id := range s.index.runningBy(runtimeID) {
 		run, _, err := s.runs.Get(ctx, id)

@@ -164,6 +164,65 @@ func TestNATSTransport_AClaimStoredLongAfterItsRequestIsStillTakenUp(t *testing.
 	}
 }
 
+// TestNATSTransport_ALostAnswerIsAskedAboutUntilTheQuestionIsAnswered: the
+// last time a lost answer is asked about (the request can claim nothing
+// more) is the last only if the task queue answers; an ask that fails (the
+// connection is down, the platform's store unavailable while a node is
+// lost) is made again, so a run claimed under the key is taken up, not left
+// held by nobody until its lease ends.
+func TestNATSTransport_ALostAnswerIsAskedAboutUntilTheQuestionIsAnswered(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	agent := p.CreateAgent("asked again")
+	att := p.OnlineRuntime(t, agent.ID)
+	link, err := tcplink.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	u, err := url.Parse(p.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link.SetTarget(u.Host)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tr, _ := dialNATS(ctx, t, "nats://"+link.Addr(), att)
+	defer tr.Close()
+
+	// A run claimed under a request sent long enough ago that it can
+	// claim nothing more.
+	run := p.CreateTask(agent.ID, "claimed, its answer lost")
+	key := mesh.NewID()
+	rc := meshapi.NewClient(p.RuntimeConn(t, att)).Runtime(agent.ID, att.RuntimeID)
+	res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: time.Second, Claim: true, Key: key})
+	if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != run.ID {
+		t.Fatalf("claim of %s: %+v, %v", run.ID, res, err)
+	}
+	runtimeengine.LostAnswerSentAt(tr, key, time.Now().Add(-2*meshapi.MaxHandling))
+
+	// The question cannot be asked: the connection is down.
+	link.SetCut(true)
+	link.DropAll()
+	down, stop := context.WithTimeout(ctx, 3*time.Second)
+	runs, err := tr.NextUpTo(down, 1)
+	stop()
+	if err == nil || len(runs) != 0 {
+		t.Fatalf("a request for work with the connection down returned %+v, %v; want an error", runs, err)
+	}
+
+	link.SetCut(false)
+	var got []*mesh.TaskRun
+	meshtest.Eventually(t, 30*time.Second, func() bool {
+		runs, _ := tr.NextUpTo(ctx, 1)
+		got = append(got, runs...)
+		return len(got) > 0
+	}, func() string { return "the run claimed for the lost answer never came back" })
+	if len(got) != 1 || got[0].ID != run.ID || got[0].Attempt != 1 {
+		t.Fatalf("recovered %+v, want %s, attempt 1", got, run.ID)
+	}
+}
+
 // TestHTTPTransport_AnAnswerLostWithTheConnectionIsRecovered: over the REST
 // API too, a pull claims a pending run and the connection drops while the
 // answer is on its way; once the runtime is back, its next pulls return

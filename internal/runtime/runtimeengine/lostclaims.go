@@ -91,8 +91,9 @@ func (l *lostClaims) len() int {
 
 // recover asks, with ask, for the runs claimed under each kept key, and
 // returns those not returned before: the runtime holds them now. A request
-// is asked about again, the next time, until it can claim nothing more;
-// with last, this is the last time.
+// is asked about again, the next time, until the task queue has answered
+// about it at a time it could claim nothing more; with last, this is the
+// last time.
 func (l *lostClaims) recover(ctx context.Context, last bool, log zerolog.Logger, ask func(ctx context.Context, key string) ([]*mesh.TaskRun, error)) []*mesh.TaskRun {
 	l.mu.Lock()
 	ls := l.ls
@@ -113,7 +114,10 @@ func (l *lostClaims) recover(ctx context.Context, last bool, log zerolog.Logger,
 				}
 			}
 		}
-		if !last && time.Now().Before(a.until) {
+		// A request that can claim nothing more is asked about no more
+		// once the task queue has answered after that; an ask that failed
+		// (the connection down, the store unavailable) is made again.
+		if !last && (err != nil || time.Now().Before(a.until)) {
 			again = append(again, a)
 		}
 	}
