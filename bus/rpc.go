@@ -102,6 +102,15 @@ func CallMsg(ctx context.Context, nc *nats.Conn, msg *nats.Msg, resp any) (err e
 	return nil
 }
 
+// NotSent reports whether a call failed with err before its request
+// reached any service: the connection was finding a server again (and
+// keeps nothing for later), or no service listens on the subject. Such a
+// request did nothing; one that timed out may have done anything.
+func NotSent(err error) bool {
+	return errors.Is(err, nats.ErrReconnectBufExceeded) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrConnectionClosed)
+}
+
 // CallIdempotent is Call for an operation that may be repeated with the
 // same effect (a claim of a given attempt, a repeated report): a try that
 // got no answer within tryTimeout, or found no service (the caller's node

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -173,6 +174,14 @@ func (c *Client) Send(ctx context.Context, method, path string, query url.Values
 	}
 	defer resp.Body.Close()
 	return nil, decodeError(resp)
+}
+
+// NotSent reports whether a request failed with err before it reached
+// the server: no connection to it could be made. A request whose
+// connection failed later may have been handled.
+func NotSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 func decodeError(resp *http.Response) error {

@@ -3,7 +3,10 @@ package runtimeengine_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,7 +172,8 @@ func TestNATSTransport_AClaimStoredLongAfterItsRequestIsStillTakenUp(t *testing.
 // more) is the last only if the task queue answers; an ask that fails (the
 // connection is down, the platform's store unavailable while a node is
 // lost) is made again, so a run claimed under the key is taken up, not left
-// held by nobody until its lease ends.
+// held by nobody until its lease ends. Requests for work that could not be
+// sent meanwhile do not take its place.
 func TestNATSTransport_ALostAnswerIsAskedAboutUntilTheQuestionIsAnswered(t *testing.T) {
 	t.Parallel()
 	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
@@ -201,14 +205,24 @@ func TestNATSTransport_ALostAnswerIsAskedAboutUntilTheQuestionIsAnswered(t *test
 	}
 	runtimeengine.LostAnswerSentAt(tr, key, time.Now().Add(-2*meshapi.MaxHandling))
 
-	// The question cannot be asked: the connection is down.
+	// The question cannot be asked: the connection is down. Nor can the
+	// requests for work made meanwhile be sent, and those claimed nothing:
+	// they are not kept to ask about (were they, they would push out the
+	// one that did claim).
 	link.SetCut(true)
 	link.DropAll()
-	down, stop := context.WithTimeout(ctx, 3*time.Second)
-	runs, err := tr.NextUpTo(down, 1)
-	stop()
-	if err == nil || len(runs) != 0 {
-		t.Fatalf("a request for work with the connection down returned %+v, %v; want an error", runs, err)
+	for range 40 {
+		down, stop := context.WithTimeout(ctx, 3*time.Second)
+		runs, err := tr.NextUpTo(down, 1)
+		stop()
+		if err == nil || len(runs) != 0 {
+			t.Fatalf("a request for work with the connection down returned %+v, %v; want an error", runs, err)
+		}
+	}
+	// The one lost before, and at most the request in flight as the
+	// connection dropped.
+	if n := runtimeengine.LostAnswers(tr); n < 1 || n > 2 {
+		t.Fatalf("after 40 requests for work that could not be sent, %d lost answers are kept to ask about; want the one lost before", n)
 	}
 
 	link.SetCut(false)
@@ -221,6 +235,80 @@ func TestNATSTransport_ALostAnswerIsAskedAboutUntilTheQuestionIsAnswered(t *test
 	if len(got) != 1 || got[0].ID != run.ID || got[0].Attempt != 1 {
 		t.Fatalf("recovered %+v, want %s, attempt 1", got, run.ID)
 	}
+}
+
+// TestNATSTransport_AClaimStoredWhileTheRuntimeWaitsForWorkIsTakenUpBeforeItsLeaseEnds:
+// the runtime asked about a lost answer (nothing was claimed under it yet)
+// and went on to wait for work, as long as a2a-runtime start waits; the
+// claim is stored meanwhile. The runtime takes the run up while its lease
+// runs, not after its wait: a runtime that keeps a lost answer to ask
+// about asks again within moments.
+func TestNATSTransport_AClaimStoredWhileTheRuntimeWaitsForWorkIsTakenUpBeforeItsLeaseEnds(t *testing.T) {
+	t.Parallel()
+	// Shorter than the wait of a request for work.
+	const lease = 15 * time.Second
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = lease; c.HeartbeatTimeout = time.Minute })
+	agent := p.CreateAgent("claimed while waiting")
+	att := p.OnlineRuntime(t, agent.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	// Dialled as a2a-runtime start dials: the shipped wait.
+	tr, _, err := runtimeengine.DialNATS(ctx, runtimeengine.NATSConfig{
+		URL: p.NATSURL(), Token: att.RuntimeToken, AgentID: att.AgentID, RuntimeID: att.RuntimeID,
+		InboxPrefix: att.NATS.InboxPrefix,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	rc := meshapi.NewClient(p.RuntimeConn(t, att)).Runtime(agent.ID, att.RuntimeID)
+
+	// Named to another request first, the run is held back from the
+	// runtime's own requests for work for a while.
+	run := p.CreateTask(agent.ID, "claimed while the runtime waits")
+	named, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: time.Second})
+	if err != nil || len(named.Offers) != 1 || named.Offers[0].TaskRunID != run.ID {
+		t.Fatalf("offer: %+v, %v", named, err)
+	}
+	key := mesh.NewID()
+	runtimeengine.LostAnswer(tr, key)
+	loop, stop := context.WithCancel(ctx)
+	defer stop()
+	got := make(chan []*mesh.TaskRun, 16)
+	go func() {
+		for loop.Err() == nil {
+			if runs, _ := tr.NextUpTo(loop, 1); len(runs) > 0 {
+				got <- runs
+			}
+		}
+	}()
+	// It asked about the key (nothing yet) and waits for work.
+	waitOffersWaiting(t, p, 1)
+	claimed, err := rc.ClaimMany(ctx, meshapi.ClaimManyRequest{Claims: []meshapi.ClaimRequest{{TaskRunID: run.ID, Attempt: named.Offers[0].Attempt}}, Key: key})
+	if err != nil || len(claimed.Claimed) != 1 {
+		t.Fatalf("claim under the lost answer's key: %+v, %v", claimed, err)
+	}
+	select {
+	case runs := <-got:
+		if len(runs) != 1 || runs[0].ID != run.ID || runs[0].Attempt != 1 {
+			t.Fatalf("took up %+v, want %s, attempt 1", runs, run.ID)
+		}
+	case <-time.After(2 * lease):
+		t.Fatalf("the run claimed under the lost answer's key was not taken up; it is now %s", p.GetTask(run.ID).Status)
+	}
+	if r := p.GetTask(run.ID); r.Status != mesh.StatusRunning || r.RuntimeID != att.RuntimeID || r.Attempt != 1 {
+		t.Fatalf("the run is %s held by %q, attempt %d; want still the claim made under the key (its lease ran out?)", r.Status, r.RuntimeID, r.Attempt)
+	}
+}
+
+// waitOffersWaiting waits until the platform counts n requests for work
+// waiting for a pending run (a2amesh_offers_waiting on /metrics).
+func waitOffersWaiting(t *testing.T, p *meshtest.Platform, n int) {
+	t.Helper()
+	want := fmt.Sprintf("a2amesh_offers_waiting{waiter=\"runtime\"} %d\n", n)
+	meshtest.Eventually(t, 10*time.Second, func() bool {
+		return strings.Contains(string(p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/metrics"}).Expect(t, http.StatusOK).Body), want)
+	}, func() string { return "metrics never said " + strings.TrimSpace(want) })
 }
 
 // TestHTTPTransport_AnAnswerLostWithTheConnectionIsRecovered: over the REST

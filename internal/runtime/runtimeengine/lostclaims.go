@@ -8,6 +8,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/a2amesh/a2amesh/bus"
+	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
@@ -25,8 +27,13 @@ import (
 // mayHaveClaimed reports whether a claiming request that failed with err
 // may have claimed runs: its answer did not come, or the task queue failed
 // while claiming. A refusal (a bad request, a refused credential, a runtime
-// offline) is decided before any claim.
+// offline) is decided before any claim, and a request that was never sent
+// (the connection down) claimed nothing: counting those, a runtime
+// reconnecting would push the requests that did claim out of what it keeps.
 func mayHaveClaimed(err error) bool {
+	if bus.NotSent(err) || restclient.NotSent(err) {
+		return false
+	}
 	var e *mesh.Error
 	if !errors.As(err, &e) {
 		return true
@@ -45,6 +52,22 @@ const maxLost = 16
 // lostSlack is how much longer than the task queue's bound on one request
 // (meshapi.MaxHandling) a lost request is asked about.
 const lostSlack = 5 * time.Second
+
+// lostRecheck bounds the wait of a request for work while a lost answer is
+// kept: what the task queue stores under its key after the runtime asked
+// (late, while a node is lost, or seen late by the copy that answered) is
+// asked for again within moments, well within the run's lease, not once a
+// long wait for work ends.
+const lostRecheck = 2 * time.Second
+
+// waitFor is how long a request for work may wait: wait, or lostRecheck
+// while a lost answer is kept.
+func (l *lostClaims) waitFor(wait time.Duration) time.Duration {
+	if l.len() > 0 {
+		return min(wait, lostRecheck)
+	}
+	return wait
+}
 
 // lostClaims are the claiming requests whose answers did not come.
 type lostClaims struct {

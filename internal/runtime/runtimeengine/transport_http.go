@@ -104,7 +104,7 @@ func (t *httpTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 	key, sent := mesh.NewID(), time.Now()
 	pctx, done := pullContext(ctx)
 	defer done()
-	run, err := t.pull(pctx, url.Values{"wait": {t.cfg.PullWait.String()}, "key": {key}})
+	run, err := t.pull(pctx, url.Values{"wait": {t.lost.waitFor(t.cfg.PullWait).String()}, "key": {key}})
 	if err != nil {
 		if mayHaveClaimed(err) {
 			t.lost.add(key, sent)

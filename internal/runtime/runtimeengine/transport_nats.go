@@ -395,7 +395,8 @@ func (t *natsTransport) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, e
 	if runs := t.recoverLost(ctx, false); len(runs) > 0 {
 		return runs, nil
 	}
-	wctx, cancel := context.WithTimeout(ctx, t.cfg.ClaimWait+offerSlack)
+	wait := t.lost.waitFor(t.cfg.ClaimWait)
+	wctx, cancel := context.WithTimeout(ctx, wait+offerSlack)
 	defer cancel()
 	refused := make(chan struct{})
 	stopWatch := make(chan struct{})
@@ -417,7 +418,7 @@ func (t *natsTransport) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, e
 	// with its node), or a reconnect meanwhile, only means asking again,
 	// after asking for what the request may have claimed.
 	key, sent := mesh.NewID(), time.Now()
-	res, err := t.rc.Offer(wctx, meshapi.OfferRequest{Wait: t.cfg.ClaimWait, Max: n, Claim: true, Key: key})
+	res, err := t.rc.Offer(wctx, meshapi.OfferRequest{Wait: wait, Max: n, Claim: true, Key: key})
 	if err != nil && mayHaveClaimed(err) {
 		t.lost.add(key, sent)
 	} else if err == nil && len(res.Claimed) > 0 {
