@@ -108,7 +108,7 @@ func CallMsg(ctx context.Context, nc *nats.Conn, msg *nats.Msg, resp any) (err e
 // request did nothing; one that timed out may have done anything.
 func NotSent(err error) bool {
 	return errors.Is(err, nats.ErrReconnectBufExceeded) || errors.Is(err, nats.ErrConnectionReconnecting) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrConnectionClosed)
+		errors.Is(err, nats.ErrNoResponders)
 }
 
 // CallIdempotent is Call for an operation that may be repeated with the
