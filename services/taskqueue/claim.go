@@ -242,17 +242,37 @@ func (s *Service) claimPending(ctx context.Context, agentID, runtimeID, key stri
 	return &meshapi.OfferResponse{Claimed: res.Claimed, Instructions: res.Instructions}, nil
 }
 
+// recoverSync bounds the wait for the index to hold every write stored
+// before a runtime asked about a lost answer: the runtime asks again.
+const recoverSync = time.Second
+
 // recoverClaims answers a runtime that lost the answer to its claiming
 // request of key key with the runs claimed under it that it still holds:
 // of the few it holds, those whose records carry the key.
 func (s *Service) recoverClaims(ctx context.Context, agentID, runtimeID, key string) (*meshapi.OfferResponse, error) {
 	// The claim may have been stored by another copy of the service a
-	// moment ago (or its watch held up while a node was lost): the index
-	// answers once it holds every write stored before the question, since
-	// the runtime stops asking once told "nothing" late enough.
-	if err := s.runView.Sync(ctx); err != nil {
-		return nil, mesh.Errorf(mesh.CodeUnavailable, "the runs claimed for a lost answer cannot be listed right now: %v", err)
+	// moment ago (or its watch held up while a node was lost). The runtime
+	// stops asking once told "nothing" late enough, so "nothing" is said
+	// only once the index holds every write stored before the question;
+	// runs the index holds already are answered at once, even while that
+	// cannot be known (the store electing a leader), since their leases
+	// are running.
+	sctx, cancel := context.WithTimeout(ctx, recoverSync)
+	synced := s.runView.Sync(sctx)
+	cancel()
+	out, err := s.claimedUnder(ctx, agentID, runtimeID, key)
+	if err != nil {
+		return nil, err
 	}
+	if synced != nil && len(out.Claimed) == 0 {
+		return nil, mesh.Errorf(mesh.CodeUnavailable, "the runs claimed for a lost answer cannot be listed right now: %v", synced)
+	}
+	return out, nil
+}
+
+// claimedUnder is what the index knows of the runs claimed under key that
+// the runtime still holds.
+func (s *Service) claimedUnder(ctx context.Context, agentID, runtimeID, key string) (*meshapi.OfferResponse, error) {
 	out := &meshapi.OfferResponse{}
 	for _, id := range s.index.runningBy(runtimeID) {
 		run, _, err := s.runs.Get(ctx, id)

@@ -122,12 +122,28 @@ func (l *lostClaims) recover(ctx context.Context, last bool, log zerolog.Logger,
 	ls := l.ls
 	l.ls = nil
 	l.mu.Unlock()
+	// Asked all at once: one slow answer (the store electing a leader)
+	// does not hold up the others while their runs' leases run.
+	type answer struct {
+		claimed []*mesh.TaskRun
+		err     error
+	}
+	answers := make([]answer, len(ls))
+	var wg sync.WaitGroup
+	for i, a := range ls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), meshapi.TryTimeout)
+			defer cancel()
+			answers[i].claimed, answers[i].err = ask(rctx, a.key)
+		}()
+	}
+	wg.Wait()
 	var runs []*mesh.TaskRun
 	var again []*lostAnswer
-	for _, a := range ls {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), meshapi.TryTimeout)
-		claimed, err := ask(rctx, a.key)
-		cancel()
+	for i, a := range ls {
+		claimed, err := answers[i].claimed, answers[i].err
 		if err == nil {
 			for _, run := range claimed {
 				if !a.taken[run.ID] {
