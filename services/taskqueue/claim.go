@@ -47,6 +47,13 @@ func (s *Service) claimChecked(ctx context.Context, agentID, runtimeID, runID st
 			return "", mesh.Errorf(mesh.CodeForbidden, "task run %s belongs to another agent", r.ID)
 		}
 		if r.Status == mesh.StatusRunning && r.RuntimeID == runtimeID && r.Attempt == attempt {
+			if key != "" && r.ClaimKey != "" && key != r.ClaimKey {
+				// Claimed by another request of this runtime (a copy whose
+				// index had not seen that claim offered it as pending): the
+				// runtime holds it through that request, and would start it
+				// twice.
+				return "", conflict(r, "task run %s is already claimed by another request of this runtime", r.ID)
+			}
 			return "", errUnchanged
 		}
 		if r.Delegated() {

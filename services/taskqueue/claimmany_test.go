@@ -217,3 +217,43 @@ func TestCancel_WaitingRequestsForCancelsHoldUpNoOtherRequest(t *testing.T) {
 		t.Fatalf("with %d requests for cancels waiting, a hello was not answered: %v", waits, err)
 	}
 }
+
+// TestClaimMany_ARunAlreadyClaimedByAnotherRequestOfTheRuntimeIsRefused:
+// a claiming request sent again (its answer was lost) answers with what it
+// claimed, but a different request of the same runtime, under another key,
+// that names a run the first already claimed (a copy of the task queue
+// whose index has not seen that claim yet offered it as pending) is
+// refused it: the runtime holds the run through the first request (its
+// answer, or the recovery of its key), and handing it out again would
+// start it twice.
+func TestClaimMany_ARunAlreadyClaimedByAnotherRequestOfTheRuntimeIsRefused(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	agent := p.CreateAgent("claimed once")
+	rt := p.OnlineRuntime(t, agent.ID)
+	rc := meshapi.NewClient(p.RuntimeConn(t, rt)).Runtime(agent.ID, rt.RuntimeID)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	run := p.CreateTask(agent.ID, "one")
+	first := meshapi.ClaimManyRequest{Claims: []meshapi.ClaimRequest{{TaskRunID: run.ID, Attempt: 1}}, Key: mesh.NewID()}
+	res, err := rc.ClaimMany(ctx, first)
+	if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != run.ID {
+		t.Fatalf("the first claim: %+v, %v", res, err)
+	}
+	// The same request again: the same run.
+	if again, err := rc.ClaimMany(ctx, first); err != nil || len(again.Claimed) != 1 || again.Claimed[0].ID != run.ID {
+		t.Fatalf("the first claim sent again: %+v, %v; want %s", again, err, run.ID)
+	}
+	// Another request naming it: refused.
+	other, err := rc.ClaimMany(ctx, meshapi.ClaimManyRequest{Claims: []meshapi.ClaimRequest{{TaskRunID: run.ID, Attempt: 1}}, Key: mesh.NewID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(other.Claimed) != 0 || len(other.Refused) != 1 || other.Refused[0].TaskRunID != run.ID || other.Refused[0].Error.Code != mesh.CodeInvalidTransition {
+		t.Fatalf("another request naming the run claimed %d and refused %+v; want it refused as INVALID_TRANSITION", len(other.Claimed), other.Refused)
+	}
+	if got := p.GetTask(run.ID); got.Status != mesh.StatusRunning || got.RuntimeID != rt.RuntimeID || got.Attempt != 1 {
+		t.Fatalf("the run is %s by %q, attempt %d; want the first claim's", got.Status, got.RuntimeID, got.Attempt)
+	}
+}
