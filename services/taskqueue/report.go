@@ -63,13 +63,43 @@ func (s *Service) handleComplete(ctx context.Context, in *meshapi.CompleteReques
 	if !isJSONObject(in.Output) {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "output must be a JSON object")
 	}
+	if in.Take < 0 || in.Take > meshapi.MaxOffers {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "take must be between 0 and %d", meshapi.MaxOffers)
+	}
+	if in.Take > 0 && !mesh.ValidID(in.Key) {
+		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "a completion that takes runs needs a key (a UUID in lower-case hex)")
+	}
 	to := mesh.StatusCompleted
 	if in.InputRequired {
 		// The agent ended its turn with a question: the run waits for the
 		// caller's answer (OpTaskContinue) instead of ending.
 		to = mesh.StatusInputRequired
 	}
-	return s.end(ctx, agentID, runtimeID, in.TaskRunID, in.Attempt, to, in.Output, nil)
+	ack, err := s.end(ctx, agentID, runtimeID, in.TaskRunID, in.Attempt, to, in.Output, nil)
+	if err != nil || in.Take == 0 {
+		return ack, err
+	}
+	return s.takeNext(ctx, agentID, runtimeID, ack, in.Take, in.Key)
+}
+
+// takeNext claims, once a runtime's report ended its run's turn, up to n
+// pending runs of its agent for it under key, as a claiming offer request
+// does (claimPending: the same claims, leases, attempts and checks), and
+// adds them to the report's answer. So a busy runtime goes from one run to
+// the next without a request for work in between. A runtime no longer
+// online gets none; a claim the store failed fails the answer, and the
+// runtime, which sends the report again, asks for what the key claimed as
+// for a lost offer's answer.
+func (s *Service) takeNext(ctx context.Context, agentID, runtimeID string, ack *meshapi.ReportAck, n int, key string) (*meshapi.ReportAck, error) {
+	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
+		return ack, nil
+	}
+	res, err := s.claimPending(ctx, agentID, runtimeID, key, n)
+	if err != nil {
+		return nil, err
+	}
+	ack.Claimed, ack.Instructions = res.Claimed, res.Instructions
+	return ack, nil
 }
 
 func (s *Service) handleFail(ctx context.Context, in *meshapi.FailRequest) (*meshapi.ReportAck, error) {

@@ -324,21 +324,98 @@ func (e *Engine) dispatch(ctx context.Context, workers *sync.WaitGroup) {
 		}
 		if ctx.Err() != nil {
 			// Claimed while stopping: give them back rather than start them.
-			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			for _, run := range runs {
-				_ = e.cfg.Transport.Release(rctx, run)
+			e.release(runs)
+			for range runs {
 				<-slots
 			}
-			cancel()
 			return
 		}
 		for _, run := range runs {
-			workers.Add(1)
-			go func() {
-				defer workers.Done()
-				defer func() { <-slots }()
-				e.execute(run)
-			}()
+			e.startWorker(ctx, run, slots, workers)
+		}
+	}
+}
+
+// release gives back runs claimed while the runtime stops.
+func (e *Engine) release(runs []*mesh.TaskRun) {
+	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, run := range runs {
+		_ = e.cfg.Transport.Release(rctx, run)
+	}
+}
+
+// startWorker works on run, in a slot taken for it, in a goroutine of its
+// own (counted in workers).
+func (e *Engine) startWorker(ctx context.Context, run *mesh.TaskRun, slots chan struct{}, workers *sync.WaitGroup) {
+	workers.Add(1)
+	go func() {
+		defer workers.Done()
+		e.work(ctx, run, slots, workers)
+	}()
+}
+
+// work executes run in its slot. Its completion, over a transport that
+// may (Taker), claims the runtime's next runs: as many as its slot and the
+// slots free then allow, none once ctx ended (the runtime drains) or while
+// the adapter is in doubt (dispatch waits for it). The first of them is
+// worked on next in the same slot, each other in one of those free slots,
+// exactly as runs claimed by a request for work are; so a busy runtime
+// goes from run to run without asking for work. The slot is freed when a
+// run's end claims nothing.
+func (e *Engine) work(ctx context.Context, run *mesh.TaskRun, slots chan struct{}, workers *sync.WaitGroup) {
+	defer func() { <-slots }()
+	for run != nil {
+		extra := 0
+		h := &handoff{take: func() int {
+			if ctx.Err() != nil || !e.adapterTrusted() {
+				return 0
+			}
+			extra = takeMore(slots)
+			return 1 + extra
+		}}
+		e.execute(run, h)
+		runs := h.runs
+		run = nil
+		if len(runs) > 0 && ctx.Err() != nil {
+			e.release(runs)
+			runs = nil
+		}
+		if over := len(runs) - (1 + extra); over > 0 {
+			// Never more than asked; any more would have no slot.
+			e.release(runs[len(runs)-over:])
+			runs = runs[:len(runs)-over]
+		}
+		if len(runs) > 0 {
+			run = runs[0]
+			for _, r := range runs[1:] {
+				e.startWorker(ctx, r, slots, workers)
+			}
+			extra -= len(runs) - 1
+		}
+		for range extra {
+			<-slots
+		}
+	}
+}
+
+// handoff is what a run's completion may claim: take says how many runs
+// (0: none; asked once, as the completion is sent), and runs are those it
+// claimed.
+type handoff struct {
+	take func() int
+	runs []*mesh.TaskRun
+}
+
+// takeMore takes every slot free now and returns how many it took.
+func takeMore(slots chan struct{}) int {
+	n := 0
+	for {
+		select {
+		case slots <- struct{}{}:
+			n++
+		default:
+			return n
 		}
 	}
 }

@@ -489,6 +489,34 @@ func (t *natsTransport) claim(ctx context.Context, offers []meshapi.Offer) ([]*m
 	return t.held(res.Claimed, res.Instructions), nil
 }
 
+func (t *natsTransport) TakesOnComplete() bool { return t.hello != nil && t.hello.TakesOnComplete }
+
+func (t *natsTransport) CompleteTaking(ctx context.Context, req meshapi.CompleteRequest, take int) ([]*mesh.TaskRun, error) {
+	if take <= 0 || !t.TakesOnComplete() {
+		return nil, t.Complete(ctx, req)
+	}
+	req.Take, req.Key = min(take, meshapi.MaxOffers), mesh.NewID()
+	sent := time.Now()
+	ack, err := t.rc.Complete(ctx, req)
+	switch {
+	case errors.Is(err, mesh.ErrInvalidRequest):
+		// A copy of the task queue from before completions took runs (a
+		// cluster being upgraded, whose hello came from a newer copy)
+		// refuses fields it does not know: the completion is sent again
+		// without them, rather than be lost as malformed.
+		req.Take, req.Key = 0, ""
+		return nil, t.Complete(ctx, req)
+	case err != nil:
+		// The completion may have claimed runs whose answer is lost: they
+		// are asked for as a lost offer's are (recoverLost).
+		if mayHaveClaimed(err) {
+			t.lost.add(req.Key, sent)
+		}
+		return nil, err
+	}
+	return t.held(ack.Claimed, ack.Instructions), nil
+}
+
 func (t *natsTransport) Renew(ctx context.Context, ids []string) ([]string, error) {
 	res, err := t.rc.Renew(ctx, meshapi.RenewRequest{TaskRunIDs: ids})
 	if err != nil {
