@@ -170,3 +170,49 @@ func TestComplete_ATakeAndAnOfferAtOnceNeverShareARun(t *testing.T) {
 		}
 	}
 }
+
+// TestComplete_SentAgainAnswersWhatItsFirstTryClaimed: a completion that
+// takes is sent again, with its key, when its answer did not come (the bus
+// client sends an idempotent request again while a node is lost). The
+// repeat answers with the runs the first try claimed, which the runtime
+// knows of only through it, and claims no others: answering with new runs
+// instead left the first try's claimed by nobody until their leases ended.
+func TestComplete_SentAgainAnswersWhatItsFirstTryClaimed(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	agent := p.CreateAgent("completion sent again")
+	rt := p.OnlineRuntime(t, agent.ID)
+	rc := meshapi.NewClient(p.RuntimeConn(t, rt)).Runtime(agent.ID, rt.RuntimeID)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	first := p.CreateTask(agent.ID, "first")
+	res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Claim: true, Key: mesh.NewID()})
+	if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != first.ID {
+		t.Fatalf("claim of the first run: %+v, %v", res, err)
+	}
+	next := []mesh.TaskRun{p.CreateTask(agent.ID, "b"), p.CreateTask(agent.ID, "c"), p.CreateTask(agent.ID, "d")}
+	p.WaitTask(next[2].ID, 10*time.Second, meshtest.StatusIs(mesh.StatusPending))
+	req := meshapi.CompleteRequest{TaskRunID: first.ID, Attempt: 1, Output: json.RawMessage(`{"text":"done"}`), Take: 1, Key: mesh.NewID()}
+	ack, err := rc.Complete(ctx, req)
+	if err != nil || len(ack.Claimed) != 1 || ack.Claimed[0].ID != next[0].ID {
+		t.Fatalf("the first try: %+v, %v; want %s claimed", ack, err, next[0].ID)
+	}
+	// Its answer is lost: the same request again.
+	again, err := rc.Complete(ctx, req)
+	if err != nil || again.Status != mesh.StatusCompleted {
+		t.Fatalf("the completion sent again: %+v, %v", again, err)
+	}
+	if len(again.Claimed) != 1 || again.Claimed[0].ID != next[0].ID || again.Claimed[0].Attempt != 1 {
+		var ids []string
+		for _, r := range again.Claimed {
+			ids = append(ids, r.ID)
+		}
+		t.Fatalf("the completion sent again answered with %v; want %s, which its first try claimed", ids, next[0].ID)
+	}
+	for _, r := range next[1:] {
+		if got := p.GetTask(r.ID); got.Status != mesh.StatusPending {
+			t.Fatalf("run %s is %s after the repeat; want pending (claimed by nothing)", r.ID, got.Status)
+		}
+	}
+}

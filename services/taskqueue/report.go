@@ -75,9 +75,20 @@ func (s *Service) handleComplete(ctx context.Context, in *meshapi.CompleteReques
 		// caller's answer (OpTaskContinue) instead of ending.
 		to = mesh.StatusInputRequired
 	}
-	ack, err := s.end(ctx, agentID, runtimeID, in.TaskRunID, in.Attempt, to, in.Output, nil)
+	ack, repeated, err := s.end(ctx, agentID, runtimeID, in.TaskRunID, in.Attempt, to, in.Output, nil)
 	if err != nil || in.Take == 0 {
 		return ack, err
+	}
+	if repeated {
+		// Sent again because its answer did not come: the answer is what
+		// the first try claimed under the key (the runtime knows of those
+		// runs only through it), and nothing more.
+		held, err := s.recoverClaims(ctx, agentID, runtimeID, in.Key)
+		if err != nil {
+			return nil, err
+		}
+		ack.Claimed, ack.Instructions = held.Claimed, held.Instructions
+		return ack, nil
 	}
 	return s.takeNext(ctx, agentID, runtimeID, ack, in.Take, in.Key)
 }
@@ -111,7 +122,8 @@ func (s *Service) handleFail(ctx context.Context, in *meshapi.FailRequest) (*mes
 	if err != nil {
 		return nil, err
 	}
-	return s.end(ctx, agentID, runtimeID, in.TaskRunID, in.Attempt, mesh.StatusFailed, in.Output, runErr)
+	ack, _, err := s.end(ctx, agentID, runtimeID, in.TaskRunID, in.Attempt, mesh.StatusFailed, in.Output, runErr)
+	return ack, err
 }
 
 // failure reads the error of a fail report: output.error as text or an object
@@ -155,16 +167,17 @@ func failure(output json.RawMessage) (*mesh.RunError, error) {
 
 // end completes or fails the run a runtime holds, or ends its turn asking for
 // input. Repeating the same report for the same attempt is answered with the
-// run as it is.
-func (s *Service) end(ctx context.Context, agentID, runtimeID, runID string, attempt int, to mesh.Status, output json.RawMessage, runErr *mesh.RunError) (*meshapi.ReportAck, error) {
+// run as it is, and repeated says so.
+func (s *Service) end(ctx context.Context, agentID, runtimeID, runID string, attempt int, to mesh.Status, output json.RawMessage, runErr *mesh.RunError) (ack *meshapi.ReportAck, repeated bool, err error) {
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	usage := s.usageOf(runID, output)
 	counted := false
 	run, err := s.transitionFirst(ctx, runID, func(r *mesh.TaskRun) (string, error) {
-		counted = false
+		counted, repeated = false, false
 		if r.Status == to && r.TargetAgentID == agentID && r.HeldBy(runtimeID, attempt) {
+			repeated = true
 			return "", errUnchanged
 		}
 		if err := r.CheckHeld(agentID, runtimeID, attempt); err != nil {
@@ -191,12 +204,12 @@ func (s *Service) end(ctx context.Context, agentID, runtimeID, runID string, att
 		return ""
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if counted {
 		s.usageRecorded(ctx, run, usage)
 	}
-	return meshapi.AckOf(run), nil
+	return meshapi.AckOf(run), repeated, nil
 }
 
 func (s *Service) handleRenew(ctx context.Context, in *meshapi.RenewRequest) (*meshapi.RenewResponse, error) {
