@@ -138,6 +138,13 @@ func (e *Engine) send(ctx context.Context, kind ledger.ReportKind, req any) erro
 	return fmt.Errorf("unknown report %s", kind)
 }
 
+// takeTimeout bounds the wait for the answer to a completion that takes
+// runs. Past it the completion is sent again without taking (the same
+// completion: its repeat changes nothing), and what it may have claimed is
+// asked for as a lost request for work's answer is, within moments rather
+// than after a long wait that a short lease could not outlast.
+const takeTimeout = 5 * time.Second
+
 // sendTaking sends a completion that claims up to as many runs as h says,
 // over a transport whose platform takes them (Taker); otherwise it is send.
 func (e *Engine) sendTaking(ctx context.Context, req meshapi.CompleteRequest, h *handoff) error {
@@ -149,7 +156,7 @@ func (e *Engine) sendTaking(ctx context.Context, req meshapi.CompleteRequest, h 
 	if n == 0 {
 		return e.send(ctx, ledger.ReportComplete, req)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), takeTimeout)
 	defer cancel()
 	runs, err := taker.CompleteTaking(ctx, req, n)
 	h.runs = runs

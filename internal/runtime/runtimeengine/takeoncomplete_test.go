@@ -351,3 +351,77 @@ func TestNATSTransport_RunsClaimedForALostCompletionAnswerAreTakenUp(t *testing.
 		t.Fatalf("the run is %s held by %q at attempt %d, want still its first claim", r.Status, r.RuntimeID, r.Attempt)
 	}
 }
+
+// TestNATSTransport_AReconnectEndsTheWaitForACompletionsAnswer: a
+// completion that took a run is on its way back when the connection drops
+// (its node lost). The answer is gone with the connection; the runtime
+// stops waiting for it when it reconnects, not when its own wait would
+// end, and takes the run up while the run's lease still runs.
+func TestNATSTransport_AReconnectEndsTheWaitForACompletionsAnswer(t *testing.T) {
+	t.Parallel()
+	const lease = 15 * time.Second
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = lease; c.HeartbeatTimeout = time.Minute })
+	agent := p.CreateAgent("completion cut off")
+	att := p.OnlineRuntime(t, agent.ID)
+	link, err := tcplink.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	u, err := url.Parse(p.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link.SetTarget(u.Host)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	tr, _ := dialNATS(ctx, t, "nats://"+link.Addr(), att)
+	defer tr.Close()
+	taker := tr.(runtimeengine.Taker)
+
+	held := p.CreateTask(agent.ID, "held")
+	var run *mesh.TaskRun
+	meshtest.Eventually(t, 20*time.Second, func() bool {
+		run, _ = tr.Next(ctx)
+		return run != nil
+	}, func() string { return "the first run was never claimed" })
+	if run.ID != held.ID {
+		t.Fatalf("claimed %s, want %s", run.ID, held.ID)
+	}
+	next := p.CreateTask(agent.ID, "claimed for an answer cut off")
+	p.WaitTask(next.ID, 10*time.Second, meshtest.StatusIs(mesh.StatusPending))
+
+	// The completion reaches the platform; its answer is slow to come
+	// back, and the connection drops before it does. The wait it was
+	// given is far longer than the lease.
+	link.SetDelay(2 * time.Second)
+	ended := make(chan error, 1)
+	go func() {
+		req := meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: json.RawMessage(`{"text":"done"}`)}
+		_, err := taker.CompleteTaking(ctx, req, 1)
+		ended <- err
+	}()
+	p.WaitTask(next.ID, 20*time.Second, meshtest.StatusIs(mesh.StatusRunning))
+	link.SetDelay(0)
+	link.DropAll()
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("the completion whose answer was cut off returned an answer")
+		}
+	case <-time.After(lease):
+		t.Fatalf("the completion still waits for its answer a lease after its connection dropped; the run claimed for it is %s", p.GetTask(next.ID).Status)
+	}
+	var got []*mesh.TaskRun
+	meshtest.Eventually(t, 20*time.Second, func() bool {
+		runs, _ := tr.NextUpTo(ctx, 1)
+		got = append(got, runs...)
+		return len(got) > 0
+	}, func() string { return "the run claimed for the answer cut off never came back" })
+	if len(got) != 1 || got[0].ID != next.ID || got[0].Attempt != 1 {
+		t.Fatalf("took up %+v, want %s, attempt 1", got, next.ID)
+	}
+	if r := p.GetTask(next.ID); r.Status != mesh.StatusRunning || r.RuntimeID != att.RuntimeID || r.Attempt != 1 {
+		t.Fatalf("the run is %s held by %q, attempt %d; want still the claim its completion made", r.Status, r.RuntimeID, r.Attempt)
+	}
+}

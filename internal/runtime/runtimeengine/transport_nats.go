@@ -497,6 +497,20 @@ func (t *natsTransport) CompleteTaking(ctx context.Context, req meshapi.Complete
 	}
 	req.Take, req.Key = min(take, meshapi.MaxOffers), mesh.NewID()
 	sent := time.Now()
+	// A reconnect ends the wait for the answer, as it ends a request for
+	// work's: the answer is lost with the connection, and the runs it
+	// claimed are asked for at once, not when the wait would have ended
+	// (a lease can run out meanwhile).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reconnected := t.reconnects()
+	go func() {
+		select {
+		case <-reconnected:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	ack, err := t.rc.Complete(ctx, req)
 	switch {
 	case errors.Is(err, mesh.ErrInvalidRequest):
