@@ -425,3 +425,61 @@ func TestNATSTransport_AReconnectEndsTheWaitForACompletionsAnswer(t *testing.T) 
 		t.Fatalf("the run is %s held by %q, attempt %d; want still the claim its completion made", r.Status, r.RuntimeID, r.Attempt)
 	}
 }
+
+// TestNATSTransport_ACompletionTakesUpTheRunsOfALostAnswerFirst: a busy
+// runtime's completions bring its next runs, so it may not ask for work for
+// a long while; the runs claimed for an answer it lost are taken up with
+// its next completion, counted in what it takes, rather than wait (their
+// leases running) for a request for work.
+func TestNATSTransport_ACompletionTakesUpTheRunsOfALostAnswerFirst(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	agent := p.CreateAgent("busy, with a lost answer")
+	att := p.OnlineRuntime(t, agent.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tr, _ := dialNATS(ctx, t, p.NATSURL(), att)
+	defer tr.Close()
+	taker := tr.(runtimeengine.Taker)
+	rc := meshapi.NewClient(p.RuntimeConn(t, att)).Runtime(agent.ID, att.RuntimeID)
+
+	running := p.CreateTask(agent.ID, "running")
+	var run *mesh.TaskRun
+	meshtest.Eventually(t, 20*time.Second, func() bool {
+		run, _ = tr.Next(ctx)
+		return run != nil
+	}, func() string { return "the first run was never claimed" })
+	if run.ID != running.ID {
+		t.Fatalf("claimed %s, want %s", run.ID, running.ID)
+	}
+	// A run claimed for a request whose answer the runtime lost, and two
+	// more waiting.
+	lost := p.CreateTask(agent.ID, "claimed for a lost answer")
+	key := mesh.NewID()
+	res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Claim: true, Key: key})
+	if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != lost.ID {
+		t.Fatalf("claim of %s: %+v, %v", lost.ID, res, err)
+	}
+	runtimeengine.LostAnswer(tr, key)
+	waiting := []mesh.TaskRun{p.CreateTask(agent.ID, "waiting 1"), p.CreateTask(agent.ID, "waiting 2")}
+	p.WaitTask(waiting[1].ID, 10*time.Second, meshtest.StatusIs(mesh.StatusPending))
+
+	req := meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: json.RawMessage(`{"text":"done"}`)}
+	runs, err := taker.CompleteTaking(ctx, req, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
+	if len(runs) != 2 || runs[0].ID != lost.ID || runs[1].ID != waiting[0].ID {
+		t.Fatalf("the completion taking 2 brought %v; want %s (claimed for the lost answer), then %s", ids, lost.ID, waiting[0].ID)
+	}
+	if got := p.GetTask(waiting[1].ID); got.Status != mesh.StatusPending {
+		t.Fatalf("the second waiting run is %s; want pending (the completion took 2 in all)", got.Status)
+	}
+	if n := runtimeengine.LostAnswers(tr); n != 1 {
+		t.Fatalf("%d lost answers kept; want the one asked about, until it can claim nothing more", n)
+	}
+}

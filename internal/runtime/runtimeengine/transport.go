@@ -116,8 +116,9 @@ type Taker interface {
 	TakesOnComplete() bool
 	// CompleteTaking reports req and has the platform claim up to take
 	// pending runs for the runtime, which it returns: the runtime holds
-	// them. Runs claimed for an answer that did not come are asked for
-	// before the next request for work, as a claiming offer's are.
+	// them. Runs claimed for answers that did not come (a request for
+	// work's, or an earlier completion's) are asked for first and count
+	// toward take; it returns them even when req's report fails.
 	CompleteTaking(ctx context.Context, req meshapi.CompleteRequest, take int) ([]*mesh.TaskRun, error)
 }
 

@@ -495,6 +495,14 @@ func (t *natsTransport) CompleteTaking(ctx context.Context, req meshapi.Complete
 	if take <= 0 || !t.TakesOnComplete() {
 		return nil, t.Complete(ctx, req)
 	}
+	// Runs claimed for answers that did not come are taken first: a busy
+	// runtime, whose completions bring its next runs, may not ask for work
+	// for a long while, and their leases run meanwhile.
+	recovered := t.recoverLost(ctx, false)
+	if len(recovered) >= take {
+		return recovered, t.Complete(ctx, req)
+	}
+	take -= len(recovered)
 	req.Take, req.Key = min(take, meshapi.MaxOffers), mesh.NewID()
 	sent := time.Now()
 	// A reconnect ends the wait for the answer, as it ends a request for
@@ -519,16 +527,16 @@ func (t *natsTransport) CompleteTaking(ctx context.Context, req meshapi.Complete
 		// refuses fields it does not know: the completion is sent again
 		// without them, rather than be lost as malformed.
 		req.Take, req.Key = 0, ""
-		return nil, t.Complete(ctx, req)
+		return recovered, t.Complete(ctx, req)
 	case err != nil:
 		// The completion may have claimed runs whose answer is lost: they
 		// are asked for as a lost offer's are (recoverLost).
 		if mayHaveClaimed(err) {
 			t.lost.add(req.Key, sent)
 		}
-		return nil, err
+		return recovered, err
 	}
-	return t.held(ack.Claimed, ack.Instructions), nil
+	return append(recovered, t.held(ack.Claimed, ack.Instructions)...), nil
 }
 
 func (t *natsTransport) Renew(ctx context.Context, ids []string) ([]string, error) {
