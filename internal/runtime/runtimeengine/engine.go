@@ -141,6 +141,10 @@ type Engine struct {
 	// owed are the runs whose report waits in the outbox: the runtime still
 	// holds them, so their leases are renewed with the running ones.
 	owed map[string]bool
+	// waiting are the runs a completion brought that have not started
+	// yet (they start once that completion is delivered): held, so their
+	// leases are renewed too.
+	waiting map[string]bool
 	// idleTimer trims the heap once no task ran for IdleTrim; idleGen
 	// tells a timer that fired late whether it is still the current one.
 	idleTimer *time.Timer
@@ -190,7 +194,7 @@ var (
 func New(cfg Config) *Engine {
 	cfg.defaults()
 	return &Engine{
-		cfg: cfg, log: cfg.Logger, running: map[string]*task{}, owed: map[string]bool{}, givenBack: map[string]int{},
+		cfg: cfg, log: cfg.Logger, running: map[string]*task{}, owed: map[string]bool{}, waiting: map[string]bool{}, givenBack: map[string]int{},
 		fatal: make(chan struct{}), outboxKick: make(chan struct{}, 1), heartbeatKick: make(chan struct{}, 1), tracked: make(chan struct{}, 1),
 		stopNow: make(chan struct{}),
 	}
@@ -338,6 +342,7 @@ func (e *Engine) dispatch(ctx context.Context, workers *sync.WaitGroup) {
 
 // release gives back runs claimed while the runtime stops.
 func (e *Engine) release(runs []*mesh.TaskRun) {
+	defer e.await(false, runs)
 	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, run := range runs {
@@ -477,6 +482,7 @@ func (e *Engine) next(ctx context.Context, n int, backoff *bus.Backoff) ([]*mesh
 func (e *Engine) track(t *task) {
 	e.mu.Lock()
 	e.running[t.id] = t
+	delete(e.waiting, t.id)
 	e.cancelIdleTrim()
 	e.mu.Unlock()
 	select {
@@ -499,7 +505,7 @@ func (e *Engine) untrack(id string) {
 func (e *Engine) heldIDs() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ids := make([]string, 0, len(e.running)+len(e.owed))
+	ids := make([]string, 0, len(e.running)+len(e.owed)+len(e.waiting))
 	for id := range e.running {
 		ids = append(ids, id)
 	}
@@ -508,7 +514,26 @@ func (e *Engine) heldIDs() []string {
 			ids = append(ids, id)
 		}
 	}
+	for id := range e.waiting {
+		if e.running[id] == nil && !e.owed[id] {
+			ids = append(ids, id)
+		}
+	}
 	return ids
+}
+
+// await marks runs as brought by a completion and not started yet, or
+// given back.
+func (e *Engine) await(waiting bool, runs []*mesh.TaskRun) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range runs {
+		if waiting {
+			e.waiting[r.ID] = true
+		} else {
+			delete(e.waiting, r.ID)
+		}
+	}
 }
 
 // owe marks runs as owed (their report is in the outbox) or settled.

@@ -159,6 +159,9 @@ func (e *Engine) sendTaking(ctx context.Context, req meshapi.CompleteRequest, h 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), takeTimeout)
 	defer cancel()
 	runs, err := taker.CompleteTaking(ctx, req, n)
+	// Held from now: their leases are renewed while this completion is
+	// delivered, before they start.
+	e.await(true, runs)
 	h.runs = runs
 	return err
 }
