@@ -23,10 +23,6 @@ type HelloResponse struct {
 	HeartbeatTimeoutMS int64  `json:"heartbeat_timeout_ms"`
 	// Instructions are the agent account's business instructions.
 	Instructions string `json:"instructions,omitempty"`
-	// TakesOnComplete says the task queue understands CompleteRequest's
-	// Take and Key: a runtime sends them only then (a platform that does
-	// not refuses a request with fields it does not know).
-	TakesOnComplete bool `json:"takes_on_complete,omitempty"`
 }
 
 // PullRequest claims the next pending run, waiting up to Wait for one.
@@ -206,16 +202,6 @@ type CompleteRequest struct {
 	// question is in output.text): the run moves to input-required instead
 	// of completed, and a caller's answer continues it (OpTaskContinue).
 	InputRequired bool `json:"input_required,omitempty"`
-	// Take, when not 0, is how many runs the runtime may start now (its
-	// free slots, counting the one this report frees; at most MaxOffers):
-	// once the turn is ended, the task queue claims up to Take pending runs
-	// of the agent for it, as a claiming offer request does, under Key (an
-	// id: mesh.ValidID, required with Take), and answers with them
-	// (ReportAck's Claimed). A runtime that did not get the answer asks
-	// for them with OfferRequest's Recover and the same Key. Sent only to a
-	// platform whose hello says TakesOnComplete.
-	Take int    `json:"take,omitempty"`
-	Key  string `json:"key,omitempty"`
 }
 
 // FailRequest ends a run as failed; Output carries at least "error".
@@ -231,11 +217,6 @@ type ReportAck struct {
 	Status    mesh.Status `json:"status"`
 	Attempt   int         `json:"attempt"`
 	Revision  uint64      `json:"revision"`
-	// Claimed are the runs a completion's Take claimed for the runtime,
-	// oldest first; Instructions are then given as with
-	// ClaimManyResponse.
-	Claimed      []mesh.TaskRun `json:"claimed,omitempty"`
-	Instructions *string        `json:"instructions,omitempty"`
 }
 
 // AckOf acknowledges a report on run.

@@ -67,11 +67,6 @@ func (g *Gateway) bridge(op *meshapi.OpInfo) http.HandlerFunc {
 			g.writeError(w, r, mesh.Errorf(mesh.CodeInvalidRequest, "%v", err))
 			return
 		}
-		if c, ok := req.(*meshapi.CompleteRequest); ok {
-			// Answered with the run, a completion over REST has no room
-			// for runs claimed with it: it takes none (the runtime pulls).
-			c.Take, c.Key = 0, ""
-		}
 		ctx := r.Context()
 		if op.Waits {
 			var cancel context.CancelFunc

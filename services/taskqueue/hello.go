@@ -22,7 +22,6 @@ func (s *Service) handleHello(ctx context.Context, in *meshapi.Empty) (*meshapi.
 		RuntimeID:          runtimeID,
 		LeaseMS:            s.cfg.Lease.Milliseconds(),
 		HeartbeatTimeoutMS: s.cfg.HeartbeatTimeout.Milliseconds(),
-		TakesOnComplete:    true,
 	}
 	if a, ok := s.agents.Get(agentID); ok {
 		resp.Instructions = a.Instructions

@@ -63,54 +63,13 @@ func (s *Service) handleComplete(ctx context.Context, in *meshapi.CompleteReques
 	if !isJSONObject(in.Output) {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "output must be a JSON object")
 	}
-	if in.Take < 0 || in.Take > meshapi.MaxOffers {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "take must be between 0 and %d", meshapi.MaxOffers)
-	}
-	if in.Take > 0 && !mesh.ValidID(in.Key) {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "a completion that takes runs needs a key (a UUID in lower-case hex)")
-	}
 	to := mesh.StatusCompleted
 	if in.InputRequired {
 		// The agent ended its turn with a question: the run waits for the
 		// caller's answer (OpTaskContinue) instead of ending.
 		to = mesh.StatusInputRequired
 	}
-	ack, repeated, err := s.end(ctx, agentID, runtimeID, in.TaskRunID, in.Attempt, to, in.Output, nil)
-	if err != nil || in.Take == 0 {
-		return ack, err
-	}
-	if repeated {
-		// Sent again because its answer did not come: the answer is what
-		// the first try claimed under the key (the runtime knows of those
-		// runs only through it), and nothing more.
-		held, err := s.recoverClaims(ctx, agentID, runtimeID, in.Key)
-		if err != nil {
-			return nil, err
-		}
-		ack.Claimed, ack.Instructions = held.Claimed, held.Instructions
-		return ack, nil
-	}
-	return s.takeNext(ctx, agentID, runtimeID, ack, in.Take, in.Key)
-}
-
-// takeNext claims, once a runtime's report ended its run's turn, up to n
-// pending runs of its agent for it under key, as a claiming offer request
-// does (claimPending: the same claims, leases, attempts and checks), and
-// adds them to the report's answer. So a busy runtime goes from one run to
-// the next without a request for work in between. A runtime no longer
-// online gets none; a claim the store failed fails the answer, and the
-// runtime, which sends the report again, asks for what the key claimed as
-// for a lost offer's answer.
-func (s *Service) takeNext(ctx context.Context, agentID, runtimeID string, ack *meshapi.ReportAck, n int, key string) (*meshapi.ReportAck, error) {
-	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
-		return ack, nil
-	}
-	res, err := s.claimPending(ctx, agentID, runtimeID, key, n)
-	if err != nil {
-		return nil, err
-	}
-	ack.Claimed, ack.Instructions = res.Claimed, res.Instructions
-	return ack, nil
+	return s.end(ctx, agentID, runtimeID, in.TaskRunID, in.Attempt, to, in.Output, nil)
 }
 
 func (s *Service) handleFail(ctx context.Context, in *meshapi.FailRequest) (*meshapi.ReportAck, error) {
@@ -122,8 +81,7 @@ func (s *Service) handleFail(ctx context.Context, in *meshapi.FailRequest) (*mes
 	if err != nil {
 		return nil, err
 	}
-	ack, _, err := s.end(ctx, agentID, runtimeID, in.TaskRunID, in.Attempt, mesh.StatusFailed, in.Output, runErr)
-	return ack, err
+	return s.end(ctx, agentID, runtimeID, in.TaskRunID, in.Attempt, mesh.StatusFailed, in.Output, runErr)
 }
 
 // failure reads the error of a fail report: output.error as text or an object
@@ -167,17 +125,16 @@ func failure(output json.RawMessage) (*mesh.RunError, error) {
 
 // end completes or fails the run a runtime holds, or ends its turn asking for
 // input. Repeating the same report for the same attempt is answered with the
-// run as it is, and repeated says so.
-func (s *Service) end(ctx context.Context, agentID, runtimeID, runID string, attempt int, to mesh.Status, output json.RawMessage, runErr *mesh.RunError) (ack *meshapi.ReportAck, repeated bool, err error) {
+// run as it is.
+func (s *Service) end(ctx context.Context, agentID, runtimeID, runID string, attempt int, to mesh.Status, output json.RawMessage, runErr *mesh.RunError) (*meshapi.ReportAck, error) {
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	usage := s.usageOf(runID, output)
 	counted := false
 	run, err := s.transitionFirst(ctx, runID, func(r *mesh.TaskRun) (string, error) {
-		counted, repeated = false, false
+		counted = false
 		if r.Status == to && r.TargetAgentID == agentID && r.HeldBy(runtimeID, attempt) {
-			repeated = true
 			return "", errUnchanged
 		}
 		if err := r.CheckHeld(agentID, runtimeID, attempt); err != nil {
@@ -204,12 +161,12 @@ func (s *Service) end(ctx context.Context, agentID, runtimeID, runID string, att
 		return ""
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if counted {
 		s.usageRecorded(ctx, run, usage)
 	}
-	return meshapi.AckOf(run), repeated, nil
+	return meshapi.AckOf(run), nil
 }
 
 func (s *Service) handleRenew(ctx context.Context, in *meshapi.RenewRequest) (*meshapi.RenewResponse, error) {

@@ -45,14 +45,6 @@ func (e *Engine) AdapterReady() bool {
 	return !e.adapterDown
 }
 
-// adapterTrusted reports whether the adapter is believed up: its last
-// check and its last task went well.
-func (e *Engine) adapterTrusted() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return !e.adapterDown && !e.adapterSuspect
-}
-
 // waitAdapter returns once the adapter answers GET /health, checking with
 // backoff while it does not, or once it has not answered for AdapterWait:
 // an adapter gone that long is not restarting, and the runs claimed then
@@ -65,7 +57,10 @@ func (e *Engine) waitAdapter(ctx context.Context) bool {
 	if e.cfg.Adapter == nil {
 		return true
 	}
-	if e.adapterTrusted() {
+	e.mu.Lock()
+	trusted := !e.adapterDown && !e.adapterSuspect
+	e.mu.Unlock()
+	if trusted {
 		return true
 	}
 	backoff := bus.Backoff{Initial: adapterBackoffMin, Max: adapterBackoffMax, Jitter: 0.2}

@@ -141,10 +141,6 @@ type Engine struct {
 	// owed are the runs whose report waits in the outbox: the runtime still
 	// holds them, so their leases are renewed with the running ones.
 	owed map[string]bool
-	// waiting are the runs a completion brought that have not started
-	// yet (they start once that completion is delivered): held, so their
-	// leases are renewed too.
-	waiting map[string]bool
 	// idleTimer trims the heap once no task ran for IdleTrim; idleGen
 	// tells a timer that fired late whether it is still the current one.
 	idleTimer *time.Timer
@@ -194,7 +190,7 @@ var (
 func New(cfg Config) *Engine {
 	cfg.defaults()
 	return &Engine{
-		cfg: cfg, log: cfg.Logger, running: map[string]*task{}, owed: map[string]bool{}, waiting: map[string]bool{}, givenBack: map[string]int{},
+		cfg: cfg, log: cfg.Logger, running: map[string]*task{}, owed: map[string]bool{}, givenBack: map[string]int{},
 		fatal: make(chan struct{}), outboxKick: make(chan struct{}, 1), heartbeatKick: make(chan struct{}, 1), tracked: make(chan struct{}, 1),
 		stopNow: make(chan struct{}),
 	}
@@ -328,99 +324,21 @@ func (e *Engine) dispatch(ctx context.Context, workers *sync.WaitGroup) {
 		}
 		if ctx.Err() != nil {
 			// Claimed while stopping: give them back rather than start them.
-			e.release(runs)
-			for range runs {
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			for _, run := range runs {
+				_ = e.cfg.Transport.Release(rctx, run)
 				<-slots
 			}
+			cancel()
 			return
 		}
 		for _, run := range runs {
-			e.startWorker(ctx, run, slots, workers)
-		}
-	}
-}
-
-// release gives back runs claimed while the runtime stops.
-func (e *Engine) release(runs []*mesh.TaskRun) {
-	defer e.await(false, runs)
-	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, run := range runs {
-		_ = e.cfg.Transport.Release(rctx, run)
-	}
-}
-
-// startWorker works on run, in a slot taken for it, in a goroutine of its
-// own (counted in workers).
-func (e *Engine) startWorker(ctx context.Context, run *mesh.TaskRun, slots chan struct{}, workers *sync.WaitGroup) {
-	workers.Add(1)
-	go func() {
-		defer workers.Done()
-		e.work(ctx, run, slots, workers)
-	}()
-}
-
-// work executes run in its slot. Its completion, over a transport that
-// may (Taker), claims the runtime's next runs: as many as its slot and the
-// slots free then allow, none once ctx ended (the runtime drains) or while
-// the adapter is in doubt (dispatch waits for it). The first of them is
-// worked on next in the same slot, each other in one of those free slots,
-// exactly as runs claimed by a request for work are; so a busy runtime
-// goes from run to run without asking for work. The slot is freed when a
-// run's end claims nothing.
-func (e *Engine) work(ctx context.Context, run *mesh.TaskRun, slots chan struct{}, workers *sync.WaitGroup) {
-	defer func() { <-slots }()
-	for run != nil {
-		extra := 0
-		h := &handoff{take: func() int {
-			if ctx.Err() != nil || !e.adapterTrusted() {
-				return 0
-			}
-			extra = takeMore(slots)
-			return 1 + extra
-		}}
-		e.execute(run, h)
-		runs := h.runs
-		run = nil
-		if len(runs) > 0 && ctx.Err() != nil {
-			e.release(runs)
-			runs = nil
-		}
-		if over := len(runs) - (1 + extra); over > 0 {
-			// Never more than asked; any more would have no slot.
-			e.release(runs[len(runs)-over:])
-			runs = runs[:len(runs)-over]
-		}
-		if len(runs) > 0 {
-			run = runs[0]
-			for _, r := range runs[1:] {
-				e.startWorker(ctx, r, slots, workers)
-			}
-			extra -= len(runs) - 1
-		}
-		for range extra {
-			<-slots
-		}
-	}
-}
-
-// handoff is what a run's completion may claim: take says how many runs
-// (0: none; asked once, as the completion is sent), and runs are those it
-// claimed.
-type handoff struct {
-	take func() int
-	runs []*mesh.TaskRun
-}
-
-// takeMore takes every slot free now and returns how many it took.
-func takeMore(slots chan struct{}) int {
-	n := 0
-	for {
-		select {
-		case slots <- struct{}{}:
-			n++
-		default:
-			return n
+			workers.Add(1)
+			go func() {
+				defer workers.Done()
+				defer func() { <-slots }()
+				e.execute(run)
+			}()
 		}
 	}
 }
@@ -482,7 +400,6 @@ func (e *Engine) next(ctx context.Context, n int, backoff *bus.Backoff) ([]*mesh
 func (e *Engine) track(t *task) {
 	e.mu.Lock()
 	e.running[t.id] = t
-	delete(e.waiting, t.id)
 	e.cancelIdleTrim()
 	e.mu.Unlock()
 	select {
@@ -505,7 +422,7 @@ func (e *Engine) untrack(id string) {
 func (e *Engine) heldIDs() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ids := make([]string, 0, len(e.running)+len(e.owed)+len(e.waiting))
+	ids := make([]string, 0, len(e.running)+len(e.owed))
 	for id := range e.running {
 		ids = append(ids, id)
 	}
@@ -514,26 +431,7 @@ func (e *Engine) heldIDs() []string {
 			ids = append(ids, id)
 		}
 	}
-	for id := range e.waiting {
-		if e.running[id] == nil && !e.owed[id] {
-			ids = append(ids, id)
-		}
-	}
 	return ids
-}
-
-// await marks runs as brought by a completion and not started yet, or
-// given back.
-func (e *Engine) await(waiting bool, runs []*mesh.TaskRun) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, r := range runs {
-		if waiting {
-			e.waiting[r.ID] = true
-		} else {
-			delete(e.waiting, r.ID)
-		}
-	}
 }
 
 // owe marks runs as owed (their report is in the outbox) or settled.

@@ -21,9 +21,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// execute works on one claimed run from dispatch to report; its
-// completion may claim the next runs through h (see work).
-func (e *Engine) execute(run *mesh.TaskRun, h *handoff) {
+// execute works on one claimed run from dispatch to report.
+func (e *Engine) execute(run *mesh.TaskRun) {
 	ctx, cancel := context.WithCancelCause(e.execCtx)
 	defer cancel(nil)
 	ctx, span := startTask(ctx, run, e.cfg.RuntimeID)
@@ -99,7 +98,7 @@ func (e *Engine) execute(run *mesh.TaskRun, h *handoff) {
 		_, reason := adapterapi.Rejected(reply.Output)
 		e.failRun(ctx, run, mesh.ReasonRejected, reason)
 	default:
-		e.completeRun(ctx, run, reply.Output, h)
+		e.completeRun(ctx, run, reply.Output)
 	}
 }
 
@@ -254,7 +253,7 @@ func (e *Engine) failRunSpent(ctx context.Context, run *mesh.TaskRun, code, mess
 // is free at once. Each artifact is written with a key of its own (the
 // report's id and its place), so that a write sent again after an answer
 // that never came back stores it once.
-func (e *Engine) completeRun(ctx context.Context, run *mesh.TaskRun, output map[string]any, h *handoff) {
+func (e *Engine) completeRun(ctx context.Context, run *mesh.TaskRun, output map[string]any) {
 	writes, err := adapterapi.ArtifactWrites(output)
 	if err != nil {
 		e.failRun(ctx, run, mesh.ReasonArtifactWriteFailed, err.Error())
@@ -292,7 +291,7 @@ func (e *Engine) completeRun(ctx context.Context, run *mesh.TaskRun, output map[
 		return
 	}
 	e.completed(ctx, run.ID, run.Attempt, len(refs), inputRequired)
-	e.deliverAs(ctx, reportID, ledger.ReportComplete, run, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out, InputRequired: inputRequired}, h)
+	e.deliverAs(ctx, reportID, ledger.ReportComplete, run, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: run.Attempt, Output: out, InputRequired: inputRequired})
 }
 
 // completed records a run whose result and artifacts are ready to report.

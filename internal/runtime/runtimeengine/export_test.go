@@ -21,9 +21,3 @@ var AdapterEnv = adapterEnv
 func LostAnswerSentAt(tr Transport, key string, sent time.Time) {
 	tr.(*natsTransport).lost.add(key, sent)
 }
-
-// HelloSaidNoTakes has a NATS transport behave as with a platform whose
-// hello does not say that completions take runs (one of before they did).
-func HelloSaidNoTakes(tr Transport) {
-	tr.(*natsTransport).hello.TakesOnComplete = false
-}

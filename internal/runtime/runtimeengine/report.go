@@ -18,24 +18,17 @@ import (
 // outbox and the outbox loop re-sends it until the platform answers. ctx is
 // the task's: only its values (the task's span) are kept, not its end.
 func (e *Engine) deliver(ctx context.Context, kind ledger.ReportKind, run *mesh.TaskRun, req any) {
-	e.deliverAs(ctx, ledger.NewReportID(), kind, run, req, nil)
+	e.deliverAs(ctx, ledger.NewReportID(), kind, run, req)
 }
 
-// deliverAs is deliver of the report that has id in the outbox. A
-// completion's first try may claim the runtime's next runs through h (nil:
-// none); a try sent again claims none (what a try whose answer was lost
-// claimed is asked for by the next request for work).
-func (e *Engine) deliverAs(ctx context.Context, id string, kind ledger.ReportKind, run *mesh.TaskRun, req any, h *handoff) {
+// deliverAs is deliver of the report that has id in the outbox.
+func (e *Engine) deliverAs(ctx context.Context, id string, kind ledger.ReportKind, run *mesh.TaskRun, req any) {
 	var err error
 	for try := 0; try < 2; try++ {
 		if try > 0 {
 			time.Sleep(time.Second)
 		}
-		if complete, ok := req.(meshapi.CompleteRequest); ok && try == 0 && h != nil {
-			err = e.sendTaking(ctx, complete, h)
-		} else {
-			err = e.send(ctx, kind, req)
-		}
+		err = e.send(ctx, kind, req)
 		switch {
 		case err == nil:
 			return
@@ -136,34 +129,6 @@ func (e *Engine) send(ctx context.Context, kind ledger.ReportKind, req any) erro
 		return e.cfg.Transport.Fail(ctx, r)
 	}
 	return fmt.Errorf("unknown report %s", kind)
-}
-
-// takeTimeout bounds the wait for the answer to a completion that takes
-// runs. Past it the completion is sent again without taking (the same
-// completion: its repeat changes nothing), and what it may have claimed is
-// asked for as a lost request for work's answer is, within moments rather
-// than after a long wait that a short lease could not outlast.
-const takeTimeout = 5 * time.Second
-
-// sendTaking sends a completion that claims up to as many runs as h says,
-// over a transport whose platform takes them (Taker); otherwise it is send.
-func (e *Engine) sendTaking(ctx context.Context, req meshapi.CompleteRequest, h *handoff) error {
-	taker, ok := e.cfg.Transport.(Taker)
-	if !ok || !taker.TakesOnComplete() {
-		return e.send(ctx, ledger.ReportComplete, req)
-	}
-	n := h.take()
-	if n == 0 {
-		return e.send(ctx, ledger.ReportComplete, req)
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), takeTimeout)
-	defer cancel()
-	runs, err := taker.CompleteTaking(ctx, req, n)
-	// Held from now: their leases are renewed while this completion is
-	// delivered, before they start.
-	e.await(true, runs)
-	h.runs = runs
-	return err
 }
 
 // outboxLoop re-sends kept reports: at start (reports left by an earlier

@@ -106,22 +106,6 @@ type CancelWaiter interface {
 	WaitCanceled(ctx context.Context, ids []string) ([]string, error)
 }
 
-// Taker is a Transport whose completion report may claim the runtime's
-// next runs (meshapi.CompleteRequest's Take), so that a busy runtime goes
-// from one run to the next without a request for work in between.
-type Taker interface {
-	// TakesOnComplete reports whether the platform said at hello that it
-	// claims runs in answer to a completion: only then is Take sent, since
-	// a platform that does not would refuse the report.
-	TakesOnComplete() bool
-	// CompleteTaking reports req and has the platform claim up to take
-	// pending runs for the runtime, which it returns: the runtime holds
-	// them. Runs claimed for answers that did not come (a request for
-	// work's, or an earlier completion's) are asked for first and count
-	// toward take; it returns them even when req's report fails.
-	CompleteTaking(ctx context.Context, req meshapi.CompleteRequest, take int) ([]*mesh.TaskRun, error)
-}
-
 // InstructionCarrier is a Transport whose claims say what the agent's
 // instructions were when the platform answered, so the engine need not
 // ask for them before each task.

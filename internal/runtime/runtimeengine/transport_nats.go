@@ -489,56 +489,6 @@ func (t *natsTransport) claim(ctx context.Context, offers []meshapi.Offer) ([]*m
 	return t.held(res.Claimed, res.Instructions), nil
 }
 
-func (t *natsTransport) TakesOnComplete() bool { return t.hello != nil && t.hello.TakesOnComplete }
-
-func (t *natsTransport) CompleteTaking(ctx context.Context, req meshapi.CompleteRequest, take int) ([]*mesh.TaskRun, error) {
-	if take <= 0 || !t.TakesOnComplete() {
-		return nil, t.Complete(ctx, req)
-	}
-	// Runs claimed for answers that did not come are taken first: a busy
-	// runtime, whose completions bring its next runs, may not ask for work
-	// for a long while, and their leases run meanwhile.
-	recovered := t.recoverLost(ctx, false)
-	if len(recovered) >= take {
-		return recovered, t.Complete(ctx, req)
-	}
-	take -= len(recovered)
-	req.Take, req.Key = min(take, meshapi.MaxOffers), mesh.NewID()
-	sent := time.Now()
-	// A reconnect ends the wait for the answer, as it ends a request for
-	// work's: the answer is lost with the connection, and the runs it
-	// claimed are asked for at once, not when the wait would have ended
-	// (a lease can run out meanwhile).
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	reconnected := t.reconnects()
-	go func() {
-		select {
-		case <-reconnected:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	ack, err := t.rc.Complete(ctx, req)
-	switch {
-	case errors.Is(err, mesh.ErrInvalidRequest):
-		// A copy of the task queue from before completions took runs (a
-		// cluster being upgraded, whose hello came from a newer copy)
-		// refuses fields it does not know: the completion is sent again
-		// without them, rather than be lost as malformed.
-		req.Take, req.Key = 0, ""
-		return recovered, t.Complete(ctx, req)
-	case err != nil:
-		// The completion may have claimed runs whose answer is lost: they
-		// are asked for as a lost offer's are (recoverLost).
-		if mayHaveClaimed(err) {
-			t.lost.add(req.Key, sent)
-		}
-		return recovered, err
-	}
-	return append(recovered, t.held(ack.Claimed, ack.Instructions)...), nil
-}
-
 func (t *natsTransport) Renew(ctx context.Context, ids []string) ([]string, error) {
 	res, err := t.rc.Renew(ctx, meshapi.RenewRequest{TaskRunIDs: ids})
 	if err != nil {
