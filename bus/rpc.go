@@ -107,8 +107,7 @@ func CallMsg(ctx context.Context, nc *nats.Conn, msg *nats.Msg, resp any) (err e
 // keeps nothing for later), or no service listens on the subject. Such a
 // request did nothing; one that timed out may have done anything.
 func NotSent(err error) bool {
-	return errors.Is(err, nats.ErrReconnectBufExceeded) || errors.Is(err, nats.ErrConnectionReconnecting) ||
-		errors.Is(err, nats.ErrNoResponders)
+	return errors.Is(err, nats.ErrReconnectBufExceeded) || errors.Is(err, nats.ErrNoResponders)
 }
 
 // CallIdempotent is Call for an operation that may be repeated with the
@@ -126,10 +125,19 @@ func CallIdempotent(ctx context.Context, nc *nats.Conn, subject string, req, res
 		defer cancel()
 	}
 	b := Backoff{Initial: 50 * time.Millisecond, Max: time.Second, Jitter: 0.2}
+	// sent is the error of the last try that reached a service: the call
+	// ends with it rather than with a later try's that did not (NotSent),
+	// since the request may have done its work.
+	var sent error
 	for {
 		tctx, cancel := context.WithTimeout(ctx, tryTimeout)
 		err := Call(tctx, nc, subject, req, resp)
 		cancel()
+		if err != nil && !NotSent(err) {
+			sent = err
+		} else if err != nil && sent != nil {
+			err = sent
+		}
 		if err == nil || ctx.Err() != nil {
 			return err
 		}

@@ -299,3 +299,35 @@ func TestService_StopWhileRequestsArrive(t *testing.T) {
 		wg.Wait()
 	}
 }
+
+// TestCallIdempotent_ACallWhoseEarlierTryWasSentIsNeverSaidNotSent: the
+// first try reaches a service whose answer is lost, and the tries after it
+// find no service (its node lost). The call's error must not say the
+// request was never sent: the first try may have done its work (claimed
+// runs), and a caller that believed it sent nothing would forget them.
+func TestCallIdempotent_ACallWhoseEarlierTryWasSentIsNeverSaidNotSent(t *testing.T) {
+	conn := embeddedConn(t)
+	taken := make(chan struct{}, 1)
+	sub, err := conn.NC.Subscribe("mesh.test.lost", func(*nats.Msg) {
+		select {
+		case taken <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		<-taken
+		_ = sub.Unsubscribe() // the service goes with the answer
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	err = CallIdempotent(ctx, conn.NC, "mesh.test.lost", struct{}{}, nil, 300*time.Millisecond)
+	if err == nil {
+		t.Fatal("the call succeeded with no service answering")
+	}
+	if NotSent(err) {
+		t.Fatalf("the call's error says it was never sent, though its first try was taken: %v", err)
+	}
+}
