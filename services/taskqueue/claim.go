@@ -257,24 +257,22 @@ const recoverSync = time.Second
 // request of key key with the runs claimed under it that it still holds:
 // of the few it holds, those whose records carry the key.
 func (s *Service) recoverClaims(ctx context.Context, agentID, runtimeID, key string) (*meshapi.OfferResponse, error) {
-	// The claim may have been stored by another copy of the service a
-	// moment ago (or its watch held up while a node was lost). The runtime
-	// stops asking once told "nothing" late enough, so "nothing" is said
-	// only once the index holds every write stored before the question;
-	// runs the index holds already are answered at once, even while that
-	// cannot be known (the store electing a leader), since their leases
-	// are running.
+	// Runs the index holds under the key are answered at once: their
+	// leases are running. "Nothing" ends the runtime's asking once late
+	// enough, and the claim may have been stored by another copy a moment
+	// ago (or this copy's watch held up while a node was lost), so it is
+	// said only once the index holds every write stored before the
+	// question.
+	if out, err := s.claimedUnder(ctx, agentID, runtimeID, key); err != nil || len(out.Claimed) > 0 {
+		return out, err
+	}
 	sctx, cancel := context.WithTimeout(ctx, recoverSync)
-	synced := s.runView.Sync(sctx)
+	err := s.runView.Sync(sctx)
 	cancel()
-	out, err := s.claimedUnder(ctx, agentID, runtimeID, key)
 	if err != nil {
-		return nil, err
+		return nil, mesh.Errorf(mesh.CodeUnavailable, "the runs claimed for a lost answer cannot be listed right now: %v", err)
 	}
-	if synced != nil && len(out.Claimed) == 0 {
-		return nil, mesh.Errorf(mesh.CodeUnavailable, "the runs claimed for a lost answer cannot be listed right now: %v", synced)
-	}
-	return out, nil
+	return s.claimedUnder(ctx, agentID, runtimeID, key)
 }
 
 // claimedUnder is what the index knows of the runs claimed under key that
