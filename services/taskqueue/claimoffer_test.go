@@ -119,7 +119,7 @@ func TestOffer_AClaimingRequestOnlyNamesTheRunsThatArriveWhileItWaits(t *testing
 		res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 20 * time.Second, Claim: true, Key: mesh.NewID()})
 		got <- answer{res, err}
 	}()
-	waitOffersWaiting(t, p, 1)
+	p.WaitOffersWaiting(1)
 	run := p.CreateTask(agent.ID, "later")
 	a := <-got
 	if a.err != nil {

@@ -1,9 +1,7 @@
 package taskqueue_test
 
 import (
-	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +22,7 @@ func TestPull_LongPollWithoutWorkAnswers204AfterTheWait(t *testing.T) {
 	got := make(chan *meshtest.Response, 1)
 	go func() { got <- p.Pull(t, agent.ID, rt.RuntimeToken, "5s") }()
 	// A long poll is one request parked in the task queue, not a loop.
-	waitOffersWaiting(t, p, 1)
+	p.WaitOffersWaiting(1)
 	resp := <-got
 	resp.Expect(t, http.StatusNoContent)
 	if len(resp.Body) != 0 {
@@ -33,23 +31,11 @@ func TestPull_LongPollWithoutWorkAnswers204AfterTheWait(t *testing.T) {
 	if resp.Elapsed < 4500*time.Millisecond || resp.Elapsed > 7*time.Second {
 		t.Fatalf("long poll of 5s answered after %s", resp.Elapsed)
 	}
-	waitOffersWaiting(t, p, 0)
+	p.WaitOffersWaiting(0)
 	// Without ?wait the answer is immediate.
 	if resp := p.Pull(t, agent.ID, rt.RuntimeToken, "").Expect(t, http.StatusNoContent); resp.Elapsed > time.Second {
 		t.Fatalf("pull without wait took %s", resp.Elapsed)
 	}
-}
-
-// waitOffersWaiting waits until the platform counts n requests for work
-// waiting for a pending run (a2amesh_offers_waiting on /metrics).
-func waitOffersWaiting(t *testing.T, p *meshtest.Platform, n int) {
-	t.Helper()
-	want := fmt.Sprintf("a2amesh_offers_waiting{waiter=\"runtime\"} %d\n", n)
-	last := ""
-	meshtest.Eventually(t, 10*time.Second, func() bool {
-		last = string(p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/metrics"}).Expect(t, http.StatusOK).Body)
-		return strings.Contains(last, want)
-	}, func() string { return "metrics never said " + strings.TrimSpace(want) })
 }
 
 // TestPull_RunCreatedDuringALongPollIsHandedToIt: the waiting pull gets the
@@ -70,7 +56,7 @@ func TestPull_RunCreatedDuringALongPollIsHandedToIt(t *testing.T) {
 		got <- result{resp, time.Now()}
 	}()
 	// Create the run only once the pull is parked.
-	waitOffersWaiting(t, p, 1)
+	p.WaitOffersWaiting(1)
 
 	created := time.Now()
 	run := p.CreateTask(agent.ID, "now")

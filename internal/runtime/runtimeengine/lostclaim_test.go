@@ -3,10 +3,7 @@ package runtimeengine_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -89,19 +86,9 @@ func TestNATSTransport_AnAnswerLostWithTheConnectionIsRecovered(t *testing.T) {
 	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
 	agent := p.CreateAgent("dropped answer")
 	att := p.OnlineRuntime(t, agent.ID)
-	link, err := tcplink.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer link.Close()
-	u, err := url.Parse(p.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	link.SetTarget(u.Host)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	tr, _ := dialNATS(ctx, t, "nats://"+link.Addr(), att)
+	tr, link := dialNATSThroughLink(ctx, t, p, att)
 	defer tr.Close()
 
 	dropTheAnswerThenRecover(ctx, t, p, tr, link, agent.ID, att.RuntimeID)
@@ -179,19 +166,9 @@ func TestNATSTransport_ALostAnswerIsAskedAboutUntilTheQuestionIsAnswered(t *test
 	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
 	agent := p.CreateAgent("asked again")
 	att := p.OnlineRuntime(t, agent.ID)
-	link, err := tcplink.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer link.Close()
-	u, err := url.Parse(p.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	link.SetTarget(u.Host)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	tr, _ := dialNATS(ctx, t, "nats://"+link.Addr(), att)
+	tr, link := dialNATSThroughLink(ctx, t, p, att)
 	defer tr.Close()
 
 	// A run claimed under a request sent long enough ago that it can
@@ -283,7 +260,7 @@ func TestNATSTransport_AClaimStoredWhileTheRuntimeWaitsForWorkIsTakenUpBeforeIts
 		}
 	}()
 	// It asked about the key (nothing yet) and waits for work.
-	waitOffersWaiting(t, p, 1)
+	p.WaitOffersWaiting(1)
 	claimed, err := rc.ClaimMany(ctx, meshapi.ClaimManyRequest{Claims: []meshapi.ClaimRequest{{TaskRunID: run.ID, Attempt: named.Offers[0].Attempt}}, Key: key})
 	if err != nil || len(claimed.Claimed) != 1 {
 		t.Fatalf("claim under the lost answer's key: %+v, %v", claimed, err)
@@ -301,14 +278,22 @@ func TestNATSTransport_AClaimStoredWhileTheRuntimeWaitsForWorkIsTakenUpBeforeIts
 	}
 }
 
-// waitOffersWaiting waits until the platform counts n requests for work
-// waiting for a pending run (a2amesh_offers_waiting on /metrics).
-func waitOffersWaiting(t *testing.T, p *meshtest.Platform, n int) {
+// dialNATSThroughLink dials the platform's NATS through a link the test
+// can slow, cut and drop; the link closes with the test.
+func dialNATSThroughLink(ctx context.Context, t *testing.T, p *meshtest.Platform, att meshtest.Attached) (runtimeengine.Transport, *tcplink.Link) {
 	t.Helper()
-	want := fmt.Sprintf("a2amesh_offers_waiting{waiter=\"runtime\"} %d\n", n)
-	meshtest.Eventually(t, 10*time.Second, func() bool {
-		return strings.Contains(string(p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/metrics"}).Expect(t, http.StatusOK).Body), want)
-	}, func() string { return "metrics never said " + strings.TrimSpace(want) })
+	link, err := tcplink.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(link.Close)
+	u, err := url.Parse(p.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link.SetTarget(u.Host)
+	tr, _ := dialNATS(ctx, t, "nats://"+link.Addr(), att)
+	return tr, link
 }
 
 // TestHTTPTransport_AnAnswerLostWithTheConnectionIsRecovered: over the REST

@@ -197,6 +197,16 @@ func (p *Platform) WaitTask(id string, timeout time.Duration, cond func(mesh.Tas
 	return run
 }
 
+// WaitOffersWaiting waits until the platform counts n requests for work of
+// runtimes waiting for a pending run (a2amesh_offers_waiting on /metrics).
+func (p *Platform) WaitOffersWaiting(n int) {
+	p.t.Helper()
+	want := fmt.Sprintf("a2amesh_offers_waiting{waiter=\"runtime\"} %d\n", n)
+	Eventually(p.t, 10*time.Second, func() bool {
+		return strings.Contains(string(p.Send(p.t, Request{Method: http.MethodGet, Path: "/metrics"}).Expect(p.t, http.StatusOK).Body), want)
+	}, func() string { return "metrics never said " + strings.TrimSpace(want) })
+}
+
 // StatusIs matches a run in one of the given statuses.
 func StatusIs(statuses ...mesh.Status) func(mesh.TaskRun) bool {
 	return func(r mesh.TaskRun) bool {
