@@ -19,16 +19,6 @@ const (
 	logAdapterBack = "local adapter answering again: claiming task runs"
 )
 
-// freeLoopbackAddr returns a loopback address with a port nobody listens on
-// now, so an adapter can be started, stopped and started again on it.
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	// A port reserved for this test binary: asking the kernel for port 0
-	// and closing the listener can give the same port twice, or one an
-	// outbound connection takes meanwhile.
-	return meshtest.FreeAddr(t)
-}
-
 // startAdapterAt runs a2a-adapter with the command provider on addr.
 func (l *lab) startAdapterAt(addr, workdir string, argv ...string) *adapterProc {
 	l.t.Helper()
@@ -100,7 +90,7 @@ func TestAdapterOutage_RestartUnderSteadyStreamFailsNoTask(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
 	p := l.startPlatform(platformOptions{})
-	addr := freeLoopbackAddr(t)
+	addr := meshtest.FreeAddr(t)
 	workdir := filepath.Join(t.TempDir(), "work")
 	host := script(t, "cat >/dev/null; echo done")
 	ad := l.startAdapterAt(addr, workdir, host)
@@ -170,7 +160,7 @@ func TestAdapterOutage_UndeliverableRunFailsAfterGiveBacksOrNearItsDeadline(t *t
 	t.Parallel()
 	l := newLab(t)
 	p := l.startPlatform(platformOptions{})
-	c := l.connect(p, "http://"+freeLoopbackAddr(t)+"/run-task", "--adapter-wait", "100ms")
+	c := l.connect(p, "http://"+meshtest.FreeAddr(t)+"/run-task", "--adapter-wait", "100ms")
 
 	run := waitEnded(t, p.Platform, c.task("anyone there?").ID, mesh.StatusFailed, waitLost)
 	wantError(t, run, "ADAPTER_UNREACHABLE", "connection refused")

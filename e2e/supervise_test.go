@@ -50,11 +50,11 @@ func TestSupervisedAdapter_StartedRestartedAndStoppedByTheRuntime(t *testing.T) 
 	p := l.startPlatform(platformOptions{})
 	agent := p.CreateAgent("supervised")
 	m := l.newMachine()
-	pairedAt := freeLoopbackAddr(t)
+	pairedAt := meshtest.FreeAddr(t)
 	m.pair(p.Platform, agent.ID, "http://"+pairedAt+"/run-task")
 
 	pidFile := filepath.Join(t.TempDir(), "adapter.pid")
-	addr := freeLoopbackAddr(t)
+	addr := meshtest.FreeAddr(t)
 	rt := m.startRuntime("--adapter", "command", "--adapter-bin", bins.Adapter,
 		"--local-agent-endpoint", "http://"+addr+"/run-task",
 		"--", "--workdir", filepath.Join(t.TempDir(), "work"), "--", adapterPidHost(t, pidFile))
