@@ -150,7 +150,9 @@ func TestRegionOutage(t *testing.T) {
 			}
 		}
 		return len(everyCon.Streams) == 3
-	}, func() string { return fmt.Sprintf("the consumer credential of every agent's events never read 3 regions' streams: %+v", everyCon.Streams) })
+	}, func() string {
+		return fmt.Sprintf("the consumer credential of every agent's events never read 3 regions' streams: %+v", everyCon.Streams)
+	})
 	parts := map[string]bus.RegionStream{}
 	for _, rs := range everyCon.Streams {
 		parts[rs.Region] = rs
