@@ -30,6 +30,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/adapter/provider"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/cpuprofile"
+	"github.com/a2amesh/a2amesh/internal/gomaxprocs"
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/version"
 )
@@ -38,6 +39,7 @@ func main() {
 	// Each task's host runs under this program started again as its
 	// keeper, which returns here only in the adapter itself.
 	keeper.Init()
+	gomaxprocs.Default(gomaxprocs.Relay)
 	stopProfile, err := cpuprofile.Start(os.Getenv(cpuprofile.EnvVar))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "a2a-adapter:", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/a2amesh/a2amesh/cmd/internal/programcli"
 	"github.com/a2amesh/a2amesh/internal/cliusage"
 	"github.com/a2amesh/a2amesh/internal/cpuprofile"
+	"github.com/a2amesh/a2amesh/internal/gomaxprocs"
 	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/profile"
 	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
@@ -26,6 +27,7 @@ const exitReauth = 3
 func main() {
 	// Errors reach people in the logs as on standard error: in plain words.
 	zerolog.ErrorMarshalFunc = func(err error) any { return cliusage.Plain(err) }
+	gomaxprocs.Default(gomaxprocs.Relay)
 	stopProfile, err := cpuprofile.Start(os.Getenv(cpuprofile.EnvVar))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "a2a-runtime:", err)
