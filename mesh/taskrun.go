@@ -271,11 +271,15 @@ type ArtifactRef struct {
 }
 
 // InputText returns input.text when the input carries one.
-func (r *TaskRun) InputText() string {
+func (r *TaskRun) InputText() string { return InputText(r.Input) }
+
+// InputText returns the text field of a task's input (a JSON object such
+// as {"text": "..."}), or "" when it has none or is not an object.
+func InputText(input json.RawMessage) string {
 	var in struct {
 		Text string `json:"text"`
 	}
-	_ = json.Unmarshal(r.Input, &in)
+	_ = json.Unmarshal(input, &in)
 	return in.Text
 }
 

@@ -86,13 +86,7 @@ type Environment struct {
 }
 
 // InputText returns input.text, or "" when the input has none.
-func (r *RunTaskRequest) InputText() string {
-	var in struct {
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(r.Input, &in)
-	return in.Text
-}
+func (r *RunTaskRequest) InputText() string { return mesh.InputText(r.Input) }
 
 // ArtifactWrite is one artifact write request an adapter returns in
 // output.artifacts (alias output.artifact_writes). The runtime materialises it
