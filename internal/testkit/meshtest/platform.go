@@ -4,7 +4,6 @@
 package meshtest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/restclient"
+	"github.com/a2amesh/a2amesh/internal/testkit/syncbuf"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/rs/zerolog"
 )
@@ -233,24 +233,7 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() bool, describe 
 }
 
 // Logs is a concurrency-safe log sink that tests search for leaked secrets.
-type Logs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-// Write implements io.Writer.
-func (l *Logs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// String returns everything written so far.
-func (l *Logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type Logs = syncbuf.Buffer
 
 // AssertNoSecrets fails the test if any secret appears in any of the texts.
 func AssertNoSecrets(t testing.TB, secrets []string, texts map[string]string) {

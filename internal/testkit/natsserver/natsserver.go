@@ -7,7 +7,6 @@
 package natsserver
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/testkit/freeport"
+	"github.com/a2amesh/a2amesh/internal/testkit/syncbuf"
 )
 
 var (
@@ -98,7 +98,7 @@ func serverVersion(gobin string) string {
 // Process is a running nats-server.
 type Process struct {
 	cmd  *exec.Cmd
-	logs *buffer
+	logs *syncbuf.Buffer
 	done chan struct{}
 }
 
@@ -112,7 +112,7 @@ func Start(t testing.TB, conf string, env map[string]string, clientAddr string) 
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	p := &Process{cmd: cmd, logs: &buffer{}, done: make(chan struct{})}
+	p := &Process{cmd: cmd, logs: &syncbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.logs, p.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start nats-server: %v", err)
@@ -177,21 +177,4 @@ func FreeAddr(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return addr
-}
-
-type buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
