@@ -16,6 +16,7 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/adapter"
 	"github.com/a2amesh/a2amesh/internal/adapter/provider"
+	"github.com/a2amesh/a2amesh/internal/httpheader"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/adapterclient"
@@ -41,18 +42,6 @@ type A2AReport struct {
 // the runtime works on as many runs at once.
 const a2aClients = 4
 
-// keyHeader adds the agent's API key to every request of a client.
-type keyHeader struct {
-	key  string
-	next http.RoundTripper
-}
-
-func (k keyHeader) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("X-API-Key", k.key)
-	return k.next.RoundTrip(r)
-}
-
 func (r *Report) measureA2A(ctx context.Context, dir string, cfg Config) error {
 	p, err := startPlatform(ctx, filepath.Join(dir, "a2a"), unlimitedCallers)
 	if err != nil {
@@ -68,7 +57,7 @@ func (r *Report) measureA2A(ctx context.Context, dir string, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	hc := &http.Client{Transport: keyHeader{key: key.APIKey, next: &http.Transport{MaxIdleConnsPerHost: 2 * a2aClients}}, Timeout: 30 * time.Second}
+	hc := &http.Client{Transport: httpheader.Transport{Header: map[string]string{"X-API-Key": key.APIKey}, Next: &http.Transport{MaxIdleConnsPerHost: 2 * a2aClients}}, Timeout: 30 * time.Second}
 	card, err := (&agentcard.Resolver{Client: hc}).Resolve(ctx, "http://"+p.HTTPAddr()+"/a2a/"+agentID)
 	if err != nil {
 		return fmt.Errorf("resolve the agent card: %w", err)

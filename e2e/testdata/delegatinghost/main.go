@@ -21,26 +21,14 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/a2amesh/a2amesh/internal/httpheader"
 )
 
 type server struct {
 	Type    string            `json:"type"`
 	URL     string            `json:"url"`
 	Headers map[string]string `json:"headers"`
-}
-
-// headers adds the configured headers to every request.
-type headers struct {
-	h    map[string]string
-	next http.RoundTripper
-}
-
-func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range h.h {
-		r.Header.Set(k, v)
-	}
-	return h.next.RoundTrip(r)
 }
 
 func main() {
@@ -68,7 +56,7 @@ func run() error {
 	}
 	ctx := context.Background()
 	client := mcp.NewClient(&mcp.Implementation{Name: "delegatinghost", Version: "1"}, nil)
-	transport := &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: headers{srv.Headers, http.DefaultTransport}}, MaxRetries: -1}
+	transport := &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: httpheader.Transport{Header: srv.Headers, Next: http.DefaultTransport}}, MaxRetries: -1}
 	s, err := client.Connect(ctx, transport, nil)
 	if err != nil {
 		return fmt.Errorf("connect to the tools: %w", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/a2amesh/a2amesh/internal/httpheader"
 	"github.com/a2amesh/a2amesh/mesh"
 )
 
@@ -156,7 +157,7 @@ func askApprove(ctx context.Context, cfg HookConfig, hook *hookInput, input map[
 	client := mcp.NewClient(&mcp.Implementation{Name: "a2a-adapter approve-hook", Version: "1"}, nil)
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:   cfg.MCPURL,
-		HTTPClient: &http.Client{Transport: headerTransport{headers: map[string]string{"Authorization": "Bearer " + cfg.Capability}, next: http.DefaultTransport}},
+		HTTPClient: &http.Client{Transport: httpheader.Transport{Header: map[string]string{"Authorization": "Bearer " + cfg.Capability}, Next: http.DefaultTransport}},
 		MaxRetries: -1,
 	}
 	session, err := client.Connect(ctx, transport, nil)

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/a2amesh/a2amesh/internal/httpheader"
 )
 
 // chatTools are tools a chat completions host is offered in its request
@@ -46,7 +48,7 @@ func openMeshChatTools(ctx context.Context, t *Task) (*meshChatTools, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "a2a-adapter", Version: "1"}, nil)
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:   t.Request.Tools.MCPURL,
-		HTTPClient: &http.Client{Transport: headerTransport{headers: toolHeaders(t), next: http.DefaultTransport}},
+		HTTPClient: &http.Client{Transport: httpheader.Transport{Header: toolHeaders(t), Next: http.DefaultTransport}},
 		MaxRetries: -1,
 	}
 	session, err := client.Connect(ctx, transport, nil)
@@ -108,18 +110,4 @@ func (m *meshChatTools) call(ctx context.Context, name, arguments string) string
 		}
 	}
 	return strings.Join(texts, "\n")
-}
-
-// headerTransport adds headers to every request.
-type headerTransport struct {
-	headers map[string]string
-	next    http.RoundTripper
-}
-
-func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range h.headers {
-		r.Header.Set(k, v)
-	}
-	return h.next.RoundTrip(r)
 }

@@ -9,32 +9,20 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/a2amesh/a2amesh/internal/httpheader"
 )
-
-// toolHeaders adds a host's configured headers to every request.
-type toolHeaders struct {
-	h    http.Header
-	next http.RoundTripper
-}
-
-func (h toolHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range h.h {
-		r.Header[k] = v
-	}
-	return h.next.RoundTrip(r)
-}
 
 // ToolHost connects to a run's tool server at url as an agent host does,
 // with the run's capability and the header naming its folder
 // (folderHeader: toolserver.FolderHeader).
 func ToolHost(t testing.TB, url, capability, folderHeader, folder string) (*mcp.ClientSession, error) {
 	t.Helper()
-	h := http.Header{"Authorization": {"Bearer " + capability}, folderHeader: {folder}}
+	h := map[string]string{"Authorization": "Bearer " + capability, folderHeader: folder}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test host", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: toolHeaders{h, http.DefaultTransport}}, MaxRetries: -1}, nil)
+	return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: httpheader.Transport{Header: h, Next: http.DefaultTransport}}, MaxRetries: -1}, nil)
 }
 
 // CallTool calls a tool as an agent host does and returns its structured
