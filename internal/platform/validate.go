@@ -32,38 +32,23 @@ func (e *SettingError) Error() string {
 // bucket of no replicas) is an error naming it, before anything starts.
 // Up and Serve call it.
 func (c *Config) Validate() error {
-	positive := []struct {
-		field string
-		d     time.Duration
-	}{
+	positive := func(d time.Duration) bool { return d > 0 }
+	errs := checkDurations(positive, "must be a positive duration (0 takes the default)", []durationSetting{
 		{"HeartbeatTimeout", c.HeartbeatTimeout},
 		{"Lease", c.Lease},
 		{"PairingCodeTTL", c.PairingCodeTTL},
 		{"EventRetention", c.EventRetention},
 		{"ShutdownGrace", c.ShutdownGrace},
 		{"A2ABlockingWait", c.A2ABlockingWait},
-	}
-	var errs []error
-	for _, s := range positive {
-		if s.d <= 0 {
-			errs = append(errs, &SettingError{Field: s.field, Value: s.d, Reason: "must be a positive duration (0 takes the default)"})
-		}
-	}
-	notNegative := []struct {
-		field string
-		d     time.Duration
-	}{
+	})
+	notNegative := func(d time.Duration) bool { return d >= 0 }
+	errs = append(errs, checkDurations(notNegative, "must not be negative", []durationSetting{
 		{"A2AOfflineWait", c.A2AOfflineWait},
 		{"WebhookAttemptTimeout", c.WebhookAttemptTimeout},
 		{"WebhookRetryMin", c.WebhookRetryMin},
 		{"WebhookRetryMax", c.WebhookRetryMax},
 		{"WebhookRetryFor", c.WebhookRetryFor},
-	}
-	for _, s := range notNegative {
-		if s.d < 0 {
-			errs = append(errs, &SettingError{Field: s.field, Value: s.d, Reason: "must not be negative"})
-		}
-	}
+	})...)
 	if c.MaxArtifactBytes <= 0 {
 		errs = append(errs, &SettingError{Field: "MaxArtifactBytes", Value: c.MaxArtifactBytes, Reason: "must be a positive number of bytes (0 takes the default)"})
 	}
@@ -80,6 +65,24 @@ func (c *Config) Validate() error {
 		errs = append(errs, &SettingError{Field: "PublicURL", Value: c.PublicURL, Reason: "must be an http:// or https:// URL with a host"})
 	}
 	return errors.Join(errs...)
+}
+
+// durationSetting is a duration field of Config, by name, and its value.
+type durationSetting struct {
+	field string
+	d     time.Duration
+}
+
+// checkDurations is a SettingError, with reason, for each of settings
+// whose value ok refuses, in order.
+func checkDurations(ok func(time.Duration) bool, reason string, settings []durationSetting) []error {
+	var errs []error
+	for _, s := range settings {
+		if !ok(s.d) {
+			errs = append(errs, &SettingError{Field: s.field, Value: s.d, Reason: reason})
+		}
+	}
+	return errs
 }
 
 // Validate checks the platform's settings and those of one service
