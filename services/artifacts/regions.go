@@ -15,11 +15,9 @@ import (
 // (bus.Route); a read by id this region does not keep is asked of the
 // other regions.
 
-// routeRequest says which region's artifact service answers a request.
-func (s *Service) routeRequest(ctx context.Context, op string, req *bus.Request) (bus.Route, error) {
-	if route, ok := s.homes.RouteRuntime(ctx, req); ok {
-		return route, nil
-	}
+// routeRequest says which region's artifact service answers a request
+// that no runtime sent (homes.Directory.Routes routes those).
+func (s *Service) routeRequest(ctx context.Context, op string, req *bus.Request) bus.Route {
 	switch op {
 	case meshapi.OpArtifactOpenInput, meshapi.OpArtifactList:
 		var in struct {
@@ -28,14 +26,14 @@ func (s *Service) routeRequest(ctx context.Context, op string, req *bus.Request)
 		_ = json.Unmarshal(req.Data, &in)
 		if in.Region != "" {
 			// Where the run is kept: its agent may have moved since.
-			return bus.Route{Region: in.Region}, nil
+			return bus.Route{Region: in.Region}
 		}
 		// Without the agent, this region answers: an empty list is an
 		// answer, not a miss, and only this region's artifacts can be
 		// listed.
-		return s.homes.RouteAgent(ctx, req.Data), nil
+		return s.homes.RouteAgent(ctx, req.Data)
 	case meshapi.OpArtifactGet, meshapi.OpArtifactRead:
-		return s.homes.Ask(), nil
+		return s.homes.Ask()
 	}
-	return bus.Here, nil
+	return bus.Here
 }

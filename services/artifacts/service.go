@@ -113,7 +113,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.events = bus.NewPublisher(js, bus.ServiceArtifacts).OnPublished(metrics.EventsPublished(s.cfg.Metrics, bus.ServiceArtifacts))
 	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
 		Name: bus.ServiceArtifacts, Description: "task-run artifacts", Logger: s.cfg.Logger,
-		Region: s.cfg.Region, Route: s.routeRequest,
+		Region: s.cfg.Region, Route: s.homes.Routes(s.routeRequest),
 		Endpoints: []bus.Endpoint{
 			meshapi.OpRuntimeArtifactOpen.Handle(s.handleOpen),
 			meshapi.OpArtifactsOpenInput.Handle(s.handleOpenInput),

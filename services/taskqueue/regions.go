@@ -17,28 +17,26 @@ import (
 // region's task queue (bus.Route); a request about a run by id that this
 // region does not keep is asked of the other regions.
 
-// routeRequest says which region's task queue answers a request.
-func (s *Service) routeRequest(ctx context.Context, op string, req *bus.Request) (bus.Route, error) {
-	if route, ok := s.homes.RouteRuntime(ctx, req); ok {
-		return route, nil
-	}
+// routeRequest says which region's task queue answers a request that no
+// runtime sent (homes.Directory.Routes routes those).
+func (s *Service) routeRequest(ctx context.Context, op string, req *bus.Request) bus.Route {
 	switch op {
 	case meshapi.OpTaskCreate:
 		var in struct {
 			AgentID string `json:"target_agent_id"`
 		}
 		_ = json.Unmarshal(req.Data, &in)
-		return s.homes.Route(ctx, in.AgentID), nil
+		return s.homes.Route(ctx, in.AgentID)
 	case meshapi.OpTaskAttachArtifact, meshapi.OpTaskList, meshapi.OpUsage:
 		// A list of every agent's runs starts here (listEverywhere).
-		return s.homes.RouteAgent(ctx, req.Data), nil
+		return s.homes.RouteAgent(ctx, req.Data)
 	case meshapi.OpTaskGet, meshapi.OpTaskCancel, meshapi.OpTaskContinue, meshapi.OpConversationGet,
 		meshapi.OpTaskDelegateClaim, meshapi.OpTaskDelegateLink, meshapi.OpTaskDelegateProgress, meshapi.OpTaskDelegateEnd:
 		// By id: answered here when this region keeps it, else by the
 		// region that does.
-		return s.homes.Ask(), nil
+		return s.homes.Ask()
 	}
-	return bus.Here, nil
+	return bus.Here
 }
 
 // leasesOp is the task queue's own endpoint for a heartbeat handed over by

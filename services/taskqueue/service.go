@@ -232,7 +232,7 @@ func (s *Service) serve() error {
 	var err error
 	s.svc, err = bus.Serve(s.cfg.Conn.NC, bus.ServiceSpec{
 		Name: bus.ServiceTaskQueue, Description: "task runs", Logger: s.cfg.Logger,
-		Region: s.cfg.Region, Route: s.routeRequest,
+		Region: s.cfg.Region, Route: s.homes.Routes(s.routeRequest),
 		Timeout: s.cfg.MaxPullWait + meshapi.MaxHandling - meshapi.MaxWait,
 		Endpoints: []bus.Endpoint{
 			meshapi.OpUsageReport.Handle(s.handleUsage),

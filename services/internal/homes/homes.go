@@ -172,6 +172,18 @@ func (d *Directory) RouteRuntime(ctx context.Context, req *bus.Request) (route b
 	return d.Route(ctx, agentID), true
 }
 
+// Routes is the route function of a service that keeps each agent's
+// records in its home region: a request a runtime sent goes to its agent's
+// home region's copy (RouteRuntime), any other where byOp says.
+func (d *Directory) Routes(byOp func(ctx context.Context, op string, req *bus.Request) bus.Route) bus.RouteFunc {
+	return func(ctx context.Context, op string, req *bus.Request) (bus.Route, error) {
+		if route, ok := d.RouteRuntime(ctx, req); ok {
+			return route, nil
+		}
+		return byOp(ctx, op, req), nil
+	}
+}
+
 // RouteAgent routes a request about the agent its JSON body names in
 // agent_id, as Route does. A body that names none (or does not decode) is
 // answered here.

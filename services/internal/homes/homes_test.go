@@ -68,6 +68,13 @@ func TestDirectory(t *testing.T) {
 	if got, ok := d.RouteRuntime(ctx, runtimeReq); !ok || got.Region != "west" {
 		t.Fatalf("route of a west agent's runtime request: %+v, %v", got, ok)
 	}
+	routes := d.Routes(func(context.Context, string, *bus.Request) bus.Route { return bus.Route{Region: "by op"} })
+	if got, err := routes(ctx, "list", runtimeReq); err != nil || got.Region != "west" {
+		t.Fatalf("Routes of a west agent's runtime request: %+v, %v", got, err)
+	}
+	if got, err := routes(ctx, "list", &bus.Request{Subject: "mesh.svc.taskqueue.list"}); err != nil || got.Region != "by op" {
+		t.Fatalf("Routes of a service request: %+v, %v, want the op's route", got, err)
+	}
 
 	// An agent stored a moment ago is found in the store before the view
 	// has it; the regions follow its arrival.
