@@ -4,8 +4,6 @@ import (
 	"strings"
 
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/cmd/internal/programcli"
-	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/spf13/cobra"
 )
@@ -20,14 +18,11 @@ func newServe(g *globals) *cobra.Command {
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: platform.Services,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			log, stop, err := programcli.OpenProgram(cmd.Context(), logging.Config{Level: g.logLevel, Component: args[0]}, "a2a-platform-"+args[0])
+			log, stop, err := openPlatformProgram(cmd, g, args[0], "a2a-platform-"+args[0], *pprofAddr)
 			if err != nil {
 				return err
 			}
 			defer stop()
-			if err := serveProfiles(*pprofAddr, log); err != nil {
-				return err
-			}
 			cfg.Service, cfg.Logger, cfg.DataDir = args[0], log, g.dataDir
 			cfg.NATSPassword = readSecretEnv("A2A_MESH_NATS_PASSWORD")
 			cfg.OwnerToken = readSecretEnv("A2A_MESH_OWNER_TOKEN")

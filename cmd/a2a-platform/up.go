@@ -10,6 +10,7 @@ import (
 	"github.com/a2amesh/a2amesh/cmd/internal/programcli"
 	"github.com/a2amesh/a2amesh/internal/logging"
 	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
 
@@ -22,14 +23,11 @@ func newUp(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			start := time.Now()
-			log, stop, err := programcli.OpenProgram(cmd.Context(), logging.Config{Level: g.logLevel, Component: "platform"}, "a2a-platform")
+			log, stop, err := openPlatformProgram(cmd, g, "platform", "a2a-platform", *pprofAddr)
 			if err != nil {
 				return err
 			}
 			defer stop()
-			if err := serveProfiles(*pprofAddr, log); err != nil {
-				return err
-			}
 			cfg.DataDir, cfg.Logger = g.dataDir, log
 			if cfg.DownloadsDir == "" {
 				cfg.OwnProgramsDir = ownProgramsDir()
@@ -86,6 +84,21 @@ func addPlatformFlags(cmd *cobra.Command, cfg *platform.Config) {
 	f.StringVar(&cfg.A2ABaseURL, "a2a-base-url", "", "base URL the partner routes' card gives (default: --public-url)")
 	f.StringVar(&cfg.A2AWebhookURL, "a2a-webhook-url", "", "where partner platforms send callbacks (default <base URL>/a2a/webhook)")
 	f.StringVar(&cfg.A2AHealthURL, "a2a-health-url", "", "health check the partner routes' card gives (default <base URL>/healthz)")
+}
+
+// openPlatformProgram opens the log and tracing of an `up` or `serve`
+// process (programcli.OpenProgram) and serves its runtime profiles at
+// pprofAddr when one is given. The caller defers stop.
+func openPlatformProgram(cmd *cobra.Command, g *globals, component, serviceName, pprofAddr string) (log zerolog.Logger, stop func(), err error) {
+	log, stop, err = programcli.OpenProgram(cmd.Context(), logging.Config{Level: g.logLevel, Component: component}, serviceName)
+	if err != nil {
+		return log, nil, err
+	}
+	if err := serveProfiles(pprofAddr, log); err != nil {
+		stop()
+		return log, nil, err
+	}
+	return log, stop, nil
 }
 
 // readSecretEnv reads a secret from an environment variable, so it never
