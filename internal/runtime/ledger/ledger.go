@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -216,7 +215,7 @@ func (l *Ledger) encode(e Entry) ([]byte, error) {
 	if e.RuntimeID == "" {
 		e.RuntimeID = l.runtimeID
 	}
-	line, err := json.Marshal(e)
+	line, err := appendEntry(make([]byte, 0, 256), &e)
 	if err != nil {
 		return nil, fmt.Errorf("encode ledger entry %s: %w", e.Event, err)
 	}
