@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"sync/atomic"
 
@@ -70,15 +69,11 @@ func (c *sseEncodings) get(ctx context.Context, m *runfollow.Event) *sseEncoding
 	c.mu.Unlock()
 	e.once.Do(func() {
 		c.encoded.Add(1)
-		ev, err := bus.DecodeEvent(ctx, m.Msg())
+		ev, err := bus.EncodeStructured(ctx, m.Msg())
 		if err != nil {
 			return
 		}
-		body, err := json.Marshal(ev)
-		if err != nil {
-			return
-		}
-		e.ok, e.typ, e.data, e.body = true, ev.Type(), ev.Data(), body
+		e.ok, e.typ, e.data, e.body = true, ev.Type, ev.Data, ev.Body
 	})
 	return e
 }
