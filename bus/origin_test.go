@@ -10,6 +10,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/testkit/clustertest"
 	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/syncbuf"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 )
@@ -31,7 +32,7 @@ func TestProvision_AConfiguredOriginHoldsTheGlobalRecordsWhicheverRegionStartsFi
 		return conn
 	}
 	west, east := connect("west"), connect("east")
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	westDone := make(chan error, 1)
 	go func() {
 		westDone <- bus.Provision(ctx, west.JS, bus.ProvisionConfig{Origin: "east", Logger: zerolog.New(&logs)})
@@ -85,7 +86,7 @@ func TestProvision_AnotherRegionWaitsForEveryGlobalRecordOfTheOrigin(t *testing.
 	if _, err := east.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bus.BucketAgents, Placement: &jetstream.Placement{Cluster: "east"}}); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	westDone := make(chan error, 1)
 	go func() {
 		westDone <- bus.Provision(ctx, west.JS, bus.ProvisionConfig{Origin: "east", Logger: zerolog.New(&logs)})

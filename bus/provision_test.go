@@ -1,35 +1,16 @@
 package bus_test
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/testkit/clustertest"
+	"github.com/a2amesh/a2amesh/internal/testkit/syncbuf"
 	"github.com/rs/zerolog"
 )
-
-// syncBuffer is a log destination tests read while it is written.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestProvision_WaitsForJetStreamOnAClusterStillForming: services started
 // before their cluster has a quorum say once that they wait, and every one
@@ -40,10 +21,10 @@ func TestProvision_WaitsForJetStreamOnAClusterStillForming(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const services = 3
-	logs := make([]*syncBuffer, services)
+	logs := make([]*syncbuf.Buffer, services)
 	errs := make(chan error, services)
 	for i := range services {
-		logs[i] = &syncBuffer{}
+		logs[i] = &syncbuf.Buffer{}
 		_, js := c.Connect(0)
 		go func() {
 			errs <- bus.Provision(ctx, js, bus.ProvisionConfig{Replicas: 3, Logger: zerolog.New(logs[i])})

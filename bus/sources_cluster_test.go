@@ -12,6 +12,7 @@ import (
 	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/testkit/clustertest"
 	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/syncbuf"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -33,9 +34,9 @@ func TestTendSources_ARegionBackFromAnOutageCopiesWhatItMissedAndIsCopiedAtOnce(
 	defer cancel()
 	conns := map[string]*bus.Conn{}
 	provision := func(region string) { conns[region] = sc.ProvisionedRegion(t, "east", region) }
-	logs := map[string]*syncBuffer{}
+	logs := map[string]*syncbuf.Buffer{}
 	tend := func(region string) {
-		logs[region] = &syncBuffer{}
+		logs[region] = &syncbuf.Buffer{}
 		tending := bus.SourceTending(conns[region].JS, zerolog.New(logs[region]))
 		tending.Start(context.Background())
 		t.Cleanup(tending.Stop)

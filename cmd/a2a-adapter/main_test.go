@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,12 +14,12 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
+	"github.com/a2amesh/a2amesh/internal/testkit/syncbuf"
 )
 
 // adapterBin is the a2a-adapter binary built for these tests.
@@ -57,29 +56,11 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// syncBuffer collects a process's stderr for failure messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // adapterProcess is a running a2a-adapter.
 type adapterProcess struct {
 	cmd            *exec.Cmd
 	url            string
-	stdout, stderr *syncBuffer
+	stdout, stderr *syncbuf.Buffer
 	exited         chan error
 }
 
@@ -100,7 +81,7 @@ func startAdapterEnv(t *testing.T, env []string, args ...string) *adapterProcess
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &adapterProcess{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	p := &adapterProcess{cmd: cmd, stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, exited: make(chan error, 1)}
 	cmd.Stdout = p.stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -7,12 +7,12 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/adapter/provider"
+	"github.com/a2amesh/a2amesh/internal/testkit/syncbuf"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/rs/zerolog"
 )
@@ -102,7 +102,7 @@ func TestRunTask_ProviderErrorIsAFailureReplyWith200(t *testing.T) {
 // value, which may hold the task's secrets.
 func TestRunTask_ProviderPanicIsAFailureAndFreesTheQueue(t *testing.T) {
 	const secretValue = "sk-live-panic-0123456789"
-	var logs safeBuffer
+	var logs syncbuf.Buffer
 	_, ts := startServer(t, Config{Logger: zerolog.New(&logs), Provider: funcProvider(func(_ context.Context, t *provider.Task) (*provider.Result, error) {
 		if t.Text == "hello boom" {
 			panic("boom: " + secretValue)
@@ -407,22 +407,4 @@ func TestRunTask_TaskLongerThanTheReadTimeoutIsNotCanceled(t *testing.T) {
 	if reply.Kind != adapterapi.KindSuccess {
 		t.Fatalf("reply = %+v, want success", reply)
 	}
-}
-
-// safeBuffer collects log lines written from the server's goroutines.
-type safeBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *safeBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *safeBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,7 +1,6 @@
 package runtimeengine_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/runtime/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/syncbuf"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/rs/zerolog"
@@ -44,24 +44,6 @@ func (h *heldReport) Renew(ctx context.Context, ids []string) ([]string, error) 
 		h.lostOnce.Do(func() { close(h.lost) })
 	}
 	return lost, err
-}
-
-// syncBuffer is a log sink safe for the engine's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestRenew_ARunWhoseWorkIsDoneIsNotStoppedWhenThePlatformAlreadyEndedIt: a
@@ -94,7 +76,7 @@ func TestRenew_ARunWhoseWorkIsDoneIsNotStoppedWhenThePlatformAlreadyEndedIt(t *t
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	engine := runtimeengine.NewRuntime(runtimeengine.RuntimeConfig{
 		AgentID: agent.ID, RuntimeID: att.RuntimeID, Transport: held, Hello: hello, Adapter: ac,
 		Logger: zerolog.New(logs), HeartbeatInterval: time.Second, RenewInterval: 20 * time.Millisecond, DrainGrace: time.Second,

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/a2amesh/a2amesh/internal/adapter"
 	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
 	"github.com/a2amesh/a2amesh/internal/adapter/provider"
@@ -24,8 +22,10 @@ import (
 	"github.com/a2amesh/a2amesh/internal/runtime/ledger"
 	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
+	"github.com/a2amesh/a2amesh/internal/testkit/syncbuf"
 	"github.com/a2amesh/a2amesh/internal/testkit/tcplink"
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/rs/zerolog"
 )
 
 // fileHost is an agent host that answers every task with the files it
@@ -74,7 +74,7 @@ type linkedRuntime struct {
 	link  *tcplink.Link
 	dir   string
 	host  *adapterclient.Client
-	logs  *syncBuffer
+	logs  *syncbuf.Buffer
 	wrap  func(runtimeengine.Transport, runtimeengine.ArtifactWriter) runtimeengine.Transport
 	stop  func()
 	ledgr *ledger.Ledger
@@ -96,7 +96,7 @@ func newLinkedRuntime(t *testing.T, p *meshtest.Platform, att meshtest.Attached,
 		t.Fatal(err)
 	}
 	link.SetTarget(u.Host)
-	return &linkedRuntime{t: t, p: p, att: att, mode: mode, link: link, dir: t.TempDir(), host: host, logs: &syncBuffer{}}
+	return &linkedRuntime{t: t, p: p, att: att, mode: mode, link: link, dir: t.TempDir(), host: host, logs: &syncbuf.Buffer{}}
 }
 
 // cut has the platform become unreachable: the runtime's connections
