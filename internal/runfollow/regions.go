@@ -148,7 +148,11 @@ func (m *mergedRuns) start() {
 			for {
 				run, err := f.NextRun(ctx)
 				if err != nil {
-					m.failed <- err
+					if ctx.Err() == nil {
+						// A follower ended by Stop is not a failure:
+						// NextRun says ErrStopped.
+						m.failed <- err
+					}
 					return
 				}
 				select {
@@ -162,8 +166,13 @@ func (m *mergedRuns) start() {
 }
 
 // NextRun returns the next change read in any of the streams; once the
-// follower of one stream fails, its error.
+// follower of one stream fails, its error; after Stop, ErrStopped.
 func (m *mergedRuns) NextRun(ctx context.Context) (*mesh.TaskRun, error) {
+	select {
+	case <-m.done:
+		return nil, ErrStopped
+	default:
+	}
 	select {
 	case run := <-m.runs:
 		return run, nil
