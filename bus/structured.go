@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/a2amesh/a2amesh/internal/jsontext"
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 )
@@ -77,7 +78,7 @@ func encodeStructuredDirect(msg *nats.Msg) (StructuredEvent, bool) {
 			}
 			continue
 		}
-		if !plainJSONString(v) || strings.TrimSpace(v) != v { // the SDK trims some attributes
+		if !jsontext.Plain(v) || strings.TrimSpace(v) != v { // the SDK trims some attributes
 			return StructuredEvent{}, false
 		}
 		switch name := key[len(ceHeaderPrefix):]; name {
@@ -122,7 +123,9 @@ func encodeStructuredDirect(msg *nats.Msg) (StructuredEvent, bool) {
 	body.WriteByte('"')
 	writeAttr := func(name, v string) {
 		if v != "" {
-			body.WriteString(`,"` + name + `":"`)
+			body.WriteString(`,"`)
+			body.WriteString(name)
+			body.WriteString(`":"`)
 			body.WriteString(v)
 			body.WriteByte('"')
 		}
@@ -147,17 +150,6 @@ func encodeStructuredDirect(msg *nats.Msg) (StructuredEvent, bool) {
 	return StructuredEvent{Body: body.Bytes(), Type: a.typ, Data: msg.Data}, true
 }
 
-// plainJSONString reports whether s is written in JSON as it is: printable
-// ASCII without the characters encoding/json escapes.
-func plainJSONString(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
-}
-
 // canonicalTime reports whether t is an RFC 3339 time in UTC as the SDK
 // writes it, so that it can be copied as it is.
 func canonicalTime(t string) bool {
@@ -168,37 +160,44 @@ func canonicalTime(t string) bool {
 	return err == nil && parsed.UTC().Format(time.RFC3339Nano) == t
 }
 
-// uriSeen remembers which URIs (sources, data schemas) come out of the
-// SDK's parsing unchanged; a platform has a few dozen.
-var uriSeen sync.Map
+// uris remembers which URIs (sources, data schemas) the SDK writes back
+// unchanged: a platform has a few dozen, and at most uriCacheMax are kept.
+var uris uriCache
 
-// uriSeenMax bounds uriSeen; URIs beyond it are checked each time.
-const uriSeenMax = 1024
+// uriCacheMax bounds uris; a URI beyond it is parsed each time.
+const uriCacheMax = 1024
 
-var uriSeenCount int64
-var uriSeenMu sync.Mutex
+// uriCache is what parsing found of each URI seen.
+type uriCache struct {
+	seen sync.Map // string -> uriCheck
+	mu   sync.Mutex
+	n    int
+}
+
+// uriCheck is what parsing found of one URI.
+type uriCheck struct{ canonical, absolute bool }
+
+func (c *uriCache) check(u string) uriCheck {
+	if v, ok := c.seen.Load(u); ok {
+		return v.(uriCheck)
+	}
+	parsed, err := url.Parse(u)
+	check := uriCheck{canonical: err == nil && parsed.String() == u, absolute: err == nil && parsed.IsAbs()}
+	c.mu.Lock()
+	if c.n < uriCacheMax {
+		c.n++
+		c.seen.Store(u, check)
+	}
+	c.mu.Unlock()
+	return check
+}
 
 // blank reports whether s is empty once white space is trimmed.
 func blank(s string) bool { return strings.TrimSpace(s) == "" }
 
-// uriCheck is what canonicalURI found of one URI.
-type uriCheck struct{ canonical, absolute bool }
-
 // canonicalURI reports whether u is a URI the SDK writes back as it is
 // (and, when absolute is asked, an absolute one).
 func canonicalURI(u string, absolute bool) bool {
-	c, found := uriSeen.Load(u)
-	if !found {
-		parsed, err := url.Parse(u)
-		check := uriCheck{canonical: err == nil && parsed.String() == u, absolute: err == nil && parsed.IsAbs()}
-		c = check
-		uriSeenMu.Lock()
-		if uriSeenCount < uriSeenMax {
-			uriSeenCount++
-			uriSeen.Store(u, check)
-		}
-		uriSeenMu.Unlock()
-	}
-	check := c.(uriCheck)
-	return check.canonical && (check.absolute || !absolute)
+	c := uris.check(u)
+	return c.canonical && (c.absolute || !absolute)
 }

@@ -161,13 +161,13 @@ func (l *Ledger) write(sync bool, entries ...Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	var lines []byte
+	lines := make([]byte, 0, 256*len(entries))
 	for _, e := range entries {
-		line, err := l.encode(e)
-		if err != nil {
+		var err error
+		if lines, err = l.encode(lines, e); err != nil {
 			return err
 		}
-		lines = append(append(lines, line...), '\n')
+		lines = append(lines, '\n')
 	}
 	return l.writeLines(sync, string(entries[0].Event), lines)
 }
@@ -202,9 +202,9 @@ func (l *Ledger) writeLines(sync bool, what string, lines []byte) error {
 	return nil
 }
 
-// encode is e's line, with its defaults filled in; a line that would
-// carry a secret is refused.
-func (l *Ledger) encode(e Entry) ([]byte, error) {
+// encode appends e's line to b, with its defaults filled in; a line that
+// would carry a secret is refused.
+func (l *Ledger) encode(b []byte, e Entry) ([]byte, error) {
 	if e.TS.IsZero() {
 		e.TS = l.now()
 	}
@@ -215,14 +215,15 @@ func (l *Ledger) encode(e Entry) ([]byte, error) {
 	if e.RuntimeID == "" {
 		e.RuntimeID = l.runtimeID
 	}
-	line, err := appendEntry(make([]byte, 0, 256), &e)
+	start := len(b)
+	b, err := appendEntry(b, &e)
 	if err != nil {
 		return nil, fmt.Errorf("encode ledger entry %s: %w", e.Event, err)
 	}
-	if l.containsSecret(line) {
+	if l.containsSecret(b[start:]) {
 		return nil, fmt.Errorf("append %s to ledger: %w", e.Event, ErrSecret)
 	}
-	return line, nil
+	return b, nil
 }
 
 func (l *Ledger) containsSecret(line []byte) bool {

@@ -43,7 +43,7 @@ func (l *Ledger) AppendPending(r Report, contents ...[]byte) error {
 	if len(contents) != len(r.Artifacts) {
 		return errorf("report %s has %d artifacts and %d contents", r.ID, len(r.Artifacts), len(contents))
 	}
-	line, err := l.encode(Entry{Event: EventReportPending, TaskRunID: r.TaskRunID, Attempt: r.Attempt, Status: string(r.Kind), Report: &r})
+	line, err := l.encode(nil, Entry{Event: EventReportPending, TaskRunID: r.TaskRunID, Attempt: r.Attempt, Status: string(r.Kind), Report: &r})
 	if err != nil {
 		return err
 	}
