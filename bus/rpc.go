@@ -133,9 +133,11 @@ func CallIdempotent(ctx context.Context, nc *nats.Conn, subject string, req, res
 		tctx, cancel := context.WithTimeout(ctx, tryTimeout)
 		err := Call(tctx, nc, subject, req, resp)
 		cancel()
-		if err != nil && !NotSent(err) {
+		switch {
+		case err == nil:
+		case !NotSent(err):
 			sent = err
-		} else if err != nil && sent != nil {
+		case sent != nil:
 			err = sent
 		}
 		if err == nil || ctx.Err() != nil {
