@@ -24,7 +24,7 @@ func TestWeb_ApproveAndDenyAStepTheHostAsksAbout(t *testing.T) {
 	p.Do(http.MethodPatch, "/agent-accounts/"+agent.ID, map[string]any{"approval_policy": map[string]any{
 		"rules": []map[string]any{{"match": "Bash(git push*)", "decision": "ask"}}, "default": "deny"}}, nil)
 	rt, run := p.HeldRun(t, agent.ID, "ship the release")
-	rc := meshapi.NewClient(p.RuntimeConn(t, rt)).Runtime(agent.ID, rt.RuntimeID)
+	rc := p.RuntimeClient(t, rt)
 	ask := func(id string) *meshapi.ApprovalResponse {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

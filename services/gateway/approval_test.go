@@ -48,7 +48,7 @@ func TestApproval_APersonDecidesTheStepARunWaitsFor(t *testing.T) {
 	decide(run.ID, map[string]any{"decision": "allow"}).ExpectError(t, http.StatusConflict, mesh.CodeInvalidTransition)
 	p.PullRun(t, agent.ID, rt.RuntimeToken)
 
-	rc := meshapi.NewClient(p.RuntimeConn(t, rt)).Runtime(agent.ID, rt.RuntimeID)
+	rc := p.RuntimeClient(t, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ask := func(id, tool string, input map[string]any) *meshapi.ApprovalResponse {

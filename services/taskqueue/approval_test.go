@@ -26,7 +26,7 @@ func TestApproval_ARunWhoseRuntimeIsLostWhileItWaitsIsReaped(t *testing.T) {
 	agent := p.CreateAgent("asking")
 	p.Do(http.MethodPatch, "/agent-accounts/"+agent.ID, map[string]any{"approval_policy": map[string]any{"default": "ask"}}, nil)
 	rt := p.OnlineRuntime(t, agent.ID)
-	rc := meshapi.NewClient(p.RuntimeConn(t, rt)).Runtime(agent.ID, rt.RuntimeID)
+	rc := p.RuntimeClient(t, rt)
 	for _, attempts := range []int{2, 1} {
 		run := p.CreateTaskWith(t, map[string]any{"target_agent_id": agent.ID, "input": map[string]any{"text": "x"}, "max_attempts": attempts}).
 			Expect(t, http.StatusCreated).Run(t)
@@ -68,7 +68,7 @@ func TestApproval_PolicyDecisionsAreRecordedAndAnnounced(t *testing.T) {
 		"default": "allow",
 	}}, nil)
 	rt := p.OnlineRuntime(t, agent.ID)
-	rc := meshapi.NewClient(p.RuntimeConn(t, rt)).Runtime(agent.ID, rt.RuntimeID)
+	rc := p.RuntimeClient(t, rt)
 	run := p.CreateTask(agent.ID, "x")
 	events := p.StreamEvents(t, url.Values{"task_run_id": {run.ID}, "since": {"1m"}})
 	p.PullRun(t, agent.ID, rt.RuntimeToken)

@@ -231,7 +231,7 @@ func TestClaimMany_ARunAlreadyClaimedByAnotherRequestOfTheRuntimeIsRefused(t *te
 	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
 	agent := p.CreateAgent("claimed once")
 	rt := p.OnlineRuntime(t, agent.ID)
-	rc := meshapi.NewClient(p.RuntimeConn(t, rt)).Runtime(agent.ID, rt.RuntimeID)
+	rc := p.RuntimeClient(t, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

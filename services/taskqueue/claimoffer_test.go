@@ -24,7 +24,7 @@ func TestOffer_AClaimingRequestClaimsThePendingRunsAndALostAnswerIsRecovered(t *
 	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
 	agent := p.CreateAgent("claims at once")
 	rt := p.OnlineRuntime(t, agent.ID)
-	rc := meshapi.NewClient(p.RuntimeConn(t, rt)).Runtime(agent.ID, rt.RuntimeID)
+	rc := p.RuntimeClient(t, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -106,7 +106,7 @@ func TestOffer_AClaimingRequestOnlyNamesTheRunsThatArriveWhileItWaits(t *testing
 	p := meshtest.StartPlatform(t)
 	agent := p.CreateAgent("waits")
 	rt := p.OnlineRuntime(t, agent.ID)
-	rc := meshapi.NewClient(p.RuntimeConn(t, rt)).Runtime(agent.ID, rt.RuntimeID)
+	rc := p.RuntimeClient(t, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

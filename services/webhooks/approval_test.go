@@ -54,7 +54,7 @@ func TestWebhooks_APushTellsTheTasksStatesNotThePolicysDecisions(t *testing.T) {
 	subscribe(t, p, map[string]any{"url": events.URL, "agent_id": agent.ID, "task_run_id": run.ID})
 
 	p.PullRun(t, agent.ID, rt.RuntimeToken)
-	rc := meshapi.NewClient(p.RuntimeConn(t, rt)).Runtime(agent.ID, rt.RuntimeID)
+	rc := p.RuntimeClient(t, rt)
 	for i := range 3 {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		resp, err := rc.Approval(ctx, meshapi.ApprovalRequest{TaskRunID: run.ID, ToolUseID: fmt.Sprintf("toolu_%d", i), Tool: "Read", Input: json.RawMessage(`{"file_path":"a.go"}`)})

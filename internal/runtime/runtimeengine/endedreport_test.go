@@ -94,7 +94,7 @@ func TestRenew_ARunWhoseWorkIsDoneIsNotStoppedWhenThePlatformAlreadyEndedIt(t *t
 	}
 	// The platform ends the run with the same report, as if the one held
 	// here had reached it and only its answer were late.
-	rc := meshapi.NewClient(p.RuntimeConn(t, att)).Runtime(agent.ID, att.RuntimeID)
+	rc := p.RuntimeClient(t, att)
 	if _, err := rc.Complete(ctx, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: 1, Output: json.RawMessage(`{"text":"finished work"}`)}); err != nil {
 		t.Fatal(err)
 	}

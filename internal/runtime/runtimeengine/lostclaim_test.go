@@ -39,7 +39,7 @@ func TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack(t *testing
 	}()
 	// The answers the runtime loses are those of requests sent on another
 	// connection of the same runtime, under keys the transport is told of.
-	rc := meshapi.NewClient(p.RuntimeConn(t, att)).Runtime(agent.ID, att.RuntimeID)
+	rc := p.RuntimeClient(t, att)
 	claimLost := func(text string) mesh.TaskRun {
 		t.Helper()
 		run := p.CreateTask(agent.ID, text)
@@ -143,7 +143,7 @@ func TestNATSTransport_AClaimStoredLongAfterItsRequestIsStillTakenUp(t *testing.
 
 	// Now the task queue stores the claim under that request's key.
 	run := p.CreateTask(agent.ID, "claimed late")
-	rc := meshapi.NewClient(p.RuntimeConn(t, att)).Runtime(agent.ID, att.RuntimeID)
+	rc := p.RuntimeClient(t, att)
 	res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: time.Second, Claim: true, Key: key})
 	if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != run.ID {
 		t.Fatalf("claim of %s: %+v, %v", run.ID, res, err)
@@ -175,7 +175,7 @@ func TestNATSTransport_ALostAnswerIsAskedAboutUntilTheQuestionIsAnswered(t *test
 	// claim nothing more.
 	run := p.CreateTask(agent.ID, "claimed, its answer lost")
 	key := mesh.NewID()
-	rc := meshapi.NewClient(p.RuntimeConn(t, att)).Runtime(agent.ID, att.RuntimeID)
+	rc := p.RuntimeClient(t, att)
 	res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: time.Second, Claim: true, Key: key})
 	if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != run.ID {
 		t.Fatalf("claim of %s: %+v, %v", run.ID, res, err)
@@ -238,7 +238,7 @@ func TestNATSTransport_AClaimStoredWhileTheRuntimeWaitsForWorkIsTakenUpBeforeIts
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	rc := meshapi.NewClient(p.RuntimeConn(t, att)).Runtime(agent.ID, att.RuntimeID)
+	rc := p.RuntimeClient(t, att)
 
 	// Named to another request first, the run is held back from the
 	// runtime's own requests for work for a while.

@@ -3,6 +3,7 @@ package meshtest
 import (
 	"testing"
 
+	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/nats-io/nats.go"
 )
 
@@ -17,4 +18,11 @@ func (p *Platform) RuntimeConn(t testing.TB, att Attached, opts ...nats.Option) 
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+// RuntimeClient is the bus client of the runtime att's operations, over a
+// connection made as RuntimeConn makes it.
+func (p *Platform) RuntimeClient(t testing.TB, att Attached, opts ...nats.Option) *meshapi.RuntimeClient {
+	t.Helper()
+	return meshapi.NewClient(p.RuntimeConn(t, att, opts...)).Runtime(att.AgentID, att.RuntimeID)
 }
