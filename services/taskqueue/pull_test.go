@@ -1,7 +1,9 @@
 package taskqueue_test
 
 import (
+	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,5 +116,67 @@ func TestPull_RunCreatedJustBeforeAPullWithoutWaitIsHandedOut(t *testing.T) {
 			t.Fatalf("pull %d got %s, want %s", i, pulled.ID, run.ID)
 		}
 		p.Report(t, run.ID, "complete", rt.RuntimeToken, nil).Expect(t, http.StatusOK)
+	}
+}
+
+// TestPull_ARunClaimedForAPullWhoseRuntimeLeftIsGivenBackUnlessThePullIsKeyed:
+// a runtime that left while its pull waited gets nothing, and the run the
+// pull then claims goes back to the queue at once; but a keyed pull's
+// runtime asks for what it claimed under the key (recover=true), so that
+// run stays claimed for it, and the recovery answers it.
+func TestPull_ARunClaimedForAPullWhoseRuntimeLeftIsGivenBackUnlessThePullIsKeyed(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.HeartbeatTimeout = time.Minute; c.Lease = time.Minute })
+	agent := p.CreateAgent("gone")
+	rt := p.OnlineRuntime(t, agent.ID)
+	pull := "/agent-accounts/" + agent.ID + "/task-runs/pull"
+
+	abandon := func(query string) mesh.TaskRun {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.APIBase+pull+"?wait=30s"+query, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Runtime-Token", rt.RuntimeToken)
+		answered := make(chan error, 1)
+		go func() {
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			answered <- err
+		}()
+		p.WaitOffersWaiting(1)
+		cancel()
+		if err := <-answered; err == nil {
+			t.Fatal("the abandoned pull was answered")
+		}
+		logged := len(strings.Split(p.Logs.String(), pull)) - 1
+		run := p.CreateTask(agent.ID, "claimed for a runtime that left")
+		// The pull's handler, which claims the run, has ended once its
+		// request is logged.
+		meshtest.Eventually(t, 20*time.Second, func() bool {
+			return len(strings.Split(p.Logs.String(), pull))-1 > logged
+		}, func() string { return "the abandoned pull was never logged as ended" })
+		return p.GetTask(run.ID)
+	}
+
+	if r := abandon(""); r.Status != mesh.StatusPending || r.RuntimeID != "" {
+		t.Fatalf("a run claimed for an unkeyed pull whose runtime left is %s held by %q; want given back", r.Status, r.RuntimeID)
+	}
+	if n := strings.Count(p.StoredEvents(t), mesh.EventTaskRunRequeued); n != 1 {
+		t.Fatalf("%d runs given back, want the one claimed for the pull whose runtime left", n)
+	}
+	p.PullRun(t, agent.ID, rt.RuntimeToken)
+
+	key := mesh.NewID()
+	r := abandon("&key=" + key)
+	if r.Status != mesh.StatusRunning || r.RuntimeID != rt.RuntimeID || r.Attempt != 1 {
+		t.Fatalf("a run claimed for a keyed pull whose runtime left is %s held by %q, attempt %d; want still claimed for its recovery", r.Status, r.RuntimeID, r.Attempt)
+	}
+	recovered := p.Send(t, meshtest.Request{Method: http.MethodPost, Path: pull + "?recover=true&key=" + key, RuntimeToken: rt.RuntimeToken}).Expect(t, http.StatusOK).Run(t)
+	if recovered.ID != r.ID || recovered.Attempt != 1 {
+		t.Fatalf("the recovery answered %s attempt %d, want %s attempt 1", recovered.ID, recovered.Attempt, r.ID)
 	}
 }
