@@ -27,6 +27,10 @@ type TaskRun struct {
 	// (meshapi.OfferRequest), by which a runtime that lost the answer gets
 	// the run back. The runtime's own: not in events.
 	ClaimKey string `json:"claim_key,omitempty"`
+	// ClaimTakenUp is set once the runtime asked for the run under
+	// ClaimKey (it lost the answer): the run is then its, and a give-back
+	// under the key is refused. The runtime's own: not in events.
+	ClaimTakenUp bool `json:"claim_taken_up,omitempty"`
 	// Attempt counts claims: 0 while never claimed, 1 for the first claim.
 	Attempt     int             `json:"attempt"`
 	MaxAttempts int             `json:"max_attempts"`
@@ -237,6 +241,7 @@ func (r *TaskRun) Public() *TaskRun {
 	cp.Environment = nil
 	cp.TraceParent = ""
 	cp.ClaimKey = ""
+	cp.ClaimTakenUp = false
 	cp.RunBudget = nil
 	return &cp
 }

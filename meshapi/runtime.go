@@ -151,6 +151,12 @@ type ClaimRequest struct {
 type ReleaseRequest struct {
 	TaskRunID string `json:"task_run_id"`
 	Attempt   int    `json:"attempt"`
+	// Key, when set, gives the run back only if it is held under the
+	// claiming request of that key and the runtime has not asked for it
+	// since (OfferRequest.Recover): the give-back of a run claimed for a
+	// request whose runtime left, which must not take a run from under a
+	// runtime that came back for it.
+	Key string `json:"key,omitempty"`
 }
 
 // RenewRequest extends the leases of runs the runtime is working on.

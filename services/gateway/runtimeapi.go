@@ -78,8 +78,8 @@ func (g *Gateway) pull(w http.ResponseWriter, r *http.Request) {
 	}
 	// Stop waiting when the platform shuts down, but not when the runtime
 	// goes away: the taskqueue's wait goes on regardless and may still claim
-	// a run for it, which must then be given back below (or recovered under
-	// the pull's key) rather than be left running until its lease expires.
+	// a run for it, which must then be given back below rather than be left
+	// running until its lease expires.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), wait+10*time.Second)
 	defer cancel()
 	go func() {
@@ -100,14 +100,15 @@ func (g *Gateway) pull(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	if r.Context().Err() != nil && in.Key == "" {
+	if r.Context().Err() != nil {
 		// The runtime left while the claim was made: give the run back rather
 		// than let it wait for its lease to expire. A keyed pull's run is
-		// not: its runtime asks for it under the key once back, and a run
-		// given back meanwhile would be handed to it and to another.
+		// given back only if its runtime, back meanwhile, has not asked for
+		// it under the key (the task queue decides, on the run's record):
+		// it would run a run back in the queue.
 		release, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = rc.Release(release, meshapi.ReleaseRequest{TaskRunID: run.ID, Attempt: run.Attempt})
+		_ = rc.Release(release, meshapi.ReleaseRequest{TaskRunID: run.ID, Attempt: run.Attempt, Key: in.Key})
 		return
 	}
 	if pulled.InstructionsDigest != "" {

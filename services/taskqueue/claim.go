@@ -70,6 +70,7 @@ func (s *Service) claimChecked(ctx context.Context, agentID, runtimeID, runID st
 		r.Status = mesh.StatusRunning
 		r.RuntimeID = runtimeID
 		r.ClaimKey = key
+		r.ClaimTakenUp = false
 		r.Attempt++
 		r.LeaseExpiresAt = s.leaseFromNow()
 		r.ClaimedAt = &now
@@ -112,8 +113,8 @@ func (s *Service) handlePull(ctx context.Context, in *meshapi.PullRequest) (*mes
 	if in.Wait < 0 || in.Wait > s.cfg.MaxPullWait {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "wait must be between 0 and %s", s.cfg.MaxPullWait)
 	}
-	if (in.Key != "" || in.Recover) && !mesh.ValidID(in.Key) {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "a claiming request's key is a UUID in lower-case hex")
+	if err := checkKey(in.Key, in.Recover); err != nil {
+		return nil, err
 	}
 	var run *mesh.TaskRun
 	if in.Recover {
@@ -148,8 +149,8 @@ func (s *Service) handleClaimMany(ctx context.Context, in *meshapi.ClaimManyRequ
 	if len(in.Claims) == 0 || len(in.Claims) > meshapi.MaxOffers {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "claims must name 1 to %d runs", meshapi.MaxOffers)
 	}
-	if in.Key != "" && !mesh.ValidID(in.Key) {
-		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "a claiming request's key is a UUID in lower-case hex")
+	if err := checkKey(in.Key, false); err != nil {
+		return nil, err
 	}
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
 		return nil, err
@@ -249,6 +250,19 @@ func (s *Service) claimPending(ctx context.Context, agentID, runtimeID, key stri
 	return &meshapi.OfferResponse{Claimed: res.Claimed, Instructions: res.Instructions}, nil
 }
 
+// checkKey checks the key of a claiming request (or of the request that
+// asks about one, or gives its run back), which required says it needs.
+func checkKey(key string, required bool) error {
+	if (key != "" || required) && !mesh.ValidID(key) {
+		return mesh.Errorf(mesh.CodeInvalidRequest, "a claiming request's key is a UUID in lower-case hex")
+	}
+	return nil
+}
+
+// errNotHeldUnder is a run no longer held under the key a runtime asked
+// about.
+var errNotHeldUnder = errors.New("taskqueue: not held under the key")
+
 // recoverSync bounds the wait for the index to hold every write stored
 // before a runtime asked about a lost answer: the runtime asks again.
 const recoverSync = time.Second
@@ -276,22 +290,44 @@ func (s *Service) recoverClaims(ctx context.Context, agentID, runtimeID, key str
 }
 
 // claimedUnder is what the index knows of the runs claimed under key that
-// the runtime still holds.
+// the runtime still holds. Each is marked taken up in its record first,
+// so that a give-back under the key (ReleaseRequest.Key) can no longer
+// take it from the runtime.
 func (s *Service) claimedUnder(ctx context.Context, agentID, runtimeID, key string) (*meshapi.OfferResponse, error) {
 	out := &meshapi.OfferResponse{}
+	heldUnder := func(r *mesh.TaskRun) bool {
+		return r.Status == mesh.StatusRunning && r.RuntimeID == runtimeID && r.TargetAgentID == agentID && r.ClaimKey == key
+	}
 	for _, id := range s.index.runningBy(runtimeID) {
 		run, _, err := s.runs.Get(ctx, id)
-		if errors.Is(err, mesh.ErrNotFound) {
+		if errors.Is(err, mesh.ErrNotFound) || (err == nil && !heldUnder(run)) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		if run.Status == mesh.StatusRunning && run.RuntimeID == runtimeID && run.TargetAgentID == agentID && run.ClaimKey == key {
-			// Answered as its claim would have been, with what the
-			// agent's per-run budget leaves it.
-			out.Claimed = append(out.Claimed, *s.withRunBudget(run))
+		if !run.ClaimTakenUp {
+			run, err = s.transition(ctx, id, func(r *mesh.TaskRun) (string, error) {
+				switch {
+				case !heldUnder(r):
+					return "", errNotHeldUnder
+				case r.ClaimTakenUp:
+					return "", errUnchanged
+				}
+				r.ClaimTakenUp = true
+				return "", nil
+			})
+			if errors.Is(err, errNotHeldUnder) {
+				// Given back (or ended) since: the runtime does not hold it.
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
+		// Answered as its claim would have been, with what the agent's
+		// per-run budget leaves it.
+		out.Claimed = append(out.Claimed, *s.withRunBudget(run))
 	}
 	slices.SortFunc(out.Claimed, func(a, b mesh.TaskRun) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	if a, ok := s.agents.Get(agentID); ok && len(out.Claimed) > 0 {
@@ -330,9 +366,15 @@ func (s *Service) handleRelease(ctx context.Context, in *meshapi.ReleaseRequest)
 	if err != nil {
 		return nil, err
 	}
+	if err := checkKey(in.Key, false); err != nil {
+		return nil, err
+	}
 	run, err := s.transition(ctx, in.TaskRunID, func(r *mesh.TaskRun) (string, error) {
 		if err := r.CheckHeld(agentID, runtimeID, in.Attempt); err != nil {
 			return "", err
+		}
+		if in.Key != "" && (r.ClaimKey != in.Key || r.ClaimTakenUp) {
+			return "", conflict(r, "task run %s is held by its runtime, which asked for it under the key of its claim", r.ID)
 		}
 		r.Status = mesh.StatusPending
 		r.RuntimeID = ""

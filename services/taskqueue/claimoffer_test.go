@@ -97,6 +97,88 @@ func TestOffer_AClaimingRequestClaimsThePendingRunsAndALostAnswerIsRecovered(t *
 	}
 }
 
+// TestOffer_AGiveBackUnderAClaimsKeyYieldsToTheRuntimeThatAskedForTheRun:
+// a run claimed for a request whose runtime left is given back under the
+// request's key (the gateway does it for a pull), but once the runtime,
+// back, has asked for the run under that key the give-back is refused and
+// the run stays the runtime's; given back first, the run is no longer
+// answered to the asking runtime.
+func TestOffer_AGiveBackUnderAClaimsKeyYieldsToTheRuntimeThatAskedForTheRun(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	agent := p.CreateAgent("gives back under a key")
+	rt := p.OnlineRuntime(t, agent.ID)
+	rc := p.RuntimeClient(t, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	claimUnder := func(key string) mesh.TaskRun {
+		t.Helper()
+		run := p.CreateTask(agent.ID, "claimed under "+key)
+		res, err := rc.Offer(ctx, meshapi.OfferRequest{Max: 1, Claim: true, Key: key})
+		if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != run.ID {
+			t.Fatalf("claim under %s: %+v, %v", key, res, err)
+		}
+		return res.Claimed[0]
+	}
+	recovered := func(key string) []mesh.TaskRun {
+		t.Helper()
+		res, err := rc.Offer(ctx, meshapi.OfferRequest{Recover: true, Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Claimed
+	}
+
+	// Asked for first: the give-back is refused, again and again.
+	key := mesh.NewID()
+	run := claimUnder(key)
+	for range 2 {
+		if got := recovered(key); len(got) != 1 || got[0].ID != run.ID || got[0].Attempt != 1 {
+			t.Fatalf("asked for under its key, the run answered %+v, want %s attempt 1", got, run.ID)
+		}
+	}
+	err := rc.Release(ctx, meshapi.ReleaseRequest{TaskRunID: run.ID, Attempt: 1, Key: key})
+	if e := mesh.AsError(err); e == nil || e.Code != mesh.CodeInvalidTransition || e.Status != mesh.StatusRunning {
+		t.Fatalf("a give-back under the key of a run asked for: %v, want INVALID_TRANSITION (running)", err)
+	}
+	if got := p.GetTask(run.ID); got.Status != mesh.StatusRunning || got.RuntimeID != rt.RuntimeID || got.Attempt != 1 {
+		t.Fatalf("the run asked for is %s held by %q, attempt %d; want still the runtime's", got.Status, got.RuntimeID, got.Attempt)
+	}
+	// It is the runtime's to report.
+	if _, err := rc.Complete(ctx, meshapi.CompleteRequest{TaskRunID: run.ID, Attempt: 1, Output: json.RawMessage(`{"text":"done"}`)}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Given back first: the run is no longer the runtime's to take up.
+	key = mesh.NewID()
+	run = claimUnder(key)
+	if err := rc.Release(ctx, meshapi.ReleaseRequest{TaskRunID: run.ID, Attempt: run.Attempt, Key: mesh.NewID()}); mesh.AsError(err).Code != mesh.CodeInvalidTransition {
+		t.Fatalf("a give-back under another key: %v, want INVALID_TRANSITION", err)
+	}
+	if err := rc.Release(ctx, meshapi.ReleaseRequest{TaskRunID: run.ID, Attempt: run.Attempt, Key: key}); err != nil {
+		t.Fatalf("a give-back under the key of a run not asked for: %v", err)
+	}
+	if got := recovered(key); len(got) != 0 {
+		t.Fatalf("asked for after its give-back, the run answered %+v, want none", got)
+	}
+	if got := p.GetTask(run.ID); got.Status != mesh.StatusPending || got.Attempt != run.Attempt-1 {
+		t.Fatalf("the run given back is %s, attempt %d; want pending, attempt %d", got.Status, got.Attempt, run.Attempt-1)
+	}
+	// A claim of it under a new key is a fresh claim: given back under
+	// that key as any other.
+	again := mesh.NewID()
+	res, err := rc.Offer(ctx, meshapi.OfferRequest{Max: 1, Claim: true, Key: again})
+	if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != run.ID {
+		t.Fatalf("claim again: %+v, %v", res, err)
+	}
+	if err := rc.Release(ctx, meshapi.ReleaseRequest{TaskRunID: run.ID, Attempt: res.Claimed[0].Attempt, Key: again}); err != nil {
+		t.Fatalf("a give-back under the key of a fresh claim: %v", err)
+	}
+	if err := rc.Release(ctx, meshapi.ReleaseRequest{TaskRunID: run.ID, Attempt: 1, Key: "not a key"}); mesh.AsError(err).Code != mesh.CodeInvalidRequest {
+		t.Fatalf("a give-back under a malformed key: %v, want INVALID_REQUEST", err)
+	}
+}
+
 // TestOffer_AClaimingRequestOnlyNamesTheRunsThatArriveWhileItWaits: a
 // claiming request that finds nothing pending waits as an offer does, and
 // names a run that arrives then without claiming it, so a runtime that

@@ -130,10 +130,7 @@ func checkOffer(in *meshapi.OfferRequest, maxWait time.Duration) error {
 	if in.Claim && in.Recover {
 		return mesh.Errorf(mesh.CodeInvalidRequest, "claim and recover do not go together")
 	}
-	if (in.Claim || in.Recover) && !mesh.ValidID(in.Key) {
-		return mesh.Errorf(mesh.CodeInvalidRequest, "a claiming request needs a key (a UUID in lower-case hex)")
-	}
-	return nil
+	return checkKey(in.Key, in.Claim || in.Recover)
 }
 
 // waitForOffers is offer for a request of who (a runtime, or the
