@@ -172,14 +172,20 @@ var (
 // carry an object "output"; "success": false is a failure whatever else it has.
 func ParseReply(body []byte) (*Reply, error) {
 	trimmed := bytes.TrimSpace(body)
-	if !json.Valid(trimmed) {
-		return nil, ErrNotJSON
-	}
 	if len(trimmed) == 0 || trimmed[0] != '{' {
+		if !json.Valid(trimmed) {
+			return nil, ErrNotJSON
+		}
 		return nil, ErrNotObject
 	}
+	// Decoding checks the whole text first: a syntax error is text that
+	// is not JSON, and a JSON object always decodes.
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &obj); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return nil, ErrNotJSON
+		}
 		return nil, ErrNotObject
 	}
 	rawSuccess, hasSuccess := obj["success"]

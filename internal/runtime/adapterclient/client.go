@@ -17,6 +17,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -210,10 +211,25 @@ func rewound(hreq *http.Request) (*http.Request, error) {
 	return again, nil
 }
 
+// lineBuffer is the size of the buffer a streamed answer is read with; a
+// longer line grows it, up to maxReplyBytes.
+const lineBuffer = 64 << 10
+
+// lineBuffers are the buffers of the streamed answers being read: one
+// allocated for each task cost more than the rest of reading its answer.
+var lineBuffers = sync.Pool{New: func() any {
+	b := make([]byte, lineBuffer)
+	return &b
+}}
+
 // readStream reads progress lines and the final result line.
 func (c *Client) readStream(ctx context.Context, body io.Reader, onProgress func(adapterapi.StreamLine)) (*adapterapi.Reply, error) {
 	sc := bufio.NewScanner(io.LimitReader(body, maxReplyBytes))
-	sc.Buffer(make([]byte, 64<<10), maxReplyBytes)
+	// Nothing read into the buffer outlives the call: a line's fields are
+	// copied as they are decoded.
+	buf := lineBuffers.Get().(*[]byte)
+	defer lineBuffers.Put(buf)
+	sc.Buffer(*buf, maxReplyBytes)
 	for sc.Scan() {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/a2amesh/a2amesh/mesh"
 	"testing"
 
 	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
+	"github.com/a2amesh/a2amesh/mesh"
 )
 
 // FuzzReadStream: whatever a local adapter streams back, the runtime ends
@@ -45,4 +45,19 @@ func FuzzReadStream(f *testing.F) {
 			t.Fatalf("error outside the contract: %T %v", err, err)
 		}
 	})
+}
+
+// BenchmarkReadStream reads the streamed answer of an echo adapter: a
+// progress line and the result.
+func BenchmarkReadStream(b *testing.B) {
+	answer := []byte(`{"type":"progress","message":"working","percent":50}` + "\n" +
+		`{"type":"result","result":{"success":true,"output":{"text":"an echo of the task's input text"}}}` + "\n")
+	c := &Client{}
+	b.ReportAllocs()
+	for b.Loop() {
+		reply, err := c.readStream(context.Background(), bytes.NewReader(answer), func(adapterapi.StreamLine) {})
+		if err != nil || reply.Kind != adapterapi.KindSuccess {
+			b.Fatalf("%+v, %v", reply, err)
+		}
+	}
 }
