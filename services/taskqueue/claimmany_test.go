@@ -228,12 +228,7 @@ func TestCancel_WaitingRequestsForCancelsHoldUpNoOtherRequest(t *testing.T) {
 // start it twice.
 func TestClaimMany_ARunAlreadyClaimedByAnotherRequestOfTheRuntimeIsRefused(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
-	agent := p.CreateAgent("claimed once")
-	rt := p.OnlineRuntime(t, agent.ID)
-	rc := p.RuntimeClient(t, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	p, agent, rt, rc, ctx := heldRuntime(t, "claimed once")
 
 	run := p.CreateTask(agent.ID, "one")
 	first := meshapi.ClaimManyRequest{Claims: []meshapi.ClaimRequest{{TaskRunID: run.ID, Attempt: 1}}, Key: mesh.NewID()}

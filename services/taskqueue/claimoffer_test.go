@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/bus"
-	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -20,13 +19,7 @@ import (
 // other key does.
 func TestOffer_AClaimingRequestClaimsThePendingRunsAndALostAnswerIsRecovered(t *testing.T) {
 	t.Parallel()
-	// No lease ends within the test.
-	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
-	agent := p.CreateAgent("claims at once")
-	rt := p.OnlineRuntime(t, agent.ID)
-	rc := p.RuntimeClient(t, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	p, agent, rt, rc, ctx := heldRuntime(t, "claims at once")
 
 	runs := []mesh.TaskRun{p.CreateTask(agent.ID, "one"), p.CreateTask(agent.ID, "two")}
 	key := mesh.NewID()
@@ -105,12 +98,7 @@ func TestOffer_AClaimingRequestClaimsThePendingRunsAndALostAnswerIsRecovered(t *
 // answered to the asking runtime.
 func TestOffer_AGiveBackUnderAClaimsKeyYieldsToTheRuntimeThatAskedForTheRun(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
-	agent := p.CreateAgent("gives back under a key")
-	rt := p.OnlineRuntime(t, agent.ID)
-	rc := p.RuntimeClient(t, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	p, agent, rt, rc, ctx := heldRuntime(t, "gives back under a key")
 	claimUnder := func(key string) mesh.TaskRun {
 		t.Helper()
 		run := p.CreateTask(agent.ID, "claimed under "+key)
