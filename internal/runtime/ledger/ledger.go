@@ -43,7 +43,14 @@ type Ledger struct {
 	// failed write cut a line short); the next write starts a new line so
 	// that the torn fragment does not corrupt it.
 	torn bool
+	// buf holds the lines of the write in progress, kept for the next
+	// (up to maxKeptBuffer).
+	buf []byte
 }
+
+// maxKeptBuffer bounds the buffer a ledger keeps between writes: a write
+// of larger entries allocates its own.
+const maxKeptBuffer = 16 << 10
 
 // New opens, creating when missing, the ledger of agentID under dir
 // (normally DefaultDir): dir/<agent_id>/execution-ledger.jsonl. runtimeID is
@@ -161,13 +168,16 @@ func (l *Ledger) write(sync bool, entries ...Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	lines := make([]byte, 0, 256*len(entries))
+	lines := l.buf[:0]
 	for _, e := range entries {
 		var err error
 		if lines, err = l.encode(lines, e); err != nil {
 			return err
 		}
 		lines = append(lines, '\n')
+	}
+	if cap(lines) <= maxKeptBuffer {
+		l.buf = lines
 	}
 	return l.writeLines(sync, string(entries[0].Event), lines)
 }
@@ -183,12 +193,10 @@ func (l *Ledger) writeLine(sync bool, line []byte) error {
 // writeLines appends lines (each ending in a newline) with a single write.
 // l.mu must be held.
 func (l *Ledger) writeLines(sync bool, what string, lines []byte) error {
-	var buf []byte
 	if l.torn {
-		buf = append(buf, '\n')
+		lines = append([]byte{'\n'}, lines...)
 	}
-	buf = append(buf, lines...)
-	if _, err := l.f.Write(buf); err != nil {
+	if _, err := l.f.Write(lines); err != nil {
 		// Part of a line may be on disk; start the next one afresh.
 		l.torn = true
 		return fmt.Errorf("append %s to ledger %s: %w", what, l.path, err)
