@@ -55,7 +55,7 @@ func writeFailure(w http.ResponseWriter, status int, msg string) {
 // with a non-zero quality.
 func wantsStream(r *http.Request) bool {
 	for _, v := range r.Header.Values("Accept") {
-		for _, part := range strings.Split(v, ",") {
+		for part := range strings.SplitSeq(v, ",") {
 			mt, params, err := mime.ParseMediaType(part)
 			if err == nil && mt == adapterapi.MediaNDJSON && !zeroQuality(params["q"]) {
 				return true

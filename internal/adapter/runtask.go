@@ -80,6 +80,16 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, error) {
 	if r.ContentLength > MaxRequestBytes {
 		return nil, http.StatusRequestEntityTooLarge, errBodyTooLarge
 	}
+	if r.ContentLength > 0 {
+		// A body of known length (the server reads no more of it) is read
+		// into one buffer of its size: io.ReadAll would grow one several
+		// times.
+		body := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, http.StatusBadRequest, fmt.Errorf("read request body: %w", err)
+		}
+		return body, http.StatusOK, nil
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
 	var maxErr *http.MaxBytesError
 	switch {
