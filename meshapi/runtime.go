@@ -153,9 +153,9 @@ type ReleaseRequest struct {
 	Attempt   int    `json:"attempt"`
 	// Key, when set, gives the run back only if it is held under the
 	// claiming request of that key and the runtime has not asked for it
-	// since (OfferRequest.Recover): the give-back of a run claimed for a
-	// request whose runtime left, which must not take a run from under a
-	// runtime that came back for it.
+	// under the key since (Recover, of an offer or a pull): the gateway's
+	// give-back of a run claimed for a pull whose runtime left, which must
+	// not take a run from under a runtime that came back for it.
 	Key string `json:"key,omitempty"`
 }
 
