@@ -1,6 +1,7 @@
 package runtimeengine
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -26,7 +27,7 @@ type AttachmentReader interface {
 // the runtime fetches the files for it before dispatch.
 func (e *Engine) withAttachments(ctx context.Context, run *mesh.TaskRun, input json.RawMessage) (json.RawMessage, error) {
 	var in map[string]json.RawMessage
-	if e.cfg.Attachments == nil || json.Unmarshal(input, &in) != nil || in["attachments"] == nil {
+	if e.cfg.Attachments == nil || !mayHoldAttachments(input) || json.Unmarshal(input, &in) != nil || in["attachments"] == nil {
 		return input, nil
 	}
 	var atts []adapterapi.Attachment
@@ -62,4 +63,11 @@ func (e *Engine) withAttachments(ctx context.Context, run *mesh.TaskRun, input j
 	}
 	in["attachments"] = raw
 	return json.Marshal(in)
+}
+
+// mayHoldAttachments reports whether input may have an "attachments" key:
+// it holds the word, or an escape a key could be spelled with. Most inputs
+// have neither, and go to the adapter without being decoded here.
+func mayHoldAttachments(input json.RawMessage) bool {
+	return bytes.Contains(input, []byte("attachments")) || bytes.IndexByte(input, '\\') >= 0
 }
