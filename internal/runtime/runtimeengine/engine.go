@@ -18,6 +18,7 @@ import (
 	"github.com/a2amesh/a2amesh/internal/runtime/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/ledger"
 	"github.com/a2amesh/a2amesh/internal/runtime/toolserver"
+	"github.com/a2amesh/a2amesh/internal/workpool"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/rs/zerolog"
 )
@@ -310,6 +311,11 @@ func (e *Engine) fail(err error) {
 func (e *Engine) dispatch(ctx context.Context, workers *sync.WaitGroup) {
 	slots := make(chan struct{}, e.cfg.Concurrency)
 	backoff := bus.Backoff{Initial: 500 * time.Millisecond, Max: 15 * time.Second, Jitter: 0.2}
+	// A run's goroutine grows its stack through the adapter's client, the
+	// ledger and the bus client: kept from one run to the next, it is not
+	// grown again for each.
+	runners := workpool.New(e.cfg.Concurrency)
+	defer runners.Stop()
 	for ctx.Err() == nil {
 		free, ok := takeFree(ctx, slots)
 		if !ok {
@@ -334,11 +340,11 @@ func (e *Engine) dispatch(ctx context.Context, workers *sync.WaitGroup) {
 		}
 		for _, run := range runs {
 			workers.Add(1)
-			go func() {
+			runners.Go(func() {
 				defer workers.Done()
 				defer func() { <-slots }()
 				e.execute(run)
-			}()
+			})
 		}
 	}
 }
