@@ -74,13 +74,18 @@ func (s *Server) handleRunTask(w http.ResponseWriter, r *http.Request) {
 	s.run(w, r, log, provider.NewTask(req, body, s.cfg.Workdir, s.cfg.Instructions))
 }
 
+// presizedBody bounds the buffer a body's declared length gets before its
+// bytes come: a longer body grows as it arrives, so a header alone has no
+// more than this held.
+const presizedBody = 1 << 20
+
 // readBody reads the whole body within MaxRequestBytes; the background read
 // that lets the server notice a client going away only starts after it.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, error) {
 	if r.ContentLength > MaxRequestBytes {
 		return nil, http.StatusRequestEntityTooLarge, errBodyTooLarge
 	}
-	if r.ContentLength > 0 {
+	if r.ContentLength > 0 && r.ContentLength <= presizedBody {
 		// A body of known length (the server reads no more of it) is read
 		// into one buffer of its size: io.ReadAll would grow one several
 		// times.
