@@ -30,6 +30,9 @@ type Mirror[T, P any] struct {
 	// delivered (its writes reach the aggregate a moment later).
 	own     jetstream.Stream
 	ownSeen uint64
+	// asked shares the questions Sync and SyncAfter ask the server
+	// (mirrorsync.go).
+	asked questions
 }
 
 type mirrorEntry[P any] struct {
@@ -154,29 +157,6 @@ func (m *Mirror[T, P]) advance(seq uint64, source string, rev uint64) {
 	m.changed = make(chan struct{})
 	m.mu.Unlock()
 	close(ch)
-}
-
-// Sync waits until the mirror holds every write the bucket had stored when
-// Sync was called, so an answer built from the mirror reflects writes other
-// services (or instances) acknowledged before the question was asked.
-//
-// Watching an aggregate of owned buckets, that is every write the
-// aggregate had copied, and every write this region's owned bucket had
-// stored: what this region's services acknowledged is in the answer;
-// another region's writes arrive as their sources carry them.
-func (m *Mirror[T, P]) Sync(ctx context.Context) error {
-	info, err := m.stream.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("mirror sync: %w", err)
-	}
-	if err := m.waitUntil(ctx, func() bool { return m.seen >= info.State.LastSeq }); err != nil || m.own == nil {
-		return err
-	}
-	own, err := m.own.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("mirror sync: %w", err)
-	}
-	return m.waitUntil(ctx, func() bool { return m.ownSeen >= own.State.LastSeq })
 }
 
 // WaitRevision waits until the mirror has applied key's write of revision

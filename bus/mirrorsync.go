@@ -1,0 +1,127 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// questions shares the questions a mirror asks the server about its
+// streams' last sequences: a call is answered by a question asked after
+// the instant it names, so concurrent calls, and calls about an instant
+// already past, mostly share questions rather than ask one each.
+type questions struct {
+	mu sync.Mutex
+	// next is the question calls join, not asked yet; nil when none waits.
+	next *lastSeqs
+	// current is the question being asked, nil when none is.
+	current *lastSeqs
+	// answered is the newest question answered without an error.
+	answered *lastSeqs
+}
+
+// lastSeqs is one question and its answer: the last sequences of a
+// mirror's stream and of its own stream (watching an aggregate).
+type lastSeqs struct {
+	// askedAt is when the question was sent, by this process's clock.
+	askedAt time.Time
+	done    chan struct{}
+	last    uint64
+	own     uint64
+	err     error
+}
+
+// Sync waits until the mirror holds every write the bucket had stored when
+// Sync was called, so an answer built from the mirror reflects writes other
+// services (or instances) acknowledged before the question was asked.
+//
+// Watching an aggregate of owned buckets, that is every write the
+// aggregate had copied, and every write this region's owned bucket had
+// stored: what this region's services acknowledged is in the answer;
+// another region's writes arrive as their sources carry them.
+func (m *Mirror[T, P]) Sync(ctx context.Context) error {
+	return m.SyncAfter(ctx, time.Now())
+}
+
+// SyncAfter waits until the mirror holds every write the bucket had stored
+// at t, an instant of this process's clock no later than now, as Sync does
+// for now. Any question the server answered that was asked after t serves:
+// a caller that knows its answer may only reflect writes made before some
+// past event (a run it saw created) often waits for none.
+func (m *Mirror[T, P]) SyncAfter(ctx context.Context, t time.Time) error {
+	q := m.question(t)
+	select {
+	case <-q.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if q.err != nil {
+		return fmt.Errorf("mirror sync: %w", q.err)
+	}
+	if err := m.waitUntil(ctx, func() bool { return m.seen >= q.last }); err != nil || m.own == nil {
+		return err
+	}
+	return m.waitUntil(ctx, func() bool { return m.ownSeen >= q.own })
+}
+
+// question returns a question asked after t: the newest one answered, the
+// one being asked, or the next one, which is asked once the current one
+// is answered.
+func (m *Mirror[T, P]) question(t time.Time) *lastSeqs {
+	m.asked.mu.Lock()
+	defer m.asked.mu.Unlock()
+	if a := m.asked.answered; a != nil && a.askedAt.After(t) {
+		return a
+	}
+	if c := m.asked.current; c != nil && c.askedAt.After(t) {
+		return c
+	}
+	if m.asked.next == nil {
+		m.asked.next = &lastSeqs{done: make(chan struct{})}
+		if m.asked.current == nil {
+			go m.ask()
+		}
+	}
+	return m.asked.next
+}
+
+// ask asks the questions calls have joined, one after the other, until
+// none waits. Each has the JetStream client's default timeout: a caller
+// that stops waiting does not end a question others wait for.
+func (m *Mirror[T, P]) ask() {
+	for {
+		m.asked.mu.Lock()
+		q := m.asked.next
+		m.asked.next, m.asked.current = nil, q
+		if q == nil {
+			m.asked.mu.Unlock()
+			return
+		}
+		q.askedAt = time.Now()
+		m.asked.mu.Unlock()
+		q.last, q.own, q.err = m.lastSeqs()
+		m.asked.mu.Lock()
+		if q.err == nil {
+			m.asked.answered = q
+		}
+		m.asked.mu.Unlock()
+		close(q.done)
+	}
+}
+
+func (m *Mirror[T, P]) lastSeqs() (last, own uint64, err error) {
+	ctx := context.Background()
+	info, err := m.stream.Info(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	if m.own == nil {
+		return info.State.LastSeq, 0, nil
+	}
+	ownInfo, err := m.own.Info(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	return info.State.LastSeq, ownInfo.State.LastSeq, nil
+}
