@@ -62,7 +62,7 @@ func (s *Service) handleApproval(ctx context.Context, req *meshapi.ApprovalReque
 	asked := run.Status == mesh.StatusApprovalRequired && run.PendingApproval != nil && run.PendingApproval.ID == in.ToolUseID
 	if !asked {
 		var policy *mesh.ApprovalPolicy
-		if a, ok := s.agents.Get(agentID); ok {
+		if a, ok := s.currentAgent(ctx, agentID); ok {
 			policy = a.ApprovalPolicy
 		}
 		decision, rule := policy.Decide(in.Tool, in.Input)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/bus"
 	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -61,7 +62,8 @@ func TestApproval_ARunWhoseRuntimeIsLostWhileItWaitsIsReaped(t *testing.T) {
 // mesh.MaxRecordedApprovals decisions and counts them all.
 func TestApproval_PolicyDecisionsAreRecordedAndAnnounced(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t)
+	// The run is held through many calls without a renewal of its lease.
+	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute })
 	agent := p.CreateAgent("policed")
 	p.Do(http.MethodPatch, "/agent-accounts/"+agent.ID, map[string]any{"approval_policy": map[string]any{
 		"rules":   []map[string]any{{"match": "Read", "decision": "allow"}, {"match": "Bash(rm *)", "decision": "deny"}},
@@ -138,5 +140,47 @@ func TestApproval_PolicyDecisionsAreRecordedAndAnnounced(t *testing.T) {
 		got.Approvals[len(got.Approvals)-1].ID != fmt.Sprintf("toolu_%d", more-1) || got.Approvals[len(got.Approvals)-1].Rule != "" {
 		t.Fatalf("%d approvals kept (count %d), last %+v; want the last %d of %d", len(got.Approvals), got.ApprovalCount,
 			got.Approvals[len(got.Approvals)-1], mesh.MaxRecordedApprovals, 2+more)
+	}
+}
+
+// TestApproval_APolicyEditAnsweredBeforeACallDecidesIt: a tool call asked
+// about after the answer to an edit of the agent's approval policy is
+// decided by the edited policy, even when the task queue's view of the
+// agents has not caught up with the edit by the time it is asked.
+func TestApproval_APolicyEditAnsweredBeforeACallDecidesIt(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t)
+	agent := p.CreateAgent("tightened")
+	p.Do(http.MethodPatch, "/agent-accounts/"+agent.ID, map[string]any{"approval_policy": map[string]any{"default": "allow"}}, nil)
+	rt := p.OnlineRuntime(t, agent.ID)
+	rc := p.RuntimeClient(t, rt)
+	run := p.CreateTask(agent.ID, "x")
+	p.PullRun(t, agent.ID, rt.RuntimeToken)
+	asked, err := p.Conn().NC.SubscribeSync(bus.RuntimeSubject(agent.ID, rt.RuntimeID, bus.RuntimeOpApproval))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Conn().NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	resume := p.HoldAgentViews(t)
+	p.Do(http.MethodPatch, "/agent-accounts/"+agent.ID, map[string]any{"approval_policy": map[string]any{"default": "deny"}}, nil)
+	answer := make(chan *meshapi.ApprovalResponse, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		resp, err := rc.Approval(ctx, meshapi.ApprovalRequest{TaskRunID: run.ID, ToolUseID: "toolu_1", Tool: "Bash", Input: json.RawMessage(`{"command":"ls"}`)})
+		if err != nil {
+			t.Error(err)
+		}
+		answer <- resp
+	}()
+	if _, err := asked.NextMsg(20 * time.Second); err != nil {
+		t.Fatalf("the call was not asked: %v", err)
+	}
+	resume()
+	if resp := <-answer; resp == nil || resp.Decision != mesh.ApprovalDeny {
+		t.Fatalf("a call after the policy became deny-by-default was answered %+v, want denied", resp)
 	}
 }

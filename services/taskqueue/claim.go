@@ -132,9 +132,10 @@ func (s *Service) handlePull(ctx context.Context, in *meshapi.PullRequest) (*mes
 		return nil, err
 	}
 	out := meshapi.PullResponse{TaskRun: run}
-	// The run's task gets the agent's instructions as they are now.
+	// The run's task gets the agent's instructions with every edit
+	// answered before the run was created.
 	if run != nil {
-		if a, ok := s.agents.Get(agentID); ok {
+		if a, ok := s.agentOfRuns(ctx, agentID, []string{run.ID}); ok {
 			out.InstructionsDigest = a.InstructionsDigest
 		}
 	}
@@ -194,9 +195,12 @@ func (s *Service) claimMany(ctx context.Context, agentID, runtimeID string, clai
 			return nil, err
 		}
 	}
-	// The runs' tasks get the agent's instructions as they are now.
-	if a, ok := s.agents.Get(agentID); ok && len(out.Claimed) > 0 {
-		out.Instructions = &a.Instructions
+	// The runs' tasks get the agent's instructions with every edit
+	// answered before the runs were created.
+	if len(out.Claimed) > 0 {
+		if a, ok := s.agentOfRuns(ctx, agentID, runIDs(out.Claimed)); ok {
+			out.Instructions = &a.Instructions
+		}
 	}
 	return out, nil
 }
@@ -330,8 +334,10 @@ func (s *Service) claimedUnder(ctx context.Context, agentID, runtimeID, key stri
 		out.Claimed = append(out.Claimed, *s.withRunBudget(run))
 	}
 	slices.SortFunc(out.Claimed, func(a, b mesh.TaskRun) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	if a, ok := s.agents.Get(agentID); ok && len(out.Claimed) > 0 {
-		out.Instructions = &a.Instructions
+	if len(out.Claimed) > 0 {
+		if a, ok := s.agentOfRuns(ctx, agentID, runIDs(out.Claimed)); ok {
+			out.Instructions = &a.Instructions
+		}
 	}
 	return out, nil
 }

@@ -23,7 +23,7 @@ func (s *Service) handleHello(ctx context.Context, in *meshapi.Empty) (*meshapi.
 		LeaseMS:            s.cfg.Lease.Milliseconds(),
 		HeartbeatTimeoutMS: s.cfg.HeartbeatTimeout.Milliseconds(),
 	}
-	if a, ok := s.agents.Get(agentID); ok {
+	if a, ok := s.currentAgent(ctx, agentID); ok {
 		resp.Instructions = a.Instructions
 	}
 	return &resp, nil

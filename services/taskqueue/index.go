@@ -109,6 +109,9 @@ type index struct {
 	// runWatches holds, per run, channels closed at the run's next change
 	// (approval.go waits on them).
 	runWatches map[string][]chan struct{}
+	// seenAt holds, per run that has not ended, when this index first held
+	// it: the run was created before then (agentOfRuns).
+	seenAt map[string]time.Time
 }
 
 // cancelWatch is one runtime's request waiting for cancels of its runs.
@@ -125,6 +128,7 @@ func newIndex() *index {
 		cancelWatches: map[string][]*cancelWatch{},
 		spent:         map[usageKey]*dayUsage{},
 		runWatches:    map[string][]chan struct{}{},
+		seenAt:        map[string]time.Time{},
 	}
 }
 
@@ -167,6 +171,7 @@ func (ix *index) onChange(id string, p **summary) {
 			ix.count(old, -1)
 			delete(ix.byID, id)
 			delete(ix.active, id)
+			delete(ix.seenAt, id)
 			ix.removeOrdered(id)
 		}
 		return
@@ -205,8 +210,12 @@ func (ix *index) onChange(id string, p **summary) {
 	}
 	if s.status.Terminal() {
 		delete(ix.active, id)
+		delete(ix.seenAt, id)
 	} else {
 		ix.active[id] = s
+		if !had {
+			ix.seenAt[id] = time.Now()
+		}
 	}
 	if s.status == mesh.StatusCanceled && s.runtimeID != "" && (!had || old.status != mesh.StatusCanceled) {
 		ix.tellCanceled(s.runtimeID, id)
@@ -468,4 +477,22 @@ func forget[W comparable](watches map[string][]W, key string, w W) {
 		return
 	}
 	watches[key] = ws
+}
+
+// firstSeen is the latest of the instants this index first held each run
+// ids names, or false when it does not hold one of them (any more).
+func (ix *index) firstSeen(ids []string) (time.Time, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	var latest time.Time
+	for _, id := range ids {
+		t, ok := ix.seenAt[id]
+		if !ok {
+			return time.Time{}, false
+		}
+		if t.After(latest) {
+			latest = t
+		}
+	}
+	return latest, true
 }

@@ -145,6 +145,52 @@ type agentView struct {
 	ApprovalPolicy *mesh.ApprovalPolicy
 }
 
+// agentSync bounds how long an answer waits for the view of the agents to
+// catch up with their bucket (agentAsOf); an answer to a claim waits for it.
+const agentSync = time.Second
+
+// agentAsOf is what the task queue keeps of an agent, with every edit the
+// agents' bucket had stored at t (an instant of this process's clock): the
+// view, once it has caught up with them. When the view cannot catch up
+// within agentSync (the bucket's server out of reach), it is the view as
+// it is, and that is logged.
+func (s *Service) agentAsOf(ctx context.Context, agentID string, t time.Time) (*agentView, bool) {
+	sctx, cancel := context.WithTimeout(ctx, agentSync)
+	err := s.agents.SyncAfter(sctx, t)
+	cancel()
+	if err != nil && ctx.Err() == nil {
+		s.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("agent_id", agentID).Msg("the view of the agents could not catch up with their bucket: answering with it as it is")
+	}
+	return s.agents.Get(agentID)
+}
+
+// currentAgent is the agent with every edit answered before this call.
+func (s *Service) currentAgent(ctx context.Context, agentID string) (*agentView, bool) {
+	return s.agentAsOf(ctx, agentID, time.Now())
+}
+
+// agentOfRuns is the agent of runs just claimed (ids), for the claim's
+// answer: with every edit answered before the runs were created, so an
+// edit answered before a task was created (new instructions) reaches the
+// task. The index first held each run after its creation, so the view need
+// only hold what the bucket had then, which an earlier question often shows.
+func (s *Service) agentOfRuns(ctx context.Context, agentID string, ids []string) (*agentView, bool) {
+	t, ok := s.index.firstSeen(ids)
+	if !ok {
+		t = time.Now()
+	}
+	return s.agentAsOf(ctx, agentID, t)
+}
+
+// runIDs names runs.
+func runIDs(runs []mesh.TaskRun) []string {
+	ids := make([]string, len(runs))
+	for i := range runs {
+		ids[i] = runs[i].ID
+	}
+	return ids
+}
+
 // New returns a service; Start runs it.
 func New(cfg Config) *Service {
 	cfg.defaults()

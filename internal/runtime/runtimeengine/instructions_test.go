@@ -115,3 +115,26 @@ func TestInstructions_OverHTTPTheRuntimeAsksOnlyWhenTheyChanged(t *testing.T) {
 		t.Errorf("the runtime asked for its instructions %d times for 2 tasks after one edit, want 1", n)
 	}
 }
+
+// TestInstructions_AnEditAnsweredBeforeATaskIsCreatedReachesIt: a task
+// created after the answer to an edit of the agent's instructions runs with
+// the edited ones, even when the task queue's view of the agents has not
+// caught up with the edit by the time the task is claimed.
+func TestInstructions_AnEditAnsweredBeforeATaskIsCreatedReachesIt(t *testing.T) {
+	t.Parallel()
+	for _, transport := range []string{runtimeengine.ModeNATS, runtimeengine.ModeHTTP} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			p, agent, host, _ := instructedAgent(t, transport)
+			resume := p.HoldAgentViews(t)
+			p.Do(http.MethodPatch, "/agent-accounts/"+agent.ID, map[string]any{"instructions": "Edited."}, nil)
+			run := p.CreateTask(agent.ID, "after the edit")
+			p.WaitTask(run.ID, 20*time.Second, func(r mesh.TaskRun) bool { return r.Status != mesh.StatusPending })
+			resume()
+			p.WaitTask(run.ID, 20*time.Second, func(r mesh.TaskRun) bool { return r.Status.Terminal() })
+			if got := host.instructions("after the edit"); got != "Edited." {
+				t.Errorf("a task created after the edit was answered got instructions %q, want %q", got, "Edited.")
+			}
+		})
+	}
+}
