@@ -14,12 +14,20 @@ import (
 type questions struct {
 	mu sync.Mutex
 	// next is the question calls join, not asked yet; nil when none waits.
+	// It is asked when the one asked last is answered, or once that one
+	// has waited questionPatience for its answer.
 	next *lastSeqs
-	// current is the question being asked, nil when none is.
-	current *lastSeqs
+	// latest is the question asked last, until it is answered.
+	latest *lastSeqs
 	// answered is the newest question answered without an error.
 	answered *lastSeqs
 }
+
+// questionPatience is how long a question may wait for its answer before
+// the next one is asked beside it: a question sent to a server that is
+// gone waits for the JetStream client's timeout, and the calls behind it
+// should not, once another server answers for the stream.
+const questionPatience = 250 * time.Millisecond
 
 // lastSeqs is one question and its answer: the last sequences of a
 // mirror's stream and of its own stream (watching an aggregate).
@@ -66,48 +74,53 @@ func (m *Mirror[T, P]) SyncAfter(ctx context.Context, t time.Time) error {
 }
 
 // question returns a question asked after t: the newest one answered, the
-// one being asked, or the next one, which is asked once the current one
-// is answered.
+// one asked last if it is still waiting, or the next one.
 func (m *Mirror[T, P]) question(t time.Time) *lastSeqs {
 	m.asked.mu.Lock()
 	defer m.asked.mu.Unlock()
 	if a := m.asked.answered; a != nil && a.askedAt.After(t) {
 		return a
 	}
-	if c := m.asked.current; c != nil && c.askedAt.After(t) {
-		return c
+	if l := m.asked.latest; l != nil && l.askedAt.After(t) {
+		return l
 	}
-	if m.asked.next == nil {
-		m.asked.next = &lastSeqs{done: make(chan struct{})}
-		if m.asked.current == nil {
-			go m.ask()
-		}
+	q := m.asked.next
+	if q == nil {
+		q = &lastSeqs{done: make(chan struct{})}
+		m.asked.next = q
 	}
-	return m.asked.next
+	if l := m.asked.latest; l == nil || time.Since(l.askedAt) >= questionPatience {
+		m.askNext()
+	}
+	return q
 }
 
-// ask asks the questions calls have joined, one after the other, until
-// none waits. Each has the JetStream client's default timeout: a caller
-// that stops waiting does not end a question others wait for.
-func (m *Mirror[T, P]) ask() {
-	for {
-		m.asked.mu.Lock()
-		q := m.asked.next
-		m.asked.next, m.asked.current = nil, q
-		if q == nil {
-			m.asked.mu.Unlock()
-			return
-		}
-		q.askedAt = time.Now()
-		m.asked.mu.Unlock()
-		q.last, q.own, q.err = m.lastSeqs()
-		m.asked.mu.Lock()
-		if q.err == nil {
-			m.asked.answered = q
-		}
-		m.asked.mu.Unlock()
-		close(q.done)
+// askNext sends the next question. Call with m.asked.mu held.
+func (m *Mirror[T, P]) askNext() {
+	q := m.asked.next
+	m.asked.next, m.asked.latest = nil, q
+	q.askedAt = time.Now()
+	go m.ask(q)
+}
+
+// ask asks q, with the JetStream client's default timeout: a caller that
+// stops waiting does not end a question others wait for. Once it is
+// answered, the question calls joined meanwhile is asked.
+func (m *Mirror[T, P]) ask(q *lastSeqs) {
+	last, own, err := m.lastSeqs()
+	m.asked.mu.Lock()
+	q.last, q.own, q.err = last, own, err
+	if err == nil && (m.asked.answered == nil || q.askedAt.After(m.asked.answered.askedAt)) {
+		m.asked.answered = q
 	}
+	if m.asked.latest == q {
+		m.asked.latest = nil
+		if m.asked.next != nil {
+			m.askNext()
+		}
+	}
+	m.asked.mu.Unlock()
+	close(q.done)
 }
 
 func (m *Mirror[T, P]) lastSeqs() (last, own uint64, err error) {
