@@ -16,11 +16,11 @@ type questions struct {
 	// next is the question calls join, not asked yet; nil when none waits.
 	// It is asked when the one asked last is answered, or once that one
 	// has waited questionPatience for its answer.
-	next *lastSeqs
+	next *question
 	// latest is the question asked last, until it is answered.
-	latest *lastSeqs
+	latest *question
 	// answered is the newest question answered without an error.
-	answered *lastSeqs
+	answered *question
 }
 
 // questionPatience is how long a question may wait for its answer before
@@ -29,9 +29,9 @@ type questions struct {
 // should not, once another server answers for the stream.
 const questionPatience = 250 * time.Millisecond
 
-// lastSeqs is one question and its answer: the last sequences of a
+// question is one question and its answer: the last sequences of a
 // mirror's stream and of its own stream (watching an aggregate).
-type lastSeqs struct {
+type question struct {
 	// askedAt is when the question was sent, by this process's clock.
 	askedAt time.Time
 	done    chan struct{}
@@ -58,7 +58,7 @@ func (m *Mirror[T, P]) Sync(ctx context.Context) error {
 // a caller that knows its answer may only reflect writes made before some
 // past event (a run it saw created) often waits for none.
 func (m *Mirror[T, P]) SyncAfter(ctx context.Context, t time.Time) error {
-	q := m.question(t)
+	q := m.questionAfter(t)
 	select {
 	case <-q.done:
 	case <-ctx.Done():
@@ -73,9 +73,9 @@ func (m *Mirror[T, P]) SyncAfter(ctx context.Context, t time.Time) error {
 	return m.waitUntil(ctx, func() bool { return m.ownSeen >= q.own })
 }
 
-// question returns a question asked after t: the newest one answered, the
-// one asked last if it is still waiting, or the next one.
-func (m *Mirror[T, P]) question(t time.Time) *lastSeqs {
+// questionAfter returns a question asked after t: the newest one answered,
+// the one asked last if it is still waiting, or the next one.
+func (m *Mirror[T, P]) questionAfter(t time.Time) *question {
 	m.asked.mu.Lock()
 	defer m.asked.mu.Unlock()
 	if a := m.asked.answered; a != nil && a.askedAt.After(t) {
@@ -86,7 +86,7 @@ func (m *Mirror[T, P]) question(t time.Time) *lastSeqs {
 	}
 	q := m.asked.next
 	if q == nil {
-		q = &lastSeqs{done: make(chan struct{})}
+		q = &question{done: make(chan struct{})}
 		m.asked.next = q
 	}
 	if l := m.asked.latest; l == nil || time.Since(l.askedAt) >= questionPatience {
@@ -106,8 +106,12 @@ func (m *Mirror[T, P]) askNext() {
 // ask asks q, with the JetStream client's default timeout: a caller that
 // stops waiting does not end a question others wait for. Once it is
 // answered, the question calls joined meanwhile is asked.
-func (m *Mirror[T, P]) ask(q *lastSeqs) {
+func (m *Mirror[T, P]) ask(q *question) {
 	last, own, err := m.lastSeqs()
+	if err != nil {
+		// Logged once here, not by each of the calls that wait for it.
+		m.cfg.Logger.Warn().Err(err).Str("stream", m.stream.CachedInfo().Config.Name).Msg("the stream's last sequence could not be asked: a view is not known to be up to date")
+	}
 	m.asked.mu.Lock()
 	q.last, q.own, q.err = last, own, err
 	if err == nil && (m.asked.answered == nil || q.askedAt.After(m.asked.answered.askedAt)) {

@@ -153,13 +153,15 @@ const agentSync = time.Second
 // agents' bucket had stored at t (an instant of this process's clock): the
 // view, once it has caught up with them. When the view cannot catch up
 // within agentSync (the bucket's server out of reach), it is the view as
-// it is, and that is logged.
+// it is. The mirror logs a question it could not ask, once for all the
+// answers waiting on it; each such answer is logged at debug level only,
+// so an outage does not log once per claim.
 func (s *Service) agentAsOf(ctx context.Context, agentID string, t time.Time) (*agentView, bool) {
 	sctx, cancel := context.WithTimeout(ctx, agentSync)
 	err := s.agents.SyncAfter(sctx, t)
 	cancel()
 	if err != nil && ctx.Err() == nil {
-		s.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("agent_id", agentID).Msg("the view of the agents could not catch up with their bucket: answering with it as it is")
+		s.cfg.Logger.Debug().Ctx(ctx).Err(err).Str("agent_id", agentID).Msg("the view of the agents could not catch up with their bucket: answering with it as it is")
 	}
 	return s.agents.Get(agentID)
 }
