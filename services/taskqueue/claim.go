@@ -39,10 +39,15 @@ func (s *Service) claim(ctx context.Context, agentID, runtimeID, runID string, a
 // online, by its request of key key ("": a claim of an offered run).
 func (s *Service) claimChecked(ctx context.Context, agentID, runtimeID, runID string, attempt int, key string) (*mesh.TaskRun, error) {
 	began := time.Now()
+	// The agent's budgets decide with every edit answered before the run
+	// was created, so a budget lowered then keeps the run from starting
+	// even if the view that decided its create had not caught up.
+	s.agentOfRuns(ctx, agentID, []string{runID})
 	claimed := false
+	var overBudget *budgetNotice
 	run, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
 		// The mutation may run again on a fresh copy: only its last run counts.
-		claimed = false
+		claimed, overBudget = false, nil
 		if r.TargetAgentID != agentID {
 			return "", mesh.Errorf(mesh.CodeForbidden, "task run %s belongs to another agent", r.ID)
 		}
@@ -66,6 +71,13 @@ func (s *Service) claimChecked(ctx context.Context, agentID, runtimeID, runID st
 			e.Status = r.Status
 			return "", e
 		}
+		if r.Status == mesh.StatusPending {
+			if overBudget = s.dayBudgetSpent(r); overBudget != nil {
+				overBudget.TaskRunID, overBudget.Action = r.ID, "canceled"
+				overBudget.Message += ": the run was canceled before it started"
+				return cancelForBudget(r, *overBudget), nil
+			}
+		}
 		now := time.Now().UTC()
 		r.Status = mesh.StatusRunning
 		r.RuntimeID = runtimeID
@@ -78,6 +90,10 @@ func (s *Service) claimChecked(ctx context.Context, agentID, runtimeID, runID st
 		claimed = true
 		return mesh.EventTaskRunClaimed, nil
 	})
+	if err == nil && overBudget != nil {
+		s.tellBudget(ctx, *overBudget)
+		return nil, conflict(run, "task run %s was not claimed: %s", run.ID, overBudget.Message)
+	}
 	if err == nil && claimed {
 		s.observeClaim(run)
 		run = traceClaim(run, began)

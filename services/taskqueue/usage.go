@@ -162,14 +162,10 @@ func (s *Service) budgetOf(agentID string) *mesh.Budget {
 // delegated from inside a run whose tree has spent its agent's per-run
 // budget.
 func (s *Service) checkBudget(ctx context.Context, run *mesh.TaskRun) error {
-	if b := s.budgetOf(run.TargetAgentID); b != nil && b.PerDay != nil {
-		day := mesh.UsageDay(run.CreatedAt)
-		spent := s.index.daySpent(run.TargetAgentID, day)
-		if why := b.PerDay.Reached(spent); why != "" {
-			msg := fmt.Sprintf("agent %s has spent its budget for %s (%s): no new runs until the next day (UTC) or a larger budget", run.TargetAgentID, day, why)
-			s.tellBudget(ctx, budgetNotice{AgentID: run.TargetAgentID, Limit: "per_day", Budget: *b.PerDay, Spent: *spent, Day: day, Action: "refused", Message: msg})
-			return mesh.Errorf(mesh.CodeBudgetExceeded, "%s", msg)
-		}
+	if n := s.dayBudgetSpent(run); n != nil {
+		n.Action, n.Message = "refused", n.Message+": no new runs until the next day (UTC) or a larger budget"
+		s.tellBudget(ctx, *n)
+		return mesh.Errorf(mesh.CodeBudgetExceeded, "%s", n.Message)
 	}
 	if run.ParentTaskRunID == "" {
 		return nil
@@ -186,6 +182,25 @@ func (s *Service) checkBudget(ctx context.Context, run *mesh.TaskRun) error {
 		}
 	}
 	return nil
+}
+
+// dayBudgetSpent is the notice of a run whose agent's runs of the day it
+// counts in (its creation's) have spent the agent's per-day budget: no
+// more of them may start. It is nil when the budget leaves room, or there
+// is none.
+func (s *Service) dayBudgetSpent(run *mesh.TaskRun) *budgetNotice {
+	b := s.budgetOf(run.TargetAgentID)
+	if b == nil || b.PerDay == nil {
+		return nil
+	}
+	day := mesh.UsageDay(run.CreatedAt)
+	spent := s.index.daySpent(run.TargetAgentID, day)
+	why := b.PerDay.Reached(spent)
+	if why == "" {
+		return nil
+	}
+	return &budgetNotice{AgentID: run.TargetAgentID, Limit: "per_day", Budget: *b.PerDay, Spent: *spent, Day: day,
+		Message: fmt.Sprintf("agent %s has spent its budget for %s (%s)", run.TargetAgentID, day, why)}
 }
 
 // recentOrStored reads a run this region keeps, if it does.
@@ -258,12 +273,7 @@ func (s *Service) stopForBudget(ctx context.Context, run *mesh.TaskRun, n budget
 				return "", errUnchanged
 			}
 			canceled = true
-			now := time.Now().UTC()
-			r.Status = mesh.StatusCanceled
-			r.Error = &mesh.RunError{Code: mesh.ReasonBudgetExceeded, Message: n.Message, Details: map[string]any{"limit": n.Limit, "budget": n.Budget, "spent": n.Spent}}
-			r.EndedAt = &now
-			r.LeaseExpiresAt = nil
-			return mesh.EventTaskRunCanceled, nil
+			return cancelForBudget(r, n), nil
 		})
 		if err != nil {
 			s.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("could not cancel a run that passed its budget")
@@ -272,6 +282,17 @@ func (s *Service) stopForBudget(ctx context.Context, run *mesh.TaskRun, n budget
 		}
 	}
 	s.tellBudget(ctx, n)
+}
+
+// cancelForBudget ends r, which has not ended, as canceled for the budget
+// n says it passed, and returns the event of the change.
+func cancelForBudget(r *mesh.TaskRun, n budgetNotice) string {
+	now := time.Now().UTC()
+	r.Status = mesh.StatusCanceled
+	r.Error = &mesh.RunError{Code: mesh.ReasonBudgetExceeded, Message: n.Message, Details: map[string]any{"limit": n.Limit, "budget": n.Budget, "spent": n.Spent}}
+	r.EndedAt = &now
+	r.LeaseExpiresAt = nil
+	return mesh.EventTaskRunCanceled
 }
 
 // budgetNotice is the data of agent.budget_exceeded.

@@ -279,3 +279,57 @@ func TestBudget_PassingTheDaysBudgetCancelsTheAgentsOtherRuns(t *testing.T) {
 		t.Fatalf("another agent's run is %s, want running", got.Status)
 	}
 }
+
+// TestBudget_ARunCreatedAfterABudgetWasLoweredNeverStarts: a run created
+// after an edit that leaves its agent's day no budget was answered is
+// never handed to a runtime, even when the create was decided by a view
+// of the agents that had not caught up with the edit (held here): its
+// claim cancels it with BUDGET_EXCEEDED and tells the owner.
+func TestBudget_ARunCreatedAfterABudgetWasLoweredNeverStarts(t *testing.T) {
+	t.Parallel()
+	p := meshtest.StartPlatform(t)
+	agent := p.CreateAgent("lowered")
+	rt, spender := p.HeldRun(t, agent.ID, "spend")
+	p.Report(t, spender.ID, "complete", rt.RuntimeToken, map[string]any{"output": usageOutput("spent", 10, 1, 0, 0.06)}).Expect(t, http.StatusOK)
+	day := mesh.UsageDay(spender.CreatedAt)
+	meshtest.Eventually(t, 10*time.Second, func() bool {
+		var rep meshapi.UsageReport
+		p.Send(t, meshtest.Request{Method: http.MethodGet, Path: "/usage?agent_id=" + agent.ID + "&from=" + day + "&to=" + day, Owner: true}).Expect(t, http.StatusOK).Decode(t, &rep)
+		return rep.Total.Cost() > 0.059
+	}, func() string { return "the day's usage never showed the run's spend" })
+	events := p.StreamEvents(t, url.Values{"agent_id": {agent.ID}})
+
+	resume := p.HoldAgentViews(t)
+	p.Do(http.MethodPatch, "/agent-accounts/"+agent.ID, map[string]any{"budget": map[string]any{"per_day": map[string]any{"cost_usd": 0.05}}}, nil)
+	created := p.CreateTaskWith(t, map[string]any{"target_agent_id": agent.ID, "input": map[string]any{"text": "one more"}})
+	if created.Status == http.StatusTooManyRequests {
+		t.Fatal("the create was refused while the task queue's view of the agents was held: the test did not hold it")
+	}
+	run := created.Expect(t, http.StatusCreated).Run(t)
+	resume()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	claimed, err := p.RuntimeClient(t, rt).Claim(ctx, meshapi.ClaimRequest{TaskRunID: run.ID, Attempt: 1})
+	if err == nil {
+		t.Fatalf("a run created after its agent's day ran out of budget was claimed: %s", claimed.Status)
+	}
+	if !meshapi.Unclaimable(err) {
+		t.Fatalf("claim: %v, want a refusal that says the run cannot be claimed", err)
+	}
+	ended := p.GetTask(run.ID)
+	if ended.Status != mesh.StatusCanceled || ended.Error == nil || ended.Error.Code != mesh.ReasonBudgetExceeded || ended.RuntimeID != "" {
+		t.Fatalf("the run: %s %+v runtime %q, want canceled with %s and never held", ended.Status, ended.Error, ended.RuntimeID, mesh.ReasonBudgetExceeded)
+	}
+	var notice struct {
+		Limit     string `json:"limit"`
+		Action    string `json:"action"`
+		TaskRunID string `json:"task_run_id"`
+	}
+	events.Until(t, 10*time.Second, func(ev meshtest.Event) bool {
+		return ev.Type == mesh.EventAgentBudgetExceeded && json.Unmarshal(ev.Data, &notice) == nil && notice.TaskRunID == run.ID
+	})
+	if notice.Limit != "per_day" || notice.Action != "canceled" {
+		t.Fatalf("budget notice %+v", notice)
+	}
+}
