@@ -5,6 +5,10 @@ package mesh
 // its adapter's behalf. This is the one table of them; docs/api.md names
 // each (a test keeps it so).
 
+// AgentDeletedMessage is the error message of a run canceled because its
+// agent was deleted (its error code is ReasonCanceled).
+const AgentDeletedMessage = "agent deleted"
+
 // Recorded by the platform itself.
 const (
 	ReasonRuntimeLost      = "RUNTIME_LOST"

@@ -280,9 +280,6 @@ func (s *Service) homeUnhomed(ctx context.Context) error {
 	return nil
 }
 
-// DeleteReason is why the open runs of a deleted agent were canceled.
-const DeleteReason = "agent deleted"
-
 // delete removes an agent account. Its runtimes are revoked first, so none
 // claims a run meanwhile; then the account goes, so no new run can target
 // it; then its open runs are canceled. Its
@@ -334,7 +331,7 @@ func revokeRuntimes(ctx context.Context, client *meshapi.Client, agentID string)
 }
 
 // cancelOpenRuns cancels every run of an agent that has not ended, with
-// DeleteReason. A run that ends meanwhile is left as it ended.
+// mesh.AgentDeletedMessage. A run that ends meanwhile is left as it ended.
 func cancelOpenRuns(ctx context.Context, client *meshapi.Client, agentID string) (int, error) {
 	var ids []string
 	for _, st := range openStatuses {
@@ -355,7 +352,7 @@ func cancelOpenRuns(ctx context.Context, client *meshapi.Client, agentID string)
 	}
 	n := 0
 	for _, id := range ids {
-		run, err := client.CancelTaskRun(ctx, meshapi.CancelTaskRunRequest{TaskRunID: id, Reason: DeleteReason})
+		run, err := client.CancelTaskRun(ctx, meshapi.CancelTaskRunRequest{TaskRunID: id, Reason: mesh.AgentDeletedMessage})
 		if err != nil {
 			if errors.Is(err, mesh.ErrConflict) || errors.Is(err, mesh.ErrNotFound) {
 				continue // it ended meanwhile

@@ -31,13 +31,19 @@ func (s *Service) cancel(ctx context.Context, runID, reason string) (*mesh.TaskR
 		reason = "canceled by request"
 	}
 	return s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
-		now := time.Now().UTC()
-		r.Status = mesh.StatusCanceled
-		r.Error = &mesh.RunError{Code: mesh.ReasonCanceled, Message: reason}
-		r.EndedAt = &now
-		r.LeaseExpiresAt = nil
-		return mesh.EventTaskRunCanceled, nil
+		return cancelRun(r, reason), nil
 	})
+}
+
+// cancelRun ends r as canceled for reason and returns the event of the
+// change.
+func cancelRun(r *mesh.TaskRun, reason string) string {
+	now := time.Now().UTC()
+	r.Status = mesh.StatusCanceled
+	r.Error = &mesh.RunError{Code: mesh.ReasonCanceled, Message: reason}
+	r.EndedAt = &now
+	r.LeaseExpiresAt = nil
+	return mesh.EventTaskRunCanceled
 }
 
 // handleCanceled answers a runtime's request to hear of cancels of the runs

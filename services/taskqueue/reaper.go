@@ -2,6 +2,7 @@ package taskqueue
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/a2amesh/a2amesh/mesh"
@@ -10,23 +11,63 @@ import (
 // The reaper guarantees that every run ends (design §3 "No orphans"): a
 // running run whose lease expired goes back to pending while its attempts
 // allow, and otherwise fails with RUNTIME_LOST; any run past its deadline
-// fails with DEADLINE_EXCEEDED.
+// fails with DEADLINE_EXCEEDED; a run whose agent no longer exists is
+// canceled as deleting the agent cancels its runs.
 
-// reap handles every run whose lease or deadline has passed (the reaper
-// runs it every ReapInterval).
+// reap handles every run whose lease or deadline has passed, or whose
+// agent is gone (the reaper runs it every ReapInterval).
 func (s *Service) reap(ctx context.Context) {
 	now := time.Now()
 	// Leases that ran out while the platform itself was down could not have
 	// been renewed; they get one lease period from start-up before they count.
 	grace := s.startedAt.Add(s.cfg.Lease)
+	gone := map[string]bool{}
 	for _, r := range s.index.activeRuns() {
 		switch {
 		case !r.deadline.IsZero() && now.After(r.deadline):
 			s.expire(ctx, r.id, mesh.ReasonDeadlineExceeded, "the task run passed its deadline")
 		case (r.status == mesh.StatusRunning || r.status == mesh.StatusApprovalRequired) && !r.lease.IsZero() && now.After(r.lease) && now.After(grace):
 			s.loseLease(ctx, r.id)
+		case s.agentGone(ctx, r.agentID, gone):
+			s.cancelOfGoneAgent(ctx, r.id)
 		}
 	}
+}
+
+// agentGone says whether the agent no longer exists: the view does not
+// hold it, and its bucket says it is not there (the view may not have
+// seen a new agent yet). known keeps the answers of one reap, so an
+// agent with many runs is asked about once.
+func (s *Service) agentGone(ctx context.Context, agentID string, known map[string]bool) bool {
+	if _, ok := s.agents.Get(agentID); ok {
+		return false
+	}
+	if gone, ok := known[agentID]; ok {
+		return gone
+	}
+	_, _, err := s.agentStore.Get(ctx, agentID)
+	known[agentID] = errors.Is(err, mesh.ErrNotFound)
+	return known[agentID]
+}
+
+// cancelOfGoneAgent cancels a run whose agent no longer exists, as the
+// agent's delete does (mesh.AgentDeletedMessage): the delete lists the
+// agent's open runs, and a create decided by a view that still held the
+// agent can store one after that.
+func (s *Service) cancelOfGoneAgent(ctx context.Context, runID string) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
+		if r.Status.Terminal() {
+			return "", errUnchanged
+		}
+		return cancelRun(r, mesh.AgentDeletedMessage), nil
+	})
+	if err != nil {
+		s.cfg.Logger.Warn().Err(err).Str("task_run_id", runID).Msg("the run of an agent that no longer exists not canceled; will retry")
+		return
+	}
+	s.cfg.Logger.Info().Str("task_run_id", runID).Msg("canceled a run whose agent no longer exists")
 }
 
 // expire fails a run that is past its deadline.

@@ -2,6 +2,7 @@ package taskqueue
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -32,7 +33,9 @@ func singleService(t *testing.T, cfg Config) *Service {
 	return startService(t, c.URL(0), 1, cfg)
 }
 
-// storeRun writes a run record as it is, bypassing every check.
+// storeRun writes a run record as it is, bypassing every check. Its
+// agent, a new one unless named, is stored too when it is not there: the
+// reaper cancels a run whose agent does not exist.
 func storeRun(t *testing.T, s *Service, r *mesh.TaskRun) *mesh.TaskRun {
 	t.Helper()
 	if r.ID == "" {
@@ -40,6 +43,14 @@ func storeRun(t *testing.T, s *Service, r *mesh.TaskRun) *mesh.TaskRun {
 	}
 	if r.TargetAgentID == "" {
 		r.TargetAgentID = mesh.NewID()
+	}
+	if _, _, err := s.agentStore.Get(context.Background(), r.TargetAgentID); errors.Is(err, mesh.ErrNotFound) {
+		now := time.Now().UTC()
+		if _, err := s.agentStore.Create(context.Background(), r.TargetAgentID, &mesh.Agent{ID: r.TargetAgentID, Name: "stored", CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+	} else if err != nil {
+		t.Fatal(err)
 	}
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = time.Now().UTC()

@@ -287,12 +287,9 @@ func (s *Service) stopForBudget(ctx context.Context, run *mesh.TaskRun, n budget
 // cancelForBudget ends r, which has not ended, as canceled for the budget
 // n says it passed, and returns the event of the change.
 func cancelForBudget(r *mesh.TaskRun, n budgetNotice) string {
-	now := time.Now().UTC()
-	r.Status = mesh.StatusCanceled
+	event := cancelRun(r, n.Message)
 	r.Error = &mesh.RunError{Code: mesh.ReasonBudgetExceeded, Message: n.Message, Details: map[string]any{"limit": n.Limit, "budget": n.Budget, "spent": n.Spent}}
-	r.EndedAt = &now
-	r.LeaseExpiresAt = nil
-	return mesh.EventTaskRunCanceled
+	return event
 }
 
 // budgetNotice is the data of agent.budget_exceeded.
