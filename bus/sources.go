@@ -106,7 +106,7 @@ func restartedLately(cfg jetstream.StreamConfig, name string) bool {
 // processes may tend one region at once: each change is checked as
 // addStreamSource does.
 func SourceTending(js jetstream.JetStream, log zerolog.Logger) *Periodic {
-	t := &tender{js: js, log: log, region: connRegion(js), unheard: map[string]time.Time{}}
+	t := &tender{js: js, log: log, region: connRegion(js), unheard: map[string]time.Time{}, failing: map[string]time.Time{}}
 	return &Periodic{Interval: SourceCheckInterval, Run: t.pass}
 }
 
@@ -118,6 +118,9 @@ type tender struct {
 	// unheard is when each source (stream/source) was first seen never
 	// heard from (the server reports Active -1 until a source connects).
 	unheard map[string]time.Time
+	// failing is when adding each source (stream/source) first failed,
+	// until it is added.
+	failing map[string]time.Time
 	// silent are the regions whose streams did not answer in this pass:
 	// their other sources are not asked again until the next.
 	silent map[string]bool
@@ -188,9 +191,24 @@ func (t *tender) tend(ctx context.Context, stream string, regionOf func(string) 
 		if slices.ContainsFunc(info.Config.Sources, func(have *jetstream.StreamSource) bool { return have.Name == src.Name }) || !t.answers(ctx, regionOf(src.Name), src.Name) {
 			continue
 		}
-		if err := addStreamSource(ctx, t.js, stream, src); err != nil {
-			t.log.Warn().Err(err).Str("stream", stream).Str("source", src.Name).Msg("could not add a region's source")
+		key := stream + "/" + src.Name
+		err := addStreamSource(ctx, t.js, stream, src)
+		if err == nil {
+			delete(t.failing, key)
+			continue
 		}
+		// Tried again next pass. A stream still starting (offline just
+		// after its server came back) refuses a change for a moment:
+		// only a failure that lasts is worth an operator's attention.
+		first, seen := t.failing[key]
+		if !seen {
+			t.failing[key] = time.Now()
+		}
+		ev := t.log.Debug()
+		if seen && time.Since(first) > SourceStallAfter {
+			ev = t.log.Warn()
+		}
+		ev.Err(err).Str("stream", stream).Str("source", src.Name).Msg("could not add a region's source")
 	}
 	for _, si := range info.Sources {
 		key := stream + "/" + si.Name
