@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/a2amesh/a2amesh/mesh"
 )
@@ -74,6 +75,24 @@ type Tools struct {
 	// folder (files are read from and saved into it).
 	FolderHeader string `json:"folder_header,omitempty"`
 }
+
+// How long hosts wait for the mesh's tools (Tools). Hosts have defaults
+// of their own, shorter than the tools need, so the adapter tells each
+// host these.
+const (
+	// ToolWaitLimit bounds one call of the mesh's tools that waits for
+	// another agent's answer (send_task or get_task with wait): the tool
+	// server ends the wait then.
+	ToolWaitLimit = 30 * time.Minute
+	// ToolCallTimeout is how long a host waits for one call of the mesh's
+	// tools: ToolWaitLimit, and the platform request under way when it
+	// ends.
+	ToolCallTimeout = ToolWaitLimit + time.Minute
+	// ToolStartupTimeout is how long a host waits for the tool server's
+	// handshake before it runs the task without the mesh's tools. The
+	// server is on loopback; a loaded machine can still take seconds.
+	ToolStartupTimeout = 30 * time.Second
+)
 
 // Environment is a task's host environment. The platform refuses variables
 // named A2A_* (its own), PATH and HOME; adapters skip them too.

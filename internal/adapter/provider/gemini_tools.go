@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
 )
 
 // Gemini CLI reads MCP servers from its settings files only (no flag adds
@@ -64,8 +66,9 @@ func geminiTools(t *Task, hook []string) (env []string, restore func(), err erro
 	}
 	// trust: Gemini CLI asks before each call of an untrusted server, which
 	// a headless run cannot; the platform, not the host, decides what a
-	// delegation may do.
-	servers[mcpServerName] = map[string]any{"httpUrl": tools.MCPURL, "headers": headers, "trust": true}
+	// delegation may do. timeout (ms): its own 10 minutes would end a
+	// send_task that waits longer.
+	servers[mcpServerName] = map[string]any{"httpUrl": tools.MCPURL, "headers": headers, "trust": true, "timeout": adapterapi.ToolCallTimeout.Milliseconds()}
 	settings["mcpServers"] = servers
 	if hook != nil {
 		addGeminiApprovalHook(settings, hook, tools.MCPURL)

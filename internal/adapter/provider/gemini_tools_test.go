@@ -40,7 +40,9 @@ func TestGeminiTools_WorkspaceSettingsNameTheCapabilityByVariableAndGoAwayAfterT
 	}
 	_, server := geminiServer(t, task)
 	headers, _ := server["headers"].(map[string]any)
-	if server["httpUrl"] != "http://127.0.0.1:4321/mcp" || server["trust"] != true ||
+	// Gemini CLI ends a call of a server after 10 minutes unless told:
+	// send_task with wait may wait longer.
+	if server["httpUrl"] != "http://127.0.0.1:4321/mcp" || server["trust"] != true || server["timeout"] != float64(1860000) ||
 		headers["Authorization"] != "Bearer ${A2A_MESH_TOOLS_CAPABILITY}" || headers["X-A2A-Run-Folder"] != "${A2A_MESH_TOOLS_FOLDER}" {
 		t.Fatalf("server entry = %v", server)
 	}

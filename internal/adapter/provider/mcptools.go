@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+
+	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
 )
 
 // The mesh's tools (the runtime's MCP server of the run, see
@@ -81,8 +84,9 @@ func commandMCPEnv(t *Task) ([]string, error) {
 }
 
 // codexMCPArgs gives Codex the tools: -c overrides of mcp_servers.<name>
-// (url, the folder header, the capability read from the environment, and
-// its tools approved).
+// (url, the folder header, the capability read from the environment, its
+// tools approved, and how long Codex waits for the server's handshake and
+// for a call: its own 10 s and 60 s are too short).
 func codexMCPArgs(t *Task) (args, env []string) {
 	tools := t.Request.Tools
 	if tools == nil {
@@ -95,6 +99,8 @@ func codexMCPArgs(t *Task) (args, env []string) {
 		// codex exec cannot ask, and the platform, not the host, decides
 		// what a delegation may do.
 		"-c", prefix + "default_tools_approval_mode=" + tomlString("approve"),
+		"-c", prefix + "startup_timeout_sec=" + strconv.Itoa(int(adapterapi.ToolStartupTimeout.Seconds())),
+		"-c", prefix + "tool_timeout_sec=" + strconv.Itoa(int(adapterapi.ToolCallTimeout.Seconds())),
 	}
 	if tools.FolderHeader != "" {
 		args = append(args, "-c", prefix+"http_headers={"+tomlString(tools.FolderHeader)+"="+tomlString(t.Workdir)+"}")

@@ -64,7 +64,11 @@ func TestTools_CodexGetsConfigOverridesAndTheCapabilityInItsEnvironment(t *testi
 	if strings.Contains(joined, "a2acap_secret") {
 		t.Fatalf("args carry the capability: %v", args)
 	}
-	for _, want := range []string{`mcp_servers.a2a_mesh.url="http://127.0.0.1:4321/mcp"`, `mcp_servers.a2a_mesh.bearer_token_env_var="A2A_MESH_TOOLS_CAPABILITY"`} {
+	// Codex waits 10 s for a server's handshake and 60 s for a tool call
+	// unless told: a loaded machine passes the first (the run then starts
+	// without the mesh's tools), and send_task with wait the second.
+	for _, want := range []string{`mcp_servers.a2a_mesh.url="http://127.0.0.1:4321/mcp"`, `mcp_servers.a2a_mesh.bearer_token_env_var="A2A_MESH_TOOLS_CAPABILITY"`,
+		`mcp_servers.a2a_mesh.startup_timeout_sec=30`, `mcp_servers.a2a_mesh.tool_timeout_sec=1860`} {
 		if !slices.Contains(args, want) {
 			t.Errorf("args %v lack %s", args, want)
 		}

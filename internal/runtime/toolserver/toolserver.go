@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
 	"github.com/a2amesh/a2amesh/meshapi"
 )
 
@@ -54,7 +55,7 @@ type Config struct {
 	// CallTimeout bounds one platform call. Default 30s.
 	CallTimeout time.Duration
 	// WaitLimit bounds a send_task or get_task that waits for the result.
-	// Default 30 minutes.
+	// Default adapterapi.ToolWaitLimit, which hosts are told to wait for.
 	WaitLimit time.Duration
 	// IdleClose is how long the server keeps listening once no run's tools
 	// are open. Default DefaultIdleClose.
@@ -141,7 +142,7 @@ func Start(cfg Config) (*Server, error) {
 		cfg.CallTimeout = 30 * time.Second
 	}
 	if cfg.WaitLimit == 0 {
-		cfg.WaitLimit = 30 * time.Minute
+		cfg.WaitLimit = adapterapi.ToolWaitLimit
 	}
 	if cfg.IdleClose == 0 {
 		cfg.IdleClose = DefaultIdleClose
