@@ -45,6 +45,10 @@ func (s *Service) agentGone(ctx context.Context, agentID string, known map[strin
 	if gone, ok := known[agentID]; ok {
 		return gone
 	}
+	// Bounded: a bucket out of reach answers nothing here, and the reap's
+	// leases and deadlines are not held up for it.
+	ctx, cancel := context.WithTimeout(ctx, agentSync)
+	defer cancel()
 	_, _, err := s.agentStore.Get(ctx, agentID)
 	known[agentID] = errors.Is(err, mesh.ErrNotFound)
 	return known[agentID]
@@ -57,17 +61,22 @@ func (s *Service) agentGone(ctx context.Context, agentID string, known map[strin
 func (s *Service) cancelOfGoneAgent(ctx context.Context, runID string) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	canceled := false
 	_, err := s.transition(ctx, runID, func(r *mesh.TaskRun) (string, error) {
+		canceled = false
 		if r.Status.Terminal() {
+			// Ended meanwhile, or canceled by another copy.
 			return "", errUnchanged
 		}
+		canceled = true
 		return cancelRun(r, mesh.AgentDeletedMessage), nil
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		s.cfg.Logger.Warn().Err(err).Str("task_run_id", runID).Msg("the run of an agent that no longer exists not canceled; will retry")
-		return
+	case canceled:
+		s.cfg.Logger.Info().Str("task_run_id", runID).Msg("canceled a run whose agent no longer exists")
 	}
-	s.cfg.Logger.Info().Str("task_run_id", runID).Msg("canceled a run whose agent no longer exists")
 }
 
 // expire fails a run that is past its deadline.
