@@ -160,23 +160,26 @@ func (c *Client) Run(ctx context.Context, req *adapterapi.RunTaskRequest, onProg
 }
 
 // post sends a task: over a kept connection when the adapter allows it
-// (kept), and again over a fresh one when the kept connection broke before
-// the adapter answered anything (it was closing it: an idle timeout, a
-// restart), which carried no task the adapter took.
+// (kept), and again over a fresh one when that connection broke before
+// the adapter answered anything (an adapter that allows kept connections
+// answers its headers as soon as it takes a task), which carried no task
+// the adapter took.
 func (c *Client) post(ctx context.Context, hreq *http.Request) (resp *http.Response, kept bool, err error) {
 	if !c.keepAlive.Load() {
 		resp, err = c.fresh.Do(hreq)
 		return resp, false, err
 	}
-	var reused, answered atomic.Bool
+	var answered atomic.Bool
 	traced := hreq.WithContext(httptrace.WithClientTrace(hreq.Context(), &httptrace.ClientTrace{
-		GotConn:              func(info httptrace.GotConnInfo) { reused.Store(info.Reused) },
 		GotFirstResponseByte: func() { answered.Store(true) },
 	}))
 	resp, err = c.kept.Do(traced)
-	if err == nil || !reused.Load() || answered.Load() || ctx.Err() != nil {
+	if err == nil || answered.Load() || ctx.Err() != nil {
 		return resp, true, err
 	}
+	// Broken before any answer: the adapter took no task on it, whether
+	// the connection was kept (closed as idle, or by a restart) or new (a
+	// stopping adapter's port closed before it was accepted).
 	// Its other kept connections are likely closing too.
 	c.kept.CloseIdleConnections()
 	again, gerr := rewound(hreq)

@@ -386,6 +386,47 @@ func TestRun_AKeptConnectionClosedBeforeAnyAnswerIsRetriedOnAFreshOne(t *testing
 	}
 }
 
+// A task's first connection to an adapter that allows kept connections,
+// cut before any answer (a stopping adapter's port closing with the
+// connection not yet accepted resets it), carried no task the adapter
+// took either: the task is sent again on a fresh connection, not reported
+// lost.
+func TestRun_ANewConnectionClosedBeforeAnyAnswerIsRetriedOnAFreshOne(t *testing.T) {
+	t.Parallel()
+	var tasks, dropped atomic.Int64
+	answer := keepAliveAdapter(true)
+	c, conns := connCounting(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/health" && tasks.Add(1) == 1 {
+			dropped.Add(1)
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		answer(w, r)
+	})
+	if _, err := c.Health(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// No connection is kept yet (health checks use a fresh one each): the
+	// task opens a new one.
+	before := conns.Load()
+	reply, err := c.Run(context.Background(), request(), nil)
+	if err != nil {
+		t.Fatalf("a task whose new connection was cut before any answer: %v", err)
+	}
+	if reply.Kind != adapterapi.KindSuccess {
+		t.Fatalf("reply %+v", reply)
+	}
+	if dropped.Load() != 1 || tasks.Load() != 2 {
+		t.Fatalf("adapter saw %d task requests (%d dropped), want 2 (1)", tasks.Load(), dropped.Load())
+	}
+	if n := conns.Load() - before; n != 2 {
+		t.Fatalf("the task opened %d connections, want 2", n)
+	}
+}
+
 // An adapter that takes work only from its runtime checks a bearer token on
 // its requests; the client sends it with every one, the health checks too.
 func TestClient_SendsTheAdapterTokenWithEveryRequest(t *testing.T) {
