@@ -67,11 +67,18 @@ func (s *taskStream) ended(pt *meshtest.Platform) (int, []string) {
 	return n, bad
 }
 
+// perStreamedTask is what waitAllEnded allows each run of a stream beside
+// its timeout: the runs go through one host process at a time, and a
+// process start takes a few hundred milliseconds on a loaded machine.
+const perStreamedTask = time.Second
+
 // waitAllEnded waits until every run of the stream ended and fails the test
-// for each that did not complete.
+// for each that did not complete. The wait is timeout, and perStreamedTask
+// for each run.
 func (s *taskStream) waitAllEnded(t *testing.T, pt *meshtest.Platform, timeout time.Duration) {
 	t.Helper()
 	var bad []string
+	timeout += time.Duration(len(s.ids)) * perStreamedTask
 	meshtest.Eventually(t, timeout, func() bool {
 		var n int
 		n, bad = s.ended(pt)
