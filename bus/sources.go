@@ -106,8 +106,12 @@ func restartedLately(cfg jetstream.StreamConfig, name string) bool {
 // processes may tend one region at once: each change is checked as
 // addStreamSource does.
 func SourceTending(js jetstream.JetStream, log zerolog.Logger) *Periodic {
-	t := &tender{js: js, log: log, region: connRegion(js), unheard: map[string]time.Time{}, failing: map[string]time.Time{}}
-	return &Periodic{Interval: SourceCheckInterval, Run: t.pass}
+	return &Periodic{Interval: SourceCheckInterval, Run: newTender(js, log).pass}
+}
+
+// newTender returns a tending of the sources of js's region.
+func newTender(js jetstream.JetStream, log zerolog.Logger) *tender {
+	return &tender{js: js, log: log, region: connRegion(js), unheard: map[string]time.Time{}, failing: map[string]time.Time{}, silent: map[string]bool{}}
 }
 
 // tender is one process's tending of its region's sources.

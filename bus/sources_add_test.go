@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/bus/embedded"
 	"github.com/a2amesh/a2amesh/internal/testkit/syncbuf"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 )
@@ -20,20 +18,7 @@ import (
 // has lasted SourceStallAfter warns, and once the source is added the
 // failure is forgotten.
 func TestTendSources_WarnsOfASourceItCannotAddOnlyOnceTheFailureLasts(t *testing.T) {
-	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect("", nats.InProcessServer(srv.NATS()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := embeddedJetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, cfg := range []jetstream.StreamConfig{
@@ -47,7 +32,7 @@ func TestTendSources_WarnsOfASourceItCannotAddOnlyOnceTheFailureLasts(t *testing
 		}
 	}
 	logs := &syncbuf.Buffer{}
-	tr := &tender{js: js, log: zerolog.New(logs).Level(zerolog.DebugLevel), unheard: map[string]time.Time{}, failing: map[string]time.Time{}, silent: map[string]bool{}}
+	tr := newTender(js, zerolog.New(logs).Level(zerolog.DebugLevel))
 	want := []*jetstream.StreamSource{{Name: "ORIGIN"}}
 	noRegion := func(string) string { return "" }
 

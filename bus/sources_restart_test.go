@@ -18,20 +18,7 @@ import (
 // still unheard while it connects) leaves it alone. The source goes on
 // from the last message it copied: nothing is copied twice or skipped.
 func TestRestartSource_OnceWithinTheGraceWhateverProcessAsks(t *testing.T) {
-	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect("", nats.InProcessServer(srv.NATS()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := embeddedJetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORIGIN", Subjects: []string{"origin.>"}}); err != nil {
@@ -71,8 +58,7 @@ func TestRestartSource_OnceWithinTheGraceWhateverProcessAsks(t *testing.T) {
 	publish(0, 3)
 	copied(3)
 
-	a := &tender{js: js, log: zerolog.Nop(), unheard: map[string]time.Time{}}
-	b := &tender{js: js, log: zerolog.Nop(), unheard: map[string]time.Time{}}
+	a, b := newTender(js, zerolog.Nop()), newTender(js, zerolog.Nop())
 	if err := a.restart(ctx, "COPY", "ORIGIN"); err != nil {
 		t.Fatalf("restart: %v", err)
 	}
@@ -88,4 +74,25 @@ func TestRestartSource_OnceWithinTheGraceWhateverProcessAsks(t *testing.T) {
 	}
 	publish(3, 5)
 	copied(5)
+}
+
+// embeddedJetStream starts an embedded server, as a2a-platform up does, and
+// connects to it in process.
+func embeddedJetStream(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect("", nats.InProcessServer(srv.NATS()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }

@@ -230,10 +230,7 @@ func TestRun_OnlyAnUnopenedConnectionIsNotDelivered(t *testing.T) {
 	}
 
 	dropped := serve(t, func(w http.ResponseWriter, r *http.Request) {
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err == nil {
-			conn.Close()
-		}
+		dropConnection(w)
 	})
 	_, err = dropped.Run(context.Background(), request(), nil)
 	if !errors.As(err, &f) || f.NotDelivered || f.Code != mesh.ReasonAdapterConnectionLost {
@@ -355,10 +352,7 @@ func TestRun_AKeptConnectionClosedBeforeAnyAnswerIsRetriedOnAFreshOne(t *testing
 			// adapter closes without a word.
 			if tasks.Add(1) == 2 {
 				dropped.Add(1)
-				conn, _, err := w.(http.Hijacker).Hijack()
-				if err == nil {
-					conn.Close()
-				}
+				dropConnection(w)
 				return
 			}
 		}
@@ -398,10 +392,7 @@ func TestRun_ANewConnectionClosedBeforeAnyAnswerIsRetriedOnAFreshOne(t *testing.
 	c, conns := connCounting(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/health" && tasks.Add(1) == 1 {
 			dropped.Add(1)
-			conn, _, err := w.(http.Hijacker).Hijack()
-			if err == nil {
-				conn.Close()
-			}
+			dropConnection(w)
 			return
 		}
 		answer(w, r)
@@ -460,5 +451,13 @@ func TestClient_SendsTheAdapterTokenWithEveryRequest(t *testing.T) {
 		if got := <-seen; got != want {
 			t.Fatalf("request %q, want %q", got, want)
 		}
+	}
+}
+
+// dropConnection closes a request's connection without a word, as an
+// adapter that dies (or a port that closes) does.
+func dropConnection(w http.ResponseWriter) {
+	if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+		conn.Close()
 	}
 }
