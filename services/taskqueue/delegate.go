@@ -122,7 +122,7 @@ func (s *Service) handleDelegateRenew(ctx context.Context, in *meshapi.DelegateR
 	if len(in.TaskRunIDs) > maxRenewal {
 		return nil, mesh.Errorf(mesh.CodeInvalidRequest, "at most %d task runs per renewal", maxRenewal)
 	}
-	return s.renewHeld(ctx, dedupe(in.TaskRunIDs), heldByDelegation), nil
+	return s.renewHeld(ctx, dedupe(in.TaskRunIDs), heldByDelegation)
 }
 
 func (s *Service) handleDelegateProgress(ctx context.Context, in *meshapi.DelegateProgressRequest) (*meshapi.TaskRunReply, error) {

@@ -3,6 +3,7 @@ package taskqueue
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,73 @@ func TestCreate_RetryAfterUnavailableWithTheSameKeyIsServedAtOnce(t *testing.T) 
 	}
 	if took := time.Since(began); took > 2*time.Second {
 		t.Fatalf("retry with the same key took %s", took)
+	}
+}
+
+// TestRenew_ARunWhoseLeaseTheStoreCannotExtendIsNotNamedLost: while the
+// runs' store cannot be written (the task queue's node cut off from the
+// rest of the cluster), a renewal of a run its runtime holds answers
+// UNAVAILABLE, which the runtime tries again within a second, and does
+// not name the run lost. A run named lost is stopped by its runtime and,
+// since nobody renews it any more, failed as RUNTIME_LOST when its lease
+// runs out, although its runtime was working on it.
+func TestRenew_ARunWhoseLeaseTheStoreCannotExtendIsNotNamedLost(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3})
+	nc, js := c.Connect(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := bus.Provision(ctx, js, bus.ProvisionConfig{Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	s := startService(t, c.URL(0), 3, Config{})
+	runtimeID := mesh.NewID()
+	lease := time.Now().UTC().Add(time.Minute)
+	run := storeRun(t, s, &mesh.TaskRun{Status: mesh.StatusRunning, RuntimeID: runtimeID, Attempt: 1, MaxAttempts: 1, LeaseExpiresAt: &lease})
+	runtimes, err := bus.OpenRecords[mesh.Runtime](ctx, s.js, bus.BucketRuntimes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runtimes.Create(ctx, runtimeID, &mesh.Runtime{ID: runtimeID, AgentID: run.TargetAgentID, State: mesh.RuntimeActive}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.runtimes.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rc := s.client.Runtime(run.TargetAgentID, runtimeID)
+	renew := func() (*meshapi.RenewResponse, error) {
+		// As long as the runtime waits for a renewal.
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return rc.Renew(rctx, meshapi.RenewRequest{TaskRunIDs: []string{run.ID}})
+	}
+	if res, err := renew(); err != nil || !slices.Equal(res.Renewed, []string{run.ID}) {
+		t.Fatalf("renewal before the cut: %v %+v", err, res)
+	}
+
+	for other := 1; other < 3; other++ {
+		c.Cut(0, other)
+	}
+	res, err := renew()
+	switch {
+	case err == nil && slices.Contains(res.Lost, run.ID):
+		t.Fatalf("renewal while the store cannot be written named the run lost: %+v", res)
+	case err == nil:
+		t.Fatalf("renewal while the store cannot be written answered %+v, want UNAVAILABLE", res)
+	case !errors.Is(err, mesh.ErrUnavailable):
+		t.Fatalf("renewal while the store cannot be written: %v, want UNAVAILABLE", err)
+	}
+
+	for other := 1; other < 3; other++ {
+		c.Heal(0, other)
+	}
+	for {
+		res, err := renew()
+		if err == nil && slices.Equal(res.Renewed, []string{run.ID}) {
+			break
+		}
+		if err == nil || ctx.Err() != nil {
+			t.Fatalf("renewal once the cluster is whole again: %v %+v", err, res)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package taskqueue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"time"
 
@@ -180,7 +181,7 @@ func (s *Service) handleRenew(ctx context.Context, in *meshapi.RenewRequest) (*m
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
 		return nil, err
 	}
-	return s.renew(ctx, agentID, runtimeID, in.TaskRunIDs, in.Attempt), nil
+	return s.renew(ctx, agentID, runtimeID, in.TaskRunIDs, in.Attempt)
 }
 
 // maxRenewal bounds the runs one renewal names.
@@ -188,7 +189,7 @@ const maxRenewal = 1000
 
 // renew extends the leases of the given runs that the runtime still holds
 // (at the given attempt, unless 0).
-func (s *Service) renew(ctx context.Context, agentID, runtimeID string, ids []string, attempt int) *meshapi.RenewResponse {
+func (s *Service) renew(ctx context.Context, agentID, runtimeID string, ids []string, attempt int) (*meshapi.RenewResponse, error) {
 	return s.renewHeld(ctx, ids, func(r *mesh.TaskRun) error {
 		if r.Status == mesh.StatusApprovalRequired && r.TargetAgentID == agentID && r.HeldBy(runtimeID, attempt) {
 			// Its host waits for a person: the runtime still holds it.
@@ -198,11 +199,17 @@ func (s *Service) renew(ctx context.Context, agentID, runtimeID string, ids []st
 	})
 }
 
-// renewHeld extends the leases of the given runs that held accepts; the
-// others are reported lost.
-func (s *Service) renewHeld(ctx context.Context, ids []string, held func(*mesh.TaskRun) error) *meshapi.RenewResponse {
+// renewHeld extends the leases of the given runs that held accepts; those
+// whose records refuse are reported lost, and their holder stops them. A
+// lease the store could not extend (unavailable, or slow past the
+// request's time) says nothing about who holds the run: the renewal then
+// fails as UNAVAILABLE, after extending the others, and its caller asks
+// again at once rather than stop a run it still holds.
+func (s *Service) renewHeld(ctx context.Context, ids []string, held func(*mesh.TaskRun) error) (*meshapi.RenewResponse, error) {
 	resp := &meshapi.RenewResponse{Renewed: []string{}}
 	lease := s.leaseFromNow()
+	unrenewed := 0
+	var failed error
 	for _, id := range ids {
 		_, err := s.transition(ctx, id, func(r *mesh.TaskRun) (string, error) {
 			if err := held(r); err != nil {
@@ -211,14 +218,33 @@ func (s *Service) renewHeld(ctx context.Context, ids []string, held func(*mesh.T
 			r.LeaseExpiresAt = lease
 			return "", nil
 		})
-		if err != nil {
+		switch {
+		case err == nil:
+			resp.Renewed = append(resp.Renewed, id)
+		case notHeld(err):
 			resp.Lost = append(resp.Lost, id)
-			continue
+		default:
+			unrenewed, failed = unrenewed+1, err
 		}
-		resp.Renewed = append(resp.Renewed, id)
+	}
+	if unrenewed > 0 {
+		s.cfg.Logger.Warn().Ctx(ctx).Err(failed).Int("task_runs", unrenewed).Msg("leases not extended: the store did not take them")
+		return nil, mesh.Errorf(mesh.CodeUnavailable, "the leases of %d of %d task runs could not be extended now; renew again", unrenewed, len(ids))
 	}
 	resp.LeaseExpiresAt = *lease
-	return resp
+	return resp, nil
+}
+
+// notHeld says whether a renewal's error is its run's record saying the
+// run is not the caller's: another agent's, another attempt's, ended, or
+// gone.
+func notHeld(err error) bool {
+	for _, refusal := range []error{mesh.ErrForbidden, mesh.ErrStaleAttempt, mesh.ErrInvalidTransition, mesh.ErrNotFound} {
+		if errors.Is(err, refusal) {
+			return true
+		}
+	}
+	return false
 }
 
 // onHeartbeat renews the leases of the runs the heartbeating runtime lists,
