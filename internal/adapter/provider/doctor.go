@@ -69,9 +69,14 @@ const DefaultDoctorRunTimeout = 45 * time.Second
 // doctorPrompt is the task of doctor's headless run.
 const doctorPrompt = "This is a connectivity check. Reply with the single word OK and do nothing else."
 
-// doctorTimeout bounds each probe: a host that does not answer its
-// --version within it is not going to run tasks either.
+// doctorTimeout bounds each probe of a server, and node's --version.
 const doctorTimeout = 10 * time.Second
+
+// versionTimeout bounds a host's --version: a CLI host loads the whole of
+// itself to print it (Gemini CLI, a large Node bundle, has taken more than
+// 10 s on a busy machine), and one that does not answer within it is not
+// going to run tasks either.
+const versionTimeout = 30 * time.Second
 
 // hostSpecs are the CLI hosts doctor knows, by provider name.
 var hostSpecs = map[string]hostSpec{
@@ -193,7 +198,7 @@ func binaryChecks(ctx context.Context, spec hostSpec, o DoctorOptions) []Check {
 			Fix: spec.install + ", or pass --host-binary with its path"}}
 	}
 	checks := []Check{{Name: "binary", Status: CheckOK, Detail: path}}
-	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
+	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "--version")
 	cmd.Env = o.Env
@@ -208,7 +213,7 @@ func binaryChecks(ctx context.Context, spec hostSpec, o DoctorOptions) []Check {
 		// It answered, then lingered (a background update check with no
 		// network, a slow machine): the version is what was asked.
 		return append(checks, Check{Name: "version", Status: CheckOK,
-			Detail: redact.text(version) + fmt.Sprintf(" (it did not exit within %s after printing it, and was stopped)", doctorTimeout)})
+			Detail: redact.text(version) + fmt.Sprintf(" (it did not exit within %s after printing it, and was stopped)", versionTimeout)})
 	}
 	if err != nil {
 		checks = append(checks, Check{Name: "version", Status: CheckFail,
