@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,13 +25,34 @@ import (
 )
 
 // idp is an external identity provider: an RSA key whose public half a
-// JWKS endpoint (a loopback httptest server) serves.
+// JWKS endpoint (a loopback httptest server) serves. While down, the
+// endpoint answers 503; rotate replaces the key.
 type idp struct {
-	srv *httptest.Server
-	key jwk.Key
+	srv  *httptest.Server
+	key  jwk.Key
+	jwks atomic.Pointer[[]byte]
+	down atomic.Bool
 }
 
 func newIDP(t *testing.T) *idp {
+	t.Helper()
+	i := &idp{}
+	i.rotate(t, "test-key")
+	i.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if i.down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(*i.jwks.Load())
+	}))
+	t.Cleanup(i.srv.Close)
+	return i
+}
+
+// rotate makes a new key, kid, the one the provider signs with and the
+// only one its JWKS serves.
+func (i *idp) rotate(t *testing.T, kid string) {
 	t.Helper()
 	raw, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -40,7 +62,7 @@ func newIDP(t *testing.T) *idp {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = key.Set(jwk.KeyIDKey, "test-key")
+	_ = key.Set(jwk.KeyIDKey, kid)
 	_ = key.Set(jwk.AlgorithmKey, jwa.RS256())
 	pub, err := key.PublicKey()
 	if err != nil {
@@ -49,12 +71,8 @@ func newIDP(t *testing.T) *idp {
 	set := jwk.NewSet()
 	_ = set.AddKey(pub)
 	body, _ := json.Marshal(set)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(body)
-	}))
-	t.Cleanup(srv.Close)
-	return &idp{srv: srv, key: key}
+	i.key = key
+	i.jwks.Store(&body)
 }
 
 func (i *idp) token(t *testing.T, iss, aud, sub, scope string, exp time.Time) string {
@@ -426,4 +444,58 @@ func TestAuth_RefusalEchoesTheRequestID(t *testing.T) {
 			t.Errorf("%s: id %s, want %s", c.name, got, want)
 		}
 	}
+}
+
+// TestAuth_AnIdentityProvidersTokenIsCheckedOnceItsKeysCanBeFetched: while
+// the identity provider's keys cannot be fetched, its token is not refused
+// as a bad credential (the caller is told to try again); once the provider
+// answers, the token is taken within moments, not when the key cache's own
+// schedule fetches again (15 minutes after a failure); and a token signed
+// with a key the provider rotated to is taken as well.
+func TestAuth_AnIdentityProvidersTokenIsCheckedOnceItsKeysCanBeFetched(t *testing.T) {
+	t.Parallel()
+	provider := newIDP(t)
+	provider.down.Store(true)
+	d := startEndpoint(t, endpointOptions{platform: func(c *platform.Config) {
+		c.A2AJWKSURL = provider.srv.URL
+		c.A2AJWTIssuer = "https://idp.test"
+		c.A2AJWTAudience = "a2a-mesh"
+	}})
+	send := func() *answer {
+		tok := provider.token(t, "https://idp.test", "a2a-mesh", "alice", "a2a:send a2a:read", time.Now().Add(time.Hour))
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": map[string]any{
+			"message": map[string]any{"messageId": mesh.NewID(), "role": "ROLE_USER", "parts": []any{map[string]any{"text": "idp"}}}}})
+		return d.do(raw{method: http.MethodPost, path: "/a2a/" + d.agent.Agent.ID, body: string(b),
+			header: map[string]string{"A2A-Version": "1.0", "Authorization": "Bearer " + tok}})
+	}
+	taken := func(a *answer) bool {
+		return a.status == http.StatusOK && a.json(t)["result"] != nil
+	}
+
+	a := send()
+	if a.status == http.StatusUnauthorized || taken(a) {
+		t.Fatalf("a token while the provider's keys cannot be fetched: %d %s, want a try-again error", a.status, a.body)
+	}
+	if code := int(rpcError(t, a)["code"].(float64)); code != -32603 {
+		t.Fatalf("a token while the provider's keys cannot be fetched: code %d, want -32603 (try again): %s", code, a.body)
+	}
+
+	waitTaken := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			a := send()
+			if taken(a) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: still %d %s", what, a.status, a.body)
+			}
+			<-time.After(100 * time.Millisecond)
+		}
+	}
+	provider.down.Store(false)
+	waitTaken("a token once the provider answers again")
+	provider.rotate(t, "rotated-key")
+	waitTaken("a token signed with the provider's new key")
 }

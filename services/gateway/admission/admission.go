@@ -95,7 +95,7 @@ func New(ctx context.Context, cfg Config) (*Admission, error) {
 	}
 	if cfg.JWKSURL != "" {
 		var err error
-		if a.auth.jwks, err = newJWKSVerifier(ctx, cfg.JWKSURL, cfg.JWTIssuer, cfg.JWTAudience); err != nil {
+		if a.auth.jwks, err = newJWKSVerifier(ctx, cfg.JWKSURL, cfg.JWTIssuer, cfg.JWTAudience, cfg.Logger); err != nil {
 			a.Close()
 			return nil, err
 		}

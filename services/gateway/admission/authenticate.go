@@ -128,7 +128,18 @@ func (a *authenticator) bearer(ctx context.Context, token string, agent *mesh.Ag
 	if a.jwks == nil {
 		return nil, errBadToken
 	}
+	return a.external(ctx, token)
+}
+
+// external is the caller of an identity provider's token. A token that
+// could not be checked, the provider's keys out of reach, is not refused
+// as a bad credential: the caller is told to try again (UNAVAILABLE).
+func (a *authenticator) external(ctx context.Context, token string) (*Caller, error) {
 	sub, scopes, err := a.jwks.verify(ctx, token)
+	if errors.Is(err, errJWKSUnavailable) {
+		a.log.Debug().Ctx(ctx).Err(err).Msg("an identity provider's token could not be checked")
+		return nil, mesh.Errorf(mesh.CodeUnavailable, "the identity provider's keys could not be fetched to check the token; try again")
+	}
 	if err != nil {
 		a.log.Debug().Ctx(ctx).Err(err).Msg("external bearer token refused")
 		return nil, errBadToken
@@ -182,13 +193,7 @@ func (a *authenticator) identify(r *http.Request) (*Caller, error) {
 	case a.jwks == nil:
 		return nil, errBadToken
 	}
-	sub, scopes, err := a.jwks.verify(r.Context(), token)
-	if err != nil {
-		a.log.Debug().Ctx(r.Context()).Err(err).Msg("external bearer token refused")
-		return nil, errBadToken
-	}
-	id := "jwt:" + a.jwks.issuer + "|" + sub
-	return &Caller{ID: id, Kind: KindExternalJWT, Scopes: scopes, RateKey: id}, nil
+	return a.external(r.Context(), token)
 }
 
 // bearerToken returns the token of Authorization: Bearer, or "".
