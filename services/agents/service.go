@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -281,10 +282,12 @@ func (s *Service) homeUnhomed(ctx context.Context) error {
 }
 
 // delete removes an agent account. Its runtimes are revoked first, so none
-// claims a run meanwhile; then the account goes, so no new run can target
-// it; then its open runs are canceled. Its
-// finished runs, artifacts and events stay (they are history). The other
-// services are asked over the bus, as any client would.
+// claims a run meanwhile; its open runs are listed while it still exists;
+// then the account goes, so no new run can target it; then its open runs
+// (those listed, and any created before every view saw the delete) are
+// canceled. Its finished runs, artifacts and events stay (they are
+// history). The other services are asked over the bus, as any client
+// would.
 func (s *Service) delete(ctx context.Context, in *meshapi.DeleteAgentRequest) (*meshapi.DeleteAgentResponse, error) {
 	a, err := s.lookup(ctx, in.AgentID)
 	if err != nil {
@@ -295,13 +298,24 @@ func (s *Service) delete(ctx context.Context, in *meshapi.DeleteAgentRequest) (*
 	if out.RevokedRuntimes, err = revokeRuntimes(ctx, client, a.ID); err != nil {
 		return nil, err
 	}
+	// Listed before the account goes: from then on the task queue's reaper
+	// may cancel them too (a run whose agent is gone), and a run it
+	// canceled first is no longer listed as open.
+	open, err := openRuns(ctx, client, a.ID)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.agents.Delete(ctx, a.ID, 0); err != nil && !errors.Is(err, mesh.ErrNotFound) {
 		return nil, fmt.Errorf("delete agent %s: %w", a.ID, err)
 	}
 	if err := s.mirror.Sync(ctx); err != nil {
 		return nil, err
 	}
-	if out.CanceledTaskRuns, err = cancelOpenRuns(ctx, client, a.ID); err != nil {
+	late, err := openRuns(ctx, client, a.ID)
+	if err != nil {
+		return nil, err
+	}
+	if out.CanceledTaskRuns, err = cancelForDelete(ctx, client, append(open, late...)); err != nil {
 		return nil, err
 	}
 	s.cfg.Logger.Info().Ctx(ctx).Str("agent_id", a.ID).Int("revoked_runtimes", out.RevokedRuntimes).Int("canceled_task_runs", out.CanceledTaskRuns).Msg("agent deleted")
@@ -330,16 +344,15 @@ func revokeRuntimes(ctx context.Context, client *meshapi.Client, agentID string)
 	return n, nil
 }
 
-// cancelOpenRuns cancels every run of an agent that has not ended, with
-// mesh.AgentDeletedMessage. A run that ends meanwhile is left as it ended.
-func cancelOpenRuns(ctx context.Context, client *meshapi.Client, agentID string) (int, error) {
+// openRuns lists the runs of an agent that have not ended.
+func openRuns(ctx context.Context, client *meshapi.Client, agentID string) ([]string, error) {
 	var ids []string
 	for _, st := range openStatuses {
 		cursor := ""
 		for {
 			page, err := client.ListTaskRuns(ctx, meshapi.ListTaskRunsRequest{AgentID: agentID, Status: st, Limit: 100, Cursor: cursor})
 			if err != nil {
-				return 0, fmt.Errorf("list the %s runs of agent %s: %w", st, agentID, err)
+				return nil, fmt.Errorf("list the %s runs of agent %s: %w", st, agentID, err)
 			}
 			for _, r := range page.TaskRuns {
 				ids = append(ids, r.ID)
@@ -350,16 +363,31 @@ func cancelOpenRuns(ctx context.Context, client *meshapi.Client, agentID string)
 			cursor = page.NextCursor
 		}
 	}
+	return ids, nil
+}
+
+// cancelForDelete cancels the runs ids of an agent being deleted, with
+// mesh.AgentDeletedMessage, and counts those canceled for the delete: by
+// it, or by the task queue's reaper, which cancels the runs of an agent
+// that is gone the same way. A run that ended otherwise meanwhile is left
+// as it ended.
+func cancelForDelete(ctx context.Context, client *meshapi.Client, ids []string) (int, error) {
 	n := 0
-	for _, id := range ids {
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
 		run, err := client.CancelTaskRun(ctx, meshapi.CancelTaskRunRequest{TaskRunID: id, Reason: mesh.AgentDeletedMessage})
-		if err != nil {
-			if errors.Is(err, mesh.ErrConflict) || errors.Is(err, mesh.ErrNotFound) {
-				continue // it ended meanwhile
+		switch {
+		case err == nil:
+		case errors.Is(err, mesh.ErrInvalidTransition), errors.Is(err, mesh.ErrConflict):
+			// It ended meanwhile.
+			if run, err = client.GetTaskRun(ctx, id); err != nil {
+				return n, fmt.Errorf("read task run %s: %w", id, err)
 			}
+		case errors.Is(err, mesh.ErrNotFound):
+			continue
+		default:
 			return n, fmt.Errorf("cancel task run %s: %w", id, err)
 		}
-		if run.Status == mesh.StatusCanceled {
+		if run.Status == mesh.StatusCanceled && run.Error != nil && run.Error.Message == mesh.AgentDeletedMessage {
 			n++
 		}
 	}
