@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"time"
@@ -23,11 +24,14 @@ import (
 // minimum interval (15 minutes) when a fetch failed, and not at all for a
 // key it does not hold: an identity provider back from an outage, or one
 // that rotated its key, would see its tokens refused until then. So a
-// request that needs the keys fetched (none held yet, or the token names a
-// key the set lacks) fetches them at once, at most every jwksRefetchEvery.
+// request that needs the keys fetched (none held yet, or its token, refused,
+// names a key the set lacks) fetches them at once, at most every
+// jwksRefetchEvery.
 type jwksVerifier struct {
-	cache    *jwk.Cache
-	url      string
+	cache *jwk.Cache
+	url   string
+	// shown is url as logs may show it: without a password it may carry.
+	shown    string
 	issuer   string
 	audience string
 	log      zerolog.Logger
@@ -56,29 +60,35 @@ func newJWKSVerifier(ctx context.Context, url, issuer, audience string, log zero
 	if err != nil {
 		return nil, fmt.Errorf("a2a: jwks cache: %w", err)
 	}
+	shown := url
+	if u, err := neturl.Parse(url); err == nil {
+		shown = u.Redacted()
+	}
 	// Not waiting for the first fetch: an identity provider that is down
 	// at start-up must not keep the platform from starting.
 	if err := cache.Register(ctx, url, jwk.WithWaitReady(false)); err != nil {
-		return nil, fmt.Errorf("a2a: jwks %s: %w", url, err)
+		return nil, fmt.Errorf("a2a: jwks %s: %w", shown, err)
 	}
-	return &jwksVerifier{cache: cache, url: url, issuer: issuer, audience: audience, log: log}, nil
+	return &jwksVerifier{cache: cache, url: url, shown: shown, issuer: issuer, audience: audience, log: log}, nil
 }
 
 // verify checks a token and returns its subject and scopes (from "scope",
 // space-separated, or "scp", a list). It fails with errJWKSUnavailable
-// when the keys could not be fetched.
+// when no keys are held and they could not be fetched.
 func (v *jwksVerifier) verify(ctx context.Context, token string) (sub string, scopes []string, err error) {
-	set, err := v.keys(ctx, keyIDOf(token))
+	set, err := v.cache.Lookup(ctx, v.url)
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: %w", errJWKSUnavailable, err)
+		// None held: the provider has not answered yet.
+		if set, err = v.fetch(ctx); err != nil {
+			return "", nil, fmt.Errorf("%w: %w", errJWKSUnavailable, err)
+		}
 	}
-	tok, err := jwxt.Parse([]byte(token),
-		jwxt.WithKeySet(set, jws.WithInferAlgorithmFromKey(true)),
-		jwxt.WithValidate(true),
-		jwxt.WithIssuer(v.issuer),
-		jwxt.WithAudience(v.audience),
-		jwxt.WithAcceptableSkew(a2atoken.Skew),
-	)
+	tok, err := v.parse(set, token)
+	if err != nil && rotated(set, token) {
+		if fresh, ferr := v.fetch(ctx); ferr == nil {
+			tok, err = v.parse(fresh, token)
+		}
+	}
 	if err != nil {
 		return "", nil, err
 	}
@@ -98,35 +108,39 @@ func (v *jwksVerifier) verify(ctx context.Context, token string) (sub string, sc
 	return sub, scopes, nil
 }
 
-// keys returns the provider's key set, fetched again first when none is
-// held or it lacks kid (when named) and no fetch was asked for within
-// jwksRefetchEvery. A set held is returned even when a new fetch fails.
-func (v *jwksVerifier) keys(ctx context.Context, kid string) (jwk.Set, error) {
-	set, err := v.cache.Lookup(ctx, v.url)
-	if err == nil && (kid == "" || hasKey(set, kid)) {
-		return set, nil
-	}
-	if !v.mayFetch() {
-		if err != nil {
-			return nil, err
-		}
-		return set, nil
-	}
-	fctx, cancel := context.WithTimeout(ctx, jwksFetchTimeout)
-	defer cancel()
-	fresh, ferr := v.cache.Refresh(fctx, v.url)
-	if ferr != nil {
-		// At most once per jwksRefetchEvery, as the fetches.
-		v.log.Warn().Err(ferr).Str("jwks_url", v.url).Msg("the identity provider's keys could not be fetched")
-	}
-	switch {
-	case ferr == nil:
-		return fresh, nil
-	case err == nil:
-		return set, nil
-	}
-	return nil, ferr
+// parse checks token's signature against set, and its issuer, audience
+// and times.
+func (v *jwksVerifier) parse(set jwk.Set, token string) (jwxt.Token, error) {
+	return jwxt.Parse([]byte(token),
+		jwxt.WithKeySet(set, jws.WithInferAlgorithmFromKey(true)),
+		jwxt.WithValidate(true),
+		jwxt.WithIssuer(v.issuer),
+		jwxt.WithAudience(v.audience),
+		jwxt.WithAcceptableSkew(a2atoken.Skew),
+	)
 }
+
+// fetch fetches the key set now, unless a fetch was asked for within
+// jwksRefetchEvery.
+func (v *jwksVerifier) fetch(ctx context.Context) (jwk.Set, error) {
+	if !v.mayFetch() {
+		return nil, errFetchedLately
+	}
+	ctx, cancel := context.WithTimeout(ctx, jwksFetchTimeout)
+	defer cancel()
+	set, err := v.cache.Refresh(ctx, v.url)
+	if err != nil {
+		// The fetch's error names the URL: shown without its password.
+		err = errors.New(strings.ReplaceAll(err.Error(), v.url, v.shown))
+		// At most once per jwksRefetchEvery, as the fetches.
+		v.log.Warn().Err(err).Str("jwks_url", v.shown).Msg("the identity provider's keys could not be fetched")
+	}
+	return set, err
+}
+
+// errFetchedLately is a fetch not made: one was asked for less than
+// jwksRefetchEvery ago.
+var errFetchedLately = errors.New("the keys were asked for less than a second ago")
 
 // mayFetch takes a fetch from the requests' allowance.
 func (v *jwksVerifier) mayFetch() bool {
@@ -139,20 +153,19 @@ func (v *jwksVerifier) mayFetch() bool {
 	return true
 }
 
-// hasKey says whether set holds the key kid.
-func hasKey(set jwk.Set, kid string) bool {
-	_, ok := set.LookupKeyID(kid)
-	return ok
-}
-
-// keyIDOf is the key id ("kid") a compact token's header names, or "".
-func keyIDOf(token string) string {
+// rotated says whether a refused token names a key set lacks: the
+// provider may have rotated to it since set was fetched.
+func rotated(set jwk.Set, token string) bool {
 	msg, err := jws.Parse([]byte(token))
 	if err != nil || len(msg.Signatures()) == 0 {
-		return ""
+		return false
 	}
-	kid, _ := msg.Signatures()[0].ProtectedHeaders().KeyID()
-	return kid
+	kid, ok := msg.Signatures()[0].ProtectedHeaders().KeyID()
+	if !ok || kid == "" {
+		return false
+	}
+	_, held := set.LookupKeyID(kid)
+	return !held
 }
 
 func (v *jwksVerifier) close() {
