@@ -2,10 +2,17 @@ package runtimeengine
 
 import "time"
 
-// LostAnswer has a NATS transport treat the claiming request of key as
-// one whose answer never came, as a reconnect at the wrong moment does.
+// LostAnswer has a transport treat the claiming request of key as one
+// whose answer never came, as a reconnect at the wrong moment does.
 func LostAnswer(tr Transport, key string) {
-	tr.(*natsTransport).lost.add(key, time.Now())
+	lostOf(tr).add(key, time.Now())
+}
+
+func lostOf(tr Transport) *lostClaims {
+	if t, ok := tr.(*httpTransport); ok {
+		return &t.lost
+	}
+	return &tr.(*natsTransport).lost
 }
 
 // LostAnswers counts the claiming requests a NATS transport will ask

@@ -3,6 +3,7 @@ package runtimeengine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"testing"
 	"time"
@@ -366,4 +367,62 @@ func dropTheAnswerThenRecover(ctx context.Context, t *testing.T, p *meshtest.Pla
 		t.Fatalf("the run is %s held by %q, attempt %d; want still the first claim", r.Status, r.RuntimeID, r.Attempt)
 	}
 	return run
+}
+
+// TestTransports_RunsRecoveredBeyondTheFreeSlotsAreGivenBack: the runs
+// claimed for answers that did not come can be more than the engine asks
+// for now (several requests lost while a node was down, each claiming up
+// to the slots free then). A request for up to n runs returns no more than
+// n, over either transport, and gives the rest back to pending at once:
+// handed to the engine they would run beyond its concurrency (the adapter
+// refuses those), and kept for later they would wait with their leases
+// unrenewed.
+func TestTransports_RunsRecoveredBeyondTheFreeSlotsAreGivenBack(t *testing.T) {
+	t.Parallel()
+	for _, transport := range []string{runtimeengine.ModeNATS, runtimeengine.ModeHTTP} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+			agent := p.CreateAgent("more recovered than free")
+			att := p.OnlineRuntime(t, agent.ID)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var tr runtimeengine.Transport
+			if transport == runtimeengine.ModeNATS {
+				tr, _ = dialNATS(ctx, t, p.NATSURL(), att)
+			} else {
+				api, err := restclient.New(p.APIBase, restclient.WithRuntimeToken(att.RuntimeToken))
+				if err != nil {
+					t.Fatal(err)
+				}
+				tr = runtimeengine.NewHTTP(runtimeengine.HTTPConfig{API: api, AgentID: agent.ID, PullWait: 2 * time.Second})
+			}
+			defer tr.Close()
+			rc := p.RuntimeClient(t, att)
+			claimed := map[string]bool{}
+			for i := range 3 {
+				run := p.CreateTask(agent.ID, fmt.Sprintf("claimed for lost answer %d", i))
+				key := mesh.NewID()
+				res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 1, Claim: true, Key: key})
+				if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != run.ID {
+					t.Fatalf("claim of %s: %+v, %v", run.ID, res, err)
+				}
+				runtimeengine.LostAnswer(tr, key)
+				claimed[run.ID] = true
+			}
+
+			runs, err := tr.NextUpTo(ctx, 1)
+			if err != nil || len(runs) != 1 || !claimed[runs[0].ID] {
+				t.Fatalf("a request for up to 1 run returned %+v, %v; want one of the runs claimed for the lost answers", runs, err)
+			}
+			delete(claimed, runs[0].ID)
+			for id := range claimed {
+				got := p.GetTask(id)
+				if got.Status != mesh.StatusPending || got.Attempt != 0 || got.RuntimeID != "" {
+					t.Errorf("run %s, recovered beyond the one asked for, is %s, attempt %d, held by %q; want pending again",
+						id, got.Status, got.Attempt, got.RuntimeID)
+				}
+			}
+		})
+	}
 }

@@ -117,7 +117,7 @@ func (l *lostClaims) len() int {
 // is asked about again, the next time, until the task queue has answered
 // about it at a time it could claim nothing more; with last, this is the
 // last time.
-func (l *lostClaims) recover(ctx context.Context, last bool, log zerolog.Logger, ask func(ctx context.Context, key string) ([]*mesh.TaskRun, error)) []*mesh.TaskRun {
+func (l *lostClaims) recover(ctx context.Context, last bool, log zerolog.Logger, ask askLost) []*mesh.TaskRun {
 	l.mu.Lock()
 	ls := l.ls
 	l.ls = nil
@@ -162,4 +162,46 @@ func (l *lostClaims) recover(ctx context.Context, last bool, log zerolog.Logger,
 	}
 	l.keep(again)
 	return runs
+}
+
+// takeUp recovers the runs claimed under the kept keys (see recover) and
+// returns at most n of them, giving the rest back to pending at once with
+// release. The engine asks for as many runs as it has free slots: a run
+// beyond them would run past its concurrency (the adapter refuses it), or,
+// kept for later, wait with its lease unrenewed. Runs recovered together
+// can be more than n when several requests were lost (a node down, each
+// request claiming up to the slots free then).
+func (l *lostClaims) takeUp(ctx context.Context, n int, log zerolog.Logger, ask askLost, release releaseFunc) []*mesh.TaskRun {
+	runs := l.recover(ctx, false, log, ask)
+	if len(runs) <= n {
+		return runs
+	}
+	giveBack(ctx, runs[n:], log, release)
+	return runs[:n]
+}
+
+// giveBackAll recovers the runs claimed under the kept keys one last time
+// and gives them all back: the runtime is closing.
+func (l *lostClaims) giveBackAll(log zerolog.Logger, ask askLost, release releaseFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), meshapi.TryTimeout)
+	defer cancel()
+	giveBack(ctx, l.recover(ctx, true, log, ask), log, release)
+}
+
+// askLost asks the task queue for the runs claimed under key.
+type askLost func(ctx context.Context, key string) ([]*mesh.TaskRun, error)
+
+// releaseFunc gives a claimed run back to pending (Transport.Release).
+type releaseFunc func(ctx context.Context, run *mesh.TaskRun) error
+
+// giveBack releases runs, claimed for lost answers and not taken up; one
+// that cannot be released goes back when its lease ends.
+func giveBack(ctx context.Context, runs []*mesh.TaskRun, log zerolog.Logger, release releaseFunc) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), meshapi.TryTimeout)
+	defer cancel()
+	for _, run := range runs {
+		if err := release(rctx, run); err != nil {
+			log.Warn().Err(err).Str("task_run_id", run.ID).Msg("a run claimed for a lost answer is released when its lease ends")
+		}
+	}
 }

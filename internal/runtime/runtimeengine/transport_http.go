@@ -35,11 +35,8 @@ type httpTransport struct {
 	stop     context.CancelFunc
 	// digest is the instructions digest the last pull brought ("": none).
 	digest atomic.Pointer[string]
-	// lost are the pulls whose answers did not come, and recovered the
-	// runs recovered for them not yet returned.
-	lost        lostClaims
-	recoveredMu sync.Mutex
-	recovered   []*mesh.TaskRun
+	// lost are the pulls whose answers did not come.
+	lost lostClaims
 }
 
 // NewHTTP returns the REST transport. It follows the runtime's own event
@@ -96,10 +93,9 @@ func (t *httpTransport) NextUpTo(ctx context.Context, _ int) ([]*mesh.TaskRun, e
 
 func (t *httpTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 	// A run claimed by a pull whose answer was lost comes first (a pull
-	// returns one run: those recovered with it wait for the next pulls).
-	t.keepLost(t.recoverLost(ctx, false))
-	if run := t.takeRecovered(); run != nil {
-		return run, nil
+	// returns one run: those recovered with it are given back).
+	if runs := t.lost.takeUp(ctx, 1, t.cfg.Logger, t.askLost, t.Release); len(runs) > 0 {
+		return runs[0], nil
 	}
 	key, sent := mesh.NewID(), time.Now()
 	pctx, done := pullContext(ctx)
@@ -137,34 +133,14 @@ func (t *httpTransport) pull(ctx context.Context, q url.Values) (*mesh.TaskRun, 
 	return &run, nil
 }
 
-// recoverLost asks for the runs claimed by pulls whose answers did not
-// come (see lostClaims.recover).
-func (t *httpTransport) recoverLost(ctx context.Context, last bool) []*mesh.TaskRun {
-	return t.lost.recover(ctx, last, t.cfg.Logger, func(ctx context.Context, key string) ([]*mesh.TaskRun, error) {
-		run, err := t.pull(ctx, url.Values{"recover": {"true"}, "key": {key}})
-		if run == nil {
-			return nil, err
-		}
-		return []*mesh.TaskRun{run}, nil
-	})
-}
-
-// keepLost keeps recovered runs for the pulls that return them.
-func (t *httpTransport) keepLost(runs []*mesh.TaskRun) {
-	t.recoveredMu.Lock()
-	defer t.recoveredMu.Unlock()
-	t.recovered = append(t.recovered, runs...)
-}
-
-func (t *httpTransport) takeRecovered() *mesh.TaskRun {
-	t.recoveredMu.Lock()
-	defer t.recoveredMu.Unlock()
-	if len(t.recovered) == 0 {
-		return nil
+// askLost asks for the run claimed under key by a pull whose answer did
+// not come (see lostClaims).
+func (t *httpTransport) askLost(ctx context.Context, key string) ([]*mesh.TaskRun, error) {
+	run, err := t.pull(ctx, url.Values{"recover": {"true"}, "key": {key}})
+	if run == nil {
+		return nil, err
 	}
-	run := t.recovered[0]
-	t.recovered = t.recovered[1:]
-	return run
+	return []*mesh.TaskRun{run}, nil
 }
 
 // ClaimedInstructions answers known when the last pull said the agent's
@@ -227,12 +203,5 @@ func (t *httpTransport) Close() {
 	t.stop()
 	// Runs claimed for answers that never came are given back at once,
 	// not when their leases end.
-	ctx, cancel := context.WithTimeout(context.Background(), meshapi.TryTimeout)
-	defer cancel()
-	t.keepLost(t.recoverLost(ctx, true))
-	for run := t.takeRecovered(); run != nil; run = t.takeRecovered() {
-		if err := t.Release(ctx, run); err != nil {
-			t.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("a run claimed for a lost answer is released when its lease ends")
-		}
-	}
+	t.lost.giveBackAll(t.cfg.Logger, t.askLost, t.Release)
 }

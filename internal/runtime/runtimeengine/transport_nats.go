@@ -392,7 +392,7 @@ func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 func (t *natsTransport) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, error) {
 	n = min(max(n, 1), meshapi.MaxOffers)
 	// Runs claimed by a request whose answer was lost come first.
-	if runs := t.recoverLost(ctx, false); len(runs) > 0 {
+	if runs := t.lost.takeUp(ctx, n, t.cfg.Logger, t.askLost, t.Release); len(runs) > 0 {
 		return runs, nil
 	}
 	wait := t.lost.waitFor(t.cfg.ClaimWait)
@@ -442,16 +442,14 @@ func (t *natsTransport) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, e
 	return t.claim(ctx, res.Offers)
 }
 
-// recoverLost asks for the runs claimed by requests whose answers did not
-// come (see lostClaims.recover).
-func (t *natsTransport) recoverLost(ctx context.Context, last bool) []*mesh.TaskRun {
-	return t.lost.recover(ctx, last, t.cfg.Logger, func(ctx context.Context, key string) ([]*mesh.TaskRun, error) {
-		res, err := t.rc.Offer(ctx, meshapi.OfferRequest{Recover: true, Key: key})
-		if err != nil {
-			return nil, err
-		}
-		return t.held(res.Claimed, res.Instructions), nil
-	})
+// askLost asks for the runs claimed under key by a request whose answer
+// did not come (see lostClaims).
+func (t *natsTransport) askLost(ctx context.Context, key string) ([]*mesh.TaskRun, error) {
+	res, err := t.rc.Offer(ctx, meshapi.OfferRequest{Recover: true, Key: key})
+	if err != nil {
+		return nil, err
+	}
+	return t.held(res.Claimed, res.Instructions), nil
 }
 
 // held returns the runs a claim answered with, and keeps the instructions
@@ -501,12 +499,6 @@ func (t *natsTransport) Close() {
 	close(t.stop)
 	// Runs claimed for answers that never came are given back at once,
 	// not when their leases end.
-	ctx, cancel := context.WithTimeout(context.Background(), meshapi.TryTimeout)
-	for _, run := range t.recoverLost(ctx, true) {
-		if err := t.Release(ctx, run); err != nil {
-			t.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("a run claimed for a lost answer is released when its lease ends")
-		}
-	}
-	cancel()
+	t.lost.giveBackAll(t.cfg.Logger, t.askLost, t.Release)
 	t.conn.Drain(2 * time.Second)
 }
