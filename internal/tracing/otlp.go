@@ -176,11 +176,19 @@ func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	}
 	deadline := time.Now().Add(retryElapsed)
 	wait := retryFirst
+	// last is the failure of the try before: an export whose context
+	// ends in the middle of a retry says why it was retrying, not only
+	// that it gave up.
+	var last error
 	for {
 		retryAfter, err := e.send(ctx, body)
 		if err == nil || retryAfter < 0 {
 			return err
 		}
+		if ctx.Err() != nil && last != nil {
+			return fmt.Errorf("%w, after: %w", err, last)
+		}
+		last = err
 		if retryAfter == 0 {
 			retryAfter = wait
 			wait = min(2*wait, retryMax)

@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/pem"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -26,8 +27,11 @@ import (
 // recorder is a collector that answers with the statuses it is given, in
 // turn (200 once they run out), and keeps each request.
 type recorder struct {
-	mu       sync.Mutex
-	answers  []int
+	mu      sync.Mutex
+	answers []int
+	// hold has each request beyond answers wait, unanswered, until its
+	// client gives up.
+	hold     bool
 	headers  []http.Header
 	requests []*collectorpb.ExportTraceServiceRequest
 }
@@ -49,17 +53,23 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.headers = append(r.headers, req.Header.Clone())
 	r.requests = append(r.requests, &msg)
-	if len(r.answers) > 0 {
-		code := r.answers[0]
-		r.answers = r.answers[1:]
-		if code == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", "1")
+	if len(r.answers) == 0 {
+		hold := r.hold
+		r.mu.Unlock()
+		if hold {
+			<-req.Context().Done()
 		}
-		http.Error(w, "secret-free refusal", code)
+		return
 	}
+	code := r.answers[0]
+	r.answers = r.answers[1:]
+	r.mu.Unlock()
+	if code == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	http.Error(w, "secret-free refusal", code)
 }
 
 func (r *recorder) got() ([]http.Header, []*collectorpb.ExportTraceServiceRequest) {
@@ -233,9 +243,10 @@ func TestOTLPExporter_RetriesWhatTheSpecificationCallsRetryable(t *testing.T) {
 }
 
 // TestOTLPExporter_GivesUpWithTheContext: while the collector refuses, an
-// export ends when its context does.
+// export ends when its context does, and says what the collector last
+// answered, even when the context ends in the middle of a retry.
 func TestOTLPExporter_GivesUpWithTheContext(t *testing.T) {
-	rec := &recorder{answers: []int{http.StatusBadGateway, http.StatusBadGateway, http.StatusBadGateway}}
+	rec := &recorder{answers: []int{http.StatusBadGateway}, hold: true}
 	srv := httptest.NewServer(rec)
 	defer srv.Close()
 	e := exporterFor(t, map[string]string{EnvEndpoint: srv.URL})
@@ -243,21 +254,23 @@ func TestOTLPExporter_GivesUpWithTheContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.ExportSpans(ctx, spans) }()
+	// The second request is the retry after the refusal: it waits,
+	// unanswered, when the context ends.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, reqs := rec.got(); len(reqs) > 0 {
+		if _, reqs := rec.got(); len(reqs) == 2 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no request reached the collector")
+			t.Fatal("the refused export was not retried")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancel()
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "502") {
-			t.Fatalf("err = %v, want the last refusal", err)
+		if err == nil || !strings.Contains(err.Error(), "502") || !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want the context's end and the last refusal", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("export did not end with its context")
