@@ -179,9 +179,14 @@ func pullContext(ctx context.Context) (pctx context.Context, done func()) {
 }
 
 // Renew renews each run's lease on its own: the REST renewal renews one.
+// A renewal that fails for a reason that says nothing of who holds the run
+// (the platform unavailable for a moment) does not keep the runs after it
+// from being renewed: the first such failure is returned once all were
+// tried, and the engine tries again soon.
 func (t *httpTransport) Renew(ctx context.Context, ids []string) ([]string, error) {
 	renew := meshapi.OpRuntimeRenew.REST
 	var lost []string
+	var failed error
 	for _, id := range ids {
 		path, err := renew.PathOf(map[string]string{"task_run_id": id})
 		if err != nil {
@@ -192,11 +197,13 @@ func (t *httpTransport) Renew(ctx context.Context, ids []string) ([]string, erro
 		case err == nil:
 		case isFinalAnswer(err):
 			lost = append(lost, id)
-		default:
+		case IsAuthError(err) || ctx.Err() != nil:
 			return lost, err
+		case failed == nil:
+			failed = err
 		}
 	}
-	return lost, nil
+	return lost, failed
 }
 
 func (t *httpTransport) Close() {
