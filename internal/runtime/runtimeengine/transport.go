@@ -22,7 +22,10 @@ type Transport interface {
 	Next(ctx context.Context) (*mesh.TaskRun, error)
 	// NextUpTo is Next for up to n runs at once (an engine with n free
 	// slots): one request for work, one claim. It returns none when its
-	// wait ended with nothing to claim.
+	// wait ended with nothing to claim, and never more than n: the engine
+	// counts its free slots by what it returns, and a run beyond them
+	// would free, when it ended, a slot it never took, so that the engine
+	// ran more than its concurrency from then on.
 	NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, error)
 	// Release gives back a claimed run that was never started.
 	Release(ctx context.Context, run *mesh.TaskRun) error
