@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2amesh/a2amesh/internal/platform"
+	"github.com/a2amesh/a2amesh/internal/restclient"
+
 	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -12,7 +15,7 @@ import (
 
 // dialNATS connects a runtime's NATS transport to url with att's
 // credential, as a2a-runtime start does, with a short wait for work; the
-// transport closes when the test ends.
+// caller closes it.
 func dialNATS(ctx context.Context, t *testing.T, url string, att meshtest.Attached) (runtimeengine.Transport, *meshapi.HelloResponse) {
 	t.Helper()
 	tr, hello, err := runtimeengine.DialNATS(ctx, runtimeengine.NATSConfig{
@@ -23,4 +26,22 @@ func dialNATS(ctx context.Context, t *testing.T, url string, att meshtest.Attach
 		t.Fatal(err)
 	}
 	return tr, hello
+}
+
+// longLeases has a test platform keep leases and runtimes for a minute, so
+// none ends within a test: what the test sees of its runs is what the
+// transport did.
+func longLeases(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute }
+
+// dialHTTP is a runtime's HTTP transport to the REST API at base with
+// att's credential, with a short pull wait; it closes when the test ends.
+func dialHTTP(t *testing.T, base string, att meshtest.Attached) runtimeengine.Transport {
+	t.Helper()
+	api, err := restclient.New(base, restclient.WithRuntimeToken(att.RuntimeToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := runtimeengine.NewHTTP(runtimeengine.HTTPConfig{API: api, AgentID: att.AgentID, PullWait: 2 * time.Second})
+	t.Cleanup(tr.Close)
+	return tr
 }

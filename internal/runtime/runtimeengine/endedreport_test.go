@@ -10,7 +10,6 @@ import (
 
 	"github.com/a2amesh/a2amesh/internal/adapter"
 	"github.com/a2amesh/a2amesh/internal/adapter/provider"
-	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/runtime/adapterclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
@@ -53,7 +52,7 @@ func (h *heldReport) Renew(ctx context.Context, ids []string) ([]string, error) 
 // stopping it, and its report is still delivered.
 func TestRenew_ARunWhoseWorkIsDoneIsNotStoppedWhenThePlatformAlreadyEndedIt(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	p := meshtest.StartPlatform(t, longLeases)
 	agent := p.CreateAgent("ended elsewhere")
 	att := p.OnlineRuntime(t, agent.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -240,7 +240,7 @@ func artifactContents(t *testing.T, p *meshtest.Platform, run mesh.TaskRun) (map
 // the ledger. The same over NATS and over HTTP.
 func TestOutbox_ACompletionKeptWithItsArtifactsIsDeliveredByTheNextRuntimeProcess(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	p := meshtest.StartPlatform(t, longLeases)
 	files := []adapterapi.ArtifactWrite{
 		{Filename: "a.txt", ContentText: "first file"},
 		{Filename: "b.bin", ContentBase64: "AAECAwQF/w=="},

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/a2amesh/a2amesh/internal/platform"
-	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/a2amesh/a2amesh/internal/testkit/tcplink"
@@ -26,7 +25,7 @@ func TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack(t *testing
 	t.Parallel()
 	// Leases long enough that none ends within the test: what it sees of
 	// the runs is what the transport did.
-	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	p := meshtest.StartPlatform(t, longLeases)
 	agent := p.CreateAgent("lost answers")
 	att := p.OnlineRuntime(t, agent.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -84,7 +83,7 @@ func TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack(t *testing
 // its next requests for work return that run, once.
 func TestNATSTransport_AnAnswerLostWithTheConnectionIsRecovered(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	p := meshtest.StartPlatform(t, longLeases)
 	agent := p.CreateAgent("dropped answer")
 	att := p.OnlineRuntime(t, agent.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -126,7 +125,7 @@ func TestNATSTransport_ARefusedRequestForWorkIsNotAskedAbout(t *testing.T) {
 // (which fails the run RUNTIME_LOST when it has no attempts left).
 func TestNATSTransport_AClaimStoredLongAfterItsRequestIsStillTakenUp(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	p := meshtest.StartPlatform(t, longLeases)
 	agent := p.CreateAgent("late claim")
 	att := p.OnlineRuntime(t, agent.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -164,7 +163,7 @@ func TestNATSTransport_AClaimStoredLongAfterItsRequestIsStillTakenUp(t *testing.
 // sent meanwhile do not take its place.
 func TestNATSTransport_ALostAnswerIsAskedAboutUntilTheQuestionIsAnswered(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	p := meshtest.StartPlatform(t, longLeases)
 	agent := p.CreateAgent("asked again")
 	att := p.OnlineRuntime(t, agent.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -304,25 +303,20 @@ func dialNATSThroughLink(ctx context.Context, t *testing.T, p *meshtest.Platform
 // ends.
 func TestHTTPTransport_AnAnswerLostWithTheConnectionIsRecovered(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	p := meshtest.StartPlatform(t, longLeases)
 	agent := p.CreateAgent("dropped pull")
 	att := p.OnlineRuntime(t, agent.ID)
 	link, err := tcplink.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer link.Close()
+	t.Cleanup(link.Close)
 	u, err := url.Parse(p.APIBase)
 	if err != nil {
 		t.Fatal(err)
 	}
 	link.SetTarget(u.Host)
-	api, err := restclient.New("http://"+link.Addr()+u.Path, restclient.WithRuntimeToken(att.RuntimeToken))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := runtimeengine.NewHTTP(runtimeengine.HTTPConfig{API: api, AgentID: agent.ID, PullWait: 2 * time.Second})
-	defer tr.Close()
+	tr := dialHTTP(t, "http://"+link.Addr()+u.Path, att)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -382,7 +376,7 @@ func TestTransports_RunsRecoveredBeyondTheFreeSlotsAreGivenBack(t *testing.T) {
 	for _, transport := range []string{runtimeengine.ModeNATS, runtimeengine.ModeHTTP} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
-			p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+			p := meshtest.StartPlatform(t, longLeases)
 			agent := p.CreateAgent("more recovered than free")
 			att := p.OnlineRuntime(t, agent.ID)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -390,14 +384,10 @@ func TestTransports_RunsRecoveredBeyondTheFreeSlotsAreGivenBack(t *testing.T) {
 			var tr runtimeengine.Transport
 			if transport == runtimeengine.ModeNATS {
 				tr, _ = dialNATS(ctx, t, p.NATSURL(), att)
+				defer tr.Close()
 			} else {
-				api, err := restclient.New(p.APIBase, restclient.WithRuntimeToken(att.RuntimeToken))
-				if err != nil {
-					t.Fatal(err)
-				}
-				tr = runtimeengine.NewHTTP(runtimeengine.HTTPConfig{API: api, AgentID: agent.ID, PullWait: 2 * time.Second})
+				tr = dialHTTP(t, p.APIBase, att)
 			}
-			defer tr.Close()
 			rc := p.RuntimeClient(t, att)
 			claimed := map[string]bool{}
 			for i := range 3 {

@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/platform"
-	"github.com/a2amesh/a2amesh/internal/restclient"
-	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
 	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
@@ -26,7 +23,7 @@ import (
 // runs after it from being renewed in the same round.
 func TestHTTPTransport_ARenewalThePlatformCannotAnswerLosesNoRunAndRenewsTheRest(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	p := meshtest.StartPlatform(t, longLeases)
 	agent := p.CreateAgent("renewed through a refusal")
 	att := p.OnlineRuntime(t, agent.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -54,13 +51,10 @@ func TestHTTPTransport_ARenewalThePlatformCannotAnswerLosesNoRunAndRenewsTheRest
 		}
 		proxy.ServeHTTP(w, r)
 	}))
-	defer srv.Close()
-	api, err := restclient.New(srv.URL+base.Path, restclient.WithRuntimeToken(att.RuntimeToken))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := runtimeengine.NewHTTP(runtimeengine.HTTPConfig{API: api, AgentID: agent.ID, PullWait: 2 * time.Second})
-	defer tr.Close()
+	// Closed after the transport (cleanups run last first), whose stream of
+	// cancels it would otherwise wait for.
+	t.Cleanup(srv.Close)
+	tr := dialHTTP(t, srv.URL+base.Path, att)
 
 	before := p.GetTask(second.ID).LeaseExpiresAt
 	lost, err := tr.Renew(ctx, []string{first.ID, second.ID})

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2amesh/a2amesh/internal/platform"
 	"github.com/a2amesh/a2amesh/internal/runtime/runtimeengine"
 	"github.com/a2amesh/a2amesh/internal/runtime/toolserver"
 	"github.com/a2amesh/a2amesh/internal/testkit/meshtest"
@@ -27,7 +26,7 @@ import (
 // allows, one it denies and one a person decides.
 func TestTransports_BothDelegateThroughTheRunsToolServer(t *testing.T) {
 	t.Parallel()
-	p := meshtest.StartPlatform(t, func(c *platform.Config) { c.Lease = time.Minute; c.HeartbeatTimeout = time.Minute })
+	p := meshtest.StartPlatform(t, longLeases)
 	reviewer := p.CreateAgent("reviewer")
 	attB := p.OnlineRuntime(t, reviewer.ID)
 	for _, mode := range []string{runtimeengine.ModeHTTP, runtimeengine.ModeNATS} {
