@@ -71,8 +71,11 @@ func (l *lostClaims) waitFor(wait time.Duration) time.Duration {
 
 // lostClaims are the claiming requests whose answers did not come.
 type lostClaims struct {
-	mu sync.Mutex
-	ls []*lostAnswer
+	// log tells of the requests kept, and of those no longer asked about
+	// before they could claim nothing more.
+	log zerolog.Logger
+	mu  sync.Mutex
+	ls  []*lostAnswer
 }
 
 // lostAnswer is a claiming request whose answer did not come.
@@ -91,18 +94,23 @@ type lostAnswer struct {
 // storing a claim for as long as it works on the request
 // (meshapi.MaxHandling).
 func (l *lostClaims) add(key string, sent time.Time) {
-	l.keep([]*lostAnswer{{key: key, until: sent.Add(meshapi.MaxHandling + lostSlack), taken: map[string]bool{}}})
+	kept := l.keep([]*lostAnswer{{key: key, until: sent.Add(meshapi.MaxHandling + lostSlack), taken: map[string]bool{}}})
+	l.log.Info().Int("kept", kept).Msg("the answer to a request that may have claimed runs did not arrive: what it claimed is asked for before the next request for work")
 }
 
-func (l *lostClaims) keep(ls []*lostAnswer) {
+// keep keeps ls with the requests kept already, and returns how many are
+// kept then.
+func (l *lostClaims) keep(ls []*lostAnswer) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.ls = append(l.ls, ls...)
 	if over := len(l.ls) - maxLost; over > 0 {
 		// Runs claimed under the oldest go back to pending when their
 		// leases end.
+		l.log.Warn().Int("dropped", over).Int("kept", maxLost).Msg("too many requests whose answers did not arrive: runs claimed under the oldest are left to their leases")
 		l.ls = l.ls[over:]
 	}
+	return len(l.ls)
 }
 
 // len is how many requests are kept to ask about.

@@ -46,7 +46,7 @@ func NewHTTP(cfg HTTPConfig) Transport {
 		cfg.PullWait = 25 * time.Second
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	t := &httpTransport{operations: operations{cfg.API}, cfg: cfg, canceled: make(chan string, 64), stop: stop}
+	t := &httpTransport{operations: operations{cfg.API}, cfg: cfg, canceled: make(chan string, 64), stop: stop, lost: lostClaims{log: cfg.Logger}}
 	go t.followCancellations(ctx)
 	return t
 }

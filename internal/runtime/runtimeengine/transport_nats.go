@@ -161,7 +161,7 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
 	authRefused := make(chan struct{}, 1)
-	t := &natsTransport{cfg: cfg, authRefused: authRefused, stop: make(chan struct{}), reconnected: make(chan struct{}), disconnected: make(chan struct{})}
+	t := &natsTransport{cfg: cfg, authRefused: authRefused, stop: make(chan struct{}), reconnected: make(chan struct{}), disconnected: make(chan struct{}), lost: lostClaims{log: cfg.Logger}}
 	conn, err := bus.Connect(cctx, bus.ConnConfig{
 		OnReconnect: t.onReconnect,
 		OnAuthRefused: func() {
