@@ -134,7 +134,9 @@ func (s *Service) handlePull(ctx context.Context, in *meshapi.PullRequest) (*mes
 	}
 	var run *mesh.TaskRun
 	if in.Recover {
-		if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
+		// Asked for by a runtime that may have said goodbye: see
+		// handleOffer.
+		if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
 			return nil, err
 		}
 		res, err := s.recoverClaims(ctx, agentID, runtimeID, in.Key)
@@ -228,7 +230,10 @@ func (s *Service) handleOffer(ctx context.Context, in *meshapi.OfferRequest) (*m
 	if err != nil {
 		return nil, err
 	}
-	if err := s.runtimes.Check(ctx, agentID, runtimeID, true); err != nil {
+	// A runtime that is stopping says goodbye (it shows offline at once)
+	// and then asks for the runs claimed for answers it lost, to give them
+	// back: that question needs no presence, the claims do.
+	if err := s.runtimes.Check(ctx, agentID, runtimeID, !in.Recover); err != nil {
 		return nil, err
 	}
 	if err := checkOffer(in, s.cfg.MaxPullWait); err != nil {

@@ -416,3 +416,48 @@ func TestTransports_RunsRecoveredBeyondTheFreeSlotsAreGivenBack(t *testing.T) {
 		})
 	}
 }
+
+// TestTransports_RunsClaimedForALostAnswerAreGivenBackAfterGoodbye: a
+// stopping runtime says goodbye (the platform shows it offline at once)
+// and then closes its transport, which gives back the runs claimed for
+// answers it lost. Being offline must not keep it from asking for them:
+// a draining runtime's abandoned request for work may claim a run created
+// during the drain, which would otherwise stay held by nobody until its
+// lease ended, and fail then.
+func TestTransports_RunsClaimedForALostAnswerAreGivenBackAfterGoodbye(t *testing.T) {
+	t.Parallel()
+	for _, transport := range []string{runtimeengine.ModeNATS, runtimeengine.ModeHTTP} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			p := meshtest.StartPlatform(t, longLeases)
+			agent := p.CreateAgent("drained")
+			att := p.OnlineRuntime(t, agent.ID)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var tr runtimeengine.Transport
+			if transport == runtimeengine.ModeNATS {
+				tr, _ = dialNATS(ctx, t, p.NATSURL(), att)
+			} else {
+				// Closed below; closing it again when the test ends does
+				// nothing.
+				tr = dialHTTP(t, p.APIBase, att)
+			}
+			run := p.CreateTask(agent.ID, "created during the drain")
+			key := mesh.NewID()
+			res, err := p.RuntimeClient(t, att).Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 1, Claim: true, Key: key})
+			if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != run.ID {
+				t.Fatalf("claim of %s: %+v, %v", run.ID, res, err)
+			}
+			runtimeengine.LostAnswer(tr, key)
+
+			if err := tr.Goodbye(ctx); err != nil {
+				t.Fatal(err)
+			}
+			tr.Close()
+			if got := p.GetTask(run.ID); got.Status != mesh.StatusPending || got.Attempt != 0 || got.RuntimeID != "" {
+				t.Fatalf("after goodbye and close, the run claimed for a lost answer is %s, attempt %d, held by %q; want pending again",
+					got.Status, got.Attempt, got.RuntimeID)
+			}
+		})
+	}
+}
