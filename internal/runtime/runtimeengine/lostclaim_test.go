@@ -31,26 +31,7 @@ func TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack(t *testing
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	tr, _ := dialNATS(ctx, t, p.NATSURL(), att)
-	closed := false
-	defer func() {
-		if !closed {
-			tr.Close()
-		}
-	}()
-	// The answers the runtime loses are those of requests sent on another
-	// connection of the same runtime, under keys the transport is told of.
-	rc := p.RuntimeClient(t, att)
-	claimLost := func(text string) mesh.TaskRun {
-		t.Helper()
-		run := p.CreateTask(agent.ID, text)
-		key := mesh.NewID()
-		res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Claim: true, Key: key})
-		if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != run.ID {
-			t.Fatalf("claim of %s: %+v, %v", run.ID, res, err)
-		}
-		runtimeengine.LostAnswer(tr, key)
-		return run
-	}
+	claimLost := func(text string) mesh.TaskRun { return claimForLostAnswer(ctx, t, p, att, tr, text) }
 
 	taken := claimLost("taken up")
 	runs, err := tr.NextUpTo(ctx, 4)
@@ -66,7 +47,6 @@ func TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack(t *testing
 
 	given := claimLost("given back")
 	tr.Close()
-	closed = true
 	back := p.GetTask(given.ID)
 	if back.Status != mesh.StatusPending || back.Attempt != 0 || back.RuntimeID != "" {
 		t.Fatalf("after the transport closed, the run claimed for a lost answer is %s, attempt %d, held by %q; want pending again",
@@ -381,24 +361,10 @@ func TestTransports_RunsRecoveredBeyondTheFreeSlotsAreGivenBack(t *testing.T) {
 			att := p.OnlineRuntime(t, agent.ID)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			var tr runtimeengine.Transport
-			if transport == runtimeengine.ModeNATS {
-				tr, _ = dialNATS(ctx, t, p.NATSURL(), att)
-				defer tr.Close()
-			} else {
-				tr = dialHTTP(t, p.APIBase, att)
-			}
-			rc := p.RuntimeClient(t, att)
+			tr := dialTransport(ctx, t, p, att, transport)
 			claimed := map[string]bool{}
 			for i := range 3 {
-				run := p.CreateTask(agent.ID, fmt.Sprintf("claimed for lost answer %d", i))
-				key := mesh.NewID()
-				res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 1, Claim: true, Key: key})
-				if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != run.ID {
-					t.Fatalf("claim of %s: %+v, %v", run.ID, res, err)
-				}
-				runtimeengine.LostAnswer(tr, key)
-				claimed[run.ID] = true
+				claimed[claimForLostAnswer(ctx, t, p, att, tr, fmt.Sprintf("claimed for lost answer %d", i)).ID] = true
 			}
 
 			runs, err := tr.NextUpTo(ctx, 1)
@@ -434,21 +400,8 @@ func TestTransports_RunsClaimedForALostAnswerAreGivenBackAfterGoodbye(t *testing
 			att := p.OnlineRuntime(t, agent.ID)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			var tr runtimeengine.Transport
-			if transport == runtimeengine.ModeNATS {
-				tr, _ = dialNATS(ctx, t, p.NATSURL(), att)
-			} else {
-				// Closed below; closing it again when the test ends does
-				// nothing.
-				tr = dialHTTP(t, p.APIBase, att)
-			}
-			run := p.CreateTask(agent.ID, "created during the drain")
-			key := mesh.NewID()
-			res, err := p.RuntimeClient(t, att).Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 1, Claim: true, Key: key})
-			if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != run.ID {
-				t.Fatalf("claim of %s: %+v, %v", run.ID, res, err)
-			}
-			runtimeengine.LostAnswer(tr, key)
+			tr := dialTransport(ctx, t, p, att, transport)
+			run := claimForLostAnswer(ctx, t, p, att, tr, "created during the drain")
 
 			if err := tr.Goodbye(ctx); err != nil {
 				t.Fatal(err)
@@ -460,4 +413,19 @@ func TestTransports_RunsClaimedForALostAnswerAreGivenBackAfterGoodbye(t *testing
 			}
 		})
 	}
+}
+
+// claimForLostAnswer creates a run of att's agent and claims it for att's
+// runtime on another connection, under a key tr is told it lost the
+// answer to, as a reconnect at the wrong moment leaves a claim.
+func claimForLostAnswer(ctx context.Context, t *testing.T, p *meshtest.Platform, att meshtest.Attached, tr runtimeengine.Transport, text string) mesh.TaskRun {
+	t.Helper()
+	run := p.CreateTask(att.AgentID, text)
+	key := mesh.NewID()
+	res, err := p.RuntimeClient(t, att).Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 1, Claim: true, Key: key})
+	if err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != run.ID {
+		t.Fatalf("claim of %s: %+v, %v", run.ID, res, err)
+	}
+	runtimeengine.LostAnswer(tr, key)
+	return run
 }

@@ -71,11 +71,22 @@ func (l *lostClaims) waitFor(wait time.Duration) time.Duration {
 
 // lostClaims are the claiming requests whose answers did not come.
 type lostClaims struct {
-	// log tells of the requests kept, and of those no longer asked about
-	// before they could claim nothing more.
+	// log tells of the requests kept, of those no longer asked about
+	// before they could claim nothing more, and of the runs taken up or
+	// given back; via is the transport that asks about them and gives
+	// their runs back.
 	log zerolog.Logger
+	via lostVia
 	mu  sync.Mutex
 	ls  []*lostAnswer
+}
+
+// lostVia is what a transport does for lostClaims.
+type lostVia interface {
+	// askLost asks the task queue for the runs claimed under key.
+	askLost(ctx context.Context, key string) ([]*mesh.TaskRun, error)
+	// Release gives a claimed run back to pending.
+	Release(ctx context.Context, run *mesh.TaskRun) error
 }
 
 // lostAnswer is a claiming request whose answer did not come.
@@ -95,7 +106,7 @@ type lostAnswer struct {
 // (meshapi.MaxHandling).
 func (l *lostClaims) add(key string, sent time.Time) {
 	kept := l.keep([]*lostAnswer{{key: key, until: sent.Add(meshapi.MaxHandling + lostSlack), taken: map[string]bool{}}})
-	l.log.Info().Int("kept", kept).Msg("the answer to a request that may have claimed runs did not arrive: what it claimed is asked for before the next request for work")
+	l.log.Info().Int("kept", kept).Msg("the answer to a request that may have claimed runs did not arrive: what it claimed is asked for before the next request for work, or given back when the runtime stops")
 }
 
 // keep keeps ls with the requests kept already, and returns how many are
@@ -125,11 +136,15 @@ func (l *lostClaims) len() int {
 // is asked about again, the next time, until the task queue has answered
 // about it at a time it could claim nothing more; with last, this is the
 // last time.
-func (l *lostClaims) recover(ctx context.Context, last bool, log zerolog.Logger, ask askLost) []*mesh.TaskRun {
+func (l *lostClaims) recover(ctx context.Context, last bool) []*mesh.TaskRun {
 	l.mu.Lock()
 	ls := l.ls
 	l.ls = nil
 	l.mu.Unlock()
+	if len(ls) == 0 {
+		// The common case, before each request for work.
+		return nil
+	}
 	// Asked all at once: one slow answer (the store electing a leader)
 	// does not hold up the others while their runs' leases run.
 	type answer struct {
@@ -144,7 +159,7 @@ func (l *lostClaims) recover(ctx context.Context, last bool, log zerolog.Logger,
 			defer wg.Done()
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), meshapi.TryTimeout)
 			defer cancel()
-			answers[i].claimed, answers[i].err = ask(rctx, a.key)
+			answers[i].claimed, answers[i].err = l.via.askLost(rctx, a.key)
 		}()
 	}
 	wg.Wait()
@@ -157,7 +172,7 @@ func (l *lostClaims) recover(ctx context.Context, last bool, log zerolog.Logger,
 				if !a.taken[run.ID] {
 					a.taken[run.ID] = true
 					runs = append(runs, run)
-					log.Info().Str("task_run_id", run.ID).Msg("took up a run claimed for an answer that did not arrive")
+					l.log.Info().Str("task_run_id", run.ID).Msg("took up a run claimed for an answer that did not arrive")
 				}
 			}
 		}
@@ -173,43 +188,37 @@ func (l *lostClaims) recover(ctx context.Context, last bool, log zerolog.Logger,
 }
 
 // takeUp recovers the runs claimed under the kept keys (see recover) and
-// returns at most n of them, giving the rest back to pending at once with
-// release. The engine asks for as many runs as it has free slots: a run
-// beyond them would run past its concurrency (the adapter refuses it), or,
-// kept for later, wait with its lease unrenewed. Runs recovered together
-// can be more than n when several requests were lost (a node down, each
-// request claiming up to the slots free then).
-func (l *lostClaims) takeUp(ctx context.Context, n int, log zerolog.Logger, ask askLost, release releaseFunc) []*mesh.TaskRun {
-	runs := l.recover(ctx, false, log, ask)
+// returns at most n of them, giving the rest back to pending at once. The
+// engine asks for as many runs as it has free slots: a run beyond them
+// would run past its concurrency (the adapter refuses it), or, kept for
+// later, wait with its lease unrenewed. Runs recovered together can be
+// more than n when several requests were lost (a node down, each request
+// claiming up to the slots free then).
+func (l *lostClaims) takeUp(ctx context.Context, n int) []*mesh.TaskRun {
+	runs := l.recover(ctx, false)
 	if len(runs) <= n {
 		return runs
 	}
-	giveBack(ctx, runs[n:], log, release)
+	l.giveBack(ctx, runs[n:])
 	return runs[:n]
 }
 
 // giveBackAll recovers the runs claimed under the kept keys one last time
 // and gives them all back: the runtime is closing.
-func (l *lostClaims) giveBackAll(log zerolog.Logger, ask askLost, release releaseFunc) {
+func (l *lostClaims) giveBackAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), meshapi.TryTimeout)
 	defer cancel()
-	giveBack(ctx, l.recover(ctx, true, log, ask), log, release)
+	l.giveBack(ctx, l.recover(ctx, true))
 }
 
-// askLost asks the task queue for the runs claimed under key.
-type askLost func(ctx context.Context, key string) ([]*mesh.TaskRun, error)
-
-// releaseFunc gives a claimed run back to pending (Transport.Release).
-type releaseFunc func(ctx context.Context, run *mesh.TaskRun) error
-
-// giveBack releases runs, claimed for lost answers and not taken up; one
-// that cannot be released goes back when its lease ends.
-func giveBack(ctx context.Context, runs []*mesh.TaskRun, log zerolog.Logger, release releaseFunc) {
+// giveBack releases runs claimed for lost answers and not taken up; one
+// that cannot be released is left to its lease.
+func (l *lostClaims) giveBack(ctx context.Context, runs []*mesh.TaskRun) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), meshapi.TryTimeout)
 	defer cancel()
 	for _, run := range runs {
-		if err := release(rctx, run); err != nil {
-			log.Warn().Err(err).Str("task_run_id", run.ID).Msg("a run claimed for a lost answer is released when its lease ends")
+		if err := l.via.Release(rctx, run); err != nil {
+			l.log.Warn().Err(err).Str("task_run_id", run.ID).Msg("a run claimed for a lost answer is released when its lease ends")
 		}
 	}
 }

@@ -51,6 +51,8 @@ type Transport interface {
 	// not particular to NATS or HTTP is sent through it, the same way over
 	// both (operations).
 	Sender() meshapi.Sender
+	// Close gives back the runs claimed for lost answers and ends the
+	// connection; closing again does nothing.
 	Close()
 }
 

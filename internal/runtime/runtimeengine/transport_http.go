@@ -46,7 +46,8 @@ func NewHTTP(cfg HTTPConfig) Transport {
 		cfg.PullWait = 25 * time.Second
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	t := &httpTransport{operations: operations{cfg.API}, cfg: cfg, canceled: make(chan string, 64), stop: stop, lost: lostClaims{log: cfg.Logger}}
+	t := &httpTransport{operations: operations{cfg.API}, cfg: cfg, canceled: make(chan string, 64), stop: stop}
+	t.lost = lostClaims{log: cfg.Logger, via: t}
 	go t.followCancellations(ctx)
 	return t
 }
@@ -94,7 +95,7 @@ func (t *httpTransport) NextUpTo(ctx context.Context, _ int) ([]*mesh.TaskRun, e
 func (t *httpTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 	// A run claimed by a pull whose answer was lost comes first (a pull
 	// returns one run: those recovered with it are given back).
-	if runs := t.lost.takeUp(ctx, 1, t.cfg.Logger, t.askLost, t.Release); len(runs) > 0 {
+	if runs := t.lost.takeUp(ctx, 1); len(runs) > 0 {
 		return runs[0], nil
 	}
 	key, sent := mesh.NewID(), time.Now()
@@ -210,5 +211,5 @@ func (t *httpTransport) Close() {
 	t.stop()
 	// Runs claimed for answers that never came are given back at once,
 	// not when their leases end.
-	t.lost.giveBackAll(t.cfg.Logger, t.askLost, t.Release)
+	t.lost.giveBackAll()
 }

@@ -86,8 +86,10 @@ type natsTransport struct {
 	// reconnect: a waiting offer ends at once, so the runtime asks about its
 	// credential now (the platform closes a revoked runtime's connection).
 	authRefused chan struct{}
-	// stop ends the return to the home region (returnHome).
-	stop chan struct{}
+	// stop ends the return to the home region (returnHome); closeOnce
+	// makes a second Close do nothing.
+	stop      chan struct{}
+	closeOnce sync.Once
 	// reconnected is closed (and replaced) when the connection is back:
 	// a waiting offer request ends, and the runtime asks again where it
 	// is now, rather than wait on a task queue copy it may have lost.
@@ -161,7 +163,8 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
 	authRefused := make(chan struct{}, 1)
-	t := &natsTransport{cfg: cfg, authRefused: authRefused, stop: make(chan struct{}), reconnected: make(chan struct{}), disconnected: make(chan struct{}), lost: lostClaims{log: cfg.Logger}}
+	t := &natsTransport{cfg: cfg, authRefused: authRefused, stop: make(chan struct{}), reconnected: make(chan struct{}), disconnected: make(chan struct{})}
+	t.lost = lostClaims{log: cfg.Logger, via: t}
 	conn, err := bus.Connect(cctx, bus.ConnConfig{
 		OnReconnect: t.onReconnect,
 		OnAuthRefused: func() {
@@ -392,7 +395,7 @@ func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
 func (t *natsTransport) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, error) {
 	n = min(max(n, 1), meshapi.MaxOffers)
 	// Runs claimed by a request whose answer was lost come first.
-	if runs := t.lost.takeUp(ctx, n, t.cfg.Logger, t.askLost, t.Release); len(runs) > 0 {
+	if runs := t.lost.takeUp(ctx, n); len(runs) > 0 {
 		return runs, nil
 	}
 	wait := t.lost.waitFor(t.cfg.ClaimWait)
@@ -496,9 +499,11 @@ func (t *natsTransport) Renew(ctx context.Context, ids []string) ([]string, erro
 }
 
 func (t *natsTransport) Close() {
-	close(t.stop)
-	// Runs claimed for answers that never came are given back at once,
-	// not when their leases end.
-	t.lost.giveBackAll(t.cfg.Logger, t.askLost, t.Release)
-	t.conn.Drain(2 * time.Second)
+	t.closeOnce.Do(func() {
+		close(t.stop)
+		// Runs claimed for answers that never came are given back at
+		// once, not when their leases end.
+		t.lost.giveBackAll()
+		t.conn.Drain(2 * time.Second)
+	})
 }
