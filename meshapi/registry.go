@@ -25,7 +25,18 @@ type HeartbeatRequest struct {
 	// AdapterUnreachable says the runtime's local adapter does not answer:
 	// the runtime is online but claims no task runs until it does.
 	AdapterUnreachable bool `json:"adapter_unreachable,omitempty"`
+	// AbandonedClaimKeys are keys of the runtime's claiming requests whose
+	// answers it lost and that it no longer asks about (at most
+	// MaxAbandonedClaimKeys; the task queue reads no more). A run held for
+	// the runtime under one of them, that it neither lists in
+	// RunningTaskRunIDs nor took up under the key, was stored after the
+	// runtime stopped asking: the task queue gives it back to pending, as
+	// a release under the key would. Read only with RunningTaskRunIDs.
+	AbandonedClaimKeys []string `json:"abandoned_claim_keys,omitempty"`
 }
+
+// MaxAbandonedClaimKeys bounds HeartbeatRequest.AbandonedClaimKeys.
+const MaxAbandonedClaimKeys = 64
 
 // HeartbeatResponse acknowledges a heartbeat.
 type HeartbeatResponse struct {

@@ -15,13 +15,12 @@ import (
 // The runtime-facing REST contract of seed 001 §4. Bodies are read leniently
 // so runtimes of other versions keep working.
 
-// heartbeatRequest is seed 001's heartbeat body, plus the runs being worked on.
+// heartbeatRequest is seed 001's heartbeat body (its agent id) around the
+// platform's (meshapi.HeartbeatRequest: the runs being worked on, the
+// adapter's readiness, the claims abandoned).
 type heartbeatRequest struct {
-	AgentID           string   `json:"agent_id"`
-	RunningTaskRunIDs []string `json:"running_task_run_ids,omitempty"`
-	// AdapterUnreachable: the runtime's local adapter does not answer, so it
-	// claims nothing (the platform shows it online but not ready).
-	AdapterUnreachable bool `json:"adapter_unreachable,omitempty"`
+	AgentID string `json:"agent_id"`
+	meshapi.HeartbeatRequest
 }
 
 func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
@@ -37,9 +36,7 @@ func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res, err := g.client.Runtime(id.AgentID, id.RuntimeID).Heartbeat(r.Context(), meshapi.HeartbeatRequest{
-		RunningTaskRunIDs: in.RunningTaskRunIDs, AdapterUnreachable: in.AdapterUnreachable,
-	})
+	res, err := g.client.Runtime(id.AgentID, id.RuntimeID).Heartbeat(r.Context(), in.HeartbeatRequest)
 	g.reply(w, r, http.StatusOK, res, err)
 }
 

@@ -403,15 +403,21 @@ func (s *Service) handleRelease(ctx context.Context, in *meshapi.ReleaseRequest)
 		if in.Key != "" && (r.ClaimKey != in.Key || r.ClaimTakenUp) {
 			return "", conflict(r, "task run %s is held by its runtime, which asked for it under the key of its claim", r.ID)
 		}
-		r.Status = mesh.StatusPending
-		r.RuntimeID = ""
-		r.Attempt--
-		r.LeaseExpiresAt = nil
-		r.ClaimedAt = nil
-		return mesh.EventTaskRunRequeued, nil
+		return giveBack(r), nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &meshapi.TaskRunReply{TaskRun: *run.Public()}, nil
+}
+
+// giveBack returns a run its runtime never started to pending, its
+// attempt undone, and says the event of it.
+func giveBack(r *mesh.TaskRun) string {
+	r.Status = mesh.StatusPending
+	r.RuntimeID = ""
+	r.Attempt--
+	r.LeaseExpiresAt = nil
+	r.ClaimedAt = nil
+	return mesh.EventTaskRunRequeued
 }

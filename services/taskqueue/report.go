@@ -258,7 +258,8 @@ func (s *Service) onHeartbeat(msg *nats.Msg) {
 		return
 	}
 	var hb struct {
-		RunningTaskRunIDs *[]string `json:"running_task_run_ids"`
+		RunningTaskRunIDs  *[]string `json:"running_task_run_ids"`
+		AbandonedClaimKeys []string  `json:"abandoned_claim_keys"`
 	}
 	_ = json.Unmarshal(msg.Data, &hb)
 	var ids []string
@@ -276,7 +277,11 @@ func (s *Service) onHeartbeat(msg *nats.Msg) {
 			}
 		}
 	}
-	if len(ids) == 0 {
+	var abandoned map[string]bool
+	if hb.RunningTaskRunIDs != nil {
+		abandoned = abandonedKeys(hb.AbandonedClaimKeys)
+	}
+	if len(ids) == 0 && len(abandoned) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -284,7 +289,56 @@ func (s *Service) onHeartbeat(msg *nats.Msg) {
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
 		return
 	}
-	s.renew(ctx, agentID, runtimeID, dedupe(ids), 0)
+	if len(ids) > 0 {
+		s.renew(ctx, agentID, runtimeID, dedupe(ids), 0)
+	}
+	if len(abandoned) > 0 {
+		s.giveBackAbandoned(ctx, agentID, runtimeID, ids, abandoned)
+	}
+}
+
+// abandonedKeys are the valid keys of a heartbeat's abandoned claims, at
+// most meshapi.MaxAbandonedClaimKeys of them.
+func abandonedKeys(keys []string) map[string]bool {
+	out := map[string]bool{}
+	for _, k := range keys[:min(len(keys), meshapi.MaxAbandonedClaimKeys)] {
+		if mesh.ValidID(k) {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// giveBackAbandoned gives back to pending each run held for the runtime
+// under a key it abandoned (meshapi.HeartbeatRequest.AbandonedClaimKeys)
+// that it neither listed as held nor took up: the claim was stored after
+// the runtime stopped asking for it, so the runtime never started it, and
+// without this it would stay held by nobody until its lease ended.
+func (s *Service) giveBackAbandoned(ctx context.Context, agentID, runtimeID string, held []string, abandoned map[string]bool) {
+	listed := make(map[string]bool, len(held))
+	for _, id := range held {
+		listed[id] = true
+	}
+	for _, id := range s.index.runningBy(runtimeID) {
+		if listed[id] {
+			continue
+		}
+		given := false
+		_, err := s.transition(ctx, id, func(r *mesh.TaskRun) (string, error) {
+			given = false
+			if r.Status != mesh.StatusRunning || r.RuntimeID != runtimeID || r.TargetAgentID != agentID || r.ClaimTakenUp || !abandoned[r.ClaimKey] {
+				return "", errUnchanged
+			}
+			given = true
+			return giveBack(r), nil
+		})
+		switch {
+		case err != nil:
+			s.cfg.Logger.Warn().Err(err).Str("task_run_id", id).Msg("a run claimed under a key its runtime abandoned is left to its lease")
+		case given:
+			s.cfg.Logger.Info().Str("task_run_id", id).Str("runtime_id", runtimeID).Msg("gave back a run claimed under a key its runtime abandoned: it was stored after the runtime stopped asking for it")
+		}
+	}
 }
 
 func dedupe(ids []string) []string {

@@ -26,5 +26,5 @@ var AdapterEnv = adapterEnv
 
 // LostAnswerSentAt is LostAnswer for a claiming request sent at sent.
 func LostAnswerSentAt(tr Transport, key string, sent time.Time) {
-	tr.(*natsTransport).lost.add(key, sent)
+	lostOf(tr).add(key, sent)
 }

@@ -429,3 +429,77 @@ func claimForLostAnswer(ctx context.Context, t *testing.T, p *meshtest.Platform,
 	runtimeengine.LostAnswer(tr, key)
 	return run
 }
+
+// TestTransports_ARunClaimedAfterItsLostAnswerWasGivenUpIsGivenBackByTheHeartbeat:
+// the runtime asked about a lost answer until the request could claim
+// nothing more, and nothing had been claimed under it. The claim was
+// stored after all (a write the store took up again after a node was
+// lost). The runtime does not hold the run and will not ask for it again:
+// its next heartbeat names the key it gave up, and the task queue gives
+// the run back to pending, attempt undone, instead of leaving it to fail
+// when its lease ends. A run the runtime took up under such a key is its
+// own, and a run held under a key the runtime did not give up (an earlier
+// process's claim) is left to its lease, as before.
+func TestTransports_ARunClaimedAfterItsLostAnswerWasGivenUpIsGivenBackByTheHeartbeat(t *testing.T) {
+	t.Parallel()
+	for _, transport := range []string{runtimeengine.ModeNATS, runtimeengine.ModeHTTP} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			p := meshtest.StartPlatform(t, longLeases)
+			agent := p.CreateAgent("claimed late")
+			att := p.OnlineRuntime(t, agent.ID)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			tr := dialTransport(ctx, t, p, att, transport)
+			rc := p.RuntimeClient(t, att)
+
+			// An earlier process's claim, under a key this one never sent.
+			earlier := p.CreateTask(agent.ID, "claimed by an earlier process")
+			if res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 1, Claim: true, Key: mesh.NewID()}); err != nil || len(res.Claimed) != 1 {
+				t.Fatalf("claim of %s: %+v, %v", earlier.ID, res, err)
+			}
+
+			// Two lost answers, asked about once their requests could claim
+			// nothing more, and so asked about no more: under one a run was
+			// claimed, and the runtime takes it up; under the other nothing
+			// is held yet.
+			takenKey, key := mesh.NewID(), mesh.NewID()
+			taken := p.CreateTask(agent.ID, "taken up under a key given up")
+			if res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 1, Claim: true, Key: takenKey}); err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != taken.ID {
+				t.Fatalf("claim of %s: %+v, %v", taken.ID, res, err)
+			}
+			runtimeengine.LostAnswerSentAt(tr, takenKey, time.Now().Add(-2*meshapi.MaxHandling))
+			runtimeengine.LostAnswerSentAt(tr, key, time.Now().Add(-2*meshapi.MaxHandling))
+			if runs, err := tr.NextUpTo(ctx, 1); err != nil || len(runs) != 1 || runs[0].ID != taken.ID {
+				t.Fatalf("a request for work returned %+v, %v; want %s, claimed for a lost answer", runs, err, taken.ID)
+			}
+
+			late := p.CreateTask(agent.ID, "claimed under a key given up")
+			if res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 1, Claim: true, Key: key}); err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != late.ID {
+				t.Fatalf("claim of %s: %+v, %v", late.ID, res, err)
+			}
+
+			// The heartbeat does not list the run taken up either, as one
+			// sent before the engine starts it would not.
+			if err := tr.Heartbeat(ctx, meshapi.HeartbeatRequest{RunningTaskRunIDs: []string{}}); err != nil {
+				t.Fatal(err)
+			}
+			var got mesh.TaskRun
+			meshtest.Eventually(t, 20*time.Second, func() bool {
+				got = p.GetTask(late.ID)
+				return got.Status == mesh.StatusPending
+			}, func() string {
+				return fmt.Sprintf("run %s, claimed under a key its runtime gave up, is %s, held by %q", late.ID, got.Status, got.RuntimeID)
+			})
+			if got.Attempt != 0 || got.RuntimeID != "" {
+				t.Errorf("run %s given back: attempt %d, held by %q; want attempt 0, held by none", late.ID, got.Attempt, got.RuntimeID)
+			}
+			if e := p.GetTask(earlier.ID); e.Status != mesh.StatusRunning || e.RuntimeID != att.RuntimeID {
+				t.Errorf("run %s, held under a key this process never sent, is %s, held by %q; want left running to its lease", earlier.ID, e.Status, e.RuntimeID)
+			}
+			if e := p.GetTask(taken.ID); e.Status != mesh.StatusRunning || e.RuntimeID != att.RuntimeID || e.Attempt != 1 {
+				t.Errorf("run %s, taken up under a key given up after, is %s, attempt %d, held by %q; want running, attempt 1, by its runtime", taken.ID, e.Status, e.Attempt, e.RuntimeID)
+			}
+		})
+	}
+}

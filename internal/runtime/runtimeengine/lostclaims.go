@@ -69,6 +69,13 @@ func (l *lostClaims) waitFor(wait time.Duration) time.Duration {
 	return wait
 }
 
+// maxAbandoned bounds the requests no longer asked about that each
+// heartbeat names; abandonedFor is how long one is named.
+const (
+	maxAbandoned = meshapi.MaxAbandonedClaimKeys
+	abandonedFor = 10 * time.Minute
+)
+
 // lostClaims are the claiming requests whose answers did not come.
 type lostClaims struct {
 	// log tells of the requests kept, of those no longer asked about
@@ -79,6 +86,18 @@ type lostClaims struct {
 	via lostVia
 	mu  sync.Mutex
 	ls  []*lostAnswer
+	// abandoned are the requests no longer asked about, newest last: a
+	// claim the store took up later than the task queue's bound (a write
+	// committed once a node came back) would stay held by this runtime,
+	// which never hears of it, until its lease ended. Each heartbeat names
+	// them, and the task queue gives such a run back (see withAbandoned).
+	abandoned []abandonedKey
+}
+
+// abandonedKey is a request no longer asked about, since at.
+type abandonedKey struct {
+	key string
+	at  time.Time
 }
 
 // lostVia is what a transport does for lostClaims.
@@ -116,12 +135,45 @@ func (l *lostClaims) keep(ls []*lostAnswer) int {
 	defer l.mu.Unlock()
 	l.ls = append(l.ls, ls...)
 	if over := len(l.ls) - maxLost; over > 0 {
-		// Runs claimed under the oldest go back to pending when their
-		// leases end.
-		l.log.Warn().Int("dropped", over).Int("kept", maxLost).Msg("too many requests whose answers did not arrive: runs claimed under the oldest are left to their leases")
+		// Runs claimed under the oldest go back to pending at the next
+		// heartbeat.
+		l.log.Warn().Int("dropped", over).Int("kept", maxLost).Msg("too many requests whose answers did not arrive: runs claimed under the oldest are given back at the next heartbeat")
+		l.abandonLocked(l.ls[:over])
 		l.ls = l.ls[over:]
 	}
 	return len(l.ls)
+}
+
+// abandonLocked notes requests no longer asked about; l.mu is held.
+func (l *lostClaims) abandonLocked(ls []*lostAnswer) {
+	now := time.Now()
+	for _, a := range ls {
+		l.abandoned = append(l.abandoned, abandonedKey{key: a.key, at: now})
+	}
+	if over := len(l.abandoned) - maxAbandoned; over > 0 {
+		l.abandoned = l.abandoned[over:]
+	}
+}
+
+// withAbandoned is req naming the requests no longer asked about in the
+// last abandonedFor: a run the task queue holds for this runtime under one
+// of them, and that the runtime neither lists nor took up, was never
+// handed to it and never will be, and goes back to pending.
+func (l *lostClaims) withAbandoned(req meshapi.HeartbeatRequest) meshapi.HeartbeatRequest {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	since := time.Now().Add(-abandonedFor)
+	for len(l.abandoned) > 0 && l.abandoned[0].at.Before(since) {
+		l.abandoned = l.abandoned[1:]
+	}
+	if len(l.abandoned) == 0 {
+		return req
+	}
+	req.AbandonedClaimKeys = make([]string, len(l.abandoned))
+	for i, a := range l.abandoned {
+		req.AbandonedClaimKeys[i] = a.key
+	}
+	return req
 }
 
 // len is how many requests are kept to ask about.
@@ -164,7 +216,7 @@ func (l *lostClaims) recover(ctx context.Context, last bool) []*mesh.TaskRun {
 	}
 	wg.Wait()
 	var runs []*mesh.TaskRun
-	var again []*lostAnswer
+	var again, done []*lostAnswer
 	for i, a := range ls {
 		claimed, err := answers[i].claimed, answers[i].err
 		if err == nil {
@@ -181,8 +233,13 @@ func (l *lostClaims) recover(ctx context.Context, last bool) []*mesh.TaskRun {
 		// (the connection down, the store unavailable) is made again.
 		if !last && (err != nil || time.Now().Before(a.until)) {
 			again = append(again, a)
+		} else {
+			done = append(done, a)
 		}
 	}
+	l.mu.Lock()
+	l.abandonLocked(done)
+	l.mu.Unlock()
 	l.keep(again)
 	return runs
 }

@@ -9,12 +9,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
 )
 
 // TestLostClaims_KeptAndDroppedRequestsAreLogged: each request whose
 // answer did not arrive is told of, and so is one no longer asked about
-// because too many are kept: runs it claimed are left to their leases, a
-// loss an operator must be able to find in the runtime's log.
+// because too many are kept: runs it claimed are no longer taken up, which
+// an operator must be able to find in the runtime's log.
 func TestLostClaims_KeptAndDroppedRequestsAreLogged(t *testing.T) {
 	var out bytes.Buffer
 	l := lostClaims{log: zerolog.New(&out)}
@@ -28,5 +29,30 @@ func TestLostClaims_KeptAndDroppedRequestsAreLogged(t *testing.T) {
 	l.add(mesh.NewID(), time.Now())
 	if l.len() != maxLost || !strings.Contains(out.String(), `"level":"warn"`) || !strings.Contains(out.String(), `"dropped":1`) {
 		t.Fatalf("one more request: %d kept, log:\n%s\nwant %d kept and a warning that one was dropped", l.len(), out.String(), maxLost)
+	}
+}
+
+// TestLostClaims_HeartbeatsNameTheRequestsNoLongerAskedAbout: a request
+// pushed out by too many kept is named by each heartbeat, so the task
+// queue gives back what it claimed; the heartbeat names at most
+// maxAbandoned of them, the newest, and none once abandonedFor has passed.
+func TestLostClaims_HeartbeatsNameTheRequestsNoLongerAskedAbout(t *testing.T) {
+	l := lostClaims{log: zerolog.Nop()}
+	if hb := l.withAbandoned(meshapi.HeartbeatRequest{}); hb.AbandonedClaimKeys != nil {
+		t.Fatalf("with nothing abandoned the heartbeat names %v", hb.AbandonedClaimKeys)
+	}
+	var keys []string
+	for range maxLost + maxAbandoned + 3 {
+		keys = append(keys, mesh.NewID())
+		l.add(keys[len(keys)-1], time.Now())
+	}
+	hb := l.withAbandoned(meshapi.HeartbeatRequest{RunningTaskRunIDs: []string{}})
+	want := keys[3 : 3+maxAbandoned]
+	if strings.Join(hb.AbandonedClaimKeys, ",") != strings.Join(want, ",") {
+		t.Fatalf("the heartbeat names %d keys, want the %d newest pushed out (keys 3 to %d)", len(hb.AbandonedClaimKeys), maxAbandoned, 2+maxAbandoned)
+	}
+	l.abandoned[0].at = time.Now().Add(-abandonedFor - time.Second)
+	if hb := l.withAbandoned(meshapi.HeartbeatRequest{}); len(hb.AbandonedClaimKeys) != maxAbandoned-1 || hb.AbandonedClaimKeys[0] != want[1] {
+		t.Fatalf("after one was abandoned longer than %s the heartbeat names %d keys, want %d without it", abandonedFor, len(hb.AbandonedClaimKeys), maxAbandoned-1)
 	}
 }

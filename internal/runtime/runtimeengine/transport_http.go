@@ -207,6 +207,12 @@ func (t *httpTransport) Renew(ctx context.Context, ids []string) ([]string, erro
 	return lost, failed
 }
 
+// Heartbeat names the pulls whose lost answers it no longer asks about
+// (see lostClaims.withAbandoned).
+func (t *httpTransport) Heartbeat(ctx context.Context, req meshapi.HeartbeatRequest) error {
+	return t.operations.Heartbeat(ctx, t.lost.withAbandoned(req))
+}
+
 func (t *httpTransport) Close() {
 	t.stop()
 	// Runs claimed for answers that never came are given back at once,

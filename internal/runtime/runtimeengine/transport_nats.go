@@ -376,8 +376,10 @@ func (t *natsTransport) Goodbye(ctx context.Context) error {
 	return t.explain(t.operations.Goodbye(ctx), "the runtime's goodbye")
 }
 
+// Heartbeat names the requests whose lost answers it no longer asks about
+// (see lostClaims.withAbandoned).
 func (t *natsTransport) Heartbeat(ctx context.Context, req meshapi.HeartbeatRequest) error {
-	return t.explain(t.operations.Heartbeat(ctx, req), "the runtime's heartbeat")
+	return t.explain(t.operations.Heartbeat(ctx, t.lost.withAbandoned(req)), "the runtime's heartbeat")
 }
 
 // offerSlack is how much longer than its wait an offer request is given
