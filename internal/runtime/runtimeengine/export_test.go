@@ -15,10 +15,10 @@ func lostOf(tr Transport) *lostClaims {
 	return &tr.(*natsTransport).lost
 }
 
-// LostAnswers counts the claiming requests a NATS transport will ask
-// about again.
+// LostAnswers counts the claiming requests a transport will ask about
+// again.
 func LostAnswers(tr Transport) int {
-	return tr.(*natsTransport).lost.len()
+	return lostOf(tr).len()
 }
 
 // AdapterEnv is the environment the runtime gives the adapter it starts.

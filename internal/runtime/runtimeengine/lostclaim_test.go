@@ -503,3 +503,40 @@ func TestTransports_ARunClaimedAfterItsLostAnswerWasGivenUpIsGivenBackByTheHeart
 		})
 	}
 }
+
+// TestTransports_ALostClaimIsGivenBackWhileTheRuntimeAsksForNoWork: a
+// runtime asks about its lost answers before each request for work, and it
+// requests work only when it has a free slot. One whose slots are all busy
+// (its reports held up while the store elects a leader, or long tasks)
+// must not leave a run claimed for a lost answer unfound meanwhile, its
+// lease running unrenewed: the transport asks on its own, and gives the run
+// back to pending for another runtime (or this one, later) to claim.
+func TestTransports_ALostClaimIsGivenBackWhileTheRuntimeAsksForNoWork(t *testing.T) {
+	t.Parallel()
+	for _, transport := range []string{runtimeengine.ModeNATS, runtimeengine.ModeHTTP} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			p := meshtest.StartPlatform(t, longLeases)
+			agent := p.CreateAgent("busy")
+			att := p.OnlineRuntime(t, agent.ID)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			tr := dialTransport(ctx, t, p, att, transport)
+			run := claimForLostAnswer(ctx, t, p, att, tr, "claimed while every slot is busy")
+
+			var got mesh.TaskRun
+			meshtest.Eventually(t, 20*time.Second, func() bool {
+				got = p.GetTask(run.ID)
+				return got.Status == mesh.StatusPending
+			}, func() string {
+				return fmt.Sprintf("run %s, claimed for a lost answer of a runtime asking for no work, is %s, held by %q", run.ID, got.Status, got.RuntimeID)
+			})
+			if got.Attempt != 0 || got.RuntimeID != "" {
+				t.Errorf("run %s given back: attempt %d, held by %q; want attempt 0, held by none", run.ID, got.Attempt, got.RuntimeID)
+			}
+			if n := runtimeengine.LostAnswers(tr); n != 1 {
+				t.Errorf("%d lost answers kept after the give-back; want the one still asked about until its request can claim nothing more", n)
+			}
+		})
+	}
+}

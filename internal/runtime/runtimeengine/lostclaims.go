@@ -60,6 +60,10 @@ const lostSlack = 5 * time.Second
 // long wait for work ends.
 const lostRecheck = 2 * time.Second
 
+// lostIdle is how long the kept lost answers may go unasked about before
+// the transport asks on its own and gives their runs back (see sweep).
+const lostIdle = 5 * time.Second
+
 // waitFor is how long a request for work may wait: wait, or lostRecheck
 // while a lost answer is kept.
 func (l *lostClaims) waitFor(wait time.Duration) time.Duration {
@@ -86,6 +90,11 @@ type lostClaims struct {
 	via lostVia
 	mu  sync.Mutex
 	ls  []*lostAnswer
+	// asked is when they were last asked about, or when the first of
+	// them was kept.
+	asked time.Time
+	// swept is closed when sweep has returned (nil: it was not started).
+	swept chan struct{}
 	// abandoned are the requests no longer asked about, newest last: a
 	// claim the store took up later than the task queue's bound (a write
 	// committed once a node came back) would stay held by this runtime,
@@ -133,6 +142,11 @@ func (l *lostClaims) add(key string, sent time.Time) {
 func (l *lostClaims) keep(ls []*lostAnswer) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if len(ls) > 0 && len(l.ls) == 0 {
+		// The first kept is as good as asked about now: it is asked
+		// about before the next request for work.
+		l.asked = time.Now()
+	}
 	l.ls = append(l.ls, ls...)
 	if over := len(l.ls) - maxLost; over > 0 {
 		// Runs claimed under the oldest go back to pending at the next
@@ -192,6 +206,7 @@ func (l *lostClaims) recover(ctx context.Context, last bool) []*mesh.TaskRun {
 	l.mu.Lock()
 	ls := l.ls
 	l.ls = nil
+	l.asked = time.Now()
 	l.mu.Unlock()
 	if len(ls) == 0 {
 		// The common case, before each request for work.
@@ -260,9 +275,52 @@ func (l *lostClaims) takeUp(ctx context.Context, n int) []*mesh.TaskRun {
 	return runs[:n]
 }
 
+// sweep starts asking about the kept keys on the transport's behalf,
+// until stop is closed: a runtime asks about them before each request for
+// work, and it requests work only with a free slot. While every slot is
+// busy (long tasks, or reports held up as the store elects a leader) a run
+// claimed under a kept key would wait unfound, its lease unrenewed, until
+// it failed; asked about lostIdle after the last time, it goes back to
+// pending instead, for another runtime (or this one, later) to claim.
+func (l *lostClaims) sweep(stop <-chan struct{}) {
+	l.swept = make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-stop
+		cancel()
+	}()
+	go func() {
+		defer close(l.swept)
+		tick := time.NewTicker(lostRecheck)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if l.idle() {
+				l.giveBack(ctx, l.recover(ctx, false))
+			}
+		}
+	}()
+}
+
+// idle says whether lost answers are kept and have not been asked about
+// for lostIdle.
+func (l *lostClaims) idle() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ls) > 0 && time.Since(l.asked) >= lostIdle
+}
+
 // giveBackAll recovers the runs claimed under the kept keys one last time
-// and gives them all back: the runtime is closing.
+// and gives them all back: the runtime is closing (its sweep, if any, is
+// told to stop before).
 func (l *lostClaims) giveBackAll() {
+	if l.swept != nil {
+		<-l.swept
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), meshapi.TryTimeout)
 	defer cancel()
 	l.giveBack(ctx, l.recover(ctx, true))

@@ -48,6 +48,7 @@ func NewHTTP(cfg HTTPConfig) Transport {
 	ctx, stop := context.WithCancel(context.Background())
 	t := &httpTransport{operations: operations{cfg.API}, cfg: cfg, canceled: make(chan string, 64), stop: stop}
 	t.lost = lostClaims{log: cfg.Logger, via: t}
+	t.lost.sweep(ctx.Done())
 	go t.followCancellations(ctx)
 	return t
 }

@@ -198,6 +198,7 @@ func DialNATS(ctx context.Context, cfg NATSConfig) (Transport, *meshapi.HelloRes
 	if cfg.HomeRegion != "" && cfg.HomeURLs != "" {
 		go t.returnHome()
 	}
+	t.lost.sweep(t.stop)
 	return t, t.hello, nil
 }
 
