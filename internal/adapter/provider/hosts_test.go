@@ -77,15 +77,13 @@ func TestHosts_TimeoutKillsAHostThatIgnoresSIGINT(t *testing.T) {
 			t.Parallel()
 			root, record := t.TempDir(), t.TempDir()
 			p := h.make(t, HostConfig{Env: fakeEnv(record, "FAKE_MODE=hang", "FAKE_IGNORE_INT=1"), KillGrace: 200 * time.Millisecond})
-			ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
-			defer cancel()
-			start := time.Now()
+			ctx := deadlineAfterStart(record, 700*time.Millisecond)
 			_, err := p.Run(ctx, hostTask(t, root, "conv", "hang"), nil)
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("err = %v, want context.DeadlineExceeded", err)
 			}
-			if elapsed := time.Since(start); elapsed > 8*time.Second {
-				t.Fatalf("Run took %s to give up", elapsed)
+			if elapsed := time.Since(ctx.ended); elapsed > 8*time.Second {
+				t.Fatalf("Run took %s after its deadline to give up", elapsed)
 			}
 			pid := waitCall(t, record)
 			assertGone(t, "the host", atoi(t, pid))
@@ -204,4 +202,44 @@ func waitCall(t *testing.T, record string) string {
 		return true
 	})
 	return pid
+}
+
+// hostDeadline is a context that ends as a deadline does
+// (context.DeadlineExceeded), a while after the fake host has started.
+// A deadline counted from the call would, on a loaded machine, stop a
+// host before it started, and so test nothing of how one that ignores
+// SIGINT is stopped.
+type hostDeadline struct {
+	context.Context
+	done  chan struct{}
+	ended time.Time
+}
+
+// deadlineAfterStart ends d after the fake host writes its call into
+// record, or after 30 s if it never does (waitCall then says so).
+func deadlineAfterStart(record string, d time.Duration) *hostDeadline {
+	c := &hostDeadline{Context: context.Background(), done: make(chan struct{})}
+	go func() {
+		for give := time.Now().Add(30 * time.Second); time.Now().Before(give); time.Sleep(10 * time.Millisecond) {
+			if b, _ := os.ReadFile(filepath.Join(record, "calls")); len(b) > 0 {
+				break
+			}
+		}
+		time.AfterFunc(d, func() {
+			c.ended = time.Now()
+			close(c.done)
+		})
+	}()
+	return c
+}
+
+func (c *hostDeadline) Done() <-chan struct{} { return c.done }
+
+func (c *hostDeadline) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
 }
