@@ -182,8 +182,7 @@ func (s *Service) awaitApproval(ctx context.Context, runID, approvalID string, w
 		if !now.Before(pending.ExpiresAt) {
 			stop()
 			_, err := s.decideApproval(ctx, runID, approvalID, mesh.ApprovalDeny, "nobody decided within the approval policy's time limit", mesh.ApprovalTimeLimit)
-			var e *mesh.Error
-			if err != nil && (!errors.As(err, &e) || e.Code != mesh.CodeInvalidTransition) {
+			if err != nil && !errors.Is(err, mesh.ErrInvalidTransition) {
 				return nil, err
 			}
 			continue

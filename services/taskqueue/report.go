@@ -289,8 +289,9 @@ func (s *Service) onHeartbeat(msg *nats.Msg) {
 	if err := s.runtimes.Check(ctx, agentID, runtimeID, false); err != nil {
 		return
 	}
+	ids = dedupe(ids)
 	if len(ids) > 0 {
-		s.renew(ctx, agentID, runtimeID, dedupe(ids), 0)
+		s.renew(ctx, agentID, runtimeID, ids, 0)
 	}
 	if len(abandoned) > 0 {
 		s.giveBackAbandoned(ctx, agentID, runtimeID, ids, abandoned)

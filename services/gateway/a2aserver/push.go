@@ -186,9 +186,8 @@ func (h *handler) createPush(ctx context.Context, run *mesh.TaskRun, cfg *a2a.Pu
 	}
 	wh, err := h.s.client.CreateWebhook(ctx, in)
 	if err != nil {
-		var me *mesh.Error
-		if errors.As(err, &me) && (me.Code == mesh.CodeTargetNotAllowed || me.Code == mesh.CodeInvalidRequest) {
-			return nil, a2a.NewError(a2a.ErrInvalidParams, me.Message)
+		if errors.Is(err, mesh.ErrTargetNotAllowed) || errors.Is(err, mesh.ErrInvalidRequest) {
+			return nil, a2a.NewError(a2a.ErrInvalidParams, mesh.AsError(err).Message)
 		}
 		return nil, toA2A(h.s.log, err)
 	}
