@@ -47,10 +47,8 @@ func TestNATSTransport_RunsClaimedForALostAnswerAreTakenUpOrGivenBack(t *testing
 
 	given := claimLost("given back")
 	tr.Close()
-	back := p.GetTask(given.ID)
-	if back.Status != mesh.StatusPending || back.Attempt != 0 || back.RuntimeID != "" {
-		t.Fatalf("after the transport closed, the run claimed for a lost answer is %s, attempt %d, held by %q; want pending again",
-			back.Status, back.Attempt, back.RuntimeID)
+	if why := givenBack(p, given.ID); why != "" {
+		t.Fatalf("after the transport closed, claimed for a lost answer: %s", why)
 	}
 	if got := p.GetTask(taken.ID); got.Status != mesh.StatusRunning {
 		t.Fatalf("the run the runtime took up is %s after it closed (%+v), want still running (its lease decides)", got.Status, got.Error)
@@ -352,35 +350,23 @@ func dropTheAnswerThenRecover(ctx context.Context, t *testing.T, p *meshtest.Pla
 // refuses those), and kept for later they would wait with their leases
 // unrenewed.
 func TestTransports_RunsRecoveredBeyondTheFreeSlotsAreGivenBack(t *testing.T) {
-	t.Parallel()
-	for _, transport := range []string{runtimeengine.ModeNATS, runtimeengine.ModeHTTP} {
-		t.Run(transport, func(t *testing.T) {
-			t.Parallel()
-			p := meshtest.StartPlatform(t, longLeases)
-			agent := p.CreateAgent("more recovered than free")
-			att := p.OnlineRuntime(t, agent.ID)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			tr := dialTransport(ctx, t, p, att, transport)
-			claimed := map[string]bool{}
-			for i := range 3 {
-				claimed[claimForLostAnswer(ctx, t, p, att, tr, fmt.Sprintf("claimed for lost answer %d", i)).ID] = true
-			}
+	onEachTransport(t, "more recovered than free", func(ctx context.Context, t *testing.T, p *meshtest.Platform, att meshtest.Attached, tr runtimeengine.Transport) {
+		claimed := map[string]bool{}
+		for i := range 3 {
+			claimed[claimForLostAnswer(ctx, t, p, att, tr, fmt.Sprintf("claimed for lost answer %d", i)).ID] = true
+		}
 
-			runs, err := tr.NextUpTo(ctx, 1)
-			if err != nil || len(runs) != 1 || !claimed[runs[0].ID] {
-				t.Fatalf("a request for up to 1 run returned %+v, %v; want one of the runs claimed for the lost answers", runs, err)
+		runs, err := tr.NextUpTo(ctx, 1)
+		if err != nil || len(runs) != 1 || !claimed[runs[0].ID] {
+			t.Fatalf("a request for up to 1 run returned %+v, %v; want one of the runs claimed for the lost answers", runs, err)
+		}
+		delete(claimed, runs[0].ID)
+		for id := range claimed {
+			if why := givenBack(p, id); why != "" {
+				t.Errorf("recovered beyond the one asked for: %s", why)
 			}
-			delete(claimed, runs[0].ID)
-			for id := range claimed {
-				got := p.GetTask(id)
-				if got.Status != mesh.StatusPending || got.Attempt != 0 || got.RuntimeID != "" {
-					t.Errorf("run %s, recovered beyond the one asked for, is %s, attempt %d, held by %q; want pending again",
-						id, got.Status, got.Attempt, got.RuntimeID)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestTransports_RunsClaimedForALostAnswerAreGivenBackAfterGoodbye: a
@@ -391,28 +377,17 @@ func TestTransports_RunsRecoveredBeyondTheFreeSlotsAreGivenBack(t *testing.T) {
 // during the drain, which would otherwise stay held by nobody until its
 // lease ended, and fail then.
 func TestTransports_RunsClaimedForALostAnswerAreGivenBackAfterGoodbye(t *testing.T) {
-	t.Parallel()
-	for _, transport := range []string{runtimeengine.ModeNATS, runtimeengine.ModeHTTP} {
-		t.Run(transport, func(t *testing.T) {
-			t.Parallel()
-			p := meshtest.StartPlatform(t, longLeases)
-			agent := p.CreateAgent("drained")
-			att := p.OnlineRuntime(t, agent.ID)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			tr := dialTransport(ctx, t, p, att, transport)
-			run := claimForLostAnswer(ctx, t, p, att, tr, "created during the drain")
+	onEachTransport(t, "drained", func(ctx context.Context, t *testing.T, p *meshtest.Platform, att meshtest.Attached, tr runtimeengine.Transport) {
+		run := claimForLostAnswer(ctx, t, p, att, tr, "created during the drain")
 
-			if err := tr.Goodbye(ctx); err != nil {
-				t.Fatal(err)
-			}
-			tr.Close()
-			if got := p.GetTask(run.ID); got.Status != mesh.StatusPending || got.Attempt != 0 || got.RuntimeID != "" {
-				t.Fatalf("after goodbye and close, the run claimed for a lost answer is %s, attempt %d, held by %q; want pending again",
-					got.Status, got.Attempt, got.RuntimeID)
-			}
-		})
-	}
+		if err := tr.Goodbye(ctx); err != nil {
+			t.Fatal(err)
+		}
+		tr.Close()
+		if why := givenBack(p, run.ID); why != "" {
+			t.Fatalf("after goodbye and close, claimed for a lost answer: %s", why)
+		}
+	})
 }
 
 // claimForLostAnswer creates a run of att's agent and claims it for att's
@@ -441,67 +416,50 @@ func claimForLostAnswer(ctx context.Context, t *testing.T, p *meshtest.Platform,
 // own, and a run held under a key the runtime did not give up (an earlier
 // process's claim) is left to its lease, as before.
 func TestTransports_ARunClaimedAfterItsLostAnswerWasGivenUpIsGivenBackByTheHeartbeat(t *testing.T) {
-	t.Parallel()
-	for _, transport := range []string{runtimeengine.ModeNATS, runtimeengine.ModeHTTP} {
-		t.Run(transport, func(t *testing.T) {
-			t.Parallel()
-			p := meshtest.StartPlatform(t, longLeases)
-			agent := p.CreateAgent("claimed late")
-			att := p.OnlineRuntime(t, agent.ID)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			tr := dialTransport(ctx, t, p, att, transport)
-			rc := p.RuntimeClient(t, att)
+	onEachTransport(t, "claimed late", func(ctx context.Context, t *testing.T, p *meshtest.Platform, att meshtest.Attached, tr runtimeengine.Transport) {
+		rc := p.RuntimeClient(t, att)
 
-			// An earlier process's claim, under a key this one never sent.
-			earlier := p.CreateTask(agent.ID, "claimed by an earlier process")
-			if res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 1, Claim: true, Key: mesh.NewID()}); err != nil || len(res.Claimed) != 1 {
-				t.Fatalf("claim of %s: %+v, %v", earlier.ID, res, err)
-			}
+		// An earlier process's claim, under a key this one never sent.
+		earlier := p.CreateTask(att.AgentID, "claimed by an earlier process")
+		if res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 1, Claim: true, Key: mesh.NewID()}); err != nil || len(res.Claimed) != 1 {
+			t.Fatalf("claim of %s: %+v, %v", earlier.ID, res, err)
+		}
 
-			// Two lost answers, asked about once their requests could claim
-			// nothing more, and so asked about no more: under one a run was
-			// claimed, and the runtime takes it up; under the other nothing
-			// is held yet.
-			takenKey, key := mesh.NewID(), mesh.NewID()
-			taken := p.CreateTask(agent.ID, "taken up under a key given up")
-			if res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 1, Claim: true, Key: takenKey}); err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != taken.ID {
-				t.Fatalf("claim of %s: %+v, %v", taken.ID, res, err)
-			}
-			runtimeengine.LostAnswerSentAt(tr, takenKey, time.Now().Add(-2*meshapi.MaxHandling))
-			runtimeengine.LostAnswerSentAt(tr, key, time.Now().Add(-2*meshapi.MaxHandling))
-			if runs, err := tr.NextUpTo(ctx, 1); err != nil || len(runs) != 1 || runs[0].ID != taken.ID {
-				t.Fatalf("a request for work returned %+v, %v; want %s, claimed for a lost answer", runs, err, taken.ID)
-			}
+		// Two lost answers, asked about once their requests could claim
+		// nothing more, and so asked about no more: under one a run was
+		// claimed, and the runtime takes it up; under the other nothing
+		// is held yet.
+		takenKey, key := mesh.NewID(), mesh.NewID()
+		taken := p.CreateTask(att.AgentID, "taken up under a key given up")
+		if res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 1, Claim: true, Key: takenKey}); err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != taken.ID {
+			t.Fatalf("claim of %s: %+v, %v", taken.ID, res, err)
+		}
+		runtimeengine.LostAnswerSentAt(tr, takenKey, time.Now().Add(-2*meshapi.MaxHandling))
+		runtimeengine.LostAnswerSentAt(tr, key, time.Now().Add(-2*meshapi.MaxHandling))
+		if runs, err := tr.NextUpTo(ctx, 1); err != nil || len(runs) != 1 || runs[0].ID != taken.ID {
+			t.Fatalf("a request for work returned %+v, %v; want %s, claimed for a lost answer", runs, err, taken.ID)
+		}
 
-			late := p.CreateTask(agent.ID, "claimed under a key given up")
-			if res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 1, Claim: true, Key: key}); err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != late.ID {
-				t.Fatalf("claim of %s: %+v, %v", late.ID, res, err)
-			}
+		late := p.CreateTask(att.AgentID, "claimed under a key given up")
+		if res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 1, Claim: true, Key: key}); err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != late.ID {
+			t.Fatalf("claim of %s: %+v, %v", late.ID, res, err)
+		}
 
-			// The heartbeat does not list the run taken up either, as one
-			// sent before the engine starts it would not.
-			if err := tr.Heartbeat(ctx, meshapi.HeartbeatRequest{RunningTaskRunIDs: []string{}}); err != nil {
-				t.Fatal(err)
-			}
-			var got mesh.TaskRun
-			meshtest.Eventually(t, 20*time.Second, func() bool {
-				got = p.GetTask(late.ID)
-				return got.Status == mesh.StatusPending
-			}, func() string {
-				return fmt.Sprintf("run %s, claimed under a key its runtime gave up, is %s, held by %q", late.ID, got.Status, got.RuntimeID)
-			})
-			if got.Attempt != 0 || got.RuntimeID != "" {
-				t.Errorf("run %s given back: attempt %d, held by %q; want attempt 0, held by none", late.ID, got.Attempt, got.RuntimeID)
-			}
-			if e := p.GetTask(earlier.ID); e.Status != mesh.StatusRunning || e.RuntimeID != att.RuntimeID {
-				t.Errorf("run %s, held under a key this process never sent, is %s, held by %q; want left running to its lease", earlier.ID, e.Status, e.RuntimeID)
-			}
-			if e := p.GetTask(taken.ID); e.Status != mesh.StatusRunning || e.RuntimeID != att.RuntimeID || e.Attempt != 1 {
-				t.Errorf("run %s, taken up under a key given up after, is %s, attempt %d, held by %q; want running, attempt 1, by its runtime", taken.ID, e.Status, e.Attempt, e.RuntimeID)
-			}
+		// The heartbeat does not list the run taken up either, as one
+		// sent before the engine starts it would not.
+		if err := tr.Heartbeat(ctx, meshapi.HeartbeatRequest{RunningTaskRunIDs: []string{}}); err != nil {
+			t.Fatal(err)
+		}
+		meshtest.Eventually(t, 20*time.Second, func() bool { return givenBack(p, late.ID) == "" }, func() string {
+			return "claimed under a key its runtime gave up: " + givenBack(p, late.ID)
 		})
-	}
+		if e := p.GetTask(earlier.ID); e.Status != mesh.StatusRunning || e.RuntimeID != att.RuntimeID {
+			t.Errorf("run %s, held under a key this process never sent, is %s, held by %q; want left running to its lease", earlier.ID, e.Status, e.RuntimeID)
+		}
+		if e := p.GetTask(taken.ID); e.Status != mesh.StatusRunning || e.RuntimeID != att.RuntimeID || e.Attempt != 1 {
+			t.Errorf("run %s, taken up under a key given up after, is %s, attempt %d, held by %q; want running, attempt 1, by its runtime", taken.ID, e.Status, e.Attempt, e.RuntimeID)
+		}
+	})
 }
 
 // TestTransports_ALostClaimIsGivenBackWhileTheRuntimeAsksForNoWork: a
@@ -512,31 +470,42 @@ func TestTransports_ARunClaimedAfterItsLostAnswerWasGivenUpIsGivenBackByTheHeart
 // lease running unrenewed: the transport asks on its own, and gives the run
 // back to pending for another runtime (or this one, later) to claim.
 func TestTransports_ALostClaimIsGivenBackWhileTheRuntimeAsksForNoWork(t *testing.T) {
+	onEachTransport(t, "busy", func(ctx context.Context, t *testing.T, p *meshtest.Platform, att meshtest.Attached, tr runtimeengine.Transport) {
+		run := claimForLostAnswer(ctx, t, p, att, tr, "claimed while every slot is busy")
+
+		meshtest.Eventually(t, 20*time.Second, func() bool { return givenBack(p, run.ID) == "" }, func() string {
+			return "claimed for a lost answer of a runtime asking for no work: " + givenBack(p, run.ID)
+		})
+		if n := runtimeengine.LostAnswers(tr); n != 1 {
+			t.Errorf("%d lost answers kept after the give-back; want the one still asked about until its request can claim nothing more", n)
+		}
+	})
+}
+
+// onEachTransport runs test once for each transport, in parallel, each
+// against a platform of its own with long leases, with an agent named
+// name, its runtime online, and the transport dialled as a2a-runtime
+// start dials it.
+func onEachTransport(t *testing.T, name string, test func(ctx context.Context, t *testing.T, p *meshtest.Platform, att meshtest.Attached, tr runtimeengine.Transport)) {
 	t.Parallel()
 	for _, transport := range []string{runtimeengine.ModeNATS, runtimeengine.ModeHTTP} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
 			p := meshtest.StartPlatform(t, longLeases)
-			agent := p.CreateAgent("busy")
-			att := p.OnlineRuntime(t, agent.ID)
+			att := p.OnlineRuntime(t, p.CreateAgent(name).ID)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			tr := dialTransport(ctx, t, p, att, transport)
-			run := claimForLostAnswer(ctx, t, p, att, tr, "claimed while every slot is busy")
-
-			var got mesh.TaskRun
-			meshtest.Eventually(t, 20*time.Second, func() bool {
-				got = p.GetTask(run.ID)
-				return got.Status == mesh.StatusPending
-			}, func() string {
-				return fmt.Sprintf("run %s, claimed for a lost answer of a runtime asking for no work, is %s, held by %q", run.ID, got.Status, got.RuntimeID)
-			})
-			if got.Attempt != 0 || got.RuntimeID != "" {
-				t.Errorf("run %s given back: attempt %d, held by %q; want attempt 0, held by none", run.ID, got.Attempt, got.RuntimeID)
-			}
-			if n := runtimeengine.LostAnswers(tr); n != 1 {
-				t.Errorf("%d lost answers kept after the give-back; want the one still asked about until its request can claim nothing more", n)
-			}
+			test(ctx, t, p, att, dialTransport(ctx, t, p, att, transport))
 		})
 	}
+}
+
+// givenBack says how run id differs from a run given back to pending,
+// its attempt undone and held by none ("" when it does not).
+func givenBack(p *meshtest.Platform, id string) string {
+	got := p.GetTask(id)
+	if got.Status == mesh.StatusPending && got.Attempt == 0 && got.RuntimeID == "" {
+		return ""
+	}
+	return fmt.Sprintf("run %s is %s, attempt %d, held by %q; want pending again, attempt 0, held by none", id, got.Status, got.Attempt, got.RuntimeID)
 }
