@@ -425,17 +425,18 @@ func TestTransports_ARunClaimedAfterItsLostAnswerWasGivenUpIsGivenBackByTheHeart
 			t.Fatalf("claim of %s: %+v, %v", earlier.ID, res, err)
 		}
 
-		// Two lost answers, asked about once their requests could claim
+		// Three lost answers, asked about once their requests could claim
 		// nothing more, and so asked about no more: under one a run was
-		// claimed, and the runtime takes it up; under the other nothing
+		// claimed, and the runtime takes it up; under the others nothing
 		// is held yet.
-		takenKey, key := mesh.NewID(), mesh.NewID()
+		takenKey, key, lastKey := mesh.NewID(), mesh.NewID(), mesh.NewID()
 		taken := p.CreateTask(att.AgentID, "taken up under a key given up")
 		if res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 1, Claim: true, Key: takenKey}); err != nil || len(res.Claimed) != 1 || res.Claimed[0].ID != taken.ID {
 			t.Fatalf("claim of %s: %+v, %v", taken.ID, res, err)
 		}
 		runtimeengine.LostAnswerSentAt(tr, takenKey, time.Now().Add(-2*meshapi.MaxHandling))
 		runtimeengine.LostAnswerSentAt(tr, key, time.Now().Add(-2*meshapi.MaxHandling))
+		runtimeengine.LostAnswerSentAt(tr, lastKey, time.Now().Add(-2*meshapi.MaxHandling))
 		if runs, err := tr.NextUpTo(ctx, 1); err != nil || len(runs) != 1 || runs[0].ID != taken.ID {
 			t.Fatalf("a request for work returned %+v, %v; want %s, claimed for a lost answer", runs, err, taken.ID)
 		}
@@ -452,6 +453,19 @@ func TestTransports_ARunClaimedAfterItsLostAnswerWasGivenUpIsGivenBackByTheHeart
 		}
 		meshtest.Eventually(t, 20*time.Second, func() bool { return givenBack(p, late.ID) == "" }, func() string {
 			return "claimed under a key its runtime gave up: " + givenBack(p, late.ID)
+		})
+		// The task queue handles one heartbeat at a time: once the next
+		// has given back a run claimed after the first was handled, the
+		// first has decided on every run the runtime held.
+		res, err := rc.Offer(ctx, meshapi.OfferRequest{Wait: 5 * time.Second, Max: 1, Claim: true, Key: lastKey})
+		if err != nil || len(res.Claimed) != 1 {
+			t.Fatalf("claim under the last key given up: %+v, %v", res, err)
+		}
+		if err := tr.Heartbeat(ctx, meshapi.HeartbeatRequest{RunningTaskRunIDs: []string{}}); err != nil {
+			t.Fatal(err)
+		}
+		meshtest.Eventually(t, 20*time.Second, func() bool { return givenBack(p, res.Claimed[0].ID) == "" }, func() string {
+			return "claimed under a key its runtime gave up, by the next heartbeat: " + givenBack(p, res.Claimed[0].ID)
 		})
 		if e := p.GetTask(earlier.ID); e.Status != mesh.StatusRunning || e.RuntimeID != att.RuntimeID {
 			t.Errorf("run %s, held under a key this process never sent, is %s, held by %q; want left running to its lease", earlier.ID, e.Status, e.RuntimeID)
