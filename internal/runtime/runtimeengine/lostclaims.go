@@ -73,12 +73,9 @@ func (l *lostClaims) waitFor(wait time.Duration) time.Duration {
 	return wait
 }
 
-// maxAbandoned bounds the requests no longer asked about that each
-// heartbeat names; abandonedFor is how long one is named.
-const (
-	maxAbandoned = meshapi.MaxAbandonedClaimKeys
-	abandonedFor = 10 * time.Minute
-)
+// abandonedFor is how long each heartbeat names a request no longer
+// asked about (at most meshapi.MaxAbandonedClaimKeys of them, the newest).
+const abandonedFor = 10 * time.Minute
 
 // lostClaims are the claiming requests whose answers did not come.
 type lostClaims struct {
@@ -164,7 +161,7 @@ func (l *lostClaims) abandonLocked(ls []*lostAnswer) {
 	for _, a := range ls {
 		l.abandoned = append(l.abandoned, abandonedKey{key: a.key, at: now})
 	}
-	if over := len(l.abandoned) - maxAbandoned; over > 0 {
+	if over := len(l.abandoned) - meshapi.MaxAbandonedClaimKeys; over > 0 {
 		l.abandoned = l.abandoned[over:]
 	}
 }
@@ -206,7 +203,9 @@ func (l *lostClaims) recover(ctx context.Context, last bool) []*mesh.TaskRun {
 	l.mu.Lock()
 	ls := l.ls
 	l.ls = nil
-	l.asked = time.Now()
+	if len(ls) > 0 {
+		l.asked = time.Now()
+	}
 	l.mu.Unlock()
 	if len(ls) == 0 {
 		// The common case, before each request for work.

@@ -35,24 +35,26 @@ func TestLostClaims_KeptAndDroppedRequestsAreLogged(t *testing.T) {
 // TestLostClaims_HeartbeatsNameTheRequestsNoLongerAskedAbout: a request
 // pushed out by too many kept is named by each heartbeat, so the task
 // queue gives back what it claimed; the heartbeat names at most
-// maxAbandoned of them, the newest, and none once abandonedFor has passed.
+// meshapi.MaxAbandonedClaimKeys of them, the newest, and none once
+// abandonedFor has passed.
 func TestLostClaims_HeartbeatsNameTheRequestsNoLongerAskedAbout(t *testing.T) {
+	const most = meshapi.MaxAbandonedClaimKeys
 	l := lostClaims{log: zerolog.Nop()}
 	if hb := l.withAbandoned(meshapi.HeartbeatRequest{}); hb.AbandonedClaimKeys != nil {
 		t.Fatalf("with nothing abandoned the heartbeat names %v", hb.AbandonedClaimKeys)
 	}
 	var keys []string
-	for range maxLost + maxAbandoned + 3 {
+	for range maxLost + most + 3 {
 		keys = append(keys, mesh.NewID())
 		l.add(keys[len(keys)-1], time.Now())
 	}
 	hb := l.withAbandoned(meshapi.HeartbeatRequest{RunningTaskRunIDs: []string{}})
-	want := keys[3 : 3+maxAbandoned]
+	want := keys[3 : 3+most]
 	if strings.Join(hb.AbandonedClaimKeys, ",") != strings.Join(want, ",") {
-		t.Fatalf("the heartbeat names %d keys, want the %d newest pushed out (keys 3 to %d)", len(hb.AbandonedClaimKeys), maxAbandoned, 2+maxAbandoned)
+		t.Fatalf("the heartbeat names %d keys, want the %d newest pushed out (keys 3 to %d)", len(hb.AbandonedClaimKeys), most, 2+most)
 	}
 	l.abandoned[0].at = time.Now().Add(-abandonedFor - time.Second)
-	if hb := l.withAbandoned(meshapi.HeartbeatRequest{}); len(hb.AbandonedClaimKeys) != maxAbandoned-1 || hb.AbandonedClaimKeys[0] != want[1] {
-		t.Fatalf("after one was abandoned longer than %s the heartbeat names %d keys, want %d without it", abandonedFor, len(hb.AbandonedClaimKeys), maxAbandoned-1)
+	if hb := l.withAbandoned(meshapi.HeartbeatRequest{}); len(hb.AbandonedClaimKeys) != most-1 || hb.AbandonedClaimKeys[0] != want[1] {
+		t.Fatalf("after one was abandoned longer than %s the heartbeat names %d keys, want %d without it", abandonedFor, len(hb.AbandonedClaimKeys), most-1)
 	}
 }
