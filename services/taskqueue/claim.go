@@ -321,18 +321,15 @@ func (s *Service) recoverClaims(ctx context.Context, agentID, runtimeID, key str
 func (s *Service) claimedUnder(ctx context.Context, agentID, runtimeID, key string) (*meshapi.OfferResponse, error) {
 	out := &meshapi.OfferResponse{}
 	heldUnder := func(r *mesh.TaskRun) bool {
-		return r.Status == mesh.StatusRunning && r.RuntimeID == runtimeID && r.TargetAgentID == agentID && r.ClaimKey == key
+		return heldFor(r, agentID, runtimeID) && r.ClaimKey == key
 	}
-	for _, id := range s.index.runningBy(runtimeID) {
-		run, _, err := s.runs.Get(ctx, id)
-		if errors.Is(err, mesh.ErrNotFound) || (err == nil && !heldUnder(run)) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
+	held, err := s.heldMatching(ctx, runtimeID, nil, heldUnder)
+	if err != nil {
+		return nil, err
+	}
+	for _, run := range held {
 		if !run.ClaimTakenUp {
-			run, err = s.transition(ctx, id, func(r *mesh.TaskRun) (string, error) {
+			run, err = s.transition(ctx, run.ID, func(r *mesh.TaskRun) (string, error) {
 				switch {
 				case !heldUnder(r):
 					return "", errNotHeldUnder
@@ -358,6 +355,34 @@ func (s *Service) claimedUnder(ctx context.Context, agentID, runtimeID, key stri
 	if len(out.Claimed) > 0 {
 		if a, ok := s.agentOfRuns(ctx, agentID, runIDs(out.Claimed)); ok {
 			out.Instructions = &a.Instructions
+		}
+	}
+	return out, nil
+}
+
+// heldFor says whether r is running, claimed by runtimeID of agentID.
+func heldFor(r *mesh.TaskRun, agentID, runtimeID string) bool {
+	return r.Status == mesh.StatusRunning && r.RuntimeID == runtimeID && r.TargetAgentID == agentID
+}
+
+// heldMatching reads from the store each run the index says runtimeID
+// holds, except those in skip, and returns those match accepts (the index
+// knows who holds a run, not under which key or whether it was taken up).
+// A run gone from the store is passed over; the first other failure to
+// read one is returned.
+func (s *Service) heldMatching(ctx context.Context, runtimeID string, skip map[string]bool, match func(*mesh.TaskRun) bool) ([]*mesh.TaskRun, error) {
+	var out []*mesh.TaskRun
+	for _, id := range s.index.runningBy(runtimeID) {
+		if skip[id] {
+			continue
+		}
+		run, _, err := s.runs.Get(ctx, id)
+		switch {
+		case errors.Is(err, mesh.ErrNotFound):
+		case err != nil:
+			return nil, err
+		case match(run):
+			out = append(out, run)
 		}
 	}
 	return out, nil

@@ -263,6 +263,7 @@ func (s *Service) onHeartbeat(msg *nats.Msg) {
 	}
 	_ = json.Unmarshal(msg.Data, &hb)
 	var ids []string
+	var abandoned map[string]bool
 	if hb.RunningTaskRunIDs == nil {
 		// A runtime that does not say what it holds (seed 001's heartbeat is
 		// just its agent id) keeps every run it holds.
@@ -276,9 +277,6 @@ func (s *Service) onHeartbeat(msg *nats.Msg) {
 				ids = append(ids, id)
 			}
 		}
-	}
-	var abandoned map[string]bool
-	if hb.RunningTaskRunIDs != nil {
 		abandoned = abandonedKeys(hb.AbandonedClaimKeys)
 	}
 	if len(ids) == 0 && len(abandoned) == 0 {
@@ -320,24 +318,30 @@ func (s *Service) giveBackAbandoned(ctx context.Context, agentID, runtimeID stri
 	for _, id := range held {
 		listed[id] = true
 	}
-	for _, id := range s.index.runningBy(runtimeID) {
-		if listed[id] {
-			continue
-		}
+	givable := func(r *mesh.TaskRun) bool {
+		return heldFor(r, agentID, runtimeID) && !r.ClaimTakenUp && abandoned[r.ClaimKey]
+	}
+	// Read first, so that a run left alone (an earlier process's) costs
+	// one read a heartbeat, not a transition's lock and reads.
+	runs, err := s.heldMatching(ctx, runtimeID, listed, givable)
+	if err != nil {
+		s.cfg.Logger.Warn().Err(err).Msg("runs claimed under keys their runtime abandoned not looked for; the next heartbeat looks again")
+		return
+	}
+	for _, run := range runs {
 		given := false
-		_, err := s.transition(ctx, id, func(r *mesh.TaskRun) (string, error) {
-			given = false
-			if r.Status != mesh.StatusRunning || r.RuntimeID != runtimeID || r.TargetAgentID != agentID || r.ClaimTakenUp || !abandoned[r.ClaimKey] {
+		_, err := s.transition(ctx, run.ID, func(r *mesh.TaskRun) (string, error) {
+			given = givable(r)
+			if !given {
 				return "", errUnchanged
 			}
-			given = true
 			return giveBack(r), nil
 		})
 		switch {
 		case err != nil:
-			s.cfg.Logger.Warn().Err(err).Str("task_run_id", id).Msg("a run claimed under a key its runtime abandoned is left to its lease")
+			s.cfg.Logger.Warn().Err(err).Str("task_run_id", run.ID).Msg("a run claimed under a key its runtime abandoned not given back; the next heartbeat tries again")
 		case given:
-			s.cfg.Logger.Info().Str("task_run_id", id).Str("runtime_id", runtimeID).Msg("gave back a run claimed under a key its runtime abandoned: it was stored after the runtime stopped asking for it")
+			s.cfg.Logger.Info().Str("task_run_id", run.ID).Str("runtime_id", runtimeID).Msg("gave back a run claimed under a key its runtime abandoned: it was stored after the runtime stopped asking for it")
 		}
 	}
 }
