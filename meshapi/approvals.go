@@ -67,6 +67,15 @@ type DecideApprovalRequest struct {
 	By        string `json:"by,omitempty"`
 }
 
+// ApprovalDecision is the body of OpTaskRunsDecideApproval's route (POST
+// /task-runs/{taskRunId}/approval): a person's decision (allow or deny) of
+// the step a run in approval-required waits for. The gateway says who
+// decided (DecideApprovalRequest.By).
+type ApprovalDecision struct {
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
+}
+
 // DecideApproval allows or denies the step a run in approval-required
 // waits for; the run goes back to running.
 func (c *Client) DecideApproval(ctx context.Context, req DecideApprovalRequest) (*mesh.TaskRun, error) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/a2amesh/a2amesh/bus"
@@ -66,7 +67,7 @@ type Binding struct {
 	// Fields maps each path value's name to the request's JSON field.
 	Fields map[string]string
 	// Query maps each query parameter's name to the request's JSON field
-	// (a string): a list's filters.
+	// (a string, a whole number or a boolean): a list's filters and page.
 	Query map[string]string
 	// Status is the HTTP status of a success. Default 200; 204 answers
 	// with no body.
@@ -87,7 +88,7 @@ func (b *Binding) Pattern() string { return b.Method + " " + b.Path }
 
 // PathOf fills the binding's path values from the request: each from its
 // JSON field (a string), escaped; and its query from the fields Query names
-// that are set.
+// that are set (not empty, zero or false).
 func (b *Binding) PathOf(req any) (string, error) {
 	fields, err := jsonFields(req)
 	if err != nil {
@@ -103,8 +104,7 @@ func (b *Binding) PathOf(req any) (string, error) {
 	}
 	query := url.Values{}
 	for name, field := range b.Query {
-		var v string
-		if raw, ok := fields[field]; ok && json.Unmarshal(raw, &v) == nil && v != "" {
+		if v := queryText(fields[field]); v != "" {
 			query.Set(name, v)
 		}
 	}
@@ -131,8 +131,13 @@ func (b *Binding) Bind(body []byte, value func(name string) string, query url.Va
 	}
 	for name, field := range b.Query {
 		if query.Has(name) {
-			v, _ := json.Marshal(query.Get(name))
-			fields[field] = v
+			v, err := queryField(req, name, field, query.Get(name))
+			if err != nil {
+				return err
+			}
+			if v != nil {
+				fields[field] = v
+			}
 		}
 	}
 	merged, err := json.Marshal(fields)
@@ -140,6 +145,73 @@ func (b *Binding) Bind(body []byte, value func(name string) string, query url.Va
 		return err
 	}
 	return json.Unmarshal(merged, req)
+}
+
+// queryText is a request field's value as a query parameter: a string as
+// it is, a number or true as written in JSON; "" for a field that is not
+// set (absent, empty, zero or false).
+func queryText(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	switch v := v.(type) {
+	case string:
+		return v
+	case float64:
+		if v != 0 {
+			return strings.TrimSpace(string(raw))
+		}
+	case bool:
+		if v {
+			return "true"
+		}
+	}
+	return ""
+}
+
+// queryField is query parameter name's value v as the JSON of req's field
+// (a pointer to a struct): a number for an integer field, true or false for
+// a boolean (nil when v is empty: the parameter is left out), a string
+// otherwise.
+func queryField(req any, name, field, v string) (json.RawMessage, error) {
+	kind := kindOf(reflect.TypeOf(req), field)
+	if v == "" && kind != reflect.String {
+		return nil, nil
+	}
+	switch kind {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s must be a whole number", name)
+		}
+		return json.RawMessage(strconv.FormatInt(n, 10)), nil
+	case reflect.Bool:
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s must be true or false", name)
+		}
+		return json.RawMessage(strconv.FormatBool(b)), nil
+	}
+	return json.Marshal(v)
+}
+
+// kindOf is the kind of the field of struct t (or of what t points to)
+// whose JSON name is field; reflect.Invalid when it has none.
+func kindOf(t reflect.Type, field string) reflect.Kind {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return reflect.Invalid
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == field {
+			return f.Type.Kind()
+		}
+	}
+	return reflect.Invalid
 }
 
 func jsonFields(v any) (map[string]json.RawMessage, error) {
@@ -354,9 +426,9 @@ var (
 		REST: custom(route(http.MethodPost, "/task-runs", http.StatusCreated, nil))})
 	OpTaskRunsGet = define[GetTaskRunRequest, TaskRunReply](OpInfo{Name: OpTaskGet, Service: bus.ServiceTaskQueue, Caller: CallerOwner, Idempotent: true,
 		REST: get("/task-runs/{taskRunId}", onRun)})
-	// The REST list takes its filters from the query.
+	// The REST list takes its filters and page from the query.
 	OpTaskRunsList = define[ListTaskRunsRequest, TaskRunList](OpInfo{Name: OpTaskList, Service: bus.ServiceTaskQueue, Caller: CallerOwner, Idempotent: true,
-		REST: custom(get("/task-runs", nil))})
+		REST: query(get("/task-runs", nil), map[string]string{"agent_id": "agent_id", "conversation_id": "conversation_id", "status": "status", "limit": "limit", "cursor": "cursor"})})
 	OpTaskRunsCancel = define[CancelTaskRunRequest, TaskRunReply](OpInfo{Name: OpTaskCancel, Service: bus.ServiceTaskQueue, Caller: CallerOwner, Idempotent: true,
 		REST: post("/task-runs/{taskRunId}/cancel", onRun)})
 	// The REST answer takes the answer as text or as a whole input.

@@ -3,6 +3,7 @@ package meshapi_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -132,5 +133,41 @@ func TestBinding_PathValuesTravelInThePathAndBackIntoTheRequest(t *testing.T) {
 	}
 	if _, err := b.PathOf(meshapi.DelegateGetRequest{TaskRunID: "r"}); err == nil {
 		t.Fatal("a request without the child's id made a path")
+	}
+}
+
+func TestBinding_QueryCarriesStringsAndNumbersBothWays(t *testing.T) {
+	b := meshapi.OpTaskRunsList.REST
+	req := meshapi.ListTaskRunsRequest{AgentID: "a 1", ConversationID: "c", Status: "pending", Limit: 7, Cursor: "x"}
+	path, err := b.PathOf(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != "/task-runs?agent_id=a+1&conversation_id=c&cursor=x&limit=7&status=pending" {
+		t.Fatalf("path %q", path)
+	}
+	if path, _ := b.PathOf(meshapi.ListTaskRunsRequest{}); path != "/task-runs" {
+		t.Fatalf("a request with no filter made %q", path)
+	}
+	_, rawQuery, _ := strings.Cut(path, "?")
+	query, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got meshapi.ListTaskRunsRequest
+	if err := b.Bind(nil, func(string) string { return "" }, query, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got != req {
+		t.Fatalf("bound %+v, want %+v", got, req)
+	}
+	if err := b.Bind(nil, func(string) string { return "" }, url.Values{"limit": {""}}, &got); err != nil || got.Limit != req.Limit {
+		t.Errorf("an empty limit: %v, limit %d, want it left out", err, got.Limit)
+	}
+	for _, bad := range []string{"abc", "1.5", "-"} {
+		err := b.Bind(nil, func(string) string { return "" }, url.Values{"limit": {bad}}, &got)
+		if err == nil || !strings.Contains(err.Error(), "limit") {
+			t.Errorf("limit=%q bound with %v, want an error naming limit", bad, err)
+		}
 	}
 }

@@ -116,6 +116,14 @@ type ContinueTaskRunRequest struct {
 	Input     json.RawMessage `json:"input"`
 }
 
+// InputAnswer is the body of OpTaskRunsContinue's route (POST
+// /task-runs/{taskRunId}/input): a person's answer to a run waiting for
+// input, as text or as the next turn's whole input, one of the two.
+type InputAnswer struct {
+	Text  *string         `json:"text,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
 // AttachArtifactRequest records an artifact on the run a runtime is working on.
 type AttachArtifactRequest struct {
 	TaskRunID string           `json:"task_run_id"`

@@ -46,17 +46,43 @@ func (g *globals) client() (*restclient.Client, error) {
 // shows in a process listing; no flag does.
 const envOwnerToken = cliusage.EnvPrefix + "OWNER_TOKEN"
 
-// call runs one API call and prints its answer.
-func (g *globals) call(ctx context.Context, method, path string, q url.Values, in any) error {
+// sendOp is the RunE of a command that sends op, its request made from
+// the command's arguments by req, and prints the answer as send does.
+func (g *globals) sendOp(op *meshapi.OpInfo, req func(args []string) any) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error { return g.send(cmd, op, req(args)) }
+}
+
+// send calls op's REST route with req (restclient.Client.Call) and prints
+// the answer; a route that answers with no body prints "done".
+func (g *globals) send(cmd *cobra.Command, op *meshapi.OpInfo, req any) error {
+	return g.exchange(cmd, op, func(ctx context.Context, c *restclient.Client, out any) error {
+		return c.Call(ctx, op, req, out)
+	})
+}
+
+// route is send for a route whose body is not op's request (a person's
+// decision, say): at names the path values, body is sent as it is.
+func (g *globals) route(cmd *cobra.Command, op *meshapi.OpInfo, at, body any) error {
+	return g.exchange(cmd, op, func(ctx context.Context, c *restclient.Client, out any) error {
+		_, err := c.Route(ctx, op, at, body, out)
+		return err
+	})
+}
+
+func (g *globals) exchange(cmd *cobra.Command, op *meshapi.OpInfo, call func(context.Context, *restclient.Client, any) error) error {
 	c, err := g.client()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, restclient.DefaultTimeout)
+	ctx, cancel := context.WithTimeout(cmd.Context(), restclient.DefaultTimeout)
 	defer cancel()
 	var out json.RawMessage
-	if _, err := c.Do(ctx, method, path, q, in, &out); err != nil {
+	if err := call(ctx, c, &out); err != nil {
 		return err
+	}
+	if op.REST.Status == http.StatusNoContent {
+		cmd.Println("done")
+		return nil
 	}
 	return g.print(out)
 }
@@ -84,11 +110,9 @@ func newAgents(g *globals) *cobra.Command {
 				}
 				instructions = string(b)
 			}
-			body := map[string]any{"name": name, "description": description, "instructions": instructions}
-			if homeRegion != "" {
-				body["home_region"] = homeRegion
-			}
-			return g.call(cmd.Context(), http.MethodPost, "/agent-accounts", nil, body)
+			return g.send(cmd, meshapi.OpAgentsCreate.OpInfo, meshapi.CreateAgentRequest{
+				Name: name, Description: description, Instructions: instructions, HomeRegion: homeRegion,
+			})
 		},
 	}
 	create.Flags().StringVar(&name, "name", "", "agent name (required)")
@@ -130,8 +154,8 @@ func (g *globals) nameFree(ctx context.Context, name string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, restclient.DefaultTimeout)
 	defer cancel()
-	var list meshapi.AgentList
-	if _, err := c.Do(ctx, http.MethodGet, "/agent-accounts", nil, nil, &list); err != nil {
+	list, err := meshapi.Send(ctx, c, meshapi.OpAgentsList, meshapi.ListAgentsRequest{})
+	if err != nil {
 		return err
 	}
 	for _, a := range list.Agents {
@@ -157,14 +181,18 @@ func newPairingCode(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var code struct {
-				PairingToken string    `json:"pairing_token"`
-				ExpiresAt    time.Time `json:"expires_at"`
-			}
-			if _, err := c.Do(cmd.Context(), http.MethodPost, "/agent-accounts/"+url.PathEscape(args[0])+"/pairing-codes", nil, nil, &code); err != nil {
+			ctx, cancel := context.WithTimeout(cmd.Context(), restclient.DefaultTimeout)
+			defer cancel()
+			// The route takes an optional lifetime as its body; the
+			// platform's default is kept.
+			var code meshapi.PairingCode
+			if _, err := c.Route(ctx, meshapi.OpPairingIssueCode.OpInfo, meshapi.IssuePairingCodeRequest{AgentID: args[0]}, nil, &code); err != nil {
 				return err
 			}
-			if err := g.print(code); err != nil {
+			if err := g.print(struct {
+				PairingToken string    `json:"pairing_token"`
+				ExpiresAt    time.Time `json:"expires_at"`
+			}{code.PairingToken, code.ExpiresAt}); err != nil {
 				return err
 			}
 			// The code goes in on standard input (echo is the shell's own,
@@ -185,17 +213,15 @@ func newTasks(g *globals) *cobra.Command {
 	create := &cobra.Command{
 		Use: "create", Short: "Create a task run for an agent", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			body := map[string]any{"target_agent_id": agent, "input": map[string]any{"text": text}}
-			if conversation != "" {
-				body["conversation_id"] = conversation
+			input, err := json.Marshal(map[string]string{"text": text})
+			if err != nil {
+				return err
 			}
-			if idemKey != "" {
-				body["idempotency_key"] = idemKey
+			req := meshapi.CreateTaskRunRequest{
+				TargetAgentID: agent, Input: input, ConversationID: conversation,
+				IdempotencyKey: idemKey, TimeoutSeconds: int64(timeout.Seconds()),
 			}
-			if timeout > 0 {
-				body["timeout_seconds"] = int64(timeout.Seconds())
-			}
-			return g.postRun(cmd.Context(), "/task-runs", body, wait)
+			return g.postRun(cmd.Context(), meshapi.OpTaskRunsCreate.OpInfo, req, req, wait)
 		},
 	}
 	create.Flags().StringVar(&agent, "agent", "", "target agent id (required)")
@@ -214,17 +240,13 @@ func newTasks(g *globals) *cobra.Command {
 	list := &cobra.Command{
 		Use: "list", Short: "List task runs, newest first", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := url.Values{}
-			setIf(q, "agent_id", agent)
-			setIf(q, "status", status)
-			setIf(q, "cursor", cursor)
-			if limit > 0 {
-				q.Set("limit", fmt.Sprint(limit))
-			}
-			return g.call(cmd.Context(), http.MethodGet, "/task-runs", q, nil)
+			return g.send(cmd, meshapi.OpTaskRunsList.OpInfo, meshapi.ListTaskRunsRequest{
+				AgentID: agent, ConversationID: conversation, Status: mesh.Status(status), Cursor: cursor, Limit: limit,
+			})
 		},
 	}
 	list.Flags().StringVar(&agent, "agent", "", "only this agent's runs")
+	list.Flags().StringVar(&conversation, "conversation", "", "only this conversation's runs")
 	list.Flags().StringVar(&status, "status", "", "only runs in this status: "+strings.Join(statusNames(), ", "))
 	cliusage.CompleteValues(list, "status", statusNames()...)
 	list.Flags().StringVar(&cursor, "cursor", "", "continue after this cursor (next_cursor of the previous page)")
@@ -247,7 +269,7 @@ func newTaskReply(g *globals) *cobra.Command {
 	reply := &cobra.Command{
 		Use: "reply <task_run_id>", Short: "Answer a task run that is waiting for input (input-required)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.postRun(cmd.Context(), "/task-runs/"+url.PathEscape(args[0])+"/input", map[string]any{"text": text}, wait)
+			return g.postRun(cmd.Context(), meshapi.OpTaskRunsContinue.OpInfo, meshapi.ContinueTaskRunRequest{TaskRunID: args[0]}, meshapi.InputAnswer{Text: &text}, wait)
 		},
 	}
 	reply.Flags().StringVar(&text, "text", "", "the answer (required)")
@@ -256,15 +278,18 @@ func newTaskReply(g *globals) *cobra.Command {
 	return reply
 }
 
-// postRun sends a request that answers with a run (create, reply) and
-// prints the run, once it ended or asks for input when wait is set.
-func (g *globals) postRun(ctx context.Context, path string, body any, wait bool) error {
+// postRun sends body to op's route (create, reply), at naming its path
+// values, and prints the run it answers with, once the run ended or asks
+// for input when wait is set.
+func (g *globals) postRun(ctx context.Context, op *meshapi.OpInfo, at, body any, wait bool) error {
 	c, err := g.client()
 	if err != nil {
 		return err
 	}
 	var run mesh.TaskRun
-	if _, err := c.Do(ctx, http.MethodPost, path, nil, body, &run); err != nil {
+	sent, cancel := context.WithTimeout(ctx, restclient.DefaultTimeout)
+	defer cancel()
+	if _, err := c.Route(sent, op, at, body, &run); err != nil {
 		return err
 	}
 	if !wait {
@@ -318,7 +343,7 @@ func waitRun(ctx context.Context, c *restclient.Client, id string) (*mesh.TaskRu
 	for {
 		// A fresh value each time: decoding leaves fields the answer omits untouched.
 		var run mesh.TaskRun
-		if _, err := c.Do(ctx, http.MethodGet, "/task-runs/"+url.PathEscape(id), nil, nil, &run); err != nil {
+		if err := c.Call(ctx, meshapi.OpTaskRunsGet.OpInfo, meshapi.GetTaskRunRequest{TaskRunID: id}, &run); err != nil {
 			return nil, err
 		}
 		if run.Status.Terminal() || run.Status == mesh.StatusInputRequired {
@@ -358,7 +383,8 @@ func newTaskDecision(g *globals, decision string) *cobra.Command {
 	c := &cobra.Command{
 		Use: use, Short: short, Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.call(cmd.Context(), http.MethodPost, "/task-runs/"+url.PathEscape(args[0])+"/approval", nil, map[string]any{"decision": decision, "reason": reason})
+			return g.route(cmd, meshapi.OpTaskRunsDecideApproval.OpInfo, meshapi.DecideApprovalRequest{TaskRunID: args[0]},
+				meshapi.ApprovalDecision{Decision: decision, Reason: reason})
 		},
 	}
 	c.Flags().StringVar(&reason, "reason", "", "why (recorded on the run and told to the host)")

@@ -178,6 +178,53 @@ func TestCLI_AgentsDelete(t *testing.T) {
 	}
 }
 
+// TestCLI_TasksListFiltersAndPages: `tasks list` sends the table's
+// filters and page: --conversation keeps one conversation's runs, --limit
+// pages them with the cursor the answer gives.
+func TestCLI_TasksListFiltersAndPages(t *testing.T) {
+	t.Parallel()
+	a := startAdmin(t)
+	agent := a.p.CreateAgent("listed")
+	first := a.p.CreateTask(agent.ID, "first")
+	created := a.run("tasks", "create", "--agent", agent.ID, "--text", "second", "--conversation", first.ConversationID)
+	var second mesh.TaskRun
+	if created.code != 0 || json.Unmarshal([]byte(created.stdout), &second) != nil || second.ConversationID != first.ConversationID {
+		t.Fatalf("tasks create --conversation: %s", created)
+	}
+	other := a.p.CreateTask(agent.ID, "another conversation")
+
+	list := func(args ...string) (ids []string, cursor string) {
+		t.Helper()
+		r := a.run(append([]string{"tasks", "list", "-o", "json"}, args...)...)
+		var l struct {
+			TaskRuns []struct {
+				ID string `json:"task_run_id"`
+			} `json:"task_runs"`
+			NextCursor string `json:"next_cursor"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &l) != nil {
+			t.Fatalf("tasks list %v: %s", args, r)
+		}
+		for _, run := range l.TaskRuns {
+			ids = append(ids, run.ID)
+		}
+		return ids, l.NextCursor
+	}
+	if ids, _ := list("--conversation", first.ConversationID); strings.Join(ids, " ") != second.ID+" "+first.ID {
+		t.Errorf("tasks list --conversation: %v, want the conversation's runs newest first: %s %s (not %s)", ids, second.ID, first.ID, other.ID)
+	}
+	ids, cursor := list("--agent", agent.ID, "--limit", "2")
+	if strings.Join(ids, " ") != other.ID+" "+second.ID || cursor == "" {
+		t.Fatalf("tasks list --limit 2: %v (cursor %q), want %s %s and a cursor", ids, cursor, other.ID, second.ID)
+	}
+	if ids, _ := list("--agent", agent.ID, "--limit", "2", "--cursor", cursor); strings.Join(ids, " ") != first.ID {
+		t.Errorf("tasks list --cursor: %v, want %s", ids, first.ID)
+	}
+	if r := a.run("tasks", "list", "--status", "sleeping"); r.code == 0 || !strings.Contains(r.stderr, "sleeping") {
+		t.Errorf("tasks list --status sleeping: %s", r)
+	}
+}
+
 // TestCLI_TasksReplyAnswersARunWaitingForInput: `tasks reply` gives a run in
 // input-required its answer; the same run goes back to its agent.
 func TestCLI_TasksReplyAnswersARunWaitingForInput(t *testing.T) {

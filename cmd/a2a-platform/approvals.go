@@ -3,14 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/a2amesh/a2amesh/internal/cliusage"
+	"github.com/a2amesh/a2amesh/mesh"
+	"github.com/a2amesh/a2amesh/meshapi"
 )
 
 // newAgentPolicy sets or removes an agent's approval policy (PATCH
@@ -34,33 +34,26 @@ func newAgentPolicy(g *globals) *cobra.Command {
 				if len(rules) > 0 || fallback != "" || timeout != 0 {
 					return cliusage.Usage(errors.New("--clear removes the policy: give it alone"))
 				}
-				return g.call(cmd.Context(), http.MethodPatch, "/agent-accounts/"+url.PathEscape(args[0]), nil, map[string]any{"approval_policy": map[string]any{}})
+				return g.send(cmd, meshapi.OpAgentsUpdate.OpInfo, meshapi.UpdateAgentRequest{AgentID: args[0], ApprovalPolicy: &mesh.ApprovalPolicy{}})
 			}
 			if len(rules) == 0 && fallback == "" {
 				return cliusage.Usage(errors.New("give --rule MATCH=DECISION (repeatable) and/or --default, or --clear"))
 			}
-			policy := map[string]any{}
-			var list []map[string]string
+			policy := mesh.ApprovalPolicy{Default: fallback}
 			for _, r := range rules {
 				i := strings.LastIndexByte(r, '=')
 				if i <= 0 {
 					return cliusage.Usage(fmt.Errorf("--rule %q: write MATCH=DECISION, e.g. 'Bash(git push*)=ask'", r))
 				}
-				list = append(list, map[string]string{"match": r[:i], "decision": r[i+1:]})
-			}
-			if len(list) > 0 {
-				policy["rules"] = list
-			}
-			if fallback != "" {
-				policy["default"] = fallback
+				policy.Rules = append(policy.Rules, mesh.ApprovalRule{Match: r[:i], Decision: r[i+1:]})
 			}
 			if timeout != 0 {
 				if timeout < time.Second || timeout%time.Second != 0 {
 					return cliusage.Usage(fmt.Errorf("--timeout %s: give whole seconds, at least 1s", timeout))
 				}
-				policy["timeout_seconds"] = int(timeout / time.Second)
+				policy.TimeoutSeconds = int(timeout / time.Second)
 			}
-			return g.call(cmd.Context(), http.MethodPatch, "/agent-accounts/"+url.PathEscape(args[0]), nil, map[string]any{"approval_policy": policy})
+			return g.send(cmd, meshapi.OpAgentsUpdate.OpInfo, meshapi.UpdateAgentRequest{AgentID: args[0], ApprovalPolicy: &policy})
 		},
 	}
 	cmd.Flags().StringArrayVar(&rules, "rule", nil, "MATCH=DECISION, in the order they are tried (repeatable)")

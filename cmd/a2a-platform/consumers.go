@@ -1,11 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"net/http"
-
-	"github.com/a2amesh/a2amesh/internal/restclient"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/spf13/cobra"
 )
@@ -42,30 +37,4 @@ func newConsumers(g *globals) *cobra.Command {
 	}
 	cmd.AddCommand(create, list, del)
 	return cmd
-}
-
-// send calls op's REST route with req (restclient.Client.Call) and prints
-// the answer; a route that answers with no body prints "done".
-// sendOp is the RunE of a command that sends op, its request made from
-// the command's arguments by req, and prints the answer as send does.
-func (g *globals) sendOp(op *meshapi.OpInfo, req func(args []string) any) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error { return g.send(cmd, op, req(args)) }
-}
-
-func (g *globals) send(cmd *cobra.Command, op *meshapi.OpInfo, req any) error {
-	c, err := g.client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), restclient.DefaultTimeout)
-	defer cancel()
-	var out json.RawMessage
-	if err := c.Call(ctx, op, req, &out); err != nil {
-		return err
-	}
-	if op.REST.Status == http.StatusNoContent {
-		cmd.Println("done")
-		return nil
-	}
-	return g.print(out)
 }

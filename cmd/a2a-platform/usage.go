@@ -2,10 +2,9 @@ package main
 
 import (
 	"errors"
-	"net/http"
-	"net/url"
 
 	"github.com/a2amesh/a2amesh/internal/cliusage"
+	"github.com/a2amesh/a2amesh/mesh"
 	"github.com/a2amesh/a2amesh/meshapi"
 	"github.com/spf13/cobra"
 )
@@ -42,26 +41,21 @@ func newAgentBudget(g *globals) *cobra.Command {
 			"--clear removes it.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			limit := func(tokens int64, cost float64) map[string]any {
+			limit := func(tokens int64, cost float64) *mesh.Limit {
 				if tokens == 0 && cost == 0 {
 					return nil
 				}
-				return map[string]any{"tokens": tokens, "cost_usd": cost}
+				return &mesh.Limit{Tokens: tokens, CostUSD: cost}
 			}
-			budget := map[string]any{}
-			if l := limit(runTokens, runCost); l != nil {
-				budget["per_run"] = l
-			}
-			if l := limit(dayTokens, dayCost); l != nil {
-				budget["per_day"] = l
-			}
-			if len(budget) == 0 && !clear {
+			budget := mesh.Budget{PerRun: limit(runTokens, runCost), PerDay: limit(dayTokens, dayCost)}
+			none := budget == mesh.Budget{}
+			if none && !clear {
 				return cliusage.Usage(errors.New("give a limit (--per-run-tokens, --per-run-cost, --per-day-tokens, --per-day-cost) or --clear"))
 			}
-			if len(budget) > 0 && clear {
+			if !none && clear {
 				return cliusage.Usage(errors.New("--clear removes the budget: give it alone"))
 			}
-			return g.call(cmd.Context(), http.MethodPatch, "/agent-accounts/"+url.PathEscape(args[0]), nil, map[string]any{"budget": budget})
+			return g.send(cmd, meshapi.OpAgentsUpdate.OpInfo, meshapi.UpdateAgentRequest{AgentID: args[0], Budget: &budget})
 		},
 	}
 	cmd.Flags().Int64Var(&runTokens, "per-run-tokens", 0, "tokens (input plus output) one run may spend, its delegated runs included")

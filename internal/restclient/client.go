@@ -102,24 +102,33 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 // DELETE); its answer is decoded into resp. It makes the client a
 // meshapi.Sender, so meshapi.Send speaks the REST API as it speaks the bus.
 func (c *Client) Call(ctx context.Context, op *meshapi.OpInfo, req, resp any) error {
-	if op.REST == nil {
-		return mesh.Errorf(mesh.CodeInvalidRequest, "%s is not an operation of the REST API", op.Name)
+	var body any
+	if op.REST != nil && op.REST.Method != http.MethodGet && op.REST.Method != http.MethodDelete {
+		body = req
 	}
-	target, err := op.REST.PathOf(req)
+	_, err := c.Route(ctx, op, req, body, resp)
+	return err
+}
+
+// Route sends body to op's REST route, its path values and query taken
+// from the fields of at, and decodes the answer into out (when not nil). It
+// is Call for a route whose body is not the operation's request (a Custom
+// row: a person's answer, a decision), and for a caller that wants the
+// answer's status.
+func (c *Client) Route(ctx context.Context, op *meshapi.OpInfo, at, body, out any) (int, error) {
+	if op.REST == nil {
+		return 0, mesh.Errorf(mesh.CodeInvalidRequest, "%s is not an operation of the REST API", op.Name)
+	}
+	target, err := op.REST.PathOf(at)
 	if err != nil {
-		return mesh.Errorf(mesh.CodeInvalidRequest, "%v", err)
+		return 0, mesh.Errorf(mesh.CodeInvalidRequest, "%v", err)
 	}
 	path, rawQuery, _ := strings.Cut(target, "?")
 	query, err := url.ParseQuery(rawQuery)
 	if err != nil {
-		return mesh.Errorf(mesh.CodeInvalidRequest, "%v", err)
+		return 0, mesh.Errorf(mesh.CodeInvalidRequest, "%v", err)
 	}
-	var body any
-	if op.REST.Method != http.MethodGet && op.REST.Method != http.MethodDelete {
-		body = req
-	}
-	_, err = c.Do(ctx, op.REST.Method, path, query, body, resp)
-	return err
+	return c.Do(ctx, op.REST.Method, path, query, body, out)
 }
 
 // Exchange is Do that also returns the answer's headers.

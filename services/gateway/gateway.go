@@ -249,7 +249,6 @@ func (g *Gateway) Handler() http.Handler {
 	g.people(mux, meshapi.OpRegistryListRuntimes.REST.Pattern(), g.listRuntimes)
 	g.people(mux, meshapi.OpPairingRevokeRuntime.REST.Pattern(), g.revokeRuntime)
 	g.people(mux, meshapi.OpTaskRunsCreate.REST.Pattern(), g.createTaskRun)
-	g.people(mux, meshapi.OpTaskRunsList.REST.Pattern(), g.listTaskRuns)
 	g.people(mux, meshapi.OpTaskRunsContinue.REST.Pattern(), g.answerTaskRun)
 	g.people(mux, meshapi.OpTaskRunsDecideApproval.REST.Pattern(), g.decideApproval)
 	g.people(mux, meshapi.OpArtifactsList.REST.Pattern(), g.listArtifacts)

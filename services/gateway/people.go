@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/a2amesh/a2amesh/internal/sealed"
 	"github.com/a2amesh/a2amesh/mesh"
@@ -75,37 +74,11 @@ func (g *Gateway) createTaskRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, res.TaskRun)
 }
 
-func (g *Gateway) listTaskRuns(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	req := meshapi.ListTaskRunsRequest{
-		AgentID: q.Get("agent_id"),
-		Status:  mesh.Status(q.Get("status")),
-		Cursor:  q.Get("cursor"),
-	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			g.writeError(w, r, mesh.Errorf(mesh.CodeInvalidRequest, "limit must be a number"))
-			return
-		}
-		req.Limit = n
-	}
-	l, err := g.client.ListTaskRuns(r.Context(), req)
-	g.reply(w, r, http.StatusOK, l, err)
-}
-
-// inputRequest is the body of POST /task-runs/{id}/input: a person's answer
-// to a run waiting for input, as text or as the next turn's whole input.
-type inputRequest struct {
-	Text  *string         `json:"text,omitempty"`
-	Input json.RawMessage `json:"input,omitempty"`
-}
-
 // answerTaskRun gives a run waiting in input-required its next turn: the
 // same run goes back to its agent (the task queue's continue, as the A2A
 // endpoint's answer does).
 func (g *Gateway) answerTaskRun(w http.ResponseWriter, r *http.Request) {
-	var in inputRequest
+	var in meshapi.InputAnswer
 	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
 		g.writeError(w, r, err)
 		return
@@ -122,17 +95,10 @@ func (g *Gateway) answerTaskRun(w http.ResponseWriter, r *http.Request) {
 	g.reply(w, r, http.StatusOK, run, err)
 }
 
-// approvalRequest is the body of POST /task-runs/{id}/approval: a person's
-// decision of the step a run in approval-required waits for.
-type approvalRequest struct {
-	Decision string `json:"decision"`
-	Reason   string `json:"reason,omitempty"`
-}
-
 // decideApproval allows or denies the step a run waits for; the run goes
 // back to running and its host hears the decision.
 func (g *Gateway) decideApproval(w http.ResponseWriter, r *http.Request) {
-	var in approvalRequest
+	var in meshapi.ApprovalDecision
 	if err := decodeBody(w, r, g.cfg.MaxBodyBytes, strict, &in); err != nil {
 		g.writeError(w, r, err)
 		return

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/a2amesh/a2amesh/internal/adapter/adapterapi"
@@ -133,17 +132,8 @@ func (h HTTPArtifacts) Write(ctx context.Context, runID string, attempt int, a A
 	var res struct {
 		ArtifactRef map[string]any `json:"artifact_ref"`
 	}
-	upload := meshapi.OpRuntimeArtifactOpen.REST
-	target, err := upload.PathOf(meshapi.OpenArtifactRequest{TaskRunID: runID, WriteKey: a.Key})
-	if err != nil {
-		return nil, err
-	}
-	path, rawQuery, _ := strings.Cut(target, "?")
-	query, err := url.ParseQuery(rawQuery)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := h.API.Do(ctx, upload.Method, path, query, body, &res); err != nil {
+	at := meshapi.OpenArtifactRequest{TaskRunID: runID, WriteKey: a.Key}
+	if _, err := h.API.Route(ctx, meshapi.OpRuntimeArtifactOpen.OpInfo, at, body, &res); err != nil {
 		return nil, err
 	}
 	return res.ArtifactRef, nil
