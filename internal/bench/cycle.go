@@ -116,7 +116,7 @@ func serviceCycle(ctx context.Context, tg target, ids []runtimeIdentity, window 
 		go func() {
 			defer wg.Done()
 			for wctx.Err() == nil {
-				run, err := t.Next(wctx)
+				run, err := claimOne(wctx, t)
 				if err != nil || run == nil {
 					continue
 				}
@@ -154,4 +154,14 @@ type cycleResult struct {
 // process had used cpu.
 func newCycleResult(runs int64, start time.Time, cpu time.Duration, claims *latencies) cycleResult {
 	return cycleResult{rps: float64(runs) / time.Since(start).Seconds(), claim: claims.summary(), cpuPerRunUs: usPer(cpuTime(os.Getpid())-cpu, runs)}
+}
+
+// claimOne waits for a pending run and claims it, as a runtime with one
+// free slot does; nil when the wait ended with nothing to claim.
+func claimOne(ctx context.Context, t runtimeengine.Transport) (*mesh.TaskRun, error) {
+	runs, err := t.NextUpTo(ctx, 1)
+	if len(runs) == 0 {
+		return nil, err
+	}
+	return runs[0], err
 }

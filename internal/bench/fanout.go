@@ -219,7 +219,7 @@ func completeRuns(ctx context.Context, p *platform.Platform, ids []runtimeIdenti
 			defer wg.Done()
 			for got := 0; got < mine; {
 				wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				run, err := t.Next(wctx)
+				run, err := claimOne(wctx, t)
 				cancel()
 				if err != nil {
 					errs <- fmt.Errorf("claim: %w", err)

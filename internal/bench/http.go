@@ -221,29 +221,12 @@ type reporting struct {
 	keys sync.Map // run id -> the key its input carries
 }
 
-func (t *reporting) Next(ctx context.Context) (*mesh.TaskRun, error) {
-	run, err := t.Transport.Next(ctx)
-	if run != nil {
-		t.note(run)
-	}
-	return run, err
-}
-
 func (t *reporting) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, error) {
 	runs, err := t.Transport.NextUpTo(ctx, n)
 	for _, run := range runs {
 		t.note(run)
 	}
 	return runs, err
-}
-
-// ClaimedInstructions passes on what the runtime's own transport says of
-// the agent's instructions, as the runtime would hear it unwrapped.
-func (t *reporting) ClaimedInstructions(known string) (string, bool) {
-	if c, ok := t.Transport.(runtimeengine.InstructionCarrier); ok {
-		return c.ClaimedInstructions(known)
-	}
-	return "", false
 }
 
 // note remembers which key a claimed run's input carries.

@@ -346,7 +346,7 @@ func dispatchAll(ctx context.Context, owner *restclient.Client, ids []meshapi.At
 		go func() {
 			defer wg.Done()
 			for {
-				run, err := t.Next(ctx)
+				run, err := claimOne(ctx, t)
 				if err != nil && retryable(err) && ctx.Err() == nil {
 					// As the runtime does, a request for work the platform
 					// did not answer in time is asked again.

@@ -192,10 +192,8 @@ func (e *Engine) instructions(ctx context.Context) string {
 	if !e.cfg.FreshInstructions {
 		return known
 	}
-	if carrier, ok := e.cfg.Transport.(InstructionCarrier); ok {
-		if claimed, ok := carrier.ClaimedInstructions(known); ok {
-			return claimed
-		}
+	if claimed, ok := e.cfg.Transport.ClaimedInstructions(known); ok {
+		return claimed
 	}
 	hctx, cancel := context.WithTimeout(ctx, instructionsTimeout)
 	defer cancel()

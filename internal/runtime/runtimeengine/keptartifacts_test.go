@@ -123,14 +123,13 @@ func (r *linkedRuntime) start() {
 		t.Fatal(err)
 	}
 	var tr runtimeengine.Transport
-	var writer runtimeengine.ArtifactWriter = runtimeengine.HTTPArtifacts{API: api}
 	if r.mode == runtimeengine.ModeHTTP {
 		tr = runtimeengine.NewHTTP(runtimeengine.HTTPConfig{API: api, AgentID: r.att.AgentID, PullWait: 2 * time.Second})
 	} else {
 		tr, _ = dialNATS(ctx, t, "nats://"+r.link.Addr(), r.att)
 		api = r.p.Runtime(r.att.RuntimeToken)
-		writer = tr.(runtimeengine.ArtifactWriter)
 	}
+	writer := tr.Artifacts()
 	hello, err := runtimeengine.HTTPHello(ctx, r.p.Runtime(r.att.RuntimeToken))
 	if err != nil {
 		t.Fatal(err)
@@ -200,6 +199,9 @@ type lostAnswer struct {
 	lose   string
 	once   sync.Once
 }
+
+// Artifacts is l: the runtime writes its artifacts through Write.
+func (l *lostAnswer) Artifacts() runtimeengine.ArtifactWriter { return l }
 
 func (l *lostAnswer) Write(ctx context.Context, runID string, attempt int, a runtimeengine.ArtifactContent) (map[string]any, error) {
 	lost := false

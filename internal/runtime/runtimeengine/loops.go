@@ -115,30 +115,10 @@ func (e *Engine) renewLoop(ctx context.Context) {
 	}
 }
 
-// cancelLoop aborts runs canceled on the platform, as the transport tells
-// of them: on its Canceled channel, or, for a CancelWaiter, in answer to a
-// request that waits for them, which the runtime keeps asking while it
-// holds runs.
-func (e *Engine) cancelLoop(ctx context.Context) {
-	if w, ok := e.cfg.Transport.(CancelWaiter); ok {
-		e.waitCanceled(ctx, w)
-		return
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case id := <-e.cfg.Transport.Canceled():
-			if e.cancelRun(id, errCanceledOnPlatform) {
-				e.log.Info().Str("task_run_id", id).Msg("task run canceled on the platform; stopping it")
-			}
-		}
-	}
-}
-
-// waitCanceled keeps a request for cancels waiting while the runtime holds
+// cancelLoop aborts runs canceled on the platform: it keeps the
+// transport's wait for cancels (WaitCanceled) going while the runtime holds
 // runs, and aborts each run it names.
-func (e *Engine) waitCanceled(ctx context.Context, w CancelWaiter) {
+func (e *Engine) cancelLoop(ctx context.Context) {
 	// told are the runs already named: a run whose report is still owed
 	// stays held, and asking about it again would be answered at once.
 	told := map[string]bool{}
@@ -159,7 +139,7 @@ func (e *Engine) waitCanceled(ctx context.Context, w CancelWaiter) {
 			}
 			continue
 		}
-		canceled, err := w.WaitCanceled(ctx, ids)
+		canceled, err := e.cfg.Transport.WaitCanceled(ctx, ids)
 		if ctx.Err() != nil {
 			return
 		}

@@ -70,16 +70,9 @@ func NewRuntime(cfg RuntimeConfig) *Engine {
 	if cfg.RenewInterval == 0 {
 		cfg.RenewInterval = time.Duration(max(hello.LeaseMS, 1500)) * time.Millisecond / 3
 	}
-	files := HTTPArtifacts{API: cfg.API}
-	// On NATS, artifacts go to the artifacts service on the bus; over HTTP,
-	// to the gateway, which hands them to the same service.
-	var artifacts ArtifactWriter = files
-	if w, ok := cfg.Transport.(ArtifactWriter); ok {
-		artifacts = w
-	}
 	return New(Config{
 		AgentID: cfg.AgentID, RuntimeID: cfg.RuntimeID, Transport: cfg.Transport, Adapter: cfg.Adapter,
-		Artifacts: artifacts, Attachments: files, Ledger: cfg.Ledger, Platform: cfg.Platform,
+		Artifacts: cfg.Transport.Artifacts(), Attachments: HTTPArtifacts{API: cfg.API}, Ledger: cfg.Ledger, Platform: cfg.Platform,
 		Instructions: hello.Instructions, FreshInstructions: true,
 		Concurrency: cfg.Concurrency, TaskTimeout: cfg.TaskTimeout, DrainGrace: cfg.DrainGrace,
 		AdapterWait:       cfg.AdapterWait,

@@ -17,12 +17,10 @@ type Transport interface {
 	// Heartbeat marks the runtime online (and says whether its adapter
 	// answers); the platform also renews the leases of the runs listed.
 	Heartbeat(ctx context.Context, req meshapi.HeartbeatRequest) error
-	// Next waits for a pending run and claims it. It returns (nil, nil) when
-	// its wait ended with nothing to claim, and ctx's error when ctx ended.
-	Next(ctx context.Context) (*mesh.TaskRun, error)
-	// NextUpTo is Next for up to n runs at once (an engine with n free
-	// slots): one request for work, one claim. It returns none when its
-	// wait ended with nothing to claim, and never more than n: the engine
+	// NextUpTo waits for pending runs and claims up to n of them (an
+	// engine with n free slots): one request for work, one claim. It
+	// returns none when its wait ended with nothing to claim, ctx's error
+	// when ctx ended, and never more than n: the engine
 	// counts its free slots by what it returns, and a run beyond them
 	// would free, when it ended, a slot it never took, so that the engine
 	// ran more than its concurrency from then on.
@@ -35,14 +33,29 @@ type Transport interface {
 	Progress(ctx context.Context, req meshapi.ProgressRequest) error
 	Complete(ctx context.Context, req meshapi.CompleteRequest) error
 	Fail(ctx context.Context, req meshapi.FailRequest) error
-	// Canceled delivers the ids of this agent's runs canceled on the platform.
-	Canceled() <-chan string
+	// WaitCanceled waits for any of ids (runs the runtime holds), or of
+	// the runs it claims meanwhile, to be canceled on the platform, and
+	// names those that were; none when its wait ended first. Over NATS it
+	// is a request that waits; over HTTP the runtime's event stream, which
+	// the transport follows from its start, tells.
+	WaitCanceled(ctx context.Context, ids []string) ([]string, error)
 	// Goodbye says the runtime is stopping on purpose, so the platform
 	// shows it offline at once.
 	Goodbye(ctx context.Context) error
 	// Hello asks the platform for the agent's current instructions and
 	// timings; it changes nothing.
 	Hello(ctx context.Context) (*meshapi.HelloResponse, error)
+	// ClaimedInstructions returns the agent's instructions as the last
+	// claim brought them (over NATS, the instructions themselves; over
+	// HTTP, only whether they are still known, those the runtime knows),
+	// and false when the claim did not say (a platform that does not, or
+	// instructions that changed since known), so the engine need not ask
+	// for them (Hello) before each task.
+	ClaimedInstructions(known string) (string, bool)
+	// Artifacts stores the artifacts of the runs: with the artifacts
+	// service on the runtime's own subjects (NATS), or through the REST
+	// API's upload, which hands them to the same service (HTTP).
+	Artifacts() ArtifactWriter
 	// Connection says where the transport is connected now (a2a-runtime
 	// status shows it).
 	Connection() profile.Connection
@@ -100,28 +113,6 @@ func (o operations) Fail(ctx context.Context, req meshapi.FailRequest) error {
 // holds, sent through tr: the platform of the run's tool server, over
 // either transport.
 func Delegation(tr Transport) meshapi.InHost { return meshapi.NewInHost(tr.Sender()) }
-
-// CancelWaiter is a Transport that hears of cancels by asking: a request
-// that waits until a run the runtime holds is canceled (NATS). Its
-// Canceled channel delivers nothing.
-type CancelWaiter interface {
-	// WaitCanceled waits for any of ids, or of the runs the runtime claims
-	// meanwhile, to be canceled, and names those that were; none when its
-	// wait ended first.
-	WaitCanceled(ctx context.Context, ids []string) ([]string, error)
-}
-
-// InstructionCarrier is a Transport whose claims say what the agent's
-// instructions were when the platform answered, so the engine need not
-// ask for them before each task.
-type InstructionCarrier interface {
-	// ClaimedInstructions returns the instructions as the last claim
-	// brought them (over NATS, the instructions themselves; over HTTP,
-	// only whether they are still known, those the runtime knows), and
-	// false when the claim did not say (a platform that does not, or
-	// instructions that changed since known).
-	ClaimedInstructions(known string) (string, bool)
-}
 
 // IsAuthError reports whether the platform refused the runtime's credential:
 // the runtime must stop and the same agent must be paired again.

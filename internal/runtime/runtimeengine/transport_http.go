@@ -30,8 +30,9 @@ type httpTransport struct {
 	operations
 	cfg HTTPConfig
 	// natsErr is why the platform's NATS was not used, when it was offered.
-	natsErr  error
-	canceled chan string
+	natsErr error
+	// canceled are the runs the runtime's event stream said were canceled.
+	canceled *canceledRuns
 	stop     context.CancelFunc
 	// digest is the instructions digest the last pull brought ("": none).
 	digest atomic.Pointer[string]
@@ -46,7 +47,7 @@ func NewHTTP(cfg HTTPConfig) Transport {
 		cfg.PullWait = 25 * time.Second
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	t := &httpTransport{operations: operations{cfg.API}, cfg: cfg, canceled: make(chan string, 64), stop: stop}
+	t := &httpTransport{operations: operations{cfg.API}, cfg: cfg, canceled: newCanceledRuns(), stop: stop}
 	t.lost = lostClaims{log: cfg.Logger, via: t}
 	t.lost.sweep(ctx.Done())
 	go t.followCancellations(ctx)
@@ -62,10 +63,7 @@ func (t *httpTransport) followCancellations(ctx context.Context) {
 			Subject string `json:"subject"`
 		}
 		if json.Unmarshal(ev.Data, &ce) == nil && ce.Subject != "" {
-			select {
-			case t.canceled <- ce.Subject:
-			default:
-			}
+			t.canceled.add(ce.Subject)
 		}
 		return nil
 	})
@@ -74,7 +72,12 @@ func (t *httpTransport) followCancellations(ctx context.Context) {
 	}
 }
 
-func (t *httpTransport) Canceled() <-chan string { return t.canceled }
+// WaitCanceled names those of ids the runtime's event stream said were
+// canceled, and any run it said was since the last wait; it waits for
+// the stream when none was.
+func (t *httpTransport) WaitCanceled(ctx context.Context, ids []string) ([]string, error) {
+	return t.canceled.wait(ctx, ids)
+}
 
 func (t *httpTransport) Connection() profile.Connection {
 	c := profile.Connection{Transport: ModeHTTP, Server: t.cfg.API.Base(), At: time.Now()}
@@ -86,14 +89,14 @@ func (t *httpTransport) Connection() profile.Connection {
 
 // NextUpTo pulls one run: the REST pull claims one at a time.
 func (t *httpTransport) NextUpTo(ctx context.Context, _ int) ([]*mesh.TaskRun, error) {
-	run, err := t.Next(ctx)
+	run, err := t.next(ctx)
 	if run == nil {
 		return nil, err
 	}
 	return []*mesh.TaskRun{run}, nil
 }
 
-func (t *httpTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
+func (t *httpTransport) next(ctx context.Context) (*mesh.TaskRun, error) {
 	// A run claimed by a pull whose answer was lost comes first (a pull
 	// returns one run: those recovered with it are given back).
 	if runs := t.lost.takeUp(ctx, 1); len(runs) > 0 {
@@ -144,6 +147,9 @@ func (t *httpTransport) askLost(ctx context.Context, key string) ([]*mesh.TaskRu
 	}
 	return []*mesh.TaskRun{run}, nil
 }
+
+// Artifacts uploads each artifact to its run's REST route.
+func (t *httpTransport) Artifacts() ArtifactWriter { return HTTPArtifacts{API: t.cfg.API} }
 
 // ClaimedInstructions answers known when the last pull said the agent's
 // instructions are still those.

@@ -106,6 +106,10 @@ type natsTransport struct {
 	lost lostClaims
 }
 
+// Artifacts is the transport itself: artifacts go to the artifacts
+// service in chunks on the runtime's own subjects (Write).
+func (t *natsTransport) Artifacts() ArtifactWriter { return t }
+
 func (t *natsTransport) ClaimedInstructions(string) (string, bool) {
 	if p := t.instructions.Load(); p != nil {
 		return *p, true
@@ -359,7 +363,6 @@ func (t *natsTransport) explain(err error, what string) error {
 // Canceled delivers nothing: over NATS the runtime hears of cancels by
 // asking (WaitCanceled), so that nothing but the answers to its own
 // requests ever reaches it.
-func (t *natsTransport) Canceled() <-chan string { return nil }
 
 // WaitCanceled waits for any of the runs the runtime holds to be canceled,
 // up to the transport's claim wait, and names those that were.
@@ -386,14 +389,6 @@ func (t *natsTransport) Heartbeat(ctx context.Context, req meshapi.HeartbeatRequ
 // offerSlack is how much longer than its wait an offer request is given
 // for its answer.
 const offerSlack = 5 * time.Second
-
-func (t *natsTransport) Next(ctx context.Context) (*mesh.TaskRun, error) {
-	runs, err := t.NextUpTo(ctx, 1)
-	if len(runs) == 0 {
-		return nil, err
-	}
-	return runs[0], err
-}
 
 func (t *natsTransport) NextUpTo(ctx context.Context, n int) ([]*mesh.TaskRun, error) {
 	n = min(max(n, 1), meshapi.MaxOffers)

@@ -53,11 +53,13 @@ func TestTransports_BothDelegateThroughTheRunsToolServer(t *testing.T) {
 			parent := p.CreateTask(planner.ID, "plan")
 			var run *mesh.TaskRun
 			meshtest.Eventually(t, 20*time.Second, func() bool {
-				got, err := tr.Next(ctx)
+				got, err := tr.NextUpTo(ctx, 1)
 				if err != nil {
 					t.Fatal(err)
 				}
-				run = got
+				if len(got) > 0 {
+					run = got[0]
+				}
 				return run != nil
 			}, func() string { return "the planner's run was never claimed" })
 			if run.ID != parent.ID {
