@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -67,7 +68,7 @@ type Binding struct {
 	// Fields maps each path value's name to the request's JSON field.
 	Fields map[string]string
 	// Query maps each query parameter's name to the request's JSON field
-	// (a string, a whole number or a boolean): a list's filters and page.
+	// (a string, a number or a boolean): a list's filters and page.
 	Query map[string]string
 	// Status is the HTTP status of a success. Default 200; 204 answers
 	// with no body.
@@ -171,8 +172,8 @@ func queryText(raw json.RawMessage) string {
 }
 
 // queryField is query parameter name's value v as the JSON of req's field
-// (a pointer to a struct): a number for an integer field, true or false for
-// a boolean (nil when v is empty: the parameter is left out), a string
+// (a pointer to a struct): a number for a number field, true or false for a
+// boolean (nil when v is empty: the parameter is left out), a string
 // otherwise.
 func queryField(req any, name, field, v string) (json.RawMessage, error) {
 	kind := kindOf(reflect.TypeOf(req), field)
@@ -186,6 +187,12 @@ func queryField(req any, name, field, v string) (json.RawMessage, error) {
 			return nil, fmt.Errorf("%s must be a whole number", name)
 		}
 		return json.RawMessage(strconv.FormatInt(n, 10)), nil
+	case reflect.Float32, reflect.Float64:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, fmt.Errorf("%s must be a number", name)
+		}
+		return json.Marshal(f)
 	case reflect.Bool:
 		b, err := strconv.ParseBool(v)
 		if err != nil {

@@ -171,3 +171,26 @@ func TestBinding_QueryCarriesStringsAndNumbersBothWays(t *testing.T) {
 		}
 	}
 }
+
+func TestBinding_QueryCarriesBooleansAndFractions(t *testing.T) {
+	type request struct {
+		Total bool    `json:"with_total,omitempty"`
+		Cost  float64 `json:"cost,omitempty"`
+		Name  string  `json:"name,omitempty"`
+	}
+	b := &meshapi.Binding{Method: http.MethodGet, Path: "/things", Query: map[string]string{"total": "with_total", "cost": "cost", "name": "name"}}
+	want := request{Total: true, Cost: 0.25, Name: "true"}
+	path, err := b.PathOf(want)
+	if err != nil || path != "/things?cost=0.25&name=true&total=true" {
+		t.Fatalf("path %q, %v", path, err)
+	}
+	var got request
+	if err := b.Bind(nil, nil, url.Values{"total": {"true"}, "cost": {"0.25"}, "name": {"true"}}, &got); err != nil || got != want {
+		t.Fatalf("bound %+v, %v; want %+v", got, err, want)
+	}
+	for param, bad := range map[string]string{"total": "yes", "cost": "NaN"} {
+		if err := b.Bind(nil, nil, url.Values{param: {bad}}, &got); err == nil || !strings.Contains(err.Error(), param) {
+			t.Errorf("%s=%s bound with %v, want an error naming %s", param, bad, err, param)
+		}
+	}
+}
