@@ -327,7 +327,19 @@ func (s *Service) serve(name string, r micro.Request, h HandlerFunc, handedOver 
 	resp, err := h(ctx, &Request{Subject: subject, Data: r.Data(), HandedOver: handedOver})
 	if err != nil {
 		e := mesh.AsError(err)
-		if e.Code == mesh.CodeInternal {
+		var me *mesh.Error
+		switch {
+		case !errors.As(err, &me) && Transient(err):
+			// A store or a service that did not answer (a node lost, a
+			// machine too busy) is not an internal error the caller cannot
+			// act on: UNAVAILABLE when nothing was done, so it may send the
+			// request again; TIMEOUT when it may have been done.
+			s.log.Warn().Ctx(ctx).Err(err).Str("endpoint", name).Msg("request failed for now")
+			e = mesh.Errorf(mesh.CodeTimeout, "%s did not finish in time (the platform is busy, or a node was lost); it may have been done", name)
+			if definitelyNotDone(err) {
+				e = mesh.Errorf(mesh.CodeUnavailable, "%s could not be done now (the platform is busy, or a node was lost); retry shortly", name)
+			}
+		case e.Code == mesh.CodeInternal:
 			s.log.Error().Ctx(ctx).Err(err).Str("endpoint", name).Msg("request failed")
 		}
 		answer := errorAnswer(e)

@@ -173,6 +173,41 @@ func TestService_HandlerEndsBeforeItsCallerGivesUp(t *testing.T) {
 	}
 }
 
+// TestService_AHandlerWhoseStoreDidNotAnswerIsNotAnInternalError: a
+// handler whose store or callee did not answer (a timeout, its own
+// deadline, no responders) fails with a plain Go error; the caller hears
+// TIMEOUT when the work may have been done and UNAVAILABLE when it was not,
+// never an internal error it cannot act on. Any other plain error is still
+// internal.
+func TestService_AHandlerWhoseStoreDidNotAnswerIsNotAnInternalError(t *testing.T) {
+	conn := embeddedConn(t)
+	svc, err := newService(conn.NC, serviceConfig{Name: "busy", Version: "1.0.0", Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(time.Second) })
+	cases := map[string]struct {
+		err  error
+		want mesh.Code
+	}{
+		"deadline":      {fmt.Errorf("write the run: %w", context.DeadlineExceeded), mesh.CodeTimeout},
+		"nats-timeout":  {fmt.Errorf("publish the event: %w", nats.ErrTimeout), mesh.CodeTimeout},
+		"no-responders": {fmt.Errorf("match the rules: %w", nats.ErrNoResponders), mesh.CodeUnavailable},
+		"plain":         {errors.New("a defect"), mesh.CodeInternal},
+	}
+	for name, c := range cases {
+		if err := svc.handle(name, "test.busy."+name, func(context.Context, *Request) (any, error) { return nil, c.err }, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, c := range cases {
+		err := Call(context.Background(), conn.NC, "test.busy."+name, nil, nil)
+		if got := mesh.AsError(err); got == nil || got.Code != c.want {
+			t.Errorf("%s: the caller heard %v, want %s", name, err, c.want)
+		}
+	}
+}
+
 // TestService_ShortRequestsKeepMostOfTheirTime: a caller with little time
 // left still gets its answer: the handler keeps most of that time.
 func TestService_ShortRequestsKeepMostOfTheirTime(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/metrics"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -293,7 +294,7 @@ func TestBodies_MemoryIsBoundedByDesign(t *testing.T) {
 						// The bus timed out under load (the race detector
 						// on 2 cores): a refusal to retry, not a failure.
 					case a.status == http.StatusInternalServerError || bytes.Contains(a.body, []byte("-32603")):
-						t.Errorf("body %d: an internal error: %d %s", i, a.status, a.body)
+						t.Errorf("body %d: an internal error: %d %s; the platform's errors:\n%s", i, a.status, a.body, errorLines(f.p.Logs.String()))
 					}
 				}
 				if growth > multiple*inFlight+slack {
@@ -302,4 +303,15 @@ func TestBodies_MemoryIsBoundedByDesign(t *testing.T) {
 			})
 		}
 	}
+}
+
+// errorLines are the lines of a platform's log at level error.
+func errorLines(logs string) string {
+	var out []string
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, `"level":"error"`) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
